@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
+import PackageDescription
+
+// One system-library target per Debian C library. `providers` turns a missing `-dev` package into
+// a clear message naming it; `scripts/setup` installs all of them at once.
+func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "wxpay-gateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "wxpay-gateway", targets: ["wxpay-gateway"]),
+        .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
+        .library(name: "WeChatPay", targets: ["WeChatPay"]),
+        .library(name: "HTTP", targets: ["HTTP"]),
+    ],
+    targets: [
+        // C shims: module.modulemap + one shim header each.
+        systemLibrary("COpenSSL", pkgConfig: "openssl", apt: ["libssl-dev"]),
+        systemLibrary("CLibXML2", pkgConfig: "libxml-2.0", apt: ["libxml2-dev"]),
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+        systemLibrary("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+        systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+        systemLibrary("CLibPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+
+        // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
+        .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
+        // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
+
+        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
+        .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
+
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "CShimsTests", dependencies: [
+            "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+// Strict settings for every Swift target, applied in one place.
+for target in package.targets where target.type != .system {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    target.swiftSettings = settings
+}

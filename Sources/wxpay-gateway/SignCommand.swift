@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// `wxpay-gateway sign --key K [--sign-type MD5|HMAC-SHA256] name=value ...` prints the signature.
+enum SignCommand {
+    static let usage = """
+        usage: wxpay-gateway sign --key KEY [--sign-type MD5|HMAC-SHA256] name=value ...
+               wxpay-gateway sign --key KEY --xml FILE|-
+        The first form prints the signature alone; the second checks a whole XML document's sign and
+        says which algorithm matched, or that none did (exit status 1).
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var key: String?
+        var signType = SignType.md5
+        var xmlPath: String?
+        var pairs: [Fields.Field] = []
+        var index = 0
+        func fail(_ message: String) -> Int32 {
+            FileHandle.standardError.write(Data("sign: \(message)\n\(usage)\n".utf8))
+            return 64
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--key", "--sign-type", "--xml":
+                guard index + 1 < arguments.count else { return fail("\(argument) needs a value") }
+                let value = arguments[index + 1]
+                index += 2
+                if argument == "--key" {
+                    key = value
+                } else if argument == "--xml" {
+                    xmlPath = value
+                } else {
+                    guard let type = SignType(rawValue: value.uppercased()) else {
+                        return fail("--sign-type must be MD5 or HMAC-SHA256")
+                    }
+                    signType = type
+                }
+            case "-h", "--help":
+                print(usage)
+                return 0
+            default:
+                guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+                    return fail("expected name=value, got an argument without '='")
+                }
+                let name = String(argument[..<equals])
+                guard !pairs.contains(where: { $0.name == name }) else { return fail("field \(name) given twice") }
+                pairs.append(Fields.Field(name: name, value: String(argument[argument.index(after: equals)...])))
+                index += 1
+            }
+        }
+        guard let key, !key.isEmpty else { return fail("--key is required") }
+        let signer = Signer(key: APIKey(key))
+        if let xmlPath {
+            guard pairs.isEmpty else { return fail("--xml takes no name=value fields") }
+            return checkDocument(at: xmlPath, signer: signer)
+        }
+        guard !pairs.isEmpty else { return fail("give at least one name=value field") }
+        print(signer.signature(for: Fields(pairs), type: signType))
+        return 0
+    }
+
+    private static func checkDocument(at path: String, signer: Signer) -> Int32 {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                FileHandle.standardError.write(Data("sign: cannot read \(path)\n".utf8))
+                return 66
+            }
+            data = contents
+        }
+        let fields: Fields
+        do {
+            fields = try FlatXML.decode(data)
+        } catch {
+            FileHandle.standardError.write(Data("sign: not a WeChat Pay XML document: \(error)\n".utf8))
+            return 65
+        }
+        guard fields.nonEmpty("sign") != nil else {
+            print("no sign field in the document")
+            return 1
+        }
+        let declared = fields.nonEmpty("sign_type").map { " (sign_type says \($0))" } ?? " (no sign_type)"
+        if let type = signer.matchingSignType(of: fields) {
+            print("signature valid: \(type)\(declared)")
+            return 0
+        }
+        print("signature matches neither MD5 nor HMAC-SHA256 with this key\(declared)")
+        return 1
+    }
+}

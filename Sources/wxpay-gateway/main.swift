@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+// The command line: one file per subcommand, dispatched here.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let commands: [String: ([String]) -> Int32] = [
+    "sign": SignCommand.run,
+]
+
+func usage() -> String {
+    """
+    usage: wxpay-gateway <command> [options]
+
+    commands:
+      sign      compute or check a WeChat Pay v2 signature
+    """
+}
+
+guard let name = arguments.first, let command = commands[name] else {
+    FileHandle.standardError.write(Data((usage() + "\n").utf8))
+    exit(arguments.isEmpty || arguments.first == "--help" || arguments.first == "-h" ? 0 : 64)
+}
+exit(command(Array(arguments.dropFirst())))
