@@ -32,11 +32,15 @@ let package = Package(
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
 
+        // The product: orders, notify, query with polling, close, support lookup, observability.
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP"]),
+
         .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
