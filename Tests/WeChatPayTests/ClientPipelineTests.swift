@@ -124,6 +124,7 @@ struct ClientPipelineTests {
         let fake = FakeWeChatPay { _ in FakeWeChatPay.reply(ResponseEnvelope.protocolFailure(message: "系统繁忙,请稍后再试")) }
         let error = await #expect(throws: WeChatPayError.self) { try await fake.client().send(sampleUnifiedOrder()) }
         #expect(error?.advice == .retrySameParameters)
+        #expect(error?.mayHaveTakenEffect == true)
     }
 
     @Test func anHTTP500IsAThrownRetryableErrorThatMayHaveTakenEffect() async {

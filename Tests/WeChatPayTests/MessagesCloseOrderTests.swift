@@ -13,6 +13,11 @@ struct MessagesCloseOrderTests {
         #expect(throws: WeChatPayMessageError.missingField("out_trade_no")) { try CloseOrderRequest(fields: Fields()) }
     }
 
+    @Test(arguments: ["T 1", "订单", String(repeating: "9", count: 33)])
+    func aMalformedOrderNumberIsParamError(value: String) {
+        #expect(throws: WeChatPayMessageError.invalidField("out_trade_no")) { try CloseOrderRequest(fields: ["out_trade_no": value]) }
+    }
+
     @Test func aTransactionIDDoesNotReplaceTheOrderNumber() {
         #expect(throws: WeChatPayMessageError.missingField("out_trade_no")) {
             try CloseOrderRequest(fields: ["transaction_id": "4200"])

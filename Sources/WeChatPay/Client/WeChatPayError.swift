@@ -148,15 +148,18 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
     /// as possibly created, paid or refunded until a query says otherwise.
     ///
     /// False only when the request certainly had no effect: it was never sent, the transport knows
-    /// it was not delivered, WeChat refused it at the protocol level (`return_code=FAIL`) or at the
-    /// HTTP level (4xx), or it answered a documented err_code that rejects the request.
+    /// it was not delivered, WeChat refused it at the HTTP level (4xx) or the protocol level
+    /// (`return_code=FAIL`, except "system busy"), or it answered a documented err_code that
+    /// rejects the request.
     public var mayHaveTakenEffect: Bool {
         switch code {
         case .invalidRequest, .invalidConfiguration, .invalidNonce, .unencodableRequest: false
         case .transport(let error): error.mayHaveBeenDelivered
         case .httpStatus(let status): !(400..<500).contains(status)
         case .malformedResponse, .invalidResponse, .signature, .merchantMismatch: true
-        case .protocolFailure: false
+        // WeChat refused to process the request, unless it reports being busy, which is read
+        // conservatively: the request may have gone through before the error.
+        case .protocolFailure: advice == .retrySameParameters
         case .business(let errorCode, _): errorCode.mayHaveTakenEffect
         }
     }
