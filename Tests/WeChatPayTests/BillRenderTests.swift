@@ -92,8 +92,10 @@ struct BillRenderTests {
             try Bill.render(rows: [], summary: summary, layout: withoutOrderNumber)
         }
         let summaryNotFirst = BillLayout(columns: BillLayout.all.columns, summaryColumns: [.settlementTotalFee, .tradeCount])
-        #expect(throws: BillError.self) { try Bill.render(rows: [], summary: summary, layout: summaryNotFirst) }
+        #expect(throws: BillError.missingSummaryColumn(.tradeCount, line: 2)) {
+            try Bill.render(rows: [], summary: summary, layout: summaryNotFirst)
+        }
         let commaInHeader = BillLayout(columns: BillLayout.all.columns + [.other("a,b")])
-        #expect(throws: BillError.self) { try Bill.render(rows: [], summary: summary, layout: commaInHeader) }
+        #expect(throws: BillError.unrenderableHeader) { try Bill.render(rows: [], summary: summary, layout: commaInHeader) }
     }
 }

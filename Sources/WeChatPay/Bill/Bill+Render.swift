@@ -36,7 +36,7 @@ extension Bill {
         var first = true
         for column in layout.summaryColumns {
             let cell = summary.cell(column)
-            guard isRenderable(cell) else { throw .unrenderableValue(.other(column.header)) }
+            guard isRenderable(cell) else { throw .unrenderableSummaryValue(column) }
             out.append(contentsOf: first ? "`".utf8 : ",`".utf8)
             out.append(contentsOf: cell.utf8)
             first = false
@@ -55,7 +55,7 @@ extension Bill {
             // Header names are split on every comma and lose surrounding spaces and backticks.
             guard isRenderable(name), !name.contains(","), !name.hasPrefix("`"), !name.hasPrefix(" "),
                   !name.hasSuffix(" "), !name.isEmpty
-            else { throw .unrenderableValue(.other(name.count <= 16 ? name : "header")) }
+            else { throw .unrenderableHeader }
             if index > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: name.utf8)
         }

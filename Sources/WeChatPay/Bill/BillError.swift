@@ -16,6 +16,7 @@ public struct BillError: Error, Sendable, Hashable, CustomStringConvertible {
         case unexpectedLine
         case missingSummary
         case unrenderableValue(String)
+        case unrenderableHeader
     }
 
     private let code: Code
@@ -64,6 +65,14 @@ public struct BillError: Error, Sendable, Hashable, CustomStringConvertible {
         BillError(.unrenderableValue(column.header), line: nil)
     }
 
+    /// Rendering: a summary cell holds a line break or `,``.
+    public static func unrenderableSummaryValue(_ column: BillSummaryColumn) -> BillError {
+        BillError(.unrenderableValue(column.header), line: nil)
+    }
+    /// Rendering: a header name is empty or holds a comma, a line break, or leading or trailing
+    /// spaces or backticks, so it would not read back as the same name.
+    public static let unrenderableHeader = BillError(.unrenderableHeader, line: nil)
+
     /// A stable label without data, for metrics.
     public var shortDescription: String {
         switch code {
@@ -77,6 +86,7 @@ public struct BillError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unexpectedLine: "unexpected_line"
         case .missingSummary: "missing_summary"
         case .unrenderableValue: "unrenderable_value"
+        case .unrenderableHeader: "unrenderable_header"
         }
     }
 
@@ -93,6 +103,7 @@ public struct BillError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unexpectedLine: prefix + "unexpected line"
         case .missingSummary: prefix + "file ends before the summary"
         case .unrenderableValue(let header): prefix + "a \(header) value holds a line break or ,` and cannot be written"
+        case .unrenderableHeader: prefix + "a header name cannot be written so that it reads back unchanged"
         }
     }
 }
