@@ -62,7 +62,14 @@ extension Bill {
         out.append(contentsOf: "\r\n".utf8)
     }
 
+    /// No line break and no ",`" (which would split the cell); one pass over the bytes.
     private static func isRenderable(_ cell: String) -> Bool {
-        !cell.utf8.contains(UInt8(ascii: "\n")) && !cell.utf8.contains(UInt8(ascii: "\r")) && !cell.contains(",`")
+        var afterComma = false
+        for byte in cell.utf8 {
+            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { return false }
+            if afterComma && byte == UInt8(ascii: "`") { return false }
+            afterComma = byte == UInt8(ascii: ",")
+        }
+        return true
     }
 }

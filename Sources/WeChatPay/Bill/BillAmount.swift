@@ -64,13 +64,31 @@ public enum BillAmount {
 
     /// Writes an integer count of 10^-`decimals` units as `[-]digits.decimals`.
     static func format(_ value: Int, decimals: Int) -> String {
-        var divisor = 1
-        for _ in 0..<decimals { divisor *= 10 }
-        let magnitude = value.magnitude
-        let whole = magnitude / UInt(divisor)
-        let fraction = String(magnitude % UInt(divisor))
-        let padded = String(repeating: "0", count: decimals - fraction.count) + fraction
-        return (value < 0 ? "-" : "") + String(whole) + "." + padded
+        precondition((1...9).contains(decimals), "amounts have 1 to 9 decimals")
+        // Digits are written backwards into a fixed buffer: this runs for every amount cell of a
+        // rendered bill, and string concatenation dominated rendering time.
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            var magnitude = value.magnitude
+            var index = buffer.count
+            var written = 0
+            while written < decimals || magnitude > 0 || written == decimals {
+                if written == decimals {
+                    index -= 1
+                    buffer[index] = UInt8(ascii: ".")
+                }
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                written += 1
+            }
+            if value < 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "-")
+            }
+            let length = buffer.count - index
+            for offset in 0..<length { buffer[offset] = buffer[index + offset] }
+            return length
+        }
     }
 
     private static func digit(_ byte: UInt8) -> Int? {
