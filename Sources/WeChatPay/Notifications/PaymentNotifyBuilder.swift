@@ -19,7 +19,7 @@ import Foundation
 /// ```
 public struct PaymentNotifyBuilder: Sendable, Hashable {
     /// What `result_code` says.
-    public enum Result: Sendable, Hashable {
+    public enum ResultCode: Sendable, Hashable {
         case success
         case fail(errCode: String, errCodeDescription: String)
     }
@@ -40,7 +40,7 @@ public struct PaymentNotifyBuilder: Sendable, Hashable {
     public var tradeType: String = "APP"
     public var isSubscribe: String = "N"
     public var attach: String?
-    public var result: Result = .success
+    public var result: ResultCode = .success
     /// Fields WeChat may add (coupons, `sub_*`, future fields); they are signed like the rest.
     public var extraFields: Fields = Fields()
 
