@@ -90,9 +90,9 @@ extension SQLiteOrderStore {
         -> OrderRecord?
     {
         try await write { db throws(StorageError) in
-            guard try Self.order(outTradeNo, on: db) != nil else { return nil }
-            try Self.addFlags(flags, to: outTradeNo, at: at, on: db)
-            return try Self.existingOrder(outTradeNo, on: db)
+            guard let order = try Self.order(outTradeNo, on: db) else { return nil }
+            guard !flags.isSubset(of: order.flags) else { return order }
+            return try Self.setFlags(order.flags.union(flags), of: outTradeNo, at: at, on: db)
         }
     }
 
@@ -103,36 +103,36 @@ extension SQLiteOrderStore {
         // A move to the state the order is already in is a duplicate, never a second change.
         let allowed = transition.allowedFrom.subtracting([transition.to])
         return try await write { db throws(StorageError) in
-            // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
-            guard
-                let previous = try db.row(
-                    "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
-                    decode: { row throws(StorageError) in try row.text(0) })
-            else { return .notFound }
+            // Inside the write transaction nobody else writes, so this is the row the UPDATE sees.
+            guard let before = try Self.order(transition.outTradeNo, on: db) else { return .notFound }
             // The door itself: a conditional UPDATE, so even a second process writing the same file
             // could not make two callers both see a change.
-            let changed = try db.run(
-                """
-                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                    paid_at = COALESCE(?3, paid_at), updated_at = ?4
-                WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
-                    AND (?7 IS NULL OR amount = ?7)
-                """,
-                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                transition.outTradeNo, allowed.jsonArray, transition.expectedAmount)
-            guard changed == 1 else {
-                return .unchanged(try Self.existingOrder(transition.outTradeNo, on: db))
+            guard
+                var after = try db.row(
+                    """
+                    UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                        paid_at = COALESCE(?3, paid_at), updated_at = ?4
+                    WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
+                        AND (?7 IS NULL OR amount = ?7)
+                    RETURNING
+                    """ + " " + OrderRecord.columns,
+                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount,
+                    decode: OrderRecord.init(row:))
+            else { return .unchanged(before) }
+            if !transition.addingFlags.isSubset(of: after.flags) {
+                after = try Self.setFlags(
+                    after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
             }
-            try Self.addFlags(transition.addingFlags, to: transition.outTradeNo, at: transition.at, on: db)
-            var detail = "\(previous) -> \(transition.to.rawValue)"
+            var detail = "\(before.state.rawValue) -> \(transition.to.rawValue)"
             if !transition.detail.isEmpty { detail += ": " + transition.detail }
-            _ = try Self.insertEvent(
-                transition.outTradeNo,
-                NewOrderEvent(kind: OrderEvent.stateChangedKind, detail: detail, at: transition.at), on: db)
+            try db.run(
+                "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
+                transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
             if let outbox = transition.outbox {
                 try Self.insertOutbox(outbox, on: db)
             }
-            return .changed(try Self.existingOrder(transition.outTradeNo, on: db))
+            return .changed(after)
         }
     }
 
@@ -177,19 +177,17 @@ extension SQLiteOrderStore {
             outTradeNo, event.at, event.kind, event.detail, decode: OrderEvent.init(row:))
     }
 
-    private static func addFlags(_ flags: Set<OrderFlag>, to outTradeNo: String, at: Date, on db: SQLiteConnection)
-        throws(StorageError)
+    /// Replaces the flags and returns the updated order.
+    private static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord
     {
-        guard !flags.isEmpty else { return }
         guard
-            let stored = try db.row(
-                "SELECT flags FROM orders WHERE out_trade_no = ?", outTradeNo,
-                decode: { row throws(StorageError) in try row.text(0) })
+            let updated = try db.row(
+                "UPDATE orders SET flags = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3 RETURNING "
+                    + OrderRecord.columns,
+                OrderRecord.encodeFlags(flags), at, outTradeNo, decode: OrderRecord.init(row:))
         else { throw .unexpectedRow }
-        let merged = try OrderRecord.decodeFlags(stored).union(flags)
-        try db.run(
-            "UPDATE orders SET flags = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3",
-            OrderRecord.encodeFlags(merged), at, outTradeNo)
+        return updated
     }
 
     private static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {

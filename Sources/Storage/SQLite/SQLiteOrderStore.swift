@@ -48,6 +48,11 @@ public final class SQLiteOrderStore: OrderStore {
     public struct WriteStatistics: Sendable, Hashable {
         public var transactions: Int
         public var operations: Int
+
+        public init(transactions: Int, operations: Int) {
+            self.transactions = transactions
+            self.operations = operations
+        }
     }
 
     /// The database file, or `nil` in memory.
