@@ -32,9 +32,10 @@ final class SQLiteConnection: @unchecked Sendable {
             | SQLITE_OPEN_NOMUTEX
         let result = sqlite3_open_v2(path, &pointer, flags, nil)
         guard result == SQLITE_OK, let pointer else {
+            // Even a failed open usually allocates a handle, which carries the message.
             let error = StorageError.sqlite(result, connection: pointer, during: "open")
             sqlite3_close_v2(pointer)
-            throw StorageError(code: .openFailed, sqliteCode: error.sqliteCode, context: "open", message: error.message)
+            throw error
         }
         let connection = SQLiteConnection(handle: pointer)
         do throws(StorageError) {

@@ -109,6 +109,8 @@ final class SQLiteWriter: Sendable {
             case .sleep:
                 wakeup.wait()
             case .exit:
+                // SQLite's advice for long-lived connections: refresh planner statistics at close.
+                _ = try? connection.run("PRAGMA optimize")
                 connection.close()
                 exited.signal()
                 return
