@@ -13,10 +13,12 @@ import Synchronization
 ///
 /// ```swift
 /// let store = try await SQLiteOrderStore.open(path: "/var/lib/wxpay/orders.sqlite")
-/// defer { Task { await store.close() } }   // or close in your service's shutdown
+/// let result = try await store.create(order, event: NewOrderEvent(kind: "created", detail: "", at: now))
+/// // … serve …
+/// await store.close()   // in the service's graceful shutdown
 /// ```
 ///
-/// Call `close()` before the last reference goes away.
+/// Call `close()` before the last reference goes away (debug builds assert it).
 public final class SQLiteOrderStore: OrderStore {
     /// Tuning knobs; the defaults suit the gateway.
     public struct Configuration: Sendable, Hashable {

@@ -183,20 +183,20 @@ final class SQLiteWriter: Sendable {
         } catch {
             return .failure(error)
         }
-        let result = job.perform(connection)
-        switch result {
-        case .success:
+        var result = job.perform(connection)
+        if case .success = result {
             do throws(StorageError) {
                 try connection.run("RELEASE operation")
+                return result
             } catch {
-                return .failure(error)
+                result = .failure(error)
             }
-        case .failure:
-            // When SQLite already rolled the whole transaction back there is no savepoint left.
-            if !connection.isAutocommit {
-                _ = try? connection.run("ROLLBACK TO operation")
-                _ = try? connection.run("RELEASE operation")
-            }
+        }
+        // Undo this operation alone. When SQLite already rolled the whole transaction back there
+        // is no savepoint left, and the caller sees that in `isAutocommit`.
+        if !connection.isAutocommit {
+            _ = try? connection.run("ROLLBACK TO operation")
+            _ = try? connection.run("RELEASE operation")
         }
         return result
     }
