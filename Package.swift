@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
         .library(name: "HTTP", targets: ["HTTP"]),
+        .library(name: "Storage", targets: ["Storage"]),
     ],
     targets: [
         // C shims: module.modulemap + one shim header each.
@@ -31,16 +32,19 @@ let package = Package(
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
+        // The durable order store (SQLite now); knows nothing of the protocol.
+        .target(name: "Storage", dependencies: ["CSQLite"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP"]),
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage"]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
-        .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
+        .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay", "Storage"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// A marker on an order that needs a human or a follow-up, e.g. "paid after we closed it".
+///
+/// A flag is a short lowercase identifier (`[a-z0-9_.-]`, 1–64 characters), so flags can be stored,
+/// shown and used as metric labels without escaping.
+public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+{
+    public let rawValue: String
+
+    /// WeChat reported the order paid after we had closed it locally: the money arrived, so the
+    /// order is settled as SUCCESS and must be delivered or refunded by a person.
+    public static let paidAfterClose: OrderFlag = "paid_after_close"
+
+    /// Returns `nil` unless `rawValue` is a valid flag name.
+    public init?(rawValue: String) {
+        guard Self.isValid(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    /// For literals written in code; an invalid literal is a programming error.
+    public init(stringLiteral value: String) {
+        precondition(Self.isValid(value), "invalid order flag literal")
+        self.rawValue = value
+    }
+
+    public static func < (lhs: OrderFlag, rhs: OrderFlag) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String { rawValue }
+
+    static func isValid(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard (1...64).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// One order as the store keeps it.
+///
+/// The store keeps times with millisecond precision: every record it returns carries dates rounded
+/// to the nearest millisecond, so a record read twice compares equal.
+public struct OrderRecord: Sendable, Hashable {
+    /// The merchant's order number, unique in the store (WeChat's `out_trade_no`).
+    public var outTradeNo: String
+    /// The amount in fen (`total_fee`), always positive.
+    public var amount: Int
+    /// The product description sent as `body`.
+    public var description: String
+    /// The payer's IP as sent in `spbill_create_ip`.
+    public var clientIP: String
+    public var attach: String?
+    /// The app user the order belongs to, for support lookups.
+    public var userID: String?
+    public var productID: String?
+    /// `MD5` or `HMAC-SHA256`: notifies for this order must be signed the same way.
+    public var signType: String
+    /// `time_expire` exactly as sent to WeChat (Beijing time, `yyyyMMddHHmmss`).
+    public var timeExpire: String
+    /// The same instant as `timeExpire`, for sweeps.
+    public var expiresAt: Date
+    public var createdAt: Date
+    public var state: OrderState
+    /// WeChat's `transaction_id`, known once paid.
+    public var transactionID: String?
+    /// When WeChat says the payment happened (`time_end`).
+    public var paidAt: Date?
+    public var prepayID: String?
+    public var prepayIssuedAt: Date?
+    /// A canonical digest of the creation parameters, computed by the caller. A second create with
+    /// the same `outTradeNo` is a replay only if the digests are equal.
+    public var parametersDigest: String
+    public var lastNotifyAt: Date?
+    public var lastQueriedAt: Date?
+    public var flags: Set<OrderFlag>
+    public var updatedAt: Date
+
+    /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
+    ///   accepts), `updatedAt` to `createdAt`, and every optional to `nil`.
+    public init(
+        outTradeNo: String,
+        amount: Int,
+        description: String,
+        clientIP: String,
+        attach: String? = nil,
+        userID: String? = nil,
+        productID: String? = nil,
+        signType: String,
+        timeExpire: String,
+        expiresAt: Date,
+        createdAt: Date,
+        state: OrderState = .notPay,
+        transactionID: String? = nil,
+        paidAt: Date? = nil,
+        prepayID: String? = nil,
+        prepayIssuedAt: Date? = nil,
+        parametersDigest: String,
+        lastNotifyAt: Date? = nil,
+        lastQueriedAt: Date? = nil,
+        flags: Set<OrderFlag> = [],
+        updatedAt: Date? = nil
+    ) {
+        self.outTradeNo = outTradeNo
+        self.amount = amount
+        self.description = description
+        self.clientIP = clientIP
+        self.attach = attach
+        self.userID = userID
+        self.productID = productID
+        self.signType = signType
+        self.timeExpire = timeExpire
+        self.expiresAt = expiresAt
+        self.createdAt = createdAt
+        self.state = state
+        self.transactionID = transactionID
+        self.paidAt = paidAt
+        self.prepayID = prepayID
+        self.prepayIssuedAt = prepayIssuedAt
+        self.parametersDigest = parametersDigest
+        self.lastNotifyAt = lastNotifyAt
+        self.lastQueriedAt = lastQueriedAt
+        self.flags = flags
+        self.updatedAt = updatedAt ?? createdAt
+    }
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// The durable order store: orders, their append-only timelines, and the transactional outbox.
+///
+/// Every method is atomic. Writes return only once durable. `transition` is the one door through
+/// which an order's state changes: of concurrent identical transitions exactly one reports
+/// `.changed`, and only that one writes the `state_changed` event and the outbox event.
+///
+/// Times are kept with millisecond precision. Implementations: `SQLiteOrderStore` (one process).
+public protocol OrderStore: Sendable {
+    // MARK: Orders
+
+    /// Stores a new order (state NOTPAY) and its first timeline event, idempotently on
+    /// `order.outTradeNo`: `.created` for exactly one caller, `.existing` for a replay with the same
+    /// `parametersDigest`, `.conflict` (nothing written) when the digest differs.
+    ///
+    /// Throws `invalidArgument` when `order.state` is not NOTPAY or the order carries a
+    /// transaction id or payment time: payment can only be recorded by `transition`.
+    func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult
+
+    /// The order, or `nil`.
+    func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord?
+
+    /// The orders WeChat paid with this `transaction_id` (normally one).
+    func orders(transactionID: String) async throws(StorageError) -> [OrderRecord]
+
+    /// The user's most recent orders, newest first.
+    func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord]
+
+    /// Records the `prepay_id` from `unifiedorder`, replacing an earlier one (they expire after two
+    /// hours). Returns the updated order, or `nil` if unknown.
+    func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError) -> OrderRecord?
+
+    /// Sets a bookkeeping time. Returns whether the order exists.
+    func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool
+
+    /// Adds flags outside a transition (e.g. an amount mismatch seen in a notify). Returns the
+    /// updated order, or `nil` if unknown.
+    func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError) -> OrderRecord?
+
+    /// THE door: in one transaction, moves the order to `transition.to` if it is in one of
+    /// `transition.allowedFrom` (and has `expectedAmount`, when given); only if the row changed,
+    /// appends a `state_changed` event and inserts `transition.outbox`.
+    func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult
+
+    // MARK: Timeline
+
+    /// Appends an event. Returns it with its id, or `nil` if the order is unknown.
+    func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent?
+
+    /// The order's timeline in the order it was written.
+    func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent]
+
+    // MARK: Reconciliation
+
+    /// Leases up to `limit` open orders (NOTPAY or USERPAYING), oldest first, created at or before
+    /// `cutoff` and with no notify after it, whose lease is free at `now`. Each is leased to
+    /// `claimant` until `leaseUntil`, so concurrent sweepers never get the same order.
+    func claimOpenOrders(
+        noNotifySince cutoff: Date, now: Date, limit: Int, claimant: String, leaseUntil: Date
+    ) async throws(StorageError) -> [OrderRecord]
+
+    /// Ends `claimant`'s lease early. Returns whether it held one.
+    func releaseClaim(_ outTradeNo: String, claimant: String) async throws(StorageError) -> Bool
+
+    /// Open orders whose `expiresAt` is at or before `now`, earliest first (for `closeorder`).
+    func expiredOpenOrders(now: Date, limit: Int) async throws(StorageError) -> [OrderRecord]
+
+    // MARK: Outbox
+
+    /// Leases up to `limit` pending events due at `now` whose lease is free, earliest due first,
+    /// to `claimant` until `leaseUntil`.
+    func dueOutboxEvents(now: Date, limit: Int, claimant: String, leaseUntil: Date) async throws(StorageError)
+        -> [OutboxEvent]
+
+    /// Marks a delivery acknowledged. Returns `false` if unknown or already delivered.
+    func markDelivered(_ id: String, at: Date) async throws(StorageError) -> Bool
+
+    /// Records a failed attempt and when to try again. Returns `false` unless the event is pending.
+    func reschedule(_ id: String, nextAttemptAt: Date, attempts: Int, lastError: String) async throws(StorageError)
+        -> Bool
+
+    /// Gives up on an event until a person redrives it. Returns `false` unless it is pending.
+    func deadLetter(_ id: String, at: Date, lastError: String) async throws(StorageError) -> Bool
+
+    /// Makes a dead event pending again, due at `at`, with its attempt count reset. Returns `false`
+    /// unless it was dead.
+    func redrive(_ id: String, at: Date) async throws(StorageError) -> Bool
+
+    /// One outbox event, or `nil`.
+    func outboxEvent(id: String) async throws(StorageError) -> OutboxEvent?
+
+    /// The order's outbox events, oldest first.
+    func outboxEvents(_ outTradeNo: String) async throws(StorageError) -> [OutboxEvent]
+
+    // MARK: Operations
+
+    /// Whether the store answers a trivial query on both its read and write paths (for /readyz).
+    func isHealthy() async -> Bool
+
+    /// The database's own consistency check: `ok` when healthy, otherwise its findings.
+    func integrityCheck() async throws(StorageError) -> String
+
+    /// Gauges for metrics.
+    func counts() async throws(StorageError) -> StoreCounts
+
+    /// Finishes queued work and releases the database. Later calls fail with `.closed`.
+    func close() async
+}
+
+extension OrderStore {
+    /// `transition(_:)` with its fields as arguments; see `OrderTransition`.
+    public func transition(
+        _ outTradeNo: String,
+        to: OrderState,
+        from allowedFrom: Set<OrderState>,
+        transactionID: String? = nil,
+        paidAt: Date? = nil,
+        expectedAmount: Int? = nil,
+        detail: String = "",
+        outbox: OutboxEvent? = nil,
+        addingFlags: Set<OrderFlag> = [],
+        at: Date
+    ) async throws(StorageError) -> TransitionResult {
+        try await transition(
+            OrderTransition(
+                outTradeNo: outTradeNo, to: to, from: allowedFrom, transactionID: transactionID, paidAt: paidAt,
+                expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at))
+    }
+
+    /// `appendEvent(_:_:)` with the event's fields as arguments.
+    public func appendEvent(_ outTradeNo: String, kind: String, detail: String, at: Date) async throws(StorageError)
+        -> OrderEvent?
+    {
+        try await appendEvent(outTradeNo, NewOrderEvent(kind: kind, detail: detail, at: at))
+    }
+
+    /// The user's 100 most recent orders.
+    public func orders(userID: String) async throws(StorageError) -> [OrderRecord] {
+        try await orders(userID: userID, limit: 100)
+    }
+}

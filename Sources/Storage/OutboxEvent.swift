@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// A message to the business side (e.g. `order.paid`), written in the same transaction as the
+/// state change it announces and delivered later, at least once, by a dispatcher.
+///
+/// Lifecycle: pending (due at `nextAttemptAt`) → delivered, or → dead after too many attempts, from
+/// where `redrive` makes it pending again.
+public struct OutboxEvent: Sendable, Hashable {
+    /// Unique id (e.g. a UUID); the receiver deduplicates effects on it.
+    public var id: String
+    public var outTradeNo: String
+    /// e.g. `order.paid`.
+    public var type: String
+    /// The JSON body to deliver.
+    public var payload: String
+    public var createdAt: Date
+    /// Delivery attempts so far.
+    public var attempts: Int
+    public var nextAttemptAt: Date
+    public var deliveredAt: Date?
+    public var deadAt: Date?
+    /// The last delivery failure, short and free of secrets.
+    public var lastError: String?
+
+    /// A new, pending event: `attempts` 0 and `nextAttemptAt` defaulting to `createdAt`.
+    public init(
+        id: String,
+        outTradeNo: String,
+        type: String,
+        payload: String,
+        createdAt: Date,
+        attempts: Int = 0,
+        nextAttemptAt: Date? = nil,
+        deliveredAt: Date? = nil,
+        deadAt: Date? = nil,
+        lastError: String? = nil
+    ) {
+        self.id = id
+        self.outTradeNo = outTradeNo
+        self.type = type
+        self.payload = payload
+        self.createdAt = createdAt
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt ?? createdAt
+        self.deliveredAt = deliveredAt
+        self.deadAt = deadAt
+        self.lastError = lastError
+    }
+
+    /// Neither delivered nor dead.
+    public var isPending: Bool { deliveredAt == nil && deadAt == nil }
+}

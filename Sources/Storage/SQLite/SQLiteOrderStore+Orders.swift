@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+extension SQLiteOrderStore {
+    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+        // Payment enters an order only through `transition`; a create cannot smuggle it in.
+        guard order.state == .notPay, order.transactionID == nil, order.paidAt == nil else {
+            throw .invalidArgument("an order is created NOTPAY, without payment details")
+        }
+        return try await write { db throws(StorageError) in
+            let inserted = try db.run(
+                "INSERT INTO orders (" + OrderRecord.columns + """
+                    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (out_trade_no) DO NOTHING
+                    """,
+                order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
+                order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
+                order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
+                order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
+                OrderRecord.encodeFlags(order.flags), order.updatedAt)
+            if inserted == 1 {
+                _ = try Self.insertEvent(order.outTradeNo, event, on: db)
+                return .created(try Self.existingOrder(order.outTradeNo, on: db))
+            }
+            let existing = try Self.existingOrder(order.outTradeNo, on: db)
+            return existing.parametersDigest == order.parametersDigest ? .existing(existing) : .conflict(existing)
+        }
+    }
+
+    public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
+        try await read { db throws(StorageError) in try Self.order(outTradeNo, on: db) }
+    }
+
+    public func orders(transactionID: String) async throws(StorageError) -> [OrderRecord] {
+        try await read { db throws(StorageError) in
+            try db.rows(
+                "SELECT " + OrderRecord.columns + " FROM orders WHERE transaction_id = ? ORDER BY created_at",
+                transactionID, decode: OrderRecord.init(row:))
+        }
+    }
+
+    public func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord] {
+        guard limit > 0 else { return [] }
+        return try await read { db throws(StorageError) in
+            try db.rows(
+                "SELECT " + OrderRecord.columns
+                    + " FROM orders WHERE user_id = ? ORDER BY created_at DESC, out_trade_no DESC LIMIT ?",
+                userID, limit, decode: OrderRecord.init(row:))
+        }
+    }
+
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError)
+        -> OrderRecord?
+    {
+        try await write { db throws(StorageError) in
+            try db.row(
+                """
+                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
+                WHERE out_trade_no = ?3 RETURNING
+                """ + " " + OrderRecord.columns,
+                prepayID, issuedAt, outTradeNo, decode: OrderRecord.init(row:))
+        }
+    }
+
+    public func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool {
+        try await write { db throws(StorageError) in
+            // MAX: a late, out-of-order touch never moves a time backwards.
+            let changed =
+                switch timestamp {
+                case .lastNotify:
+                    try db.run(
+                        """
+                        UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1),
+                            updated_at = MAX(updated_at, ?1)
+                        WHERE out_trade_no = ?2
+                        """, at, outTradeNo)
+                case .lastQueried:
+                    try db.run(
+                        """
+                        UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1),
+                            updated_at = MAX(updated_at, ?1)
+                        WHERE out_trade_no = ?2
+                        """, at, outTradeNo)
+                }
+            return changed == 1
+        }
+    }
+
+    public func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError)
+        -> OrderRecord?
+    {
+        try await write { db throws(StorageError) in
+            guard let order = try Self.order(outTradeNo, on: db) else { return nil }
+            guard !flags.isSubset(of: order.flags) else { return order }
+            return try Self.setFlags(order.flags.union(flags), of: outTradeNo, at: at, on: db)
+        }
+    }
+
+    public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
+        if let outbox = transition.outbox, outbox.outTradeNo != transition.outTradeNo {
+            throw .invalidArgument("the outbox event belongs to another order")
+        }
+        // A move to the state the order is already in is a duplicate, never a second change.
+        let allowed = transition.allowedFrom.subtracting([transition.to])
+        return try await write { db throws(StorageError) in
+            // Inside the write transaction nobody else writes, so this is the row the UPDATE sees.
+            guard let before = try Self.order(transition.outTradeNo, on: db) else { return .notFound }
+            // The door itself: a conditional UPDATE, so even a second process writing the same file
+            // could not make two callers both see a change.
+            guard
+                var after = try db.row(
+                    """
+                    UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                        paid_at = COALESCE(?3, paid_at), updated_at = ?4
+                    WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
+                        AND (?7 IS NULL OR amount = ?7)
+                    RETURNING
+                    """ + " " + OrderRecord.columns,
+                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount,
+                    decode: OrderRecord.init(row:))
+            else { return .unchanged(before) }
+            if !transition.addingFlags.isSubset(of: after.flags) {
+                after = try Self.setFlags(
+                    after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
+            }
+            var detail = "\(before.state.rawValue) -> \(transition.to.rawValue)"
+            if !transition.detail.isEmpty { detail += ": " + transition.detail }
+            try db.run(
+                "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
+                transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
+            if let outbox = transition.outbox {
+                try Self.insertOutbox(outbox, on: db)
+            }
+            return .changed(after)
+        }
+    }
+
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
+        try await write { db throws(StorageError) in try Self.insertEvent(outTradeNo, event, on: db) }
+    }
+
+    public func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent] {
+        try await read { db throws(StorageError) in
+            try db.rows(
+                "SELECT " + OrderEvent.columns + " FROM order_events WHERE out_trade_no = ? ORDER BY id",
+                outTradeNo, decode: OrderEvent.init(row:))
+        }
+    }
+
+    // MARK: Statements shared by operations (run inside the caller's transaction)
+
+    static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
+        try db.row(
+            "SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = ?", outTradeNo,
+            decode: OrderRecord.init(row:))
+    }
+
+    /// For an order this transaction just saw: its absence means the database broke a promise.
+    private static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
+        -> OrderRecord
+    {
+        guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
+        return order
+    }
+
+    /// Appends an event if the order exists; `nil` otherwise.
+    private static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
+        throws(StorageError) -> OrderEvent?
+    {
+        try db.row(
+            """
+            INSERT INTO order_events (out_trade_no, at, kind, detail)
+            SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM orders WHERE out_trade_no = ?1)
+            RETURNING
+            """ + " " + OrderEvent.columns,
+            outTradeNo, event.at, event.kind, event.detail, decode: OrderEvent.init(row:))
+    }
+
+    /// Replaces the flags and returns the updated order.
+    private static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord
+    {
+        guard
+            let updated = try db.row(
+                "UPDATE orders SET flags = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3 RETURNING "
+                    + OrderRecord.columns,
+                OrderRecord.encodeFlags(flags), at, outTradeNo, decode: OrderRecord.init(row:))
+        else { throw .unexpectedRow }
+        return updated
+    }
+
+    private static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
+        try db.run(
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts,
+            event.nextAttemptAt, event.deliveredAt, event.deadAt, event.lastError)
+    }
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Testing
+
+struct DurabilityTests {
+    @Test func dataSurvivesCloseAndReopen() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let first = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("D1"), in: first)
+        let paid = try await Fixture.pay("D1", in: first)
+        await first.close()
+
+        let second = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let reopened = try await second.order("D1")
+        let events = try await second.events("D1")
+        let outbox = try await second.outboxEvents("D1")
+        await second.close()
+        #expect(reopened == paid.record)
+        #expect(events.count == 2)
+        #expect(outbox.count == 1)
+    }
+
+    @Test func reopeningTheSameFileAppliesNoMigrationTwice() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        for round in 0..<3 {
+            let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+            try await Fixture.create(Fixture.order("D2-\(round)"), in: store)
+            await store.close()
+        }
+        let raw = RawSQLite(path: directory.databasePath)
+        defer { raw.close() }
+        #expect(raw.scalar("SELECT COUNT(*) FROM schema_migrations") == "1")
+        #expect(raw.scalar("SELECT MAX(version) FROM schema_migrations") == "1")
+        #expect(raw.scalar("SELECT COUNT(*) FROM orders") == "3")
+        #expect(raw.scalar("PRAGMA journal_mode") == "wal")
+    }
+
+    @Test func aDatabaseMigratedByANewerProgramIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        await (try await SQLiteOrderStore.open(path: directory.databasePath)).close()
+        let raw = RawSQLite(path: directory.databasePath)
+        #expect(raw.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)") == 0)
+        raw.close()
+        await #expect(throws: StorageError.schemaTooNew) {
+            let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+            await store.close()
+        }
+    }
+
+    @Test func openingCreatesMissingParentDirectories() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/nested/deeper/orders.sqlite"
+        let store = try await SQLiteOrderStore.open(path: path)
+        try await Fixture.create(Fixture.order("D3"), in: store)
+        await store.close()
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aPathThatCannotHoldADatabaseFailsWithATypedError() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let blocker = directory.path + "/a-file"
+        #expect(FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8)))
+        await #expect(throws: StorageError.openFailed) {
+            let store = try await SQLiteOrderStore.open(path: blocker + "/orders.sqlite")
+            await store.close()
+        }
+    }
+
+    @Test func aFileThatIsNotADatabaseIsReportedAsCorrupt() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let junk = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        #expect(FileManager.default.createFile(atPath: directory.databasePath, contents: junk))
+        await #expect(throws: StorageError.corrupt) {
+            let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+            await store.close()
+        }
+    }
+
+    @Test func theIntegrityCheckOfAWorkingStoreIsOk() async throws {
+        try await withStore { store, _ async throws in
+            for index in 0..<20 {
+                try await Fixture.create(Fixture.order("I\(index)"), in: store)
+                _ = try await Fixture.pay("I\(index)", in: store)
+            }
+            #expect(try await store.integrityCheck() == "ok")
+            #expect(await store.isHealthy())
+        }
+    }
+
+    @Test func aClosedStoreRefusesWorkAndIsNotHealthy() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        await store.close()
+        await store.close()
+        #expect(await store.isHealthy() == false)
+        await #expect(throws: StorageError.closed) { try await store.order("x") }
+        await #expect(throws: StorageError.closed) {
+            try await store.create(Fixture.order("x"), event: Fixture.created)
+        }
+    }
+
+    @Test func writesQueuedBeforeCloseAreCommittedNotDropped() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let creates = (0..<30).map { index in
+            Task { try await store.create(Fixture.order("Q\(index)"), event: Fixture.created) }
+        }
+        // Whatever was accepted before close completes; whatever came after is refused as closed.
+        await store.close()
+        var created = 0
+        for task in creates {
+            switch await task.result {
+            case .success: created += 1
+            case .failure(let error): #expect(error as? StorageError == .closed)
+            }
+        }
+        let reopened = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let stored = try await reopened.counts().ordersByState[.notPay]
+        await reopened.close()
+        #expect(stored == created)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3")))
+    func aWriterKilledInTheMiddleOfATransactionLeavesNothingBehind() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("K0"), in: store)
+        await store.close()
+
+        // A separate process opens a transaction, writes, and is killed with SIGKILL before COMMIT.
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        child.arguments = [directory.databasePath]
+        let input = Pipe()
+        let output = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        input.fileHandleForWriting.write(Data("""
+            BEGIN IMMEDIATE;
+            UPDATE orders SET state = 'SUCCESS', transaction_id = 'forged' WHERE out_trade_no = 'K0';
+            INSERT INTO orders (out_trade_no, amount, description, client_ip, sign_type, time_expire, expires_at,
+                created_at, state, parameters_digest, updated_at)
+                VALUES ('K1', 1, 'x', 'x', 'MD5', 'x', 0, 0, 'NOTPAY', 'x', 0);
+            .print ready
+
+            """.utf8))
+        // Watchdog: should "ready" never come, the kill closes the pipe and ends the read below. It
+        // is cancelled before the child is reaped, so it can never hit a recycled pid.
+        let pid = child.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        let ready = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var seen = Data()
+                // Ends at "ready" or when the child dies and the pipe closes.
+                while !String(decoding: seen, as: UTF8.self).contains("ready") {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    seen.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: seen, as: UTF8.self).contains("ready"))
+            }
+        }
+        watchdog.cancel()
+        kill(pid, SIGKILL)
+        child.waitUntilExit()
+        #expect(ready)
+
+        let reopened = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let k0 = try await reopened.order("K0")
+        let k1 = try await reopened.order("K1")
+        let integrity = try await reopened.integrityCheck()
+        // The store can write again: the dead process's lock is gone.
+        let paid = try await Fixture.pay("K0", in: reopened)
+        await reopened.close()
+        #expect(k0?.state == .notPay)
+        #expect(k0?.transactionID == nil)
+        #expect(k1 == nil)
+        #expect(integrity == "ok")
+        #expect(paid.didChange)
+    }
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import Foundation
+import Testing
+
+@testable import Storage
+
+struct GroupCommitTests {
+    /// Occupies the writer thread until `release` is signalled, so that later writes queue up.
+    private func blockWriter(_ store: SQLiteOrderStore) async -> (blocker: Task<Int, any Error>, release: DispatchSemaphore) {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let blocker = Task {
+            try await store.write { _ throws(StorageError) in
+                started.signal()
+                release.wait()
+                return 0
+            }
+        }
+        await wait(for: started)
+        return (blocker, release)
+    }
+
+    @Test func writesQueuedWhileTheWriterIsBusyCommitInOneTransaction() async throws {
+        try await withStore { store, _ async throws in
+            let orders = (0..<20).map { "G\($0)" }
+            for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
+            let (blocker, release) = await blockWriter(store)
+            let before = store.writeStatistics
+            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
+            try await eventually { store.writer.queuedCount == orders.count }
+            release.signal()
+            _ = try await blocker.value
+            for payment in payments { #expect(try await payment.value.didChange) }
+            let after = store.writeStatistics
+            #expect(after.transactions - before.transactions == 1)
+            #expect(after.operations - before.operations == orders.count)
+        }
+    }
+
+    @Test func aFailingWriteInABatchRollsBackAloneAndTheOthersCommit() async throws {
+        try await withStore { store, _ async throws in
+            for order in ["F1", "F2", "F3"] { try await Fixture.create(Fixture.order(order), in: store) }
+            let (blocker, release) = await blockWriter(store)
+            let before = store.writeStatistics
+            let good1 = Task { try await Fixture.pay("F1", in: store) }
+            try await eventually { store.writer.queuedCount == 1 }
+            // Same outbox id as F1's payment (a constraint failure) after F1 in the same batch.
+            let bad = Task {
+                try await store.transition(
+                    "F2", to: .success, from: OrderState.open, outbox: Fixture.paid("F2", id: "dup"),
+                    at: TestTime.at(1))
+            }
+            try await eventually { store.writer.queuedCount == 2 }
+            let dupOwner = Task {
+                try await store.transition(
+                    "F3", to: .success, from: OrderState.open, outbox: Fixture.paid("F3", id: "dup"),
+                    at: TestTime.at(1))
+            }
+            try await eventually { store.writer.queuedCount == 3 }
+            release.signal()
+            _ = try await blocker.value
+            #expect(try await good1.value.didChange)
+            // Whichever of F2/F3 ran first owns "dup"; F2 ran first, so F3 is the one refused.
+            #expect(try await bad.value.didChange)
+            await #expect(throws: StorageError.constraint) { try await dupOwner.value }
+            #expect(store.writeStatistics.transactions - before.transactions == 1)
+            #expect(try await store.order("F3")?.state == .notPay)
+            #expect(try await store.events("F3").count == 1)
+            #expect(try await store.order("F1")?.state == .success)
+            #expect(try await store.order("F2")?.state == .success)
+        }
+    }
+
+    @Test func withGroupCommitOffEveryWriteIsItsOwnTransaction() async throws {
+        try await withStore(configuration: .init(maxBatchSize: 1)) { store, _ async throws in
+            let orders = (0..<5).map { "N\($0)" }
+            for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
+            let (blocker, release) = await blockWriter(store)
+            let before = store.writeStatistics
+            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
+            try await eventually { store.writer.queuedCount == orders.count }
+            release.signal()
+            _ = try await blocker.value
+            for payment in payments { #expect(try await payment.value.didChange) }
+            #expect(store.writeStatistics.transactions - before.transactions == orders.count)
+        }
+    }
+
+    @Test func aResultIsDeliveredOnlyAfterItsTransactionCommitted() async throws {
+        try await withStore { store, directory async throws in
+            try await Fixture.create(Fixture.order("C1"), in: store)
+            // Another connection sees the change as soon as the caller has the result: nothing is
+            // reported before COMMIT.
+            let raw = RawSQLite(path: directory.databasePath)
+            defer { raw.close() }
+            for attempt in 0..<20 {
+                _ = try await store.appendEvent("C1", kind: "probe", detail: "\(attempt)", at: TestTime.t0)
+                #expect(raw.scalar("SELECT COUNT(*) FROM order_events WHERE out_trade_no = 'C1'") == "\(attempt + 2)")
+            }
+        }
+    }
+}

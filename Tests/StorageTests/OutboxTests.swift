@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Testing
+
+struct OutboxTests {
+    /// An order paid at t=60 s with outbox event `id`.
+    private func paidOrder(_ outTradeNo: String, id: String, in store: some OrderStore) async throws {
+        try await Fixture.create(Fixture.order(outTradeNo), in: store)
+        _ = try await store.transition(
+            outTradeNo, to: .success, from: OrderState.open, outbox: Fixture.paid(outTradeNo, id: id),
+            at: TestTime.at(60))
+    }
+
+    private func due(_ store: some OrderStore, at seconds: Double, claimant: String = "d1") async throws -> [String] {
+        try await store.dueOutboxEvents(
+            now: TestTime.at(seconds), limit: 10, claimant: claimant, leaseUntil: TestTime.at(seconds + 30)
+        ).map(\.id)
+    }
+
+    @Test func aNewEventIsDueAndLeasedToOneDispatcherAtATime() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O1", id: "e1", in: store)
+            #expect(try await due(store, at: 59).isEmpty)
+            #expect(try await due(store, at: 60, claimant: "d1") == ["e1"])
+            #expect(try await due(store, at: 70, claimant: "d2").isEmpty)
+            // The first dispatcher vanished: after its lease, another takes over.
+            #expect(try await due(store, at: 90, claimant: "d2") == ["e1"])
+        }
+    }
+
+    @Test func aRescheduledEventIsNotDueBeforeItsNextAttempt() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O2", id: "e2", in: store)
+            _ = try await due(store, at: 60)
+            #expect(try await store.reschedule("e2", nextAttemptAt: TestTime.at(120), attempts: 1, lastError: "HTTP 503"))
+            #expect(try await due(store, at: 119).isEmpty)
+            #expect(try await due(store, at: 120) == ["e2"])
+            let event = try await store.outboxEvent(id: "e2")
+            #expect(event?.attempts == 1)
+            #expect(event?.lastError == "HTTP 503")
+            #expect(event?.nextAttemptAt == TestTime.at(120))
+        }
+    }
+
+    @Test func aDeliveredEventIsNeverDueAgainNorRescheduled() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O3", id: "e3", in: store)
+            #expect(try await store.markDelivered("e3", at: TestTime.at(61)))
+            #expect(try await store.markDelivered("e3", at: TestTime.at(62)) == false)
+            #expect(try await store.reschedule("e3", nextAttemptAt: TestTime.at(70), attempts: 1, lastError: "late")
+                == false)
+            #expect(try await store.deadLetter("e3", at: TestTime.at(70), lastError: "late") == false)
+            #expect(try await due(store, at: 10_000).isEmpty)
+            #expect(try await store.outboxEvent(id: "e3")?.deliveredAt == TestTime.at(61))
+        }
+    }
+
+    @Test func aDeadEventWaitsForARedriveThatStartsItsAttemptsAfresh() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O4", id: "e4", in: store)
+            #expect(try await store.reschedule("e4", nextAttemptAt: TestTime.at(70), attempts: 8, lastError: "timeout"))
+            #expect(try await store.redrive("e4", at: TestTime.at(71)) == false)
+            #expect(try await store.deadLetter("e4", at: TestTime.at(80), lastError: "gave up"))
+            #expect(try await due(store, at: 10_000).isEmpty)
+            #expect(try await store.counts().outboxDead == 1)
+            #expect(try await store.counts().outboxPending == 0)
+            #expect(try await store.redrive("e4", at: TestTime.at(500)))
+            let event = try await store.outboxEvent(id: "e4")
+            #expect(event?.isPending == true)
+            #expect(event?.attempts == 0)
+            #expect(event?.lastError == "gave up")
+            #expect(try await due(store, at: 499).isEmpty)
+            #expect(try await due(store, at: 500) == ["e4"])
+        }
+    }
+
+    @Test func countsDescribeOrdersAndOutbox() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O5", id: "e5", in: store)
+            try await paidOrder("O6", id: "e6", in: store)
+            try await Fixture.create(Fixture.order("O7"), in: store)
+            _ = try await store.markDelivered("e6", at: TestTime.at(70))
+            let counts = try await store.counts()
+            #expect(counts.ordersByState[.success] == 2)
+            #expect(counts.ordersByState[.notPay] == 1)
+            #expect(counts.ordersByState[.closed] == 0)
+            #expect(counts.ordersByState.count == OrderState.allCases.count)
+            #expect(counts.outboxPending == 1)
+            #expect(counts.oldestPendingOutboxAt == TestTime.at(60))
+        }
+    }
+
+    @Test func aNegativeAttemptCountIsRefused() async throws {
+        try await withStore { store, _ async throws in
+            try await paidOrder("O8", id: "e8", in: store)
+            await #expect(throws: StorageError.constraint) {
+                try await store.reschedule("e8", nextAttemptAt: TestTime.at(70), attempts: -1, lastError: "")
+            }
+        }
+    }
+}

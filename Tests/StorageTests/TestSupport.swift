@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSQLite
+import Dispatch
+import Foundation
+import Storage
+
+/// Whole-millisecond times, so records compare equal after the store's millisecond rounding.
+enum TestTime {
+    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    static func at(_ seconds: Double) -> Date { t0.addingTimeInterval(seconds) }
+}
+
+enum Fixture {
+    static func order(
+        _ outTradeNo: String,
+        amount: Int = 100,
+        digest: String = "digest-1",
+        createdAt: Date = TestTime.t0,
+        expiresAt: Date = TestTime.at(7200),
+        userID: String? = nil
+    ) -> OrderRecord {
+        OrderRecord(
+            outTradeNo: outTradeNo, amount: amount, description: "Test product", clientIP: "10.0.0.1",
+            userID: userID, signType: "HMAC-SHA256", timeExpire: "20231115061320", expiresAt: expiresAt,
+            createdAt: createdAt, parametersDigest: digest)
+    }
+
+    static let created = NewOrderEvent(kind: "created", detail: "by test", at: TestTime.t0)
+
+    static func paid(_ outTradeNo: String, id: String = UUID().uuidString, at: Date = TestTime.at(60)) -> OutboxEvent {
+        OutboxEvent(
+            id: id, outTradeNo: outTradeNo, type: "order.paid", payload: #"{"out_trade_no":"\#(outTradeNo)"}"#,
+            createdAt: at)
+    }
+
+    /// Creates the order and fails the test's expectations loudly if it was not new.
+    @discardableResult
+    static func create(_ order: OrderRecord, in store: some OrderStore) async throws -> OrderRecord {
+        guard case .created(let record) = try await store.create(order, event: created) else {
+            throw FixtureError.notCreated
+        }
+        return record
+    }
+
+    static func pay(_ outTradeNo: String, in store: some OrderStore, at: Date = TestTime.at(60)) async throws
+        -> TransitionResult
+    {
+        try await store.transition(
+            outTradeNo, to: .success, from: OrderState.open, transactionID: "wx-\(outTradeNo)", paidAt: at,
+            expectedAmount: nil, detail: "test", outbox: paid(outTradeNo, at: at), at: at)
+    }
+}
+
+enum FixtureError: Error {
+    case notCreated
+    case timedOut
+}
+
+/// A fresh directory per test, removed afterwards.
+struct TemporaryDirectory {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("wxpay-storage-tests-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    var databasePath: String { path + "/orders.sqlite" }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Opens a store on a temporary file, runs `body`, and closes the store and removes the file
+/// whether or not `body` throws.
+func withStore(
+    configuration: SQLiteOrderStore.Configuration = SQLiteOrderStore.Configuration(),
+    _ body: (SQLiteOrderStore, TemporaryDirectory) async throws -> Void
+) async throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let store = try await SQLiteOrderStore.open(path: directory.databasePath, configuration: configuration)
+    do {
+        try await body(store, directory)
+        await store.close()
+    } catch {
+        await store.close()
+        throw error
+    }
+}
+
+/// Waits on a semaphore without blocking a cooperative-pool thread.
+func wait(for semaphore: DispatchSemaphore) async {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            semaphore.wait()
+            continuation.resume()
+        }
+    }
+}
+
+/// Polls `condition` every 5 ms for at most `seconds`; throws if it never holds.
+func eventually(within seconds: Double = 20, _ condition: () -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else { throw FixtureError.timedOut }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// A second, independent connection to a database file: to look behind the store's back.
+final class RawSQLite {
+    private var handle: OpaquePointer?
+
+    init(path: String) {
+        sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil)
+        sqlite3_busy_timeout(handle, 5000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// The primary result code of running `sql`.
+    @discardableResult
+    func execute(_ sql: String) -> Int32 {
+        sqlite3_exec(handle, sql, nil, nil, nil) & 0xFF
+    }
+
+    /// The first column of the first row, as text.
+    func scalar(_ sql: String) -> String? {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
+        return String(cString: text)
+    }
+
+    func close() {
+        sqlite3_close_v2(handle)
+        handle = nil
+    }
+}
