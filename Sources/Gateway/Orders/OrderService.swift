@@ -82,8 +82,9 @@ public final class OrderService: Sendable {
     private func prepare(_ order: OrderRecord) async throws(APIError) -> OrderView {
         var order = order
         if !hasLivePrepay(order) {
-            let outcome = await upstream.prepays.run(order.outTradeNo) { [self] in
-                await self.requestPrepay(order.outTradeNo)
+            let outTradeNo = order.outTradeNo
+            let outcome = await upstream.prepays.run(outTradeNo) { [self] in
+                await self.requestPrepay(outTradeNo)
             }
             order = try outcome.get()
         }
@@ -194,8 +195,9 @@ public final class OrderService: Sendable {
             guard remaining > .zero else { break }
             // Ask WeChat unless someone did within the poll interval; the query runs detached, so a
             // hanging WeChat never holds this answer past its deadline.
-            let nextPoll = upstream.scheduleQuery(order.outTradeNo, interval: configuration.pollInterval) { [self] in
-                _ = await self.refresh(order.outTradeNo, reason: "wait")
+            let outTradeNo = order.outTradeNo
+            let nextPoll = upstream.scheduleQuery(outTradeNo, interval: configuration.pollInterval) { [self] in
+                _ = await self.refresh(outTradeNo, reason: "wait")
             }
             let sleep = min(remaining, nextPoll)
             _ = await signals.wait(for: order.outTradeNo, seconds: max(0.001, Double(sleep.components.seconds)
