@@ -32,11 +32,15 @@ let package = Package(
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
 
-        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
+        // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
+
+        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "WeChatPaySimulatorTests", dependencies: ["WeChatPaySimulator", "WeChatPay"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+extension WeChatPaySimulator {
+    func downloadBill(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> SimulatorResponse {
+        SimulatorResponse(body: encode(["return_code": "FAIL", "return_msg": "No Bill Exist"]))
+    }
+}
