@@ -80,3 +80,52 @@ public struct FaultPlan: Codable, Sendable, Hashable {
         endpoints[path] ?? endpoints["*"] ?? EndpointFaults()
     }
 }
+
+// Fault plans are written by hand (tests, the control API, scripts): a missing key means "no such
+// fault", not an error, which synthesized decoding would make it.
+extension EndpointFaults {
+    private enum CodingKeys: String, CodingKey {
+        case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
+             resetRate, latency
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            systemErrorRate: try c.decodeIfPresent(Double.self, forKey: .systemErrorRate) ?? 0,
+            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
+            truncatedRate: try c.decodeIfPresent(Double.self, forKey: .truncatedRate) ?? 0,
+            nonUTF8Rate: try c.decodeIfPresent(Double.self, forKey: .nonUTF8Rate) ?? 0,
+            badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
+            missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
+            resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
+            latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0)
+    }
+}
+
+extension NotifyFaults {
+    private enum CodingKeys: String, CodingKey {
+        case dropRate, attemptDropRate, duplicateRate, duplicateCopies, delay, reorderWindow
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            dropRate: try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0,
+            attemptDropRate: try c.decodeIfPresent(Double.self, forKey: .attemptDropRate) ?? 0,
+            duplicateRate: try c.decodeIfPresent(Double.self, forKey: .duplicateRate) ?? 0,
+            duplicateCopies: try c.decodeIfPresent(Int.self, forKey: .duplicateCopies) ?? 2,
+            delay: try c.decodeIfPresent(Double.self, forKey: .delay) ?? 0,
+            reorderWindow: try c.decodeIfPresent(Double.self, forKey: .reorderWindow) ?? 0)
+    }
+}
+
+extension FaultPlan {
+    private enum CodingKeys: String, CodingKey { case endpoints, notify }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(endpoints: try c.decodeIfPresent([String: EndpointFaults].self, forKey: .endpoints) ?? [:],
+                  notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults())
+    }
+}

@@ -132,3 +132,32 @@ extension WeChatPaySimulator {
         return encode(fields)
     }
 }
+
+extension WeChatPaySimulator {
+    /// The refund reaches a final status (WeChat's bank side answered). A refund notify goes to the
+    /// refund's notify_url, if it gave one.
+    @discardableResult
+    public func completeRefund(outRefundNo: String, status: String = "SUCCESS") throws(SimulatorControlError)
+        -> SimulatedOrderSnapshot
+    {
+        let now = clock.now()
+        guard let finalStatus = SimulatedRefund.Status(rawValue: status), finalStatus != .processing else {
+            throw SimulatorControlError(code: .refundNotProcessing)
+        }
+        let (snapshot, notify) = try book.withLock { book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?) in
+            guard let owner = book.refundOwner[outRefundNo], var order = book.orders[owner],
+                  let index = order.refunds.firstIndex(where: { $0.outRefundNo == outRefundNo }) else {
+                throw SimulatorControlError(code: .refundNotFound)
+            }
+            guard order.refunds[index].status == .processing else { throw SimulatorControlError(code: .refundNotProcessing) }
+            order.refunds[index].status = finalStatus
+            order.refunds[index].completedAt = now
+            book.orders[owner] = order
+            let refund = order.refunds[index]
+            let notify = refund.notifyURL.map { ($0, refundNotifyBody(refund, order: order, book: &book)) }
+            return (Self.snapshot(order), notify)
+        }
+        if let notify { notifies.enqueue(kind: .refund, reference: outRefundNo, url: notify.0, body: notify.1) }
+        return snapshot
+    }
+}

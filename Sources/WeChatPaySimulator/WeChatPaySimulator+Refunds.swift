@@ -111,3 +111,11 @@ extension WeChatPaySimulator {
         return reply
     }
 }
+
+extension WeChatPaySimulator {
+    /// The refund notify: only return_code, appid, mch_id, nonce_str and the encrypted `req_info`.
+    func refundNotifyBody(_ refund: SimulatedRefund, order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
+        encode(["return_code": "SUCCESS", "appid": configuration.appID, "mch_id": configuration.mchID,
+                "nonce_str": book.random.alphanumerics(32)])
+    }
+}
