@@ -1,2 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-print("wxpay-bench")
+import Foundation
+
+// One subcommand per benchmark, dispatched here; each lives in its own file.
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "client-pipeline":
+    exit(await ClientPipelineBenchmark.run(Array(arguments.dropFirst())))
+default:
+    print("wxpay-bench")
+    print("usage: wxpay-bench <benchmark> [options]")
+    print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
+}

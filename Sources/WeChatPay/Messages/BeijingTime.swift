@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Conversions between `Date` and the wall-clock strings WeChat Pay uses, which are always
+/// Beijing time (UTC+8, no daylight saving).
+///
+/// Pure arithmetic on a fixed +8 hour offset: no time-zone database, no calendar, no clock, so
+/// the results are identical on every machine whatever its `TZ`. Parsing is strict: exactly the
+/// documented digits and separators, real calendar dates (leap years included), no leap seconds.
+///
+/// ```swift
+/// BeijingTime.format(Date(timeIntervalSince1970: 0))   // "19700101080000"
+/// BeijingTime.parse("20141030133525")                  // 2014-10-30 05:35:25 UTC
+/// ```
+public enum BeijingTime {
+    /// Beijing time is UTC+8 all year.
+    public static let offsetSeconds = 8 * 3600
+
+    /// `yyyyMMddHHmmss` (`time_start`, `time_expire`, `time_end`). Sub-second parts are dropped
+    /// (rounded towards the past); dates outside years 0001–9999 are clamped to that range.
+    public static func format(_ date: Date) -> String {
+        let t = components(of: date)
+        return render([(t.year, 4), (t.month, 2), (t.day, 2), (t.hour, 2), (t.minute, 2), (t.second, 2)], separators: "")
+    }
+
+    /// Parses `yyyyMMddHHmmss`; nil for anything else (wrong length, non-digits, impossible dates).
+    public static func parse(_ text: String) -> Date? {
+        parse(text, layout: [4, 2, 2, 2, 2, 2], separators: "")
+    }
+
+    /// `yyyyMMdd` (`bill_date`): the Beijing calendar day `date` falls on.
+    public static func formatDay(_ date: Date) -> String {
+        let t = components(of: date)
+        return render([(t.year, 4), (t.month, 2), (t.day, 2)], separators: "")
+    }
+
+    /// Parses `yyyyMMdd` as midnight Beijing time; nil when it is not a real date.
+    public static func parseDay(_ text: String) -> Date? {
+        parse(text, layout: [4, 2, 2], separators: "")
+    }
+
+    /// `yyyy-MM-dd HH:mm:ss`, the form of `refund_success_time_$n` and the refund notify's `success_time`.
+    public static func formatWithSeparators(_ date: Date) -> String {
+        let t = components(of: date)
+        return render(
+            [(t.year, 4), (t.month, 2), (t.day, 2), (t.hour, 2), (t.minute, 2), (t.second, 2)],
+            separators: "-- ::")
+    }
+
+    /// Parses `yyyy-MM-dd HH:mm:ss`; nil for anything else.
+    public static func parseWithSeparators(_ text: String) -> Date? {
+        parse(text, layout: [4, 2, 2, 2, 2, 2], separators: "-- ::")
+    }
+
+    // MARK: - Arithmetic
+
+    private struct Components {
+        var year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0
+    }
+
+    /// Seconds since 1970 of 0001-01-01T00:00:00+08:00 and 9999-12-31T23:59:59+08:00.
+    private static let earliest: Int64 = daysFromCivil(year: 1, month: 1, day: 1) * 86_400 - Int64(offsetSeconds)
+    private static let latest: Int64 = daysFromCivil(year: 9999, month: 12, day: 31) * 86_400 + 86_399 - Int64(offsetSeconds)
+
+    private static func components(of date: Date) -> Components {
+        let interval = date.timeIntervalSince1970
+        var seconds: Int64
+        if interval.isNaN || interval <= Double(earliest) {
+            seconds = earliest
+        } else if interval >= Double(latest) {
+            seconds = latest
+        } else {
+            seconds = Int64(interval.rounded(.down))
+        }
+        seconds += Int64(offsetSeconds)
+        let days = seconds.floorDivided(by: 86_400)
+        let secondOfDay = Int(seconds - days * 86_400)
+        let civil = civilFromDays(days)
+        return Components(
+            year: civil.year, month: civil.month, day: civil.day,
+            hour: secondOfDay / 3600, minute: secondOfDay / 60 % 60, second: secondOfDay % 60)
+    }
+
+    private static func render(_ parts: [(value: Int, width: Int)], separators: String) -> String {
+        let separators = Array(separators.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(19)
+        for (index, part) in parts.enumerated() {
+            if index > 0, index - 1 < separators.count { bytes.append(separators[index - 1]) }
+            var divisor = 1
+            for _ in 1..<part.width { divisor *= 10 }
+            var value = part.value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor))
+                value %= divisor
+                divisor /= 10
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func parse(_ text: String, layout: [Int], separators: String) -> Date? {
+        let separators = Array(separators.utf8)
+        let bytes = Array(text.utf8)
+        guard bytes.count == layout.reduce(0, +) + separators.count else { return nil }
+        var numbers: [Int] = []
+        var position = 0
+        for (index, width) in layout.enumerated() {
+            if index > 0, index - 1 < separators.count {
+                guard bytes[position] == separators[index - 1] else { return nil }
+                position += 1
+            }
+            var value = 0
+            for _ in 0..<width {
+                let byte = bytes[position]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                position += 1
+            }
+            numbers.append(value)
+        }
+        while numbers.count < 6 { numbers.append(0) }
+        let (year, month, day, hour, minute, second) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5])
+        guard year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            hour < 24, minute < 60, second < 60
+        else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + second) - Int64(offsetSeconds)
+        return Date(timeIntervalSince1970: Double(seconds))
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    // Howard Hinnant's days_from_civil / civil_from_days (proleptic Gregorian calendar): exact for
+    // every date, with no table and no Calendar lookup.
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let shiftedMonth = Int64(month > 2 ? month - 3 : month + 9)
+        let dayOfYear = (153 * shiftedMonth + 2) / 5 + Int64(day) - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civilFromDays(_ days: Int64) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (Int(year), Int(month), Int(day))
+    }
+}
+
+extension Int64 {
+    /// Division rounding towards negative infinity, so times before 1970 land on the right day.
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
