@@ -1,77 +1,46 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import WeChatPay
 
 extension WeChatPaySimulator {
-    /// Fields that are not business parameters: they change on every call, so a re-entry may differ in them.
-    private static let envelopeFields: Set<String> = ["nonce_str", "sign", "sign_type"]
-    private static let tradeTypes: Set<String> = ["APP", "JSAPI", "NATIVE", "MWEB"]
-
-    func unifiedOrder(_ fields: Fields, signType: SignType, now: Date,
+    /// unifiedorder: creates the order, or re-enters it when every parameter is identical.
+    func unifiedOrder(_ request: UnifiedOrderRequest, signType: SignType, now: Date,
                       book: inout OrderBook) throws(BusinessFailure) -> Fields {
-        for name in ["body", "out_trade_no", "total_fee", "spbill_create_ip", "notify_url", "trade_type"]
-        where fields.nonEmpty(name) == nil {
-            throw .lackParams(name)
+        if let timeExpire = request.timeExpire, timeExpire.timeIntervalSince(now) < 60 {
+            throw .invalid("time_expire时间过短，刷卡至少1分钟，其他5分钟")
         }
-        let outTradeNo = fields["out_trade_no"]!
-        guard Self.isValidOutTradeNo(outTradeNo) else { throw .invalid("out_trade_no参数格式错误") }
-        guard let totalFee = Self.positiveFen(fields["total_fee"]!) else { throw .invalid("total_fee参数格式错误") }
-        guard fields["body"]!.utf8.count <= 128 else { throw .invalid("body参数长度有误") }
-        guard Self.tradeTypes.contains(fields["trade_type"]!) else { throw .invalid("trade_type参数格式错误") }
-        if fields["trade_type"] == "JSAPI" && fields.nonEmpty("openid") == nil { throw .lackParams("openid") }
-        let notifyURL = fields["notify_url"]!
-        guard Self.isValidNotifyURL(notifyURL) else { throw .invalid("notify_url参数格式错误，不能带参数") }
-        guard Self.isIPAddress(fields["spbill_create_ip"]!) else { throw .invalid("spbill_create_ip参数格式错误") }
-        if let feeType = fields.nonEmpty("fee_type"), feeType != "CNY" { throw .invalid("fee_type参数格式错误") }
-        if let attach = fields.nonEmpty("attach"), attach.utf8.count > 127 { throw .invalid("attach参数长度有误") }
-        var expiresAt: Date?
-        if let text = fields.nonEmpty("time_expire") {
-            guard let date = BeijingClock.parse(text) else { throw .invalid("time_expire参数格式错误") }
-            guard date.timeIntervalSince(now) >= 60 else { throw .invalid("time_expire时间过短，刷卡至少1分钟，其他5分钟") }
-            expiresAt = date
-        }
-        if let text = fields.nonEmpty("time_start"), BeijingClock.parse(text) == nil {
-            throw .invalid("time_start参数格式错误")
-        }
-
         var parameters: [String: String] = [:]
-        for field in fields where !Self.envelopeFields.contains(field.name) && !field.value.isEmpty {
-            parameters[field.name] = field.value
-        }
+        for field in request.businessFields() { parameters[field.name] = field.value }
 
-        var reply: Fields = ["trade_type": fields["trade_type"]!]
-        if var order = book.order(outTradeNo, now: now) {
-            // Re-entry: WeChat answers the same prepay_id for an identical request.
+        let prepayID: String
+        if var order = book.order(request.outTradeNo, now: now) {
             if order.isPaid { throw .orderPaid }
             if order.state != .notPaid { throw .orderClosed }
             guard order.parameters == parameters else { throw .outTradeNoUsed }
             if now.timeIntervalSince(order.prepayIssuedAt) >= configuration.prepayLifetime {
                 order.prepayID = book.newPrepayID(now: now)
                 order.prepayIssuedAt = now
-                book.orders[outTradeNo] = order
+                book.orders[request.outTradeNo] = order
             }
-            reply["prepay_id"] = order.prepayID
+            prepayID = order.prepayID
         } else {
             let order = SimulatedOrder(
-                outTradeNo: outTradeNo, parameters: parameters, signType: signType, totalFee: totalFee,
-                notifyURL: notifyURL, attach: fields.nonEmpty("attach"), createdAt: now, expiresAt: expiresAt,
+                outTradeNo: request.outTradeNo, parameters: parameters, signType: signType, totalFee: request.totalFee,
+                notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: request.timeExpire,
                 prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid)
-            book.orders[outTradeNo] = order
-            reply["prepay_id"] = order.prepayID
+            book.orders[request.outTradeNo] = order
+            prepayID = order.prepayID
         }
-        if fields["trade_type"] == "NATIVE" { reply["code_url"] = "weixin://wxpay/bizpayurl?pr=" + book.random.alphanumerics(7) }
-        if fields["trade_type"] == "MWEB" {
-            reply["mweb_url"] = "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + reply["prepay_id"]!
+        var response = UnifiedOrderResponse(tradeType: request.tradeType, prepayID: prepayID)
+        if request.tradeType == .native { response.codeURL = "weixin://wxpay/bizpayurl?pr=" + book.random.alphanumerics(7) }
+        if request.tradeType == .mweb {
+            response.mwebURL = "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID
         }
-        return reply
+        return response.businessFields()
     }
 
-    func orderQuery(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
-        let order = try lookUpOrder(fields, now: now, book: &book)
-        return orderStatusFields(order)
+    func orderQuery(_ request: OrderQueryRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        orderStatusFields(try lookUpOrder(request.order, now: now, book: &book))
     }
 
     /// The fields orderquery answers (and, for a paid order, the ones a notify carries).
@@ -87,7 +56,7 @@ extension WeChatPaySimulator {
             reply["transaction_id"] = transactionID
             reply["out_trade_no"] = order.outTradeNo
             reply["attach"] = order.attach ?? ""
-            reply["time_end"] = BeijingClock.compact(paidAt)
+            reply["time_end"] = BeijingTime.format(paidAt)
             reply["trade_state"] = order.state.rawValue
             reply["cash_fee"] = String(order.totalFee)
             reply["cash_fee_type"] = "CNY"
@@ -106,9 +75,8 @@ extension WeChatPaySimulator {
         return reply
     }
 
-    func closeOrder(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
-        guard let outTradeNo = fields.nonEmpty("out_trade_no") else { throw .lackParams("out_trade_no") }
-        guard var order = book.order(outTradeNo, now: now) else { throw .orderNotExist }
+    func closeOrder(_ request: CloseOrderRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        guard var order = book.order(request.outTradeNo, now: now) else { throw .orderNotExist }
         if order.isPaid { throw .orderPaid }
         if order.state == .closed { throw .orderClosed }
         // WeChat: "订单生成后不能马上调用关单接口，最短调用时间间隔为5分钟". What it answers inside the
@@ -118,51 +86,19 @@ extension WeChatPaySimulator {
         }
         order.state = .closed
         order.closedAt = now
-        book.orders[outTradeNo] = order
+        book.orders[request.outTradeNo] = order
         return ["result_msg": "OK"]
     }
 
-    /// Finds the order named by transaction_id (preferred, as WeChat documents) or out_trade_no.
-    func lookUpOrder(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> SimulatedOrder {
-        if let transactionID = fields.nonEmpty("transaction_id") {
-            guard let outTradeNo = book.byTransactionID[transactionID], let order = book.order(outTradeNo, now: now) else {
-                throw .orderNotExist
-            }
-            return order
+    /// The order a transaction_id or out_trade_no names (the typed request already applied
+    /// WeChat's precedence: transaction_id wins).
+    func lookUpOrder(_ reference: OrderReference, now: Date, book: inout OrderBook) throws(BusinessFailure) -> SimulatedOrder {
+        let outTradeNo: String?
+        switch reference {
+        case .transactionID(let id): outTradeNo = book.byTransactionID[id]
+        case .outTradeNo(let number): outTradeNo = number
         }
-        guard let outTradeNo = fields.nonEmpty("out_trade_no") else { throw .lackParams("out_trade_no") }
-        guard let order = book.order(outTradeNo, now: now) else { throw .orderNotExist }
+        guard let outTradeNo, let order = book.order(outTradeNo, now: now) else { throw .orderNotExist }
         return order
-    }
-
-    // MARK: - Field formats WeChat enforces
-
-    /// At most 32 of `[0-9A-Za-z_-|*@]`.
-    static func isValidOutTradeNo(_ value: String) -> Bool {
-        guard (1...32).contains(value.utf8.count) else { return false }
-        return value.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
-                || "_-|*@".utf8.contains(byte)
-        }
-    }
-
-    /// An integer number of fen, at least 1, without sign, decimals or leading zeros.
-    static func positiveFen(_ value: String) -> Int? {
-        guard let first = value.utf8.first, first != UInt8(ascii: "0"), value.utf8.count <= 12,
-              value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let fen = Int(value), fen >= 1 else { return nil }
-        return fen
-    }
-
-    /// http(s) URL without a query string, as WeChat requires of notify_url.
-    static func isValidNotifyURL(_ value: String) -> Bool {
-        guard value.utf8.count <= 256, !value.contains("?"), let url = URL(string: value),
-              url.scheme == "http" || url.scheme == "https", url.host != nil else { return false }
-        return true
-    }
-
-    static func isIPAddress(_ value: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, value, &v4) == 1 || inet_pton(AF_INET6, value, &v6) == 1
     }
 }

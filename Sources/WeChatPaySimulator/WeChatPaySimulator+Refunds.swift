@@ -3,44 +3,32 @@ import Foundation
 import WeChatPay
 
 extension WeChatPaySimulator {
-    func refund(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
-        for name in ["out_refund_no", "total_fee", "refund_fee"] where fields.nonEmpty(name) == nil {
-            throw .lackParams(name)
-        }
-        if fields.nonEmpty("transaction_id") == nil && fields.nonEmpty("out_trade_no") == nil {
-            throw .lackParams("out_trade_no")
-        }
-        let outRefundNo = fields["out_refund_no"]!
-        guard outRefundNo.utf8.count <= 64, Self.isValidOutTradeNo(String(outRefundNo.prefix(32))) else {
-            throw .param("out_refund_no参数格式错误")
-        }
-        guard let totalFee = Self.positiveFen(fields["total_fee"]!) else { throw .param("total_fee参数格式错误") }
-        guard let refundFee = Self.positiveFen(fields["refund_fee"]!) else { throw .param("refund_fee参数格式错误") }
-        var order = try lookUpOrder(fields, now: now, book: &book)
+    func refund(_ request: RefundRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        var order = try lookUpOrder(request.order, now: now, book: &book)
         guard order.isPaid else { throw BusinessFailure(code: "ORDERNOTEXIST", description: "订单未支付") }
 
-        if let existing = order.refunds.first(where: { $0.outRefundNo == outRefundNo }) {
+        if let existing = order.refunds.first(where: { $0.outRefundNo == request.outRefundNo }) {
             // The same out_refund_no is one refund: a retry with the same amounts answers it again.
-            guard existing.totalFee == totalFee, existing.refundFee == refundFee else {
+            guard existing.totalFee == request.totalFee, existing.refundFee == request.refundFee else {
                 throw .invalid("订单金额或退款金额与之前请求不一致，请核实后再试")
             }
             return refundReply(existing, order: order)
         }
-        guard totalFee == order.totalFee else { throw .invalid("订单金额或退款金额与之前请求不一致，请核实后再试") }
+        guard request.totalFee == order.totalFee else { throw .invalid("订单金额或退款金额与之前请求不一致，请核实后再试") }
         guard order.refunds.count < configuration.maximumRefundsPerOrder else {
             throw .invalid("该订单的退款次数已超过\(configuration.maximumRefundsPerOrder)次")
         }
-        guard order.refundedTotal + refundFee <= order.totalFee else { throw .invalid("退款金额大于支付金额") }
+        guard order.refundedTotal + request.refundFee <= order.totalFee else { throw .invalid("退款金额大于支付金额") }
 
         let refund = SimulatedRefund(
-            outRefundNo: outRefundNo, refundID: book.newRefundID(), outTradeNo: order.outTradeNo,
-            totalFee: totalFee, refundFee: refundFee, refundDesc: fields.nonEmpty("refund_desc"),
-            notifyURL: fields.nonEmpty("notify_url"), requestedAt: now, status: .processing)
+            outRefundNo: request.outRefundNo, refundID: book.newRefundID(), outTradeNo: order.outTradeNo,
+            totalFee: request.totalFee, refundFee: request.refundFee, refundDesc: request.refundDescription,
+            notifyURL: request.notifyURL, requestedAt: now, status: .processing)
         order.refunds.append(refund)
         order.state = .refund
         book.orders[order.outTradeNo] = order
-        book.refundOwner[outRefundNo] = order.outTradeNo
-        book.byRefundID[refund.refundID] = outRefundNo
+        book.refundOwner[request.outRefundNo] = order.outTradeNo
+        book.byRefundID[refund.refundID] = request.outRefundNo
         return refundReply(refund, order: order)
     }
 
@@ -57,37 +45,31 @@ extension WeChatPaySimulator {
 
     /// refundquery names its subject by refund_id, out_refund_no, transaction_id or out_trade_no,
     /// in that order of precedence; per order it lists ten refunds from `offset`.
-    func refundQuery(_ fields: Fields, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+    func refundQuery(_ request: RefundQueryRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
         let order: SimulatedOrder
         var single: String?  // out_refund_no when one refund was asked for
-        if let refundID = fields.nonEmpty("refund_id") {
+        switch request.identifier {
+        case .refundID(let refundID):
             guard let outRefundNo = book.byRefundID[refundID], let owner = book.refundOwner[outRefundNo],
                   let found = book.order(owner, now: now) else { throw .refundNotExist }
             order = found
             single = outRefundNo
-        } else if let outRefundNo = fields.nonEmpty("out_refund_no") {
+        case .outRefundNo(let outRefundNo):
             guard let owner = book.refundOwner[outRefundNo], let found = book.order(owner, now: now) else {
                 throw .refundNotExist
             }
             order = found
             single = outRefundNo
-        } else if fields.nonEmpty("transaction_id") != nil || fields.nonEmpty("out_trade_no") != nil {
-            do {
-                order = try lookUpOrder(fields, now: now, book: &book)
-            } catch {
-                throw .refundNotExist
-            }
-        } else {
-            throw .lackParams("out_refund_no")
+        case .transactionID(let id):
+            do { order = try lookUpOrder(.transactionID(id), now: now, book: &book) } catch { throw .refundNotExist }
+        case .outTradeNo(let number):
+            do { order = try lookUpOrder(.outTradeNo(number), now: now, book: &book) } catch { throw .refundNotExist }
         }
         var refunds = order.refunds
         if let single { refunds = refunds.filter { $0.outRefundNo == single } }
         guard !refunds.isEmpty else { throw .refundNotExist }
-        var offset = 0
-        if let text = fields.nonEmpty("offset") {
-            guard let value = Int(text), value >= 0, value < refunds.count else { throw .param("offset参数错误") }
-            offset = value
-        }
+        let offset = request.offset ?? 0
+        guard offset < refunds.count else { throw .param("offset参数错误") }
         let page = refunds[offset..<min(offset + 10, refunds.count)]
         var reply: Fields = [
             "transaction_id": order.transactionID ?? "", "out_trade_no": order.outTradeNo,
@@ -105,7 +87,7 @@ extension WeChatPaySimulator {
             reply["refund_account_\(n)"] = "REFUND_SOURCE_UNSETTLED_FUNDS"
             reply["refund_recv_accout_\(n)"] = "支付用户的零钱"
             if let completedAt = refund.completedAt, refund.status == .success {
-                reply["refund_success_time_\(n)"] = BeijingClock.readable(completedAt)
+                reply["refund_success_time_\(n)"] = BeijingTime.formatWithSeparators(completedAt)
             }
         }
         return reply

@@ -52,41 +52,38 @@ public final class WeChatPaySimulator: Sendable {
 
     /// Answers one merchant API request.
     public func handle(_ request: SimulatorRequest) -> SimulatorResponse {
-        let route = Endpoint.route(request.path)
         let now = clock.now()
         return book.withLock { book in
             book.counters.requests[request.path, default: 0] += 1
-            let faults = book.faults.faults(for: request.path)
-            var response: SimulatorResponse
-            do {
-                guard let (endpoint, sandbox) = route else {
-                    return SimulatorResponse(status: 404, body: Array("Not Found".utf8), contentType: "text/plain")
-                }
-                if endpoint.needsClientCertificate && !sandbox && !request.clientCertificateVerified && requiresClientCertificates {
-                    return SimulatorResponse(status: 400, body: Array("No required SSL certificate was sent".utf8),
-                                             contentType: "text/html")
-                }
-                response = try answer(endpoint, sandbox: sandbox, request, now: now, book: &book)
-            } catch let failure as ProtocolFailure {
-                response = SimulatorResponse(body: protocolFailureBody(failure))
-            } catch {
-                preconditionFailure("unexpected simulator error \(error)")
+            guard let (api, sandbox) = WeChatPayAPI.route(path: request.path) else {
+                return SimulatorResponse(status: 404, body: Array("Not Found".utf8), contentType: "text/plain")
             }
-            return inject(faults, into: response, book: &book)
+            if api.needsClientCertificate(sandbox: sandbox) && requiresClientCertificates
+                && !request.clientCertificateVerified {
+                // What WeChat's front end answers a refund without the merchant's certificate.
+                return SimulatorResponse(status: 400, body: Array("No required SSL certificate was sent".utf8),
+                                         contentType: "text/html")
+            }
+            let response: SimulatorResponse
+            do throws(ProtocolFailure) {
+                response = try answer(api, sandbox: sandbox, request, now: now, book: &book)
+            } catch {
+                response = SimulatorResponse(body: encode(ResponseEnvelope.protocolFailure(message: error.message)))
+            }
+            return inject(book.faults.faults(for: request.path), into: response, book: &book)
         }
     }
 
     /// Whether `/secapi/` requests must present a verified client certificate. The HTTP front turns
     /// this on when it serves TLS with a client CA.
-    public var requiresClientCertificates: Bool {
-        get { clientCertificates.load(ordering: .relaxed) }
-    }
+    public var requiresClientCertificates: Bool { clientCertificates.load(ordering: .relaxed) }
     public func setRequiresClientCertificates(_ value: Bool) { clientCertificates.store(value, ordering: .relaxed) }
     private let clientCertificates = Atomic<Bool>(false)
 
-    /// Parses, authenticates and dispatches one request; business failures become signed
-    /// `result_code=FAIL` answers, protocol failures propagate.
-    private func answer(_ endpoint: Endpoint, sandbox: Bool, _ request: SimulatorRequest, now: Date,
+    /// Parses, authenticates and dispatches one request. What fails before the signature is
+    /// verified is a protocol failure (unsigned `return_code=FAIL`); what fails after is a signed
+    /// business failure (`result_code=FAIL` with `err_code`).
+    private func answer(_ api: WeChatPayAPI, sandbox: Bool, _ request: SimulatorRequest, now: Date,
                         book: inout OrderBook) throws(ProtocolFailure) -> SimulatorResponse {
         guard request.method == "POST" else { throw .postRequired }
         guard !request.body.isEmpty else { throw .emptyBody }
@@ -97,65 +94,63 @@ public final class WeChatPaySimulator: Sendable {
             throw error == .invalidUTF8 ? .notUTF8 : .xmlFormat
         }
         guard fields["mch_id"] == configuration.mchID else { throw .mchID }
-        if endpoint == .getSignKey {
-            // The sandbox key request is always MD5 with the production key.
-            guard (try? signer.verify(fields, expected: .md5)) != nil else { throw .signature }
-            return SimulatorResponse(body: encode([
-                "return_code": "SUCCESS", "return_msg": "ok", "mch_id": configuration.mchID,
-                "sandbox_signkey": sandboxKey,
-            ]))
-        }
-        // Sandbox calls are signed with the key getsignkey handed out, and only with MD5.
-        let signer = sandbox ? Signer(key: APIKey(sandboxKey)) : self.signer
-        let signType: SignType
-        if let declared = fields.nonEmpty("sign_type") {
-            guard let type = SignType(rawValue: declared) else { throw .signType }
-            signType = type
-        } else {
-            signType = .md5
-        }
-        if sandbox && signType != .md5 { throw .signType }
-        guard (try? signer.verify(fields, expected: signType)) != nil else { throw .signature }
-        book.noteNonce(fields["nonce_str"] ?? "")
-        book.log(endpoint: endpoint, fields: fields, at: now)
-
-        var reply: Fields
+        let envelope: RequestEnvelope
         do {
-            guard fields["appid"] == configuration.appID else {
+            envelope = try RequestEnvelope(fields: fields, api: api)
+        } catch {
+            throw ProtocolFailure(message: error.isMissingField ? "缺少参数\(error.fieldName)" : "\(error.fieldName)参数格式错误")
+        }
+        // The sandbox signs with the key getsignkey handed out (getsignkey itself with the
+        // production key), and only with MD5.
+        let key = sandbox && api != .getSignKey ? APIKey(sandboxKey) : configuration.key
+        if sandbox && envelope.signType != .md5 { throw .signType }
+        guard (try? Signer(key: key).verify(fields, expected: envelope.signType)) != nil else { throw .signature }
+        book.noteNonce(envelope.nonceStr)
+        book.log(path: api.path(sandbox: sandbox), fields: fields, at: now)
+
+        if api == .getSignKey {
+            return SimulatorResponse(body: encode(ResponseEnvelope.unsignedSuccess(
+                ["mch_id": configuration.mchID, "sandbox_signkey": sandboxKey])))
+        }
+        let signer = Signer(key: key)
+        let nonce = book.random.alphanumerics(16)
+        do throws(BusinessFailure) {
+            guard envelope.appID == configuration.appID else {
                 throw BusinessFailure(code: "APPID_MCHID_NOT_MATCH", description: "appid和mch_id不匹配")
             }
-            guard let nonce = fields.nonEmpty("nonce_str"), nonce.utf8.count <= 32 else {
-                throw BusinessFailure.lackParams("nonce_str")
-            }
-            switch endpoint {
-            case .unifiedOrder: reply = try unifiedOrder(fields, signType: signType, now: now, book: &book)
-            case .orderQuery: reply = try orderQuery(fields, now: now, book: &book)
-            case .closeOrder: reply = try closeOrder(fields, now: now, book: &book)
-            case .refund: reply = try refund(fields, now: now, book: &book)
-            case .refundQuery: reply = try refundQuery(fields, now: now, book: &book)
-            case .downloadBill:
-                return try downloadBill(fields, now: now, book: &book)
+            let business: Fields
+            switch api {
+            case .unifiedOrder:
+                business = try unifiedOrder(parse(fields, api), signType: envelope.signType, now: now, book: &book)
+            case .orderQuery: business = try orderQuery(parse(fields, api), now: now, book: &book)
+            case .closeOrder: business = try closeOrder(parse(fields, api), now: now, book: &book)
+            case .refund: business = try refund(parse(fields, api), now: now, book: &book)
+            case .refundQuery: business = try refundQuery(parse(fields, api), now: now, book: &book)
+            case .downloadBill: return try downloadBill(parse(fields, api), now: now, book: &book)
             case .getSignKey: preconditionFailure("answered above")
             }
-            reply = successEnvelope(result: "SUCCESS", book: &book) + reply
-        } catch let failure as BusinessFailure {
-            reply = successEnvelope(result: "FAIL", book: &book)
-            reply["err_code"] = failure.code
-            reply["err_code_des"] = failure.description
-        } catch let failure as ProtocolFailure {
-            throw failure
+            return SimulatorResponse(body: encode(ResponseEnvelope.success(
+                business, appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
+                signer: signer, signType: envelope.signType)))
         } catch {
-            preconditionFailure("unexpected simulator error \(error)")
+            return SimulatorResponse(body: encode(ResponseEnvelope.businessFailure(
+                WeChatPayErrorCode(rawValue: error.code), description: error.description,
+                appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
+                signer: signer, signType: envelope.signType)))
         }
-        reply["sign"] = signer.signature(for: reply, type: signType)
-        return SimulatorResponse(body: encode(reply))
     }
 
-    private func successEnvelope(result: String, book: inout OrderBook) -> Fields {
-        [
-            "return_code": "SUCCESS", "return_msg": "OK", "appid": configuration.appID,
-            "mch_id": configuration.mchID, "nonce_str": book.random.alphanumerics(16), "result_code": result,
-        ]
+    /// The typed request, validated by the same rules the client applies before sending; a
+    /// missing field is LACK_PARAMS, an invalid one INVALID_REQUEST (PARAM_ERROR for refunds, as
+    /// WeChat's refund pages name it).
+    private func parse<Request: WeChatPayRequest>(_ fields: Fields, _ api: WeChatPayAPI) throws(BusinessFailure) -> Request {
+        do {
+            return try Request(fields: fields)
+        } catch {
+            if error.isMissingField { throw .lackParams(error.fieldName) }
+            let description = "\(error.fieldName)参数格式错误"
+            throw api == .refund || api == .refundQuery ? .param(description) : .invalid(description)
+        }
     }
 
     /// The sandbox key `getsignkey` hands out: derived from the production key, so it is stable.
@@ -168,9 +163,6 @@ public final class WeChatPaySimulator: Sendable {
         do { return try FlatXML.encode(fields) } catch { preconditionFailure("simulator wrote unencodable XML: \(error)") }
     }
 
-    private func protocolFailureBody(_ failure: ProtocolFailure) -> [UInt8] {
-        encode(["return_code": "FAIL", "return_msg": failure.message])
-    }
 }
 
 extension Fields {
@@ -180,28 +172,4 @@ extension Fields {
         for field in rhs { result[field.name] = field.value }
         return result
     }
-}
-
-/// The API paths the simulator serves.
-enum Endpoint: String, Sendable, CaseIterable {
-    case unifiedOrder = "/pay/unifiedorder"
-    case orderQuery = "/pay/orderquery"
-    case closeOrder = "/pay/closeorder"
-    case refund = "/secapi/pay/refund"
-    case refundQuery = "/pay/refundquery"
-    case downloadBill = "/pay/downloadbill"
-    case getSignKey = "/sandboxnew/pay/getsignkey"
-
-    /// The endpoint for a path, and whether it is the sandbox's (`/sandboxnew/pay/orderquery`; the
-    /// sandbox refund is `/sandboxnew/pay/refund`, without `secapi`).
-    static func route(_ path: String) -> (Endpoint, sandbox: Bool)? {
-        if let endpoint = Endpoint(rawValue: path) { return (endpoint, endpoint == .getSignKey) }
-        guard path.hasPrefix("/sandboxnew/") else { return nil }
-        let rest = String(path.dropFirst("/sandboxnew".count))
-        if rest == "/pay/refund" { return (.refund, true) }
-        guard let endpoint = Endpoint(rawValue: rest), endpoint != .refund else { return nil }
-        return (endpoint, true)
-    }
-
-    var needsClientCertificate: Bool { self == .refund }
 }
