@@ -6,8 +6,11 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "client-pipeline":
     exit(await ClientPipelineBenchmark.run(Array(arguments.dropFirst())))
+case "bill": try BillBenchmark.run(Array(arguments.dropFirst()))
+case "notify": try NotifyBenchmark.run(Array(arguments.dropFirst()))
 default:
-    print("wxpay-bench")
     print("usage: wxpay-bench <benchmark> [options]")
     print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
+    print("  bill                           render, gzip, gunzip and parse a 100,000-row bill")
+    print("  notify                         payment notify decode+verify, refund notify decrypt, app params")
 }
