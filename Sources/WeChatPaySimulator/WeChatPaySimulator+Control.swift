@@ -118,18 +118,17 @@ extension WeChatPaySimulator {
 
     /// The payment notify WeChat posts for a paid order, signed with the order's algorithm.
     func paymentNotifyBody(_ order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
-        var fields: Fields = [
-            "return_code": "SUCCESS", "return_msg": "OK", "appid": configuration.appID, "mch_id": configuration.mchID,
-            "nonce_str": book.random.alphanumerics(32), "result_code": "SUCCESS",
-        ]
-        fields = fields + orderStatusFields(order)
-        fields["trade_state"] = nil
-        fields["trade_state_desc"] = nil
-        if order.signType == .hmacSHA256 && configuration.notifyCarriesSignTypeForHMAC {
-            fields["sign_type"] = order.signType.rawValue
-        }
-        fields["sign"] = signer.signature(for: fields, type: order.signType)
-        return encode(fields)
+        var builder = PaymentNotifyBuilder(
+            merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+            outTradeNo: order.outTradeNo, transactionID: order.transactionID ?? "", totalFee: order.totalFee,
+            timeEnd: order.paidAt ?? clock.now(), nonce: book.random.alphanumerics(32))
+        builder.openid = order.openid ?? builder.openid
+        builder.tradeType = order.parameters["trade_type"] ?? "APP"
+        builder.bankType = "OTHERS"
+        builder.attach = order.attach
+        // Real HMAC-SHA256 notifies often leave sign_type out (WxJava #1585); MD5 ones never need it.
+        let declares = order.signType == .hmacSHA256 && configuration.notifyCarriesSignTypeForHMAC
+        return encode(builder.fields(signedWith: signer, signType: order.signType, declaresSignType: declares))
     }
 }
 

@@ -9,6 +9,8 @@ extension WeChatPaySimulator {
         if let timeExpire = request.timeExpire, timeExpire.timeIntervalSince(now) < 60 {
             throw .invalid("time_expire时间过短，刷卡至少1分钟，其他5分钟")
         }
+        // Domestic merchants are paid in CNY only.
+        if let feeType = request.feeType, feeType != "CNY" { throw .invalid("fee_type参数格式错误") }
         var parameters: [String: String] = [:]
         for field in request.businessFields() { parameters[field.name] = field.value }
 

@@ -95,9 +95,23 @@ extension WeChatPaySimulator {
 }
 
 extension WeChatPaySimulator {
-    /// The refund notify: only return_code, appid, mch_id, nonce_str and the encrypted `req_info`.
+    /// The refund notify: return_code, appid, mch_id, nonce_str and the encrypted `req_info`, unsigned.
     func refundNotifyBody(_ refund: SimulatedRefund, order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
-        encode(["return_code": "SUCCESS", "appid": configuration.appID, "mch_id": configuration.mchID,
-                "nonce_str": book.random.alphanumerics(32)])
+        var builder = RefundNotifyBuilder(
+            merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+            transactionID: order.transactionID ?? "", outTradeNo: order.outTradeNo, refundID: refund.refundID,
+            outRefundNo: refund.outRefundNo, totalFee: order.totalFee, refundFee: refund.refundFee,
+            nonce: book.random.alphanumerics(32))
+        builder.refundStatus = switch refund.status {
+        case .success, .processing: .success
+        case .closed: .refundClose
+        case .change: .change
+        }
+        builder.successTime = refund.status == .success ? refund.completedAt : nil
+        do {
+            return encode(try builder.fields(encryptedWith: configuration.key))
+        } catch {
+            preconditionFailure("simulator wrote an unencodable refund notify: \(error)")
+        }
     }
 }

@@ -126,7 +126,14 @@ public final class WeChatPaySimulator: Sendable {
             case .closeOrder: business = try closeOrder(parse(fields, api), now: now, book: &book)
             case .refund: business = try refund(parse(fields, api), now: now, book: &book)
             case .refundQuery: business = try refundQuery(parse(fields, api), now: now, book: &book)
-            case .downloadBill: return try downloadBill(parse(fields, api), now: now, book: &book)
+            case .downloadBill:
+                // downloadbill answers every failure at the protocol level (return_code=FAIL).
+                guard let request: DownloadBillRequest = try? parse(fields, api) else {
+                    let missing = fields.nonEmpty("bill_date") == nil
+                    return SimulatorResponse(body: encode(ResponseEnvelope.protocolFailure(
+                        message: missing ? "missing parameter" : "data format error")))
+                }
+                return try downloadBill(request, now: now, book: &book)
             case .getSignKey: preconditionFailure("answered above")
             }
             return SimulatorResponse(body: encode(ResponseEnvelope.success(
