@@ -35,12 +35,16 @@ let package = Package(
         // The durable order store (SQLite now); knows nothing of the protocol.
         .target(name: "Storage", dependencies: ["CSQLite"]),
 
-        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
+        // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
+
+        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
+        .testTarget(name: "WeChatPaySimulatorTests", dependencies: ["WeChatPaySimulator", "WeChatPay"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
