@@ -35,16 +35,20 @@ let package = Package(
         // The durable order store (SQLite now); knows nothing of the protocol.
         .target(name: "Storage", dependencies: ["CSQLite"]),
 
+        // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
+
         // The product: orders, notify, query with polling, close, support lookup, observability.
         .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage"]),
 
-        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
+        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay", "Storage"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
+        .testTarget(name: "WeChatPaySimulatorTests", dependencies: ["WeChatPaySimulator", "WeChatPay"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay", "Storage", "WeChatPaySimulator"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

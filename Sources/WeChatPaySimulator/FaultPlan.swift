@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// Faults injected into one API endpoint's answers. Rates are probabilities from 0 to 1, drawn from
+/// the simulator's seeded generator, so a run with the same seed and the same requests replays.
+public struct EndpointFaults: Codable, Sendable, Hashable {
+    /// Answer `result_code=FAIL, err_code=SYSTEMERROR` after the request took effect: the merchant
+    /// cannot tell whether it did, which is WeChat's real ambiguity.
+    public var systemErrorRate: Double = 0
+    /// Answer HTTP 502 with an HTML body.
+    public var http5xxRate: Double = 0
+    /// Cut the XML answer in half.
+    public var truncatedRate: Double = 0
+    /// Put bytes that are not UTF-8 into the answer.
+    public var nonUTF8Rate: Double = 0
+    /// Corrupt the answer's signature.
+    public var badSignatureRate: Double = 0
+    /// Leave the signature out of a SUCCESS answer.
+    public var missingSignatureRate: Double = 0
+    /// Close the connection without answering (the request took effect).
+    public var resetRate: Double = 0
+    /// Seconds added before answering.
+    public var latency: Double = 0
+
+    public init(
+        systemErrorRate: Double = 0, http5xxRate: Double = 0, truncatedRate: Double = 0, nonUTF8Rate: Double = 0,
+        badSignatureRate: Double = 0, missingSignatureRate: Double = 0, resetRate: Double = 0, latency: Double = 0
+    ) {
+        self.systemErrorRate = systemErrorRate
+        self.http5xxRate = http5xxRate
+        self.truncatedRate = truncatedRate
+        self.nonUTF8Rate = nonUTF8Rate
+        self.badSignatureRate = badSignatureRate
+        self.missingSignatureRate = missingSignatureRate
+        self.resetRate = resetRate
+        self.latency = latency
+    }
+
+    var isEmpty: Bool { self == EndpointFaults() }
+}
+
+/// Faults injected into payment and refund notifies on their way to the merchant.
+public struct NotifyFaults: Codable, Sendable, Hashable {
+    /// Drop every attempt of an order's notify: the merchant never hears of the payment and must query.
+    public var dropRate: Double = 0
+    /// Drop a single attempt (WeChat retries on its schedule).
+    public var attemptDropRate: Double = 0
+    /// Send an attempt several times at once (WeChat documents concurrent duplicates).
+    public var duplicateRate: Double = 0
+    /// How many copies a duplicated attempt sends, all concurrently.
+    public var duplicateCopies: Int = 2
+    /// Seconds added before the first attempt.
+    public var delay: Double = 0
+    /// Up to this many extra seconds, drawn per notify, so notifies arrive out of order.
+    public var reorderWindow: Double = 0
+
+    public init(
+        dropRate: Double = 0, attemptDropRate: Double = 0, duplicateRate: Double = 0, duplicateCopies: Int = 2,
+        delay: Double = 0, reorderWindow: Double = 0
+    ) {
+        self.dropRate = dropRate
+        self.attemptDropRate = attemptDropRate
+        self.duplicateRate = duplicateRate
+        self.duplicateCopies = duplicateCopies
+        self.delay = delay
+        self.reorderWindow = reorderWindow
+    }
+}
+
+/// Every fault the simulator injects. Endpoint keys are API paths (`/pay/unifiedorder`) or `*` for all.
+public struct FaultPlan: Codable, Sendable, Hashable {
+    public var endpoints: [String: EndpointFaults] = [:]
+    public var notify = NotifyFaults()
+
+    public init(endpoints: [String: EndpointFaults] = [:], notify: NotifyFaults = NotifyFaults()) {
+        self.endpoints = endpoints
+        self.notify = notify
+    }
+
+    func faults(for path: String) -> EndpointFaults {
+        endpoints[path] ?? endpoints["*"] ?? EndpointFaults()
+    }
+}
+
+// Fault plans are written by hand (tests, the control API, scripts): a missing key means "no such
+// fault", not an error, which synthesized decoding would make it.
+extension EndpointFaults {
+    private enum CodingKeys: String, CodingKey {
+        case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
+             resetRate, latency
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            systemErrorRate: try c.decodeIfPresent(Double.self, forKey: .systemErrorRate) ?? 0,
+            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
+            truncatedRate: try c.decodeIfPresent(Double.self, forKey: .truncatedRate) ?? 0,
+            nonUTF8Rate: try c.decodeIfPresent(Double.self, forKey: .nonUTF8Rate) ?? 0,
+            badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
+            missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
+            resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
+            latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0)
+    }
+}
+
+extension NotifyFaults {
+    private enum CodingKeys: String, CodingKey {
+        case dropRate, attemptDropRate, duplicateRate, duplicateCopies, delay, reorderWindow
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            dropRate: try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0,
+            attemptDropRate: try c.decodeIfPresent(Double.self, forKey: .attemptDropRate) ?? 0,
+            duplicateRate: try c.decodeIfPresent(Double.self, forKey: .duplicateRate) ?? 0,
+            duplicateCopies: try c.decodeIfPresent(Int.self, forKey: .duplicateCopies) ?? 2,
+            delay: try c.decodeIfPresent(Double.self, forKey: .delay) ?? 0,
+            reorderWindow: try c.decodeIfPresent(Double.self, forKey: .reorderWindow) ?? 0)
+    }
+}
+
+extension FaultPlan {
+    private enum CodingKeys: String, CodingKey { case endpoints, notify }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(endpoints: try c.decodeIfPresent([String: EndpointFaults].self, forKey: .endpoints) ?? [:],
+                  notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults())
+    }
+}

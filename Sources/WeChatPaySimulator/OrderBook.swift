@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// Everything WeChat Pay remembers, guarded by the simulator's mutex.
+struct OrderBook: Sendable {
+    var orders: [String: SimulatedOrder] = [:]
+    /// transaction_id → out_trade_no
+    var byTransactionID: [String: String] = [:]
+    /// out_refund_no → out_trade_no, and refund_id → out_refund_no
+    var refundOwner: [String: String] = [:]
+    var byRefundID: [String: String] = [:]
+    var random: SeededRandom
+    var faults = FaultPlan()
+    var counters = SimulatorCounters()
+    /// nonce_str values seen, to count reuse (WeChat does not refuse it, but a merchant should never reuse one).
+    var nonces: Set<String> = []
+    /// The most recent API requests, newest last, for tests and the control API.
+    var requestLog: [LoggedRequest] = []
+    static let requestLogLimit = 10_000
+
+    init(seed: UInt64) {
+        random = SeededRandom(seed: seed)
+    }
+
+    mutating func noteNonce(_ nonce: String) {
+        if !nonces.insert(nonce).inserted { counters.reusedNonces += 1 }
+    }
+
+    mutating func log(path: String, fields: Fields, at date: Date) {
+        if requestLog.count >= Self.requestLogLimit { requestLog.removeFirst(requestLog.count / 2) }
+        requestLog.append(LoggedRequest(path: path, fields: fields, at: date))
+    }
+
+    /// An order whose `time_expire` has passed unpaid is closed by WeChat; apply that lazily.
+    mutating func order(_ outTradeNo: String, now: Date) -> SimulatedOrder? {
+        guard var order = orders[outTradeNo] else { return nil }
+        if order.state == .notPaid, let expiresAt = order.expiresAt, expiresAt <= now {
+            order.state = .closed
+            order.closedAt = expiresAt
+            orders[outTradeNo] = order
+        }
+        return order
+    }
+
+    mutating func newPrepayID(now: Date) -> String {
+        "wx" + BeijingTime.format(now) + random.alphanumerics(18).lowercased()
+    }
+
+    mutating func newTransactionID(now: Date) -> String {
+        "42000" + random.digits(5) + BeijingTime.format(now).prefix(8) + random.digits(10)
+    }
+
+    mutating func newRefundID() -> String {
+        "50300" + random.digits(24)
+    }
+}
+
+/// A request the simulator answered, kept for inspection.
+public struct LoggedRequest: Sendable {
+    public var path: String
+    public var fields: Fields
+    public var at: Date
+}
+
+/// What the simulator has seen and done, for tests and reports.
+public struct SimulatorCounters: Sendable, Codable {
+    public var requests: [String: Int] = [:]
+    public var faultsInjected: [String: Int] = [:]
+    public var reusedNonces = 0
+    public var paymentsMade = 0
+    public var notifyAttempts = 0
+    public var notifiesAcknowledged = 0
+    public var notifiesDropped = 0
+}

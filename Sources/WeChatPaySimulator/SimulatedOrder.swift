@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// One order as WeChat Pay holds it.
+struct SimulatedOrder: Sendable {
+    enum State: String, Sendable {
+        case notPaid = "NOTPAY"
+        case success = "SUCCESS"
+        case refund = "REFUND"
+        case closed = "CLOSED"
+        case payError = "PAYERROR"
+    }
+
+    let outTradeNo: String
+    /// The business parameters of the first unifiedorder (everything but nonce_str, sign and
+    /// sign_type): a re-entry must repeat them exactly.
+    let parameters: [String: String]
+    let signType: SignType
+    let totalFee: Int
+    let notifyURL: String
+    let attach: String?
+    let createdAt: Date
+    let expiresAt: Date?
+    var prepayID: String
+    var prepayIssuedAt: Date
+    var state: State
+    var transactionID: String?
+    var paidAt: Date?
+    var openid: String?
+    var closedAt: Date?
+    var refunds: [SimulatedRefund] = []
+
+    var isPaid: Bool { state == .success || state == .refund }
+    var refundedTotal: Int { refunds.filter { $0.status != .closed }.reduce(0) { $0 + $1.refundFee } }
+}
+
+/// One refund of an order.
+struct SimulatedRefund: Sendable {
+    enum Status: String, Sendable {
+        case processing = "PROCESSING"
+        case success = "SUCCESS"
+        case closed = "REFUNDCLOSE"
+        case change = "CHANGE"
+    }
+
+    let outRefundNo: String
+    let refundID: String
+    let outTradeNo: String
+    let totalFee: Int
+    let refundFee: Int
+    let refundDesc: String?
+    let notifyURL: String?
+    let requestedAt: Date
+    var status: Status
+    var completedAt: Date?
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// Who the simulated WeChat Pay believes the merchant is, and the documented limits it enforces.
+public struct SimulatorConfiguration: Sendable {
+    /// The Open Platform app id the merchant must send.
+    public var appID: String
+    /// The merchant number.
+    public var mchID: String
+    /// The merchant's v2 API key, shared with the gateway.
+    public var key: APIKey
+    /// Seed for every random choice (ids, faults), so a run can be replayed.
+    public var seed: UInt64
+    /// WeChat's notify retry intervals after the first attempt: 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m,
+    /// 30m, 60m, 3h, 3h, 3h, 6h, 6h (about 24 h 4 min in all).
+    public var notifyRetryIntervals: [TimeInterval]
+    /// prepay_id lifetime (2 hours).
+    public var prepayLifetime: TimeInterval
+    /// closeorder may not be called within this time of order creation (5 minutes).
+    public var minimumAgeToClose: TimeInterval
+    /// At most this many partial refunds per order (50).
+    public var maximumRefundsPerOrder: Int
+    /// Whether payment notifies of HMAC-SHA256 orders carry `sign_type`. Real ones often do not
+    /// (WxJava #1585), which is what the gateway must cope with, so the default is false.
+    public var notifyCarriesSignTypeForHMAC: Bool
+    /// How long to wait for a merchant's notify reply before counting the attempt as failed.
+    public var notifyTimeout: TimeInterval
+
+    public static let wechatNotifyRetryIntervals: [TimeInterval] = [
+        15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 10800, 21600, 21600,
+    ]
+
+    public init(
+        appID: String = "wxd930ea5d5a258f4f",
+        mchID: String = "10000100",
+        key: APIKey = APIKey("192006250b4c09247ec02edce69f6a2d"),
+        seed: UInt64 = 1,
+        notifyRetryIntervals: [TimeInterval] = wechatNotifyRetryIntervals,
+        prepayLifetime: TimeInterval = 2 * 3600,
+        minimumAgeToClose: TimeInterval = 5 * 60,
+        maximumRefundsPerOrder: Int = 50,
+        notifyCarriesSignTypeForHMAC: Bool = false,
+        notifyTimeout: TimeInterval = 5
+    ) {
+        self.appID = appID
+        self.mchID = mchID
+        self.key = key
+        self.seed = seed
+        self.notifyRetryIntervals = notifyRetryIntervals
+        self.prepayLifetime = prepayLifetime
+        self.minimumAgeToClose = minimumAgeToClose
+        self.maximumRefundsPerOrder = maximumRefundsPerOrder
+        self.notifyCarriesSignTypeForHMAC = notifyCarriesSignTypeForHMAC
+        self.notifyTimeout = notifyTimeout
+    }
+}

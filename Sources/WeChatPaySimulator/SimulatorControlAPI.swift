@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// The control panel: what happens outside the merchant's servers, as JSON over HTTP.
+///
+/// | method | path | does |
+/// |---|---|---|
+/// | POST | /simulator/orders/{out_trade_no}/pay | the user pays (body: optional `{"openid":…}`) |
+/// | POST | /simulator/orders/{out_trade_no}/fail | the payment fails (PAYERROR) |
+/// | GET | /simulator/orders/{out_trade_no} | the order as WeChat holds it |
+/// | POST | /simulator/refunds/{out_refund_no}/complete | the refund ends (body: `{"status":"SUCCESS"\|"REFUNDCLOSE"\|"CHANGE"}`) |
+/// | GET, PUT | /simulator/faults | the fault plan |
+/// | POST | /simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
+/// | GET | /simulator/stats | counters |
+/// | GET | /simulator/notifies | every notify attempt |
+public struct SimulatorControlAPI: Sendable {
+    public let simulator: WeChatPaySimulator
+
+    public init(simulator: WeChatPaySimulator) {
+        self.simulator = simulator
+    }
+
+    /// Answers one control request: an HTTP status and a JSON body.
+    public func handle(method: String, path: String, body: [UInt8]) -> (status: Int, body: [UInt8]) {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard parts.first == "simulator" else { return error(404, "not_found", "no such control route") }
+        let route = Array(parts.dropFirst())
+        switch (method, route.count, route.first, route.last) {
+        case ("POST", 3, "orders", "pay"):
+            let openid = (try? JSONDecoder().decode(PayBody.self, from: Data(body)))?.openid
+            return perform { () throws(SimulatorControlError) in try simulator.pay(outTradeNo: route[1], openid: openid) }
+        case ("POST", 3, "orders", "fail"):
+            return perform { () throws(SimulatorControlError) in try simulator.failPayment(outTradeNo: route[1]) }
+        case ("GET", 2, "orders", _):
+            guard let order = simulator.order(route[1]) else { return error(404, "order_not_found", "no such order") }
+            return ok(order)
+        case ("POST", 3, "refunds", "complete"):
+            let status = (try? JSONDecoder().decode(RefundBody.self, from: Data(body)))?.status ?? "SUCCESS"
+            return perform { () throws(SimulatorControlError) in
+                try simulator.completeRefund(outRefundNo: route[1], status: status)
+            }
+        case ("GET", 1, "faults", _):
+            return ok(simulator.faults)
+        case ("PUT", 1, "faults", _):
+            guard let plan = try? JSONDecoder().decode(FaultPlan.self, from: Data(body)) else {
+                return error(400, "invalid_request", "the body must be a fault plan")
+            }
+            simulator.apply(plan)
+            return ok(plan)
+        case ("POST", 2, "clock", "advance"):
+            guard let clock = simulator.clock as? ScaledClock else {
+                return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            }
+            guard let seconds = (try? JSONDecoder().decode(AdvanceBody.self, from: Data(body)))?.seconds,
+                  seconds >= 0, seconds <= 400 * 86400 else {
+                return error(400, "invalid_request", "seconds must be between 0 and 34560000")
+            }
+            clock.advance(by: seconds)
+            return ok(["now": ISO8601DateFormatter().string(from: clock.now())])
+        case ("GET", 1, "stats", _):
+            return ok(simulator.counters)
+        case ("GET", 1, "notifies", _):
+            return ok(simulator.notifyHistory.map {
+                NotifyAttemptJSON(kind: $0.kind.rawValue, reference: $0.reference, number: $0.number,
+                                  at: ISO8601DateFormatter().string(from: $0.at), acknowledged: $0.acknowledged,
+                                  dropped: $0.dropped, copies: $0.copies)
+            })
+        default:
+            return error(404, "not_found", "no such control route")
+        }
+    }
+
+    private struct PayBody: Decodable { var openid: String? }
+    private struct RefundBody: Decodable { var status: String? }
+    private struct AdvanceBody: Decodable { var seconds: Double }
+    private struct NotifyAttemptJSON: Encodable {
+        var kind: String, reference: String, number: Int, at: String, acknowledged: Bool, dropped: Bool, copies: Int
+    }
+
+    private func perform(_ action: () throws(SimulatorControlError) -> SimulatedOrderSnapshot) -> (status: Int, body: [UInt8]) {
+        do {
+            return ok(try action())
+        } catch {
+            let status = error.code == .orderNotFound || error.code == .refundNotFound ? 404 : 409
+            return self.error(status, error.code.rawValue, error.description)
+        }
+    }
+
+    private func ok(_ value: some Encodable) -> (status: Int, body: [UInt8]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (200, (try? Array(encoder.encode(value))) ?? Array("{}".utf8))
+    }
+
+    private func error(_ status: Int, _ code: String, _ message: String) -> (status: Int, body: [UInt8]) {
+        let body = (try? JSONSerialization.data(withJSONObject: ["error": ["code": code, "message": message]],
+                                                options: [.sortedKeys])) ?? Data()
+        return (status, Array(body))
+    }
+}

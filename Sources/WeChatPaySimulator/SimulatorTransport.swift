@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// The simulator as a `WeChatPayTransport`, with no socket in between: the in-process half of
+/// "one test body, two transports". Injected latency is slept in real time and an injected reset
+/// becomes the transport error a dropped connection gives.
+public struct SimulatorTransport: WeChatPayTransport {
+    public let simulator: WeChatPaySimulator
+    /// Whether requests count as carrying a verified client certificate (as a correctly configured
+    /// merchant's would).
+    public var presentsClientCertificate: Bool
+
+    public init(simulator: WeChatPaySimulator, presentsClientCertificate: Bool = true) {
+        self.simulator = simulator
+        self.presentsClientCertificate = presentsClientCertificate
+    }
+
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let response = simulator.handle(SimulatorRequest(
+            path: request.path, body: request.body,
+            clientCertificateVerified: presentsClientCertificate && request.needsClientCertificate))
+        if response.delay > 0 {
+            do { try await Task.sleep(for: .seconds(response.delay)) } catch { throw TransportError(kind: .timeout, mayHaveBeenDelivered: true) }
+        }
+        if response.resetConnection { throw TransportError(kind: .connectionReset, mayHaveBeenDelivered: true) }
+        return TransportResponse(status: response.status, body: response.body)
+    }
+}
+
+/// Delivers notifies by calling a closure, for tests and for a gateway running in the same process.
+public struct ClosureNotifySender: NotifySender {
+    private let deliver: @Sendable ([UInt8], String) async -> [UInt8]?
+
+    public init(_ deliver: @escaping @Sendable (_ body: [UInt8], _ url: String) async -> [UInt8]?) {
+        self.deliver = deliver
+    }
+
+    public func post(_ body: [UInt8], to url: String, timeout: TimeInterval) async -> [UInt8]? {
+        await deliver(body, url)
+    }
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Synchronization
+import WeChatPay
+
+/// Why a control action (what a user or WeChat does outside the merchant's servers) could not happen.
+public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case orderNotFound = "order_not_found"
+        case orderNotPayable = "order_not_payable"
+        case refundNotFound = "refund_not_found"
+        case refundNotProcessing = "refund_not_processing"
+    }
+
+    public let code: Code
+    public var description: String {
+        switch code {
+        case .orderNotFound: "no such order"
+        case .orderNotPayable: "the order is not awaiting payment (paid, closed, failed or expired)"
+        case .refundNotFound: "no such refund"
+        case .refundNotProcessing: "the refund already reached a final status"
+        }
+    }
+}
+
+/// A snapshot of an order, for the control API and tests.
+public struct SimulatedOrderSnapshot: Sendable, Codable, Hashable {
+    public var outTradeNo: String
+    public var state: String
+    public var totalFee: Int
+    public var prepayID: String
+    public var transactionID: String?
+    public var signType: String
+    public var refunds: [Refund]
+
+    public struct Refund: Sendable, Codable, Hashable {
+        public var outRefundNo: String
+        public var refundID: String
+        public var refundFee: Int
+        public var status: String
+    }
+}
+
+extension WeChatPaySimulator {
+    /// The user pays the order in the WeChat app: it becomes SUCCESS and its notify is queued.
+    @discardableResult
+    public func pay(outTradeNo: String, openid: String? = nil) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
+        let now = clock.now()
+        let (snapshot, notify) = try book.withLock { book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])) in
+            guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
+            guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
+            order.state = .success
+            order.paidAt = now
+            order.openid = openid ?? "oUpF8u" + book.random.alphanumerics(22)
+            let transactionID = book.newTransactionID(now: now)
+            order.transactionID = transactionID
+            book.orders[outTradeNo] = order
+            book.byTransactionID[transactionID] = outTradeNo
+            book.counters.paymentsMade += 1
+            return (Self.snapshot(order), (order.notifyURL, paymentNotifyBody(order, book: &book)))
+        }
+        notifies.enqueue(kind: .payment, reference: outTradeNo, url: notify.0, body: notify.1)
+        return snapshot
+    }
+
+    /// The payment fails (a bank error): the order ends PAYERROR and no notify is sent.
+    @discardableResult
+    public func failPayment(outTradeNo: String) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
+        let now = clock.now()
+        return try book.withLock { book throws(SimulatorControlError) in
+            guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
+            guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
+            order.state = .payError
+            book.orders[outTradeNo] = order
+            return Self.snapshot(order)
+        }
+    }
+
+    /// The order as WeChat holds it now, or nil.
+    public func order(_ outTradeNo: String) -> SimulatedOrderSnapshot? {
+        let now = clock.now()
+        return book.withLock { book in book.order(outTradeNo, now: now).map(Self.snapshot) }
+    }
+
+    /// How many orders WeChat holds.
+    public var orderCount: Int { book.withLock { $0.orders.count } }
+
+    /// What the simulator has seen and done.
+    public var counters: SimulatorCounters {
+        var counters = book.withLock { $0.counters }
+        let history = notifies.history
+        counters.notifyAttempts = history.count
+        counters.notifiesAcknowledged = history.filter(\.acknowledged).count
+        counters.notifiesDropped = history.filter(\.dropped).count
+        return counters
+    }
+
+    /// The most recent API requests, oldest first (at most the last 10,000).
+    public var requests: [LoggedRequest] { book.withLock { $0.requestLog } }
+
+    /// Every notify attempt so far.
+    public var notifyHistory: [NotifyAttempt] { notifies.history }
+
+    /// Replaces the whole fault plan: endpoint faults and notify faults.
+    public func apply(_ plan: FaultPlan) {
+        setFaults(plan)
+        notifies.setFaults(plan.notify)
+    }
+
+    static func snapshot(_ order: SimulatedOrder) -> SimulatedOrderSnapshot {
+        SimulatedOrderSnapshot(
+            outTradeNo: order.outTradeNo, state: order.state.rawValue, totalFee: order.totalFee,
+            prepayID: order.prepayID, transactionID: order.transactionID, signType: order.signType.rawValue,
+            refunds: order.refunds.map {
+                .init(outRefundNo: $0.outRefundNo, refundID: $0.refundID, refundFee: $0.refundFee, status: $0.status.rawValue)
+            })
+    }
+
+    /// The payment notify WeChat posts for a paid order, signed with the order's algorithm.
+    func paymentNotifyBody(_ order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
+        var builder = PaymentNotifyBuilder(
+            merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+            outTradeNo: order.outTradeNo, transactionID: order.transactionID ?? "", totalFee: order.totalFee,
+            timeEnd: order.paidAt ?? clock.now(), nonce: book.random.alphanumerics(32))
+        builder.openid = order.openid ?? builder.openid
+        builder.tradeType = order.parameters["trade_type"] ?? "APP"
+        builder.bankType = "OTHERS"
+        builder.attach = order.attach
+        // Real HMAC-SHA256 notifies often leave sign_type out (WxJava #1585); MD5 ones never need it.
+        let declares = order.signType == .hmacSHA256 && configuration.notifyCarriesSignTypeForHMAC
+        return encode(builder.fields(signedWith: signer, signType: order.signType, declaresSignType: declares))
+    }
+}
+
+extension WeChatPaySimulator {
+    /// The refund reaches a final status (WeChat's bank side answered). A refund notify goes to the
+    /// refund's notify_url, if it gave one.
+    @discardableResult
+    public func completeRefund(outRefundNo: String, status: String = "SUCCESS") throws(SimulatorControlError)
+        -> SimulatedOrderSnapshot
+    {
+        let now = clock.now()
+        guard let finalStatus = SimulatedRefund.Status(rawValue: status), finalStatus != .processing else {
+            throw SimulatorControlError(code: .refundNotProcessing)
+        }
+        let (snapshot, notify) = try book.withLock { book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?) in
+            guard let owner = book.refundOwner[outRefundNo], var order = book.orders[owner],
+                  let index = order.refunds.firstIndex(where: { $0.outRefundNo == outRefundNo }) else {
+                throw SimulatorControlError(code: .refundNotFound)
+            }
+            guard order.refunds[index].status == .processing else { throw SimulatorControlError(code: .refundNotProcessing) }
+            order.refunds[index].status = finalStatus
+            order.refunds[index].completedAt = now
+            book.orders[owner] = order
+            let refund = order.refunds[index]
+            let notify = refund.notifyURL.map { ($0, refundNotifyBody(refund, order: order, book: &book)) }
+            return (Self.snapshot(order), notify)
+        }
+        if let notify { notifies.enqueue(kind: .refund, reference: outRefundNo, url: notify.0, body: notify.1) }
+        return snapshot
+    }
+}

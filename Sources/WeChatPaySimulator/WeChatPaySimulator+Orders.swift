@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+extension WeChatPaySimulator {
+    /// unifiedorder: creates the order, or re-enters it when every parameter is identical.
+    func unifiedOrder(_ request: UnifiedOrderRequest, signType: SignType, now: Date,
+                      book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        if let timeExpire = request.timeExpire, timeExpire.timeIntervalSince(now) < 60 {
+            throw .invalid("time_expire时间过短，刷卡至少1分钟，其他5分钟")
+        }
+        // Domestic merchants are paid in CNY only.
+        if let feeType = request.feeType, feeType != "CNY" { throw .invalid("fee_type参数格式错误") }
+        var parameters: [String: String] = [:]
+        for field in request.businessFields() { parameters[field.name] = field.value }
+
+        let prepayID: String
+        if var order = book.order(request.outTradeNo, now: now) {
+            if order.isPaid { throw .orderPaid }
+            if order.state != .notPaid { throw .orderClosed }
+            guard order.parameters == parameters else { throw .outTradeNoUsed }
+            if now.timeIntervalSince(order.prepayIssuedAt) >= configuration.prepayLifetime {
+                order.prepayID = book.newPrepayID(now: now)
+                order.prepayIssuedAt = now
+                book.orders[request.outTradeNo] = order
+            }
+            prepayID = order.prepayID
+        } else {
+            let order = SimulatedOrder(
+                outTradeNo: request.outTradeNo, parameters: parameters, signType: signType, totalFee: request.totalFee,
+                notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: request.timeExpire,
+                prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid)
+            book.orders[request.outTradeNo] = order
+            prepayID = order.prepayID
+        }
+        var response = UnifiedOrderResponse(tradeType: request.tradeType, prepayID: prepayID)
+        if request.tradeType == .native { response.codeURL = "weixin://wxpay/bizpayurl?pr=" + book.random.alphanumerics(7) }
+        if request.tradeType == .mweb {
+            response.mwebURL = "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID
+        }
+        return response.businessFields()
+    }
+
+    func orderQuery(_ request: OrderQueryRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        orderStatusFields(try lookUpOrder(request.order, now: now, book: &book))
+    }
+
+    /// The fields orderquery answers (and, for a paid order, the ones a notify carries).
+    func orderStatusFields(_ order: SimulatedOrder) -> Fields {
+        var reply: Fields = [:]
+        if order.isPaid, let transactionID = order.transactionID, let paidAt = order.paidAt {
+            reply["openid"] = order.openid ?? ""
+            reply["is_subscribe"] = "N"
+            reply["trade_type"] = order.parameters["trade_type"] ?? "APP"
+            reply["bank_type"] = "OTHERS"
+            reply["total_fee"] = String(order.totalFee)
+            reply["fee_type"] = "CNY"
+            reply["transaction_id"] = transactionID
+            reply["out_trade_no"] = order.outTradeNo
+            reply["attach"] = order.attach ?? ""
+            reply["time_end"] = BeijingTime.format(paidAt)
+            reply["trade_state"] = order.state.rawValue
+            reply["cash_fee"] = String(order.totalFee)
+            reply["cash_fee_type"] = "CNY"
+            reply["trade_state_desc"] = order.state == .refund ? "转入退款" : "支付成功"
+        } else {
+            reply["out_trade_no"] = order.outTradeNo
+            reply["attach"] = order.attach ?? ""
+            reply["total_fee"] = String(order.totalFee)
+            reply["trade_state"] = order.state.rawValue
+            reply["trade_state_desc"] = switch order.state {
+            case .closed: "订单已关闭"
+            case .payError: "支付失败，请重新下单支付"
+            default: "订单未支付"
+            }
+        }
+        return reply
+    }
+
+    func closeOrder(_ request: CloseOrderRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
+        guard var order = book.order(request.outTradeNo, now: now) else { throw .orderNotExist }
+        if order.isPaid { throw .orderPaid }
+        if order.state == .closed { throw .orderClosed }
+        // WeChat: "订单生成后不能马上调用关单接口，最短调用时间间隔为5分钟". What it answers inside the
+        // window is not documented; the simulator refuses with INVALID_REQUEST so callers notice.
+        guard now.timeIntervalSince(order.createdAt) >= configuration.minimumAgeToClose else {
+            throw .invalid("订单生成后5分钟内不能关单")
+        }
+        order.state = .closed
+        order.closedAt = now
+        book.orders[request.outTradeNo] = order
+        return ["result_msg": "OK"]
+    }
+
+    /// The order a transaction_id or out_trade_no names (the typed request already applied
+    /// WeChat's precedence: transaction_id wins).
+    func lookUpOrder(_ reference: OrderReference, now: Date, book: inout OrderBook) throws(BusinessFailure) -> SimulatedOrder {
+        let outTradeNo: String?
+        switch reference {
+        case .transactionID(let id): outTradeNo = book.byTransactionID[id]
+        case .outTradeNo(let number): outTradeNo = number
+        }
+        guard let outTradeNo, let order = book.order(outTradeNo, now: now) else { throw .orderNotExist }
+        return order
+    }
+}

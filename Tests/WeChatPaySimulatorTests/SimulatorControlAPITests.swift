@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import WeChatPay
+@testable import WeChatPaySimulator
+
+struct SimulatorControlAPITests {
+    func json(_ body: [UInt8]) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] ?? [:]
+    }
+
+    @Test func payingThroughTheControlAPIMakesTheOrderSuccess() {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("ctl-0001"))
+        let paid = api.handle(method: "POST", path: "/simulator/orders/ctl-0001/pay", body: [])
+        #expect(paid.status == 200)
+        #expect(json(paid.body)["state"] as? String == "SUCCESS")
+        let again = api.handle(method: "POST", path: "/simulator/orders/ctl-0001/pay", body: [])
+        #expect(again.status == 409)
+        #expect(api.handle(method: "POST", path: "/simulator/orders/none-01/pay", body: []).status == 404)
+        #expect(json(api.handle(method: "GET", path: "/simulator/orders/ctl-0001", body: []).body)["transactionID"] != nil)
+    }
+
+    @Test func theFaultPlanAndTheClockCanBeSetOverTheControlAPI() throws {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        let plan = #"{"endpoints":{"/pay/orderquery":{"systemErrorRate":1}},"notify":{"dropRate":0.3}}"#
+        #expect(api.handle(method: "PUT", path: "/simulator/faults", body: Array(plan.utf8)).status == 200)
+        #expect(harness.simulator.faults.faults(for: "/pay/orderquery").systemErrorRate == 1)
+        #expect(api.handle(method: "PUT", path: "/simulator/faults", body: Array("nope".utf8)).status == 400)
+        let before = harness.clock.now()
+        #expect(api.handle(method: "POST", path: "/simulator/clock/advance", body: Array(#"{"seconds":300}"#.utf8)).status == 200)
+        #expect(harness.clock.now().timeIntervalSince(before) == 300)
+    }
+
+    @Test func refundsCompleteOverTheControlAPI() throws {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("ctl-0002", fee: 500))
+        try harness.simulator.pay(outTradeNo: "ctl-0002")
+        _ = harness.call("/secapi/pay/refund", ["out_trade_no": "ctl-0002", "out_refund_no": "ctl-r1",
+                                                "total_fee": "500", "refund_fee": "500"])
+        let done = api.handle(method: "POST", path: "/simulator/refunds/ctl-r1/complete", body: Array(#"{"status":"SUCCESS"}"#.utf8))
+        #expect(done.status == 200)
+        let query = harness.call("/pay/refundquery", ["out_refund_no": "ctl-r1"])
+        #expect(query["refund_status_0"] == "SUCCESS")
+        #expect(query["refund_success_time_0"] != nil)
+        #expect(api.handle(method: "POST", path: "/simulator/refunds/ctl-r1/complete", body: []).status == 409)
+    }
+
+    @Test func unknownRoutesAreNotFound() {
+        let api = SimulatorControlAPI(simulator: SimulatorHarness().simulator)
+        #expect(api.handle(method: "GET", path: "/simulator/nothing", body: []).status == 404)
+        #expect(api.handle(method: "DELETE", path: "/simulator/faults", body: []).status == 404)
+    }
+}
