@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage"]),
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
