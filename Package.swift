@@ -36,7 +36,10 @@ let package = Package(
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        // Loopback Python servers and the test certificates, shared by the client's test targets.
+        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
+                exclude: ["test_server.py"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
