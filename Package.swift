@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
         .library(name: "HTTP", targets: ["HTTP"]),
+        .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
     ],
     targets: [
         // C shims: module.modulemap + one shim header each.
@@ -31,12 +32,17 @@ let package = Package(
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
+        // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
+        .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP"]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
+            "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
+        ]),
         // Loopback Python servers and the test certificates, shared by the client's test targets.
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
