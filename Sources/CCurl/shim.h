@@ -34,17 +34,12 @@ static inline CURLcode wxpay_curl_setopt_slist(CURL *_Nonnull h, CURLoption o, s
 }
 
 // Callbacks: passing a C function pointer through the variadic `...` needs its exact type.
-// Write, header and read callbacks share the `(char *, size_t, size_t, void *) -> size_t` shape.
+// Write and header callbacks share the `(char *, size_t, size_t, void *) -> size_t` shape.
 typedef size_t (*wxpay_curl_data_callback)(char *_Nullable, size_t, size_t, void *_Nullable);
 static inline CURLcode wxpay_curl_setopt_data_callback(CURL *_Nonnull h, CURLoption o,
                                                        wxpay_curl_data_callback _Nullable f) {
     return curl_easy_setopt(h, o, f);
 }
-typedef int (*wxpay_curl_seek_callback)(void *_Nullable, curl_off_t, int);
-static inline CURLcode wxpay_curl_setopt_seek_callback(CURL *_Nonnull h, wxpay_curl_seek_callback _Nullable f) {
-    return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, f);
-}
-
 static inline CURLMcode wxpay_curl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }
@@ -54,4 +49,5 @@ static inline CURLMcode wxpay_curl_multi_setopt_long(CURLM *_Nonnull m, CURLMopt
 static inline CURLcode wxpay_curl_msg_result(const CURLMsg *_Nonnull m) {
     return m->data.result;
 }
+
 #endif

@@ -28,8 +28,6 @@ final class CurlTransfer: @unchecked Sendable {
     private var responseHeaders = HTTPHeaders()
     private var responseHeaderBytes = 0
     private var responseBody: [UInt8] = []
-    private var bodyOffset = 0
-    private(set) var bodyBytesRead = 0
     private(set) var exceededSizeCap = false
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
@@ -94,17 +92,6 @@ final class CurlTransfer: @unchecked Sendable {
             Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().receiveHeader(data, size * count)
         })
         check(wxpay_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, context))
-        // Always ours: libcurl's default read function would read the process's stdin.
-        check(wxpay_curl_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buffer, size, count, context in
-            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().sendBody(into: buffer, capacity: size * count)
-        })
-        check(wxpay_curl_setopt_pointer(easy, CURLOPT_READDATA, context))
-        // libcurl rewinds the body when it resends on a fresh connection (a kept-alive one closed
-        // under it); without a seek function that would fail the request.
-        check(wxpay_curl_setopt_seek_callback(easy) { context, offset, origin in
-            Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().rewindBody(to: offset, origin: origin)
-        })
-        check(wxpay_curl_setopt_pointer(easy, CURLOPT_SEEKDATA, context))
 
         check(configureMethod(easy))
         check(configureHeaders(easy))
@@ -123,9 +110,18 @@ final class CurlTransfer: @unchecked Sendable {
             guard code == CURLE_OK, method != .get else { return code }
             return wxpay_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
         }
+        // The body goes in as POSTFIELDS (copied by libcurl, size first so NUL bytes survive), not
+        // through a read callback: libcurl then writes a small body in the same send as the
+        // headers, and can resend it by itself after a stale keep-alive connection.
         var code = wxpay_curl_setopt_long(easy, CURLOPT_POST, 1)
         if code == CURLE_OK {
             code = wxpay_curl_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        }
+        if code == CURLE_OK {
+            code = request.body.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress else { return wxpay_curl_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "") }
+                return wxpay_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+            }
         }
         if code == CURLE_OK, method != .post {
             code = wxpay_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
@@ -179,7 +175,7 @@ final class CurlTransfer: @unchecked Sendable {
         var nameLookup: curl_off_t = 0
         _ = wxpay_curl_getinfo_off_t(easy, CURLINFO_NAMELOOKUP_TIME_T, &nameLookup)
         return TransferProgress(
-            requestBytesSent: requestSize + bodyBytesRead, nameResolved: nameLookup > 0, exceededSizeCap: exceededSizeCap)
+            requestBytesSent: requestSize, nameResolved: nameLookup > 0, exceededSizeCap: exceededSizeCap)
     }
 
     /// The finished response; moves the body out rather than copying it.
@@ -229,23 +225,5 @@ final class CurlTransfer: @unchecked Sendable {
             responseHeaders.add(name: String(line[..<colon]), value: String(value))
         }
         return count
-    }
-
-    private func sendBody(into buffer: UnsafeMutablePointer<CChar>?, capacity: Int) -> Int {
-        guard let buffer else { return 0 }
-        let count = min(capacity, request.body.count - bodyOffset)
-        guard count > 0 else { return 0 }
-        request.body.withUnsafeBytes { bytes in
-            UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + bodyOffset, byteCount: count)
-        }
-        bodyOffset += count
-        bodyBytesRead = max(bodyBytesRead, bodyOffset)
-        return count
-    }
-
-    private func rewindBody(to offset: curl_off_t, origin: Int32) -> Int32 {
-        guard origin == SEEK_SET, offset >= 0, offset <= request.body.count else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
-        bodyOffset = Int(offset)
-        return Int32(CURL_SEEKFUNC_OK)
     }
 }

@@ -3,8 +3,8 @@ internal import CCurl
 
 /// What the transfer had done when it ended, as far as the error classification needs.
 struct TransferProgress: Sendable {
-    /// Request bytes written to the connection: `CURLINFO_REQUEST_SIZE` (headers and the body sent
-    /// with them) plus body bytes libcurl pulled through the read callback.
+    /// Request bytes written to the connection (`CURLINFO_REQUEST_SIZE`: the headers and the body
+    /// sent with them). A partial write counts: the server may hold part of the request.
     var requestBytesSent: Int
     /// Whether name resolution finished (`CURLINFO_NAMELOOKUP_TIME_T` > 0).
     var nameResolved: Bool
