@@ -38,3 +38,38 @@ public enum TestCertificates {
 
     private static func path(_ name: String) -> String { directory + "/" + name }
 }
+
+extension TestCertificates {
+    /// Re-exports the test client certificate as an old-style PKCS#12 (RC2-40, SHA-1 MAC; the format
+    /// of pre-OpenSSL-3 tools) into a temporary file, with the same password. Needs the `openssl` tool.
+    public static func makeLegacyPKCS12() async throws -> String {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("wxpay-legacy-\(UInt64.random(in: 0...UInt64.max)).p12").path
+        let status = await run("/usr/bin/env", [
+            "openssl", "pkcs12", "-export", "-legacy", "-inkey", clientKey, "-in", clientCertificate,
+            "-passout", "pass:\(clientPKCS12Password)", "-out", path,
+        ])
+        guard status == 0 else { throw TestServerError(message: "openssl pkcs12 -export -legacy failed (\(status))") }
+        return path
+    }
+
+    /// Runs a command to completion off the cooperative pool; returns its exit status.
+    private static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
+        await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
+            DispatchQueue.global().async {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: executable)
+                process.arguments = arguments
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                do {
+                    try process.run()
+                    process.waitUntilExit()
+                    done.resume(returning: process.terminationStatus)
+                } catch {
+                    done.resume(returning: -1)
+                }
+            }
+        }
+    }
+}

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Testing
@@ -47,6 +48,20 @@ struct ClientTLSTests {
             try await withHTTPClient(trustingTestCA) { client in
                 let request = HTTPClientRequest(url: server.url("/client-cert"), clientIdentity: TestCertificates.clientPKCS12Identity)
                 let response = try await client.execute(request)
+                #expect(response.status == 200)
+                #expect(response.text == TestCertificates.clientCommonName)
+            }
+        }
+    }
+
+    @Test func mutualTLSWithALegacyEncryptedPKCS12IsAccepted() async throws {
+        // RC2-40 needs OpenSSL 3's legacy provider, which the client loads for PKCS#12 identities.
+        let legacy = try await TestCertificates.makeLegacyPKCS12()
+        defer { try? FileManager.default.removeItem(atPath: legacy) }
+        try await withPythonTestServer(.https(clientCertificates: .required)) { server in
+            try await withHTTPClient(trustingTestCA) { client in
+                let identity = TLSClientIdentity.pkcs12(file: legacy, password: TestCertificates.clientPKCS12Password)
+                let response = try await client.execute(HTTPClientRequest(url: server.url("/client-cert"), clientIdentity: identity))
                 #expect(response.status == 200)
                 #expect(response.text == TestCertificates.clientCommonName)
             }
@@ -128,5 +143,9 @@ struct ClientTLSTests {
         #expect(!String(reflecting: pkcs12).contains("1900000109"))
         #expect(!"\(pem)".contains("hunter2"))
         #expect("\(pem)".contains("***"))
+        var dumped = ""
+        dump(HTTPClientRequest(url: "https://example.invalid/", clientIdentity: pkcs12), to: &dumped)
+        #expect(!dumped.contains("1900000109"))
+        #expect(dumped.contains("apiclient_cert.p12"))
     }
 }

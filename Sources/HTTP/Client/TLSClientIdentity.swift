@@ -13,12 +13,13 @@
 ///                                  keyFile: "/etc/wxpay/apiclient_key.pem")
 /// ```
 ///
-/// The password never appears in `description`, `debugDescription` or any error.
+/// The password never appears in `description`, `debugDescription`, `dump` or any error.
 ///
-/// PKCS#12 files made by older tools use RC2/3DES encryption, which OpenSSL 3 only reads with its
-/// legacy provider; if such a file is refused (``HTTPClientError/tlsConfigurationUnusable``),
-/// re-export it with `openssl pkcs12 -legacy -in old.p12 -nodes | openssl pkcs12 -export …` or use the PEM pair.
-public struct TLSClientIdentity: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+/// PKCS#12 files made by older tools (RC2-40 or 3DES encryption) are read too: the client loads
+/// OpenSSL 3's legacy provider the first time a PKCS#12 identity is used.
+public struct TLSClientIdentity: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     enum Storage: Sendable, Hashable {
         case pem(certificateFile: String, keyFile: String, keyPassword: String?)
         case pkcs12(file: String, password: String)
@@ -53,4 +54,7 @@ public struct TLSClientIdentity: Sendable, Hashable, CustomStringConvertible, Cu
     }
 
     public var debugDescription: String { description }
+
+    /// Keeps `dump` and debuggers from walking into the stored password.
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 }
