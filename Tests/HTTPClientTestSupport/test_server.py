@@ -154,14 +154,32 @@ class Server(ThreadingHTTPServer):
         # The TLS handshake runs in the connection's thread, so one slow client cannot stall accept().
         if self.tls_context is not None:
             request.settimeout(30)
+            request = self.tls_context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
             try:
-                request = self.tls_context.wrap_socket(request, server_side=True)
+                request.do_handshake()
             except (ssl.SSLError, OSError):
-                return  # refused handshakes are expected in the client-certificate tests
+                # Refused client certificates are part of the tests. Close like nginx's lingering
+                # close: with TLS 1.3 the client has already sent its request, and closing with it
+                # unread would reset the connection and destroy the alert before the client reads it.
+                lingering_close(request)
+                return
         super().finish_request(request, client_address)
 
     def handle_error(self, request, client_address):
         pass  # resets and refused handshakes are part of the tests
+
+
+def lingering_close(connection):
+    try:
+        connection.shutdown(socket.SHUT_WR)
+        connection.settimeout(2)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and connection.recv(65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        connection.close()
 
 
 def tls_context(args):
