@@ -57,6 +57,17 @@ struct ClientRoundTripTests {
         }
     }
 
+    @Test func aConfiguredProxyReceivesTheRequestInAbsoluteForm() async throws {
+        try await withPythonTestServer { proxy in
+            try await withHTTPClient(.init(proxy: proxy.baseURL)) { client in
+                // The target name does not resolve: only the proxy may be contacted.
+                let response = try await client.execute(HTTPClientRequest(url: "http://wechat.example.invalid/pay/orderquery"))
+                #expect(response.status == 200)
+                #expect(response.headers.first(name: "X-Path") == "http://wechat.example.invalid/pay/orderquery")
+            }
+        }
+    }
+
     @Test func headerInjectionAndForeignSchemesAreRefusedBeforeAnythingIsSent() async throws {
         try await withHTTPClient { client in
             let injected = HTTPClientRequest(url: "http://127.0.0.1:9/", headers: ["X-A": "1\r\nX-B: 2"])

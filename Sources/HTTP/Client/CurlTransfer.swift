@@ -87,6 +87,9 @@ final class CurlTransfer: @unchecked Sendable {
         // Rejects an announced Content-Length up front; the write callback catches the rest.
         check(wxpay_curl_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes)))
         check(wxpay_curl_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
+        // "" switches off libcurl's reading of http_proxy/https_proxy/no_proxy from the environment:
+        // an egress proxy must be chosen on purpose.
+        check(wxpay_curl_setopt_string(easy, CURLOPT_PROXY, configuration.proxy ?? ""))
 
         check(wxpay_curl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().receiveBody(data, size * count)
@@ -220,14 +223,15 @@ final class CurlTransfer: @unchecked Sendable {
             exceededSizeCap = true
             return 0
         }
-        var line = String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
-        while line.last?.isNewline == true { line.removeLast() }
-        if line.hasPrefix("HTTP/") {
+        var line = UnsafeRawBufferPointer(start: data, count: count)[...]
+        while let last = line.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: "\n") { line = line.dropLast() }
+        if line.starts(with: "HTTP/".utf8) {
             // A new status line (after `100 Continue`, say) starts a new header block.
             responseHeaders = HTTPHeaders()
-        } else if let colon = line.firstIndex(of: ":") {
-            let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-            responseHeaders.add(name: String(line[..<colon]), value: String(value))
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let value = line[(colon + 1)...].drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+            responseHeaders.add(
+                name: String(decoding: line[..<colon], as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
         return count
     }

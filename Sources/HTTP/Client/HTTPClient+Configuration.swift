@@ -53,6 +53,9 @@ extension HTTPClient {
         public var connectionCacheSize: Int
         /// Sent as `User-Agent` unless a request sets its own. Default `wxpay-gateway`.
         public var userAgent: String
+        /// An egress proxy URL (`http://proxy.internal:3128`), for networks that reach WeChat only
+        /// through one. Default `nil`: direct connections; proxy environment variables are ignored.
+        public var proxy: String?
         /// How long past its total timeout the watchdog lets a transfer run before failing it, in case
         /// libcurl did not. Default 1 second.
         public var watchdogSlack: Duration
@@ -66,6 +69,7 @@ extension HTTPClient {
             tls: TLS = .init(),
             connectionCacheSize: Int = 64,
             userAgent: String = "wxpay-gateway",
+            proxy: String? = nil,
             watchdogSlack: Duration = .seconds(1)
         ) {
             self.timeouts = timeouts
@@ -73,6 +77,7 @@ extension HTTPClient {
             self.tls = tls
             self.connectionCacheSize = connectionCacheSize
             self.userAgent = userAgent
+            self.proxy = proxy
             self.watchdogSlack = watchdogSlack
         }
     }
