@@ -18,6 +18,9 @@ final class CurlMultiLoop: Sendable {
         var cancellations: [CurlTransfer] = []
         var closing = false
         var finished = false
+        /// Set by the loop, under the lock, when it saw an empty inbox and is about to sleep in
+        /// `curl_multi_poll`; only then does a newcomer need to wake it.
+        var sleeping = false
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -55,9 +58,8 @@ final class CurlMultiLoop: Sendable {
     func submit(_ transfer: CurlTransfer) {
         let accepted = inbox.withLock { inbox in
             guard !inbox.closing else { return false }
-            // One wake-up per batch: the loop drains the whole inbox each time it wakes.
-            if inbox.submissions.isEmpty, inbox.cancellations.isEmpty { _ = curl_multi_wakeup(multi.pointer) }
             inbox.submissions.append(transfer)
+            Self.wakeIfSleeping(&inbox, multi)
             return true
         }
         if !accepted { transfer.complete(.failure(.shutDown)) }
@@ -67,8 +69,8 @@ final class CurlMultiLoop: Sendable {
     func cancel(_ transfer: CurlTransfer) {
         inbox.withLock { inbox in
             guard !inbox.closing else { return }
-            if inbox.submissions.isEmpty, inbox.cancellations.isEmpty { _ = curl_multi_wakeup(multi.pointer) }
             inbox.cancellations.append(transfer)
+            Self.wakeIfSleeping(&inbox, multi)
         }
     }
 
@@ -89,6 +91,14 @@ final class CurlMultiLoop: Sendable {
     /// Starts closing without waiting (for `deinit`).
     func requestClose() {
         inbox.withLock { requestCloseLocked(&$0) }
+    }
+
+    /// A busy loop picks new work up before it sleeps, so only a sleeping loop is woken, and only
+    /// once: this keeps a write to libcurl's wake-up pipe off most requests.
+    private static func wakeIfSleeping(_ inbox: inout Inbox, _ multi: MultiHandle) {
+        guard inbox.sleeping else { return }
+        inbox.sleeping = false
+        _ = curl_multi_wakeup(multi.pointer)
     }
 
     private func requestCloseLocked(_ inbox: inout Inbox) {
@@ -141,6 +151,7 @@ final class CurlMultiLoop: Sendable {
 
         while true {
             let closing = inbox.withLock { inbox in
+                inbox.sleeping = false
                 swap(&submissions, &inbox.submissions)
                 swap(&cancellations, &inbox.cancellations)
                 return inbox.closing
@@ -181,7 +192,15 @@ final class CurlMultiLoop: Sendable {
                 for transfer in active.values { nextWatchdogScan = min(nextWatchdogScan, transfer.deadline) }
             }
             let wait = active.isEmpty ? Duration.seconds(5) : max(.zero, nextWatchdogScan - .now)
-            _ = curl_multi_poll(multi.pointer, nil, 0, Int32(clamping: min(wait, .seconds(5)).curlMilliseconds), nil)
+            let maySleep = inbox.withLock { inbox in
+                guard inbox.submissions.isEmpty, inbox.cancellations.isEmpty, !inbox.closing else { return false }
+                inbox.sleeping = true
+                return true
+            }
+            // Without new work pending, sleep until a socket, a libcurl timer, the watchdog or a
+            // wake-up; with work pending, only collect what is ready.
+            let milliseconds = maySleep ? Int32(clamping: min(wait, .seconds(5)).curlMilliseconds) : 0
+            _ = curl_multi_poll(multi.pointer, nil, 0, milliseconds, nil)
         }
 
         for (easy, transfer) in active {
