@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Glibc
 import HTTP
 import Synchronization
 
@@ -25,7 +26,9 @@ enum HTTPClientBench {
             headers: options.post ? ["Content-Type": "text/xml; charset=utf-8"] : [:], body: body)
 
         _ = try await measure(client, request, concurrency: options.concurrency, total: options.concurrency * 50)
+        let cpuBefore = processCPUSeconds()
         let result = try await measure(client, request, concurrency: options.concurrency, total: options.requests)
+        let cpuSeconds = processCPUSeconds() - cpuBefore
         await client.shutdown()
 
         let seconds = Double(result.elapsed.components.seconds) + Double(result.elapsed.components.attoseconds) / 1e18
@@ -35,8 +38,17 @@ enum HTTPClientBench {
         print("  requests      \(result.completed) in \(rounded(seconds, decimals: 3)) s")
         print("  throughput    \(Int(Double(result.completed) / seconds)) requests/s")
         print("  latency       p50 \(percentile(0.5)) µs, p99 \(percentile(0.99)) µs, max \(latencies.last ?? 0) µs")
+        // Less sensitive to a shared machine than throughput: what each request costs this process.
+        print("  client CPU    \(Int(cpuSeconds * 1e6 / Double(max(1, result.completed)))) µs per request (user + system, all threads)")
         print("  errors        \(result.errors)")
         print("  new conns     \(result.newConnections) (in the measured run, after warm-up)")
+    }
+
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     private struct Result: Sendable {
