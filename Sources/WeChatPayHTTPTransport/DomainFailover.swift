@@ -53,6 +53,7 @@ public struct DomainFailover: Sendable, Hashable {
         /// How long after switching to the backup the primary is tried again. Default 3 minutes.
         public var retryPrimaryAfter: Duration
 
+        /// The official SDK's values by default.
         public init(maxConnectFailures: Int = 2, maxDNSFailures: Int = 2, retryPrimaryAfter: Duration = .seconds(180)) {
             self.maxConnectFailures = maxConnectFailures
             self.maxDNSFailures = maxDNSFailures
@@ -85,6 +86,7 @@ public struct DomainFailover: Sendable, Hashable {
     private var primary = Statistics()
     private var backup = Statistics()
 
+    /// A machine on the primary with clean counters.
     public init(policy: Policy = .init()) {
         self.policy = policy
     }

@@ -35,6 +35,7 @@ public final class WeChatPayHTTPTransport: WeChatPayTransport {
         /// The failover thresholds; default: the official SDK's (2 connect / 2 DNS failures, 3 minutes).
         public var failover: DomainFailover.Policy
 
+        /// Every parameter is optional; the defaults are listed on each property.
         public init(
             primaryBaseURL: String = "https://api.mch.weixin.qq.com",
             backupBaseURL: String? = "https://api2.mch.weixin.qq.com",

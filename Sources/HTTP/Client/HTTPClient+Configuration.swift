@@ -13,6 +13,9 @@ extension HTTPClient {
         /// The whole request, from submission to the last response byte. Default 10 seconds.
         public var total: Duration
 
+        /// - Parameters:
+        ///   - connect: resolve + connect + TLS handshake limit; default 5 seconds.
+        ///   - total: whole-request limit; default 10 seconds.
         public init(connect: Duration = .seconds(5), total: Duration = .seconds(10)) {
             self.connect = connect
             self.total = total
@@ -27,6 +30,7 @@ extension HTTPClient {
         /// trusts the system store. Peer and host-name verification are always on.
         public var caFile: String?
 
+        /// - Parameter caFile: a PEM bundle of trusted CAs; `nil` (default) uses the system store.
         public init(caFile: String? = nil) {
             self.caFile = caFile
         }
@@ -63,6 +67,7 @@ extension HTTPClient {
         /// Test hook: `false` leaves the timeouts to the watchdog alone, to prove the backstop works.
         var curlEnforcesTimeouts = true
 
+        /// Every parameter is optional; the defaults are listed on each property.
         public init(
             timeouts: Timeouts = .init(),
             maxResponseBodyBytes: Int = 4 << 20,

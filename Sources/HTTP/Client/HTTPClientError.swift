@@ -92,10 +92,12 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// A stable, low-cardinality name for metric labels and logs, e.g. `connectTimeout`.
     public var shortDescription: String { code.rawValue }
 
+    /// Generic and safe to log or show: the case and whether the request may have been delivered.
     public var description: String {
         "HTTP client error: \(code.rawValue)" + (mayHaveBeenDelivered ? " (request may have been delivered)" : "")
     }
 
+    /// `description` plus libcurl's code and message (at most 240 characters), for operators.
     public var debugDescription: String {
         var text = description
         if let curlCode { text += ", curl code \(curlCode)" }
@@ -103,6 +105,7 @@ public struct HTTPClientError: Error, Sendable, Hashable, CustomStringConvertibl
         return text
     }
 
+    /// Same case; the delivery flag and diagnostics are not compared.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }

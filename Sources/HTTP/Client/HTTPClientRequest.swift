@@ -23,6 +23,8 @@ public struct HTTPClientRequest: Sendable, Hashable {
     /// The client certificate to present; `nil` presents none.
     public var clientIdentity: TLSClientIdentity?
 
+    /// A request; only the URL is required. Defaults: GET, no extra headers, no body, the client's
+    /// timeouts and size cap, no client certificate.
     public init(
         method: HTTPMethod = .get,
         url: String,

@@ -13,6 +13,7 @@ public struct HTTPClientResponse: Sendable, Hashable {
     /// (`CURLINFO_NUM_CONNECTS`).
     public var openedNewConnection: Bool
 
+    /// A response, as the client builds it (public for tests and in-memory fakes).
     public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], openedNewConnection: Bool = false) {
         self.status = status
         self.headers = headers

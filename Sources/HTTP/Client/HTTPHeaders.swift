@@ -10,7 +10,9 @@
 public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     /// One header line.
     public struct Field: Sendable, Hashable {
+        /// The field name as given; compare with `lowercased()`.
         public var name: String
+        /// The field value, without surrounding whitespace.
         public var value: String
 
         public init(name: String, value: String) {
@@ -26,6 +28,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
+    /// `["Content-Type": "text/xml"]`; the order of the literal is kept.
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
@@ -56,7 +59,9 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     /// Whether some field is named `name` (any case).
     public func contains(name: String) -> Bool { first(name: name) != nil }
 
+    /// The number of fields, repeats included.
     public var count: Int { fields.count }
 
+    /// The fields in order.
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 }

@@ -44,6 +44,7 @@ public struct TLSClientIdentity: Sendable, Hashable, CustomStringConvertible, Cu
         Self(storage: .pkcs12(file: file, password: password))
     }
 
+    /// The file paths, with any password shown as `***`.
     public var description: String {
         switch storage {
         case .pem(let certificateFile, let keyFile, let keyPassword):
@@ -53,6 +54,7 @@ public struct TLSClientIdentity: Sendable, Hashable, CustomStringConvertible, Cu
         }
     }
 
+    /// Same as `description`: there is nothing more that may be shown.
     public var debugDescription: String { description }
 
     /// Keeps `dump` and debuggers from walking into the stored password.
