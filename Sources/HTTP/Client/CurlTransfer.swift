@@ -224,7 +224,10 @@ final class CurlTransfer: @unchecked Sendable {
             return 0
         }
         var line = UnsafeRawBufferPointer(start: data, count: count)[...]
-        while let last = line.last, last == UInt8(ascii: "\r") || last == UInt8(ascii: "\n") { line = line.dropLast() }
+        // Line ending and trailing whitespace (RFC 9110's optional whitespace) are not part of a value.
+        while let last = line.last, [UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: "\t")].contains(last) {
+            line = line.dropLast()
+        }
         if line.starts(with: "HTTP/".utf8) {
             // A new status line (after `100 Continue`, say) starts a new header block.
             responseHeaders = HTTPHeaders()
