@@ -225,9 +225,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var line = UnsafeRawBufferPointer(start: data, count: count)[...]
         // Line ending and trailing whitespace (RFC 9110's optional whitespace) are not part of a value.
-        while let last = line.last, [UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: "\t")].contains(last) {
-            line = line.dropLast()
-        }
+        while let last = line.last, last == 0x0D || last == 0x0A || last == 0x20 || last == 0x09 { line = line.dropLast() }
         if line.starts(with: "HTTP/".utf8) {
             // A new status line (after `100 Continue`, say) starts a new header block.
             responseHeaders = HTTPHeaders()
