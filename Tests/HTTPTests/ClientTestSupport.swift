@@ -17,15 +17,6 @@ func failure(of body: () async throws -> HTTPClientResponse) async -> HTTPClient
     }
 }
 
-/// How many threads this process has now (`Threads:` in /proc/self/status).
-func processThreadCount() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
-    for line in status.split(separator: "\n") where line.hasPrefix("Threads:") {
-        return Int(line.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) ?? -1
-    }
-    return -1
-}
-
 /// Threads of this process whose name starts with `prefix` (from /proc/self/task/*/comm). Tests
 /// run in parallel, so a process-wide count also sees other suites' threads; counting by name sees
 /// only the component under test (a thread inherits its creator's name, so helper threads that
