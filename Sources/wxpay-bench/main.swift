@@ -1,2 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-print("wxpay-bench")
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
+default: print("wxpay-bench")
+}
