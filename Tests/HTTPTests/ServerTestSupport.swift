@@ -15,6 +15,7 @@ import FoundationNetworking
 // and curl wrappers, and process introspection.
 
 /// Runs `body` against a started server and always shuts it down, even when `body` throws.
+@discardableResult
 func withServer<Result: Sendable>(
     _ router: HTTPRouter, _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
     shutdownGrace: Duration = .seconds(5),

@@ -84,22 +84,10 @@ final class HTTPServerCore: Sendable {
     ) -> MHD_Result {
         let method = HTTPMethod(rawValue: String(cString: method))
         let path = String(cString: url)
-        let route: HTTPRouter.Route
-        let pathParameters: HTTPServerPathParameters
-        switch router.match(method: method, rawPath: path) {
-        case .found(let found, let parameters):
-            route = found
-            pathParameters = parameters
-        case .notFound: return queue(.notFound, on: connection)
-        case .methodNotAllowed(let allow): return queue(.methodNotAllowed(allow: allow), on: connection)
-        case .malformedPath: return queue(.badRequest, on: connection)
+        let match = router.match(method: method, rawPath: path)
+        guard case .found(let route, let pathParameters) = match else {
+            return queue(match.refusal ?? .notFound, on: connection)
         }
-
-        let verified = verifiesClientCertificates && Self.hasVerifiedClientCertificate(connection)
-        if configuration.clientCertificatePolicy(for: route.options) == .required && !verified {
-            return queue(.forbiddenWithoutClientCertificate, on: connection)
-        }
-
         var head = RequestHead()
         withUnsafeMutablePointer(to: &head) { pointer in
             _ = wxpay_mhd_visit_headers_and_arguments(connection, RequestHead.collect, pointer)
@@ -109,9 +97,13 @@ final class HTTPServerCore: Sendable {
         let maxBodyBytes = configuration.maxBodyBytes(for: route.options)
         // libmicrohttpd has already rejected a malformed Content-Length with 400.
         let contentLength = head.headers["Content-Length"].flatMap { Int($0) }
-        if let contentLength, contentLength > maxBodyBytes {
-            // Queued before any body is read: libmicrohttpd sends it and closes the connection.
-            return queue(.payloadTooLarge, on: connection)
+        let verified = verifiesClientCertificates && Self.hasVerifiedClientCertificate(connection)
+        if let refusal = route.refusal(
+            configuration: configuration, hasVerifiedClientCertificate: verified, bodyBytes: contentLength)
+        {
+            // 403 or 413, queued before any body is read: libmicrohttpd sends it and closes the
+            // connection without reading the body.
+            return queue(refusal, on: connection)
         }
         let expectsBody = (contentLength ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil
 
@@ -123,7 +115,7 @@ final class HTTPServerCore: Sendable {
             isSecure: configuration.tls != nil, hasVerifiedClientCertificate: verified)
 
         if !expectsBody, case .immediate(let handler) = route.handler {
-            return queue(Self.run(handler, request), on: connection)
+            return queue(HTTPRouter.run(handler, request), on: connection)
         }
         let exchange = HTTPExchange(request: request, route: route, maxBodyBytes: maxBodyBytes)
         context.pointee = Unmanaged.passRetained(exchange).toOpaque()
@@ -150,7 +142,7 @@ final class HTTPServerCore: Sendable {
             let request = exchange.completeRequest()
             switch exchange.route.handler {
             case .immediate(let handler):
-                return queue(Self.run(handler, request), on: connection)
+                return queue(HTTPRouter.run(handler, request), on: connection)
             case .suspending:
                 return start(exchange, connection: connection, request: request)
             }
@@ -184,7 +176,7 @@ final class HTTPServerCore: Sendable {
             return .YES
         }
         let task = Task { [self] in
-            let response = await Self.run(handler, request)
+            let response = await HTTPRouter.run(handler, request)
             deliver(response, to: exchange)
         }
         exchange.attach(task)
@@ -235,19 +227,6 @@ final class HTTPServerCore: Sendable {
     var suspendedConnections: Int { suspended.load(ordering: .relaxed) }
 
     // MARK: - Responses
-
-    static func run(_ handler: HTTPServerImmediateHandler, _ request: HTTPServerRequest) -> HTTPServerResponse {
-        do { return try handler(request) } catch { return response(for: error) }
-    }
-
-    static func run(_ handler: HTTPServerHandler, _ request: HTTPServerRequest) async -> HTTPServerResponse {
-        do { return try await handler(request) } catch { return response(for: error) }
-    }
-
-    /// A handler's error as a response: its own choice if it offers one, else a 500 that reveals nothing.
-    static func response(for error: any Error) -> HTTPServerResponse {
-        (error as? any HTTPServerResponseError)?.response ?? .internalServerError
-    }
 
     /// Queues a response (libmicrohttpd copies the body; the response object is released at once).
     private func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
