@@ -27,7 +27,10 @@ import Testing
         let configuration = HTTPServerConfiguration(connectionLimit: 2 * waiters)
         try await withServer(Self.pollRouter(gate), configuration) { server, address in
             // The baseline includes the threads any async request needs (the cooperative pool).
-            for _ in 0..<4 { _ = try await rawRequest(address, "GET /warm HTTP/1.1\r\nHost: x\r\n\r\n") }
+            for _ in 0..<4 {
+                let warm = try await rawRequest(address, "GET /warm HTTP/1.1\r\nHost: x\r\n\r\n")
+                try #require(warm.text == "warm")
+            }
             let threadsBefore = currentThreadCount()
 
             let connections = try await offPool {
@@ -44,7 +47,13 @@ import Testing
             let threadsWhileWaiting = currentThreadCount()
 
             gate.open()
-            let answers = try await offPool { try connections.map { try $0.readResponse() } }
+            let answers = try await offPool {
+                try connections.enumerated().map { index, connection in
+                    do { return try connection.readResponse() } catch {
+                        throw TestFailure("long-poll \(index): \(error)")
+                    }
+                }
+            }
             #expect(answers.count == waiters)
             #expect(answers.allSatisfy { $0.status == 200 })
             #expect(answers.enumerated().allSatisfy { $0.element.text == "paid T\($0.offset)" })

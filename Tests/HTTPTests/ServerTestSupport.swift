@@ -33,13 +33,15 @@ func withServer<Result: Sendable>(
     }
 }
 
-/// Runs blocking work (socket reads, waiting for a process) on a Dispatch thread, so it never
-/// occupies the cooperative pool the server's async handlers need.
+/// Runs blocking work (socket reads, waiting for a process) on a thread of its own. Not on the
+/// cooperative pool, which the server's async handlers need; and not on a Dispatch global queue
+/// either: on Linux those share libdispatch's worker threads with the cooperative pool, and a few
+/// blocked work items there starve the handlers until libdispatch's monitor adds threads, seconds later.
 func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try work() })
-        }
+        let thread = Thread { continuation.resume(with: Result { try work() }) }
+        thread.stackSize = 1 << 20
+        thread.start()
     }
 }
 

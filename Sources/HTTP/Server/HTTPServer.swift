@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CMicroHTTPD
-import Dispatch
+import Foundation
 import Glibc
 
 /// An HTTP/1.1 server on libmicrohttpd: a pool of epoll polling threads (two by default), routed
@@ -135,13 +135,15 @@ public actor HTTPServer {
         }
     }
 
-    /// MHD_stop_daemon joins the polling threads: a blocking call, kept off the cooperative pool.
+    /// MHD_stop_daemon joins the polling threads: a blocking call, kept off the cooperative pool
+    /// on a thread of its own (a Dispatch global queue would share the pool's worker threads).
     private static func stopOffThePool(_ daemon: MHDDaemon) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            let thread = Thread {
                 daemon.stop()
                 continuation.resume()
             }
+            thread.start()
         }
     }
 
