@@ -180,8 +180,9 @@ import FoundationNetworking
         }
     }
 
-    @Test func aResponseHeaderWithALineBreakIsNeverSent() async throws {
+    @Test func aResponseHeaderWithALineBreakOrAnInformationalStatusIsNeverSent() async throws {
         var router = HTTPRouter()
+        router.add(.get, "/informational") { _ in HTTPServerResponse(status: 102) }
         router.addImmediate(.get, "/split") { _ in
             HTTPServerResponse(status: 200, headers: ["X-Injected": "a\r\nSet-Cookie: pwned=1"], body: [])
         }
@@ -189,6 +190,8 @@ import FoundationNetworking
             let response = try await rawRequest(address, "GET /split HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(response.status == 500)
             #expect(response.header("Set-Cookie") == nil)
+            let informational = try await rawRequest(address, "GET /informational HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(informational.status == 500)
         }
     }
 

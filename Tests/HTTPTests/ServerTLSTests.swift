@@ -124,6 +124,16 @@ import Testing
         }
     }
 
+    @Test func printingTheConfigurationNeverShowsThePrivateKey() throws {
+        let configuration = HTTPServerConfiguration(tls: try TestCertificates.tls())
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        for text in ["\(configuration)", String(reflecting: configuration), dumped] {
+            #expect(!text.contains("PRIVATE KEY"))
+            #expect(text.contains("<redacted>"))
+        }
+    }
+
     @Test func unusableTLSMaterialIsATypedStartError() async throws {
         let tls = try TestCertificates.tls()
         let mismatched = HTTPServerConfiguration.TLS(

@@ -84,14 +84,14 @@ final class HTTPExchange: Sendable {
         if cancelNow { task.cancel() }
     }
 
-    /// Delivers the response. Returns the connection to resume when this call won the race (the
-    /// handler's result and a forced 503 may both arrive; only the first counts).
-    func complete(with response: HTTPServerResponse) -> MHDConnectionHandle? {
+    /// Delivers the response. Returns the connection to resume, and the handler's task, when this
+    /// call won the race (the handler's result and a forced 503 may both arrive; only the first counts).
+    func complete(with response: HTTPServerResponse) -> (connection: MHDConnectionHandle, task: Task<Void, Never>?)? {
         state.withLock { state in
             guard case .running(let connection) = state.phase else { return nil }
             state.phase = .responded(response)
-            state.task = nil
-            return connection
+            defer { state.task = nil }
+            return (connection, state.task)
         }
     }
 
@@ -117,10 +117,5 @@ final class HTTPExchange: Sendable {
             return state.task
         }
         task?.cancel()
-    }
-
-    /// Cancels the handler's task (forced shutdown), leaving the phase to `complete`.
-    func cancelHandler() {
-        state.withLock { $0.task }?.cancel()
     }
 }

@@ -126,9 +126,14 @@ public actor HTTPServer {
         }
         guard core.requestsInFlight > 0 else { return }
         core.answerWaitingRequestsWithServiceUnavailable()
+        // MHD_stop_daemon aborts the process if a connection is still suspended. Every waiting
+        // request has now been answered, but a handler that won the race to answer may still be
+        // between claiming its exchange and calling MHD_resume_connection; that takes microseconds.
+        while core.suspendedConnections > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
         // The forced answers go out on the polling threads; give them a moment so clients get the
-        // 503 rather than a reset. Every suspended connection has been resumed by now, which is
-        // what MHD_stop_daemon requires; this wait is only for politeness.
+        // 503 rather than a reset.
         let politeness = ContinuousClock.now + .seconds(1)
         while core.requestsInFlight > 0 && ContinuousClock.now < politeness {
             try? await Task.sleep(for: .milliseconds(10))

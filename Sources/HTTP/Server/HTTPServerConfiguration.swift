@@ -8,8 +8,9 @@
 ///     .with { $0.connectionTimeout = .seconds(10) }
 /// ```
 public struct HTTPServerConfiguration: Sendable {
-    /// TLS, optionally with client certificates (mutual TLS).
-    public struct TLS: Sendable {
+    /// TLS, optionally with client certificates (mutual TLS). Printing it (`description`,
+    /// `dump`) never shows the private key.
+    public struct TLS: Sendable, CustomStringConvertible, CustomReflectable {
         /// The server's certificate chain, PEM (leaf first).
         public var certificatePEM: String
         /// The server's private key, PEM, unencrypted.
@@ -32,6 +33,19 @@ public struct HTTPServerConfiguration: Sendable {
             self.clientCAPEM = clientCAPEM
             self.clientCertificatePolicy = clientCertificatePolicy
             self.priorities = priorities
+        }
+
+        public var description: String {
+            "TLS(certificate: \(certificatePEM.utf8.count) bytes, privateKey: <redacted>, "
+                + "clientCA: \(clientCAPEM == nil ? "none" : "set"), clientCertificatePolicy: \(clientCertificatePolicy))"
+        }
+
+        public var customMirror: Mirror {
+            Mirror(self, children: [
+                "certificatePEM": "\(certificatePEM.utf8.count) bytes", "privateKeyPEM": "<redacted>",
+                "clientCAPEM": clientCAPEM == nil ? "none" : "set",
+                "clientCertificatePolicy": clientCertificatePolicy, "priorities": priorities,
+            ])
         }
     }
 

@@ -183,11 +183,13 @@ final class HTTPServerCore: Sendable {
         return .YES
     }
 
-    /// Hands a response to a suspended exchange and resumes its connection, once.
-    private func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange) {
-        guard let connection = exchange.complete(with: response) else { return }
+    /// Hands a response to a suspended exchange and resumes its connection, once. A forced answer
+    /// also cancels the handler, which can stop waiting.
+    private func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange, cancellingHandler: Bool = false) {
+        guard let (connection, task) = exchange.complete(with: response) else { return }
         MHD_resume_connection(connection.pointer)
         suspended.subtract(1, ordering: .relaxed)
+        if cancellingHandler { task?.cancel() }
     }
 
     // MARK: - Completion
@@ -218,8 +220,7 @@ final class HTTPServerCore: Sendable {
             return Array(waiting.exchanges.values)
         }
         for exchange in exchanges {
-            exchange.cancelHandler()
-            deliver(.serviceUnavailable, to: exchange)
+            deliver(.serviceUnavailable, to: exchange, cancellingHandler: true)
         }
     }
 
@@ -230,7 +231,8 @@ final class HTTPServerCore: Sendable {
 
     /// Queues a response (libmicrohttpd copies the body; the response object is released at once).
     private func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
-        guard (100...599).contains(response.status), let mhdResponse = Self.makeResponse(response) else {
+        // 1xx are not final answers; libmicrohttpd would refuse them and drop the connection.
+        guard (200...599).contains(response.status), let mhdResponse = Self.makeResponse(response) else {
             guard let fallback = Self.makeResponse(.internalServerError) else { return .NO }
             defer { MHD_destroy_response(fallback) }
             return MHD_queue_response(connection, 500, fallback)

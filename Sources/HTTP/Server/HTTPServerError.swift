@@ -75,7 +75,7 @@ public struct HTTPServerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .tlsCertificateRejected(let code): "TLS certificate or key rejected (GnuTLS error \(code))"
         case .tlsClientCARejected(let code): "TLS client CA list rejected (GnuTLS error \(code))"
         case .startFailed: "libmicrohttpd failed to start the daemon"
-        case .alreadyStarted: "the server was already started"
+        case .alreadyStarted: "the server was already started or shut down"
         }
     }
 

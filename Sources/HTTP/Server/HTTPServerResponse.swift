@@ -9,7 +9,7 @@
 ///
 /// The server adds `Content-Length` and `Date`; do not set them. It omits the body for `HEAD`.
 public struct HTTPServerResponse: Sendable, Hashable {
-    /// The status code (100...599).
+    /// The status code, 200...599 (anything else is answered as 500).
     public var status: Int
     public var headers: HTTPServerHeaders
     public var body: [UInt8]
