@@ -71,6 +71,12 @@ static inline struct MHD_OptionItem wxpay_mhd_option_notify_completed(
     return item;
 }
 
+static inline struct MHD_OptionItem wxpay_mhd_option_notify_connection(
+    MHD_NotifyConnectionCallback _Nonnull callback, void *_Nullable cls) {
+    struct MHD_OptionItem item = { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)callback, cls };
+    return item;
+}
+
 /// The unescaper libmicrohttpd applies to the path and to query arguments (the server installs one
 /// that leaves them encoded, so `%2F` inside a path parameter is not mistaken for a separator).
 typedef size_t (*wxpay_mhd_unescape_callback)(void *_Nullable cls, struct MHD_Connection *_Nonnull connection,
@@ -109,6 +115,13 @@ static inline int wxpay_mhd_connection_fd(struct MHD_Connection *_Nonnull connec
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+/// What the MHD_OPTION_NOTIFY_CONNECTION callback stored for the connection, or NULL.
+static inline void *_Nullable wxpay_mhd_connection_socket_context(struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 /// The connection's GnuTLS session, or NULL on a plain-HTTP connection.

@@ -120,6 +120,63 @@ import Testing
         }
     }
 
+    @Test func aTricklingSlowLorisIsCutByTheRequestTimeout() async throws {
+        // Bytes keep coming, so the 15 s silence timeout never fires; the 2 s request timeout does.
+        let configuration = HTTPServerConfiguration(connectionTimeout: .seconds(15), requestTimeout: .seconds(2))
+        try await withServer(Self.uploadRouter(), configuration) { server, address in
+            let (closed, elapsed) = try await offPool {
+                let connection = try RawConnection(to: address)
+                let start = ContinuousClock.now
+                connection.send("POST /small HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                for _ in 0..<40 {  // at most ~12 s
+                    guard connection.send("a") else { return (true, ContinuousClock.now - start) }
+                    if connection.isClosedByPeer(within: .milliseconds(300)) { return (true, ContinuousClock.now - start) }
+                }
+                return (false, ContinuousClock.now - start)
+            }
+            #expect(closed, "still open after \(elapsed)")
+            #expect(elapsed >= .milliseconds(1500), "cut after \(elapsed), before its deadline")
+            #expect(await eventually { server.statistics.requestsInFlight == 0 })
+            let next = try await rawRequest(address, "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
+            #expect(next.text == "got 2", "the server serves normally afterwards")
+        }
+    }
+
+    @Test func aTricklingBodyIsCutByTheRequestTimeoutToo() async throws {
+        let configuration = HTTPServerConfiguration(requestTimeout: .seconds(2))
+        try await withServer(Self.uploadRouter(), configuration) { _, address in
+            let closed = try await offPool {
+                let connection = try RawConnection(to: address)
+                connection.send("POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+                for _ in 0..<40 {
+                    guard connection.send("b") else { return true }
+                    if connection.isClosedByPeer(within: .milliseconds(300)) { return true }
+                }
+                return false
+            }
+            #expect(closed)
+        }
+    }
+
+    @Test func handlerTimeDoesNotCountAgainstTheRequestTimeout() async throws {
+        var router = HTTPRouter()
+        router.add(.get, "/poll") { _ in
+            try await Task.sleep(for: .milliseconds(2500))
+            return .text("done")
+        }
+        let configuration = HTTPServerConfiguration(requestTimeout: .seconds(1))
+        try await withServer(router, configuration) { _, address in
+            let responses = try await offPool {
+                let connection = try RawConnection(to: address)
+                return try (0..<2).map { _ in
+                    connection.send("GET /poll HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return try connection.readResponse().text
+                }
+            }
+            #expect(responses == ["done", "done"], "two long requests on one kept-alive connection")
+        }
+    }
+
     @Test func aSuspendedRequestOutlivesTheConnectionTimeout() async throws {
         var router = HTTPRouter()
         router.add(.get, "/poll") { _ in

@@ -28,7 +28,7 @@ import Glibc
 public actor HTTPServer {
     private enum State {
         case idle
-        case running(MHDDaemon, HTTPServerSocketAddress)
+        case running(MHDDaemon, HTTPServerSocketAddress, sweep: Task<Void, Never>)
         case stopping(Task<Void, Never>)
         case stopped
     }
@@ -66,7 +66,7 @@ public actor HTTPServer {
         let (fd, bound) = try HTTPListenSocket.open(address, backlog: configuration.listenBacklog)
         do {
             let daemon = try MHDDaemon.start(core: core, listenFD: fd)
-            state = .running(daemon, bound)
+            state = .running(daemon, bound, sweep: Self.sweepOverdueRequests(core))
             return bound
         } catch {
             close(fd)
@@ -76,7 +76,7 @@ public actor HTTPServer {
 
     /// The address the server listens on, while running.
     public var boundAddress: HTTPServerSocketAddress? {
-        if case .running(_, let address) = state { return address }
+        if case .running(_, let address, _) = state { return address }
         return nil
     }
 
@@ -96,13 +96,14 @@ public actor HTTPServer {
             return
         case .stopping(let task):
             await task.value
-        case .running(var daemon, _):
+        case .running(var daemon, _, let sweep):
             let core = self.core
             core.beginDraining()
             daemon.quiesce()
             let stopping = Task { [daemon] in
                 await Self.drain(core, until: deadline)
                 await Self.stopOffThePool(daemon)
+                sweep.cancel()
             }
             state = .stopping(stopping)
             await stopping.value
@@ -113,6 +114,18 @@ public actor HTTPServer {
     /// `shutdown(deadline:)` with a deadline `gracePeriod` from now.
     public func shutdown(gracePeriod: Duration = .seconds(10)) async {
         await shutdown(deadline: .now + gracePeriod)
+    }
+
+    /// Cuts connections whose request is overdue (see `HTTPServerConfiguration.requestTimeout`),
+    /// a few times per timeout and at least every second.
+    private static func sweepOverdueRequests(_ core: HTTPServerCore) -> Task<Void, Never> {
+        let interval = min(.seconds(1), max(.milliseconds(100), core.configuration.requestTimeout / 4))
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                core.deadlines.cutOverdueConnections()
+            }
+        }
     }
 
     // MARK: - Shutdown steps
@@ -159,8 +172,8 @@ public actor HTTPServer {
         guard configuration.connectionLimit >= configuration.threadPoolSize else {
             throw .invalidConfiguration("connectionLimit must be at least threadPoolSize")
         }
-        guard configuration.connectionTimeout > .zero else {
-            throw .invalidConfiguration("connectionTimeout must be positive")
+        guard configuration.connectionTimeout > .zero, configuration.requestTimeout > .zero else {
+            throw .invalidConfiguration("connectionTimeout and requestTimeout must be positive")
         }
         guard configuration.connectionMemoryLimit >= 4096 else {
             throw .invalidConfiguration("connectionMemoryLimit must be at least 4096")

@@ -63,6 +63,12 @@ public struct HTTPServerConfiguration: Sendable {
     /// clients that open a request and stall, and idle keep-alive connections. Rounded up to whole
     /// seconds. Suspended requests (a handler still working) are exempt. Default 15 s.
     public var connectionTimeout: Duration
+    /// A request's head and body must arrive within this long of the connection opening (TLS
+    /// handshake included) or of the previous response completing, however steadily the bytes
+    /// trickle in: the defence against slow-loris clients that `connectionTimeout`, which only
+    /// measures silence, cannot see. Handlers' time does not count. Checked about every second.
+    /// Default 30 s.
+    public var requestTimeout: Duration
     /// Memory per connection for the request line, headers and read buffer: requests whose URL or
     /// headers do not fit get 414 or 431. Default 32 KiB.
     public var connectionMemoryLimit: Int
@@ -79,6 +85,7 @@ public struct HTTPServerConfiguration: Sendable {
         threadPoolSize: Int = 2,
         connectionLimit: Int = 4_096,
         connectionTimeout: Duration = .seconds(15),
+        requestTimeout: Duration = .seconds(30),
         connectionMemoryLimit: Int = 32 * 1024,
         maxBodyBytes: Int = 1024 * 1024,
         listenBacklog: Int = 1_024,
@@ -89,6 +96,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.threadPoolSize = threadPoolSize
         self.connectionLimit = connectionLimit
         self.connectionTimeout = connectionTimeout
+        self.requestTimeout = requestTimeout
         self.connectionMemoryLimit = connectionMemoryLimit
         self.maxBodyBytes = maxBodyBytes
         self.listenBacklog = listenBacklog

@@ -9,6 +9,7 @@ import Synchronization
 final class HTTPServerCore: Sendable {
     let router: HTTPRouter
     let configuration: HTTPServerConfiguration
+    let deadlines: HTTPRequestDeadlines
     private let verifiesClientCertificates: Bool
 
     private let nextRequestID = Atomic<UInt64>(1)
@@ -30,6 +31,7 @@ final class HTTPServerCore: Sendable {
         self.router = router
         self.configuration = configuration
         verifiesClientCertificates = configuration.tls?.clientCAPEM != nil
+        deadlines = HTTPRequestDeadlines(timeout: configuration.requestTimeout)
     }
 
     var statistics: HTTPServerStatistics {
@@ -161,6 +163,7 @@ final class HTTPServerCore: Sendable {
         guard case .suspending(let handler) = exchange.route.handler else { return .NO }
         let request = request ?? exchange.completeRequest()
         let handle = MHDConnectionHandle(pointer: connection)
+        HTTPRequestDeadlines.requestServed(connection)
         suspended.add(1, ordering: .relaxed)
         MHD_suspend_connection(connection)
         exchange.markRunning(connection: handle)
@@ -194,9 +197,10 @@ final class HTTPServerCore: Sendable {
 
     // MARK: - Completion
 
-    /// `.NOTIFY_COMPLETED`: the request is over (answered, failed, or its client left).
-    func completed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    /// `MHD_OPTION_NOTIFY_COMPLETED`: the request is over (answered, failed, or its client left).
+    func completed(connection: OpaquePointer?, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         inFlight.subtract(1, ordering: .relaxed)
+        if let connection { deadlines.requestCompleted(connection) }
         guard let context, let raw = context.pointee else { return }
         context.pointee = nil
         guard raw != Self.headComplete else { return }
@@ -231,6 +235,7 @@ final class HTTPServerCore: Sendable {
 
     /// Queues a response (libmicrohttpd copies the body; the response object is released at once).
     private func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
+        HTTPRequestDeadlines.requestServed(connection)
         // 1xx are not final answers; libmicrohttpd would refuse them and drop the connection.
         guard (200...599).contains(response.status), let mhdResponse = Self.makeResponse(response) else {
             guard let fallback = Self.makeResponse(.internalServerError) else { return .NO }

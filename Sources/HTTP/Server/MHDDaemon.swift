@@ -33,6 +33,7 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
             // ambiguity request smuggling relies on.
             wxpay_mhd_option_value(.STRICT_FOR_CLIENT, 1),
             wxpay_mhd_option_notify_completed(Self.completedCallback, retained.toOpaque()),
+            wxpay_mhd_option_notify_connection(Self.connectionCallback, retained.toOpaque()),
             wxpay_mhd_option_unescape(Self.keepEncoded, nil),
         ]
         if let tls = configuration.tls {
@@ -88,9 +89,23 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
             context: context)
     }
 
-    private static let completedCallback: MHD_RequestCompletedCallback = { cls, _, context, _ in
+    private static let completedCallback: MHD_RequestCompletedCallback = { cls, connection, context, _ in
         guard let cls else { return }
-        Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed(context: context)
+        Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed(connection: connection, context: context)
+    }
+
+    private static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+        guard let cls, let connection, let socketContext else { return }
+        let deadlines = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines
+        switch code {
+        case .CONNECTION_NOTIFY_STARTED:
+            socketContext.pointee = deadlines.connectionStarted(connection)
+        case .CONNECTION_NOTIFY_CLOSED:
+            if let context = socketContext.pointee {
+                socketContext.pointee = nil
+                deadlines.connectionClosed(context)
+            }
+        }
     }
 
     /// Leaves the path and query arguments percent-encoded (libmicrohttpd would decode `%2F` into a
