@@ -40,7 +40,8 @@ import Testing
 
     @Test func aPortInUseIsATypedBindError() async throws {
         try await withServer(Self.helloRouter()) { _, address in
-            let second = HTTPServer(router: Self.helloRouter(), configuration: HTTPServerConfiguration(port: address.port))
+            let second = HTTPServer(
+                router: Self.helloRouter(), configuration: HTTPServerConfiguration(port: address.port))
             do throws(HTTPServerError) {
                 _ = try await second.start()
                 Issue.record("a second server bound the same port")
@@ -95,8 +96,9 @@ import Testing
         await started.wait()
 
         let shutdown = Task { await server.shutdown(deadline: .now + .seconds(20)) }
-        #expect(await eventually { (try? await Self.connectionIsRefused(address)) == true },
-                "new connections are refused once shutdown starts")
+        #expect(
+            await eventually { (try? await Self.connectionIsRefused(address)) == true },
+            "new connections are refused once shutdown starts")
         let response = try await slow.value
         await shutdown.value
         #expect(response.status == 200)

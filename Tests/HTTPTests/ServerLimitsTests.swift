@@ -87,7 +87,8 @@ import Testing
                 address, "POST /default HTTP/1.1\r\nHost: x\r\nContent-Length: 65536\r\n\r\n",
                 body: Array(repeating: 0x62, count: 65536))
             #expect(within.text == "got 65536")
-            let over = try await rawRequest(address, "POST /default HTTP/1.1\r\nHost: x\r\nContent-Length: 65537\r\n\r\n")
+            let over = try await rawRequest(
+                address, "POST /default HTTP/1.1\r\nHost: x\r\nContent-Length: 65537\r\n\r\n")
             #expect(over.status == 413)
         }
     }
@@ -131,7 +132,9 @@ import Testing
                 connection.send("POST /small HTTP/1.1\r\nHost: x\r\nX-Slow: ")
                 for _ in 0..<40 {  // at most ~12 s
                     guard connection.send("a") else { return (true, ContinuousClock.now - start) }
-                    if connection.isClosedByPeer(within: .milliseconds(300)) { return (true, ContinuousClock.now - start) }
+                    if connection.isClosedByPeer(within: .milliseconds(300)) {
+                        return (true, ContinuousClock.now - start)
+                    }
                 }
                 return (false, ContinuousClock.now - start)
             }

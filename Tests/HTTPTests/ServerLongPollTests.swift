@@ -58,8 +58,9 @@ import Testing
             #expect(answers.allSatisfy { $0.status == 200 })
             #expect(answers.enumerated().allSatisfy { $0.element.text == "paid T\($0.offset)" })
             // Thread-per-request would add a thousand; other suites running in parallel may add a few.
-            #expect(threadsWhileWaiting - threadsBefore < 32,
-                    "threads before \(threadsBefore), while \(waiters) requests waited \(threadsWhileWaiting)")
+            #expect(
+                threadsWhileWaiting - threadsBefore < 32,
+                "threads before \(threadsBefore), while \(waiters) requests waited \(threadsWhileWaiting)")
             #expect(await eventually { server.statistics.requestsInFlight == 0 })
         }
     }
@@ -84,7 +85,9 @@ import Testing
             #expect(await eventually { server.statistics.suspendedRequests == 20 })
             gate.open()
             #expect(await eventually { handlerFinished.load(ordering: .relaxed) == 20 })
-            #expect(await eventually { server.statistics.requestsInFlight == 0 && server.statistics.suspendedRequests == 0 })
+            #expect(
+                await eventually { server.statistics.requestsInFlight == 0 && server.statistics.suspendedRequests == 0 }
+            )
             let after = try await rawRequest(address, "GET /v1/orders/next HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(after.text == "paid next")
         }

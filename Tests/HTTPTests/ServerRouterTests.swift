@@ -84,7 +84,8 @@ import Testing
     }
 
     @Test func aQueryStringDecodesPlusPercentAndRepeats() throws {
-        let query = try #require(HTTPServerQuery(parsing: "wait=25&tag=a&tag=b%26c&name=J+Doe&empty=&flag&&%E4%B8%AD=%E6%96%87"))
+        let query = try #require(
+            HTTPServerQuery(parsing: "wait=25&tag=a&tag=b%26c&name=J+Doe&empty=&flag&&%E4%B8%AD=%E6%96%87"))
         #expect(query["wait"] == "25")
         #expect(query.values(for: "tag") == ["a", "b&c"])
         #expect(query["name"] == "J Doe")

@@ -4,7 +4,7 @@ import HTTP
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Routing over real sockets: URLSession for ordinary requests, raw sockets where the request
@@ -14,7 +14,9 @@ import FoundationNetworking
     static func echoRouter() -> HTTPRouter {
         var router = HTTPRouter()
         router.add(.get, "/v1/orders/{out_trade_no}") { request in
-            var lines = ["route=\(request.routeTemplate)", "out_trade_no=\(request.pathParameters["out_trade_no"] ?? "-")"]
+            var lines = [
+                "route=\(request.routeTemplate)", "out_trade_no=\(request.pathParameters["out_trade_no"] ?? "-")",
+            ]
             for item in request.query { lines.append("query.\(item.name)=\(item.value)") }
             return .text(lines.joined(separator: "\n"))
         }
@@ -36,16 +38,17 @@ import FoundationNetworking
             let url = address.url("/v1/orders/T1001?wait=25&tag=a&tag=b%20c&flag&sp=x+y&plus=%2B")
             let (status, _, data) = try await urlSessionRequest(URLRequest(url: url))
             #expect(status == 200)
-            #expect(String(decoding: data, as: UTF8.self) == """
-                route=/v1/orders/{out_trade_no}
-                out_trade_no=T1001
-                query.wait=25
-                query.tag=a
-                query.tag=b c
-                query.flag=
-                query.sp=x y
-                query.plus=+
-                """)
+            #expect(
+                String(decoding: data, as: UTF8.self) == """
+                    route=/v1/orders/{out_trade_no}
+                    out_trade_no=T1001
+                    query.wait=25
+                    query.tag=a
+                    query.tag=b c
+                    query.flag=
+                    query.sp=x y
+                    query.plus=+
+                    """)
         }
     }
 
@@ -108,7 +111,8 @@ import FoundationNetworking
             #expect(close.status == 405)
             #expect(close.header("Allow") == "POST")
 
-            let collection = try await rawRequest(address, "PUT /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            let collection = try await rawRequest(
+                address, "PUT /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
             #expect(collection.status == 405)
             #expect(collection.header("Allow") == "POST")
         }

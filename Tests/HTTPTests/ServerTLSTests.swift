@@ -11,8 +11,11 @@ import Testing
         router.addImmediate(.get, "/open") { request in
             .text("secure=\(request.isSecure) verified=\(request.hasVerifiedClientCertificate)")
         }
-        router.add(.post, "/secapi/pay/refund", options: HTTPRouteOptions(maxBodyBytes: 1024, clientCertificate: .required)) {
-            request in .text("refund accepted, \(request.body.count) bytes, verified=\(request.hasVerifiedClientCertificate)")
+        router.add(
+            .post, "/secapi/pay/refund", options: HTTPRouteOptions(maxBodyBytes: 1024, clientCertificate: .required)
+        ) {
+            request in
+            .text("refund accepted, \(request.body.count) bytes, verified=\(request.hasVerifiedClientCertificate)")
         }
         router.add(.post, "/upload", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             .text("got \(request.body.count)")
@@ -35,9 +38,12 @@ import Testing
         ]
         switch certificate {
         case .none: break
-        case .trusted: arguments += ["--cert", TestCertificates.path("client.crt"), "--key", TestCertificates.path("client.key")]
+        case .trusted:
+            arguments += ["--cert", TestCertificates.path("client.crt"), "--key", TestCertificates.path("client.key")]
         case .rogue:
-            arguments += ["--cert", TestCertificates.path("rogue-client.crt"), "--key", TestCertificates.path("rogue-client.key")]
+            arguments += [
+                "--cert", TestCertificates.path("rogue-client.crt"), "--key", TestCertificates.path("rogue-client.key"),
+            ]
         }
         arguments += extra + ["https://127.0.0.1:\(address.port)\(path)"]
         let result = try await runProcess("/usr/bin/curl", arguments)
@@ -119,7 +125,11 @@ import Testing
         let configuration = HTTPServerConfiguration(tls: try TestCertificates.tls())
         try await withServer(Self.tlsRouter(), configuration) { _, address in
             let result = try await runProcess(
-                "/usr/bin/curl", ["-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(address.port)/open"])
+                "/usr/bin/curl",
+                [
+                    "-sS", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                    "http://127.0.0.1:\(address.port)/open",
+                ])
             #expect(result.standardOutput == "000")
         }
     }

@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Shared helpers for the HTTP server tests: a server that is always shut down, a raw-socket client
@@ -111,7 +111,9 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
     func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 && errno == EINTR { continue }
             guard sent > 0 else { return false }
             offset += sent
@@ -158,7 +160,9 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
         while ContinuousClock.now < deadline {
             var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let remaining = deadline - ContinuousClock.now
-            let milliseconds = max(1, Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000))
+            let milliseconds = max(
+                1, Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000)
+            )
             guard poll(&pollFD, 1, milliseconds) > 0 else { continue }
             var scratch = [UInt8](repeating: 0, count: 4096)
             let received = recv(fd, &scratch, scratch.count, 0)
@@ -171,7 +175,8 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
     /// Whether no byte arrives for `duration` (the server holds the request).
     func staysSilent(for duration: Duration) -> Bool {
         var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Int32(
+            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
         return poll(&pollFD, 1, milliseconds) == 0
     }
 
@@ -184,7 +189,8 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
 
     private func find(_ marker: [UInt8]) -> Int? {
         guard buffer.count >= marker.count else { return nil }
-        for start in 0...(buffer.count - marker.count) where buffer[start..<(start + marker.count)].elementsEqual(marker) {
+        for start in 0...(buffer.count - marker.count)
+        where buffer[start..<(start + marker.count)].elementsEqual(marker) {
             return start
         }
         return nil
@@ -224,7 +230,9 @@ func rawRequest(_ address: HTTPServerSocketAddress, _ head: String, body: [UInt8
 // MARK: - URLSession
 
 /// One URLSession data task, bridged to async (the toolchain's async `data(for:)` is not relied on).
-func urlSessionRequest(_ request: URLRequest, session: URLSession = .shared) async throws -> (Int, [String: String], Data) {
+func urlSessionRequest(_ request: URLRequest, session: URLSession = .shared) async throws -> (
+    Int, [String: String], Data
+) {
     try await withCheckedThrowingContinuation { continuation in
         let task = session.dataTask(with: request) { data, response, error in
             if let error {
@@ -255,7 +263,9 @@ struct ProcessResult: Sendable {
 }
 
 /// Runs a tool to completion (bounded by `timeout`, after which it is terminated).
-func runProcess(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws -> ProcessResult {
+func runProcess(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws
+    -> ProcessResult
+{
     try await offPool {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

@@ -12,7 +12,8 @@ enum HTTPListenSocket {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         // Non-blocking: the pool's polling threads all accept from this one socket, and a thread
         // that loses the race must get EAGAIN rather than block.
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .listenFailed(errno: errno) }
         var yes: Int32 = 1
         // A restarted gateway must rebind while old connections sit in TIME_WAIT.

@@ -33,8 +33,9 @@ struct HTTPRouteTemplate: Sendable, Hashable {
                 precondition(names.insert(name).inserted, "parameter {\(name)} repeated in route template: \(text)")
                 segments.append(.parameter(name))
             } else {
-                precondition(!raw.contains("{") && !raw.contains("}"),
-                             "a parameter must be a whole segment in route template: \(text)")
+                precondition(
+                    !raw.contains("{") && !raw.contains("}"),
+                    "a parameter must be a whole segment in route template: \(text)")
                 segments.append(.literal(String(raw)))
             }
         }

@@ -83,7 +83,9 @@ public struct HTTPRouter: Sendable {
         _ method: HTTPMethod, _ template: String, options: HTTPRouteOptions = HTTPRouteOptions(),
         handler: @escaping HTTPServerHandler
     ) {
-        insert(Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .suspending(handler)))
+        insert(
+            Route(
+                method: method, template: HTTPRouteTemplate(template), options: options, handler: .suspending(handler)))
     }
 
     /// Adds a synchronous handler that answers on the polling thread itself (see
@@ -92,25 +94,30 @@ public struct HTTPRouter: Sendable {
         _ method: HTTPMethod, _ template: String, options: HTTPRouteOptions = HTTPRouteOptions(),
         handler: @escaping HTTPServerImmediateHandler
     ) {
-        insert(Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .immediate(handler)))
+        insert(
+            Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .immediate(handler))
+        )
     }
 
     private mutating func insert(_ route: Route) {
         let template = route.template
         if template.isStatic {
             var table = staticTables[template.text] ?? MethodTable(template: template)
-            precondition(!table.routes.contains { $0.method == route.method },
-                         "route registered twice: \(route.method) \(template.text)")
+            precondition(
+                !table.routes.contains { $0.method == route.method },
+                "route registered twice: \(route.method) \(template.text)")
             table.routes.append(route)
             staticTables[template.text] = table
             return
         }
         var tables = parameterTables[template.segments.count] ?? []
         if let index = tables.firstIndex(where: { $0.template.shape == template.shape }) {
-            precondition(!tables[index].routes.contains { $0.method == route.method },
-                         "route registered twice: \(route.method) \(template.text)")
-            precondition(tables[index].template == template,
-                         "route \(template.text) must name its parameters like \(tables[index].template.text)")
+            precondition(
+                !tables[index].routes.contains { $0.method == route.method },
+                "route registered twice: \(route.method) \(template.text)")
+            precondition(
+                tables[index].template == template,
+                "route \(template.text) must name its parameters like \(tables[index].template.text)")
             tables[index].routes.append(route)
         } else {
             tables.append(MethodTable(template: template, routes: [route]))

@@ -41,11 +41,13 @@ public struct HTTPServerConfiguration: Sendable {
         }
 
         public var customMirror: Mirror {
-            Mirror(self, children: [
-                "certificatePEM": "\(certificatePEM.utf8.count) bytes", "privateKeyPEM": "<redacted>",
-                "clientCAPEM": clientCAPEM == nil ? "none" : "set",
-                "clientCertificatePolicy": clientCertificatePolicy, "priorities": priorities,
-            ])
+            Mirror(
+                self,
+                children: [
+                    "certificatePEM": "\(certificatePEM.utf8.count) bytes", "privateKeyPEM": "<redacted>",
+                    "clientCAPEM": clientCAPEM == nil ? "none" : "set",
+                    "clientCertificatePolicy": clientCertificatePolicy, "priorities": priorities,
+                ])
         }
     }
 

@@ -27,7 +27,8 @@ public struct HTTPServerResponse: Sendable, Hashable {
 
     /// A plain-text body with `Content-Type: text/plain; charset=utf-8`.
     public static func text(_ text: String, status: Int = 200) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
+        HTTPServerResponse(
+            status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
     }
 
     /// A short plain-text answer the server itself gives (404, 405, 413, 503...). The text is fixed

@@ -27,7 +27,8 @@ public struct HTTPServerSocketAddress: Sendable, Hashable, CustomStringConvertib
             address = .v4(v4.s_addr)
         } else if inet_pton(AF_INET6, numeric, &v6) == 1 {
             address = withUnsafeBytes(of: v6) { raw in
-                .v6(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                .v6(
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
                     raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             }
         } else {
@@ -46,7 +47,8 @@ public struct HTTPServerSocketAddress: Sendable, Hashable, CustomStringConvertib
         case AF_INET6:
             let v6 = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in6.self)
             address = withUnsafeBytes(of: v6.sin6_addr) { raw in
-                .v6(raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
+                .v6(
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self),
                     raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             }
             port = UInt16(bigEndian: v6.sin6_port)
@@ -103,7 +105,9 @@ public struct HTTPServerSocketAddress: Sendable, Hashable, CustomStringConvertib
             v4.sin_port = port.bigEndian
             v4.sin_addr = in_addr(s_addr: raw)
             return withUnsafePointer(to: &v4) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .v6(let high, let low):
             var v6 = sockaddr_in6()
@@ -114,7 +118,9 @@ public struct HTTPServerSocketAddress: Sendable, Hashable, CustomStringConvertib
                 raw.storeBytes(of: low, toByteOffset: 8, as: UInt64.self)
             }
             return withUnsafePointer(to: &v6) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
     }

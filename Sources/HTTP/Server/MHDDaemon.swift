@@ -91,7 +91,8 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
 
     private static let completedCallback: MHD_RequestCompletedCallback = { cls, connection, context, _ in
         guard let cls else { return }
-        Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed(connection: connection, context: context)
+        Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed(
+            connection: connection, context: context)
     }
 
     private static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
