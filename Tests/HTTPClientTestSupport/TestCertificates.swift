@@ -9,17 +9,17 @@ public enum TestCertificates {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("certs/test").path
 
-    public static var ca: String { path("ca.crt") }
-    public static var serverCertificate: String { path("server.crt") }
-    public static var serverKey: String { path("server.key") }
-    public static var clientCertificate: String { path("client.crt") }
-    public static var clientKey: String { path("client.key") }
-    public static var clientPKCS12: String { path("client.p12") }
+    public static var ca: String { file("ca.crt") }
+    public static var serverCertificate: String { file("server.crt") }
+    public static var serverKey: String { file("server.key") }
+    public static var clientCertificate: String { file("client.crt") }
+    public static var clientKey: String { file("client.key") }
+    public static var clientPKCS12: String { file("client.p12") }
     /// WeChat's convention: the PKCS#12 password is the mch_id, the client certificate's CN.
     public static let clientPKCS12Password = "10000100"
     public static let clientCommonName = "10000100"
-    public static var rogueClientCertificate: String { path("rogue-client.crt") }
-    public static var rogueClientKey: String { path("rogue-client.key") }
+    public static var rogueClientCertificate: String { file("rogue-client.crt") }
+    public static var rogueClientKey: String { file("rogue-client.key") }
 
     /// The trusted client identity as a PEM pair.
     public static var clientPEMIdentity: TLSClientIdentity {
@@ -36,12 +36,14 @@ public enum TestCertificates {
         .pem(certificateFile: rogueClientCertificate, keyFile: rogueClientKey)
     }
 
-    private static func path(_ name: String) -> String { directory + "/" + name }
 }
 
 extension TestCertificates {
     /// Re-exports the test client certificate as an old-style PKCS#12 (RC2-40, SHA-1 MAC; the format
     /// of pre-OpenSSL-3 tools) into a temporary file, with the same password. Needs the `openssl` tool.
+    /// The path of a file in certs/test.
+    public static func file(_ name: String) -> String { directory + "/" + name }
+
     public static func makeLegacyPKCS12() async throws -> String {
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("wxpay-legacy-\(UInt64.random(in: 0...UInt64.max)).p12").path
