@@ -46,7 +46,9 @@ let package = Package(
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
-        .testTarget(name: "WeChatPaySimulatorTests", dependencies: ["WeChatPaySimulator", "WeChatPay"]),
+        .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
+            "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
+        ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",

@@ -101,6 +101,9 @@ extension WeChatPaySimulator {
     /// Every notify attempt so far.
     public var notifyHistory: [NotifyAttempt] { notifies.history }
 
+    /// Notifies still waiting for the merchant's SUCCESS.
+    public var pendingNotifies: Int { notifies.pending }
+
     /// Replaces the whole fault plan: endpoint faults and notify faults.
     public func apply(_ plan: FaultPlan) {
         setFaults(plan)

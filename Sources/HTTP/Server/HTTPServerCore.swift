@@ -236,6 +236,8 @@ final class HTTPServerCore: Sendable {
     /// Queues a response (libmicrohttpd copies the body; the response object is released at once).
     private func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
         HTTPRequestDeadlines.requestServed(connection)
+        // Refusing the request makes libmicrohttpd close the connection without a response.
+        if response.abortsConnection { return .NO }
         // 1xx are not final answers; libmicrohttpd would refuse them and drop the connection.
         guard (200...599).contains(response.status), let mhdResponse = Self.makeResponse(response) else {
             guard let fallback = Self.makeResponse(.internalServerError) else { return .NO }

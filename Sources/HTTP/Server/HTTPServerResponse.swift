@@ -13,11 +13,21 @@ public struct HTTPServerResponse: Sendable, Hashable {
     public var status: Int
     public var headers: HTTPServerHeaders
     public var body: [UInt8]
+    /// Close the connection without sending anything. For fault injection only (the WeChat Pay
+    /// simulator acting out a connection reset); a real handler always answers.
+    public var abortsConnection = false
 
     public init(status: Int, headers: HTTPServerHeaders = HTTPServerHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// No answer at all: the connection is closed, as a peer that resets would.
+    public static var connectionAborted: HTTPServerResponse {
+        var response = HTTPServerResponse(status: 500)
+        response.abortsConnection = true
+        return response
     }
 
     /// A JSON body with `Content-Type: application/json`.
