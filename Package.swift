@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "Storage", targets: ["Storage"]),
+        .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
     ],
     targets: [
         // C shims: module.modulemap + one shim header each.
@@ -34,6 +35,8 @@ let package = Package(
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
         // The durable order store (SQLite now); knows nothing of the protocol.
         .target(name: "Storage", dependencies: ["CSQLite"]),
+        // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
+        .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
         // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
@@ -41,14 +44,26 @@ let package = Package(
         // The product: orders, notify, query with polling, close, support lookup, observability.
         .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
 
-        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
+        .executableTarget(name: "wxpay-gateway", dependencies: [
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+        ]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
-        .testTarget(name: "WeChatPaySimulatorTests", dependencies: ["WeChatPaySimulator", "WeChatPay"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "WeChatPay", "Storage", "WeChatPaySimulator"]),
+        .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
+            "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
+        ]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
+            "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
+        ]),
+        // Loopback Python servers and the test certificates, shared by the client's test targets.
+        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
+                exclude: ["test_server.py"]),
+        .testTarget(name: "GatewayTests", dependencies: [
+            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

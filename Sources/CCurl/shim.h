@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// libcurl for the HTTP client. `curl_easy_setopt` and `curl_easy_getinfo` are variadic, which
-// Swift cannot call: each typed wrapper below fixes one argument type. They can go if libcurl
-// ever ships typed setters.
+// libcurl for the HTTP client. `curl_easy_setopt`, `curl_easy_getinfo` and `curl_multi_setopt` are
+// variadic, which Swift cannot call: each typed wrapper below fixes one argument type. They can go if
+// libcurl ever ships typed setters.
 #ifndef WXPAY_CCURL_SHIM_H
 #define WXPAY_CCURL_SHIM_H
 #include <curl/curl.h>
+#include <openssl/opensslv.h>
+#if OPENSSL_VERSION_MAJOR >= 3
+#include <openssl/provider.h>
+#endif
 
 static inline CURLcode wxpay_curl_setopt_long(CURL *_Nonnull h, CURLoption o, long v) {
     return curl_easy_setopt(h, o, v);
@@ -17,5 +21,52 @@ static inline CURLcode wxpay_curl_setopt_pointer(CURL *_Nonnull h, CURLoption o,
 }
 static inline CURLcode wxpay_curl_getinfo_long(CURL *_Nonnull h, CURLINFO i, long *_Nonnull v) {
     return curl_easy_getinfo(h, i, v);
+}
+
+// Sizes and times: CURLOPT_*_LARGE and CURLINFO_*_T take curl_off_t, which a `long` wrapper would
+// silently truncate on 32-bit targets.
+static inline CURLcode wxpay_curl_setopt_off_t(CURL *_Nonnull h, CURLoption o, curl_off_t v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode wxpay_curl_getinfo_off_t(CURL *_Nonnull h, CURLINFO i, curl_off_t *_Nonnull v) {
+    return curl_easy_getinfo(h, i, v);
+}
+
+// The header list for CURLOPT_HTTPHEADER: a `void *` wrapper would work but loses the type check.
+static inline CURLcode wxpay_curl_setopt_slist(CURL *_Nonnull h, CURLoption o, struct curl_slist *_Nullable v) {
+    return curl_easy_setopt(h, o, v);
+}
+
+// Callbacks: passing a C function pointer through the variadic `...` needs its exact type.
+// Write and header callbacks share the `(char *, size_t, size_t, void *) -> size_t` shape.
+typedef size_t (*wxpay_curl_data_callback)(char *_Nullable, size_t, size_t, void *_Nullable);
+static inline CURLcode wxpay_curl_setopt_data_callback(CURL *_Nonnull h, CURLoption o,
+                                                       wxpay_curl_data_callback _Nullable f) {
+    return curl_easy_setopt(h, o, f);
+}
+static inline CURLMcode wxpay_curl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) {
+    return curl_multi_setopt(m, o, v);
+}
+
+// CURLMsg carries its result in an anonymous union; reading it here keeps the Swift side free of
+// union layout assumptions.
+static inline CURLcode wxpay_curl_msg_result(const CURLMsg *_Nonnull m) {
+    return m->data.result;
+}
+
+// PKCS#12 files made by pre-OpenSSL-3 tools (WeChat Pay's apiclient_cert.p12 is reported to be one)
+// are encrypted with RC2-40 or 3DES and a SHA-1 MAC, which OpenSSL 3 reads only through its
+// "legacy" provider: without it libcurl fails with CURLE_SSL_CERTPROBLEM
+// ("unsupported"). libcurl's OpenSSL backend uses the default library context, so loading the
+// provider there is enough. Loading any provider explicitly stops "default" from auto-loading, so
+// it is loaded first. Returns 1 when the legacy provider is available. Not a curl function, but it
+// exists only for libcurl's PKCS#12 reading; it can go when such files are gone.
+static inline int wxpay_curl_enable_legacy_pkcs12(void) {
+#if OPENSSL_VERSION_MAJOR >= 3
+    if (OSSL_PROVIDER_load(NULL, "default") == NULL) return 0;
+    return OSSL_PROVIDER_load(NULL, "legacy") != NULL;
+#else
+    return 1;
+#endif
 }
 #endif

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// libmicrohttpd for the HTTP server.
+// libmicrohttpd for the HTTP server, plus the few GnuTLS calls the server needs to check client
+// certificates (libmicrohttpd is built with GnuTLS and hands out the session).
 #ifndef WXPAY_CMICROHTTPD_SHIM_H
 #define WXPAY_CMICROHTTPD_SHIM_H
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 /// `MHD_start_daemon` is variadic; Swift cannot call it. This wrapper passes every option through
 /// one `MHD_OPTION_ARRAY`, so Swift builds a plain array of `struct MHD_OptionItem`.
@@ -23,5 +28,148 @@ static inline struct MHD_Daemon *_Nullable wxpay_mhd_start_daemon(
 /// MHD_FEATURE_TLS == MHD_FEATURE_SSL), so the feature check we need is spelled out here.
 static inline int wxpay_mhd_supports_tls(void) {
     return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+// MARK: - Daemon flags
+// `enum MHD_FLAG` has the same duplicate-value problem as MHD_FEATURE, so the one combination the
+// server uses is spelled out here rather than rebuilt from constants Swift may not see.
+
+/// Internal polling threads on epoll (a pool of them when MHD_OPTION_THREAD_POOL_SIZE > 1), with
+/// suspend/resume (which implies MHD_USE_ITC, the inter-thread channel that wakes a worker when
+/// another thread resumes one of its connections), optionally TLS. No MHD_USE_ERROR_LOG: library
+/// messages would go to stderr unfiltered and may quote client input.
+static inline unsigned int wxpay_mhd_server_flags(bool tls) {
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    if (tls) flags |= MHD_USE_TLS;
+    return flags;
+}
+
+// MARK: - Option items
+// Options that take a function pointer travel in `MHD_OptionItem.value` as an `intptr_t`; Swift
+// cannot cast a C function pointer to an integer without unsafeBitCast, so these typed builders do it.
+
+static inline struct MHD_OptionItem wxpay_mhd_option_end(void) {
+    struct MHD_OptionItem item = { MHD_OPTION_END, 0, NULL };
+    return item;
+}
+
+/// For options whose argument is an `unsigned int` or a `size_t` (both travel in `value`).
+static inline struct MHD_OptionItem wxpay_mhd_option_value(enum MHD_OPTION option, intptr_t value) {
+    struct MHD_OptionItem item = { option, value, NULL };
+    return item;
+}
+
+/// For options whose argument is one pointer (`MHD_OPTION_HTTPS_MEM_KEY` and friends).
+static inline struct MHD_OptionItem wxpay_mhd_option_pointer(enum MHD_OPTION option, const void *_Nonnull pointer) {
+    struct MHD_OptionItem item = { option, 0, (void *)pointer };
+    return item;
+}
+
+static inline struct MHD_OptionItem wxpay_mhd_option_notify_completed(
+    MHD_RequestCompletedCallback _Nonnull callback, void *_Nullable cls) {
+    struct MHD_OptionItem item = { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)callback, cls };
+    return item;
+}
+
+static inline struct MHD_OptionItem wxpay_mhd_option_notify_connection(
+    MHD_NotifyConnectionCallback _Nonnull callback, void *_Nullable cls) {
+    struct MHD_OptionItem item = { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)callback, cls };
+    return item;
+}
+
+/// The unescaper libmicrohttpd applies to the path and to query arguments (the server installs one
+/// that leaves them encoded, so `%2F` inside a path parameter is not mistaken for a separator).
+typedef size_t (*wxpay_mhd_unescape_callback)(void *_Nullable cls, struct MHD_Connection *_Nonnull connection,
+                                              char *_Nonnull string);
+
+static inline struct MHD_OptionItem wxpay_mhd_option_unescape(wxpay_mhd_unescape_callback _Nonnull callback,
+                                                              void *_Nullable cls) {
+    struct MHD_OptionItem item = { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)callback, cls };
+    return item;
+}
+
+// MARK: - Request values
+
+/// Visits the request headers and the query arguments in one pass. `enum MHD_ValueKind` is a closed
+/// enum in Swift, so the bitwise OR of two kinds cannot be formed there.
+static inline int wxpay_mhd_visit_headers_and_arguments(struct MHD_Connection *_Nonnull connection,
+                                                        MHD_KeyValueIterator _Nonnull iterator,
+                                                        void *_Nullable cls) {
+    return MHD_get_connection_values(connection, (enum MHD_ValueKind)(MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND),
+                                     iterator, cls);
+}
+
+// MARK: - Connection info
+// `MHD_get_connection_info` is variadic; one typed accessor per field the server reads.
+
+/// The peer's address, or NULL. Valid while the connection lives.
+static inline const struct sockaddr *_Nullable wxpay_mhd_connection_client_address(
+    struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
+/// The connection's socket, or -1.
+static inline int wxpay_mhd_connection_fd(struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// What the MHD_OPTION_NOTIFY_CONNECTION callback stored for the connection, or NULL.
+static inline void *_Nullable wxpay_mhd_connection_socket_context(struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+/// The connection's GnuTLS session, or NULL on a plain-HTTP connection.
+static inline gnutls_session_t _Nullable wxpay_mhd_connection_tls_session(
+    struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return info == NULL ? NULL : (gnutls_session_t)info->tls_session;
+}
+
+// MARK: - GnuTLS
+
+/// Verifies the peer's certificate chain against the daemon's trust list (MHD_OPTION_HTTPS_MEM_TRUST)
+/// and requires the leaf to allow TLS client authentication (extended key usage clientAuth), so a
+/// server certificate issued by the same CA cannot pose as a client. `GNUTLS_KP_TLS_WWW_CLIENT` is a
+/// string macro, which is why this lives in C. Returns a GnuTLS error code (GNUTLS_E_NO_CERTIFICATE_FOUND
+/// when the client sent none) or 0 with `*status` == 0 when the certificate is trusted.
+static inline int wxpay_gnutls_verify_client_certificate(gnutls_session_t _Nonnull session,
+                                                        unsigned int *_Nonnull status) {
+    gnutls_typed_vdata_st purpose;
+    purpose.type = GNUTLS_DT_KEY_PURPOSE_OID;
+    purpose.data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT;
+    purpose.size = 0;
+    return gnutls_certificate_verify_peers(session, &purpose, 1, status);
+}
+
+/// Loads a PEM certificate chain and key into throwaway credentials, so a bad file becomes a precise
+/// error before the daemon starts (libmicrohttpd only reports that starting failed). Returns a
+/// GnuTLS error code, 0 on success.
+static inline int wxpay_gnutls_check_key_pair(const char *_Nonnull certificate_pem, const char *_Nonnull key_pem) {
+    gnutls_certificate_credentials_t credentials;
+    int rc = gnutls_certificate_allocate_credentials(&credentials);
+    if (rc < 0) return rc;
+    gnutls_datum_t certificate = { (unsigned char *)certificate_pem, (unsigned int)strlen(certificate_pem) };
+    gnutls_datum_t key = { (unsigned char *)key_pem, (unsigned int)strlen(key_pem) };
+    rc = gnutls_certificate_set_x509_key_mem(credentials, &certificate, &key, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_free_credentials(credentials);
+    return rc < 0 ? rc : 0;
+}
+
+/// The number of CA certificates in a PEM trust list (at least 1 when usable), or a GnuTLS error code.
+static inline int wxpay_gnutls_count_trusted_certificates(const char *_Nonnull ca_pem) {
+    gnutls_certificate_credentials_t credentials;
+    int rc = gnutls_certificate_allocate_credentials(&credentials);
+    if (rc < 0) return rc;
+    gnutls_datum_t ca = { (unsigned char *)ca_pem, (unsigned int)strlen(ca_pem) };
+    rc = gnutls_certificate_set_x509_trust_mem(credentials, &ca, GNUTLS_X509_FMT_PEM);
+    gnutls_certificate_free_credentials(credentials);
+    return rc;
 }
 #endif

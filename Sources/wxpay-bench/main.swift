@@ -9,10 +9,14 @@ case "client-pipeline":
 case "bill": try BillBenchmark.run(Array(arguments.dropFirst()))
 case "notify": try NotifyBenchmark.run(Array(arguments.dropFirst()))
 case "storage": await StorageBench.run(Array(arguments.dropFirst()))
+case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
+case "http-client": try await HTTPClientBench.run(Array(arguments.dropFirst()))
 default:
     print("usage: wxpay-bench <benchmark> [options]")
     print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
     print("  bill                           render, gzip, gunzip and parse a 100,000-row bill")
     print("  notify                         payment notify decode+verify, refund notify decrypt, app params")
+    print("  http-server [--port P] [--routes …]   a server for wrk (see scripts/bench-http-server)")
+    print("  http-client --url URL [--concurrency N] [--requests N] [--post]   keep-alive client throughput")
     print("  storage                        SQLite transitions/s: group commit against one transaction each")
 }

@@ -3,8 +3,9 @@ import Foundation
 
 // The command line: one file per subcommand, dispatched here.
 let arguments = Array(CommandLine.arguments.dropFirst())
-let commands: [String: ([String]) -> Int32] = [
-    "sign": SignCommand.run,
+let commands: [String: @Sendable ([String]) async -> Int32] = [
+    "sign": { SignCommand.run($0) },
+    "simulate": { await SimulateCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -13,6 +14,7 @@ func usage() -> String {
 
     commands:
       sign      compute or check a WeChat Pay v2 signature
+      simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
     """
 }
 
@@ -20,4 +22,4 @@ guard let name = arguments.first, let command = commands[name] else {
     FileHandle.standardError.write(Data((usage() + "\n").utf8))
     exit(arguments.isEmpty || arguments.first == "--help" || arguments.first == "-h" ? 0 : 64)
 }
-exit(command(Array(arguments.dropFirst())))
+exit(await command(Array(arguments.dropFirst())))

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+import CMicroHTTPD
+import Foundation
+import Glibc
+
+/// An HTTP/1.1 server on libmicrohttpd: a pool of epoll polling threads (two by default), routed
+/// handlers, and async handlers that wait without holding a thread.
+///
+/// ```swift
+/// var router = HTTPRouter()
+/// router.addImmediate(.get, "/healthz") { _ in .text("ok") }
+/// router.add(.get, "/v1/orders/{out_trade_no}") { request in ... }
+///
+/// let server = HTTPServer(router: router, configuration: HTTPServerConfiguration(host: "0.0.0.0", port: 8080))
+/// let address = try await server.start()          // the bound address (the real port when asked for 0)
+/// ...
+/// await server.shutdown(deadline: .now + .seconds(10))
+/// ```
+///
+/// How a request flows: libmicrohttpd parses the head on a polling thread; the router picks the
+/// route (404 and 405 answered there); the body is collected up to the route's limit (413 as soon
+/// as it is exceeded). An immediate handler answers on the polling thread. An async handler runs
+/// in a task while its connection is suspended; when it returns, the connection is resumed and the
+/// response queued, so thousands of waiting long-polls cost memory, not threads.
+///
+/// A server runs once: start it, shut it down, and make a new one to serve again. Shut it down
+/// before letting go of it (a running server that is deinitialized traps in debug builds).
+public actor HTTPServer {
+    private enum State {
+        case idle
+        case running(MHDDaemon, HTTPServerSocketAddress, sweep: Task<Void, Never>)
+        case stopping(Task<Void, Never>)
+        case stopped
+    }
+
+    private var state: State = .idle
+    private let core: HTTPServerCore
+
+    /// The configuration the server was made with.
+    public nonisolated var configuration: HTTPServerConfiguration { core.configuration }
+
+    /// - Parameters:
+    ///   - router: the routes; the server keeps a copy.
+    ///   - configuration: address, limits, TLS. The default listens on 127.0.0.1 and a free port.
+    public init(router: HTTPRouter, configuration: HTTPServerConfiguration = HTTPServerConfiguration()) {
+        core = HTTPServerCore(router: router, configuration: configuration)
+    }
+
+    deinit {
+        if case .running = state {
+            assertionFailure("HTTPServer deinitialized while running: call shutdown(deadline:) first")
+        }
+    }
+
+    /// Binds, starts the polling threads and returns the address it listens on (with the port the
+    /// kernel chose when the configuration asks for port 0).
+    /// - Throws: `HTTPServerError`: the address is taken or invalid, TLS material is unusable, or
+    ///   libmicrohttpd refused to start.
+    public func start() async throws(HTTPServerError) -> HTTPServerSocketAddress {
+        guard case .idle = state else { throw .alreadyStarted }
+        let configuration = core.configuration
+        try Self.validate(configuration)
+        guard let address = HTTPServerSocketAddress(host: configuration.host, port: configuration.port) else {
+            throw .invalidHost
+        }
+        let (fd, bound) = try HTTPListenSocket.open(address, backlog: configuration.listenBacklog)
+        do {
+            let daemon = try MHDDaemon.start(core: core, listenFD: fd)
+            state = .running(daemon, bound, sweep: Self.sweepOverdueRequests(core))
+            return bound
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// The address the server listens on, while running.
+    public var boundAddress: HTTPServerSocketAddress? {
+        if case .running(_, let address, _) = state { return address }
+        return nil
+    }
+
+    /// Counters for monitoring and tests.
+    public nonisolated var statistics: HTTPServerStatistics { core.statistics }
+
+    /// Stops gracefully: new connections are refused at once; requests in flight (suspended ones
+    /// included) may finish until `deadline`, and their responses close their connections; requests
+    /// still waiting then are answered 503 and their handlers cancelled; then the threads stop and
+    /// every connection closes. Returns when the server is fully stopped. Calling it again, or
+    /// concurrently, waits for the same shutdown.
+    public func shutdown(deadline: ContinuousClock.Instant) async {
+        switch state {
+        case .idle:
+            state = .stopped
+        case .stopped:
+            return
+        case .stopping(let task):
+            await task.value
+        case .running(var daemon, _, let sweep):
+            let core = self.core
+            core.beginDraining()
+            daemon.quiesce()
+            let stopping = Task { [daemon] in
+                await Self.drain(core, until: deadline)
+                await Self.stopOffThePool(daemon)
+                sweep.cancel()
+            }
+            state = .stopping(stopping)
+            await stopping.value
+            state = .stopped
+        }
+    }
+
+    /// `shutdown(deadline:)` with a deadline `gracePeriod` from now.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) async {
+        await shutdown(deadline: .now + gracePeriod)
+    }
+
+    /// Cuts connections whose request is overdue (see `HTTPServerConfiguration.requestTimeout`),
+    /// a few times per timeout and at least every second.
+    private static func sweepOverdueRequests(_ core: HTTPServerCore) -> Task<Void, Never> {
+        let interval = min(.seconds(1), max(.milliseconds(100), core.configuration.requestTimeout / 4))
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                core.deadlines.cutOverdueConnections()
+            }
+        }
+    }
+
+    // MARK: - Shutdown steps
+
+    /// Waits for in-flight requests until the deadline, then answers the ones still waiting.
+    private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant) async {
+        // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
+        // below any deadline a caller would pass.
+        while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard core.requestsInFlight > 0 else { return }
+        core.answerWaitingRequestsWithServiceUnavailable()
+        // MHD_stop_daemon aborts the process if a connection is still suspended. Every waiting
+        // request has now been answered, but a handler that won the race to answer may still be
+        // between claiming its exchange and calling MHD_resume_connection; that takes microseconds.
+        while core.suspendedConnections > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        // The forced answers go out on the polling threads; give them a moment so clients get the
+        // 503 rather than a reset.
+        let politeness = ContinuousClock.now + .seconds(1)
+        while core.requestsInFlight > 0 && ContinuousClock.now < politeness {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// MHD_stop_daemon joins the polling threads: a blocking call, kept off the cooperative pool
+    /// on a thread of its own (a Dispatch global queue would share the pool's worker threads).
+    private static func stopOffThePool(_ daemon: MHDDaemon) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                daemon.stop()
+                continuation.resume()
+            }
+            thread.start()
+        }
+    }
+
+    private static func validate(_ configuration: HTTPServerConfiguration) throws(HTTPServerError) {
+        guard (1...64).contains(configuration.threadPoolSize) else {
+            throw .invalidConfiguration("threadPoolSize must be 1...64")
+        }
+        guard configuration.connectionLimit >= configuration.threadPoolSize else {
+            throw .invalidConfiguration("connectionLimit must be at least threadPoolSize")
+        }
+        guard configuration.connectionTimeout > .zero, configuration.requestTimeout > .zero else {
+            throw .invalidConfiguration("connectionTimeout and requestTimeout must be positive")
+        }
+        guard configuration.connectionMemoryLimit >= 4096 else {
+            throw .invalidConfiguration("connectionMemoryLimit must be at least 4096")
+        }
+        guard configuration.maxBodyBytes >= 0, configuration.listenBacklog > 0 else {
+            throw .invalidConfiguration("maxBodyBytes and listenBacklog must not be negative")
+        }
+        guard let tls = configuration.tls else { return }
+        guard wxpay_mhd_supports_tls() == 1 else { throw .tlsUnavailable }
+        let keyPair = wxpay_gnutls_check_key_pair(tls.certificatePEM, tls.privateKeyPEM)
+        guard keyPair == 0 else { throw .tlsCertificateRejected(gnutlsCode: keyPair) }
+        if let clientCA = tls.clientCAPEM {
+            let trusted = wxpay_gnutls_count_trusted_certificates(clientCA)
+            guard trusted > 0 else { throw .tlsClientCARejected(gnutlsCode: trusted) }
+        }
+    }
+}

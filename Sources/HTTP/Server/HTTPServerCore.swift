@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+import CMicroHTTPD
+import Glibc
+import Synchronization
+
+/// Everything libmicrohttpd's callbacks need, shared by its polling threads, the handlers' tasks
+/// and the owning `HTTPServer`. It turns access-handler calls into routed requests, answers the
+/// fast paths inline, and bridges async handlers with suspend/resume.
+final class HTTPServerCore: Sendable {
+    let router: HTTPRouter
+    let configuration: HTTPServerConfiguration
+    let deadlines: HTTPRequestDeadlines
+    private let verifiesClientCertificates: Bool
+
+    private let nextRequestID = Atomic<UInt64>(1)
+    /// Requests the access handler has seen and libmicrohttpd has not yet reported complete.
+    private let inFlight = Atomic<Int>(0)
+    /// Connections suspended and not yet resumed: `MHD_stop_daemon` must never see one.
+    private let suspended = Atomic<Int>(0)
+    /// Set when shutdown starts: responses then carry `Connection: close`.
+    private let draining = Atomic<Bool>(false)
+    private let waiting = Mutex(WaitingExchanges())
+
+    /// The exchanges whose handlers are running, so a forced shutdown can answer them.
+    private struct WaitingExchanges {
+        var closed = false
+        var exchanges: [ObjectIdentifier: HTTPExchange] = [:]
+    }
+
+    init(router: HTTPRouter, configuration: HTTPServerConfiguration) {
+        self.router = router
+        self.configuration = configuration
+        verifiesClientCertificates = configuration.tls?.clientCAPEM != nil
+        deadlines = HTTPRequestDeadlines(timeout: configuration.requestTimeout)
+    }
+
+    var statistics: HTTPServerStatistics {
+        HTTPServerStatistics(
+            requestsInFlight: inFlight.load(ordering: .relaxed),
+            suspendedRequests: suspended.load(ordering: .relaxed),
+            requestsStarted: nextRequestID.load(ordering: .relaxed) - 1)
+    }
+
+    // MARK: - Access handler
+
+    /// One access-handler call (see `MHD_AccessHandlerCallback`): the first for a request has a
+    /// nil context; later ones carry body pieces or, with none left, ask for the response.
+    func handle(
+        connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+        context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        if let existing = context.pointee {
+            if existing == Self.headComplete {
+                context.pointee = nil
+                return begin(connection: connection, url: url, method: method, context: context)
+            }
+            let exchange = Unmanaged<HTTPExchange>.fromOpaque(existing).takeUnretainedValue()
+            return proceed(exchange, connection: connection, uploadData: uploadData, uploadSize: uploadSize)
+        }
+        inFlight.add(1, ordering: .relaxed)
+        if Self.mayHaveBody(connection) {
+            return begin(connection: connection, url: url, method: method, context: context)
+        }
+        // libmicrohttpd 0.9.75 closes the connection after a response queued in the first call (it
+        // cannot tell the body was empty), so requests without a body are answered in the second
+        // call, which keeps the connection alive.
+        context.pointee = Self.headComplete
+        return .YES
+    }
+
+    /// The context of a body-less request between its first and second access-handler call. Never
+    /// a valid object address (objects are 16-byte aligned), so it cannot be taken for an exchange.
+    private static var headComplete: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+
+    /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
+    private static func mayHaveBody(_ connection: OpaquePointer) -> Bool {
+        if MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding") != nil { return true }
+        guard let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return false }
+        return strcmp(length, "0") != 0
+    }
+
+    private func begin(
+        connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
+        context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let method = HTTPMethod(rawValue: String(cString: method))
+        let path = String(cString: url)
+        let match = router.match(method: method, rawPath: path)
+        guard case .found(let route, let pathParameters) = match else {
+            return queue(match.refusal ?? .notFound, on: connection)
+        }
+        var head = RequestHead()
+        withUnsafeMutablePointer(to: &head) { pointer in
+            _ = wxpay_mhd_visit_headers_and_arguments(connection, RequestHead.collect, pointer)
+        }
+        guard !head.malformedQuery else { return queue(.badRequest, on: connection) }
+
+        let maxBodyBytes = configuration.maxBodyBytes(for: route.options)
+        // libmicrohttpd has already rejected a malformed Content-Length with 400.
+        let contentLength = head.headers["Content-Length"].flatMap { Int($0) }
+        let verified = verifiesClientCertificates && Self.hasVerifiedClientCertificate(connection)
+        if let refusal = route.refusal(
+            configuration: configuration, hasVerifiedClientCertificate: verified, bodyBytes: contentLength)
+        {
+            // 403 or 413, queued before any body is read: libmicrohttpd sends it and closes the
+            // connection without reading the body.
+            return queue(refusal, on: connection)
+        }
+        let expectsBody = (contentLength ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil
+
+        let request = HTTPServerRequest(
+            method: method, path: path, routeTemplate: route.template.text, pathParameters: pathParameters,
+            query: HTTPServerQuery(head.query), headers: head.headers, body: [],
+            requestID: nextRequestID.add(1, ordering: .relaxed).oldValue,
+            remoteAddress: wxpay_mhd_connection_client_address(connection).flatMap(HTTPServerSocketAddress.init),
+            isSecure: configuration.tls != nil, hasVerifiedClientCertificate: verified)
+
+        if !expectsBody, case .immediate(let handler) = route.handler {
+            return queue(HTTPRouter.run(handler, request), on: connection)
+        }
+        let exchange = HTTPExchange(request: request, route: route, maxBodyBytes: maxBodyBytes)
+        context.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        if !expectsBody { return start(exchange, connection: connection) }
+        return .YES
+    }
+
+    private func proceed(
+        _ exchange: HTTPExchange, connection: OpaquePointer,
+        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        let size = uploadSize.pointee
+        if size > 0 {
+            uploadSize.pointee = 0
+            guard let uploadData else { return .YES }
+            if exchange.appendBody(UnsafeRawBufferPointer(start: uploadData, count: size)) { return .YES }
+            // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is arriving, so the
+            // 413 for an oversized chunked body is written here, then the connection is closed
+            // without reading the rest.
+            Self.writeEarlyPayloadTooLarge(connection)
+            return .NO
+        }
+        if exchange.isReceiving {
+            let request = exchange.completeRequest()
+            switch exchange.route.handler {
+            case .immediate(let handler):
+                return queue(HTTPRouter.run(handler, request), on: connection)
+            case .suspending:
+                return start(exchange, connection: connection, request: request)
+            }
+        }
+        if let response = exchange.takeResponse() { return queue(response, on: connection) }
+        return .YES
+    }
+
+    // MARK: - Suspend and resume
+
+    /// Suspends the connection and runs the async handler in a task; the task resumes the
+    /// connection when the response is ready, and the next access-handler call queues it.
+    private func start(_ exchange: HTTPExchange, connection: OpaquePointer, request: HTTPServerRequest? = nil)
+        -> MHD_Result
+    {
+        guard case .suspending(let handler) = exchange.route.handler else { return .NO }
+        let request = request ?? exchange.completeRequest()
+        let handle = MHDConnectionHandle(pointer: connection)
+        HTTPRequestDeadlines.requestServed(connection)
+        suspended.add(1, ordering: .relaxed)
+        MHD_suspend_connection(connection)
+        exchange.markRunning(connection: handle)
+        let accepted = waiting.withLock { waiting -> Bool in
+            guard !waiting.closed else { return false }
+            waiting.exchanges[ObjectIdentifier(exchange)] = exchange
+            return true
+        }
+        guard accepted else {
+            // Shutdown already answered everyone waiting; resuming from inside the access handler
+            // is allowed, libmicrohttpd picks it up once this call returns.
+            deliver(.serviceUnavailable, to: exchange)
+            return .YES
+        }
+        let task = Task { [self] in
+            let response = await HTTPRouter.run(handler, request)
+            deliver(response, to: exchange)
+        }
+        exchange.attach(task)
+        return .YES
+    }
+
+    /// Hands a response to a suspended exchange and resumes its connection, once. A forced answer
+    /// also cancels the handler, which can stop waiting.
+    private func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange, cancellingHandler: Bool = false) {
+        guard let (connection, task) = exchange.complete(with: response) else { return }
+        MHD_resume_connection(connection.pointer)
+        suspended.subtract(1, ordering: .relaxed)
+        if cancellingHandler { task?.cancel() }
+    }
+
+    // MARK: - Completion
+
+    /// `MHD_OPTION_NOTIFY_COMPLETED`: the request is over (answered, failed, or its client left).
+    func completed(connection: OpaquePointer?, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+        inFlight.subtract(1, ordering: .relaxed)
+        if let connection { deadlines.requestCompleted(connection) }
+        guard let context, let raw = context.pointee else { return }
+        context.pointee = nil
+        guard raw != Self.headComplete else { return }
+        let exchange = Unmanaged<HTTPExchange>.fromOpaque(raw).takeRetainedValue()
+        exchange.finish()
+        _ = waiting.withLock { $0.exchanges.removeValue(forKey: ObjectIdentifier(exchange)) }
+    }
+
+    // MARK: - Shutdown
+
+    /// Responses from now on ask the client to close the connection.
+    func beginDraining() {
+        draining.store(true, ordering: .relaxed)
+    }
+
+    /// Answers every waiting request with 503 and cancels its handler; later requests are answered
+    /// 503 at once instead of waiting.
+    func answerWaitingRequestsWithServiceUnavailable() {
+        let exchanges = waiting.withLock { waiting in
+            waiting.closed = true
+            return Array(waiting.exchanges.values)
+        }
+        for exchange in exchanges {
+            deliver(.serviceUnavailable, to: exchange, cancellingHandler: true)
+        }
+    }
+
+    var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    var suspendedConnections: Int { suspended.load(ordering: .relaxed) }
+
+    // MARK: - Responses
+
+    /// Queues a response (libmicrohttpd copies the body; the response object is released at once).
+    private func queue(_ response: HTTPServerResponse, on connection: OpaquePointer) -> MHD_Result {
+        HTTPRequestDeadlines.requestServed(connection)
+        // Refusing the request makes libmicrohttpd close the connection without a response.
+        if response.abortsConnection { return .NO }
+        // 1xx are not final answers; libmicrohttpd would refuse them and drop the connection.
+        guard (200...599).contains(response.status), let mhdResponse = Self.makeResponse(response) else {
+            guard let fallback = Self.makeResponse(.internalServerError) else { return .NO }
+            defer { MHD_destroy_response(fallback) }
+            return MHD_queue_response(connection, 500, fallback)
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+        if draining.load(ordering: .relaxed) {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    }
+
+    /// nil when libmicrohttpd refuses a header (it rejects CR, LF and other invalid characters, so
+    /// a handler cannot split the response).
+    private static func makeResponse(_ response: HTTPServerResponse) -> OpaquePointer? {
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let created else { return nil }
+        for field in response.headers where MHD_add_response_header(created, field.name, field.value) != .YES {
+            MHD_destroy_response(created)
+            return nil
+        }
+        return created
+    }
+
+    private static let earlyPayloadTooLarge: [UInt8] = Array(
+        ("HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            + "Content-Length: 18\r\nConnection: close\r\n\r\npayload too large\n").utf8)
+
+    /// Writes a complete 413 straight to the connection. Safe only while the request is being read:
+    /// libmicrohttpd has nothing of its own to send then, and the message fits an empty socket
+    /// buffer (or one TLS record), so the non-blocking write completes.
+    private static func writeEarlyPayloadTooLarge(_ connection: OpaquePointer) {
+        earlyPayloadTooLarge.withUnsafeBytes { bytes in
+            if let session = wxpay_mhd_connection_tls_session(connection) {
+                _ = gnutls_record_send(session, bytes.baseAddress, bytes.count)
+                return
+            }
+            let fd = wxpay_mhd_connection_fd(connection)
+            guard fd >= 0 else { return }
+            _ = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            // FIN after the 413, so the client reads it before the close resets the unread body.
+            _ = shutdown(fd, Int32(SHUT_WR))
+        }
+    }
+
+    // MARK: - TLS
+
+    /// Whether the client presented a certificate chaining to the client CA, valid now, allowing
+    /// client authentication.
+    private static func hasVerifiedClientCertificate(_ connection: OpaquePointer) -> Bool {
+        guard let session = wxpay_mhd_connection_tls_session(connection) else { return false }
+        var status: UInt32 = 0
+        return wxpay_gnutls_verify_client_certificate(session, &status) == 0 && status == 0
+    }
+}
+
+/// Headers and query arguments, gathered in one pass over libmicrohttpd's list.
+private struct RequestHead {
+    var headers = HTTPServerHeaders()
+    var query: [HTTPServerQuery.Item] = []
+    var malformedQuery = false
+
+    static let collect: MHD_KeyValueIterator = { cls, kind, key, value in
+        guard let cls, let key else { return .YES }
+        let head = cls.assumingMemoryBound(to: RequestHead.self)
+        if kind == .HEADER_KIND {
+            head.pointee.headers.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+        } else if let item = HTTPServerQuery.decodedItem(
+            rawName: String(cString: key), rawValue: value.map { String(cString: $0) } ?? "")
+        {
+            head.pointee.query.append(item)
+        } else {
+            head.pointee.malformedQuery = true
+        }
+        return .YES
+    }
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+import CMicroHTTPD
+import Glibc
+
+/// A running libmicrohttpd daemon and the C memory it borrows. Not Sendable by itself; the
+/// `HTTPServer` actor owns it and is the only caller of `quiesce` and `stop`.
+struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HTTPServer actor
+    private let daemon: OpaquePointer
+    private var listenFD: Int32?
+    private let core: Unmanaged<HTTPServerCore>
+    /// PEM strings handed to libmicrohttpd by pointer; freed after the daemon stops.
+    private let borrowed: [UnsafeMutablePointer<CChar>]
+
+    /// Starts polling threads on an already listening socket.
+    static func start(core: HTTPServerCore, listenFD: Int32) throws(HTTPServerError) -> MHDDaemon {
+        let configuration = core.configuration
+        var borrowed: [UnsafeMutablePointer<CChar>] = []
+        func borrow(_ text: String) -> UnsafeMutablePointer<CChar> {
+            let copy = strdup(text)!
+            borrowed.append(copy)
+            return copy
+        }
+
+        let retained = Unmanaged.passRetained(core)
+        var options: [MHD_OptionItem] = [
+            wxpay_mhd_option_value(.LISTEN_SOCKET, Int(listenFD)),
+            wxpay_mhd_option_value(.THREAD_POOL_SIZE, configuration.threadPoolSize),
+            wxpay_mhd_option_value(.CONNECTION_LIMIT, configuration.connectionLimit),
+            wxpay_mhd_option_value(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
+            wxpay_mhd_option_value(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
+            wxpay_mhd_option_value(.LISTEN_BACKLOG_SIZE, configuration.listenBacklog),
+            // Reject requests that bend HTTP/1.1 (bare LF, missing Host, spaces in names): the
+            // ambiguity request smuggling relies on.
+            wxpay_mhd_option_value(.STRICT_FOR_CLIENT, 1),
+            wxpay_mhd_option_notify_completed(Self.completedCallback, retained.toOpaque()),
+            wxpay_mhd_option_notify_connection(Self.connectionCallback, retained.toOpaque()),
+            wxpay_mhd_option_unescape(Self.keepEncoded, nil),
+        ]
+        if let tls = configuration.tls {
+            options.append(wxpay_mhd_option_pointer(.HTTPS_MEM_CERT, borrow(tls.certificatePEM)))
+            options.append(wxpay_mhd_option_pointer(.HTTPS_MEM_KEY, borrow(tls.privateKeyPEM)))
+            options.append(wxpay_mhd_option_pointer(.HTTPS_PRIORITIES, borrow(tls.priorities)))
+            if let clientCA = tls.clientCAPEM {
+                // With a trust list libmicrohttpd asks every client for a certificate (without
+                // requiring one); the access handler verifies it.
+                options.append(wxpay_mhd_option_pointer(.HTTPS_MEM_TRUST, borrow(clientCA)))
+            }
+        }
+        options.append(wxpay_mhd_option_end())
+
+        let daemon = options.withUnsafeMutableBufferPointer { items in
+            wxpay_mhd_start_daemon(
+                wxpay_mhd_server_flags(configuration.tls != nil), 0, Self.accessHandler, retained.toOpaque(),
+                items.baseAddress!)
+        }
+        guard let daemon else {
+            retained.release()
+            borrowed.forEach { free($0) }
+            throw .startFailed
+        }
+        return MHDDaemon(daemon: daemon, listenFD: listenFD, core: retained, borrowed: borrowed)
+    }
+
+    /// Stops accepting: the listening socket is taken back from libmicrohttpd and closed, so new
+    /// connections are refused while open ones carry on.
+    mutating func quiesce() {
+        guard let fd = listenFD else { return }
+        listenFD = nil
+        let returned = MHD_quiesce_daemon(daemon)
+        // On failure libmicrohttpd keeps the socket and closes it in MHD_stop_daemon.
+        if returned >= 0 { close(returned) } else { listenFD = fd }
+    }
+
+    /// Stops the polling threads and closes every connection; blocks until the threads are joined.
+    /// Call only when no connection is suspended without a resume (libmicrohttpd aborts otherwise).
+    func stop() {
+        MHD_stop_daemon(daemon)
+        core.release()
+        borrowed.forEach { free($0) }
+    }
+
+    // MARK: - C callbacks
+
+    private static let accessHandler: MHD_AccessHandlerCallback = {
+        cls, connection, url, method, _, uploadData, uploadSize, context in
+        guard let cls, let connection, let url, let method, let uploadSize, let context else { return .NO }
+        return Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().handle(
+            connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadSize,
+            context: context)
+    }
+
+    private static let completedCallback: MHD_RequestCompletedCallback = { cls, connection, context, _ in
+        guard let cls else { return }
+        Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().completed(
+            connection: connection, context: context)
+    }
+
+    private static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+        guard let cls, let connection, let socketContext else { return }
+        let deadlines = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines
+        switch code {
+        case .CONNECTION_NOTIFY_STARTED:
+            socketContext.pointee = deadlines.connectionStarted(connection)
+        case .CONNECTION_NOTIFY_CLOSED:
+            if let context = socketContext.pointee {
+                socketContext.pointee = nil
+                deadlines.connectionClosed(context)
+            }
+        }
+    }
+
+    /// Leaves the path and query arguments percent-encoded (libmicrohttpd would decode `%2F` into a
+    /// path separator); the router and the query decode per component.
+    private static let keepEncoded: wxpay_mhd_unescape_callback = { _, _, string in
+        strlen(string)
+    }
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import WeChatPay
+
+/// Puts the simulator on an HTTP router: WeChat's API paths (production and sandbox) and the
+/// control panel under `/simulator/`. `wxpay-gateway simulate` serves both; the gateway's demo mode
+/// mounts only the control panel next to its own routes and calls the API in process.
+public enum SimulatorRoutes {
+    /// WeChat's documents stay far below this; the simulator, like WeChat, refuses larger ones.
+    static let bodyLimit = 64 * 1024
+
+    /// Every API endpoint, for POST (and GET, which WeChat answers with "请使用post方法").
+    public static func registerAPI(_ simulator: WeChatPaySimulator, in router: inout HTTPRouter) {
+        var paths = Set<String>()
+        for api in WeChatPayAPI.allCases {
+            paths.insert(api.path(sandbox: false))
+            paths.insert(api.path(sandbox: true))
+        }
+        for path in paths.sorted() {
+            // Refunds ask for a client certificate without demanding it: the simulator itself
+            // answers a missing one the way WeChat's front end does (400), not the server (403).
+            let options = HTTPRouteOptions(maxBodyBytes: bodyLimit, clientCertificate: .optional)
+            for method in [HTTPMethod.post, .get] {
+                router.add(method, path, options: options) { request in
+                    let response = simulator.handle(SimulatorRequest(
+                        method: request.method.rawValue, path: path, body: request.body,
+                        clientCertificateVerified: request.hasVerifiedClientCertificate))
+                    if response.delay > 0 { try? await Task.sleep(for: .seconds(response.delay)) }
+                    if response.resetConnection { return .connectionAborted }
+                    return HTTPServerResponse(status: response.status, headers: ["Content-Type": response.contentType],
+                                              body: response.body)
+                }
+            }
+        }
+    }
+
+    /// The control panel (see `SimulatorControlAPI`).
+    public static func registerControl(_ simulator: WeChatPaySimulator, in router: inout HTTPRouter) {
+        let control = SimulatorControlAPI(simulator: simulator)
+        let routes: [(HTTPMethod, String)] = [
+            (.post, "/simulator/orders/{id}/pay"), (.post, "/simulator/orders/{id}/fail"),
+            (.get, "/simulator/orders/{id}"), (.post, "/simulator/refunds/{id}/complete"),
+            (.get, "/simulator/faults"), (.put, "/simulator/faults"), (.post, "/simulator/clock/advance"),
+            (.get, "/simulator/stats"), (.get, "/simulator/notifies"),
+        ]
+        for (method, template) in routes {
+            router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in
+                // Rebuild the path from the decoded parameter, so an out_trade_no with `|` or `*`
+                // reaches the control API as the merchant wrote it.
+                let path = template.replacingOccurrences(of: "{id}", with: request.pathParameters["id"] ?? "")
+                let (status, body) = control.handle(method: method.rawValue, path: path, body: request.body)
+                return HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+            }
+        }
+    }
+}
+
+/// Posts notifies to the merchant's notify_url over HTTP, as WeChat does.
+public struct HTTPNotifySender: NotifySender {
+    private let client: HTTPClient
+
+    /// - Parameter client: owned by the caller, who shuts it down.
+    public init(client: HTTPClient) {
+        self.client = client
+    }
+
+    public func post(_ body: [UInt8], to url: String, timeout: TimeInterval) async -> [UInt8]? {
+        let request = HTTPClientRequest(
+            method: .post, url: url, headers: ["Content-Type": "text/xml; charset=utf-8"], body: body,
+            timeouts: HTTPClient.Timeouts(connect: .seconds(min(timeout, 5)), total: .seconds(timeout)),
+            maxResponseBodyBytes: 64 * 1024)
+        guard let response = try? await client.execute(request), (200..<300).contains(response.status) else {
+            return nil
+        }
+        return response.body
+    }
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+@testable import HTTP
+import HTTPClientTestSupport
+import Testing
+
+struct ClientTimeoutTests {
+    @Test func aHundredConcurrentRequestsToASilentServerAllTimeOutInTimeWithoutAThreadEach() async throws {
+        try await withPythonTestServer(.silent) { server in
+            let timeouts = HTTPClient.Timeouts(connect: .seconds(2), total: .seconds(1))
+            try await withHTTPClient(.init(timeouts: timeouts)) { client in
+                let threadsBefore = threadCount(namedWithPrefix: "wxpay-curl")
+                let started = ContinuousClock.now
+                let (errors, peakThreads) = await withTaskGroup(of: HTTPClientError?.self) { group in
+                    for index in 0..<100 {
+                        group.addTask {
+                            await failure {
+                                try await client.execute(HTTPClientRequest(method: .post, url: server.url("/\(index)"), body: [1, 2, 3]))
+                            }
+                        }
+                    }
+                    // Sampled while all 100 are in flight (the server never answers, so none ends before 1 s).
+                    try? await Task.sleep(for: .milliseconds(400))
+                    let peak = threadCount(namedWithPrefix: "wxpay-curl")
+                    var errors: [HTTPClientError?] = []
+                    for await error in group { errors.append(error) }
+                    return (errors, peak)
+                }
+                let elapsed = ContinuousClock.now - started
+
+                #expect(errors.count == 100)
+                #expect(errors.allSatisfy { $0 == .timeout })
+                // The server read every request, so each one may have been acted on.
+                #expect(errors.allSatisfy { $0?.mayHaveBeenDelivered == true })
+                // 1 s timeout; the slack is for a loaded 2-core machine, not for the client.
+                #expect(elapsed < .seconds(10))
+                // A thread per request would add about 100 transfer threads; other suites running in
+                // parallel may start a few clients of their own.
+                #expect(peakThreads - threadsBefore < 10, "transfer threads before \(threadsBefore), during \(peakThreads)")
+            }
+        }
+    }
+
+    @Test func aConnectionThatNeverCompletesIsAConnectTimeoutThatWasNotDelivered() async throws {
+        try await withPythonTestServer(.blackhole) { server in
+            try await withHTTPClient { client in
+                let started = ContinuousClock.now
+                let error = await failure {
+                    try await client.execute(quickRequest(server.url("/"), connect: .milliseconds(500), total: .seconds(5)))
+                }
+                #expect(error == .connectTimeout)
+                #expect(error?.mayHaveBeenDelivered == false)
+                #expect(ContinuousClock.now - started < .seconds(4))
+            }
+        }
+    }
+
+    @Test func aTLSHandshakeThatNeverHappensIsAConnectTimeout() async throws {
+        try await withPythonTestServer(.silent) { server in
+            try await withHTTPClient(.init(tls: .init(caFile: TestCertificates.ca))) { client in
+                let url = "https://127.0.0.1:\(server.port)/"
+                let error = await failure { try await client.execute(quickRequest(url, connect: .milliseconds(500), total: .seconds(5))) }
+                #expect(error == .connectTimeout)
+                #expect(error?.mayHaveBeenDelivered == false)
+            }
+        }
+    }
+
+    @Test func aClosedPortIsAConnectFailureThatWasNotDelivered() async throws {
+        try await withHTTPClient { client in
+            let error = await failure { try await client.execute(quickRequest("http://127.0.0.1:\(closedLoopbackPort())/")) }
+            #expect(error == .connectFailed)
+            #expect(error?.mayHaveBeenDelivered == false)
+        }
+    }
+
+    @Test func anUnresolvableHostIsADNSFailureThatWasNotDelivered() async throws {
+        // `.invalid` never resolves (RFC 6761); the resolver answers locally, without network.
+        try await withHTTPClient { client in
+            let error = await failure {
+                try await client.execute(quickRequest("http://nonexistent.invalid/", connect: .seconds(5), total: .seconds(8)))
+            }
+            #expect(error == .dnsFailure)
+            #expect(error?.mayHaveBeenDelivered == false)
+        }
+    }
+
+    @Test func theWatchdogEndsATransferThatLibcurlLetsRunPastItsDeadline() async throws {
+        try await withPythonTestServer(.silent) { server in
+            var configuration = HTTPClient.Configuration(watchdogSlack: .milliseconds(200))
+            configuration.curlEnforcesTimeouts = false
+            try await withHTTPClient(configuration) { client in
+                let started = ContinuousClock.now
+                let error = await failure {
+                    try await client.execute(quickRequest(server.url("/"), connect: .milliseconds(300), total: .milliseconds(300)))
+                }
+                #expect(error == .timeout)
+                #expect(error?.mayHaveBeenDelivered == true)
+                #expect(error.map { String(reflecting: $0) }?.contains("watchdog") == true)
+                #expect(ContinuousClock.now - started < .seconds(5))
+            }
+        }
+    }
+
+    @Test func perRequestTimeoutsOverrideTheClientDefaults() async throws {
+        try await withPythonTestServer(.silent) { server in
+            try await withHTTPClient(.init(timeouts: .init(connect: .seconds(30), total: .seconds(60)))) { client in
+                let started = ContinuousClock.now
+                let error = await failure { try await client.execute(quickRequest(server.url("/"), total: .milliseconds(300))) }
+                #expect(error == .timeout)
+                #expect(ContinuousClock.now - started < .seconds(5))
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import HTTP
+import Synchronization
+import Testing
+
+/// Binding, start errors, and graceful shutdown.
+@Suite struct ServerLifecycleTests {
+    static func helloRouter() -> HTTPRouter {
+        var router = HTTPRouter()
+        router.addImmediate(.get, "/hello") { _ in .text("hello") }
+        return router
+    }
+
+    /// Whether a TCP connect to the address is refused (nothing listens).
+    static func connectionIsRefused(_ address: HTTPServerSocketAddress) async throws -> Bool {
+        try await offPool {
+            do {
+                _ = try RawConnection(to: address, receiveTimeout: .seconds(2))
+                return false
+            } catch {
+                return "\(error)".contains("errno \(ECONNREFUSED)")
+            }
+        }
+    }
+
+    @Test func portZeroReportsTheBoundPort() async throws {
+        let server = HTTPServer(router: Self.helloRouter())
+        let address = try await server.start()
+        #expect(address.port != 0)
+        #expect(address.host == "127.0.0.1")
+        #expect(await server.boundAddress == address)
+        let response = try await rawRequest(address, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(response.text == "hello")
+        await server.shutdown(gracePeriod: .seconds(2))
+        #expect(await server.boundAddress == nil)
+        #expect(try await Self.connectionIsRefused(address))
+    }
+
+    @Test func aPortInUseIsATypedBindError() async throws {
+        try await withServer(Self.helloRouter()) { _, address in
+            let second = HTTPServer(
+                router: Self.helloRouter(), configuration: HTTPServerConfiguration(port: address.port))
+            do throws(HTTPServerError) {
+                _ = try await second.start()
+                Issue.record("a second server bound the same port")
+                await second.shutdown(gracePeriod: .zero)
+            } catch {
+                #expect(error.isAddressInUse)
+                #expect(error.shortDescription == "bind_failed")
+                #expect(error.description.contains("127.0.0.1:\(address.port)"))
+            }
+        }
+    }
+
+    @Test func aHostNameIsRefusedRatherThanResolved() async throws {
+        let server = HTTPServer(router: Self.helloRouter(), configuration: HTTPServerConfiguration(host: "example.com"))
+        await #expect(throws: HTTPServerError.invalidHost) { try await server.start() }
+    }
+
+    @Test func aServerStartsOnce() async throws {
+        try await withServer(Self.helloRouter()) { server, _ in
+            await #expect(throws: HTTPServerError.alreadyStarted) { try await server.start() }
+        }
+    }
+
+    @Test func ipv6LoopbackServesWhenTheMachineHasIt() async throws {
+        let server = HTTPServer(router: Self.helloRouter(), configuration: HTTPServerConfiguration(host: "::1"))
+        let address: HTTPServerSocketAddress
+        do throws(HTTPServerError) {
+            address = try await server.start()
+        } catch {
+            // A container without IPv6 cannot bind ::1; that is the environment, not the server.
+            #expect(error.shortDescription == "bind_failed")
+            return
+        }
+        #expect(address.description == "[::1]:\(address.port)")
+        let result = try await runProcess(
+            "/usr/bin/curl", ["-sS", "--max-time", "10", "-g", "http://[::1]:\(address.port)/hello"])
+        await server.shutdown(gracePeriod: .seconds(2))
+        #expect(result.standardOutput == "hello")
+    }
+
+    @Test func shutdownDrainsASlowRequestWhileRefusingNewConnections() async throws {
+        let started = Gate()
+        var router = Self.helloRouter()
+        router.add(.get, "/slow") { _ in
+            started.open()
+            try await Task.sleep(for: .milliseconds(1500))
+            return .text("finished")
+        }
+        let server = HTTPServer(router: router)
+        let address = try await server.start()
+        let slow = Task { try await rawRequest(address, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n") }
+        await started.wait()
+
+        let shutdown = Task { await server.shutdown(deadline: .now + .seconds(20)) }
+        #expect(
+            await eventually { (try? await Self.connectionIsRefused(address)) == true },
+            "new connections are refused once shutdown starts")
+        let response = try await slow.value
+        await shutdown.value
+        #expect(response.status == 200)
+        #expect(response.text == "finished")
+        #expect(response.header("Connection") == "close")
+        #expect(server.statistics.requestsInFlight == 0)
+    }
+
+    @Test func requestsStillWaitingAtTheDeadlineGet503AndTheirHandlersAreCancelled() async throws {
+        let gate = Gate()
+        let cancelled = Atomic<Int>(0)
+        var router = Self.helloRouter()
+        router.add(.get, "/forever") { _ in
+            await gate.wait()  // returns early when the task is cancelled
+            if Task.isCancelled { cancelled.add(1, ordering: .relaxed) }
+            return .text("too late")
+        }
+        let server = HTTPServer(router: router)
+        let address = try await server.start()
+        let waiting = (0..<3).map { _ in
+            Task { try await rawRequest(address, "GET /forever HTTP/1.1\r\nHost: x\r\n\r\n") }
+        }
+        #expect(await eventually { server.statistics.suspendedRequests == 3 })
+        await server.shutdown(deadline: .now + .milliseconds(300))
+        for request in waiting {
+            let response = try await request.value
+            #expect(response.status == 503)
+        }
+        #expect(await eventually { cancelled.load(ordering: .relaxed) == 3 })
+        gate.open()
+    }
+
+    @Test func shutdownIsIdempotentAndConcurrentCallsWaitForTheSameStop() async throws {
+        let server = HTTPServer(router: Self.helloRouter())
+        _ = try await server.start()
+        async let first: Void = server.shutdown(gracePeriod: .seconds(1))
+        async let second: Void = server.shutdown(gracePeriod: .seconds(1))
+        _ = await (first, second)
+        await server.shutdown(gracePeriod: .seconds(1))
+        await #expect(throws: HTTPServerError.alreadyStarted) { try await server.start() }
+    }
+
+    @Test func invalidLimitsAreRejectedBeforeBinding() async throws {
+        let configurations = [
+            HTTPServerConfiguration(threadPoolSize: 0),
+            HTTPServerConfiguration(connectionTimeout: .zero),
+            HTTPServerConfiguration(connectionMemoryLimit: 100),
+        ]
+        for configuration in configurations {
+            let server = HTTPServer(router: Self.helloRouter(), configuration: configuration)
+            do throws(HTTPServerError) {
+                _ = try await server.start()
+                Issue.record("started with \(configuration)")
+                await server.shutdown(gracePeriod: .zero)
+            } catch {
+                #expect(error.shortDescription == "invalid_configuration")
+            }
+        }
+    }
+}
