@@ -55,6 +55,6 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         if let field { error["field"] = field }
         if let retryAfter { error["retry_after"] = retryAfter }
         if let wechatCode { error["wechat_code"] = wechatCode }
-        return (try? Array(JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys]))) ?? []
+        return (try? Array(JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys, .withoutEscapingSlashes]))) ?? []
     }
 }

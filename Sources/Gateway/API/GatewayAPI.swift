@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import Storage
+import Synchronization
 import WeChatPay
 
 /// The gateway's HTTP surface: routes, authentication, JSON errors, request logging. Handlers
@@ -131,17 +132,42 @@ public struct GatewayAPI: Sendable {
 }
 
 extension OrderService {
-    /// Whether the database answers (for /readyz), within a second.
+    /// Whether the database answers (for /readyz), within a second. The check runs detached, so a
+    /// store stuck behind a long write cannot hold the probe past its deadline.
     public func isReady() async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.store.isHealthy() }
-            group.addTask {
+        let answer = ReadinessAnswer()
+        let store = self.store
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            answer.install(continuation)
+            Task { answer.resolve(await store.isHealthy()) }
+            Task {
                 try? await Task.sleep(for: .seconds(1))
-                return false
+                answer.resolve(false)
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
         }
+    }
+}
+
+/// The first of "healthy" or "deadline passed" answers the probe; the other is ignored.
+private final class ReadinessAnswer: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, result: Bool?)>((nil, nil))
+
+    func install(_ continuation: CheckedContinuation<Bool, Never>) {
+        let early = state.withLock { state -> Bool? in
+            if let result = state.result { return result }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    func resolve(_ value: Bool) {
+        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = value
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: value)
     }
 }

@@ -88,7 +88,7 @@ public struct JSONLinesLogHandler: LogHandler {
         object["level"] = record.level.description
         object["logger"] = record.label
         object["msg"] = record.message
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         data.append(0x0A)
         FileHandle.standardError.write(data)
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import Synchronization
 import WeChatPay
 
 /// The product's order flows: create, notify, query with polling, close, support lookup and
@@ -15,6 +16,17 @@ public final class OrderService: Sendable {
     let settlement: Settlement
     let upstream: Upstream
     let now: @Sendable () -> Date
+    /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
+    /// port 0 reports once it listens (demo mode and tests).
+    private let notifyURLOverride = Mutex<String?>(nil)
+    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
+
+    /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
+    /// binding; a configured `WXPAY_NOTIFY_URL` should not be overridden.
+    public func useNotifyURL(_ url: String) {
+        notifyURLOverride.withLock { $0 = url }
+    }
+
     /// How long WeChat keeps a prepay_id (2 hours); a re-entry after that asks for a fresh one.
     static let prepayLifetime: TimeInterval = 2 * 3600
     /// WeChat does not close an order within 5 minutes of its creation.
@@ -106,7 +118,7 @@ public final class OrderService: Sendable {
             // Re-read: a concurrent caller may have stored a prepay_id while this one waited.
             guard let order = try await store.order(outTradeNo) else { return .failure(.orderNotFound) }
             if hasLivePrepay(order) { return .success(order) }
-            let response = try await upstream.unifiedOrder(for: order, notifyURL: configuration.notifyURL)
+            let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
             let issuedAt = now()
             guard let updated = try await store.setPrepay(outTradeNo, prepayID: response.prepayID, issuedAt: issuedAt)
             else { return .failure(.orderNotFound) }
