@@ -41,7 +41,12 @@ let package = Package(
         // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
 
-        .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
+        // The product: orders, notify, query with polling, close, support lookup, observability.
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
+
+        .executableTarget(name: "wxpay-gateway", dependencies: [
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+        ]),
         .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
@@ -56,6 +61,9 @@ let package = Package(
         // Loopback Python servers and the test certificates, shared by the client's test targets.
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
+        .testTarget(name: "GatewayTests", dependencies: [
+            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -6,6 +6,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let commands: [String: @Sendable ([String]) async -> Int32] = [
     "sign": { SignCommand.run($0) },
     "simulate": { await SimulateCommand.run($0) },
+    "serve": { await ServeCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -13,6 +14,7 @@ func usage() -> String {
     usage: wxpay-gateway <command> [options]
 
     commands:
+      serve     run the gateway (configured from the environment; demo mode without WXPAY_MCH_ID)
       sign      compute or check a WeChat Pay v2 signature
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
     """

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// An error answer of the gateway's JSON API: `{"error":{"code","message",…}}`.
+///
+/// `code` is a stable snake_case identifier clients branch on; `message` is for people and never
+/// contains secrets or echoes request content at length.
+public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var status: Int
+    public var code: String
+    public var message: String
+    /// The request field a validation error is about.
+    public var field: String?
+    /// Seconds after which the same request may succeed (e.g. closing inside WeChat's 5 minutes).
+    public var retryAfter: Int?
+    /// WeChat's err_code (or return_code) when WeChat refused the request.
+    public var wechatCode: String?
+
+    public init(status: Int, code: String, message: String, field: String? = nil, retryAfter: Int? = nil,
+                wechatCode: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.retryAfter = retryAfter
+        self.wechatCode = wechatCode
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    static func invalid(_ field: String?, _ message: String) -> APIError {
+        APIError(status: 400, code: "invalid_request", message: message, field: field)
+    }
+    static let unauthorized = APIError(status: 401, code: "unauthorized", message: "a valid bearer token is required")
+    static let forbidden = APIError(status: 403, code: "forbidden", message: "this token may not do that")
+    static let orderNotFound = APIError(status: 404, code: "order_not_found", message: "no order with that out_trade_no")
+    static func conflict(_ message: String) -> APIError {
+        APIError(status: 409, code: "out_trade_no_conflict", message: message)
+    }
+    static func closeTooEarly(retryAfter: Int) -> APIError {
+        APIError(status: 409, code: "close_too_early",
+                 message: "WeChat does not close an order within 5 minutes of its creation", retryAfter: retryAfter)
+    }
+    static func upstreamRejected(_ wechatCode: String, _ message: String) -> APIError {
+        APIError(status: 502, code: "upstream_rejected", message: message, wechatCode: wechatCode)
+    }
+    static let upstreamUnavailable = APIError(
+        status: 503, code: "upstream_unavailable",
+        message: "WeChat Pay could not be reached or kept failing; retrying the same request is safe")
+    static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
+
+    /// The JSON body.
+    public var json: [UInt8] {
+        var error: [String: Any] = ["code": code, "message": message]
+        if let field { error["field"] = field }
+        if let retryAfter { error["retry_after"] = retryAfter }
+        if let wechatCode { error["wechat_code"] = wechatCode }
+        return (try? Array(JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys, .withoutEscapingSlashes]))) ?? []
+    }
+}

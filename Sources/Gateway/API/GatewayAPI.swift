@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import Storage
+import Synchronization
+import WeChatPay
+
+/// The gateway's HTTP surface: routes, authentication, JSON errors, request logging. Handlers
+/// only translate between HTTP and `OrderService`; the flows live there.
+///
+/// | route | scope |
+/// |---|---|
+/// | POST /v1/orders | client |
+/// | GET /v1/orders/{out_trade_no}[?wait=N] | client or support |
+/// | POST /v1/orders/{out_trade_no}/close | client |
+/// | POST /wechat/notify | WeChat (signed XML) |
+/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
+/// | POST /v1/support/orders/{out_trade_no}/recheck | support |
+/// | GET /healthz, /readyz, /metrics | none |
+public struct GatewayAPI: Sendable {
+    public let service: OrderService
+    let authenticator: Authenticator
+    let logger: Logger
+    /// Body caps: an order request is small; a notify is WeChat's XML (the codec caps it at 64 KiB too).
+    static let orderBodyLimit = 16 * 1024
+    static let notifyBodyLimit = 64 * 1024
+    /// The longest a `wait` may hold a request.
+    static let maximumWait = 30.0
+
+    public init(service: OrderService, logger: Logger = .disabled) {
+        self.service = service
+        authenticator = Authenticator(clientTokens: service.configuration.clientTokens,
+                                      supportTokens: service.configuration.supportTokens)
+        self.logger = logger
+    }
+
+    /// Adds every route to `router`.
+    public func register(in router: inout HTTPRouter) {
+        router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
+            try await self.handle(request, scopes: [.client]) {
+                let result = try await self.service.create(try CreateOrderInput(json: request.body))
+                return Self.json(result.json, status: result.created ? 201 : 200)
+            }
+        }
+        router.add(.get, "/v1/orders/{out_trade_no}") { request in
+            try await self.handle(request, scopes: [.client, .support]) {
+                let wait = try Self.wait(request.query["wait"])
+                return Self.json(try await self.service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait))
+            }
+        }
+        router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
+            try await self.handle(request, scopes: [.client]) {
+                Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? ""))
+            }
+        }
+        router.add(.post, "/wechat/notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
+            let reply = await self.service.handleNotify(request.body)
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
+        }
+        router.add(.get, "/v1/support/orders") { request in
+            try await self.handle(request, scopes: [.support]) {
+                Self.json(try await self.service.supportLookup(
+                    outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
+                    userID: request.query["user_id"]))
+            }
+        }
+        router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {
+            request in
+            try await self.handle(request, scopes: [.support]) {
+                Self.json(try await self.service.recheck(request.pathParameters["out_trade_no"] ?? ""))
+            }
+        }
+        router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
+        router.add(.get, "/readyz") { _ in
+            await self.service.isReady()
+                ? .json(#"{"status":"ready"}"#)
+                : .json(#"{"status":"unavailable","reason":"database"}"#, status: 503)
+        }
+        router.addImmediate(.get, "/metrics") { _ in
+            HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                               body: Array(self.service.metrics.exposition().utf8))
+        }
+    }
+
+    /// Authentication comes first (before validation and before 404), then the handler; an
+    /// `APIError` becomes its JSON answer.
+    private func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
+                        _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
+        let started = ContinuousClock.now
+        let log = logger.with("request_id", String(request.requestID))
+        let response: HTTPServerResponse
+        let granted = authenticator.scopes(authorization: request.headers["Authorization"])
+        if granted.isEmpty {
+            response = Self.error(.unauthorized)
+        } else if granted.isDisjoint(with: allowed) {
+            response = Self.error(.forbidden)
+        } else {
+            do {
+                response = try await body()
+            } catch let error as APIError {
+                response = Self.error(error)
+            } catch {
+                log.error("unexpected failure", ["route": request.routeTemplate])
+                response = Self.error(.internalError)
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        log.info("request", ["method": request.method.rawValue, "route": request.routeTemplate,
+                             "status": String(response.status),
+                             "ms": String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)])
+        return response
+    }
+
+    static func wait(_ text: String?) throws(APIError) -> Double {
+        guard let text else { return 0 }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximumWait else {
+            throw .invalid("wait", "wait must be a number of seconds from 0 to 30")
+        }
+        return seconds
+    }
+
+    static func json(_ body: [UInt8], status: Int = 200) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
+    }
+
+    static func error(_ error: APIError) -> HTTPServerResponse {
+        var response = json(error.json, status: error.status)
+        if let retryAfter = error.retryAfter { response.headers["Retry-After"] = String(retryAfter) }
+        if error.status == 401 { response.headers["WWW-Authenticate"] = "Bearer" }
+        return response
+    }
+}
+
+extension OrderService {
+    /// Whether the database answers (for /readyz), within a second. The check runs detached, so a
+    /// store stuck behind a long write cannot hold the probe past its deadline.
+    public func isReady() async -> Bool {
+        let answer = ReadinessAnswer()
+        let store = self.store
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            answer.install(continuation)
+            Task { answer.resolve(await store.isHealthy()) }
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                answer.resolve(false)
+            }
+        }
+    }
+}
+
+/// The first of "healthy" or "deadline passed" answers the probe; the other is ignored.
+private final class ReadinessAnswer: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, result: Bool?)>((nil, nil))
+
+    func install(_ continuation: CheckedContinuation<Bool, Never>) {
+        let early = state.withLock { state -> Bool? in
+            if let result = state.result { return result }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    func resolve(_ value: Bool) {
+        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = value
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: value)
+    }
+}

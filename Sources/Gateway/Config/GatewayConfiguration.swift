@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import WeChatPay
+
+/// Everything the gateway is configured with, read from the environment (see the README's table).
+///
+/// With no `WXPAY_MCH_ID` the gateway runs in demo mode: the embedded WeChat Pay simulator answers
+/// WeChat's side in the same process with a published test merchant.
+public struct GatewayConfiguration: Sendable {
+    /// Where the order store lives.
+    public enum Database: Sendable, Hashable {
+        case sqlite(path: String)
+    }
+
+    /// The merchant as WeChat knows it.
+    public var appID: String
+    public var mchID: String
+    public var apiKey: APIKey
+    /// The algorithm new orders are signed with (default HMAC-SHA256); each order keeps the one it was
+    /// created with, and its notifies are verified with that one.
+    public var signType: SignType
+    /// WeChat's API base URL (default https://api.mch.weixin.qq.com).
+    public var apiBase: String
+    /// The cross-city backup (default https://api2.mch.weixin.qq.com).
+    public var apiBackupBase: String
+    /// The public URL WeChat posts payment notifies to.
+    public var notifyURL: String
+    /// host:port to listen on (default 127.0.0.1:8080).
+    public var listenHost: String
+    public var listenPort: Int
+    public var database: Database
+    /// Bearer tokens for the app backend (create, query, close) and for support staff (read, recheck).
+    public var clientTokens: [String]
+    public var supportTokens: [String]
+    /// Seconds between orderquery calls while a `wait` query is open (default 5).
+    public var pollInterval: Double
+    /// Demo mode: the embedded simulator plays WeChat.
+    public var demo: Bool
+
+    /// The test merchant of WeChat's own documentation, used in demo mode.
+    public static let demoAppID = "wxd930ea5d5a258f4f"
+    public static let demoMchID = "10000100"
+    public static let demoKey = "192006250b4c09247ec02edce69f6a2d"
+    public static let demoClientToken = "demo-client-token"
+    public static let demoSupportToken = "demo-support-token"
+
+    /// Reads the configuration; the first malformed variable stops start-up with its name.
+    public init(environment: Environment) throws(ConfigurationError) {
+        let listen = try environment.get("GATEWAY_LISTEN", default: ("127.0.0.1", 8080), expecting: "host:port",
+                                         Self.parseListen)
+        listenHost = listen.0
+        listenPort = listen.1
+        database = try environment.get("GATEWAY_DATABASE", default: .sqlite(path: "data/gateway.sqlite"),
+                                       expecting: "sqlite:PATH (PostgreSQL support is not built yet)", Self.parseDatabase)
+        signType = try environment.get("WXPAY_SIGN_TYPE", default: .hmacSHA256, expecting: "MD5 or HMAC-SHA256") {
+            SignType(rawValue: $0.uppercased())
+        }
+        pollInterval = try environment.get("GATEWAY_POLL_INTERVAL", default: 5, expecting: "seconds between 0.05 and 60") {
+            guard let value = Double($0), value >= 0.05, value <= 60 else { return nil }
+            return value
+        }
+        apiBase = try environment.get("WXPAY_API_BASE", default: "https://api.mch.weixin.qq.com",
+                                      expecting: "an http(s) URL without a path", Self.parseBase)
+        apiBackupBase = try environment.get("WXPAY_API_BACKUP_BASE", default: "https://api2.mch.weixin.qq.com",
+                                            expecting: "an http(s) URL without a path", Self.parseBase)
+
+        demo = environment.get("WXPAY_MCH_ID") == nil
+        if demo {
+            appID = environment.get("WXPAY_APP_ID") ?? Self.demoAppID
+            mchID = Self.demoMchID
+            apiKey = APIKey(environment.get("WXPAY_API_KEY") ?? Self.demoKey)
+        } else {
+            guard let appID = environment.get("WXPAY_APP_ID") else {
+                throw ConfigurationError(variable: "WXPAY_APP_ID", expected: "the Open Platform app id (set with WXPAY_MCH_ID)")
+            }
+            guard let key = environment.get("WXPAY_API_KEY") else {
+                throw ConfigurationError(variable: "WXPAY_API_KEY", expected: "the merchant's v2 API key (set with WXPAY_MCH_ID)")
+            }
+            self.appID = appID
+            mchID = environment.get("WXPAY_MCH_ID")!
+            apiKey = APIKey(key)
+            guard mchID.allSatisfy(\.isNumber) else {
+                throw ConfigurationError(variable: "WXPAY_MCH_ID", expected: "the merchant number (digits)")
+            }
+            guard key.utf8.count == 32 else {
+                throw ConfigurationError(variable: "WXPAY_API_KEY", expected: "32 characters")
+            }
+        }
+
+        let defaultNotify = "http://\(listenHost == "0.0.0.0" ? "127.0.0.1" : listenHost):\(listenPort)/wechat/notify"
+        notifyURL = try environment.get("WXPAY_NOTIFY_URL", default: defaultNotify,
+                                        expecting: "an http(s) URL without a query string") { text in
+            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
+                  url.query == nil else { return nil }
+            return text
+        }
+        if !demo && environment.get("WXPAY_NOTIFY_URL") == nil {
+            throw ConfigurationError(variable: "WXPAY_NOTIFY_URL", expected: "the public URL WeChat posts notifies to")
+        }
+
+        clientTokens = environment.list("GATEWAY_CLIENT_TOKENS")
+        supportTokens = environment.list("GATEWAY_SUPPORT_TOKENS")
+        if demo {
+            if clientTokens.isEmpty { clientTokens = [Self.demoClientToken] }
+            if supportTokens.isEmpty { supportTokens = [Self.demoSupportToken] }
+        } else if clientTokens.isEmpty {
+            throw ConfigurationError(variable: "GATEWAY_CLIENT_TOKENS", expected: "at least one bearer token")
+        }
+        for token in clientTokens + supportTokens where token.utf8.count < 8 {
+            let variable = clientTokens.contains(token) ? "GATEWAY_CLIENT_TOKENS" : "GATEWAY_SUPPORT_TOKENS"
+            throw ConfigurationError(variable: variable, expected: "tokens of at least 8 characters")
+        }
+    }
+
+    static func parseListen(_ text: String) -> (String, Int)? {
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            return nil
+        }
+        return (host, port)
+    }
+
+    static func parseDatabase(_ text: String) -> Database? {
+        guard text.hasPrefix("sqlite:") else { return nil }
+        let path = String(text.dropFirst("sqlite:".count))
+        return path.isEmpty ? nil : .sqlite(path: path)
+    }
+
+    static func parseBase(_ text: String) -> String? {
+        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
+              url.path.isEmpty || url.path == "/", url.query == nil else { return nil }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+}

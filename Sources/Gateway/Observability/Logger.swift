@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Synchronization
+
+/// A small structured logger in swift-log's shape: a value with a label, a level and metadata,
+/// writing through a `LogHandler`. Messages are autoclosures, built only when the level is enabled.
+///
+/// Secrets never go into a message or metadata: callers log order numbers, outcomes and request
+/// ids, never keys, tokens, signatures or bodies.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        case debug, info, notice, warning, error
+
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        public var description: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    public var label: String
+    public var level: Level
+    public var metadata: [String: String]
+    public var handler: any LogHandler
+
+    public init(label: String, level: Level = .info, metadata: [String: String] = [:],
+                handler: any LogHandler = NoOpLogHandler()) {
+        self.label = label
+        self.level = level
+        self.metadata = metadata
+        self.handler = handler
+    }
+
+    /// A logger that writes nothing; libraries default to it.
+    public static let disabled = Logger(label: "disabled", level: .error, handler: NoOpLogHandler())
+
+    /// A copy with more metadata, e.g. the request id.
+    public func with(_ key: String, _ value: String) -> Logger {
+        var copy = self
+        copy.metadata[key] = value
+        return copy
+    }
+
+    public func log(_ level: Level, _ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) {
+        guard level >= self.level else { return }
+        handler.write(LogRecord(date: Date(), level: level, label: label, message: message(),
+                                metadata: self.metadata.merging(metadata) { $1 }))
+    }
+
+    public func debug(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.debug, message(), metadata) }
+    public func info(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.info, message(), metadata) }
+    public func notice(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.notice, message(), metadata) }
+    public func warning(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.warning, message(), metadata) }
+    public func error(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.error, message(), metadata) }
+}
+
+/// One log line before formatting.
+public struct LogRecord: Sendable {
+    public var date: Date
+    public var level: Logger.Level
+    public var label: String
+    public var message: String
+    public var metadata: [String: String]
+}
+
+/// Where log records go.
+public protocol LogHandler: Sendable {
+    func write(_ record: LogRecord)
+}
+
+public struct NoOpLogHandler: LogHandler {
+    public init() {}
+    public func write(_ record: LogRecord) {}
+}
+
+/// One JSON object per line on standard error: `{"ts","level","logger","msg",…metadata}`.
+public struct JSONLinesLogHandler: LogHandler {
+    public init() {}
+
+    public func write(_ record: LogRecord) {
+        var object: [String: String] = record.metadata
+        object["ts"] = Timestamp.rfc3339(record.date)
+        object["level"] = record.level.description
+        object["logger"] = record.label
+        object["msg"] = record.message
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        data.append(0x0A)
+        FileHandle.standardError.write(data)
+    }
+}
+
+/// Keeps records in memory, for tests that assert what was logged.
+public final class InMemoryLogHandler: LogHandler {
+    private let records = Mutex<[LogRecord]>([])
+
+    public init() {}
+    public func write(_ record: LogRecord) { records.withLock { $0.append(record) } }
+    public var all: [LogRecord] { records.withLock { $0 } }
+}

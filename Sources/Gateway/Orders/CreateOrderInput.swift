@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A validated `POST /v1/orders` body. Everything WeChat would refuse is refused here first, so
+/// invalid requests never reach WeChat.
+public struct CreateOrderInput: Sendable, Hashable {
+    public var amount: Int
+    public var description: String
+    public var clientIP: String
+    public var outTradeNo: String?
+    public var attach: String?
+    public var userID: String?
+    public var productID: String?
+    public var expiresIn: Int
+
+    public static let defaultExpiresIn = 7200
+    static let allowedFields: Set<String> = [
+        "amount", "description", "client_ip", "out_trade_no", "attach", "user_id", "product_id", "expires_in",
+    ]
+
+    public init(amount: Int, description: String, clientIP: String, outTradeNo: String? = nil, attach: String? = nil,
+                userID: String? = nil, productID: String? = nil, expiresIn: Int = CreateOrderInput.defaultExpiresIn) {
+        self.amount = amount
+        self.description = description
+        self.clientIP = clientIP
+        self.outTradeNo = outTradeNo
+        self.attach = attach
+        self.userID = userID
+        self.productID = productID
+        self.expiresIn = expiresIn
+    }
+
+    /// Parses and validates a JSON body; the error names the first offending field.
+    public init(json body: [UInt8]) throws(APIError) {
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)) else {
+            throw .invalid(nil, "the body must be a JSON object")
+        }
+        if let unknown = object.keys.sorted().first(where: { !Self.allowedFields.contains($0) }) {
+            throw .invalid(Self.printableField(unknown), "unknown field")
+        }
+        amount = try Self.integer(object, "amount", required: true, range: 1...1_000_000_000) ?? 0
+        description = try Self.string(object, "description", required: true, bytes: 1...127) ?? ""
+        clientIP = try Self.string(object, "client_ip", required: true, bytes: 2...45) ?? ""
+        guard Self.isIPAddress(clientIP) else { throw .invalid("client_ip", "client_ip must be an IPv4 or IPv6 address") }
+        outTradeNo = try Self.string(object, "out_trade_no", required: false, bytes: 6...32)
+        if let outTradeNo, !Self.isValidOutTradeNo(outTradeNo) {
+            throw .invalid("out_trade_no", "out_trade_no may contain only 0-9 A-Z a-z _ - | *")
+        }
+        attach = try Self.string(object, "attach", required: false, bytes: 0...127)
+        userID = try Self.string(object, "user_id", required: false, bytes: 0...64)
+        productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
+        expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
+    }
+
+    /// The canonical form of every parameter the client chose, for idempotency: the same
+    /// out_trade_no with a different digest is a conflict.
+    public var parametersDigest: String {
+        let parts = [String(amount), description, clientIP, attach ?? "", userID ?? "", productID ?? "", String(expiresIn)]
+        // Length-prefixed so no two different parameter sets join to the same text.
+        return parts.map { "\($0.utf8.count):\($0)" }.joined(separator: "|")
+    }
+
+    // MARK: - Field rules
+
+    private static func integer(_ object: [String: JSONValue], _ name: String, required: Bool,
+                                range: ClosedRange<Int>) throws(APIError) -> Int? {
+        guard let raw = object[name], raw != .null else {
+            if required { throw .invalid(name, "\(name) is required") }
+            return nil
+        }
+        // Fen are integers: 1.5, "100" and true are client bugs, not amounts.
+        guard case .int(let value) = raw else { throw .invalid(name, "\(name) must be an integer") }
+        guard range.contains(value) else {
+            throw .invalid(name, "\(name) must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return value
+    }
+
+    private static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
+                               bytes: ClosedRange<Int>) throws(APIError) -> String? {
+        guard let raw = object[name], raw != .null else {
+            if required { throw .invalid(name, "\(name) is required") }
+            return nil
+        }
+        guard case .string(let value) = raw else { throw .invalid(name, "\(name) must be a string") }
+        guard bytes.contains(value.utf8.count) else {
+            throw .invalid(name, "\(name) must be \(bytes.lowerBound) to \(bytes.upperBound) bytes of UTF-8")
+        }
+        // WeChat's XML cannot carry most control characters, and they have no business in these fields.
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw .invalid(name, "\(name) must not contain control characters")
+        }
+        return value.isEmpty && !required ? nil : value
+    }
+
+    static func isValidOutTradeNo(_ value: String) -> Bool {
+        (6...32).contains(value.utf8.count) && value.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "|")
+                || byte == UInt8(ascii: "*")
+        }
+    }
+
+    static func isIPAddress(_ value: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, value, &v4) == 1 || inet_pton(AF_INET6, value, &v6) == 1
+    }
+
+    /// An unknown field's name is echoed only when it is short and plain.
+    private static func printableField(_ name: String) -> String? {
+        name.utf8.count <= 32 && name.utf8.allSatisfy({ $0 >= 0x21 && $0 < 0x7F }) ? name : nil
+    }
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import WeChatPay
+
+extension OrderService {
+    /// Handles a payment notify: strict XML, the order's own signature algorithm, appid and mch_id,
+    /// result_code, and total_fee equal to the order's amount; then the one door. Answers SUCCESS
+    /// only once the change is durable (or was already made), FAIL otherwise — and then nothing
+    /// has changed, so WeChat's retry (or the reconciler) gets another chance.
+    public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
+        let fields: Fields
+        do {
+            fields = try PaymentNotification.decode(body)
+        } catch {
+            return rejected(reason: error.shortDescription)
+        }
+        guard let outTradeNo = PaymentNotification.claimedOutTradeNo(in: fields) else {
+            return rejected(reason: "no_out_trade_no")
+        }
+        let order: OrderRecord
+        do {
+            guard let found = try await store.order(outTradeNo) else { return rejected(reason: "unknown_order") }
+            order = found
+        } catch {
+            return rejected(reason: "storage_error")
+        }
+        let outcome: PaymentNotifyOutcome
+        do {
+            outcome = try PaymentNotification.verify(
+                fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+                signer: Signer(key: configuration.apiKey),
+                expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
+        } catch {
+            return await reject(order, reason: error.shortDescription)
+        }
+        let at = now()
+        switch outcome {
+        case .failed(let failure):
+            // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
+            _ = try? await store.appendEvent(outTradeNo, kind: "notify_received",
+                                             detail: "result_code=FAIL \(failure.errCode ?? "")", at: at)
+            metrics.increment("wxpay_notifies_total", ["outcome": "payment_failed"])
+            return NotifyReply.success.bytes
+        case .paid(let payment):
+            guard payment.matches(amount: order.amount) else {
+                // A correctly signed notify for another amount means a leaked key or a bug: never settle it.
+                return await reject(order, reason: "amount_mismatch")
+            }
+            do {
+                let result = try await settlement.settlePaid(
+                    order, transactionID: payment.transactionID, paidAt: payment.timeEndDate,
+                    amount: payment.totalFee, source: "notify")
+                _ = try await store.touch(outTradeNo, .lastNotify, at: at)
+                _ = try await store.appendEvent(outTradeNo, kind: "notify_received",
+                                                detail: result.didChange ? "settled" : "duplicate", at: at)
+                if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
+                    // Not settled and not already paid: let WeChat retry rather than lose it.
+                    metrics.increment("wxpay_notifies_total", ["outcome": "not_settled"])
+                    return NotifyReply.fail("order not settled").bytes
+                }
+                metrics.increment("wxpay_notifies_total", ["outcome": result.didChange ? "settled" : "duplicate"])
+                return NotifyReply.success.bytes
+            } catch {
+                logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
+                metrics.increment("wxpay_notifies_total", ["outcome": "storage_error"])
+                return NotifyReply.fail("try again").bytes
+            }
+        }
+    }
+
+    /// Refuses a notify: nothing changes; the reason is counted, logged and, for a known order,
+    /// written to its timeline.
+    private func reject(_ order: OrderRecord, reason: String) async -> [UInt8] {
+        _ = try? await store.appendEvent(order.outTradeNo, kind: "notify_rejected", detail: reason, at: now())
+        return rejected(reason: reason)
+    }
+
+    private func rejected(reason: String) -> [UInt8] {
+        metrics.increment("wxpay_notifies_total", ["outcome": "rejected", "reason": reason])
+        logger.warning("payment notify rejected", ["reason": reason])
+        return NotifyReply.fail("rejected").bytes
+    }
+}

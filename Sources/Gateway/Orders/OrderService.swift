@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Synchronization
+import WeChatPay
+
+/// The product's order flows: create, notify, query with polling, close, support lookup and
+/// recheck. Every change of state goes through `Settlement`, the one door; everything WeChat says
+/// is verified by the protocol core before it is believed.
+public final class OrderService: Sendable {
+    let configuration: GatewayConfiguration
+    let store: any OrderStore
+    let metrics: MetricsRegistry
+    let logger: Logger
+    let signals = OrderSignals()
+    let settlement: Settlement
+    let upstream: Upstream
+    let now: @Sendable () -> Date
+    /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
+    /// port 0 reports once it listens (demo mode and tests).
+    private let notifyURLOverride = Mutex<String?>(nil)
+    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
+
+    /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
+    /// binding; a configured `WXPAY_NOTIFY_URL` should not be overridden.
+    public func useNotifyURL(_ url: String) {
+        notifyURLOverride.withLock { $0 = url }
+    }
+
+    /// How long WeChat keeps a prepay_id (2 hours); a re-entry after that asks for a fresh one.
+    static let prepayLifetime: TimeInterval = 2 * 3600
+    /// WeChat does not close an order within 5 minutes of its creation.
+    static let minimumAgeToClose: TimeInterval = 5 * 60
+
+    /// - Parameters:
+    ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode and tests).
+    ///   - now: the clock; tests move it.
+    public init(configuration: GatewayConfiguration, store: any OrderStore, transport: any WeChatPayTransport,
+                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
+                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
+        self.configuration = configuration
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
+        upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
+                            logger: logger)
+        Self.describeMetrics(metrics)
+    }
+
+    // MARK: - Create
+
+    /// What `create` answers: the order and whether this call created it (201) or found it (200).
+    public struct Created: Sendable {
+        public var created: Bool
+        var view: OrderView
+        public var json: [UInt8] { JSON.encode(view) }
+    }
+
+    /// Creates the order, or answers the existing one for an identical replay.
+    public func create(_ input: CreateOrderInput) async throws(APIError) -> Created {
+        let createdAt = now()
+        let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
+        let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
+        let record = OrderRecord(
+            outTradeNo: outTradeNo, amount: input.amount, description: input.description, clientIP: input.clientIP,
+            attach: input.attach, userID: input.userID, productID: input.productID,
+            signType: configuration.signType.rawValue, timeExpire: BeijingTime.format(expiresAt),
+            expiresAt: expiresAt, createdAt: createdAt, parametersDigest: input.parametersDigest)
+        let result = try await storage { () throws(StorageError) in
+            try await self.store.create(record, event: NewOrderEvent(
+                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn)", at: createdAt))
+        }
+        switch result {
+        case .conflict:
+            metrics.increment("wxpay_orders_created_total", ["outcome": "conflict"])
+            throw .conflict("this out_trade_no was used with different parameters")
+        case .created(let order):
+            metrics.increment("wxpay_orders_created_total", ["outcome": "created"])
+            return Created(created: true, view: try await prepare(order))
+        case .existing(let order):
+            guard !order.state.isFinal else {
+                metrics.increment("wxpay_orders_created_total", ["outcome": "conflict"])
+                throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
+            }
+            metrics.increment("wxpay_orders_created_total", ["outcome": "replayed"])
+            return Created(created: false, view: try await prepare(order))
+        }
+    }
+
+    /// Makes sure the order has a live prepay_id (one unifiedorder per order at a time, however
+    /// many identical creates arrive) and signs the app parameters.
+    private func prepare(_ order: OrderRecord) async throws(APIError) -> OrderView {
+        var order = order
+        if !hasLivePrepay(order) {
+            let outTradeNo = order.outTradeNo
+            let outcome = await upstream.prepays.run(outTradeNo) { [self] in
+                await self.requestPrepay(outTradeNo)
+            }
+            order = try outcome.get()
+        }
+        guard let prepayID = order.prepayID, let issuedAt = order.prepayIssuedAt else { throw .internalError }
+        var view = OrderView(order)
+        view.prepayID = prepayID
+        view.appParams = try appParameters(order, prepayID: prepayID, issuedAt: issuedAt)
+        return view
+    }
+
+    private func hasLivePrepay(_ order: OrderRecord) -> Bool {
+        guard order.prepayID != nil, let issuedAt = order.prepayIssuedAt else { return false }
+        return now().timeIntervalSince(issuedAt) < Self.prepayLifetime
+    }
+
+    /// One unifiedorder (with retries on the same parameters) for the order as stored.
+    private func requestPrepay(_ outTradeNo: String) async -> Result<OrderRecord, APIError> {
+        do {
+            // Re-read: a concurrent caller may have stored a prepay_id while this one waited.
+            guard let order = try await store.order(outTradeNo) else { return .failure(.orderNotFound) }
+            if hasLivePrepay(order) { return .success(order) }
+            let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
+            let issuedAt = now()
+            guard let updated = try await store.setPrepay(outTradeNo, prepayID: response.prepayID, issuedAt: issuedAt)
+            else { return .failure(.orderNotFound) }
+            _ = try await store.appendEvent(outTradeNo, kind: "prepay", detail: "prepay_id issued", at: issuedAt)
+            return .success(updated)
+        } catch let error as APIError {
+            return .failure(error)
+        } catch let error as WeChatPayError {
+            return .failure(await upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
+        } catch {
+            logger.error("storage failure during create", ["error": "\(error)"])
+            return .failure(.internalError)
+        }
+    }
+
+    /// What the API answers when WeChat refused or failed; some answers also change the order.
+    private func upstreamFailure(_ error: WeChatPayError, outTradeNo: String, api: String) async -> APIError {
+        let at = now()
+        _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: error.shortDescription, at: at)
+        switch error.advice {
+        case .treatAsPaid:
+            // ORDERPAID: WeChat says it is paid; believe it only after a verified orderquery.
+            _ = await refresh(outTradeNo, reason: "\(api) answered ORDERPAID")
+            return .conflict("the order with this out_trade_no is already paid")
+        case .treatAsClosed:
+            if let order = try? await store.order(outTradeNo) {
+                _ = try? await settlement.close(order, detail: "\(api) answered ORDERCLOSED")
+            }
+            return .conflict("the order with this out_trade_no is closed")
+        default:
+            break
+        }
+        if error.isRetryable || error.mayHaveTakenEffect || error.kind == .transport || error.kind == .httpStatus
+            || error.kind == .malformedResponse || error.kind == .badSignature
+        {
+            return .upstreamUnavailable
+        }
+        if let code = error.errorCode {
+            return .upstreamRejected(code.rawValue, "WeChat Pay refused the request (\(code.rawValue))")
+        }
+        return .upstreamRejected("RETURN_FAIL", "WeChat Pay refused the request")
+    }
+
+    private func appParameters(_ order: OrderRecord, prepayID: String, issuedAt: Date) throws(APIError) -> AppPayParameters {
+        let signType = SignType(rawValue: order.signType) ?? configuration.signType
+        let signer = Signer(key: configuration.apiKey)
+        // The app's noncestr is derived from the prepay_id under our key, and the timestamp is the
+        // prepay's issue time, so every identical create answers byte-identical parameters.
+        let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "app-noncestr"], type: .md5)
+        do {
+            return try AppPayParameters(
+                appID: configuration.appID, partnerID: configuration.mchID, prepayID: prepayID, nonce: nonce,
+                timestamp: Int(issuedAt.timeIntervalSince1970), signType: signType, signer: signer)
+        } catch {
+            logger.error("app parameters could not be signed", ["error": "\(error)"])
+            throw .internalError
+        }
+    }
+
+    /// A fresh out_trade_no: Beijing date and time plus 12 random characters (26 in all).
+    static func generateOutTradeNo(at date: Date) -> String {
+        BeijingTime.format(date) + String(RandomNonceSource().nextNonce().prefix(12))
+    }
+
+    // MARK: - Query
+
+    /// The order, optionally waiting up to `wait` seconds for it to become final: WeChat is asked at
+    /// once and then every poll interval, and a notify arriving meanwhile answers at once.
+    public func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
+        guard var order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
+            throw .orderNotFound
+        }
+        if wait > 0 && !order.state.isFinal {
+            order = await waitForFinal(order, seconds: wait)
+        }
+        return JSON.encode(OrderView(order))
+    }
+
+    private func waitForFinal(_ initial: OrderRecord, seconds: Double) async -> OrderRecord {
+        metrics.add("wxpay_waits_open", 1)
+        defer { metrics.add("wxpay_waits_open", -1) }
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        var order = initial
+        while !order.state.isFinal {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else { break }
+            // Ask WeChat unless someone did within the poll interval; the query runs detached, so a
+            // hanging WeChat never holds this answer past its deadline.
+            let outTradeNo = order.outTradeNo
+            let nextPoll = upstream.scheduleQuery(outTradeNo, interval: configuration.pollInterval) { [self] in
+                _ = await self.refresh(outTradeNo, reason: "wait")
+            }
+            let sleep = min(remaining, nextPoll)
+            _ = await signals.wait(for: order.outTradeNo, seconds: max(0.001, Double(sleep.components.seconds)
+                + Double(sleep.components.attoseconds) * 1e-18))
+            if let latest = try? await store.order(order.outTradeNo) { order = latest }
+        }
+        return order
+    }
+
+    /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
+    @discardableResult
+    func refresh(_ outTradeNo: String, reason: String) async -> OrderRecord? {
+        await upstream.queries.run(outTradeNo) { [self] in
+            await self.queryAndSettle(outTradeNo, reason: reason)
+        }
+    }
+
+    private func queryAndSettle(_ outTradeNo: String, reason: String) async -> OrderRecord? {
+        guard let order = try? await store.order(outTradeNo) else { return nil }
+        guard !order.state.isFinal else { return order }
+        do {
+            let response = try await upstream.orderQuery(for: order)
+            let at = now()
+            _ = try? await store.touch(outTradeNo, .lastQueried, at: at)
+            _ = try? await store.appendEvent(
+                outTradeNo, kind: "orderquery", detail: "\(reason): trade_state=\(response.tradeState.rawValue)", at: at)
+            return await settlement.apply(response, to: order, source: "orderquery") ?? order
+        } catch {
+            _ = try? await store.appendEvent(outTradeNo, kind: "orderquery_failed", detail: "\(reason): \(error.shortDescription)",
+                                             at: now())
+            return order
+        }
+    }
+
+    // MARK: - Close
+
+    /// Closes the order with WeChat; an order WeChat says is paid is settled as paid instead.
+    public func close(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
+            throw .orderNotFound
+        }
+        if order.state.isFinal { return JSON.encode(OrderView(order)) }
+        let age = now().timeIntervalSince(order.createdAt)
+        guard age >= Self.minimumAgeToClose else {
+            throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
+        }
+        let result: OrderRecord
+        do {
+            let response = try await upstream.closeOrder(for: order)
+            switch response.outcome {
+            case .closed, .alreadyClosed:
+                result = (try? await settlement.close(order, detail: "closeorder")) ?? order
+            case .alreadyPaid:
+                // ORDERPAID: settled only on a verified orderquery answer, never on closeorder's word.
+                result = await refresh(outTradeNo, reason: "closeorder answered ORDERPAID") ?? order
+            }
+        } catch {
+            if error.errorCode == .orderNotExist {
+                // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
+                result = (try? await settlement.close(order, detail: "closeorder: ORDERNOTEXIST")) ?? order
+            } else {
+                throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
+            }
+        }
+        return JSON.encode(OrderView(result))
+    }
+
+    // MARK: - Support
+
+    /// Orders found by one identifier, each with its event timeline.
+    public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?) async throws(APIError) -> [UInt8] {
+        let orders: [OrderRecord]
+        if let outTradeNo {
+            orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
+        } else if let transactionID {
+            orders = try await storage { () throws(StorageError) in try await self.store.orders(transactionID: transactionID) }
+        } else if let userID {
+            orders = try await storage { () throws(StorageError) in try await self.store.orders(userID: userID) }
+        } else {
+            throw .invalid(nil, "give one of out_trade_no, transaction_id or user_id")
+        }
+        var views: [OrderView] = []
+        for order in orders {
+            var view = OrderView(order)
+            view.userID = order.userID
+            view.prepayID = order.prepayID
+            view.flags = order.flags.map(\.rawValue).sorted()
+            view.events = try await storage { () throws(StorageError) in try await self.store.events(order.outTradeNo) }
+                .map(EventView.init)
+            views.append(view)
+        }
+        struct Lookup: Encodable { var orders: [OrderView] }
+        return JSON.encode(Lookup(orders: views))
+    }
+
+    /// Asks WeChat about the order now and settles the answer.
+    public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        guard try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) != nil else {
+            throw .orderNotFound
+        }
+        _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
+        let order = await refresh(outTradeNo, reason: "support recheck")
+        guard let order else { throw .orderNotFound }
+        return JSON.encode(OrderView(order))
+    }
+
+    // MARK: - Helpers
+
+    /// Runs a store operation, turning a storage failure into a 500 without leaking its details.
+    func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
+        do {
+            return try await operation()
+        } catch {
+            logger.error("storage failure", ["error": error.shortDescription])
+            metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
+            throw .internalError
+        }
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_orders_created_total", type: "counter", help: "Order creations by outcome.")
+        metrics.describe("wxpay_notifies_total", type: "counter", help: "Payment notifies by outcome.")
+        metrics.describe("wxpay_upstream_calls_total", type: "counter", help: "Calls to WeChat Pay by API and outcome.")
+        metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
+        metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
+        metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
+        metrics.set("wxpay_waits_open", to: 0)
+    }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import WeChatPay
+
+/// An order as the API shows it. Timestamps are RFC 3339 with an offset; `state` is WeChat's
+/// trade_state vocabulary; `final` says whether it can still change.
+struct OrderView: Encodable, Sendable {
+    var outTradeNo: String
+    var state: String
+    var amount: Int
+    var description: String
+    var transactionID: String?
+    var paidAt: String?
+    var createdAt: String
+    var expiresAt: String
+    var final: Bool
+    var prepayID: String?
+    var appParams: AppPayParameters?
+    var userID: String?
+    var flags: [String]?
+    var events: [EventView]?
+
+    enum CodingKeys: String, CodingKey {
+        case outTradeNo = "out_trade_no", state, amount, description, transactionID = "transaction_id"
+        case paidAt = "paid_at", createdAt = "created_at", expiresAt = "expires_at", final
+        case prepayID = "prepay_id", appParams = "app_params", userID = "user_id", flags, events
+    }
+
+    init(_ record: OrderRecord) {
+        outTradeNo = record.outTradeNo
+        state = record.state.rawValue
+        amount = record.amount
+        description = record.description
+        transactionID = record.transactionID
+        paidAt = record.paidAt.map(Timestamp.rfc3339)
+        createdAt = Timestamp.rfc3339(record.createdAt)
+        expiresAt = Timestamp.rfc3339(record.expiresAt)
+        final = record.state.isFinal
+    }
+
+    /// Always encodes `transaction_id` and `paid_at` (null until paid), so clients see one shape.
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(outTradeNo, forKey: .outTradeNo)
+        try c.encode(state, forKey: .state)
+        try c.encode(amount, forKey: .amount)
+        try c.encode(description, forKey: .description)
+        try c.encode(transactionID, forKey: .transactionID)
+        try c.encode(paidAt, forKey: .paidAt)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(expiresAt, forKey: .expiresAt)
+        try c.encode(final, forKey: .final)
+        try c.encodeIfPresent(prepayID, forKey: .prepayID)
+        try c.encodeIfPresent(appParams, forKey: .appParams)
+        try c.encodeIfPresent(userID, forKey: .userID)
+        try c.encodeIfPresent(flags, forKey: .flags)
+        try c.encodeIfPresent(events, forKey: .events)
+    }
+}
+
+/// One entry of an order's support timeline.
+struct EventView: Encodable, Sendable {
+    var at: String
+    var kind: String
+    var detail: String
+
+    init(_ event: OrderEvent) {
+        at = Timestamp.rfc3339(event.at)
+        kind = event.kind
+        detail = event.detail
+    }
+}
+
+enum JSON {
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? Array(encoder.encode(value))) ?? Array("{}".utf8)
+    }
+}

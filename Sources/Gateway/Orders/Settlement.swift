@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import WeChatPay
+
+/// The one door to SUCCESS. Notify, query, close and (later) the reconciler and the bill all settle
+/// through here: one conditional transition in the store, the `order.paid` outbox event in the
+/// same transaction, and only the caller whose transition changed the state announces it.
+struct Settlement: Sendable {
+    let store: any OrderStore
+    let signals: OrderSignals
+    let metrics: MetricsRegistry
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// Settles the order as paid with what WeChat said (a verified notify or orderquery answer).
+    /// The amount must equal the order's; an order closed locally is still settled, and flagged.
+    func settlePaid(_ order: OrderRecord, transactionID: String, paidAt: Date?, amount: Int,
+                    source: String) async throws(StorageError) -> TransitionResult {
+        guard amount == order.amount else {
+            metrics.increment("wxpay_amount_mismatches_total", ["source": source])
+            logger.warning("WeChat reported another amount than the order's; not settled",
+                           ["out_trade_no": order.outTradeNo, "source": source])
+            _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
+                                            detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
+            return .unchanged(order)
+        }
+        let at = now()
+        let outbox = paidEvent(order, transactionID: transactionID, paidAt: paidAt ?? at, at: at)
+        var result = try await store.transition(
+            order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
+            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at)
+        if case .unchanged(let current) = result, current.state == .closed {
+            // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person.
+            result = try await store.transition(
+                order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt ?? at,
+                expectedAmount: amount, detail: "\(source) (paid after close)", outbox: outbox,
+                addingFlags: [.paidAfterClose], at: at)
+        }
+        announce(result, source: source)
+        return result
+    }
+
+    /// Applies a verified orderquery answer; returns the order afterwards.
+    func apply(_ response: OrderQueryResponse, to order: OrderRecord, source: String) async -> OrderRecord? {
+        guard response.outTradeNo == order.outTradeNo else {
+            logger.error("orderquery answered about another order", ["out_trade_no": order.outTradeNo])
+            return order
+        }
+        do {
+            switch response.tradeState {
+            case .success, .refund:
+                guard let transactionID = response.transactionID, let totalFee = response.totalFee else { return order }
+                var result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
+                                                  amount: totalFee, source: source)
+                if response.tradeState == .refund, let paid = result.record, paid.state == .success {
+                    result = try await store.transition(order.outTradeNo, to: .refund, from: [.success],
+                                                        detail: source, at: now())
+                    announce(result, source: source)
+                }
+                return result.record
+            case .closed:
+                return try await transition(order, to: .closed, source: source)
+            case .payError:
+                return try await transition(order, to: .payError, source: source)
+            case .revoked:
+                return try await transition(order, to: .revoked, source: source)
+            default:
+                return order
+            }
+        } catch {
+            logger.error("storage failure while settling", ["out_trade_no": order.outTradeNo, "error": error.shortDescription])
+            return nil
+        }
+    }
+
+    /// Closes an unpaid order locally (WeChat closed it, or said it never had it).
+    func close(_ order: OrderRecord, detail: String) async throws(StorageError) -> OrderRecord {
+        try await transition(order, to: .closed, source: detail)
+    }
+
+    private func transition(_ order: OrderRecord, to state: OrderState, source: String) async throws(StorageError) -> OrderRecord {
+        let result = try await store.transition(order.outTradeNo, to: state, from: OrderState.open, detail: source, at: now())
+        announce(result, source: source)
+        return result.record ?? order
+    }
+
+    private func announce(_ result: TransitionResult, source: String) {
+        guard case .changed(let record) = result else { return }
+        metrics.increment("wxpay_settlements_total", ["source": Self.label(source), "state": record.state.rawValue])
+        logger.info("order state changed", ["out_trade_no": record.outTradeNo, "state": record.state.rawValue,
+                                            "source": source])
+        signals.wake(record.outTradeNo)
+    }
+
+    /// Metric labels stay a small fixed set whatever the detail text says.
+    private static func label(_ source: String) -> String {
+        for known in ["notify", "orderquery", "closeorder", "reconcile", "bill"] where source.hasPrefix(known) { return known }
+        return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"
+    }
+
+    /// The `order.paid` event the fulfilment webhook delivers: `{"id","type","created_at","data"}`.
+    private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date) -> OutboxEvent {
+        let id = "evt_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        struct Payload: Encodable {
+            var id: String
+            var type = "order.paid"
+            var created_at: String
+            var data: Data
+            struct Data: Encodable {
+                var out_trade_no: String, transaction_id: String, amount: Int, description: String
+                var user_id: String?, product_id: String?, attach: String?, paid_at: String
+            }
+        }
+        let payload = Payload(id: id, created_at: Timestamp.rfc3339(at), data: .init(
+            out_trade_no: order.outTradeNo, transaction_id: transactionID, amount: order.amount,
+            description: order.description, user_id: order.userID, product_id: order.productID, attach: order.attach,
+            paid_at: Timestamp.rfc3339(paidAt)))
+        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
+                           payload: String(decoding: JSON.encode(payload), as: UTF8.self), createdAt: at,
+                           nextAttemptAt: at)
+    }
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Synchronization
+import WeChatPay
+
+/// The gateway's side of every call to WeChat Pay: one client per signature algorithm (an order is
+/// always spoken about with the algorithm it was created with), retries that repeat the identical
+/// request, single-flight per order, and metrics by API and outcome.
+final class Upstream: Sendable {
+    private let clients: [SignType: WeChatPayClient]
+    private let metrics: MetricsRegistry
+    private let logger: Logger
+    /// One unifiedorder per order at a time: N identical concurrent creates make one upstream call.
+    let prepays = SingleFlight<String, Result<OrderRecord, APIError>>()
+    /// One orderquery per order at a time, shared by every waiting client, the recheck and the sweeps.
+    let queries = SingleFlight<String, OrderRecord?>()
+    /// When each order was last asked about, so polling asks at most once per poll interval.
+    private let lastQueried = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    /// Attempts for a call whose failure says "same request again" (SYSTEMERROR, timeouts, 5xx).
+    static let attempts = 3
+    static let backoff: [Duration] = [.milliseconds(200), .milliseconds(600)]
+
+    init(configuration: GatewayConfiguration, transport: any WeChatPayTransport, nonces: any NonceSource,
+         metrics: MetricsRegistry, logger: Logger) {
+        var clients: [SignType: WeChatPayClient] = [:]
+        for type in SignType.allCases {
+            let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID,
+                                               key: configuration.apiKey, signType: type)
+            clients[type] = WeChatPayClient(merchant: merchant, transport: transport, nonces: nonces)
+        }
+        self.clients = clients
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    private func client(for order: OrderRecord) -> WeChatPayClient {
+        clients[SignType(rawValue: order.signType) ?? .hmacSHA256]!
+    }
+
+    /// unifiedorder for the order exactly as stored: every retry, replay and prepay refresh sends
+    /// the same parameters (time_expire included); only nonce_str and sign change.
+    func unifiedOrder(for order: OrderRecord, notifyURL: String) async throws(WeChatPayError) -> UnifiedOrderResponse {
+        let request = UnifiedOrderRequest(
+            body: order.description, outTradeNo: order.outTradeNo, totalFee: order.amount,
+            spbillCreateIP: order.clientIP, notifyURL: notifyURL, tradeType: .app, attach: order.attach,
+            timeExpire: BeijingTime.parse(order.timeExpire), productID: order.productID)
+        return try await withRetries(api: "unifiedorder") { () throws(WeChatPayError) in
+            try await self.client(for: order).send(request)
+        }
+    }
+
+    func orderQuery(for order: OrderRecord) async throws(WeChatPayError) -> OrderQueryResponse {
+        try await withRetries(api: "orderquery", attempts: 1) { () throws(WeChatPayError) in
+            try await self.client(for: order).send(OrderQueryRequest(outTradeNo: order.outTradeNo))
+        }
+    }
+
+    func closeOrder(for order: OrderRecord) async throws(WeChatPayError) -> CloseOrderResponse {
+        try await withRetries(api: "closeorder") { () throws(WeChatPayError) in
+            try await self.client(for: order).send(CloseOrderRequest(outTradeNo: order.outTradeNo))
+        }
+    }
+
+    /// Starts `query` for `key` unless one ran within `interval` seconds or is running; returns how
+    /// long until the next poll is due.
+    func scheduleQuery(_ key: String, interval: Double, _ query: @escaping @Sendable () async -> Void) -> Duration {
+        let period = Duration.seconds(interval)
+        let now = ContinuousClock.now
+        let start = lastQueried.withLock { last -> Bool in
+            if let previous = last[key], now - previous < period { return false }
+            if queries.isRunning(key) { return false }
+            last[key] = now
+            if last.count > 50_000 { last = last.filter { now - $0.value < period } }
+            return true
+        }
+        if start { Task { await query() } }
+        let previous = lastQueried.withLock { $0[key] } ?? now
+        return max(.milliseconds(1), period - (now - previous))
+    }
+
+    /// Calls `operation`, repeating it (the identical request) while WeChat's answer says so, and
+    /// records each call's outcome and latency.
+    private func withRetries<T>(api: String, attempts: Int = Upstream.attempts,
+                                _ operation: () async throws(WeChatPayError) -> T) async throws(WeChatPayError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let started = ContinuousClock.now
+            do {
+                let value = try await operation()
+                record(api: api, outcome: "success", since: started)
+                return value
+            } catch {
+                record(api: api, outcome: error.shortDescription, since: started)
+                guard attempt < attempts, Self.shouldRepeat(error) else { throw error }
+                logger.notice("repeating an upstream call with identical parameters",
+                              ["api": api, "attempt": String(attempt), "error": error.shortDescription])
+                try? await Task.sleep(for: Self.backoff[min(attempt - 1, Self.backoff.count - 1)])
+            }
+        }
+    }
+
+    /// Whether sending the identical request again is right: WeChat asks for it (SYSTEMERROR,
+    /// BIZERR_NEED_RETRY) or the answer never arrived intact (transport, 5xx, malformed, bad sign).
+    static func shouldRepeat(_ error: WeChatPayError) -> Bool {
+        if error.advice == .retrySameParameters { return true }
+        switch error.kind {
+        case .transport, .httpStatus, .malformedResponse, .badSignature: return true
+        default: return false
+        }
+    }
+
+    private func record(api: String, outcome: String, since started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        metrics.increment("wxpay_upstream_calls_total", ["api": api, "outcome": outcome])
+        metrics.observe("wxpay_upstream_duration_seconds", seconds, ["api": api])
+    }
+}

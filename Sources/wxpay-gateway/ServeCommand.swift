@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import HTTP
+import Storage
+import WeChatPay
+import WeChatPayHTTPTransport
+import WeChatPaySimulator
+
+/// `wxpay-gateway serve`: the gateway, configured from the environment (see the README's table).
+/// With no WXPAY_MCH_ID it runs in demo mode: SQLite plus the embedded WeChat Pay simulator.
+enum ServeCommand {
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard arguments.isEmpty else {
+            FileHandle.standardError.write(Data("serve: takes no arguments; configure it with the environment (see README)\n".utf8))
+            return 64
+        }
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment))
+        } catch {
+            FileHandle.standardError.write(Data("serve: configuration error: \(error)\n".utf8))
+            return 78
+        }
+        let logger = Logger(label: "wxpay-gateway", level: logLevel(), handler: JSONLinesLogHandler())
+
+        let store: SQLiteOrderStore
+        switch configuration.database {
+        case .sqlite(let path):
+            do {
+                store = try await SQLiteOrderStore.open(path: path)
+            } catch {
+                FileHandle.standardError.write(Data("serve: cannot open the database \(path): \(error)\n".utf8))
+                return 74
+            }
+        }
+        let client: HTTPClient
+        do {
+            client = try HTTPClient()
+        } catch {
+            FileHandle.standardError.write(Data("serve: cannot start the HTTP client: \(error)\n".utf8))
+            await store.close()
+            return 70
+        }
+
+        let metrics = MetricsRegistry()
+        var simulator: WeChatPaySimulator?
+        let transport: any WeChatPayTransport
+        if configuration.demo {
+            let embedded = WeChatPaySimulator(
+                configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
+                                                      key: configuration.apiKey),
+                notifySender: HTTPNotifySender(client: client))
+            simulator = embedded
+            transport = SimulatorTransport(simulator: embedded)
+        } else {
+            transport = WeChatPayHTTPTransport(client: client, configuration: .init(
+                primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+        }
+        let service = OrderService(configuration: configuration, store: store, transport: transport, metrics: metrics,
+                                   logger: logger)
+        var router = HTTPRouter()
+        GatewayAPI(service: service, logger: logger).register(in: &router)
+        if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
+
+        let server = HTTPServer(router: router, configuration: HTTPServerConfiguration().with {
+            $0.host = configuration.listenHost
+            $0.port = UInt16(configuration.listenPort)
+        })
+        let address: HTTPServerSocketAddress
+        do {
+            address = try await server.start()
+        } catch {
+            FileHandle.standardError.write(Data("serve: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)\n".utf8))
+            await client.shutdown()
+            await store.close()
+            return 69
+        }
+        let base = "http://\(address)"
+        if ProcessInfo.processInfo.environment["WXPAY_NOTIFY_URL"] == nil {
+            service.useNotifyURL("\(base)/wechat/notify")
+        }
+        FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
+        logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
+
+        let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
+        let signal = await Signals.waitForTermination()
+        logger.notice("shutting down", ["signal": String(signal)])
+        notifyLoop?.cancel()
+        await server.shutdown(gracePeriod: .seconds(10))
+        await client.shutdown()
+        await store.close()
+        return 0
+    }
+
+    private static func logLevel() -> Logger.Level {
+        switch ProcessInfo.processInfo.environment["GATEWAY_LOG_LEVEL"]?.lowercased() {
+        case "debug": .debug
+        case "notice": .notice
+        case "warning": .warning
+        case "error": .error
+        default: .info
+        }
+    }
+
+    /// The first lines printed: the address, and in demo mode that it is demo mode and how to try it.
+    static func banner(_ configuration: GatewayConfiguration, base: String) -> String {
+        guard configuration.demo else {
+            return "wxpay-gateway listening on \(base) (merchant \(configuration.mchID), \(configuration.signType))\n"
+        }
+        let token = configuration.clientTokens.first ?? ""
+        let support = configuration.supportTokens.first ?? ""
+        return """
+            wxpay-gateway DEMO MODE: the embedded WeChat Pay simulator plays WeChat; no real money moves.
+            listening on \(base)   client token: \(token)   support token: \(support)
+            try it:
+              curl -s -X POST \(base)/v1/orders -H 'Authorization: Bearer \(token)' \\
+                   -d '{"amount":990,"description":"Swift course","client_ip":"203.0.113.7","out_trade_no":"demo-0001"}'
+              curl -s -X POST \(base)/simulator/orders/demo-0001/pay
+              curl -s '\(base)/v1/orders/demo-0001?wait=10' -H 'Authorization: Bearer \(token)'
+              curl -s '\(base)/v1/support/orders?out_trade_no=demo-0001' -H 'Authorization: Bearer \(support)'
+
+            """
+    }
+}

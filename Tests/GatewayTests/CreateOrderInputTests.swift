@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+import Gateway
+import Testing
+
+struct CreateOrderInputTests {
+    func parse(_ json: String) throws(APIError) -> CreateOrderInput {
+        try CreateOrderInput(json: Array(json.utf8))
+    }
+
+    @Test func aMinimalBodyGetsTheDefaultExpiry() throws {
+        let input = try parse(#"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7"}"#)
+        #expect(input.amount == 990)
+        #expect(input.expiresIn == 7200)
+        #expect(input.outTradeNo == nil)
+    }
+
+    @Test func everyOptionalFieldIsAccepted() throws {
+        let input = try parse(#"{"amount":1,"description":"d","client_ip":"2001:db8::1","out_trade_no":"A_b-c|d*9","attach":"x","user_id":"u1","product_id":"p1","expires_in":300}"#)
+        #expect(input.outTradeNo == "A_b-c|d*9")
+        #expect(input.expiresIn == 300)
+    }
+
+    @Test(arguments: [
+        (#"{"description":"d","client_ip":"1.2.3.4"}"#, "amount"),
+        (#"{"amount":0,"description":"d","client_ip":"1.2.3.4"}"#, "amount"),
+        (#"{"amount":1.5,"description":"d","client_ip":"1.2.3.4"}"#, "amount"),
+        (#"{"amount":"100","description":"d","client_ip":"1.2.3.4"}"#, "amount"),
+        (#"{"amount":true,"description":"d","client_ip":"1.2.3.4"}"#, "amount"),
+        (#"{"amount":1,"description":"","client_ip":"1.2.3.4"}"#, "description"),
+        (#"{"amount":1,"description":"d","client_ip":"localhost"}"#, "client_ip"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","out_trade_no":"abc"}"#, "out_trade_no"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","out_trade_no":"abc def"}"#, "out_trade_no"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","expires_in":299}"#, "expires_in"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","expires_in":86401}"#, "expires_in"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","product_id":"123456789012345678901234567890123"}"#, "product_id"),
+        (#"{"amount":1,"description":"d","client_ip":"1.2.3.4","amout":5}"#, "amout"),
+        (#"{"amount":1,"description":"a\u0001b","client_ip":"1.2.3.4"}"#, "description"),
+    ])
+    func invalidBodiesNameTheOffendingField(json: String, field: String) {
+        #expect(throws: APIError.self) { try parse(json) }
+        do { _ = try parse(json) } catch {
+            #expect(error.status == 400)
+            #expect(error.code == "invalid_request")
+            #expect(error.field == field)
+        }
+    }
+
+    @Test func aDescriptionOf128BytesIsRefusedEvenWhenItIsFewerCharacters() {
+        let description = String(repeating: "课", count: 43)  // 129 bytes of UTF-8
+        #expect(throws: APIError.self) { try parse(#"{"amount":1,"description":"\#(description)","client_ip":"1.2.3.4"}"#) }
+    }
+
+    @Test func notAnObjectIsRefusedWithoutAField() {
+        for body in ["[]", "", "nope", "{\"amount\":"] {
+            do { _ = try parse(body); Issue.record("accepted \(body)") } catch { #expect(error.field == nil) }
+        }
+    }
+
+    @Test func theDigestSeparatesDifferentParameterSets() throws {
+        let a = try parse(#"{"amount":1,"description":"ab","client_ip":"1.2.3.4","attach":"c"}"#)
+        let b = try parse(#"{"amount":1,"description":"a","client_ip":"1.2.3.4","attach":"bc"}"#)
+        let c = try parse(#"{"amount":1,"description":"ab","client_ip":"1.2.3.4","attach":"c","expires_in":7200}"#)
+        #expect(a.parametersDigest != b.parametersDigest)
+        #expect(a.parametersDigest == c.parametersDigest)
+    }
+}

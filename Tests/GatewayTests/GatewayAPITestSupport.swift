@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import HTTP
+import Storage
+import Synchronization
+import WeChatPay
+import WeChatPaySimulator
+
+/// The whole gateway API (router, service, SQLite store) with the simulator as WeChat, reachable
+/// either in process (the router answers directly, notifies are handed over in memory) or over
+/// real sockets on 127.0.0.1 (the gateway and the notify path both go through HTTP).
+final class GatewayRig: Sendable {
+    enum Mode: String, CaseIterable, Sendable, CustomStringConvertible {
+        case inProcess = "in-process"
+        case sockets
+        var description: String { rawValue }
+    }
+
+    struct Response: Sendable {
+        var status: Int
+        var body: [UInt8]
+        var headers: [String: String]
+        var json: [String: Any] { GatewayHarness.object(body) }
+        var error: [String: Any]? { json["error"] as? [String: Any] }
+    }
+
+    static let client = GatewayConfiguration.demoClientToken
+    static let support = GatewayConfiguration.demoSupportToken
+
+    let mode: Mode
+    let simulator: WeChatPaySimulator
+    let clock: ScaledClock
+    let service: OrderService
+    let store: SQLiteOrderStore
+    private let router: HTTPRouter
+    private let server: HTTPServer?
+    private let httpClient: HTTPClient?
+    private let base: String
+    private let directory: URL
+    private let notifyLoop: Task<Void, Never>
+
+    static func start(_ mode: Mode, pollInterval: Double = 0.2) async throws -> GatewayRig {
+        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwapi-\(UUID().uuidString)")
+        let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
+        let clock = ScaledClock(start: Date(), scale: 1)
+        let target = NotifyTarget()
+        let httpClient = mode == .sockets ? try HTTPClient() : nil
+        let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
+            ?? ClosureNotifySender { body, _ in await target.deliver(body) }
+        let simulator = WeChatPaySimulator(
+            configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
+                                                  key: configuration.apiKey),
+            clock: clock, notifySender: sender)
+        let service = OrderService(configuration: configuration, store: store,
+                                   transport: SimulatorTransport(simulator: simulator), now: { clock.now() })
+        target.set(service)
+        var router = HTTPRouter()
+        GatewayAPI(service: service).register(in: &router)
+        SimulatorRoutes.registerControl(simulator, in: &router)
+        var server: HTTPServer?
+        var base = ""
+        if mode == .sockets {
+            let started = HTTPServer(router: router)
+            let address = try await started.start()
+            base = "http://127.0.0.1:\(address.port)"
+            service.useNotifyURL(base + "/wechat/notify")
+            server = started
+        }
+        return GatewayRig(mode: mode, simulator: simulator, clock: clock, service: service, store: store, router: router,
+                          server: server, httpClient: httpClient, base: base, directory: directory)
+    }
+
+    private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
+                 store: SQLiteOrderStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
+                 base: String, directory: URL) {
+        self.mode = mode
+        self.simulator = simulator
+        self.clock = clock
+        self.service = service
+        self.store = store
+        self.router = router
+        self.server = server
+        self.httpClient = httpClient
+        self.base = base
+        self.directory = directory
+        notifyLoop = Task { await simulator.run() }
+    }
+
+    func stop() async {
+        notifyLoop.cancel()
+        await server?.shutdown(gracePeriod: .seconds(2))
+        await httpClient?.shutdown()
+        await store.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// One request to the gateway, by whichever path this rig uses.
+    func send(_ method: HTTPMethod, _ path: String, token: String? = GatewayRig.client, body: String? = nil,
+              headers: [String: String] = [:]) async throws -> Response {
+        var allHeaders = headers
+        if let token { allHeaders["Authorization"] = "Bearer \(token)" }
+        let bytes = Array((body ?? "").utf8)
+        switch mode {
+        case .inProcess:
+            let parts = path.split(separator: "?", maxSplits: 1)
+            var request = HTTPServerRequest(method: method, path: String(parts[0]))
+            request.query = parts.count > 1 ? (HTTPServerQuery(parsing: parts[1]) ?? HTTPServerQuery()) : HTTPServerQuery()
+            for (name, value) in allHeaders { request.headers.add(name: name, value: value) }
+            request.body = bytes
+            let response = await router.respond(to: request)
+            var flat: [String: String] = [:]
+            for field in response.headers { flat[field.name] = field.value }
+            return Response(status: response.status, body: response.body, headers: flat)
+        case .sockets:
+            let response = try await httpClient!.execute(HTTPClientRequest(
+                method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
+                body: bytes, timeouts: .init(connect: .seconds(5), total: .seconds(40))))
+            var flat: [String: String] = [:]
+            for field in response.headers { flat[field.name] = field.value }
+            return Response(status: response.status, body: response.body, headers: flat)
+        }
+    }
+
+    /// Creates an order and returns its JSON.
+    func createOrder(_ outTradeNo: String, amount: Int = 990) async throws -> Response {
+        try await send(.post, "/v1/orders", body: #"{"amount":\#(amount),"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)","user_id":"u-42"}"#)
+    }
+
+    /// A payment notify for `outTradeNo` as WeChat would sign it, with changes applied.
+    func forgedNotify(_ outTradeNo: String, amount: Int, key: APIKey = APIKey(GatewayConfiguration.demoKey),
+                      signType: SignType = .hmacSHA256, change: (inout Fields) -> Void = { _ in }) -> String {
+        var builder = PaymentNotifyBuilder(
+            merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
+            outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: Date(),
+            nonce: "forged")
+        builder.openid = "oForged"
+        var fields = builder.fields(signedWith: Signer(key: key), signType: signType, declaresSignType: false)
+        change(&fields)
+        return String(decoding: (try? FlatXML.encode(fields)) ?? [], as: UTF8.self)
+    }
+}

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import HTTP
+import Storage
+import Testing
+import WeChatPay
+import WeChatPaySimulator
+
+/// The contract of the gateway's API, each test run twice: in process and over real sockets.
+struct GatewayAPITests {
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func anOrderIsCreatedPaidAndFoundByAWaitingQuery(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let created = try await rig.createOrder("e2e-0001")
+        #expect(created.status == 201)
+        #expect(created.json["state"] as? String == "NOTPAY")
+        #expect((created.json["app_params"] as? [String: Any])?["packageValue"] as? String == "Sign=WXPay")
+        #expect((created.json["expires_at"] as? String)?.hasSuffix("+08:00") == true)
+
+        async let waited = rig.send(.get, "/v1/orders/e2e-0001?wait=20")
+        try await Task.sleep(for: .milliseconds(200))
+        try rig.simulator.pay(outTradeNo: "e2e-0001")
+        let order = try await waited
+        #expect(order.status == 200)
+        #expect(order.json["state"] as? String == "SUCCESS")
+        #expect(order.json["final"] as? Bool == true)
+        #expect(order.json["transaction_id"] as? String != nil)
+
+        let lookup = try await rig.send(.get, "/v1/support/orders?out_trade_no=e2e-0001", token: GatewayRig.support)
+        let found = try #require((lookup.json["orders"] as? [[String: Any]])?.first)
+        let events = try #require(found["events"] as? [[String: Any]])
+        #expect(events.filter { $0["kind"] as? String == "state_changed" && ($0["detail"] as? String)?.contains("SUCCESS") == true }.count == 1)
+        #expect(events.contains { $0["kind"] as? String == "created" })
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func authenticationComesBeforeValidationAndBeforeNotFound(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        #expect(try await rig.send(.post, "/v1/orders", token: nil, body: "not json").status == 401)
+        #expect(try await rig.send(.get, "/v1/orders/none-0001", token: "wrong-token-123").status == 401)
+        #expect(try await rig.send(.post, "/v1/orders", token: GatewayRig.support, body: "{}").status == 403)
+        #expect(try await rig.send(.post, "/v1/orders/none-0001/close", token: GatewayRig.support).status == 403)
+        #expect(try await rig.send(.get, "/v1/support/orders?user_id=u", token: GatewayRig.client).status == 403)
+        let missing = try await rig.send(.get, "/v1/orders/none-0001")
+        #expect(missing.status == 404)
+        #expect(missing.error?["code"] as? String == "order_not_found")
+        for open in ["/healthz", "/readyz", "/metrics"] {
+            #expect(try await rig.send(.get, open, token: nil).status == 200)
+        }
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func invalidRequestsNameTheFieldAndNeverReachWeChat(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let invalid = try await rig.send(.post, "/v1/orders", body: #"{"amount":0,"description":"d","client_ip":"1.2.3.4"}"#)
+        #expect(invalid.status == 400)
+        #expect(invalid.error?["code"] as? String == "invalid_request")
+        #expect(invalid.error?["field"] as? String == "amount")
+        _ = try await rig.createOrder("e2e-0002")
+        let wait = try await rig.send(.get, "/v1/orders/e2e-0002?wait=31")
+        #expect(wait.error?["field"] as? String == "wait")
+        #expect(rig.simulator.counters.requests["/pay/unifiedorder"] == 1)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func replaysAnswerTheSameOrderAndConflictsAre409(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let first = try await rig.createOrder("e2e-0003")
+        let replay = try await rig.createOrder("e2e-0003")
+        #expect(first.status == 201 && replay.status == 200)
+        #expect(first.body == replay.body)
+        let conflict = try await rig.createOrder("e2e-0003", amount: 1)
+        #expect(conflict.status == 409)
+        #expect(conflict.error?["code"] as? String == "out_trade_no_conflict")
+        #expect(rig.simulator.counters.requests["/pay/unifiedorder"] == 1)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func closeIsRefusedInsideFiveMinutesThenCloses(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0004")
+        let early = try await rig.send(.post, "/v1/orders/e2e-0004/close")
+        #expect(early.status == 409)
+        #expect(early.error?["code"] as? String == "close_too_early")
+        #expect((early.error?["retry_after"] as? Int ?? 0) > 0)
+        rig.clock.advance(by: 301)
+        let closed = try await rig.send(.post, "/v1/orders/e2e-0004/close")
+        #expect(closed.json["state"] as? String == "CLOSED")
+        #expect(try await rig.createOrder("e2e-0004").status == 409)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func supportCanRecheckAnOrderWithWeChat(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0005")
+        rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
+        try rig.simulator.pay(outTradeNo: "e2e-0005")
+        let rechecked = try await rig.send(.post, "/v1/support/orders/e2e-0005/recheck", token: GatewayRig.support)
+        #expect(rechecked.json["state"] as? String == "SUCCESS")
+        let byUser = try await rig.send(.get, "/v1/support/orders?user_id=u-42", token: GatewayRig.support)
+        #expect((byUser.json["orders"] as? [[String: Any]])?.count == 1)
+    }
+
+    /// reliability.md T6: every forgery is refused with FAIL and changes nothing.
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func forgedNotifiesAreRefusedAndChangeNothing(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0006", amount: 990)
+        _ = try await rig.createOrder("e2e-0007", amount: 500)
+        let forgeries: [(String, String)] = [
+            ("wrong sign", rig.forgedNotify("e2e-0006", amount: 990) { $0["sign"] = String(repeating: "A", count: 64) }),
+            ("empty sign", rig.forgedNotify("e2e-0006", amount: 990) { $0["sign"] = "" }),
+            ("missing sign", rig.forgedNotify("e2e-0006", amount: 990) { $0["sign"] = nil }),
+            ("wrong key", rig.forgedNotify("e2e-0006", amount: 990, key: APIKey("00000000000000000000000000000000"))),
+            ("MD5 downgrade", rig.forgedNotify("e2e-0006", amount: 990, signType: .md5) { $0["sign_type"] = "MD5" }),
+            ("wrong appid", rig.forgedNotify("e2e-0006", amount: 990) { fields in
+                fields["appid"] = "wx0000000000000000"
+                fields["sign"] = Signer(key: APIKey(GatewayConfiguration.demoKey)).signature(for: fields, type: .hmacSHA256)
+            }),
+            ("wrong mch_id", rig.forgedNotify("e2e-0006", amount: 990) { fields in
+                fields["mch_id"] = "99999999"
+                fields["sign"] = Signer(key: APIKey(GatewayConfiguration.demoKey)).signature(for: fields, type: .hmacSHA256)
+            }),
+            ("leaked key, wrong amount", rig.forgedNotify("e2e-0006", amount: 1)),
+            ("another order's notify", rig.forgedNotify("e2e-0007", amount: 990)),
+            ("unknown order", rig.forgedNotify("e2e-9999", amount: 990)),
+            ("XXE", #"<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><out_trade_no>e2e-0006</out_trade_no><sign>&x;</sign></xml>"#),
+        ]
+        for (name, body) in forgeries {
+            let reply = try await rig.send(.post, "/wechat/notify", token: nil, body: body, headers: ["Host": "localhost"])
+            #expect(reply.status == 200, "\(name)")
+            #expect(String(decoding: reply.body, as: UTF8.self).contains("FAIL"), "\(name) was acknowledged")
+        }
+        for outTradeNo in ["e2e-0006", "e2e-0007"] {
+            #expect(try await rig.send(.get, "/v1/orders/\(outTradeNo)").json["state"] as? String == "NOTPAY")
+            #expect(try await rig.store.outboxEvents(outTradeNo).isEmpty)
+        }
+        let rejected = try await rig.store.events("e2e-0006").filter { $0.kind == "notify_rejected" }
+        #expect(rejected.count >= 8)
+        #expect(!rejected.contains { $0.detail.contains("passwd") || $0.detail.contains("root:") })
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func duplicateConcurrentNotifiesSettleOnceAndAreAllAcknowledged(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0008", amount: 990)
+        let genuine = rig.forgedNotify("e2e-0008", amount: 990)  // correctly signed with our key
+        let replies = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 {
+                group.addTask { String(decoding: try await rig.send(.post, "/wechat/notify", token: nil, body: genuine).body, as: UTF8.self) }
+            }
+            var replies: [String] = []
+            for try await reply in group { replies.append(reply) }
+            return replies
+        }
+        #expect(replies.allSatisfy { $0.contains("SUCCESS") })
+        let transitions = try await rig.store.events("e2e-0008").filter { $0.kind == "state_changed" }
+        #expect(transitions.count == 1)
+        #expect(try await rig.store.outboxEvents("e2e-0008").count == 1)
+    }
+
+    @Test func anOversizedNotifyIsRefusedAndTheGatewayStaysUp() async throws {
+        let rig = try await GatewayRig.start(.sockets)
+        defer { Task { await rig.stop() } }
+        let huge = "<xml><a>" + String(repeating: "x", count: 200_000) + "</a></xml>"
+        if let reply = try? await rig.send(.post, "/wechat/notify", token: nil, body: huge) {
+            #expect(reply.status == 413)
+        }
+        #expect(try await rig.send(.get, "/healthz", token: nil).status == 200)
+    }
+}

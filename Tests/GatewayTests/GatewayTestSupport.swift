@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import Storage
+import Synchronization
+import WeChatPay
+import WeChatPaySimulator
+
+/// A gateway order service wired to the in-process simulator, with a SQLite store in a temp file.
+/// Notifies from the simulator go straight into `handleNotify`, as they would over HTTP.
+final class GatewayHarness: Sendable {
+    let service: OrderService
+    let simulator: WeChatPaySimulator
+    let clock: ScaledClock
+    let store: SQLiteOrderStore
+    let metrics: MetricsRegistry
+    let directory: URL
+    private let notifyTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+
+    static func make(signType: SignType = .hmacSHA256, pollInterval: Double = 0.2,
+                     environment: [String: String] = [:]) async throws -> GatewayHarness {
+        var env = environment
+        env["WXPAY_SIGN_TYPE"] = signType.rawValue
+        env["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
+        let configuration = try GatewayConfiguration(environment: Environment(env))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
+        return GatewayHarness(configuration: configuration, store: store, directory: directory)
+    }
+
+    private init(configuration: GatewayConfiguration, store: SQLiteOrderStore, directory: URL) {
+        // Simulated time runs with real time, so prepay lifetimes and close windows can be crossed
+        // with `clock.advance` while the gateway's own clock follows the simulator's.
+        let clock = ScaledClock(start: Date(), scale: 1)
+        let target = NotifyTarget()
+        let simulator = WeChatPaySimulator(
+            configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
+                                                  key: configuration.apiKey),
+            clock: clock,
+            notifySender: ClosureNotifySender { body, _ in await target.deliver(body) })
+        let metrics = MetricsRegistry()
+        let service = OrderService(configuration: configuration, store: store,
+                                   transport: SimulatorTransport(simulator: simulator), metrics: metrics,
+                                   now: { clock.now() })
+        target.set(service)
+        self.service = service
+        self.simulator = simulator
+        self.clock = clock
+        self.store = store
+        self.metrics = metrics
+        self.directory = directory
+        notifyTask.withLock { $0 = Task { await simulator.run() } }
+    }
+
+    func shutdown() async {
+        notifyTask.withLock { $0?.cancel() }
+        await store.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Creates an order through the service with a JSON body.
+    func create(_ json: String) async throws(APIError) -> (created: Bool, body: [String: Any]) {
+        let result = try await service.create(try CreateOrderInput(json: Array(json.utf8)))
+        return (result.created, Self.object(result.json))
+    }
+
+    func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [String: Any] {
+        Self.object(try await service.order(outTradeNo, wait: wait))
+    }
+
+    static func object(_ bytes: [UInt8]) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
+    }
+
+    /// Waits (real time, bounded) until `condition` holds.
+    func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return await condition()
+    }
+}
+
+/// Breaks the cycle simulator → notify → service → transport → simulator.
+final class NotifyTarget: Sendable {
+    private let service = Mutex<OrderService?>(nil)
+    func set(_ value: OrderService) { service.withLock { $0 = value } }
+    func deliver(_ body: [UInt8]) async -> [UInt8]? {
+        guard let service = service.withLock({ $0 }) else { return nil }
+        return await service.handleNotify(body)
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    func string(_ key: String) -> String? { self[key] as? String }
+    func object(_ key: String) -> [String: Any]? { self[key] as? [String: Any] }
+}
