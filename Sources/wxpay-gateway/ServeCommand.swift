@@ -48,8 +48,10 @@ enum ServeCommand {
         let transport: any WeChatPayTransport
         if configuration.demo {
             let embedded = WeChatPaySimulator(
+                // A fresh seed per run: the simulator forgets its orders on restart, and the ids it
+                // hands out must not repeat those already in the demo database.
                 configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                      key: configuration.apiKey),
+                                                      key: configuration.apiKey, seed: UInt64.random(in: 1...UInt64.max)),
                 notifySender: HTTPNotifySender(client: client))
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)
