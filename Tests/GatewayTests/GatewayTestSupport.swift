@@ -74,7 +74,7 @@ final class GatewayHarness: Sendable {
     }
 
     /// Waits (real time, bounded) until `condition` holds.
-    func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    func eventually(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if await condition() { return true }

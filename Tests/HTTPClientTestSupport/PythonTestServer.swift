@@ -99,7 +99,7 @@ public final class PythonTestServer: Sendable {
         kill(process.processIdentifier, SIGKILL)
         // waitUntilExit blocks; keep it off the cooperative pool.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 self.process.waitUntilExit()
                 done.resume()
             }
@@ -109,7 +109,7 @@ public final class PythonTestServer: Sendable {
     /// Reads one line from `fd`, polling so the wait is bounded; runs on a Dispatch thread.
     private static func readLine(from fd: Int32, timeout: Duration) async -> String? {
         await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 let deadline = ContinuousClock.now + timeout
                 var bytes: [UInt8] = []
                 while bytes.count < 512, ContinuousClock.now < deadline {

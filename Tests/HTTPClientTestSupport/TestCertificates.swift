@@ -58,7 +58,7 @@ extension TestCertificates {
     /// Runs a command to completion off the cooperative pool; returns its exit status.
     private static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
         await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = arguments

@@ -162,7 +162,7 @@ struct DurabilityTests {
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
         let ready = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 var seen = Data()
                 // Ends at "ready" or when the child dies and the pipe closes.
                 while !String(decoding: seen, as: UTF8.self).contains("ready") {

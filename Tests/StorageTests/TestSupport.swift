@@ -95,7 +95,7 @@ func withStore(
 /// Waits on a semaphore without blocking a cooperative-pool thread.
 func wait(for semaphore: DispatchSemaphore) async {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             semaphore.wait()
             continuation.resume()
         }

@@ -65,7 +65,7 @@ struct SimulatorHarness {
     }
 
     /// Waits (in real time, bounded) until `condition` holds.
-    func eventually(timeout: Double = 10, _ condition: () -> Bool) async -> Bool {
+    func eventually(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if condition() { return true }

@@ -81,4 +81,10 @@ struct MessagesBeijingTimeTests {
         #expect(BeijingTime.parseDay("20240102") == BeijingTime.parse("20240102000000"))
         #expect(BeijingTime.parseDay("20240132") == nil)
     }
+
+    @Test func rfc3339TimestampsCarryMillisecondsAndTheBeijingOffset() {
+        let date = Date(timeIntervalSince1970: 1_704_126_600.339)
+        #expect(BeijingTime.formatRFC3339(date) == "2024-01-02T00:30:00.339+08:00")
+        #expect(BeijingTime.formatRFC3339(Date(timeIntervalSince1970: 0)) == "1970-01-01T08:00:00.000+08:00")
+    }
 }

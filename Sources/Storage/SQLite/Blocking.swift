@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-import Dispatch
+import Foundation
 
-/// Runs blocking work (opening files, waiting for threads) on a Dispatch thread, never on the
-/// Swift cooperative pool, whose few threads must not sleep.
+/// Runs blocking work (opening files, waiting for threads to exit) on a thread of its own, never
+/// on the Swift cooperative pool, whose few threads must not sleep — and not on Dispatch's global
+/// queues either: on Linux, blocked global-queue threads were seen to stall async work for seconds.
 enum Blocking {
     static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 continuation.resume(returning: work())
             }
         }

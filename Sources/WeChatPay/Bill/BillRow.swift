@@ -84,7 +84,7 @@ public struct BillRow: Sendable, Hashable {
 
     /// 交易时间 as an instant; nil when it is not `yyyy-MM-dd HH:mm:ss` (WeChat's own documentation
     /// example uses full-width colons, so this is never a parse error).
-    public var tradeDate: Date? { BeijingWallClock.date(dashed: tradeTime) }
+    public var tradeDate: Date? { BeijingTime.parseWithSeparators( tradeTime) }
 
     // MARK: - Cells by column
 

@@ -56,6 +56,18 @@ public enum BeijingTime {
         parse(text, layout: [4, 2, 2, 2, 2, 2], separators: "-- ::")
     }
 
+    /// RFC 3339 with milliseconds and the explicit `+08:00` offset, e.g.
+    /// `2026-11-30T14:23:43.339+08:00`: how the gateway's API shows instants, in the same zone as
+    /// WeChat's own times so `expires_at` reads like the `time_expire` that was sent.
+    public static func formatRFC3339(_ date: Date) -> String {
+        let t = components(of: date)
+        let interval = date.timeIntervalSince1970
+        let millis = interval.isFinite ? min(999, Int(((interval - interval.rounded(.down)) * 1000).rounded())) : 0
+        return render(
+            [(t.year, 4), (t.month, 2), (t.day, 2), (t.hour, 2), (t.minute, 2), (t.second, 2), (millis, 3)],
+            separators: "--T::.") + "+08:00"
+    }
+
     // MARK: - Arithmetic
 
     private struct Components {

@@ -129,7 +129,7 @@ public struct PaymentNotification: Sendable, Hashable {
         }
         if let feeType = fields.nonEmpty("fee_type"), feeType != "CNY" { throw .wrongFeeType }
         guard let timeEnd = fields.nonEmpty("time_end") else { throw .missingField("time_end") }
-        guard let timeEndDate = BeijingWallClock.date(compact: timeEnd) else { throw .invalidField("time_end") }
+        guard let timeEndDate = BeijingTime.parse( timeEnd) else { throw .invalidField("time_end") }
 
         self.outTradeNo = outTradeNo
         self.transactionID = transactionID

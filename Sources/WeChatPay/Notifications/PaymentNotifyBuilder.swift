@@ -77,7 +77,7 @@ public struct PaymentNotifyBuilder: Sendable, Hashable {
             ("openid", openid),
             ("out_trade_no", outTradeNo),
             ("return_code", "SUCCESS"),
-            ("time_end", BeijingWallClock.compact(timeEnd)),
+            ("time_end", BeijingTime.format(timeEnd)),
             ("total_fee", String(totalFee)),
             ("trade_type", tradeType),
             ("transaction_id", transactionID),

@@ -108,7 +108,7 @@ public struct RefundNotification: Sendable, Hashable {
         refundStatus = status
         successTime = fields.nonEmpty("success_time")
         if let successTime {
-            guard let date = BeijingWallClock.date(dashed: successTime) else { throw .invalidField("success_time") }
+            guard let date = BeijingTime.parseWithSeparators( successTime) else { throw .invalidField("success_time") }
             successDate = date
         } else {
             successDate = nil

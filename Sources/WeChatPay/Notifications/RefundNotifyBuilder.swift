@@ -67,7 +67,7 @@ public struct RefundNotifyBuilder: Sendable, Hashable {
             "settlement_refund_fee": String(settlementRefundFee),
             "settlement_total_fee": String(settlementTotalFee),
         ]
-        if let successTime { fields["success_time"] = BeijingWallClock.dashed(successTime) }
+        if let successTime { fields["success_time"] = BeijingTime.formatWithSeparators(successTime) }
         fields["total_fee"] = String(totalFee)
         fields["transaction_id"] = transactionID
         return fields
