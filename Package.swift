@@ -42,7 +42,9 @@ let package = Package(
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: ["WeChatPay", "HTTP", "WeChatPaySimulator"]),
-        .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
+        .executableTarget(name: "wxpay-bench", dependencies: [
+            "WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2", "WeChatPaySimulator",
+        ]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
