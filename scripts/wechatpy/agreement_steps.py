@@ -108,7 +108,7 @@ class Agreement:
             self.refund_query_processing, self.complete_refund, self.refund_query_success,
             self.refund_views_consistent,
             self.app_params_md5, self.app_params_hmac_order, self.sandbox_getsignkey, self.sandbox_refund,
-            self.bill_before_generation, self.bill_after_generation, self.bill_empty_day,
+            self.bill_before_generation, self.bill_after_generation, self.bill_empty_day, self.sandbox_isolation,
             self.request_counters, self.every_response_signature, self.every_notify, self.documented_fields,
         ]
         for step in steps:
@@ -573,6 +573,7 @@ class Agreement:
                             "-", False)
             return
         rows, summary = parse_bill(text)
+        self.bill_rows = rows
         seen = sorted((r.get("商户订单号", ""), r.get("交易状态", ""), r.get("商户退款单号", "")) for r in rows)
         expected = []
         for number in (self.a, self.b, self.c, self.d, self.s):
@@ -599,6 +600,19 @@ class Agreement:
         self.report.add("downloadbill, day without trades", describe_error(error) if error else "a bill",
                         f"no payment or refund on {day}",
                         isinstance(error, WeChatPayException) and error.return_msg == "No Bill Exist")
+
+    def sandbox_isolation(self):
+        """Sandbox orders should stay out of production answers (doc §2.7: sandbox data is isolated)."""
+        result, error = attempt(lambda: self.pay.order.query(out_trade_no=self.s))
+        in_bill = [r for r in getattr(self, "bill_rows", []) if r.get("商户订单号") == self.s]
+        query_view = describe_error(error) if error else f"trade_state {result.get('trade_state')}"
+        self.report.add("sandbox isolated from production",
+                        f"production orderquery of sandbox order: {query_view}; production bill rows for it: "
+                        f"{len(in_bill)}", "one order book for /pay/... and /sandboxnew/pay/...",
+                        isinstance(error, WeChatPayException) and error.errcode == "ORDERNOTEXIST" and not in_bill,
+                        "The sandbox ('仿真测试系统') is a separate system whose data is fake and isolated (doc "
+                        "§2.7, doc mirror): an order created at /sandboxnew/pay/unifiedorder should not be found by "
+                        "the production /pay/orderquery nor listed in the production /pay/downloadbill.")
 
     # MARK: - whole-run checks
 
