@@ -2,8 +2,8 @@
 """The agreement scenario: wechatpy as the merchant's client against the simulator, step by step.
 
 Each step records what wechatpy saw and what the simulator's control panel says happened. Steps run
-in order and share orders (A: MD5, B: HMAC-SHA256, C: closed, S: sandbox); a step that crashes is a
-disagreement and the rest still run.
+in order and share orders (A: MD5, paid and refunded; B: HMAC-SHA256; C: closed; D: duplicated
+notify; S: sandbox); a step that crashes is a disagreement and the rest still run.
 """
 import subprocess
 import traceback
@@ -80,7 +80,7 @@ class Agreement:
         self.pay = make_pay()
         self.pay_with_cert = make_pay(cert="merchant")
         self.sandbox = None
-        self.a, self.b, self.c, self.s = (f"WPY{run_id}{suffix}" for suffix in "ABCS")
+        self.a, self.b, self.c, self.d, self.s = (f"WPY{run_id}{suffix}" for suffix in "ABCDS")
         self.refund_a, self.refund_s = f"RWPY{run_id}A1", f"RWPY{run_id}S1"
         self.prepay = {}
         self.paid_days = {}  # out_trade_no -> Beijing bill date of its payment
@@ -90,7 +90,9 @@ class Agreement:
         self.injected = set()  # indexes of recorder exchanges whose answer a fault plan changed on purpose
         self.refund_notify = None
         self.refund_query = None
-        self.d = f"WPY{run_id}D"
+        self.a_times = None  # (time_start, time_expire) of order A, repeated on re-entry
+        self.bill_day = None  # yyyyMMdd, Beijing
+        self.bill_rows = []
 
     def _documented(self, kind, fields):
         missing = [name for name in DOCUMENTED_FIELDS[kind] if not fields.get(name)]
@@ -604,7 +606,7 @@ class Agreement:
     def sandbox_isolation(self):
         """Sandbox orders should stay out of production answers (doc §2.7: sandbox data is isolated)."""
         result, error = attempt(lambda: self.pay.order.query(out_trade_no=self.s))
-        in_bill = [r for r in getattr(self, "bill_rows", []) if r.get("商户订单号") == self.s]
+        in_bill = [r for r in self.bill_rows if r.get("商户订单号") == self.s]
         query_view = describe_error(error) if error else f"trade_state {result.get('trade_state')}"
         self.report.add("sandbox isolated from production",
                         f"production orderquery of sandbox order: {query_view}; production bill rows for it: "
