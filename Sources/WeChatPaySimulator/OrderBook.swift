@@ -73,3 +73,23 @@ public struct SimulatorCounters: Sendable, Codable {
     public var notifiesAcknowledged = 0
     public var notifiesDropped = 0
 }
+
+/// WeChat's production and sandbox ("仿真测试系统") keep separate data: a sandbox order never
+/// appears in a production answer or bill, and its out_trade_no does not block production.
+struct Books: Sendable {
+    var production: OrderBook
+    var sandbox: OrderBook
+
+    init(seed: UInt64) {
+        production = OrderBook(seed: seed)
+        sandbox = OrderBook(seed: seed ^ 0x5A4D_B0C5_A4DB_0C5A)
+    }
+
+    /// Runs `body` on the book that holds what `holds` looks for: production first, then the sandbox;
+    /// production when neither does.
+    mutating func update<R, E: Error>(holding holds: (OrderBook) -> Bool,
+                                      _ body: (inout OrderBook) throws(E) -> R) throws(E) -> R {
+        if !holds(production) && holds(sandbox) { return try body(&sandbox) }
+        return try body(&production)
+    }
+}

@@ -50,6 +50,9 @@ struct SimulatedRefund: Sendable {
     let totalFee: Int
     let refundFee: Int
     let refundDesc: String?
+    /// Which funds the refund comes from, as requested (`refund_account`), reported the same way by
+    /// refundquery and the refund notify.
+    let refundAccount: RefundAccount
     let notifyURL: String?
     let requestedAt: Date
     var status: Status

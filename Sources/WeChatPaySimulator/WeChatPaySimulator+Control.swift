@@ -46,7 +46,8 @@ extension WeChatPaySimulator {
     @discardableResult
     public func pay(outTradeNo: String, openid: String? = nil) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
         let now = clock.now()
-        let (snapshot, notify) = try book.withLock { book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])) in
+        let (snapshot, notify) = try withBook(holding: { $0.orders[outTradeNo] != nil }) {
+            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])) in
             guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
             guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
             order.state = .success
@@ -67,7 +68,7 @@ extension WeChatPaySimulator {
     @discardableResult
     public func failPayment(outTradeNo: String) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
         let now = clock.now()
-        return try book.withLock { book throws(SimulatorControlError) in
+        return try withBook(holding: { $0.orders[outTradeNo] != nil }) { book throws(SimulatorControlError) in
             guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
             guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
             order.state = .payError
@@ -79,15 +80,29 @@ extension WeChatPaySimulator {
     /// The order as WeChat holds it now, or nil.
     public func order(_ outTradeNo: String) -> SimulatedOrderSnapshot? {
         let now = clock.now()
-        return book.withLock { book in book.order(outTradeNo, now: now).map(Self.snapshot) }
+        return withBook(holding: { $0.orders[outTradeNo] != nil }) { book in book.order(outTradeNo, now: now).map(Self.snapshot) }
+    }
+
+    /// Runs `body` under the lock on the book (production or sandbox) that holds what `holds` finds.
+    private func withBook<R: Sendable, E: Error>(holding holds: (OrderBook) -> Bool,
+                                       _ body: (inout OrderBook) throws(E) -> R) throws(E) -> R {
+        try books.withLock { books throws(E) in try books.update(holding: holds, body) }
     }
 
     /// How many orders WeChat holds.
-    public var orderCount: Int { book.withLock { $0.orders.count } }
+    public var orderCount: Int { books.withLock { $0.production.orders.count + $0.sandbox.orders.count } }
 
     /// What the simulator has seen and done.
     public var counters: SimulatorCounters {
-        var counters = book.withLock { $0.counters }
+        var counters = books.withLock { books in
+            var merged = books.production.counters
+            let sandbox = books.sandbox.counters
+            merged.requests.merge(sandbox.requests, uniquingKeysWith: +)
+            merged.faultsInjected.merge(sandbox.faultsInjected, uniquingKeysWith: +)
+            merged.reusedNonces += sandbox.reusedNonces
+            merged.paymentsMade += sandbox.paymentsMade
+            return merged
+        }
         let history = notifies.history
         counters.notifyAttempts = history.count
         counters.notifiesAcknowledged = history.filter(\.acknowledged).count
@@ -96,7 +111,9 @@ extension WeChatPaySimulator {
     }
 
     /// The most recent API requests, oldest first (at most the last 10,000).
-    public var requests: [LoggedRequest] { book.withLock { $0.requestLog } }
+    public var requests: [LoggedRequest] {
+        books.withLock { ($0.production.requestLog + $0.sandbox.requestLog).sorted { $0.at < $1.at } }
+    }
 
     /// Every notify attempt so far.
     public var notifyHistory: [NotifyAttempt] { notifies.history }
@@ -146,7 +163,8 @@ extension WeChatPaySimulator {
         guard let finalStatus = SimulatedRefund.Status(rawValue: status), finalStatus != .processing else {
             throw SimulatorControlError(code: .refundNotProcessing)
         }
-        let (snapshot, notify) = try book.withLock { book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?) in
+        let (snapshot, notify) = try withBook(holding: { $0.refundOwner[outRefundNo] != nil }) {
+            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?) in
             guard let owner = book.refundOwner[outRefundNo], var order = book.orders[owner],
                   let index = order.refunds.firstIndex(where: { $0.outRefundNo == outRefundNo }) else {
                 throw SimulatorControlError(code: .refundNotFound)

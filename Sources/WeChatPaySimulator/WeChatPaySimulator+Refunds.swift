@@ -23,7 +23,7 @@ extension WeChatPaySimulator {
         let refund = SimulatedRefund(
             outRefundNo: request.outRefundNo, refundID: book.newRefundID(), outTradeNo: order.outTradeNo,
             totalFee: request.totalFee, refundFee: request.refundFee, refundDesc: request.refundDescription,
-            notifyURL: request.notifyURL, requestedAt: now, status: .processing)
+            refundAccount: request.refundAccount ?? .unsettledFunds, notifyURL: request.notifyURL, requestedAt: now, status: .processing)
         order.refunds.append(refund)
         order.state = .refund
         book.orders[order.outTradeNo] = order
@@ -84,8 +84,8 @@ extension WeChatPaySimulator {
             reply["refund_fee_\(n)"] = String(refund.refundFee)
             reply["settlement_refund_fee_\(n)"] = String(refund.refundFee)
             reply["refund_status_\(n)"] = refund.status.rawValue
-            reply["refund_account_\(n)"] = "REFUND_SOURCE_UNSETTLED_FUNDS"
-            reply["refund_recv_accout_\(n)"] = "支付用户的零钱"
+            reply["refund_account_\(n)"] = refund.refundAccount.rawValue
+            reply["refund_recv_accout_\(n)"] = Self.refundReceivingAccount
             if let completedAt = refund.completedAt, refund.status == .success {
                 reply["refund_success_time_\(n)"] = BeijingTime.formatWithSeparators(completedAt)
             }
@@ -95,6 +95,10 @@ extension WeChatPaySimulator {
 }
 
 extension WeChatPaySimulator {
+    /// Where a refund to a WeChat balance lands, as the refund notify documentation spells it
+    /// (`refund_recv_accout`, sic); refundquery and the notify say the same.
+    static let refundReceivingAccount = "支付用户零钱"
+
     /// The refund notify: return_code, appid, mch_id, nonce_str and the encrypted `req_info`, unsigned.
     func refundNotifyBody(_ refund: SimulatedRefund, order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
         var builder = RefundNotifyBuilder(
@@ -108,6 +112,8 @@ extension WeChatPaySimulator {
         case .change: .change
         }
         builder.successTime = refund.status == .success ? refund.completedAt : nil
+        builder.refundAccount = refund.refundAccount.rawValue
+        builder.refundRecvAccount = Self.refundReceivingAccount
         do {
             return encode(try builder.fields(encryptedWith: configuration.key))
         } catch {

@@ -14,7 +14,7 @@ public final class WeChatPaySimulator: Sendable {
     public let configuration: SimulatorConfiguration
     public let clock: any SimulatorClock
     let signer: Signer
-    let book: Mutex<OrderBook>
+    let books: Mutex<Books>
     let notifies: NotifyScheduler
 
     /// - Parameters:
@@ -27,7 +27,7 @@ public final class WeChatPaySimulator: Sendable {
         self.configuration = configuration
         self.clock = clock
         signer = Signer(key: configuration.key)
-        book = Mutex(OrderBook(seed: configuration.seed))
+        books = Mutex(Books(seed: configuration.seed))
         notifies = NotifyScheduler(clock: clock, sender: notifySender,
                                    retryIntervals: configuration.notifyRetryIntervals,
                                    timeout: configuration.notifyTimeout)
@@ -40,12 +40,15 @@ public final class WeChatPaySimulator: Sendable {
 
     /// The fault plan now in force.
     public var faults: FaultPlan {
-        get { book.withLock { $0.faults } }
+        get { books.withLock { $0.production.faults } }
     }
 
     /// Replaces the fault plan.
     public func setFaults(_ plan: FaultPlan) {
-        book.withLock { $0.faults = plan }
+        books.withLock { books in
+            books.production.faults = plan
+            books.sandbox.faults = plan
+        }
     }
 
     // MARK: - The API
@@ -53,25 +56,33 @@ public final class WeChatPaySimulator: Sendable {
     /// Answers one merchant API request.
     public func handle(_ request: SimulatorRequest) -> SimulatorResponse {
         let now = clock.now()
-        return book.withLock { book in
-            book.counters.requests[request.path, default: 0] += 1
-            guard let (api, sandbox) = WeChatPayAPI.route(path: request.path) else {
-                return SimulatorResponse(status: 404, body: Array("Not Found".utf8), contentType: "text/plain")
-            }
-            if api.needsClientCertificate(sandbox: sandbox) && requiresClientCertificates
-                && !request.clientCertificateVerified {
-                // What WeChat's front end answers a refund without the merchant's certificate.
-                return SimulatorResponse(status: 400, body: Array("No required SSL certificate was sent".utf8),
-                                         contentType: "text/html")
-            }
-            let response: SimulatorResponse
-            do throws(ProtocolFailure) {
-                response = try answer(api, sandbox: sandbox, request, now: now, book: &book)
-            } catch {
-                response = SimulatorResponse(body: encode(ResponseEnvelope.protocolFailure(message: error.message)))
-            }
-            return inject(book.faults.faults(for: request.path), into: response, book: &book)
+        guard let (api, sandbox) = WeChatPayAPI.route(path: request.path) else {
+            books.withLock { $0.production.counters.requests[request.path, default: 0] += 1 }
+            return SimulatorResponse(status: 404, body: Array("Not Found".utf8), contentType: "text/plain")
         }
+        // The sandbox keeps its own orders: its data never shows in production answers or bills.
+        return books.withLock { books in
+            sandbox ? answer(request, api, sandbox: true, now: now, book: &books.sandbox)
+                : answer(request, api, sandbox: false, now: now, book: &books.production)
+        }
+    }
+
+    private func answer(_ request: SimulatorRequest, _ api: WeChatPayAPI, sandbox: Bool, now: Date,
+                        book: inout OrderBook) -> SimulatorResponse {
+        book.counters.requests[request.path, default: 0] += 1
+        if api.needsClientCertificate(sandbox: sandbox) && requiresClientCertificates
+            && !request.clientCertificateVerified {
+            // What WeChat's front end answers a refund without the merchant's certificate.
+            return SimulatorResponse(status: 400, body: Array("No required SSL certificate was sent".utf8),
+                                     contentType: "text/html")
+        }
+        let response: SimulatorResponse
+        do throws(ProtocolFailure) {
+            response = try answer(api, sandbox: sandbox, request, now: now, book: &book)
+        } catch {
+            response = SimulatorResponse(body: encode(ResponseEnvelope.protocolFailure(message: error.message)))
+        }
+        return inject(book.faults.faults(for: request.path), into: response, book: &book)
     }
 
     /// Whether `/secapi/` requests must present a verified client certificate. The HTTP front turns

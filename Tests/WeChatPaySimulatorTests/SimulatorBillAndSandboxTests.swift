@@ -72,6 +72,11 @@ struct SimulatorBillAndSandboxTests {
         #expect(refund.outRefundNo == "rn-r1")
         #expect(refund.refundFee == 300)
         #expect(refund.refundStatus == .success)
+        // The notify and refundquery describe the refund the same way.
+        let query = harness.call("/pay/refundquery", ["out_refund_no": "rn-r1"])
+        #expect(refund.refundAccount == query["refund_account_0"])
+        #expect(refund.refundRecvAccount == query["refund_recv_accout_0"])
+        #expect(query["refund_account_0"] == "REFUND_SOURCE_UNSETTLED_FUNDS")
     }
 
     @Test func theSandboxHandsOutAKeyAndAcceptsOnlyMD5SignedWithIt() throws {
@@ -95,6 +100,26 @@ struct SimulatorBillAndSandboxTests {
         let refused = harness.decode(harness.simulator.handle(SimulatorRequest(
             path: "/sandboxnew/pay/orderquery", body: try FlatXML.encode(query))))
         #expect(refused["return_msg"] == "签名错误")
+    }
+}
+
+extension SimulatorBillAndSandboxTests {
+    @Test func sandboxOrdersStayOutOfProductionAnswers() throws {
+        let harness = SimulatorHarness()
+        var keyRequest: Fields = ["mch_id": SimulatorHarness.mchID, "nonce_str": "abc123"]
+        keyRequest["sign"] = harness.signer.signature(for: keyRequest, type: .md5)
+        let sandboxKey = try #require(harness.decode(harness.simulator.handle(SimulatorRequest(
+            path: "/sandboxnew/pay/getsignkey", body: try FlatXML.encode(keyRequest))))["sandbox_signkey"])
+        var order: Fields = ["appid": SimulatorHarness.appID, "mch_id": SimulatorHarness.mchID, "nonce_str": "s1"]
+        for field in SimulatorHarness.order("shared-0001") { order[field.name] = field.value }
+        order["sign"] = Signer(key: APIKey(sandboxKey)).signature(for: order, type: .md5)
+        let created = harness.decode(harness.simulator.handle(SimulatorRequest(
+            path: "/sandboxnew/pay/unifiedorder", body: try FlatXML.encode(order))))
+        #expect(created["result_code"] == "SUCCESS")
+        try harness.simulator.pay(outTradeNo: "shared-0001")
+        // Production has never seen the number: it is unknown there and free to use.
+        #expect(harness.call("/pay/orderquery", ["out_trade_no": "shared-0001"])["err_code"] == "ORDERNOTEXIST")
+        #expect(harness.call("/pay/unifiedorder", SimulatorHarness.order("shared-0001", fee: 1))["result_code"] == "SUCCESS")
     }
 }
 
