@@ -36,6 +36,23 @@ struct GatewayAPITests {
     }
 
     @Test(arguments: GatewayRig.Mode.allCases)
+    func expiresInTravelsAsTimeExpireInBeijingTimeAndMatchesExpiresAt(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let created = try await rig.send(.post, "/v1/orders", body: #"{"amount":1,"description":"d","client_ip":"203.0.113.7","out_trade_no":"e2e-exp1","expires_in":600}"#)
+        #expect(created.status == 201)
+        let sent = try #require(rig.simulator.requests.last { $0.path == "/pay/unifiedorder" })
+        let timeExpire = try #require(sent.fields["time_expire"])
+        let expiresAt = try #require(created.json["expires_at"] as? String)
+        // 20261130162343 ↔ 2026-11-30T16:23:43.000+08:00
+        let digits = expiresAt.prefix(19).filter(\.isNumber)
+        #expect(String(digits) == timeExpire)
+        #expect(expiresAt.hasSuffix(".000+08:00"))
+        let createdAt = try #require(created.json["created_at"] as? String)
+        #expect(createdAt < expiresAt)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
     func authenticationComesBeforeValidationAndBeforeNotFound(mode: GatewayRig.Mode) async throws {
         let rig = try await GatewayRig.start(mode)
         defer { Task { await rig.stop() } }
