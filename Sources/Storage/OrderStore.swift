@@ -67,6 +67,10 @@ public protocol OrderStore: Sendable {
     /// Open orders whose `expiresAt` is at or before `now`, earliest first (for `closeorder`).
     func expiredOpenOrders(now: Date, limit: Int) async throws(StorageError) -> [OrderRecord]
 
+    /// Orders paid (SUCCESS or REFUND) with `paidAt` in `from..<to`, earliest first: the local side
+    /// of the daily bill comparison.
+    func paidOrders(from: Date, to: Date) async throws(StorageError) -> [OrderRecord]
+
     // MARK: Outbox
 
     /// Leases up to `limit` pending events due at `now` whose lease is free, earliest due first,

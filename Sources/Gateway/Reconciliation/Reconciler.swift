@@ -209,7 +209,7 @@ public final class Reconciler: Sendable {
         let outTradeNo = order.outTradeNo
         let service = self.service
         let after = await service.upstream.queries.run(outTradeNo) {
-            await Self.queryAndSettle(service, outTradeNo, reason: reason, failure: failure)
+            await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
         }
         if let error = failure.value {
             service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": error])
@@ -218,8 +218,10 @@ public final class Reconciler: Sendable {
         return Self.outcome(before: order, after: after)
     }
 
-    private static func queryAndSettle(_ service: OrderService, _ outTradeNo: String, reason: String,
-                                       failure: LockedBox<String?>) async -> OrderRecord? {
+    /// orderquery and settle for one order (run inside `Upstream.queries`); a failed call is
+    /// recorded in `failure`. Shared by the sweeps and the bill comparison.
+    static func queryAndSettle(_ service: OrderService, _ outTradeNo: String, reason: String, source: String,
+                               failure: LockedBox<String?>) async -> OrderRecord? {
         guard let order = try? await service.store.order(outTradeNo) else { return nil }
         guard !order.state.isFinal else { return order }
         do {
@@ -228,12 +230,12 @@ public final class Reconciler: Sendable {
             _ = try? await service.store.touch(outTradeNo, .lastQueried, at: at)
             // Every check of a long-unpaid order would flood the timeline; the first check and
             // every answer other than NOTPAY are what a person needs to see.
-            if order.lastQueriedAt == nil || response.tradeState != .notPay {
+            if order.lastQueriedAt == nil || response.tradeState != .notPay || source != "reconcile" {
                 _ = try? await service.store.appendEvent(
-                    outTradeNo, kind: "reconcile", detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
+                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
                     at: at)
             }
-            return await service.settlement.apply(response, to: order, source: "reconcile") ?? order
+            return await service.settlement.apply(response, to: order, source: source) ?? order
         } catch {
             if error.errorCode == .orderNotExist {
                 // Never reached WeChat; it is closed locally once it expires.
@@ -242,7 +244,7 @@ public final class Reconciler: Sendable {
             }
             failure.update { $0 = error.shortDescription }
             _ = try? await service.store.appendEvent(
-                outTradeNo, kind: "reconcile_failed", detail: "\(reason): orderquery \(error.shortDescription)",
+                outTradeNo, kind: "\(source)_failed", detail: "\(reason): orderquery \(error.shortDescription)",
                 at: service.now())
             return order
         }
