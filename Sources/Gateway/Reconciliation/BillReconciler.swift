@@ -27,11 +27,17 @@ public struct BillReconciler: Sendable {
 
     /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
     public func reconcile(day: String) async throws(BillReconciliationError) -> BillReport {
-        let compact = day.replacingOccurrences(of: "-", with: "")
-        guard day.utf8.count == 10, compact.utf8.count == 8, compact.allSatisfy(\.isNumber),
-              let dayStart = BeijingTime.parseDay(compact) else { throw .invalidDay }
-        let rows = try await download(compact)
+        guard let dayStart = Self.dayStart(day) else { throw .invalidDay }
+        let rows = try await download(day.replacingOccurrences(of: "-", with: ""))
         return try await compare(rows, day: day, dayStart: dayStart)
+    }
+
+    /// Midnight Beijing time of `day` (`yyyy-MM-dd`), or nil when it is not a real date so written.
+    public static func dayStart(_ day: String) -> Date? {
+        let parts = day.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.map(\.utf8.count) == [4, 2, 2], parts.allSatisfy({ $0.allSatisfy(\.isASCII) })
+        else { return nil }
+        return BeijingTime.parseDay(parts.joined())
     }
 
     /// The bill's detail rows; an empty list when WeChat says the day has no bill.
