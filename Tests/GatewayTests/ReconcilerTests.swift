@@ -174,4 +174,36 @@ struct ReconcilerTests {
         // Six calls at 10 per second need at least five gaps of 0.1 s (a lower bound only).
         #expect(elapsed >= .milliseconds(480))
     }
+
+    @Test func theRecoveryVariablesHaveDefaultsAndRefuseNonsense() throws {
+        let defaults = try GatewayConfiguration(environment: Environment([:]))
+        #expect(defaults.reconcileInterval == 30 && defaults.reconcileAfter == 60)
+        #expect(defaults.reconcileConcurrency == 8 && defaults.reconcileRate == 50)
+        #expect(defaults.fulfilmentURL == nil && !defaults.billReconcile)
+        let set = try GatewayConfiguration(environment: Environment([
+            "GATEWAY_RECONCILE_INTERVAL": "0.2", "GATEWAY_RECONCILE_AFTER": "0.5", "GATEWAY_RECONCILE_CONCURRENCY": "2",
+            "GATEWAY_RECONCILE_RATE": "5", "GATEWAY_FULFILMENT_URL": "https://shop.example/hooks/wxpay",
+            "GATEWAY_FULFILMENT_SECRET": "0123456789abcdef", "GATEWAY_BILL_RECONCILE": "on",
+        ]))
+        #expect(set.reconcileInterval == 0.2 && set.reconcileAfter == 0.5)
+        #expect(set.reconcileConcurrency == 2 && set.reconcileRate == 5)
+        #expect(set.fulfilmentURL == "https://shop.example/hooks/wxpay" && set.billReconcile)
+        let bad: [([String: String], String)] = [
+            (["GATEWAY_RECONCILE_INTERVAL": "-1"], "GATEWAY_RECONCILE_INTERVAL"),
+            (["GATEWAY_RECONCILE_CONCURRENCY": "0"], "GATEWAY_RECONCILE_CONCURRENCY"),
+            (["GATEWAY_RECONCILE_RATE": "fast"], "GATEWAY_RECONCILE_RATE"),
+            (["GATEWAY_FULFILMENT_URL": "ftp://shop.example/"], "GATEWAY_FULFILMENT_URL"),
+            (["GATEWAY_FULFILMENT_URL": "https://shop.example/hooks"], "GATEWAY_FULFILMENT_SECRET"),
+            (["GATEWAY_BILL_RECONCILE": "maybe"], "GATEWAY_BILL_RECONCILE"),
+        ]
+        for (environment, variable) in bad {
+            #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(environment)) }
+            do {
+                _ = try GatewayConfiguration(environment: Environment(environment))
+            } catch {
+                #expect(error.variable == variable)
+                #expect(!error.description.contains("shop.example"))
+            }
+        }
+    }
 }
