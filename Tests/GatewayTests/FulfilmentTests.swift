@@ -78,6 +78,10 @@ struct FulfilmentTests {
         #expect(try await harness.store.outboxEvent(id: event.id)?.deliveredAt == nil)
         receiver.answer(200)
         #expect(await harness.eventually { (try? await harness.store.outboxEvent(id: event.id))??.deliveredAt != nil })
+        // The delivery's bookkeeping (timeline, metric) follows the store's acknowledgement.
+        #expect(await harness.eventually {
+            harness.metrics.counter("wxpay_outbox_deliveries_total", ["outcome": "delivered"]) == 1
+        })
 
         #expect(receiver.acknowledged == [event.id: 1])
         #expect(receiver.deliveries.allSatisfy { $0.signatureValid })
