@@ -47,7 +47,11 @@ let package = Package(
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
         ]),
-        .executableTarget(name: "wxpay-bench", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2"]),
+        .executableTarget(name: "wxpay-bench", dependencies: [
+            "WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2",
+            // The reconcile benchmark drives the gateway against the in-process simulator.
+            "Gateway", "WeChatPaySimulator",
+        ]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),

@@ -141,6 +141,42 @@ struct ReconcilerTests {
         #expect(again.claimed == 0)
     }
 
+    @Test func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        Self.dropAllNotifies(harness)
+        let numbers = (0..<20).map { String(format: "backlog-%02d", $0) }
+        for number in numbers {
+            _ = try await harness.create(Self.order(number))
+            harness.clock.advance(by: 1)
+        }
+        try harness.simulator.pay(outTradeNo: "backlog-19")
+        harness.clock.advance(by: 120)
+        // 9 orders per sweep (rate 10/s over a 0.9 s lease), 20 unpaid or paid orders waiting.
+        let configuration = Reconciler.Configuration(interval: 1, after: 60, concurrency: 1, rate: 10)
+        let reconciler = Reconciler(service: harness.service, configuration: configuration)
+        #expect(configuration.batchLimit == 9)
+        var sweeps = 0
+        while sweeps < 3, try await harness.store.order("backlog-19")?.state != .success {
+            // A fresh period with the clock frozen for the sweep: every lease taken has run out.
+            harness.clock.advance(by: 2)
+            let report = await reconciler.sweep()
+            #expect(report.skipped == 0)
+            sweeps += 1
+        }
+        // Three sweeps of nine cover all twenty (the third fills up with the least recently
+        // checked); checking only the oldest nine again would never get there.
+        #expect(sweeps == 3)
+        #expect(try await harness.store.order("backlog-19")?.state == .success)
+        var queries: [String: Int] = [:]
+        for request in harness.simulator.requests where request.path == "/pay/orderquery" {
+            queries[request.fields["out_trade_no"] ?? "", default: 0] += 1
+        }
+        #expect(queries.count == 20)
+        #expect(queries.values.reduce(0, +) == 27)
+        #expect(queries.values.allSatisfy { $0 <= 2 })
+    }
+
     @Test func aSweepWhoseCallsKeepFailingStopsEarlyAndLeavesTheRestForLater() async throws {
         let harness = try await GatewayHarness.make()
         defer { Task { await harness.shutdown() } }
