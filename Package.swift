@@ -48,7 +48,9 @@ let package = Package(
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2", "WeChatPaySimulator",
+            "WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2",
+            // The reconcile benchmark drives the gateway against the in-process simulator.
+            "Gateway", "WeChatPaySimulator",
         ]),
 
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),

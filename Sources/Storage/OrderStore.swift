@@ -54,7 +54,8 @@ public protocol OrderStore: Sendable {
 
     // MARK: Reconciliation
 
-    /// Leases up to `limit` open orders (NOTPAY or USERPAYING), oldest first, created at or before
+    /// Leases up to `limit` open orders (NOTPAY or USERPAYING), least recently queried first (an
+    /// order never queried counts from its creation, so fresh orders come oldest first), created at or before
     /// `cutoff` and with no notify after it, whose lease is free at `now`. Each is leased to
     /// `claimant` until `leaseUntil`, so concurrent sweepers never get the same order.
     func claimOpenOrders(
@@ -66,6 +67,10 @@ public protocol OrderStore: Sendable {
 
     /// Open orders whose `expiresAt` is at or before `now`, earliest first (for `closeorder`).
     func expiredOpenOrders(now: Date, limit: Int) async throws(StorageError) -> [OrderRecord]
+
+    /// Orders paid (SUCCESS or REFUND) with `paidAt` in `from..<to`, earliest first: the local side
+    /// of the daily bill comparison.
+    func paidOrders(from: Date, to: Date) async throws(StorageError) -> [OrderRecord]
 
     // MARK: Outbox
 

@@ -12,6 +12,7 @@ case "storage": await StorageBench.run(Array(arguments.dropFirst()))
 case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
 case "http-client": try await HTTPClientBench.run(Array(arguments.dropFirst()))
 case "simulator": try SimulatorBench.run(Array(arguments.dropFirst()))
+case "reconcile": await ReconcileBenchmark.run(Array(arguments.dropFirst()))
 default:
     print("usage: wxpay-bench <benchmark> [options]")
     print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
@@ -21,4 +22,5 @@ default:
     print("  http-client --url URL [--concurrency N] [--requests N] [--post]   keep-alive client throughput")
     print("  storage                        SQLite transitions/s: group commit against one transaction each")
     print("  simulator [orders] [queries]   in-process simulator: create 100,000 orders, RSS, orderquery rate")
+    print("  reconcile [orders] [sweepers]  reconciler sweeps against the in-process simulator (T7 shape)")
 }

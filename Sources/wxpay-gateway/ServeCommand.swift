@@ -86,13 +86,44 @@ enum ServeCommand {
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
+        let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
+                                     logger: logger)
         let signal = await Signals.waitForTermination()
         logger.notice("shutting down", ["signal": String(signal)])
         notifyLoop?.cancel()
         await server.shutdown(gracePeriod: .seconds(10))
+        // The recovery services finish their current call and stop before the store closes.
+        for task in services.reversed() { task.cancel() }
+        for task in services.reversed() { await task.value }
         await client.shutdown()
         await store.close()
         return 0
+    }
+
+    /// The reconciler, the fulfilment dispatcher and the daily bill job, started once the server
+    /// listens; each runs until its task is cancelled.
+    private static func startRecovery(_ configuration: GatewayConfiguration, service: OrderService, store: any OrderStore,
+                                      client: HTTPClient, metrics: MetricsRegistry, logger: Logger) -> [Task<Void, Never>] {
+        var services: [Task<Void, Never>] = []
+        if configuration.reconcileInterval > 0 {
+            let reconciler = Reconciler(service: service)
+            services.append(Task { await reconciler.run() })
+        } else {
+            logger.notice("reconciler off (GATEWAY_RECONCILE_INTERVAL=0)")
+        }
+        if let url = configuration.fulfilmentURL, let secret = configuration.fulfilmentSecret {
+            let dispatcher = FulfilmentDispatcher(
+                store: store, configuration: .init(url: url, secret: secret), transport: HTTPFulfilmentTransport(client: client),
+                metrics: metrics, logger: logger)
+            services.append(Task { await dispatcher.run() })
+        } else {
+            logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
+        }
+        if configuration.billReconcile {
+            let daily = DailyBillReconciliation(service: service)
+            services.append(Task { await daily.run() })
+        }
+        return services
     }
 
     private static func logLevel() -> Logger.Level {

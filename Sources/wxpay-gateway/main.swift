@@ -7,6 +7,7 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "sign": { SignCommand.run($0) },
     "simulate": { await SimulateCommand.run($0) },
     "serve": { await ServeCommand.run($0) },
+    "reconcile": { await ReconcileCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -15,6 +16,7 @@ func usage() -> String {
 
     commands:
       serve     run the gateway (configured from the environment; demo mode without WXPAY_MCH_ID)
+      reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
     """

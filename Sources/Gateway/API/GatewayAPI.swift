@@ -16,6 +16,7 @@ import WeChatPay
 /// | POST /wechat/notify | WeChat (signed XML) |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
+/// | POST /v1/support/outbox/{id}/redrive | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
     public let service: OrderService
@@ -68,6 +69,11 @@ public struct GatewayAPI: Sendable {
             request in
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.service.recheck(request.pathParameters["out_trade_no"] ?? ""))
+            }
+        }
+        router.add(.post, "/v1/support/outbox/{id}/redrive", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
+            try await self.handle(request, scopes: [.support]) {
+                Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }

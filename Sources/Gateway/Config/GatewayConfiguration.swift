@@ -37,6 +37,24 @@ public struct GatewayConfiguration: Sendable {
     /// Demo mode: the embedded simulator plays WeChat.
     public var demo: Bool
 
+    // Recovery: the reconciler, the fulfilment webhook and the daily bill comparison.
+
+    /// Seconds between reconciler sweeps (GATEWAY_RECONCILE_INTERVAL, default 30; 0 turns the reconciler off).
+    public var reconcileInterval: Double = 30
+    /// Seconds without a notify before an open order is asked about (GATEWAY_RECONCILE_AFTER, default 60).
+    public var reconcileAfter: Double = 60
+    /// Calls to WeChat one sweeper makes at once (GATEWAY_RECONCILE_CONCURRENCY, default 8).
+    public var reconcileConcurrency: Int = 8
+    /// Calls to WeChat per second one sweeper makes at most (GATEWAY_RECONCILE_RATE, default 50).
+    public var reconcileRate: Double = 50
+    /// Where `order.paid` events are POSTed (GATEWAY_FULFILMENT_URL); nil turns the dispatcher off.
+    public var fulfilmentURL: String?
+    /// The HMAC-SHA256 key of the `Gateway-Signature` header (GATEWAY_FULFILMENT_SECRET).
+    public var fulfilmentSecret: String?
+    /// Whether the previous Beijing day's bill is compared every day after 10:00 Beijing time
+    /// (GATEWAY_BILL_RECONCILE=on, default off).
+    public var billReconcile: Bool = false
+
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
     public static let demoMchID = "10000100"
@@ -109,6 +127,45 @@ public struct GatewayConfiguration: Sendable {
         for token in clientTokens + supportTokens where token.utf8.count < 8 {
             let variable = clientTokens.contains(token) ? "GATEWAY_CLIENT_TOKENS" : "GATEWAY_SUPPORT_TOKENS"
             throw ConfigurationError(variable: variable, expected: "tokens of at least 8 characters")
+        }
+        try readRecovery(environment)
+    }
+
+    /// The reconciler's, the dispatcher's and the bill job's variables.
+    private mutating func readRecovery(_ environment: Environment) throws(ConfigurationError) {
+        reconcileInterval = try environment.get("GATEWAY_RECONCILE_INTERVAL", default: 30,
+                                                expecting: "seconds between 0.05 and 3600, or 0 for off") {
+            guard let value = Double($0), value == 0 || (value >= 0.05 && value <= 3600) else { return nil }
+            return value
+        }
+        reconcileAfter = try environment.get("GATEWAY_RECONCILE_AFTER", default: 60, expecting: "seconds from 0 to 86400") {
+            guard let value = Double($0), value >= 0, value <= 86400 else { return nil }
+            return value
+        }
+        reconcileConcurrency = try environment.get("GATEWAY_RECONCILE_CONCURRENCY", default: 8,
+                                                   expecting: "an integer from 1 to 256") {
+            guard let value = Int($0), (1...256).contains(value) else { return nil }
+            return value
+        }
+        reconcileRate = try environment.get("GATEWAY_RECONCILE_RATE", default: 50, expecting: "calls per second from 0.1 to 10000") {
+            guard let value = Double($0), value >= 0.1, value <= 10000 else { return nil }
+            return value
+        }
+        fulfilmentURL = try environment.get("GATEWAY_FULFILMENT_URL", default: nil, expecting: "an http(s) URL") { text in
+            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil else { return nil }
+            return text
+        }
+        fulfilmentSecret = environment.get("GATEWAY_FULFILMENT_SECRET")
+        if fulfilmentURL != nil && (fulfilmentSecret?.utf8.count ?? 0) < 16 {
+            throw ConfigurationError(variable: "GATEWAY_FULFILMENT_SECRET",
+                                     expected: "at least 16 characters (set with GATEWAY_FULFILMENT_URL)")
+        }
+        billReconcile = try environment.get("GATEWAY_BILL_RECONCILE", default: false, expecting: "on or off") {
+            switch $0.lowercased() {
+            case "on", "true", "1", "yes": true
+            case "off", "false", "0", "no": false
+            default: nil
+            }
         }
     }
 

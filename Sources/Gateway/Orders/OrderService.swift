@@ -299,6 +299,9 @@ public final class OrderService: Sendable {
             view.flags = order.flags.map(\.rawValue).sorted()
             view.events = try await storage { () throws(StorageError) in try await self.store.events(order.outTradeNo) }
                 .map(EventView.init)
+            // Whether the business backend heard of the payment: delivered, pending or dead.
+            view.outbox = try await storage { () throws(StorageError) in try await self.store.outboxEvents(order.outTradeNo) }
+                .map(OutboxEventView.init)
             views.append(view)
         }
         struct Lookup: Encodable { var orders: [OrderView] }

@@ -20,11 +20,13 @@ struct OrderView: Encodable, Sendable {
     var userID: String?
     var flags: [String]?
     var events: [EventView]?
+    /// Support lookups only: the order's fulfilment events (see Fulfilment/OutboxEventView).
+    var outbox: [OutboxEventView]?
 
     enum CodingKeys: String, CodingKey {
         case outTradeNo = "out_trade_no", state, amount, description, transactionID = "transaction_id"
         case paidAt = "paid_at", createdAt = "created_at", expiresAt = "expires_at", final
-        case prepayID = "prepay_id", appParams = "app_params", userID = "user_id", flags, events
+        case prepayID = "prepay_id", appParams = "app_params", userID = "user_id", flags, events, outbox
     }
 
     init(_ record: OrderRecord) {
@@ -56,6 +58,7 @@ struct OrderView: Encodable, Sendable {
         try c.encodeIfPresent(userID, forKey: .userID)
         try c.encodeIfPresent(flags, forKey: .flags)
         try c.encodeIfPresent(events, forKey: .events)
+        try c.encodeIfPresent(outbox, forKey: .outbox)
     }
 }
 

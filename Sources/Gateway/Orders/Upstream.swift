@@ -63,6 +63,14 @@ final class Upstream: Sendable {
         }
     }
 
+    /// downloadbill (a file; repeated like any idempotent read). Signed with `signType`, the
+    /// gateway's configured algorithm, since a bill belongs to no single order.
+    func downloadBill(_ request: DownloadBillRequest, signType: SignType) async throws(WeChatPayError) -> DownloadBillResponse {
+        try await withRetries(api: "downloadbill") { () throws(WeChatPayError) in
+            try await self.clients[signType]!.send(request)
+        }
+    }
+
     /// Starts `query` for `key` unless one ran within `interval` seconds or is running; returns how
     /// long until the next poll is due.
     func scheduleQuery(_ key: String, interval: Double, _ query: @escaping @Sendable () async -> Void) -> Duration {

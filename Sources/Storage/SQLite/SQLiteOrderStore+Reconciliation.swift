@@ -17,14 +17,20 @@ extension SQLiteOrderStore {
                     WHERE state IN ('NOTPAY', 'USERPAYING') AND created_at <= ?3
                         AND (last_notify_at IS NULL OR last_notify_at <= ?3)
                         AND (claimed_until IS NULL OR claimed_until <= ?4)
-                    ORDER BY created_at, out_trade_no
+                    -- Least recently asked about first (never asked: by creation), so a backlog
+                    -- larger than one sweep's batch rotates instead of re-checking the oldest
+                    -- unpaid orders forever while a newer, paid one waits.
+                    ORDER BY COALESCE(last_queried_at, created_at), created_at, out_trade_no
                     LIMIT ?5)
                 RETURNING
                 """ + " " + OrderRecord.columns,
                 claimant, leaseUntil, cutoff, now, limit, decode: OrderRecord.init(row:))
         }
         // RETURNING yields rows in no promised order.
-        return claimed.sorted { ($0.createdAt, $0.outTradeNo) < ($1.createdAt, $1.outTradeNo) }
+        return claimed.sorted {
+            ($0.lastQueriedAt ?? $0.createdAt, $0.createdAt, $0.outTradeNo)
+                < ($1.lastQueriedAt ?? $1.createdAt, $1.createdAt, $1.outTradeNo)
+        }
     }
 
     public func releaseClaim(_ outTradeNo: String, claimant: String) async throws(StorageError) -> Bool {

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import Storage
+import Synchronization
+
+/// Delivers the transactional outbox (`order.paid` events written in the same transaction as the
+/// move to SUCCESS) to the business backend's webhook, at least once, signed with
+/// `Gateway-Signature`.
+///
+/// Everything lives in the store: due events are leased (`dueOutboxEvents`), a 2xx marks the event
+/// delivered, anything else reschedules it with exponential backoff and jitter, and an event still
+/// failing after `maxAge` (24 h) is dead-lettered until support redrives it. A restart simply
+/// continues from the store. The receiver deduplicates on the event `id`: a delivery acknowledged
+/// while the gateway crashed before recording it is sent again.
+///
+/// ```swift
+/// let dispatcher = FulfilmentDispatcher(store: store, configuration: .init(url: url, secret: secret),
+///                                       transport: HTTPFulfilmentTransport(client: client))
+/// let task = Task { await dispatcher.run() }   // until cancelled
+/// ```
+public final class FulfilmentDispatcher: Sendable {
+    /// Where and how events are delivered.
+    public struct Configuration: Sendable, Hashable {
+        /// The business backend's webhook URL (GATEWAY_FULFILMENT_URL).
+        public var url: String
+        /// The HMAC key of `Gateway-Signature` (GATEWAY_FULFILMENT_SECRET).
+        public var secret: String
+        /// After this many seconds without a 2xx an event is dead-lettered (default 24 h), once it
+        /// has also had `minimumAttempts` attempts (so a redriven or long-queued event gets tries).
+        public var maxAge: TimeInterval
+        public var minimumAttempts: Int
+        /// The first retry's delay (default 5 s); each later one doubles, up to `maxBackoff` (1 h).
+        public var initialBackoff: TimeInterval
+        public var maxBackoff: TimeInterval
+        /// How often the store is asked for due events when the last pass found few (default 1 s).
+        public var pollInterval: TimeInterval
+        /// Events leased per pass (default 32), all delivered concurrently.
+        public var batchSize: Int
+        /// One delivery's time limit (default 10 s).
+        public var timeout: TimeInterval
+
+        public init(url: String, secret: String, maxAge: TimeInterval = 86400, minimumAttempts: Int = 5,
+                    initialBackoff: TimeInterval = 5, maxBackoff: TimeInterval = 3600, pollInterval: TimeInterval = 1,
+                    batchSize: Int = 32, timeout: TimeInterval = 10) {
+            self.url = url
+            self.secret = secret
+            self.maxAge = maxAge
+            self.minimumAttempts = max(1, minimumAttempts)
+            self.initialBackoff = initialBackoff
+            self.maxBackoff = max(initialBackoff, maxBackoff)
+            self.pollInterval = pollInterval
+            self.batchSize = max(1, batchSize)
+            self.timeout = timeout
+        }
+    }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Hashable {
+        public var delivered = 0
+        public var failed = 0
+        public var deadLettered = 0
+        /// Whether the pass leased a full batch (more may be due at once).
+        public var full = false
+    }
+
+    public let configuration: Configuration
+    public let claimant: String
+    private let store: any OrderStore
+    private let transport: any FulfilmentTransport
+    private let metrics: MetricsRegistry
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let jitter: @Sendable () -> Double
+    private let lastGauges = Mutex<ContinuousClock.Instant?>(nil)
+
+    /// - Parameters:
+    ///   - now: the clock (tests move it past the 24-hour limit).
+    ///   - jitter: a number in 0...1 per retry; the delay is `(0.5 + jitter / 2)` × the backoff.
+    public init(store: any OrderStore, configuration: Configuration, transport: any FulfilmentTransport,
+                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled, claimant: String? = nil,
+                now: @escaping @Sendable () -> Date = { Date() },
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+        self.store = store
+        self.configuration = configuration
+        self.transport = transport
+        self.metrics = metrics
+        self.logger = logger
+        self.claimant = claimant ?? "dispatcher-" + UUID().uuidString.prefix(8).lowercased()
+        self.now = now
+        self.jitter = jitter
+        Self.describeMetrics(metrics)
+    }
+
+    /// Delivers until the task is cancelled: a pass, then the poll interval unless the pass was full.
+    public func run() async {
+        logger.notice("fulfilment dispatcher started", ["claimant": claimant])
+        while !Task.isCancelled {
+            let pass = await deliverDue()
+            if !pass.full { try? await Task.sleep(for: .seconds(configuration.pollInterval)) }
+        }
+        logger.notice("fulfilment dispatcher stopped", ["claimant": claimant])
+    }
+
+    /// One pass: lease the due events and deliver each once.
+    @discardableResult
+    public func deliverDue() async -> Pass {
+        var pass = Pass()
+        let at = now()
+        let events: [OutboxEvent]
+        do {
+            events = try await store.dueOutboxEvents(
+                now: at, limit: configuration.batchSize, claimant: claimant,
+                // Long enough for every delivery of the batch to finish or time out.
+                leaseUntil: at.addingTimeInterval(configuration.timeout + 30))
+        } catch {
+            logger.error("outbox could not be read", ["error": error.shortDescription])
+            metrics.increment("wxpay_outbox_errors_total", ["stage": "store"])
+            return pass
+        }
+        pass.full = events.count == configuration.batchSize
+        let outcomes = await withTaskGroup(of: Outcome.self) { group -> [Outcome] in
+            for event in events { group.addTask { await self.deliver(event) } }
+            var outcomes: [Outcome] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        for outcome in outcomes {
+            switch outcome {
+            case .delivered: pass.delivered += 1
+            case .failed: pass.failed += 1
+            case .dead: pass.failed += 1; pass.deadLettered += 1
+            }
+        }
+        await updateGauges()
+        return pass
+    }
+
+    enum Outcome: Sendable { case delivered, failed, dead }
+
+    /// One attempt for one event, and its bookkeeping.
+    func deliver(_ event: OutboxEvent) async -> Outcome {
+        let body = Array(event.payload.utf8)
+        let sentAt = now()
+        let headers = [
+            "Content-Type": "application/json",
+            WebhookSignature.headerName: WebhookSignature.header(
+                payload: body, secret: configuration.secret, timestamp: Int(sentAt.timeIntervalSince1970)),
+            "Gateway-Event-Id": event.id,
+            "Gateway-Event-Type": event.type,
+        ]
+        let started = ContinuousClock.now
+        let failure: String?
+        do {
+            let status = try await transport.post(url: configuration.url, headers: headers, body: body,
+                                                  timeout: .milliseconds(Int64(configuration.timeout * 1000)))
+            failure = (200..<300).contains(status) ? nil : "http_\(status)"
+        } catch let error as HTTPClientError {
+            failure = "transport_" + error.shortDescription
+        } catch {
+            failure = "transport_failure"
+        }
+        let elapsed = ContinuousClock.now - started
+        metrics.observe("wxpay_outbox_delivery_duration_seconds",
+                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+        let at = now()
+        do {
+            guard let failure else {
+                if try await store.markDelivered(event.id, at: at) {
+                    _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_delivered",
+                                                     detail: "\(event.type) \(event.id) acknowledged", at: at)
+                }
+                metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "delivered"])
+                return .delivered
+            }
+            let attempts = event.attempts + 1
+            if at.timeIntervalSince(event.createdAt) >= configuration.maxAge && attempts >= configuration.minimumAttempts {
+                if try await store.deadLetter(event.id, at: at, lastError: failure) {
+                    _ = try? await store.appendEvent(
+                        event.outTradeNo, kind: "fulfilment_dead",
+                        detail: "\(event.type) \(event.id) given up after \(attempts) attempts (\(failure)); redrive to retry",
+                        at: at)
+                    logger.error("fulfilment event dead-lettered", ["event_id": event.id, "out_trade_no": event.outTradeNo,
+                                                                    "error": failure])
+                }
+                metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "dead"])
+                return .dead
+            }
+            let delay = backoff(attempts: attempts)
+            _ = try await store.reschedule(event.id, nextAttemptAt: at.addingTimeInterval(delay), attempts: attempts,
+                                           lastError: failure)
+            logger.warning("fulfilment delivery failed; will retry", ["event_id": event.id, "error": failure,
+                                                                     "attempt": String(attempts)])
+            metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "failed"])
+            return .failed
+        } catch {
+            // The lease runs out and the event is tried again: at least once, never lost.
+            logger.error("outbox bookkeeping failed", ["event_id": event.id, "error": error.shortDescription])
+            metrics.increment("wxpay_outbox_errors_total", ["stage": "store"])
+            return failure == nil ? .delivered : .failed
+        }
+    }
+
+    /// Exponential backoff with jitter: `initial × 2^(attempts-1)`, capped, then scaled into
+    /// [50 %, 100 %] so receivers that come back are not hit by every gateway at once.
+    func backoff(attempts: Int) -> TimeInterval {
+        let exponent = Double(min(max(attempts - 1, 0), 30))
+        let base = min(configuration.maxBackoff, configuration.initialBackoff * pow(2, exponent))
+        return base * (0.5 + min(1, max(0, jitter())) / 2)
+    }
+
+    /// Pending, dead and lag gauges, refreshed after a pass at most every 5 s (the count reads
+    /// every order).
+    private func updateGauges() async {
+        let due = lastGauges.withLock { last -> Bool in
+            if let last, ContinuousClock.now - last < .seconds(5) { return false }
+            last = .now
+            return true
+        }
+        if due { await refreshGauges() }
+    }
+
+    /// Sets the pending, dead and lag gauges from the store now.
+    public func refreshGauges() async {
+        guard let counts = try? await store.counts() else { return }
+        metrics.set("wxpay_outbox_pending", to: Double(counts.outboxPending))
+        metrics.set("wxpay_outbox_dead", to: Double(counts.outboxDead))
+        metrics.set("wxpay_outbox_lag_seconds", to: counts.oldestPendingOutboxAt.map { max(0, now().timeIntervalSince($0)) } ?? 0)
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_outbox_deliveries_total", type: "counter",
+                         help: "Fulfilment webhook attempts by outcome (delivered, failed, dead).")
+        metrics.describe("wxpay_outbox_pending", type: "gauge", help: "Outbox events not yet delivered.")
+        metrics.describe("wxpay_outbox_dead", type: "gauge", help: "Outbox events given up on, waiting for a redrive.")
+        metrics.describe("wxpay_outbox_lag_seconds", type: "gauge", help: "Age of the oldest pending outbox event.")
+        metrics.describe("wxpay_outbox_errors_total", type: "counter", help: "Outbox store failures.")
+        metrics.describe("wxpay_outbox_delivery_duration_seconds", type: "histogram", help: "Webhook delivery latency.")
+    }
+}

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+import Storage
+
+extension OrderService {
+    /// Makes a dead-lettered fulfilment event pending again, due now (support's redrive). Answers the
+    /// event as support sees it; 404 for an unknown id, 409 for an event that is not dead.
+    public func redriveOutboxEvent(_ id: String) async throws(APIError) -> [UInt8] {
+        guard id.utf8.count <= 128,
+              let event = try await storage({ () throws(StorageError) in try await self.store.outboxEvent(id: id) })
+        else {
+            throw APIError(status: 404, code: "outbox_event_not_found", message: "no outbox event with that id")
+        }
+        let at = now()
+        guard try await storage({ () throws(StorageError) in try await self.store.redrive(id, at: at) }) else {
+            throw .conflict("only a dead-lettered event can be redriven; this one is \(OutboxEventView(event).status)")
+        }
+        _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_redriven",
+                                         detail: "\(event.type) \(event.id) redriven by support", at: at)
+        metrics.increment("wxpay_outbox_redrives_total")
+        logger.notice("fulfilment event redriven", ["event_id": id, "out_trade_no": event.outTradeNo])
+        let current = try await storage({ () throws(StorageError) in try await self.store.outboxEvent(id: id) }) ?? event
+        return JSON.encode(OutboxEventView(current))
+    }
+}

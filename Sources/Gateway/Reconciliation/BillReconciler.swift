@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import WeChatPay
+
+/// Compares one Beijing day's WeChat bill (downloadbill ALL, gzip) with the local orders.
+///
+/// Every order the bill shows paid but that is not paid locally is confirmed with orderquery and
+/// settled through the one door (the bill alone never settles anything). Every other difference
+/// — amount mismatch, a different transaction id, paid locally but absent from the bill, an
+/// out_trade_no we never created — is reported, never applied, and written to the order's
+/// timeline. Bills are cut by payment time in Beijing time: local `paid_at` is compared on the
+/// same Beijing day (an order paid at 23:59:59 +08:00 is in that day's bill).
+///
+/// ```swift
+/// let report = try await BillReconciler(service: service).reconcile(day: "2026-11-29")
+/// print(report.render())
+/// ```
+public struct BillReconciler: Sendable {
+    private let service: OrderService
+    /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
+    static let maximumBillBytes = 512 << 20
+
+    public init(service: OrderService) {
+        self.service = service
+    }
+
+    /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
+    public func reconcile(day: String) async throws(BillReconciliationError) -> BillReport {
+        guard let dayStart = Self.dayStart(day) else { throw .invalidDay }
+        let rows = try await download(day.replacingOccurrences(of: "-", with: ""))
+        return try await compare(rows, day: day, dayStart: dayStart)
+    }
+
+    /// Midnight Beijing time of `day` (`yyyy-MM-dd`), or nil when it is not a real date so written.
+    public static func dayStart(_ day: String) -> Date? {
+        let parts = day.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.map(\.utf8.count) == [4, 2, 2], parts.allSatisfy({ $0.allSatisfy(\.isASCII) })
+        else { return nil }
+        return BeijingTime.parseDay(parts.joined())
+    }
+
+    /// The bill's detail rows; an empty list when WeChat says the day has no bill.
+    private func download(_ billDate: String) async throws(BillReconciliationError) -> [BillRow] {
+        let response: DownloadBillResponse
+        do {
+            response = try await service.upstream.downloadBill(
+                DownloadBillRequest(billDate: billDate, billType: .all, gzip: true), signType: service.configuration.signType)
+        } catch {
+            // "No Bill Exist": no transaction that day. Local payments that day are still compared.
+            if error.kind == .protocolFailure, error.returnMessage?.contains("No Bill Exist") == true { return [] }
+            throw .download(error.shortDescription + (error.returnMessage.map { ": " + String($0.prefix(60)) } ?? ""))
+        }
+        let text: [UInt8]
+        if response.isGzip {
+            do {
+                text = try Gzip.decompress(response.body, maximumOutput: Self.maximumBillBytes)
+            } catch {
+                throw .unreadableBill("gzip")
+            }
+        } else {
+            text = response.body
+        }
+        do {
+            return try Bill.parse(text).rows
+        } catch {
+            throw .unreadableBill(error.shortDescription)
+        }
+    }
+
+    private func compare(_ rows: [BillRow], day: String, dayStart: Date) async throws(BillReconciliationError) -> BillReport {
+        var report = BillReport(day: day)
+        let store = service.store
+        var billed = Set<String>()
+        for row in rows {
+            guard row.tradeState == "SUCCESS" else {
+                report.billRefunds += 1
+                if (try? await store.order(row.outTradeNo)) == .some(nil) {
+                    report.differences.append(BillDifference(
+                        kind: .unknownOrder, outTradeNo: row.outTradeNo, transactionID: row.transactionID,
+                        detail: "a \(row.tradeState) line for an order this gateway never created"))
+                }
+                continue
+            }
+            report.billPayments += 1
+            billed.insert(row.outTradeNo)
+            if let difference = try await compare(row) {
+                report.differences.append(difference)
+                if difference.kind != .unknownOrder {
+                    _ = try? await store.appendEvent(difference.outTradeNo, kind: "bill",
+                                                     detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
+                                                     at: service.now())
+                }
+            } else {
+                report.matched += 1
+            }
+        }
+
+        let local: [OrderRecord]
+        do {
+            local = try await store.paidOrders(from: dayStart, to: dayStart.addingTimeInterval(86400))
+        } catch {
+            throw .storage(error.shortDescription)
+        }
+        report.localPayments = local.count
+        for order in local where !billed.contains(order.outTradeNo) {
+            let difference = BillDifference(
+                kind: .paidLocallyNotInBill, outTradeNo: order.outTradeNo, transactionID: order.transactionID,
+                detail: "\(order.state.rawValue) locally, \(BillAmount.yuan(fromFen: order.amount)) yuan, paid at "
+                    + (order.paidAt.map(BeijingTime.formatWithSeparators) ?? "?") + " Beijing; not in the bill")
+            report.differences.append(difference)
+            _ = try? await store.appendEvent(order.outTradeNo, kind: "bill",
+                                             detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
+                                             at: service.now())
+        }
+        record(report)
+        return report
+    }
+
+    /// One payment line against the local order; nil when they agree.
+    private func compare(_ row: BillRow) async throws(BillReconciliationError) -> BillDifference? {
+        let order: OrderRecord?
+        do {
+            order = try await service.store.order(row.outTradeNo)
+        } catch {
+            throw .storage(error.shortDescription)
+        }
+        guard let order else {
+            return BillDifference(kind: .unknownOrder, outTradeNo: row.outTradeNo, transactionID: row.transactionID,
+                                  detail: "paid \(BillAmount.yuan(fromFen: row.totalFee ?? row.settlementTotalFee)) yuan "
+                                      + "at \(row.tradeTime), an order this gateway never created")
+        }
+        // 订单金额 when the bill has it (coupons make 应结订单金额 smaller than the order).
+        let billAmount = row.totalFee ?? row.settlementTotalFee
+        guard billAmount == order.amount else {
+            return BillDifference(
+                kind: .amountMismatch, outTradeNo: row.outTradeNo, transactionID: row.transactionID,
+                detail: "bill \(BillAmount.yuan(fromFen: billAmount)) yuan, order \(BillAmount.yuan(fromFen: order.amount)) yuan "
+                    + "(\(order.state.rawValue) locally); not settled")
+        }
+        if order.state == .success || order.state == .refund {
+            guard order.transactionID == row.transactionID else {
+                return BillDifference(kind: .transactionMismatch, outTradeNo: row.outTradeNo, transactionID: row.transactionID,
+                                      detail: "local transaction \(order.transactionID ?? "none")")
+            }
+            return nil
+        }
+        // Paid at WeChat, not here: only a verified orderquery answer may settle it.
+        let failure = LockedBox<String?>(nil)
+        let service = self.service
+        let outTradeNo = row.outTradeNo
+        let after = await service.upstream.queries.run(outTradeNo) {
+            await Reconciler.queryAndSettle(service, outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
+        }
+        if let after, after.state == .success || after.state == .refund {
+            return BillDifference(kind: .settledFromBill, outTradeNo: outTradeNo, transactionID: after.transactionID,
+                                  detail: "was \(order.state.rawValue) locally; orderquery confirmed the payment; settled"
+                                      + (after.flags.contains(.paidAfterClose) ? " (flagged paid_after_close)" : ""))
+        }
+        return BillDifference(
+            kind: .notConfirmed, outTradeNo: outTradeNo, transactionID: row.transactionID,
+            detail: "bill says paid; orderquery " + (failure.value.map { "failed (\($0))" }
+                ?? "answered \(after?.state.rawValue ?? "nothing")") + "; left \(order.state.rawValue)")
+    }
+
+    private func record(_ report: BillReport) {
+        let metrics = service.metrics
+        metrics.describe("wxpay_bill_differences_total", type: "counter",
+                         help: "Bill comparison findings by kind (settled_from_bill is a repair).")
+        metrics.describe("wxpay_bill_runs_total", type: "counter", help: "Bill comparisons run.")
+        metrics.increment("wxpay_bill_runs_total", ["result": report.isClean ? "clean" : "differences"])
+        for difference in report.differences {
+            metrics.increment("wxpay_bill_differences_total", ["kind": difference.kind.rawValue])
+        }
+        service.logger.notice("bill compared", [
+            "day": report.day, "bill_payments": String(report.billPayments), "matched": String(report.matched),
+            "differences": String(report.differences.count),
+        ])
+    }
+}

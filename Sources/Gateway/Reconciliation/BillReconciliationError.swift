@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// Why a bill comparison could not run. The description names the stage and a stable reason,
+/// never response bodies.
+public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringConvertible {
+    private enum Code: Sendable, Hashable {
+        case invalidDay
+        case download(String)
+        case unreadableBill(String)
+        case storage(String)
+    }
+
+    private let code: Code
+
+    /// The day is not `yyyy-MM-dd`, or not a real date.
+    public static let invalidDay = Self(code: .invalidDay)
+    static func download(_ reason: String) -> Self { Self(code: .download(reason)) }
+    static func unreadableBill(_ reason: String) -> Self { Self(code: .unreadableBill(reason)) }
+    static func storage(_ reason: String) -> Self { Self(code: .storage(reason)) }
+
+    /// A stable label for metrics.
+    public var shortDescription: String {
+        switch code {
+        case .invalidDay: "invalid_day"
+        case .download: "download_failed"
+        case .unreadableBill: "unreadable_bill"
+        case .storage: "storage_failed"
+        }
+    }
+
+    public var description: String {
+        switch code {
+        case .invalidDay: "the day must be a real date written yyyy-MM-dd"
+        case .download(let reason): "downloadbill failed (\(reason))"
+        case .unreadableBill(let reason): "the bill could not be read (\(reason))"
+        case .storage(let reason): "the order store failed (\(reason))"
+        }
+    }
+}

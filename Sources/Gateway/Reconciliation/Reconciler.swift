@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Synchronization
+import WeChatPay
+
+/// The background sweeper that recovers dropped orders: every `interval` seconds it leases the open
+/// orders that have heard no notify for `after` seconds, asks WeChat about each (orderquery) and
+/// settles the answer through the one door; orders past their expiry are closed with closeorder
+/// instead, where ORDERPAID settles as paid only after a verified orderquery.
+///
+/// Several sweepers (several gateway processes on one database) never check the same order in the
+/// same period: orders are leased with `OrderStore.claimOpenOrders`, and a sweeper stops working on
+/// its batch when its lease runs out. Within a process, queries are shared with `wait` polling
+/// through `Upstream.queries` (one orderquery per order at a time). Calls to WeChat are bounded in
+/// concurrency and rate, and a sweep whose calls keep failing stops early and the next one is
+/// delayed (exponential backoff).
+///
+/// ```swift
+/// let reconciler = Reconciler(service: service)
+/// let task = Task { await reconciler.run() }   // until cancelled
+/// ```
+public final class Reconciler: Sendable {
+    /// How a sweeper paces itself; defaults come from `GatewayConfiguration`.
+    public struct Configuration: Sendable, Hashable {
+        /// Seconds between sweeps (default 30).
+        public var interval: Double
+        /// Seconds without a notify before an open order is checked (default 60).
+        public var after: Double
+        /// Calls to WeChat in flight at once (default 8).
+        public var concurrency: Int
+        /// Calls to WeChat per second (default 50).
+        public var rate: Double
+        /// Consecutive failed calls after which the rest of a sweep is left for later (default 10).
+        public var failureLimit: Int
+
+        public init(interval: Double = 30, after: Double = 60, concurrency: Int = 8, rate: Double = 50,
+                    failureLimit: Int = 10) {
+            self.interval = interval
+            self.after = after
+            self.concurrency = max(1, concurrency)
+            self.rate = rate
+            self.failureLimit = max(1, failureLimit)
+        }
+
+        /// The reconciler settings of a gateway configuration.
+        public init(_ configuration: GatewayConfiguration) {
+            self.init(interval: configuration.reconcileInterval, after: configuration.reconcileAfter,
+                      concurrency: configuration.reconcileConcurrency, rate: configuration.reconcileRate)
+        }
+
+        /// How long a sweeper holds its batch: a little less than one period, so its own next sweep
+        /// finds the leases free while other sweepers in this period do not.
+        var lease: Double { max(0.05, interval * 0.9) }
+
+        /// As many orders as the rate allows within one lease (and at least one call per worker).
+        var batchLimit: Int { min(5000, max(concurrency, Int(rate * lease))) }
+    }
+
+    public let configuration: Configuration
+    /// The name this sweeper's leases carry.
+    public let claimant: String
+    private let service: OrderService
+    private let limiter: RateLimiter
+
+    /// - Parameters:
+    ///   - service: the order service whose store, upstream and settlement the sweeps use.
+    ///   - configuration: pacing; default: the service's `GatewayConfiguration`.
+    ///   - claimant: the lease owner's name; default: unique per instance.
+    public init(service: OrderService, configuration: Configuration? = nil, claimant: String? = nil) {
+        self.service = service
+        self.configuration = configuration ?? Configuration(service.configuration)
+        self.claimant = claimant ?? "sweeper-" + UUID().uuidString.prefix(8).lowercased()
+        limiter = RateLimiter(rate: self.configuration.rate)
+        Self.describeMetrics(service.metrics)
+    }
+
+    /// Sweeps every `interval` seconds until the task is cancelled. After a sweep whose calls to
+    /// WeChat mostly failed, the next waits longer (doubling, up to 32 periods).
+    public func run() async {
+        service.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
+                                                     "after": String(configuration.after)])
+        var failedSweeps = 0
+        while !Task.isCancelled {
+            let report = await sweep()
+            if report.errors > 0 && report.errors * 2 >= report.checked {
+                failedSweeps = min(failedSweeps + 1, 5)
+                service.logger.warning("reconciler backing off after upstream errors",
+                                       ["errors": String(report.errors), "periods": String(1 << failedSweeps)])
+            } else {
+                failedSweeps = 0
+            }
+            try? await Task.sleep(for: .seconds(configuration.interval * Double(1 << failedSweeps)))
+        }
+        service.logger.notice("reconciler stopped", ["claimant": claimant])
+    }
+
+    /// One sweep: lease the due orders, check each (bounded in concurrency and rate), report.
+    @discardableResult
+    public func sweep() async -> SweepReport {
+        let metrics = service.metrics
+        let started = ContinuousClock.now
+        let now = service.now()
+        let leaseUntil = now.addingTimeInterval(configuration.lease)
+        var report = SweepReport()
+        let claimed: [OrderRecord]
+        do {
+            claimed = try await service.store.claimOpenOrders(
+                noNotifySince: now.addingTimeInterval(-configuration.after), now: now, limit: configuration.batchLimit,
+                claimant: claimant, leaseUntil: leaseUntil)
+        } catch {
+            service.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
+            metrics.increment("wxpay_reconcile_errors_total", ["stage": "store"])
+            report.errors = 1
+            return report
+        }
+        report.claimed = claimed.count
+        report.lagSeconds = claimed.map { lag(of: $0, now: now) }.max() ?? 0
+
+        let consecutiveFailures = LockedBox(0)
+        let outcomes = await withTaskGroup(of: Outcome.self) { group -> [Outcome] in
+            var outcomes: [Outcome] = []
+            var pending = claimed[...]
+            func startNext() {
+                guard let order = pending.popFirst() else { return }
+                group.addTask {
+                    if consecutiveFailures.value >= self.configuration.failureLimit {
+                        return await self.skip(order)
+                    }
+                    await self.limiter.acquire()
+                    // Past the lease another sweeper may hold the order: leave it to them.
+                    guard self.service.now() < leaseUntil, !Task.isCancelled else { return await self.skip(order) }
+                    let outcome = await self.check(order, now: self.service.now())
+                    if outcome == .failed {
+                        consecutiveFailures.update { $0 += 1 }
+                    } else {
+                        consecutiveFailures.update { $0 = 0 }
+                    }
+                    return outcome
+                }
+            }
+            for _ in 0..<configuration.concurrency { startNext() }
+            while let outcome = await group.next() {
+                outcomes.append(outcome)
+                startNext()
+            }
+            return outcomes
+        }
+        for outcome in outcomes {
+            switch outcome {
+            case .open: report.checked += 1
+            case .settled: report.checked += 1; report.settled += 1
+            case .closed: report.checked += 1; report.closed += 1
+            case .failed: report.checked += 1; report.errors += 1
+            case .skipped: report.skipped += 1
+            }
+        }
+        metrics.increment("wxpay_reconcile_sweeps_total")
+        metrics.increment("wxpay_reconcile_orders_checked_total", by: Double(report.checked))
+        metrics.increment("wxpay_reconcile_orders_settled_total", by: Double(report.settled))
+        metrics.increment("wxpay_reconcile_orders_closed_total", by: Double(report.closed))
+        metrics.increment("wxpay_reconcile_orders_skipped_total", by: Double(report.skipped))
+        metrics.set("wxpay_reconcile_lag_seconds", to: report.lagSeconds)
+        metrics.set("wxpay_reconcile_last_sweep_claimed", to: Double(report.claimed))
+        let elapsed = ContinuousClock.now - started
+        metrics.observe("wxpay_reconcile_sweep_duration_seconds",
+                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+        if report.claimed > 0 {
+            service.logger.info("reconcile sweep", [
+                "claimed": String(report.claimed), "checked": String(report.checked), "settled": String(report.settled),
+                "closed": String(report.closed), "errors": String(report.errors), "skipped": String(report.skipped),
+            ])
+        }
+        return report
+    }
+
+    // MARK: - One order
+
+    enum Outcome: Sendable, Hashable {
+        /// Checked; still open (unpaid, or WeChat's answer changed nothing).
+        case open
+        case settled
+        case closed
+        case failed
+        case skipped
+    }
+
+    /// How long the order has been due for a check: since `after` seconds past its creation, or
+    /// one period after its last query, whichever is later.
+    private func lag(of order: OrderRecord, now: Date) -> Double {
+        var due = order.createdAt.addingTimeInterval(configuration.after)
+        if let queried = order.lastQueriedAt { due = max(due, queried.addingTimeInterval(configuration.interval)) }
+        return max(0, now.timeIntervalSince(due))
+    }
+
+    private func skip(_ order: OrderRecord) async -> Outcome {
+        _ = try? await service.store.releaseClaim(order.outTradeNo, claimant: claimant)
+        return .skipped
+    }
+
+    private func check(_ order: OrderRecord, now: Date) async -> Outcome {
+        if order.expiresAt <= now { return await closeExpired(order) }
+        return await query(order, reason: "reconcile")
+    }
+
+    /// orderquery through the shared single-flight, and the answer settled through the one door.
+    private func query(_ order: OrderRecord, reason: String) async -> Outcome {
+        let failure = LockedBox<String?>(nil)
+        let outTradeNo = order.outTradeNo
+        let service = self.service
+        let after = await service.upstream.queries.run(outTradeNo) {
+            await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
+        }
+        if let error = failure.value {
+            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": error])
+            return .failed
+        }
+        return Self.outcome(before: order, after: after)
+    }
+
+    /// orderquery and settle for one order (run inside `Upstream.queries`); a failed call is
+    /// recorded in `failure`. Shared by the sweeps and the bill comparison.
+    static func queryAndSettle(_ service: OrderService, _ outTradeNo: String, reason: String, source: String,
+                               failure: LockedBox<String?>) async -> OrderRecord? {
+        guard let order = try? await service.store.order(outTradeNo) else { return nil }
+        guard !order.state.isFinal else { return order }
+        do {
+            let response = try await service.upstream.orderQuery(for: order)
+            let at = service.now()
+            _ = try? await service.store.touch(outTradeNo, .lastQueried, at: at)
+            // Every check of a long-unpaid order would flood the timeline; the first check and
+            // every answer other than NOTPAY are what a person needs to see.
+            if order.lastQueriedAt == nil || response.tradeState != .notPay || source != "reconcile" {
+                _ = try? await service.store.appendEvent(
+                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
+                    at: at)
+            }
+            return await service.settlement.apply(response, to: order, source: source) ?? order
+        } catch {
+            if error.errorCode == .orderNotExist {
+                // Never reached WeChat; it is closed locally once it expires.
+                _ = try? await service.store.touch(outTradeNo, .lastQueried, at: service.now())
+                return order
+            }
+            failure.update { $0 = error.shortDescription }
+            _ = try? await service.store.appendEvent(
+                outTradeNo, kind: "\(source)_failed", detail: "\(reason): orderquery \(error.shortDescription)",
+                at: service.now())
+            return order
+        }
+    }
+
+    /// closeorder for an order past its expiry: closed → closed locally; ORDERPAID → believed only
+    /// after a verified orderquery (as `OrderService.close` does).
+    private func closeExpired(_ order: OrderRecord) async -> Outcome {
+        let store = service.store
+        do {
+            let response = try await service.upstream.closeOrder(for: order)
+            switch response.outcome {
+            case .closed, .alreadyClosed:
+                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder (expired)")
+                return Self.outcome(before: order, after: after)
+            case .alreadyPaid:
+                _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile",
+                                                 detail: "closeorder answered ORDERPAID; confirming with orderquery",
+                                                 at: service.now())
+                return await query(order, reason: "reconcile after ORDERPAID")
+            }
+        } catch {
+            if error.errorCode == .orderNotExist {
+                // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
+                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
+                return Self.outcome(before: order, after: after)
+            }
+            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "closeorder", "error": error.shortDescription])
+            _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile_failed",
+                                             detail: "closeorder \(error.shortDescription)", at: service.now())
+            return .failed
+        }
+    }
+
+    private static func outcome(before: OrderRecord, after: OrderRecord?) -> Outcome {
+        guard let after, !before.state.isFinal, after.state != before.state else { return .open }
+        switch after.state {
+        case .success, .refund: return .settled
+        case .closed, .payError, .revoked: return .closed
+        case .notPay, .userPaying: return .open
+        }
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_reconcile_sweeps_total", type: "counter", help: "Reconciler sweeps run.")
+        metrics.describe("wxpay_reconcile_orders_checked_total", type: "counter",
+                         help: "Open orders the reconciler asked WeChat about (orderquery or closeorder).")
+        metrics.describe("wxpay_reconcile_orders_settled_total", type: "counter",
+                         help: "Orders the reconciler moved to SUCCESS: payments whose notify never arrived.")
+        metrics.describe("wxpay_reconcile_orders_closed_total", type: "counter",
+                         help: "Orders the reconciler closed (expired) or found closed or failed at WeChat.")
+        metrics.describe("wxpay_reconcile_orders_skipped_total", type: "counter",
+                         help: "Claimed orders left for a later sweep (lease ran out or upstream kept failing).")
+        metrics.describe("wxpay_reconcile_errors_total", type: "counter", help: "Reconciler failures by stage.")
+        metrics.describe("wxpay_reconcile_lag_seconds", type: "gauge",
+                         help: "How long the longest-waiting due order had waited for its check at the last sweep.")
+        metrics.describe("wxpay_reconcile_last_sweep_claimed", type: "gauge", help: "Orders leased by the last sweep.")
+        metrics.describe("wxpay_reconcile_sweep_duration_seconds", type: "histogram", help: "Duration of one sweep.")
+    }
+}
+
+/// A value shared between child tasks (a `Mutex` cannot be captured by an escaping closure).
+final class LockedBox<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+    init(_ value: Value) { storage = Mutex(value) }
+    var value: Value { storage.withLock { $0 } }
+    func update(_ change: (inout Value) -> Void) { storage.withLock { change(&$0) } }
+}

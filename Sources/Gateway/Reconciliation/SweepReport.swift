@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// What one reconciler sweep did.
+public struct SweepReport: Sendable, Hashable {
+    /// Orders this sweeper leased (no other sweeper gets them until the lease ends).
+    public var claimed = 0
+    /// Orders asked about (orderquery) or closed (closeorder) in this sweep.
+    public var checked = 0
+    /// Orders this sweep moved to SUCCESS (or REFUND).
+    public var settled = 0
+    /// Orders this sweep closed (expired, WeChat agreed) or saw closed or failed at WeChat.
+    public var closed = 0
+    /// Calls to WeChat that failed (the orders stay open and are retried in a later sweep).
+    public var errors = 0
+    /// Orders claimed but left for a later sweep (lease ran out, or too many upstream errors).
+    public var skipped = 0
+    /// Seconds the longest-waiting claimed order had been due for a check when the sweep began.
+    public var lagSeconds: Double = 0
+
+    public init() {}
+}
