@@ -11,6 +11,7 @@ case "notify": try NotifyBenchmark.run(Array(arguments.dropFirst()))
 case "storage": await StorageBench.run(Array(arguments.dropFirst()))
 case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
 case "http-client": try await HTTPClientBench.run(Array(arguments.dropFirst()))
+case "gateway": exit(await GatewayBench.run(Array(arguments.dropFirst())))
 default:
     print("usage: wxpay-bench <benchmark> [options]")
     print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
@@ -19,4 +20,5 @@ default:
     print("  http-server [--port P] [--routes …]   a server for wrk (see scripts/bench-http-server)")
     print("  http-client --url URL [--concurrency N] [--requests N] [--post]   keep-alive client throughput")
     print("  storage                        SQLite transitions/s: group commit against one transaction each")
+    print("  gateway create|notify|wait …   load phases against a running gateway (see scripts/bench-gateway)")
 }
