@@ -120,9 +120,11 @@ public final class OrderService: Sendable {
             if hasLivePrepay(order) { return .success(order) }
             let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
             let issuedAt = now()
-            guard let updated = try await store.setPrepay(outTradeNo, prepayID: response.prepayID, issuedAt: issuedAt)
+            // The prepay_id and its timeline event in one write (one savepoint in the group commit).
+            guard let updated = try await store.setPrepay(
+                outTradeNo, prepayID: response.prepayID, issuedAt: issuedAt,
+                event: NewOrderEvent(kind: "prepay", detail: "prepay_id issued", at: issuedAt))
             else { return .failure(.orderNotFound) }
-            _ = try await store.appendEvent(outTradeNo, kind: "prepay", detail: "prepay_id issued", at: issuedAt)
             return .success(updated)
         } catch let error as APIError {
             return .failure(error)

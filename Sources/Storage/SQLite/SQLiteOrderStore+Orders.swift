@@ -49,41 +49,23 @@ extension SQLiteOrderStore {
         }
     }
 
-    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError)
-        -> OrderRecord?
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
     {
         try await write { db throws(StorageError) in
-            try db.row(
+            let updated = try db.row(
                 """
                 UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
                 WHERE out_trade_no = ?3 RETURNING
                 """ + " " + OrderRecord.columns,
                 prepayID, issuedAt, outTradeNo, decode: OrderRecord.init(row:))
+            if updated != nil, let event { _ = try Self.insertEvent(outTradeNo, event, on: db) }
+            return updated
         }
     }
 
     public func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
-            // MAX: a late, out-of-order touch never moves a time backwards.
-            let changed =
-                switch timestamp {
-                case .lastNotify:
-                    try db.run(
-                        """
-                        UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1),
-                            updated_at = MAX(updated_at, ?1)
-                        WHERE out_trade_no = ?2
-                        """, at, outTradeNo)
-                case .lastQueried:
-                    try db.run(
-                        """
-                        UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1),
-                            updated_at = MAX(updated_at, ?1)
-                        WHERE out_trade_no = ?2
-                        """, at, outTradeNo)
-                }
-            return changed == 1
-        }
+        try await write { db throws(StorageError) in try Self.touch(outTradeNo, timestamp, at: at, on: db) != nil }
     }
 
     public func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError)
@@ -119,7 +101,14 @@ extension SQLiteOrderStore {
                     transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
                     transition.outTradeNo, allowed.jsonArray, transition.expectedAmount,
                     decode: OrderRecord.init(row:))
-            else { return .unchanged(before) }
+            else {
+                if let receipt = transition.receipt, !receipt.deferredWhenUnchangedIn.contains(before.state) {
+                    let touched = try Self.writeReceipt(
+                        receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
+                    return .unchanged(touched ?? before)
+                }
+                return .unchanged(before)
+            }
             if !transition.addingFlags.isSubset(of: after.flags) {
                 after = try Self.setFlags(
                     after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
@@ -131,6 +120,10 @@ extension SQLiteOrderStore {
                 transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
             if let outbox = transition.outbox {
                 try Self.insertOutbox(outbox, on: db)
+            }
+            if let receipt = transition.receipt {
+                after = try Self.writeReceipt(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
+                    ?? after
             }
             return .changed(after)
         }
@@ -162,6 +155,33 @@ extension SQLiteOrderStore {
     {
         guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
         return order
+    }
+
+    /// Sets a bookkeeping time; returns the order afterwards, or `nil` if unknown.
+    private static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord?
+    {
+        // MAX: a late, out-of-order touch never moves a time backwards.
+        let sql: SQL =
+            switch timestamp {
+            case .lastNotify:
+                "UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1), "
+            case .lastQueried:
+                "UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1), "
+            }
+        return try db.row(
+            sql + "updated_at = MAX(updated_at, ?1) WHERE out_trade_no = ?2 RETURNING " + OrderRecord.columns,
+            at, outTradeNo, decode: OrderRecord.init(row:))
+    }
+
+    /// Writes a transition's receipt; returns the order afterwards when the receipt touched it.
+    private static func writeReceipt(
+        _ receipt: TransitionReceipt, changed: Bool, of outTradeNo: String, at: Date, on db: SQLiteConnection
+    ) throws(StorageError) -> OrderRecord? {
+        let detail = changed ? receipt.changedDetail : receipt.unchangedDetail
+        _ = try insertEvent(outTradeNo, NewOrderEvent(kind: receipt.kind, detail: detail, at: at), on: db)
+        guard let timestamp = receipt.touching else { return nil }
+        return try touch(outTradeNo, timestamp, at: at, on: db)
     }
 
     /// Appends an event if the order exists; `nil` otherwise.
