@@ -28,6 +28,7 @@ enum GatewayBench {
         var pid: Int32 = 0
         var amount = 990
         var timeout = 120.0
+        var hold = 0.0
     }
 
     static let clientToken = "demo-client-token"
@@ -107,11 +108,13 @@ enum GatewayBench {
         var firstFailure: String?
         var latenciesMicroseconds: [Int] = []
         var seconds = 0.0
+        var clientCPUSeconds = 0.0
 
         func report(unit: String) {
             let sorted = latenciesMicroseconds.sorted()
             func percentile(_ p: Double) -> Int { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
             print("\(name): \(completed) in \(String(format: "%.3f", seconds)) s = \(Int(Double(completed) / seconds)) \(unit)")
+            print("\(name): load generator CPU \(Int(clientCPUSeconds * 1e6 / Double(max(completed, 1)))) µs per request")
             print("\(name): latency p50 \(percentile(0.5)) µs, p99 \(percentile(0.99)) µs, max \(sorted.last ?? 0) µs")
             print("RESULT \(name) \(Int(Double(completed) / seconds))")
         }
@@ -132,6 +135,7 @@ enum GatewayBench {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(options.timeout)
         let started = clock.now
+        let cpuBefore = processCPUSeconds()
         var result = await withTaskGroup(of: Result.self) { group in
             for _ in 0..<options.concurrency {
                 group.addTask {
@@ -170,12 +174,21 @@ enum GatewayBench {
         }
         let (s, atto) = (clock.now - started).components
         result.seconds = Double(s) + Double(atto) / 1e18
+        result.clientCPUSeconds = processCPUSeconds() - cpuBefore
         await client.shutdown()
         guard result.failures == 0, result.completed == options.orders else {
             throw Failed(description: "\(result.completed) of \(options.orders) answered as expected, "
                 + "\(result.failures) failed; first: \(result.firstFailure ?? "(timed out)")")
         }
         return result
+    }
+
+    /// User + system time of this process: the load generator shares the 2 cores with the gateway.
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     /// Hands out request numbers to the tasks; an Atomic must live in a class to be shared.
@@ -188,7 +201,7 @@ enum GatewayBench {
 
     private static func usage() -> Int32 {
         print("usage: wxpay-bench gateway create|notify|wait --url BASE [--orders N] [--prefix P] [--concurrency C]")
-        print("                                              [--from I] [--pid PID] [--timeout S]")
+        print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
         return 64
     }
 
@@ -205,11 +218,12 @@ enum GatewayBench {
             case "--from": options.from = Int(value) ?? -1
             case "--pid": options.pid = Int32(value) ?? 0
             case "--timeout": options.timeout = Double(value) ?? 0
+            case "--hold": options.hold = Double(value) ?? -1
             default: throw Failed(description: "unknown argument \(argument)")
             }
         }
         guard !options.url.isEmpty, options.orders > 0, options.concurrency > 0, options.from >= 0,
-              options.timeout > 0
+              options.timeout > 0, options.hold >= 0
         else { throw Failed(description: "bad arguments") }
         return options
     }

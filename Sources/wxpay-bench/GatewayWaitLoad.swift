@@ -14,7 +14,6 @@ enum GatewayWaitLoad {
         try raiseFileLimit(to: options.orders + 256)
         let (host, port) = try address(of: options.url)
         let metricsClient = try HTTPClient()
-        defer { Task { await metricsClient.shutdown() } }
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(min(options.timeout, 25))
         let before = try memory(of: options.pid)
@@ -61,6 +60,16 @@ enum GatewayWaitLoad {
         print("wait: gateway RSS \(mib(before.rss)) before, \(mib(during.rss)) while holding them (peak \(mib(during.peak)));"
             + " \(Int(Double((during.rss - before.rss) * 1024) / Double(options.orders))) bytes per wait")
         print("RESULT wait-rss-mib \(String(format: "%.1f", Double(during.rss) / 1024))")
+        // Sampled again later, still holding every wait: the first sample includes what the burst
+        // of 10,000 arrivals left behind, the second what holding them costs once it has settled.
+        if options.hold > 0 {
+            try await Task.sleep(for: .seconds(min(options.hold, 20)))
+            let later = try memory(of: options.pid)
+            let held = try await openWaits(metricsClient, options.url) - baselineWaits
+            print("wait: \(Int(min(options.hold, 20))) s later, \(held) still held: gateway RSS \(mib(later.rss))")
+            print("RESULT wait-rss-later-mib \(String(format: "%.1f", Double(later.rss) / 1024))")
+        }
+        await metricsClient.shutdown()
     }
 
     private static func openWaits(_ client: HTTPClient, _ base: String) async throws -> Int {

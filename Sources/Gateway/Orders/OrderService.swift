@@ -190,7 +190,10 @@ public final class OrderService: Sendable {
     /// The order, optionally waiting up to `wait` seconds for it to become final: WeChat is asked at
     /// once and then every poll interval, and a notify arriving meanwhile answers at once.
     public func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
-        guard var order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
+        let read = { () async throws(StorageError) -> OrderRecord? in
+            wait > 0 ? try await self.readInOwnTask(outTradeNo) : try await self.store.order(outTradeNo)
+        }
+        guard var order = try await storage(read) else {
             throw .orderNotFound
         }
         if wait > 0 && !order.state.isFinal {
@@ -216,9 +219,24 @@ public final class OrderService: Sendable {
             let sleep = min(remaining, nextPoll)
             _ = await signals.wait(for: order.outTradeNo, seconds: max(0.001, Double(sleep.components.seconds)
                 + Double(sleep.components.attoseconds) * 1e-18))
-            if let latest = try? await store.order(order.outTradeNo) { order = latest }
+            if let latest = try? await readInOwnTask(order.outTradeNo) { order = latest }
         }
         return order
+    }
+
+    /// Reads the order in a short-lived task of its own. A task keeps the memory of its deepest
+    /// chain of async calls for as long as it lives, and a `wait` lives for up to 30 seconds: with
+    /// the reads in the waiting task, 10,000 waits each kept several KiB they no longer used.
+    private func readInOwnTask(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
+        let store = self.store
+        let result = await Task { () async -> Result<OrderRecord?, StorageError> in
+            do throws(StorageError) {
+                return .success(try await store.order(outTradeNo))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        return try result.get()
     }
 
     /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
