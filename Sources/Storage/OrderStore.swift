@@ -29,8 +29,10 @@ public protocol OrderStore: Sendable {
     func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord]
 
     /// Records the `prepay_id` from `unifiedorder`, replacing an earlier one (they expire after two
-    /// hours). Returns the updated order, or `nil` if unknown.
-    func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError) -> OrderRecord?
+    /// hours), and `event`, if any, in the same transaction. Returns the updated order, or `nil`
+    /// if unknown (and then nothing is written).
+    func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
 
     /// Sets a bookkeeping time. Returns whether the order exists.
     func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool
@@ -41,7 +43,8 @@ public protocol OrderStore: Sendable {
 
     /// THE door: in one transaction, moves the order to `transition.to` if it is in one of
     /// `transition.allowedFrom` (and has `expectedAmount`, when given); only if the row changed,
-    /// appends a `state_changed` event and inserts `transition.outbox`.
+    /// appends a `state_changed` event and inserts `transition.outbox`. A `transition.receipt` is
+    /// written in the same transaction, changed or not (after the `state_changed` event).
     func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult
 
     // MARK: Timeline
@@ -126,12 +129,14 @@ extension OrderStore {
         detail: String = "",
         outbox: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
-        at: Date
+        at: Date,
+        receipt: TransitionReceipt? = nil
     ) async throws(StorageError) -> TransitionResult {
         try await transition(
             OrderTransition(
                 outTradeNo: outTradeNo, to: to, from: allowedFrom, transactionID: transactionID, paidAt: paidAt,
-                expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at))
+                expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at,
+                receipt: receipt))
     }
 
     /// `appendEvent(_:_:)` with the event's fields as arguments.
@@ -139,6 +144,13 @@ extension OrderStore {
         -> OrderEvent?
     {
         try await appendEvent(outTradeNo, NewOrderEvent(kind: kind, detail: detail, at: at))
+    }
+
+    /// `setPrepay` without an event.
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError)
+        -> OrderRecord?
+    {
+        try await setPrepay(outTradeNo, prepayID: prepayID, issuedAt: issuedAt, event: nil)
     }
 
     /// The user's 100 most recent orders.

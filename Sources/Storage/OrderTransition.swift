@@ -34,6 +34,8 @@ public struct OrderTransition: Sendable, Hashable {
     public var addingFlags: Set<OrderFlag>
     /// The time of the change (`updatedAt` and the event's time).
     public var at: Date
+    /// Written in the same transaction whether or not the state changed (see `TransitionReceipt`).
+    public var receipt: TransitionReceipt?
 
     public init(
         outTradeNo: String,
@@ -45,7 +47,8 @@ public struct OrderTransition: Sendable, Hashable {
         detail: String = "",
         outbox: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
-        at: Date
+        at: Date,
+        receipt: TransitionReceipt? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.to = to
@@ -57,5 +60,6 @@ public struct OrderTransition: Sendable, Hashable {
         self.outbox = outbox
         self.addingFlags = addingFlags
         self.at = at
+        self.receipt = receipt
     }
 }

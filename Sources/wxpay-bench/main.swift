@@ -13,6 +13,7 @@ case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
 case "http-client": try await HTTPClientBench.run(Array(arguments.dropFirst()))
 case "simulator": try SimulatorBench.run(Array(arguments.dropFirst()))
 case "reconcile": await ReconcileBenchmark.run(Array(arguments.dropFirst()))
+case "gateway": exit(await GatewayBench.run(Array(arguments.dropFirst())))
 default:
     print("usage: wxpay-bench <benchmark> [options]")
     print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
@@ -23,4 +24,5 @@ default:
     print("  storage                        SQLite transitions/s: group commit against one transaction each")
     print("  simulator [orders] [queries]   in-process simulator: create 100,000 orders, RSS, orderquery rate")
     print("  reconcile [orders] [sweepers]  reconciler sweeps against the in-process simulator (T7 shape)")
+    print("  gateway create|notify|wait …   load phases against a running gateway (see scripts/bench-gateway)")
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Glibc
 import Gateway
 import HTTP
 import Storage
@@ -65,9 +66,17 @@ enum ServeCommand {
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
 
+        let connections: Int
+        do {
+            connections = try maxConnections()
+        } catch {
+            FileHandle.standardError.write(Data("serve: configuration error: \(error)\n".utf8))
+            return 78
+        }
         let server = HTTPServer(router: router, configuration: HTTPServerConfiguration().with {
             $0.host = configuration.listenHost
             $0.port = UInt16(configuration.listenPort)
+            $0.connectionLimit = connections
         })
         let address: HTTPServerSocketAddress
         do {
@@ -124,6 +133,34 @@ enum ServeCommand {
             services.append(Task { await daily.run() })
         }
         return services
+    }
+
+    /// GATEWAY_MAX_CONNECTIONS (default 16,384): every `wait` long-poll holds a connection, so the
+    /// limit is what bounds how many apps can poll at once. The soft RLIMIT_NOFILE is raised to
+    /// fit it plus 256 descriptors for the database, the client and the logs. A configured limit
+    /// the hard limit cannot fit is an error; the default shrinks to fit instead, so demo mode
+    /// still starts on a machine with a small hard limit.
+    static func maxConnections() throws -> Int {
+        let configured = ProcessInfo.processInfo.environment["GATEWAY_MAX_CONNECTIONS"]
+        guard let wanted = Int(configured ?? "16384"), (16...1_000_000).contains(wanted) else {
+            throw ConfigurationError(variable: "GATEWAY_MAX_CONNECTIONS", expected: "a number from 16 to 1000000")
+        }
+        let reserve = 256
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        getrlimit(resource, &limit)
+        let needed = rlim_t(wanted + reserve)
+        if limit.rlim_cur < needed {
+            limit.rlim_cur = min(needed, limit.rlim_max)
+            setrlimit(resource, &limit)
+            getrlimit(resource, &limit)
+        }
+        if limit.rlim_cur >= needed { return wanted }
+        guard configured == nil, limit.rlim_cur > rlim_t(reserve + 16) else {
+            throw ConfigurationError(variable: "GATEWAY_MAX_CONNECTIONS",
+                                     expected: "at most the open-file limit minus \(reserve) (ulimit -n is \(limit.rlim_cur))")
+        }
+        return Int(limit.rlim_cur) - reserve
     }
 
     private static func logLevel() -> Logger.Level {

@@ -34,12 +34,11 @@ extension OrderService {
         } catch {
             return await reject(order, reason: error.shortDescription)
         }
-        let at = now()
         switch outcome {
         case .failed(let failure):
             // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
             _ = try? await store.appendEvent(outTradeNo, kind: "notify_received",
-                                             detail: "result_code=FAIL \(failure.errCode ?? "")", at: at)
+                                             detail: "result_code=FAIL \(failure.errCode ?? "")", at: now())
             metrics.increment("wxpay_notifies_total", ["outcome": "payment_failed"])
             return NotifyReply.success.bytes
         case .paid(let payment):
@@ -48,12 +47,13 @@ extension OrderService {
                 return await reject(order, reason: "amount_mismatch")
             }
             do {
+                // One durable write: the transition, last_notify_at and the notify_received event
+                // commit together, so group commit batches one operation per notify.
                 let result = try await settlement.settlePaid(
                     order, transactionID: payment.transactionID, paidAt: payment.timeEndDate,
-                    amount: payment.totalFee, source: "notify")
-                _ = try await store.touch(outTradeNo, .lastNotify, at: at)
-                _ = try await store.appendEvent(outTradeNo, kind: "notify_received",
-                                                detail: result.didChange ? "settled" : "duplicate", at: at)
+                    amount: payment.totalFee, source: "notify",
+                    receipt: TransitionReceipt(kind: "notify_received", changedDetail: "settled",
+                                               unchangedDetail: "duplicate", touching: .lastNotify))
                 if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
                     // Not settled and not already paid: let WeChat retry rather than lose it.
                     metrics.increment("wxpay_notifies_total", ["outcome": "not_settled"])

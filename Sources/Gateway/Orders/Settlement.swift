@@ -15,30 +15,42 @@ struct Settlement: Sendable {
 
     /// Settles the order as paid with what WeChat said (a verified notify or orderquery answer).
     /// The amount must equal the order's; an order closed locally is still settled, and flagged.
+    /// `receipt` (a notify's bookkeeping) is written in the transaction that decides the outcome.
     func settlePaid(_ order: OrderRecord, transactionID: String, paidAt: Date?, amount: Int,
-                    source: String) async throws(StorageError) -> TransitionResult {
+                    source: String, receipt: TransitionReceipt? = nil) async throws(StorageError) -> TransitionResult {
         guard amount == order.amount else {
             metrics.increment("wxpay_amount_mismatches_total", ["source": source])
             logger.warning("WeChat reported another amount than the order's; not settled",
                            ["out_trade_no": order.outTradeNo, "source": source])
             _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
                                             detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
+            if let receipt { try await write(receipt, unchanged: order) }
             return .unchanged(order)
         }
         let at = now()
         let outbox = paidEvent(order, transactionID: transactionID, paidAt: paidAt ?? at, at: at)
+        // A closed order is left to the second transition below, which then writes the receipt.
+        var deferring = receipt
+        deferring?.deferredWhenUnchangedIn.insert(.closed)
         var result = try await store.transition(
             order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
-            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at)
+            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at, receipt: deferring)
         if case .unchanged(let current) = result, current.state == .closed {
             // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person.
             result = try await store.transition(
                 order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt ?? at,
                 expectedAmount: amount, detail: "\(source) (paid after close)", outbox: outbox,
-                addingFlags: [.paidAfterClose], at: at)
+                addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
         return result
+    }
+
+    /// A receipt for a settlement that never reached the door (the amount differed).
+    private func write(_ receipt: TransitionReceipt, unchanged order: OrderRecord) async throws(StorageError) {
+        let at = now()
+        if let timestamp = receipt.touching { _ = try await store.touch(order.outTradeNo, timestamp, at: at) }
+        _ = try await store.appendEvent(order.outTradeNo, kind: receipt.kind, detail: receipt.unchangedDetail, at: at)
     }
 
     /// Applies a verified orderquery answer; returns the order afterwards.
@@ -101,23 +113,13 @@ struct Settlement: Sendable {
 
     /// The `order.paid` event the fulfilment webhook delivers: `{"id","type","created_at","data"}`.
     private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date) -> OutboxEvent {
-        let id = "evt_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        struct Payload: Encodable {
-            var id: String
-            var type = "order.paid"
-            var created_at: String
-            var data: Data
-            struct Data: Encodable {
-                var out_trade_no: String, transaction_id: String, amount: Int, description: String
-                var user_id: String?, product_id: String?, attach: String?, paid_at: String
-            }
-        }
-        let payload = Payload(id: id, created_at: Timestamp.rfc3339(at), data: .init(
-            out_trade_no: order.outTradeNo, transaction_id: transactionID, amount: order.amount,
-            description: order.description, user_id: order.userID, product_id: order.productID, attach: order.attach,
-            paid_at: Timestamp.rfc3339(paidAt)))
+        let id = PaidEventEncoding.newID(at: at)
+        let payload = PaidEventEncoding.payload(
+            id: id, createdAt: Timestamp.rfc3339(at), outTradeNo: order.outTradeNo, transactionID: transactionID,
+            amount: order.amount, description: order.description, userID: order.userID, productID: order.productID,
+            attach: order.attach, paidAt: Timestamp.rfc3339(paidAt))
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
-                           payload: String(decoding: JSON.encode(payload), as: UTF8.self), createdAt: at,
+                           payload: payload, createdAt: at,
                            nextAttemptAt: at)
     }
 }

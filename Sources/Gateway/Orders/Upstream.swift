@@ -15,6 +15,8 @@ final class Upstream: Sendable {
     let prepays = SingleFlight<String, Result<OrderRecord, APIError>>()
     /// One orderquery per order at a time, shared by every waiting client, the recheck and the sweeps.
     let queries = SingleFlight<String, OrderRecord?>()
+    /// The polls of waiting queries, at most 64 at a time (see `BoundedWork`).
+    let polls = BoundedWork(width: 64)
     /// When each order was last asked about, so polling asks at most once per poll interval.
     private let lastQueried = Mutex<[String: ContinuousClock.Instant]>([:])
 
@@ -83,7 +85,7 @@ final class Upstream: Sendable {
             if last.count > 50_000 { last = last.filter { now - $0.value < period } }
             return true
         }
-        if start { Task { await query() } }
+        if start { polls.submit(query) }
         let previous = lastQueried.withLock { $0[key] } ?? now
         return max(.milliseconds(1), period - (now - previous))
     }

@@ -49,41 +49,23 @@ extension SQLiteOrderStore {
         }
     }
 
-    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError)
-        -> OrderRecord?
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
     {
         try await write { db throws(StorageError) in
-            try db.row(
+            let updated = try db.row(
                 """
                 UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
                 WHERE out_trade_no = ?3 RETURNING
                 """ + " " + OrderRecord.columns,
                 prepayID, issuedAt, outTradeNo, decode: OrderRecord.init(row:))
+            if updated != nil, let event { _ = try Self.insertEvent(outTradeNo, event, on: db) }
+            return updated
         }
     }
 
     public func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
-            // MAX: a late, out-of-order touch never moves a time backwards.
-            let changed =
-                switch timestamp {
-                case .lastNotify:
-                    try db.run(
-                        """
-                        UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1),
-                            updated_at = MAX(updated_at, ?1)
-                        WHERE out_trade_no = ?2
-                        """, at, outTradeNo)
-                case .lastQueried:
-                    try db.run(
-                        """
-                        UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1),
-                            updated_at = MAX(updated_at, ?1)
-                        WHERE out_trade_no = ?2
-                        """, at, outTradeNo)
-                }
-            return changed == 1
-        }
+        try await write { db throws(StorageError) in try Self.touch(outTradeNo, timestamp, at: at, on: db) != nil }
     }
 
     public func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError)
@@ -103,34 +85,65 @@ extension SQLiteOrderStore {
         // A move to the state the order is already in is a duplicate, never a second change.
         let allowed = transition.allowedFrom.subtracting([transition.to])
         return try await write { db throws(StorageError) in
-            // Inside the write transaction nobody else writes, so this is the row the UPDATE sees.
-            guard let before = try Self.order(transition.outTradeNo, on: db) else { return .notFound }
+            // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
+            // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
+            guard
+                let beforeState = try db.row(
+                    "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
+                    decode: { row throws(StorageError) in try row.text(0) })
+            else { return .notFound }
+            // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
+            let touchCode =
+                switch transition.receipt?.touching {
+                case .lastNotify: 1
+                case .lastQueried: 2
+                case nil: 0
+                }
             // The door itself: a conditional UPDATE, so even a second process writing the same file
             // could not make two callers both see a change.
             guard
                 var after = try db.row(
                     """
                     UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                        paid_at = COALESCE(?3, paid_at), updated_at = ?4
+                        paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                        last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                            ELSE last_notify_at END,
+                        last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                            ELSE last_queried_at END
                     WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
                         AND (?7 IS NULL OR amount = ?7)
                     RETURNING
                     """ + " " + OrderRecord.columns,
                     transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount,
+                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
                     decode: OrderRecord.init(row:))
-            else { return .unchanged(before) }
+            else {
+                if let receipt = transition.receipt, let state = OrderState(rawValue: beforeState),
+                    !receipt.deferredWhenUnchangedIn.contains(state)
+                {
+                    try Self.insertReceiptEvent(receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
+                    if let timestamp = receipt.touching,
+                        let touched = try Self.touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
+                    {
+                        return .unchanged(touched)
+                    }
+                }
+                return .unchanged(try Self.existingOrder(transition.outTradeNo, on: db))
+            }
             if !transition.addingFlags.isSubset(of: after.flags) {
                 after = try Self.setFlags(
                     after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
             }
-            var detail = "\(before.state.rawValue) -> \(transition.to.rawValue)"
+            var detail = "\(beforeState) -> \(transition.to.rawValue)"
             if !transition.detail.isEmpty { detail += ": " + transition.detail }
             try db.run(
                 "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
                 transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
             if let outbox = transition.outbox {
                 try Self.insertOutbox(outbox, on: db)
+            }
+            if let receipt = transition.receipt {
+                try Self.insertReceiptEvent(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
             }
             return .changed(after)
         }
@@ -162,6 +175,32 @@ extension SQLiteOrderStore {
     {
         guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
         return order
+    }
+
+    /// Sets a bookkeeping time; returns the order afterwards, or `nil` if unknown.
+    private static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord?
+    {
+        // MAX: a late, out-of-order touch never moves a time backwards.
+        let sql: SQL =
+            switch timestamp {
+            case .lastNotify:
+                "UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1), "
+            case .lastQueried:
+                "UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1), "
+            }
+        return try db.row(
+            sql + "updated_at = MAX(updated_at, ?1) WHERE out_trade_no = ?2 RETURNING " + OrderRecord.columns,
+            at, outTradeNo, decode: OrderRecord.init(row:))
+    }
+
+    /// The timeline event of a transition's receipt.
+    private static func insertReceiptEvent(
+        _ receipt: TransitionReceipt, changed: Bool, of outTradeNo: String, at: Date, on db: SQLiteConnection
+    ) throws(StorageError) {
+        try db.run(
+            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
+            outTradeNo, at, receipt.kind, changed ? receipt.changedDetail : receipt.unchangedDetail)
     }
 
     /// Appends an event if the order exists; `nil` otherwise.

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import Storage
+import Testing
+import WeChatPay
+import WeChatPaySimulator
+
+/// The `order.paid` outbox event, written by hand rather than by JSONEncoder: it must still be
+/// valid JSON carrying exactly the order's values, whatever characters the client sent.
+struct PaidEventTests {
+    @Test func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        let description = "Swift \"course\" \\ 课程 / end"
+        let body = try JSONSerialization.data(withJSONObject: [
+            "amount": 990, "description": description, "client_ip": "203.0.113.7", "out_trade_no": "paid-evt-01",
+            "attach": "a\"b\\c", "user_id": "u-42",
+        ])
+        _ = try await harness.service.create(try CreateOrderInput(json: Array(body)))
+        try harness.simulator.pay(outTradeNo: "paid-evt-01")
+        #expect(await harness.eventually { (try? await harness.order("paid-evt-01"))?.string("state") == "SUCCESS" })
+        let events = try await harness.store.outboxEvents("paid-evt-01")
+        #expect(events.count == 1)
+        let event = try #require(events.first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
+        #expect(object["id"] as? String == event.id)
+        #expect(object["type"] as? String == "order.paid")
+        #expect(object["created_at"] is String)
+        let data = try #require(object["data"] as? [String: Any])
+        #expect(data["out_trade_no"] as? String == "paid-evt-01")
+        #expect(data["amount"] as? Int == 990)
+        #expect(data["description"] as? String == description)
+        #expect(data["attach"] as? String == "a\"b\\c")
+        #expect(data["user_id"] as? String == "u-42")
+        #expect(data["product_id"] == nil)
+        #expect((data["transaction_id"] as? String)?.isEmpty == false)
+        #expect(data["paid_at"] is String)
+        #expect(event.id.hasPrefix("evt_") && event.id.count == 36)
+    }
+
+    @Test func eventIDsAreUniqueAndOrderedByTimeOfCreation() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        var ids: [String] = []
+        for index in 0..<3 {
+            let outTradeNo = "paid-order-\(index)"
+            _ = try await harness.create(
+                #"{"amount":100,"description":"d","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
+            try harness.simulator.pay(outTradeNo: outTradeNo)
+            #expect(await harness.eventually { (try? await harness.order(outTradeNo))?.string("state") == "SUCCESS" })
+            ids.append(try #require(try await harness.store.outboxEvents(outTradeNo).first?.id))
+            // Ids share a millisecond prefix; a pause makes the order observable.
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(Set(ids).count == 3)
+        #expect(ids == ids.sorted())
+    }
+}
