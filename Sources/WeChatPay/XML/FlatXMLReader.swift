@@ -160,7 +160,7 @@ struct FlatXMLReader {
                 case ascii("!"):
                     guard matches("<![CDATA[", at: position) else { throw declarationError(at: position) }
                     // Allowed only when it holds whitespace, as libxml2 and any SAX consumer see it.
-                    let content = try cdataContent(at: position, limit: end)
+                    let (content, _) = try cdataContent(at: position, limit: end)
                     for index in content where !isWhitespace(base[index]) { throw .mixedContent }
                     position = content.upperBound &+ 3
                 default:
@@ -221,15 +221,13 @@ struct FlatXMLReader {
         while true {
             // A text run: up to markup, a reference or a carriage return. The scan stops once the
             // value is over the cap, so a 20 MB text node costs no more than a 64 KB one.
-            var index = position
             let limit = min(end, position &+ (FlatXML.maximumValueLength &- length) &+ 1)
-            while index < limit {
-                let current = base[index]
-                if current == ascii("<") || current == ascii("&") || current == ascii("\r") { break }
-                if current == ascii("]") && byte(at: index &+ 1) == ascii("]") && byte(at: index &+ 2) == ascii(">") {
+            var index = scanText(from: position, limit: limit)
+            while index < limit && base[index] == ascii("]") {
+                if byte(at: index &+ 1) == ascii("]") && byte(at: index &+ 2) == ascii(">") {
                     throw malformed(at: index)  // "]]>" may not appear in text
                 }
-                index &+= 1
+                index = scanText(from: index &+ 1, limit: limit)
             }
             try append(position..<index, to: &self)
             guard index < end else { throw malformed(at: index) }
@@ -252,22 +250,26 @@ struct FlatXMLReader {
                     return String(decoding: UnsafeBufferPointer(start: base + single.lowerBound, count: single.count), as: UTF8.self)
                 case ascii("!"):
                     guard matches("<![CDATA[", at: index) else { throw declarationError(at: index) }
-                    let content = try cdataContent(at: index, limit: FlatXML.maximumValueLength &- length)
-                    // Carriage returns inside CDATA are normalised too: line-end handling
-                    // happens before parsing in XML, so it applies to every section alike.
-                    var runStart = content.lowerBound
-                    var cursor = content.lowerBound
-                    while cursor < content.upperBound {
-                        if base[cursor] == ascii("\r") {
-                            try append(runStart..<cursor, to: &self)
-                            try appendScalar(0x0A, to: &self)
-                            cursor &+= byte(at: cursor &+ 1) == ascii("\n") ? 2 : 1
-                            runStart = cursor
-                        } else {
-                            cursor &+= 1
+                    let (content, hasCarriageReturn) = try cdataContent(at: index, limit: FlatXML.maximumValueLength &- length)
+                    if hasCarriageReturn {
+                        // Carriage returns inside CDATA are normalised too: line-end handling
+                        // happens before parsing in XML, so it applies to every section alike.
+                        var runStart = content.lowerBound
+                        var cursor = content.lowerBound
+                        while cursor < content.upperBound {
+                            if base[cursor] == ascii("\r") {
+                                try append(runStart..<cursor, to: &self)
+                                try appendScalar(0x0A, to: &self)
+                                cursor &+= byte(at: cursor &+ 1) == ascii("\n") ? 2 : 1
+                                runStart = cursor
+                            } else {
+                                cursor &+= 1
+                            }
                         }
+                        try append(runStart..<content.upperBound, to: &self)
+                    } else {
+                        try append(content, to: &self)
                     }
-                    try append(runStart..<content.upperBound, to: &self)
                     position = content.upperBound &+ 3
                 case ascii("?"):
                     throw .processingInstruction
@@ -305,20 +307,72 @@ struct FlatXMLReader {
         }
     }
 
-    /// The content range of the CDATA section starting at `start` (which holds `<![CDATA[`).
-    /// Content longer than `limit` bytes is refused as soon as that is certain.
-    private func cdataContent(at start: Int, limit: Int) throws(FlatXMLError) -> Range<Int> {
+    /// The content range of the CDATA section starting at `start` (which holds `<![CDATA[`), and
+    /// whether it holds a carriage return. Content longer than `limit` bytes is refused as soon
+    /// as that is certain.
+    private func cdataContent(at start: Int, limit: Int) throws(FlatXMLError) -> (Range<Int>, Bool) {
         let contentStart = start &+ 9
-        let scanEnd = contentStart &+ min(limit, end &- contentStart) &+ 2
-        var index = contentStart
-        while index &+ 2 < end {
-            if base[index] == ascii("]") && base[index &+ 1] == ascii("]") && base[index &+ 2] == ascii(">") {
-                return contentStart..<index
+        // The terminator must start within limit + 1 bytes of the content; 2 more hold "]>".
+        let scanLimit = min(end, contentStart &+ limit &+ 3)
+        var hasCarriageReturn = false
+        var index = scanCDATA(from: contentStart, limit: scanLimit)
+        while index < scanLimit {
+            if base[index] == ascii("\r") {
+                hasCarriageReturn = true
+            } else if byte(at: index &+ 1) == ascii("]") && byte(at: index &+ 2) == ascii(">") {
+                return (contentStart..<index, hasCarriageReturn)
             }
-            index &+= 1
-            if index > scanEnd { throw .valueTooLong(limit: FlatXML.maximumValueLength) }
+            index = scanCDATA(from: index &+ 1, limit: scanLimit)
         }
+        if scanLimit < end { throw .valueTooLong(limit: FlatXML.maximumValueLength) }
         throw malformed(at: end)  // unterminated
+    }
+
+    // MARK: - Scanning eight bytes at a time
+
+    /// The first index in `start..<limit` holding `<`, `&`, `]` or a carriage return, or `limit`.
+    @inline(__always)
+    private func scanText(from start: Int, limit: Int) -> Int {
+        var index = start
+        while index &+ 8 <= limit {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            let found = zeroBytes(word ^ 0x3C3C_3C3C_3C3C_3C3C) | zeroBytes(word ^ 0x2626_2626_2626_2626)
+                | zeroBytes(word ^ 0x5D5D_5D5D_5D5D_5D5D) | zeroBytes(word ^ 0x0D0D_0D0D_0D0D_0D0D)
+            if found != 0 { return index &+ found.trailingZeroBitCount &>> 3 }
+            index &+= 8
+        }
+        while index < limit {
+            let current = base[index]
+            if current == ascii("<") || current == ascii("&") || current == ascii("]") || current == ascii("\r") { return index }
+            index &+= 1
+        }
+        return limit
+    }
+
+    /// The first index in `start..<limit` holding `]` or a carriage return, or `limit`.
+    @inline(__always)
+    private func scanCDATA(from start: Int, limit: Int) -> Int {
+        var index = start
+        while index &+ 8 <= limit {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+            let found = zeroBytes(word ^ 0x5D5D_5D5D_5D5D_5D5D) | zeroBytes(word ^ 0x0D0D_0D0D_0D0D_0D0D)
+            if found != 0 { return index &+ found.trailingZeroBitCount &>> 3 }
+            index &+= 8
+        }
+        while index < limit {
+            let current = base[index]
+            if current == ascii("]") || current == ascii("\r") { return index }
+            index &+= 1
+        }
+        return limit
+    }
+
+    /// The high bit of each zero byte of `word` set ("haszero" of Bit Twiddling Hacks). Bytes above
+    /// a zero byte may be flagged too, through the borrow, but the lowest flag is always a true
+    /// zero byte, and the lowest is all the scans above use (little-endian: the first in memory).
+    @inline(__always)
+    private func zeroBytes(_ word: UInt64) -> UInt64 {
+        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
     }
 
     private mutating func readEpilog() throws(FlatXMLError) {
