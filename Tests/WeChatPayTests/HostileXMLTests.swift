@@ -104,6 +104,17 @@ struct HostileXMLTests {
         #expect(try FlatXML.decode(HostileCorpus.validNotify).count == 7)
     }
 
+    @Test func knownAndLookAlikeFieldNamesDecodeToExactlyTheirOwnBytes() throws {
+        // Known names come from a shared table; a near miss must never be mapped onto one.
+        let names = ["appid", "Appid", "appi", "appid_", "coupon_fee_0", "coupon_fee_9", "coupon_fee_10",
+                     "refund_recv_accout_3", "settlement_total_fee", "settlement_total_feE", "sign", "sign_type",
+                     "sign_typ", "名前"]
+        let body = "<xml>" + names.enumerated().map { "<\($1)>\($0)</\($1)>" }.joined() + "</xml>"
+        let fields = try FlatXML.decode(Array(body.utf8))
+        #expect(fields.names == names)
+        #expect(fields.elements.map(\.value) == names.indices.map(String.init))
+    }
+
     @Test func whitespaceOnlyValuesAreKeptNotDroppedAsIgnorable() throws {
         // A value of spaces takes part in the signature; losing it would break verification.
         let fields = try FlatXML.decode(Array("<xml>\n  <attach> </attach>\n  <a>\t</a></xml>".utf8))

@@ -3,27 +3,35 @@
 /// The field names seen so far in one document, to refuse duplicates.
 ///
 /// Names are kept as byte ranges of the input (valid for the parse only) in an open-addressing
-/// table with a word-at-a-time hash: a 28-field notify must not pay for 28 String allocations
-/// and SipHash rounds just to learn that its names are distinct. The table grows, so a hostile
-/// document with thousands of fields stays linear.
+/// table with a word-at-a-time hash: a 28-field notify must not pay for 28 String comparisons or
+/// SipHash rounds to learn that its names are distinct. The first table is the caller's (on the
+/// stack); a document with more than 32 fields moves to heap tables that double, so a hostile
+/// document with thousands of fields stays linear. Call `release()` when done.
 struct FieldNameSet {
-    private struct Slot {
-        var hash: UInt64  // 0: empty
-        var start: UnsafePointer<UInt8>?
-        var count: Int
+    struct Slot {
+        var hash: UInt64 = 0  // 0: empty
+        var start: UnsafePointer<UInt8>? = nil
+        var count: Int = 0
     }
 
-    private var slots: [Slot]
+    private var slots: UnsafeMutableBufferPointer<Slot>
+    private var ownsSlots = false
     private var used = 0
 
-    init() {
-        slots = Array(repeating: Slot(hash: 0, start: nil, count: 0), count: 64)
+    /// - Parameter initial: zero-initialised slots, a power of two in count, outliving the set.
+    init(initial: UnsafeMutableBufferPointer<Slot>) {
+        precondition(initial.count > 0 && initial.count & (initial.count - 1) == 0)
+        slots = initial
     }
 
-    /// Inserts `name`; false when it was already there.
-    mutating func insert(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    mutating func release() {
+        if ownsSlots { slots.deallocate() }
+        ownsSlots = false
+    }
+
+    /// Inserts `name`, whose `hash` is `FieldNameSet.hash(name)`; false when it was already there.
+    mutating func insert(_ name: UnsafeBufferPointer<UInt8>, hash: UInt64) -> Bool {
         if (used &+ 1) &* 2 > slots.count { grow() }
-        let hash = Self.hash(name)
         let mask = slots.count &- 1
         var index = Int(truncatingIfNeeded: hash) & mask
         while true {
@@ -43,17 +51,23 @@ struct FieldNameSet {
 
     private mutating func grow() {
         let old = slots
-        slots = Array(repeating: Slot(hash: 0, start: nil, count: 0), count: old.count &* 2)
-        let mask = slots.count &- 1
+        let grown = UnsafeMutableBufferPointer<Slot>.allocate(capacity: old.count &* 2)
+        grown.initialize(repeating: Slot())
+        let mask = grown.count &- 1
         for slot in old where slot.hash != 0 {
             var index = Int(truncatingIfNeeded: slot.hash) & mask
-            while slots[index].hash != 0 { index = (index &+ 1) & mask }
-            slots[index] = slot
+            while grown[index].hash != 0 { index = (index &+ 1) & mask }
+            grown[index] = slot
         }
+        if ownsSlots { old.deallocate() }
+        slots = grown
+        ownsSlots = true
     }
 
-    /// Eight bytes per step, then a final mix; never 0, which marks an empty slot.
-    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+    /// Eight bytes per step, then a final mix; never 0, which marks an empty slot. Not seeded
+    /// (the protocol core takes no randomness): crafted collisions only cost probing, and a
+    /// document is at most `maximumSize` bytes.
+    static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash = UInt64(bytes.count) &* 0x9E37_79B9_7F4A_7C15
         var index = 0
         if let base = bytes.baseAddress {

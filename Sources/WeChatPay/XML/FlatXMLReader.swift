@@ -36,6 +36,8 @@ struct FlatXMLReader {
         self.names = names
     }
 
+    mutating func releaseNames() { names.release() }
+
     // MARK: - Document
 
     mutating func read(root: String) throws(FlatXMLError) -> [Fields.Field] {
@@ -180,8 +182,10 @@ struct FlatXMLReader {
         let tag = try readStartTag(at: start)
         let value = tag.isEmpty ? "" : try readFieldContent(tag)
         let nameBytes = UnsafeBufferPointer(start: base + tag.name.lowerBound, count: tag.name.count)
-        guard names.insert(nameBytes) else { throw .duplicateField(String(decoding: nameBytes, as: UTF8.self)) }
-        fields.append(Fields.Field(name: String(decoding: nameBytes, as: UTF8.self), value: value))
+        let hash = FieldNameSet.hash(nameBytes)
+        guard names.insert(nameBytes, hash: hash) else { throw .duplicateField(String(decoding: nameBytes, as: UTF8.self)) }
+        let name = KnownFieldNames.name(for: nameBytes, hash: hash) ?? String(decoding: nameBytes, as: UTF8.self)
+        fields.append(Fields.Field(name: name, value: value))
     }
 
     /// Reads a field's text up to and including its end tag. The common case, one text run or one
@@ -490,21 +494,20 @@ struct FlatXMLReader {
     /// Scans an XML 1.0 (fifth edition) `Name` at `start`; returns where it ends (== `start` when
     /// there is none) and whether it holds a colon.
     private func scanName(at start: Int) throws(FlatXMLError) -> (Int, Bool) {
+        guard start < end else { return (start, false) }
+        // Digits, '-' and '.' may continue a name but not start one.
+        let first = base[start]
+        if first < 0x80 && (!isASCIINameCharacter(first) || isDigit(first) || first == ascii("-") || first == ascii(".")) {
+            return (start, false)
+        }
         var index = start
-        var hasColon = false
+        var colons = 0
         while index < end {
             let current = base[index]
             if current < 0x80 {
-                if isASCIILetter(current) || current == ascii("_") {
-                    index &+= 1
-                } else if current == ascii(":") {
-                    hasColon = true
-                    index &+= 1
-                } else if index > start && (isDigit(current) || current == ascii("-") || current == ascii(".")) {
-                    index &+= 1
-                } else {
-                    break
-                }
+                if !isASCIINameCharacter(current) { break }
+                colons &+= current == ascii(":") ? 1 : 0
+                index &+= 1
             } else {
                 let (scalar, length) = decodeScalar(at: index)
                 guard index == start ? Self.isNameStartScalar(scalar) : Self.isNameScalar(scalar) else {
@@ -514,7 +517,7 @@ struct FlatXMLReader {
                 index &+= length
             }
         }
-        return (index, hasColon)
+        return (index, colons > 0)
     }
 
     /// Decodes one scalar from bytes the screen has validated.
@@ -609,9 +612,27 @@ private func isASCIILetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- ascii("a") 
 @inline(__always)
 private func isDigit(_ byte: UInt8) -> Bool { byte &- ascii("0") < 10 }
 
+/// Classes of the bytes below 0x80 for names: `n` a name character (`[A-Za-z0-9_.-]`), `c` the
+/// colon, `.` neither. One load per byte, where range tests cost a dozen instructions.
+private let asciiNameClasses: StaticString =
+    ".............................................nn.nnnnnnnnnnc......nnnnnnnnnnnnnnnnnnnnnnnnnn....n.nnnnnnnnnnnnnnnnnnnnnnnnnn....."
+
+/// `[A-Za-z0-9_:.-]`, the ASCII part of XML's NameChar. `byte` must be below 0x80.
+@inline(__always)
+private func isASCIINameCharacter(_ byte: UInt8) -> Bool {
+    asciiNameClasses.utf8Start[Int(byte)] != UInt8(ascii: ".")
+}
+
+/// Byte equality, eight bytes at a time (names and tags are short; memcmp costs a call).
 @inline(__always)
 func memcmpEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
     var index = 0
+    while index &+ 8 <= count {
+        let left = UnsafeRawPointer(a + index).loadUnaligned(as: UInt64.self)
+        let right = UnsafeRawPointer(b + index).loadUnaligned(as: UInt64.self)
+        if left != right { return false }
+        index &+= 8
+    }
     while index < count {
         if a[index] != b[index] { return false }
         index &+= 1
