@@ -1,2 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-print("wxpay-bench")
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// `wxpay-bench <subcommand> [options]`. One file per benchmark; adding one is one line here.
+let commands: [BenchmarkCommand] = [
+    SignBenchmark.command,
+    NotifyBenchmark.command,
+]
+
+exit(BenchmarkCommand.dispatch(Array(CommandLine.arguments.dropFirst()), among: commands))

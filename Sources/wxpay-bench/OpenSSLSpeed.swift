@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// Runs `openssl speed -seconds S -bytes N -evp md5` and reads how many digests it computed.
+enum OpenSSLSpeed {
+    static func md5DigestsPerSecond(bytes: Int, seconds: Int) -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "speed", "-seconds", "\(seconds)", "-bytes", "\(bytes)", "-evp", "md5"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        do { try process.run() } catch { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        // "Doing md5 ops for 3s on 512 size blocks: 4213795 md5 ops in 2.99s" (wording varies by version)
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Doing ") {
+            let words = line.split(separator: " ")
+            guard let colon = words.firstIndex(where: { $0.hasSuffix(":") }), colon + 1 < words.count,
+                  let count = Double(words[colon + 1]),
+                  let last = words.last, last.hasSuffix("s"), let elapsed = Double(last.dropLast()), elapsed > 0
+            else { continue }
+            return count / elapsed
+        }
+        return nil
+    }
+}
