@@ -1,38 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 
-/// One `wxpay-bench` subcommand.
+/// One `wxpay-bench` subcommand: a name, a line for the usage text, and what to run.
 struct BenchmarkCommand: Sendable {
     let name: String
     let summary: String
-    let run: @Sendable (BenchmarkOptions) throws -> Void
+    let run: @Sendable ([String]) async throws -> Int32
 
-    static func dispatch(_ arguments: [String], among commands: [BenchmarkCommand]) -> Int32 {
+    /// A benchmark that reads the shared options (`--seconds`, `--rounds`, `--no-reference`).
+    init(name: String, summary: String, options run: @escaping @Sendable (BenchmarkOptions) throws -> Void) {
+        self.name = name
+        self.summary = summary
+        self.run = { arguments in
+            let options: BenchmarkOptions
+            do throws(BenchmarkOptions.UsageError) {
+                options = try BenchmarkOptions(parsing: arguments[...])
+            } catch {
+                printError("wxpay-bench \(name): \(error.message)")
+                return 64
+            }
+            try run(options)
+            return 0
+        }
+    }
+
+    /// A benchmark that parses its own arguments and returns an exit status.
+    init(name: String, summary: String, arguments run: @escaping @Sendable ([String]) async throws -> Int32) {
+        self.name = name
+        self.summary = summary
+        self.run = run
+    }
+
+    /// A benchmark that parses its own arguments and exits 0 unless it throws.
+    init(name: String, summary: String, arguments run: @escaping @Sendable ([String]) async throws -> Void) {
+        self.init(name: name, summary: summary, arguments: { arguments -> Int32 in
+            try await run(arguments)
+            return 0
+        })
+    }
+
+    static func dispatch(_ arguments: [String], among commands: [BenchmarkCommand]) async -> Int32 {
         let usage = """
-            usage: wxpay-bench <subcommand> [--seconds S] [--rounds N] [--no-reference]
+            usage: wxpay-bench <subcommand> [options]
 
             Single-threaded throughput benchmarks; build with `swift build -c release` first.
+            Options of the protocol benchmarks (sign, notify):
               --seconds S      length of one timed round (default 1)
               --rounds N       timed rounds; the median and best are reported (default 5)
               --no-reference   skip the reference measurements (openssl speed, raw libxml2)
 
             subcommands:
-            """ + commands.map { "\n  \($0.name.padding(toLength: 14, withPad: " ", startingAt: 0))\($0.summary)" }.joined()
+            """ + commands.map { "\n  \($0.name.padding(toLength: 16, withPad: " ", startingAt: 0))\($0.summary)" }.joined()
         guard let name = arguments.first, let command = commands.first(where: { $0.name == name }) else {
             let help = arguments.first == "-h" || arguments.first == "--help"
             printError(usage)
             return help ? 0 : 64
         }
-        let options: BenchmarkOptions
         do {
-            options = try BenchmarkOptions(parsing: arguments.dropFirst())
-        } catch {
-            printError("wxpay-bench \(name): \(error.message)\n\(usage)")
-            return 64
-        }
-        do {
-            try command.run(options)
-            return 0
+            return try await command.run(Array(arguments.dropFirst()))
         } catch {
             printError("wxpay-bench \(name): \(error)")
             return 1

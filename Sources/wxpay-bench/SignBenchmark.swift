@@ -6,7 +6,7 @@ import WeChatPay
 /// algorithms, on one thread; compared with OpenSSL's raw MD5 speed measured in the same run.
 enum SignBenchmark {
     static let command = BenchmarkCommand(
-        name: "sign", summary: "sign a 12-field unifiedorder with MD5 and HMAC-SHA256", run: run)
+        name: "sign", summary: "sign a 12-field unifiedorder with MD5 and HMAC-SHA256", options: run)
 
     /// Issue bar for MD5 signatures per second on one core.
     static let md5Bar = 1_000_000.0

@@ -3,10 +3,12 @@
 import Glibc
 #endif
 
-// `wxpay-bench <subcommand> [options]`. One file per benchmark; adding one is one line here.
+// `wxpay-bench <subcommand> [options]`. One file per benchmark; adding one is one line here, e.g.
+// `BenchmarkCommand(name: "bill", summary: "…", arguments: BillBenchmark.run),` for a benchmark
+// that parses its own arguments.
 let commands: [BenchmarkCommand] = [
     SignBenchmark.command,
-    NotifyBenchmark.command,
+    NotifyVerifyBenchmark.command,
 ]
 
-exit(BenchmarkCommand.dispatch(Array(CommandLine.arguments.dropFirst()), among: commands))
+exit(await BenchmarkCommand.dispatch(Array(CommandLine.arguments.dropFirst()), among: commands))

@@ -3,9 +3,9 @@ import WeChatPay
 
 /// `wxpay-bench notify`: the notify verifier path, strict parse then signature check, on a
 /// realistic 1 KB notify with coupons; with raw libxml2 parses of the same bytes for reference.
-enum NotifyBenchmark {
+enum NotifyVerifyBenchmark {
     static let command = BenchmarkCommand(
-        name: "notify", summary: "parse + verify a 1.2 KB payment notify (25 fields, two coupons)", run: run)
+        name: "notify", summary: "parse + verify a 1.2 KB payment notify (25 fields, two coupons)", options: run)
 
     /// Issue bar for notify parse+verify per second on one core.
     static let bar = 200_000.0
