@@ -5,13 +5,15 @@
 ///
 /// Signing a unifiedorder has to take well under a microsecond beside the hash, so this avoids
 /// every heap allocation: the sort entries and the message live in temporary (stack) buffers,
-/// names are ordered by their first eight bytes as one integer (ties, such as `coupon_fee_0`
-/// and `coupon_fee_1`, fall back to a full byte comparison), and bytes are copied straight out
-/// of the strings' storage.
+/// names are ordered by their first sixteen bytes as two integers (a full byte comparison only
+/// breaks ties beyond that), and bytes are copied straight out of the strings' storage.
 enum SigningMessage {
     private struct Entry {
-        /// The name's first eight bytes, big-endian and zero-padded: integer order is byte order.
+        /// The name's first sixteen bytes as two big-endian integers, zero-padded: integer order
+        /// is byte order, and WeChat's names that share eight bytes (`coupon_fee_0`,
+        /// `coupon_fee_1`, `coupon_id_0`) still differ within sixteen.
         var prefix: UInt64
+        var suffix: UInt64
         var index: Int
     }
 
@@ -30,9 +32,11 @@ enum SigningMessage {
                 for index in elements.indices {
                     let valueCount = elements[index].value.utf8.count
                     guard valueCount > 0 else { continue }
-                    let (prefix, nameCount) = withUTF8(elements[index].name) { (prefixKey($0), $0.count) }
+                    let (prefix, suffix, nameCount) = withUTF8(elements[index].name) { name in
+                        (sortKey(name, from: 0), sortKey(name, from: 8), name.count)
+                    }
                     if prefix == signPrefix && nameCount == 4 { continue }
-                    entries[used] = Entry(prefix: prefix, index: index)
+                    entries[used] = Entry(prefix: prefix, suffix: suffix, index: index)
                     used &+= 1
                     length &+= nameCount &+ valueCount &+ 2  // "=" and "&"
                 }
@@ -94,6 +98,7 @@ enum SigningMessage {
     @inline(__always)
     private static func precedes(_ a: Entry, _ b: Entry, _ elements: UnsafeBufferPointer<Fields.Field>) -> Bool {
         if a.prefix != b.prefix { return a.prefix < b.prefix }
+        if a.suffix != b.suffix { return a.suffix < b.suffix }
         return withUTF8(elements[a.index].name) { left in
             withUTF8(elements[b.index].name) { right in
                 left.lexicographicallyPrecedes(right)
@@ -101,16 +106,19 @@ enum SigningMessage {
         }
     }
 
+    /// Bytes `offset..<offset + 8` of `name` as a big-endian integer, zero-padded.
     @inline(__always)
-    private static func prefixKey(_ name: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        if name.count >= 8 {
-            return UInt64(bigEndian: UnsafeRawPointer(name.baseAddress!).loadUnaligned(as: UInt64.self))
+    private static func sortKey(_ name: UnsafeBufferPointer<UInt8>, from offset: Int) -> UInt64 {
+        if name.count >= offset &+ 8 {
+            return UInt64(bigEndian: UnsafeRawPointer(name.baseAddress! + offset).loadUnaligned(as: UInt64.self))
         }
         var key: UInt64 = 0
         var shift: UInt64 = 56
-        for byte in name {
-            key |= UInt64(byte) << shift
+        var index = offset
+        while index < name.count {
+            key |= UInt64(name[index]) << shift
             shift &-= 8
+            index &+= 1
         }
         return key
     }

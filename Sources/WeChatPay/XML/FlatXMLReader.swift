@@ -48,7 +48,7 @@ struct FlatXMLReader {
         skipWhitespace()
         guard position < end else { throw malformed(at: position) }
         guard base[position] == ascii("<") else { throw malformed(at: position) }
-        try skipMarkupOutsideElements()
+        try refuseMarkupOutsideElements()
         let rootTag = try readStartTag(at: position)
         guard rootTag.nameEquals(root, in: base) else { throw .unexpectedRoot }
         var fields: [Fields.Field] = []
@@ -129,7 +129,7 @@ struct FlatXMLReader {
     }
 
     /// At a `<` before the root: refuses DOCTYPE, comments and processing instructions by name.
-    private func skipMarkupOutsideElements() throws(FlatXMLError) {
+    private func refuseMarkupOutsideElements() throws(FlatXMLError) {
         switch byte(at: position &+ 1) {
         case ascii("?"): throw .processingInstruction
         case ascii("!"): throw declarationError(at: position)
@@ -383,7 +383,7 @@ struct FlatXMLReader {
         skipWhitespace()
         guard position < end else { return }
         guard base[position] == ascii("<") else { throw malformed(at: position) }
-        try skipMarkupOutsideElements()
+        try refuseMarkupOutsideElements()
         throw malformed(at: position)  // a second element, or a CDATA section, after the root
     }
 
