@@ -135,7 +135,8 @@ public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConver
     /// which are public (32 or 64).
     static func constantTimeEqual(digest: UnsafeRawBufferPointer, hex: String) -> Bool {
         guard hex.utf8.count == digest.count * 2 else { return false }
-        return withUnsafeTemporaryAllocation(byteCount: 128, alignment: 16) { buffer in
+        return withScratchBuffer(of: UInt8.self, capacity: 128) { bytes in
+            let buffer = UnsafeMutableRawBufferPointer(bytes)
             let computed = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<64])
             let received = UnsafeMutableRawBufferPointer(rebasing: buffer[64..<128])
             writeUppercaseHex(digest, to: computed)

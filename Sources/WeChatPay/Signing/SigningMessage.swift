@@ -24,7 +24,7 @@ enum SigningMessage {
     /// `&key=KEY` (or `key=KEY` when no field is signed).
     static func withBytes<R>(of fields: Fields, key: APIKey?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         fields.elements.withUnsafeBufferPointer { elements in
-            withUnsafeTemporaryAllocation(of: Entry.self, capacity: max(elements.count, 1)) { entries in
+            withScratchBuffer(of: Entry.self, capacity: max(elements.count, 1)) { entries in
                 var used = 0
                 var length = 0
                 // Fields are read in place (elements[index].name), never copied out: a copy would
@@ -47,7 +47,8 @@ enum SigningMessage {
                     keyCount = key.withUnsafeBytes { $0.count }
                     length &+= (used > 0 ? 5 : 4) &+ keyCount
                 }
-                return withUnsafeTemporaryAllocation(byteCount: max(length, 1), alignment: 1) { message in
+                return withScratchBuffer(of: UInt8.self, capacity: max(length, 1)) { bytes in
+                    let message = UnsafeMutableRawBufferPointer(bytes)
                     var out = message.baseAddress!
                     for position in 0..<used {
                         let index = entries[position].index
@@ -72,7 +73,7 @@ enum SigningMessage {
                     let written = out - message.baseAddress!
                     precondition(written == length, "signing message length miscounted")
                     let result = body(UnsafeRawBufferPointer(start: message.baseAddress, count: written))
-                    // The message ends with the key; leave no copy of it on the stack.
+                    // The message ends with the key; leave no copy of it behind.
                     message.initializeMemory(as: UInt8.self, repeating: 0)
                     return result
                 }
@@ -132,27 +133,44 @@ enum SigningMessage {
         }
     }
 
-    /// memmove costs a call and a size dispatch; names and most values are under 16 bytes, which
-    /// two overlapping 8-byte (or 4-byte) moves cover without reading or writing out of bounds.
+    /// memmove costs a call and a size dispatch; names and most values are under 16 bytes.
+    ///
+    /// A small string (up to 15 bytes) reaches here as a 16-byte copy that the standard library
+    /// has just written to the stack as two 8-byte words. A load that straddles those two words
+    /// cannot be forwarded from the pending stores and waits for them (it showed as the hottest
+    /// instructions of signing), so every load below stays within one aligned 8-byte word of
+    /// the source, and none reads past `count`.
     @inline(__always)
     private static func copy(_ source: UnsafeRawPointer, to destination: UnsafeMutableRawPointer, count: Int) {
+        if count > 16 {
+            destination.copyMemory(from: source, byteCount: count)
+            return
+        }
+        var offset = 0
+        if count >= 8 {
+            destination.storeBytes(of: source.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            offset = 8
+        }
+        copyWithinWord(source + offset, to: destination + offset, count: count &- offset)
+    }
+
+    /// Copies 0...8 bytes whose source lies within one 8-byte word (see `copy`).
+    @inline(__always)
+    private static func copyWithinWord(_ source: UnsafeRawPointer, to destination: UnsafeMutableRawPointer, count: Int) {
         switch count {
-        case 8...16:
-            let head = source.loadUnaligned(as: UInt64.self)
-            let tail = source.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)
-            destination.storeBytes(of: head, as: UInt64.self)
-            destination.storeBytes(of: tail, toByteOffset: count &- 8, as: UInt64.self)
+        case 8:
+            destination.storeBytes(of: source.loadUnaligned(as: UInt64.self), as: UInt64.self)
         case 4..<8:
             let head = source.loadUnaligned(as: UInt32.self)
             let tail = source.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)
             destination.storeBytes(of: head, as: UInt32.self)
             destination.storeBytes(of: tail, toByteOffset: count &- 4, as: UInt32.self)
-        case 0..<4:
-            for offset in 0..<count {
-                destination.storeBytes(of: source.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
-            }
         default:
-            destination.copyMemory(from: source, byteCount: count)
+            var offset = 0
+            while offset < count {
+                destination.storeBytes(of: source.load(fromByteOffset: offset, as: UInt8.self), toByteOffset: offset, as: UInt8.self)
+                offset &+= 1
+            }
         }
     }
 

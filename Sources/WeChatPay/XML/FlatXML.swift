@@ -45,7 +45,7 @@ public enum FlatXML {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return .failure(.empty) }
         if let error = screen(base, count: buffer.count) { return .failure(error) }
         // The duplicate check's first table lives on the stack: one allocation fewer per document.
-        return withUnsafeTemporaryAllocation(of: FieldNameSet.Slot.self, capacity: 64) { slots in
+        return withScratchBuffer(of: FieldNameSet.Slot.self, capacity: 64) { slots in
             slots.initialize(repeating: FieldNameSet.Slot())
             var reader = FlatXMLReader(buffer, names: FieldNameSet(initial: slots))
             defer { reader.releaseNames() }
