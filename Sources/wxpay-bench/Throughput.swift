@@ -11,28 +11,39 @@ struct Throughput {
     var best: Double { rounds.max() ?? 0 }
 
     static func measure(_ label: String, _ options: BenchmarkOptions, batch: Int = 1_000,
-                        _ body: () throws -> Void) rethrows -> Throughput {
-        // Warm up caches, pools and the branch predictor outside the timed rounds.
-        for _ in 0..<batch { try body() }
-        var results: [Double] = []
+                        _ body: () throws -> Void) throws -> Throughput {
+        try withoutActuallyEscaping(body) { body in try interleaved([(label, body)], options, batch: batch)[0] }
+    }
+
+    /// Measures several bodies in alternating rounds, so that a change in the machine's load
+    /// (it is shared) hits all of them alike and their ratio stays meaningful.
+    static func interleaved(_ bodies: [(String, () throws -> Void)], _ options: BenchmarkOptions,
+                            batch: Int = 1_000) throws -> [Throughput] {
+        // Warm up caches and the branch predictor outside the timed rounds.
+        for (_, body) in bodies {
+            for _ in 0..<batch { try body() }
+        }
+        var results = [[Double]](repeating: [], count: bodies.count)
         let clock = ContinuousClock()
         for _ in 0..<options.rounds {
-            var operations = 0
-            let start = clock.now
-            let end = start + .nanoseconds(Int64(options.secondsPerRound * 1e9))
-            var now = start
-            repeat {
-                for _ in 0..<batch { try body() }
-                operations += batch
-                now = clock.now
-            } while now < end
-            let elapsed = now - start
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            results.append(Double(operations) / seconds)
+            for (index, (_, body)) in bodies.enumerated() {
+                var operations = 0
+                let start = clock.now
+                let end = start + .nanoseconds(Int64(options.secondsPerRound * 1e9))
+                var now = start
+                repeat {
+                    for _ in 0..<batch { try body() }
+                    operations += batch
+                    now = clock.now
+                } while now < end
+                let elapsed = now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                results[index].append(Double(operations) / seconds)
+            }
         }
-        let throughput = Throughput(label: label, rounds: results)
-        throughput.report()
-        return throughput
+        let throughputs = zip(bodies, results).map { Throughput(label: $0.0.0, rounds: $0.1) }
+        throughputs.forEach { $0.report() }
+        return throughputs
     }
 
     func report() {
