@@ -95,6 +95,15 @@ struct HostileDifferentialTests {
         #expect(LibXML2Oracle.verdict(bytes) == .accepted(fields.elements))
     }
 
+    @Test func encodingRefusesEveryValueThatDecodingWouldRefuse() throws {
+        for value in ["a\u{1}", "\u{FFFE}", "x\u{FFFF}y", "\u{0}"] {
+            #expect(throws: FlatXMLError.self, "\(value.debugDescription)") { try FlatXML.encode(["a": value]) }
+        }
+        // The neighbours of the forbidden ones are fine.
+        let fields: Fields = ["a": "\u{FFFD}\u{FEFF}\u{10000}\u{EFBF}\t\n"]
+        #expect(try FlatXML.decode(try FlatXML.encode(fields)) == fields)
+    }
+
     @Test func lineEndsAreNormalisedAsXMLRequires() throws {
         let fields = try FlatXML.decode(Array("<xml><a>x\r\ny\rz<![CDATA[\r\n]]>&#13;</a></xml>".utf8))
         #expect(fields["a"] == "x\ny\nz\n\r")

@@ -65,7 +65,8 @@ public enum FlatXML {
     /// inside a value is split across two CDATA sections and a carriage return leaves the section
     /// as `&#13;`, so the text round-trips exactly through any conforming parser.
     /// - Throws: when a name is not a plain XML name, or a value holds a character XML 1.0 cannot
-    ///   carry (most C0 controls); the document would otherwise be refused by WeChat or sign differently.
+    ///   carry (most C0 controls, U+FFFE, U+FFFF); the document would otherwise be refused by WeChat
+    ///   (and by `decode`) or sign differently.
     public static func encode(_ fields: Fields, root: String = "xml") throws(FlatXMLError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + fields.elements.reduce(0) { $0 + 2 * $1.name.utf8.count + $1.value.utf8.count + 23 })
@@ -81,10 +82,15 @@ public enum FlatXML {
             if !field.value.isEmpty {
                 out.append(contentsOf: "<![CDATA[".utf8)
                 var closing = 0  // how many of "]]" we have just written
+                var previous: (UInt8, UInt8) = (0, 0)  // to spot U+FFFE and U+FFFF: EF BF BE, EF BF BF
                 for byte in field.value.utf8 {
                     if byte < 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
                         throw .unencodableValue(field.name)
                     }
+                    if byte >= 0xBE && byte <= 0xBF && previous == (0xEF, 0xBF) {
+                        throw .unencodableValue(field.name)
+                    }
+                    previous = (previous.1, byte)
                     if byte == 0x0D {
                         // A parser normalises a raw carriage return to a newline (XML 1.0 §2.11),
                         // even inside CDATA; only a character reference carries it through.
