@@ -10,24 +10,29 @@
 /// is bound to `T` only for the call; `T` must be trivial (no references to release).
 @inline(__always)
 func withScratchBuffer<T, R>(of type: T.Type, capacity: Int, _ body: (UnsafeMutableBufferPointer<T>) -> R) -> R {
-    precondition(_isPOD(T.self) && MemoryLayout<T>.alignment <= 16, "scratch buffers hold trivial values")
-    let byteCount = MemoryLayout<T>.stride * capacity
+    // The generic part stays out here, in code the caller specialises; the closures below only
+    // see raw memory. (A first version bound memory inside them; the optimiser merged their
+    // specialisations into one that looked up type metadata at run time on every call.)
+    withScratchBytes(MemoryLayout<T>.stride * capacity) { raw in
+        body(UnsafeMutableBufferPointer(start: raw.bindMemory(to: T.self, capacity: capacity), count: capacity))
+    }
+}
+
+/// `byteCount` bytes of scratch memory, 16-byte aligned, contents unspecified.
+@inline(__always)
+func withScratchBytes<R>(_ byteCount: Int, _ body: (UnsafeMutableRawPointer) -> R) -> R {
     // Two sizes, because Swift zeroes the tuple first: 512 bytes covers a signing message,
     // 2 KiB the duplicate-name table, and neither costs more than a few dozen cycles to clear.
     if byteCount <= 512 {
         var storage = (SIMD32<UInt64>(), SIMD32<UInt64>())
-        return withUnsafeMutableBytes(of: &storage) { raw in
-            body(UnsafeMutableBufferPointer(rebasing: raw.bindMemory(to: T.self)[..<capacity]))
-        }
+        return withUnsafeMutableBytes(of: &storage) { body($0.baseAddress!) }
     }
     if byteCount <= 2048 {
         var storage = (SIMD32<UInt64>(), SIMD32<UInt64>(), SIMD32<UInt64>(), SIMD32<UInt64>(),
                        SIMD32<UInt64>(), SIMD32<UInt64>(), SIMD32<UInt64>(), SIMD32<UInt64>())
-        return withUnsafeMutableBytes(of: &storage) { raw in
-            body(UnsafeMutableBufferPointer(rebasing: raw.bindMemory(to: T.self)[..<capacity]))
-        }
+        return withUnsafeMutableBytes(of: &storage) { body($0.baseAddress!) }
     }
-    let heap = UnsafeMutableBufferPointer<T>.allocate(capacity: capacity)
+    let heap = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 16)
     defer { heap.deallocate() }
     return body(heap)
 }
