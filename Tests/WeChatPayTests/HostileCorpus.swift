@@ -61,7 +61,8 @@ enum HostileCorpus {
                 """),
             HostileCase("a reference to an undeclared external entity", expected: "entity",
                         text: "<xml><attach>&xxe;</attach></xml>"),
-            HostileCase("an undeclared entity in an attribute", expected: "attributes",
+            // libxml2 reads the attribute value, and meets the reference, before it reports the element.
+            HostileCase("an undeclared entity in an attribute", expected: "entity",
                         text: #"<xml><a b="&xxe;">1</a></xml>"#),
             HostileCase("an external DTD", expected: "doctype",
                         text: #"<!DOCTYPE xml SYSTEM "\#(dtdURL)"><xml><a>1</a></xml>"#),

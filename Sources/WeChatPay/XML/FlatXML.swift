@@ -8,8 +8,8 @@
 /// and while parsing: any DOCTYPE, references to entities other than the five predefined ones,
 /// comments, processing instructions, attributes and namespaces, nesting deeper than
 /// `<xml><field>`, text outside fields, values over `maximumValueLength` and duplicate field
-/// names. The parser (`FlatXMLReader`) knows only this subset of XML, so it has no way to resolve
-/// an entity, load a DTD or open a URL; a declared encoding is ignored, the bytes are UTF-8.
+/// names. libxml2's SAX2 parser tokenizes (`FlatXMLParser`), with network access, DTD loading and
+/// entity substitution off; a declared encoding is ignored, the bytes are UTF-8.
 ///
 /// ```swift
 /// let fields = try FlatXML.decode(body)
@@ -44,16 +44,12 @@ public enum FlatXML {
     private static func decodeContiguous(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<Fields, FlatXMLError> {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return .failure(.empty) }
         if let error = screen(base, count: buffer.count) { return .failure(error) }
-        // The duplicate check's first table lives on the stack: one allocation fewer per document.
-        return withScratchBuffer(of: FieldNameSet.Slot.self, capacity: 64) { slots in
-            slots.initialize(repeating: FieldNameSet.Slot())
-            var reader = FlatXMLReader(buffer, names: FieldNameSet(initial: slots))
-            defer { reader.releaseNames() }
-            do throws(FlatXMLError) {
-                return .success(Fields(uncheckedElements: try reader.read(root: root)))
-            } catch {
-                return .failure(error)
-            }
+        // A UTF-8 byte order mark is skipped here: a pooled, reset context does not sniff for one.
+        let hasBOM = buffer.count >= 3 && base[0] == 0xEF && base[1] == 0xBB && base[2] == 0xBF
+        let document = hasBOM ? UnsafeBufferPointer(rebasing: buffer[3...]) : buffer
+        guard !document.isEmpty else { return .failure(.empty) }
+        return FlatXMLParserPool.shared.withParser { parser in
+            parser.parse(document, root: root).map { Fields(uncheckedElements: $0) }
         }
     }
 

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+import CLibXML2
+import Synchronization
+
+/// The libxml2 SAX2 parser behind `FlatXML.decode`, for bytes `FlatXML.screen` has already checked
+/// (valid UTF-8, XML characters only, no NUL).
+///
+/// libxml2 tokenizes; the callbacks below enforce the flat subset and refuse, with the error that
+/// names it, everything else XML allows: a DOCTYPE (refused in its first callback, before any
+/// declaration inside it is read, so no entity can ever be declared), references to entities other
+/// than the predefined five, comments, processing instructions, attributes and namespaces, text
+/// outside fields, elements below a field, over-long values and duplicate names. The context runs
+/// with network access off (`XML_PARSE_NONET`), no DTD loading, no entity substitution, no
+/// `XML_PARSE_HUGE`, and ignores a declared encoding: the bytes are UTF-8.
+///
+/// Creating a context costs more than parsing a 1 KB notify, so contexts are pooled and reset
+/// between documents; each is retired after `FlatXMLParser.documentsPerContext` documents because
+/// libxml2 interns every element name in the context's dictionary, which would otherwise grow with
+/// every distinct name an attacker sends.
+final class FlatXMLParser {
+    static let documentsPerContext = 512
+
+    private let context: xmlParserCtxtPtr
+    private(set) var documentsParsed = 0
+    // State of the document being parsed.
+    private var root: [UInt8] = []
+    private var depth = 0
+    private var rootSeen = false
+    private var fields: [Fields.Field] = []
+    private var names = Set<String>()
+    private var currentName = ""
+    private var text: [UInt8] = []
+    private var failure: FlatXMLError?
+
+    init() {
+        wxpay_xml_check_version()
+        var handler = xmlSAXHandler()
+        handler.initialized = UInt32(XML_SAX2_MAGIC)
+        handler.startElementNs = { user, localname, prefix, _, namespaceCount, _, attributeCount, _, _ in
+            FlatXMLParser.from(user).startElement(
+                localname, refuseAttributes: prefix != nil || namespaceCount != 0 || attributeCount != 0)
+        }
+        handler.endElementNs = { user, _, _, _ in FlatXMLParser.from(user).endElement() }
+        handler.characters = { user, bytes, length in FlatXMLParser.from(user).characters(bytes, Int(length)) }
+        handler.ignorableWhitespace = handler.characters
+        handler.cdataBlock = { user, bytes, length in FlatXMLParser.from(user).cdata(bytes, Int(length)) }
+        handler.internalSubset = { user, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
+        handler.externalSubset = { user, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
+        handler.entityDecl = { user, _, _, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
+        handler.getEntity = { user, _ in
+            // Called only for references beyond the predefined five: with no DTD there are none.
+            FlatXMLParser.from(user).fail(.entity)
+            return nil
+        }
+        handler.getParameterEntity = { user, _ in
+            FlatXMLParser.from(user).fail(.entity)
+            return nil
+        }
+        handler.reference = { user, _ in FlatXMLParser.from(user).fail(.entity) }
+        handler.processingInstruction = { user, _, _ in FlatXMLParser.from(user).fail(.processingInstruction) }
+        handler.comment = { user, _ in FlatXMLParser.from(user).fail(.comment) }
+        handler.serror = { user, error in
+            guard let user, let error else { return }
+            FlatXMLParser.from(user).libxml2Error(error.pointee)
+        }
+        guard let context = xmlCreatePushParserCtxt(&handler, nil, nil, 0, nil) else {
+            // Allocation failure inside libxml2: nothing sensible is left to do.
+            fatalError("libxml2 could not allocate a parser context")
+        }
+        self.context = context
+    }
+
+    deinit { xmlFreeParserCtxt(context) }
+
+    fileprivate static func from(_ user: UnsafeMutableRawPointer?) -> FlatXMLParser {
+        Unmanaged<FlatXMLParser>.fromOpaque(user!).takeUnretainedValue()
+    }
+
+    /// Parses one document; the buffer holds all of it.
+    func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<[Fields.Field], FlatXMLError> {
+        documentsParsed += 1
+        self.root = Array(root.utf8)
+        depth = 0
+        rootSeen = false
+        fields = []
+        fields.reserveCapacity(32)
+        names.removeAll(keepingCapacity: true)
+        text.removeAll(keepingCapacity: true)
+        failure = nil
+
+        xmlCtxtResetPush(context, nil, 0, nil, nil)
+        // NONET: never fetch anything. No NOENT (no entity substitution), no DTDLOAD, no HUGE (keep
+        // libxml2's own limits); IGNORE_ENC: the screen proved the bytes are UTF-8, and honouring a
+        // declared GBK would let one document mean two things.
+        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue))
+        context.pointee.userData = Unmanaged.passUnretained(self).toOpaque()
+        let status = buffer.withMemoryRebound(to: CChar.self) {
+            xmlParseChunk(context, $0.baseAddress, Int32($0.count), 1)
+        }
+        context.pointee.userData = nil
+        // libxml2 builds a document behind SAX for some declarations; the context does not own it.
+        if let document = context.pointee.myDoc {
+            xmlFreeDoc(document)
+            context.pointee.myDoc = nil
+        }
+        if let failure { return .failure(failure) }
+        guard status == 0, context.pointee.wellFormed != 0 else {
+            return .failure(.malformed(line: Int(xmlSAX2GetLineNumber(context)), column: 0))
+        }
+        // libxml2 only warns about XML 1.1 and other 1.x versions; WeChat's documents are 1.0.
+        if let version = context.pointee.version, xmlStrEqual(version, "1.0") == 0 {
+            return .failure(.malformed(line: 1, column: 0))
+        }
+        guard rootSeen, depth == 0 else { return .failure(.unexpectedRoot) }
+        return .success(fields)
+    }
+
+    // MARK: - Callbacks
+
+    fileprivate func fail(_ error: FlatXMLError) {
+        if failure == nil { failure = error }
+        xmlStopParser(context)
+    }
+
+    fileprivate func libxml2Error(_ error: xmlError) {
+        guard failure == nil, error.level.rawValue >= XML_ERR_ERROR.rawValue else { return }
+        switch Int(error.code) {
+        case Int(XML_ERR_UNDECLARED_ENTITY.rawValue), Int(XML_WAR_UNDECLARED_ENTITY.rawValue),
+             Int(XML_ERR_ENTITY_LOOP.rawValue), Int(XML_ERR_ENTITY_PE_INTERNAL.rawValue):
+            fail(.entity)
+        case Int(XML_ERR_INVALID_CHAR.rawValue), Int(XML_ERR_INVALID_CHARREF.rawValue),
+             Int(XML_ERR_INVALID_DEC_CHARREF.rawValue), Int(XML_ERR_INVALID_HEX_CHARREF.rawValue):
+            fail(.invalidCharacter)
+        case Int(XML_ERR_INVALID_ENCODING.rawValue):
+            fail(.invalidUTF8)
+        case Int(XML_NS_ERR_UNDEFINED_NAMESPACE.rawValue), Int(XML_NS_ERR_QNAME.rawValue),
+             Int(XML_NS_ERR_ATTRIBUTE_REDEFINED.rawValue), Int(XML_ERR_ATTRIBUTE_REDEFINED.rawValue):
+            fail(.attributes)
+        default:
+            fail(.malformed(line: Int(error.line), column: Int(error.int2)))
+        }
+    }
+
+    fileprivate func startElement(_ localname: UnsafePointer<xmlChar>?, refuseAttributes: Bool) {
+        guard failure == nil, let localname else { return }
+        if refuseAttributes { return fail(.attributes) }
+        depth += 1
+        switch depth {
+        case 1:
+            let name = UnsafeBufferPointer(start: localname, count: Int(xmlStrlen(localname)))
+            guard name.elementsEqual(root) else { return fail(.unexpectedRoot) }
+            rootSeen = true
+        case 2:
+            currentName = String(cString: localname)
+            text.removeAll(keepingCapacity: true)
+        default:
+            fail(.tooDeep)
+        }
+    }
+
+    fileprivate func endElement() {
+        guard failure == nil else { return }
+        if depth == 2 {
+            guard names.insert(currentName).inserted else { return fail(.duplicateField(currentName)) }
+            fields.append(Fields.Field(name: currentName, value: String(decoding: text, as: UTF8.self)))
+        }
+        depth -= 1
+    }
+
+    fileprivate func characters(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
+        guard failure == nil, let bytes, length > 0 else { return }
+        let chunk = UnsafeBufferPointer(start: bytes, count: length)
+        if depth == 2 {
+            guard text.count + length <= FlatXML.maximumValueLength else {
+                return fail(.valueTooLong(limit: FlatXML.maximumValueLength))
+            }
+            text.append(contentsOf: chunk)
+        } else if chunk.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) {
+            fail(depth == 0 ? .malformed(line: 0, column: 0) : .mixedContent)
+        }
+    }
+
+    /// libxml2 hands CDATA over without the line-end normalisation XML 1.0 §2.11 applies to the
+    /// whole document (other text is normalised): CR LF and a lone CR become LF here, so a value
+    /// reads the same whether it came as text or as CDATA.
+    fileprivate func cdata(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
+        guard failure == nil, let bytes, length > 0 else { return }
+        let chunk = UnsafeBufferPointer(start: bytes, count: length)
+        guard chunk.contains(0x0D) else { return characters(bytes, length) }
+        var normalized: [UInt8] = []
+        normalized.reserveCapacity(length)
+        var index = 0
+        while index < length {
+            if chunk[index] == 0x0D {
+                normalized.append(0x0A)
+                index += index + 1 < length && chunk[index + 1] == 0x0A ? 2 : 1
+            } else {
+                normalized.append(chunk[index])
+                index += 1
+            }
+        }
+        normalized.withUnsafeBufferPointer { characters($0.baseAddress, $0.count) }
+    }
+}
+
+/// Parser contexts are not thread-safe; each parse borrows one from here and returns it.
+final class FlatXMLParserPool: Sendable {
+    static let shared = FlatXMLParserPool()
+
+    /// Idle parsers. `FlatXMLParser` is not Sendable, but a parser in the pool is owned by no one,
+    /// and one taken out is used by exactly one caller until it is put back.
+    private struct Idle: @unchecked Sendable { var parsers: [FlatXMLParser] = [] }
+    private let idle = Mutex(Idle())
+    private static let maximumIdle = 16
+
+    func withParser<R>(_ body: (FlatXMLParser) -> R) -> R {
+        let parser = idle.withLock { $0.parsers.popLast() } ?? FlatXMLParser()
+        defer {
+            if parser.documentsParsed < FlatXMLParser.documentsPerContext {
+                idle.withLock { if $0.parsers.count < Self.maximumIdle { $0.parsers.append(parser) } }
+            }
+        }
+        return body(parser)
+    }
+}
