@@ -14,86 +14,79 @@ import Synchronization
 /// `XML_PARSE_HUGE`, and ignores a declared encoding: the bytes are UTF-8.
 ///
 /// Creating a context costs more than parsing a 1 KB notify, so contexts are pooled and reset
-/// between documents; each is retired after `FlatXMLParser.documentsPerContext` documents because
-/// libxml2 interns every element name in the context's dictionary, which would otherwise grow with
-/// every distinct name an attacker sends.
+/// between documents. libxml2 interns every element name in the context's dictionary for the
+/// context's life, so a context whose dictionary passes `maximumInternedNames` is retired: WeChat's
+/// documents use about a hundred distinct names, an attacker sending unique names gets a fresh
+/// context every few documents instead of unbounded growth.
 final class FlatXMLParser {
-    static let documentsPerContext = 512
+    static let maximumInternedNames = 2048
 
     private let context: xmlParserCtxtPtr
-    private(set) var documentsParsed = 0
-    // State of the document being parsed.
-    private var root: [UInt8] = []
-    private var depth = 0
-    private var rootSeen = false
-    private var fields: [Fields.Field] = []
-    private var names = Set<String>()
-    private var currentName = ""
-    private var text: [UInt8] = []
-    private var failure: FlatXMLError?
+    /// The callbacks' state, behind a pointer: libxml2 hands it back as `userData`, and a struct
+    /// reached through a pointer costs no reference counting and no dynamic exclusivity checks,
+    /// which on a class's properties took an eighth of the parse time.
+    private let state: UnsafeMutablePointer<FlatXMLParseState>
 
+    /// Whether the context's name dictionary has grown past what honest traffic needs.
+    var isWorn: Bool {
+        guard let dictionary = context.pointee.dict else { return false }
+        return xmlDictSize(dictionary) > Self.maximumInternedNames
+    }
     init() {
         wxpay_xml_check_version()
         var handler = xmlSAXHandler()
         handler.initialized = UInt32(XML_SAX2_MAGIC)
         handler.startElementNs = { user, localname, prefix, _, namespaceCount, _, attributeCount, _, _ in
-            FlatXMLParser.from(user).startElement(
+            FlatXMLParseState.from(user).pointee.startElement(
                 localname, refuseAttributes: prefix != nil || namespaceCount != 0 || attributeCount != 0)
         }
-        handler.endElementNs = { user, _, _, _ in FlatXMLParser.from(user).endElement() }
-        handler.characters = { user, bytes, length in FlatXMLParser.from(user).characters(bytes, Int(length)) }
+        handler.endElementNs = { user, _, _, _ in FlatXMLParseState.from(user).pointee.endElement() }
+        handler.characters = { user, bytes, length in FlatXMLParseState.from(user).pointee.characters(bytes, Int(length)) }
         handler.ignorableWhitespace = handler.characters
-        handler.cdataBlock = { user, bytes, length in FlatXMLParser.from(user).cdata(bytes, Int(length)) }
-        handler.internalSubset = { user, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
-        handler.externalSubset = { user, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
-        handler.entityDecl = { user, _, _, _, _, _ in FlatXMLParser.from(user).fail(.doctype) }
+        handler.cdataBlock = { user, bytes, length in FlatXMLParseState.from(user).pointee.cdata(bytes, Int(length)) }
+        handler.internalSubset = { user, _, _, _ in FlatXMLParseState.from(user).pointee.fail(.doctype) }
+        handler.externalSubset = { user, _, _, _ in FlatXMLParseState.from(user).pointee.fail(.doctype) }
+        handler.entityDecl = { user, _, _, _, _, _ in FlatXMLParseState.from(user).pointee.fail(.doctype) }
         handler.getEntity = { user, _ in
             // Called only for references beyond the predefined five: with no DTD there are none.
-            FlatXMLParser.from(user).fail(.entity)
+            FlatXMLParseState.from(user).pointee.fail(.entity)
             return nil
         }
         handler.getParameterEntity = { user, _ in
-            FlatXMLParser.from(user).fail(.entity)
+            FlatXMLParseState.from(user).pointee.fail(.entity)
             return nil
         }
-        handler.reference = { user, _ in FlatXMLParser.from(user).fail(.entity) }
-        handler.processingInstruction = { user, _, _ in FlatXMLParser.from(user).fail(.processingInstruction) }
-        handler.comment = { user, _ in FlatXMLParser.from(user).fail(.comment) }
+        handler.reference = { user, _ in FlatXMLParseState.from(user).pointee.fail(.entity) }
+        handler.processingInstruction = { user, _, _ in FlatXMLParseState.from(user).pointee.fail(.processingInstruction) }
+        handler.comment = { user, _ in FlatXMLParseState.from(user).pointee.fail(.comment) }
         handler.serror = { user, error in
             guard let user, let error else { return }
-            FlatXMLParser.from(user).libxml2Error(error.pointee)
+            FlatXMLParseState.from(user).pointee.libxml2Error(error.pointee)
         }
         guard let context = xmlCreatePushParserCtxt(&handler, nil, nil, 0, nil) else {
             // Allocation failure inside libxml2: nothing sensible is left to do.
             fatalError("libxml2 could not allocate a parser context")
         }
         self.context = context
+        state = .allocate(capacity: 1)
+        state.initialize(to: FlatXMLParseState(context: context))
     }
 
-    deinit { xmlFreeParserCtxt(context) }
-
-    fileprivate static func from(_ user: UnsafeMutableRawPointer?) -> FlatXMLParser {
-        Unmanaged<FlatXMLParser>.fromOpaque(user!).takeUnretainedValue()
+    deinit {
+        xmlFreeParserCtxt(context)
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     /// Parses one document; the buffer holds all of it.
     func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<[Fields.Field], FlatXMLError> {
-        documentsParsed += 1
-        self.root = Array(root.utf8)
-        depth = 0
-        rootSeen = false
-        fields = []
-        fields.reserveCapacity(32)
-        names.removeAll(keepingCapacity: true)
-        text.removeAll(keepingCapacity: true)
-        failure = nil
-
+        state.pointee.reset(root: root)
         xmlCtxtResetPush(context, nil, 0, nil, nil)
         // NONET: never fetch anything. No NOENT (no entity substitution), no DTDLOAD, no HUGE (keep
         // libxml2's own limits); IGNORE_ENC: the screen proved the bytes are UTF-8, and honouring a
         // declared GBK would let one document mean two things.
         xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue))
-        context.pointee.userData = Unmanaged.passUnretained(self).toOpaque()
+        context.pointee.userData = UnsafeMutableRawPointer(state)
         let status = buffer.withMemoryRebound(to: CChar.self) {
             xmlParseChunk(context, $0.baseAddress, Int32($0.count), 1)
         }
@@ -103,7 +96,7 @@ final class FlatXMLParser {
             xmlFreeDoc(document)
             context.pointee.myDoc = nil
         }
-        if let failure { return .failure(failure) }
+        if let failure = state.pointee.failure { return .failure(failure) }
         guard status == 0, context.pointee.wellFormed != 0 else {
             return .failure(.malformed(line: Int(xmlSAX2GetLineNumber(context)), column: 0))
         }
@@ -111,18 +104,59 @@ final class FlatXMLParser {
         if let version = context.pointee.version, xmlStrEqual(version, "1.0") == 0 {
             return .failure(.malformed(line: 1, column: 0))
         }
-        guard rootSeen, depth == 0 else { return .failure(.unexpectedRoot) }
-        return .success(fields)
+        guard state.pointee.rootSeen, state.pointee.depth == 0 else { return .failure(.unexpectedRoot) }
+        return .success(state.pointee.fields)
+    }
+}
+
+/// What the SAX callbacks of one `FlatXMLParser` know about the document being parsed.
+struct FlatXMLParseState {
+    let context: xmlParserCtxtPtr
+    var root: [UInt8] = []
+    var depth = 0
+    var rootSeen = false
+    var fields: [Fields.Field] = []
+    /// The interned names of this document's fields: libxml2 hands every occurrence of a name the
+    /// same dictionary pointer, so a duplicate is a pointer seen before (no hashing of strings).
+    var seenNames: [UnsafePointer<xmlChar>] = []
+    var currentName: UnsafePointer<xmlChar>?
+    /// Swift strings for interned names, valid as long as the context (and its dictionary) lives:
+    /// WeChat's field names repeat, so each is decoded once per context, not once per document.
+    var nameStrings: [UnsafePointer<xmlChar>: String] = [:]
+    var text: [UInt8] = []
+    /// A value that arrived in one callback (the usual case) becomes a String at once, without
+    /// passing through `text`.
+    var pendingValue: String?
+    var failure: FlatXMLError?
+
+    init(context: xmlParserCtxtPtr) {
+        self.context = context
+    }
+
+    static func from(_ user: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<FlatXMLParseState> {
+        user!.assumingMemoryBound(to: FlatXMLParseState.self)
+    }
+
+    mutating func reset(root: String) {
+        self.root = Array(root.utf8)
+        depth = 0
+        rootSeen = false
+        fields = []
+        fields.reserveCapacity(32)
+        seenNames.removeAll(keepingCapacity: true)
+        currentName = nil
+        text.removeAll(keepingCapacity: true)
+        failure = nil
     }
 
     // MARK: - Callbacks
 
-    fileprivate func fail(_ error: FlatXMLError) {
+    mutating func fail(_ error: FlatXMLError) {
         if failure == nil { failure = error }
         xmlStopParser(context)
     }
 
-    fileprivate func libxml2Error(_ error: xmlError) {
+    mutating func libxml2Error(_ error: xmlError) {
         guard failure == nil, error.level.rawValue >= XML_ERR_ERROR.rawValue else { return }
         switch Int(error.code) {
         case Int(XML_ERR_UNDECLARED_ENTITY.rawValue), Int(XML_WAR_UNDECLARED_ENTITY.rawValue),
@@ -141,7 +175,7 @@ final class FlatXMLParser {
         }
     }
 
-    fileprivate func startElement(_ localname: UnsafePointer<xmlChar>?, refuseAttributes: Bool) {
+    mutating func startElement(_ localname: UnsafePointer<xmlChar>?, refuseAttributes: Bool) {
         guard failure == nil, let localname else { return }
         if refuseAttributes { return fail(.attributes) }
         depth += 1
@@ -151,26 +185,49 @@ final class FlatXMLParser {
             guard name.elementsEqual(root) else { return fail(.unexpectedRoot) }
             rootSeen = true
         case 2:
-            currentName = String(cString: localname)
+            currentName = localname
             text.removeAll(keepingCapacity: true)
+            pendingValue = nil
         default:
             fail(.tooDeep)
         }
     }
 
-    fileprivate func endElement() {
+    mutating func endElement() {
         guard failure == nil else { return }
-        if depth == 2 {
-            guard names.insert(currentName).inserted else { return fail(.duplicateField(currentName)) }
-            fields.append(Fields.Field(name: currentName, value: String(decoding: text, as: UTF8.self)))
+        if depth == 2, let name = currentName {
+            let string = nameString(name)
+            guard !seenNames.contains(name) else { return fail(.duplicateField(string)) }
+            seenNames.append(name)
+            let value = pendingValue ?? (text.isEmpty ? "" : String(decoding: text, as: UTF8.self))
+            pendingValue = nil
+            fields.append(Fields.Field(name: string, value: value))
         }
         depth -= 1
     }
 
-    fileprivate func characters(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
+    mutating func nameString(_ name: UnsafePointer<xmlChar>) -> String {
+        if let known = nameStrings[name] { return known }
+        let string = String(cString: name)
+        nameStrings[name] = string
+        return string
+    }
+
+    mutating func characters(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
         guard failure == nil, let bytes, length > 0 else { return }
         let chunk = UnsafeBufferPointer(start: bytes, count: length)
         if depth == 2 {
+            if text.isEmpty && pendingValue == nil {
+                guard length <= FlatXML.maximumValueLength else {
+                    return fail(.valueTooLong(limit: FlatXML.maximumValueLength))
+                }
+                pendingValue = String(decoding: chunk, as: UTF8.self)
+                return
+            }
+            if let pending = pendingValue {
+                text.append(contentsOf: pending.utf8)
+                pendingValue = nil
+            }
             guard text.count + length <= FlatXML.maximumValueLength else {
                 return fail(.valueTooLong(limit: FlatXML.maximumValueLength))
             }
@@ -183,7 +240,7 @@ final class FlatXMLParser {
     /// libxml2 hands CDATA over without the line-end normalisation XML 1.0 §2.11 applies to the
     /// whole document (other text is normalised): CR LF and a lone CR become LF here, so a value
     /// reads the same whether it came as text or as CDATA.
-    fileprivate func cdata(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
+    mutating func cdata(_ bytes: UnsafePointer<xmlChar>?, _ length: Int) {
         guard failure == nil, let bytes, length > 0 else { return }
         let chunk = UnsafeBufferPointer(start: bytes, count: length)
         guard chunk.contains(0x0D) else { return characters(bytes, length) }
@@ -216,7 +273,7 @@ final class FlatXMLParserPool: Sendable {
     func withParser<R>(_ body: (FlatXMLParser) -> R) -> R {
         let parser = idle.withLock { $0.parsers.popLast() } ?? FlatXMLParser()
         defer {
-            if parser.documentsParsed < FlatXMLParser.documentsPerContext {
+            if !parser.isWorn {
                 idle.withLock { if $0.parsers.count < Self.maximumIdle { $0.parsers.append(parser) } }
             }
         }
