@@ -14,6 +14,8 @@
 #include <openssl/rand.h>
 #include <openssl/err.h>
 #include <openssl/opensslv.h>
+#include <openssl/sha.h>
+#include <string.h>
 
 /// `OPENSSL_VERSION_TEXT` is a macro Swift cannot see through `OpenSSL_version` alone in every
 /// build; expose the linked library's version string for diagnostics.
@@ -32,5 +34,43 @@ static inline int wxpay_hmac_sha256(const void *_Nonnull key, int key_length,
                                     unsigned char *_Nonnull out) {
     unsigned int out_length = 32;
     return HMAC(EVP_sha256(), key, key_length, (const unsigned char *)data, length, out, &out_length) != NULL;
+}
+
+/// HMAC-SHA256 keyed once: `wxpay_hmac_sha256_key` absorbs (key ^ ipad) and (key ^ opad) into two
+/// SHA-256 states that a signer keeps; `wxpay_hmac_sha256_keyed` copies them by value per message.
+/// The one-shot `HMAC()` re-derives both pads and, in OpenSSL 3, fetches the digest and allocates
+/// a context on every call, which costs more than hashing a 450-byte signing string. The low-level
+/// SHA256_* functions are deprecated in OpenSSL 3 but run the same assembly; revisit if removed.
+static inline void wxpay_hmac_sha256_key(const void *_Nonnull key, size_t key_length,
+                                         SHA256_CTX *_Nonnull inner, SHA256_CTX *_Nonnull outer) {
+    unsigned char block[64] = {0};
+    unsigned char pad[64];
+    if (key_length > sizeof block) {
+        SHA256((const unsigned char *)key, key_length, block);
+    } else {
+        memcpy(block, key, key_length);
+    }
+    for (size_t i = 0; i < sizeof pad; i++) pad[i] = block[i] ^ 0x36;
+    SHA256_Init(inner);
+    SHA256_Update(inner, pad, sizeof pad);
+    for (size_t i = 0; i < sizeof pad; i++) pad[i] = block[i] ^ 0x5c;
+    SHA256_Init(outer);
+    SHA256_Update(outer, pad, sizeof pad);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(pad, sizeof pad);
+}
+
+/// HMAC-SHA256 of `length` bytes from states made by `wxpay_hmac_sha256_key`, into `out` (32 bytes).
+static inline void wxpay_hmac_sha256_keyed(const SHA256_CTX *_Nonnull inner, const SHA256_CTX *_Nonnull outer,
+                                           const void *_Nonnull data, size_t length,
+                                           unsigned char *_Nonnull out) {
+    SHA256_CTX context = *inner;
+    unsigned char digest[32];
+    SHA256_Update(&context, data, length);
+    SHA256_Final(digest, &context);
+    context = *outer;
+    SHA256_Update(&context, digest, sizeof digest);
+    SHA256_Final(out, &context);
+    OPENSSL_cleanse(&context, sizeof context);
 }
 #endif

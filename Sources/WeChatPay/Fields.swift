@@ -40,6 +40,12 @@ public struct Fields: Sendable, Hashable {
         self.init(pairs.map { Field(name: $0.key, value: $0.value) })
     }
 
+    /// Wraps fields whose names are known to be unique (the decoder has checked), without the
+    /// linear search per field that `init(_:)` does.
+    internal init(uncheckedElements elements: [Field]) {
+        self.elements = elements
+    }
+
     /// Appends a field whose name is known to be new. Used by the decoder, which has already
     /// checked for duplicates, to avoid a second linear search.
     @usableFromInline

@@ -1,28 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-// One subcommand per benchmark, dispatched here; each lives in its own file.
-let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "client-pipeline":
-    exit(await ClientPipelineBenchmark.run(Array(arguments.dropFirst())))
-case "bill": try BillBenchmark.run(Array(arguments.dropFirst()))
-case "notify": try NotifyBenchmark.run(Array(arguments.dropFirst()))
-case "storage": await StorageBench.run(Array(arguments.dropFirst()))
-case "http-server": await HTTPServerBench.run(Array(arguments.dropFirst()))
-case "http-client": try await HTTPClientBench.run(Array(arguments.dropFirst()))
-case "simulator": try SimulatorBench.run(Array(arguments.dropFirst()))
-case "reconcile": await ReconcileBenchmark.run(Array(arguments.dropFirst()))
-case "gateway": exit(await GatewayBench.run(Array(arguments.dropFirst())))
-default:
-    print("usage: wxpay-bench <benchmark> [options]")
-    print("  client-pipeline [iterations]   sign/encode/decode/verify cost of one WeChat call, no network")
-    print("  bill                           render, gzip, gunzip and parse a 100,000-row bill")
-    print("  notify                         payment notify decode+verify, refund notify decrypt, app params")
-    print("  http-server [--port P] [--routes …]   a server for wrk (see scripts/bench-http-server)")
-    print("  http-client --url URL [--concurrency N] [--requests N] [--post]   keep-alive client throughput")
-    print("  storage                        SQLite transitions/s: group commit against one transaction each")
-    print("  simulator [orders] [queries]   in-process simulator: create 100,000 orders, RSS, orderquery rate")
-    print("  reconcile [orders] [sweepers]  reconciler sweeps against the in-process simulator (T7 shape)")
-    print("  gateway create|notify|wait …   load phases against a running gateway (see scripts/bench-gateway)")
-}
+// `wxpay-bench <subcommand> [options]`. One file per benchmark; adding one is one line here, e.g.
+// `BenchmarkCommand(name: "bill", summary: "…", arguments: BillBenchmark.run),` for a benchmark
+// that parses its own arguments.
+let commands: [BenchmarkCommand] = [
+    SignBenchmark.command,
+    NotifyVerifyBenchmark.command,
+    BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
+                     arguments: NotifyBenchmark.run),
+    BenchmarkCommand(name: "client-pipeline", summary: "sign/encode/decode/verify cost of one WeChat call, no network",
+                     arguments: ClientPipelineBenchmark.run),
+    BenchmarkCommand(name: "bill", summary: "render, gzip, gunzip and parse a 100,000-row bill",
+                     arguments: BillBenchmark.run),
+    BenchmarkCommand(name: "storage", summary: "SQLite transitions/s: group commit against one transaction each",
+                     arguments: StorageBench.run),
+    BenchmarkCommand(name: "http-server", summary: "a server for wrk (see scripts/bench-http-server)",
+                     arguments: HTTPServerBench.run),
+    BenchmarkCommand(name: "http-client", summary: "keep-alive client throughput (--url URL [--concurrency N])",
+                     arguments: HTTPClientBench.run),
+    BenchmarkCommand(name: "simulator", summary: "in-process simulator: 100,000 orders, RSS, orderquery rate",
+                     arguments: SimulatorBench.run),
+    BenchmarkCommand(name: "reconcile", summary: "reconciler sweeps against the in-process simulator (T7 shape)",
+                     arguments: ReconcileBenchmark.run),
+    BenchmarkCommand(name: "gateway", summary: "create|notify|wait load phases against a running gateway",
+                     arguments: GatewayBench.run),
+]
+
+exit(await BenchmarkCommand.dispatch(Array(CommandLine.arguments.dropFirst()), among: commands))

@@ -42,6 +42,8 @@ enum SignCommand {
                 print(usage)
                 return 0
             default:
+                // "--kye=…" is a typo, not a field named "--kye".
+                guard !argument.hasPrefix("-") else { return fail("unknown option \(argument.prefix(32))") }
                 guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
                     return fail("expected name=value, got an argument without '='")
                 }
@@ -63,15 +65,24 @@ enum SignCommand {
     }
 
     private static func checkDocument(at path: String, signer: Signer) -> Int32 {
-        let data: Data
+        let handle: FileHandle
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            handle = FileHandle.standardInput
         } else {
-            guard let contents = FileManager.default.contents(atPath: path) else {
+            guard let file = FileHandle(forReadingAtPath: path) else {
                 FileHandle.standardError.write(Data("sign: cannot read \(path)\n".utf8))
                 return 66
             }
-            data = contents
+            handle = file
+        }
+        // Read one byte past the cap and no more: `--xml /dev/zero` or a runaway pipe must end
+        // in "document larger than …", not in memory exhaustion.
+        let data: Data
+        do {
+            data = try readAtMost(FlatXML.defaultMaximumSize + 1, from: handle)
+        } catch {
+            FileHandle.standardError.write(Data("sign: cannot read \(path)\n".utf8))
+            return 66
         }
         let fields: Fields
         do {
@@ -84,12 +95,28 @@ enum SignCommand {
             print("no sign field in the document")
             return 1
         }
-        let declared = fields.nonEmpty("sign_type").map { " (sign_type says \($0))" } ?? " (no sign_type)"
-        if let type = signer.matchingSignType(of: fields) {
-            print("signature valid: \(type)\(declared)")
-            return 0
+        let declaredType = fields.nonEmpty("sign_type")
+        let declared = declaredType.map { " (sign_type says \($0.prefix(32)))" } ?? " (no sign_type)"
+        guard let type = signer.matchingSignType(of: fields) else {
+            print("signature matches neither MD5 nor HMAC-SHA256 with this key\(declared)")
+            return 1
         }
-        print("signature matches neither MD5 nor HMAC-SHA256 with this key\(declared)")
-        return 1
+        if let declaredType, declaredType != type.rawValue {
+            // Signer.verify refuses this (a declared algorithm is never overridden), and so would
+            // WeChat: saying "valid" here would send someone looking in the wrong place.
+            print("signature matches \(type), but sign_type says \(declaredType.prefix(32)): verification would refuse it")
+            return 1
+        }
+        print("signature valid: \(type)\(declared)")
+        return 0
+    }
+
+    private static func readAtMost(_ limit: Int, from handle: FileHandle) throws -> Data {
+        var data = Data()
+        while data.count < limit {
+            guard let chunk = try handle.read(upToCount: min(64 * 1024, limit - data.count)), !chunk.isEmpty else { break }
+            data.append(chunk)
+        }
+        return data
     }
 }

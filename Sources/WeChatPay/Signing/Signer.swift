@@ -12,36 +12,35 @@ import COpenSSL
 /// let sign = signer.signature(for: fields, type: .hmacSHA256)
 /// try signer.verify(notify, expected: .hmacSHA256)
 /// ```
-public struct Signer: Sendable {
+public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let key: APIKey
+    /// HMAC-SHA256's keyed inner and outer SHA-256 states, computed once per key. They are as
+    /// secret as the key (they forge HMAC signatures without it), so `description`, `debugDescription`
+    /// and the mirror below leave them out.
+    private let hmacInner: SHA256_CTX
+    private let hmacOuter: SHA256_CTX
 
     public init(key: APIKey) {
         self.key = key
+        var inner = SHA256_CTX()
+        var outer = SHA256_CTX()
+        key.withUnsafeBytes { bytes in
+            withUnsafeBytes(of: 0) { zero in
+                // An empty key is still a key to HMAC (all-zero block); give OpenSSL a valid pointer.
+                let base = bytes.count > 0 ? bytes.baseAddress! : zero.baseAddress!
+                wxpay_hmac_sha256_key(base, bytes.count, &inner, &outer)
+            }
+        }
+        hmacInner = inner
+        hmacOuter = outer
     }
 
     /// The uppercase hex signature of `fields` (their `sign` field, if any, is ignored).
     public func signature(for fields: Fields, type: SignType) -> String {
-        withSigningBytes(of: fields) { message in
-            switch type {
-            case .md5:
-                var digest = (UInt64(0), UInt64(0))
-                return withUnsafeMutableBytes(of: &digest) { out in
-                    wxpay_md5(message.baseAddress!, message.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    return Self.uppercaseHex(UnsafeRawBufferPointer(out))
-                }
-            case .hmacSHA256:
-                var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-                return withUnsafeMutableBytes(of: &digest) { out in
-                    let ok = key.withUnsafeBytes { key in
-                        wxpay_hmac_sha256(
-                            key.baseAddress ?? UnsafeRawPointer(message.baseAddress!), Int32(key.count),
-                            message.baseAddress!, message.count,
-                            out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    }
-                    // HMAC only fails on allocation failure inside OpenSSL, which we cannot recover from.
-                    precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
-                    return Self.uppercaseHex(UnsafeRawBufferPointer(out))
-                }
+        withDigest(of: fields, type: type) { digest in
+            String(unsafeUninitializedCapacity: digest.count * 2) { out in
+                Self.writeUppercaseHex(digest, to: UnsafeMutableRawBufferPointer(out))
+                return digest.count * 2
             }
         }
     }
@@ -49,9 +48,7 @@ public struct Signer: Sendable {
     /// `stringA` of the specification: the sorted `name=value&…` string without the key.
     /// For diagnostics (the `sign` command shows it); it never contains the key.
     public func signingString(for fields: Fields) -> String {
-        var bytes: [UInt8] = []
-        Self.appendSortedPairs(of: fields, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        SigningMessage.withBytes(of: fields, key: nil) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Verifies the `sign` field of a received document against `expected`, the algorithm the order
@@ -62,14 +59,23 @@ public struct Signer: Sendable {
     /// `sign_type` is verified with `expected`; real HMAC-SHA256 notifies often omit it.
     /// The comparison runs in constant time.
     public func verify(_ fields: Fields, expected: SignType) throws(SignatureError) {
-        guard let received = fields.nonEmpty("sign") else { throw .missingSignature }
-        if let declared = fields.nonEmpty("sign_type") {
+        var received: String?
+        var declared: String?
+        for field in fields {
+            switch field.name.utf8.count {
+            case 4 where field.name == "sign": received = field.value
+            case 9 where field.name == "sign_type": declared = field.value
+            default: continue
+            }
+        }
+        guard let received, !received.isEmpty else { throw .missingSignature }
+        if let declared, !declared.isEmpty {
             guard let declaredType = SignType(rawValue: declared) else { throw .unknownSignType }
             guard declaredType == expected else { throw .signTypeMismatch(expected: expected) }
         }
         guard received.utf8.count == expected.hexLength else { throw .mismatch }
-        let computed = signature(for: fields, type: expected)
-        guard Self.constantTimeEqualIgnoringHexCase(computed, received) else { throw .mismatch }
+        let matches = withDigest(of: fields, type: expected) { Self.constantTimeEqual(digest: $0, hex: received) }
+        guard matches else { throw .mismatch }
     }
 
     /// Which algorithm, if any, produced the document's `sign`. For the `sign --xml` diagnostic only;
@@ -77,66 +83,93 @@ public struct Signer: Sendable {
     public func matchingSignType(of fields: Fields) -> SignType? {
         guard let received = fields.nonEmpty("sign") else { return nil }
         for type in SignType.allCases where received.utf8.count == type.hexLength {
-            if Self.constantTimeEqualIgnoringHexCase(signature(for: fields, type: type), received) { return type }
+            if withDigest(of: fields, type: type, { Self.constantTimeEqual(digest: $0, hex: received) }) { return type }
         }
         return nil
     }
 
-    // MARK: - Building the signed bytes
+    public var description: String { "Signer(key: \(key))" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: ["key": key], displayStyle: .struct) }
 
-    /// Calls `body` with `stringSignTemp` (`stringA&key=KEY`) as UTF-8 bytes.
-    private func withSigningBytes<R>(of fields: Fields, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(512)
-        Self.appendSortedPairs(of: fields, to: &bytes)
-        if !bytes.isEmpty { bytes.append(UInt8(ascii: "&")) }
-        bytes.append(contentsOf: "key=".utf8)
-        key.withUnsafeBytes { bytes.append(contentsOf: $0) }
-        return bytes.withUnsafeBytes(body)
-    }
+    // MARK: - Digests
 
-    private static func appendSortedPairs(of fields: Fields, to bytes: inout [UInt8]) {
-        let elements = fields.elements
-        // Sort indices, not fields, so no string is copied. Names compare as UTF-8 bytes (ASCII order).
-        var order = Array(elements.indices)
-        order.sort { elements[$0].name.utf8.lexicographicallyPrecedes(elements[$1].name.utf8) }
-        var first = true
-        for index in order {
-            let field = elements[index]
-            if field.value.isEmpty || field.name == "sign" { continue }
-            if !first { bytes.append(UInt8(ascii: "&")) }
-            first = false
-            bytes.append(contentsOf: field.name.utf8)
-            bytes.append(UInt8(ascii: "="))
-            bytes.append(contentsOf: field.value.utf8)
+    /// Calls `body` with the raw digest (16 bytes for MD5, 32 for HMAC-SHA256) of `stringSignTemp`.
+    private func withDigest<R>(of fields: Fields, type: SignType, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        return withUnsafeMutableBytes(of: &digest) { out in
+            let output = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            switch type {
+            case .md5:
+                SigningMessage.withBytes(of: fields, key: key) { message in
+                    wxpay_md5(message.baseAddress!, message.count, output)
+                }
+                return body(UnsafeRawBufferPointer(rebasing: out[..<16]))
+            case .hmacSHA256:
+                // HMAC keys the hash itself, but WeChat still appends "&key=KEY" to the message.
+                withUnsafePointer(to: hmacInner) { inner in
+                    withUnsafePointer(to: hmacOuter) { outer in
+                        SigningMessage.withBytes(of: fields, key: key) { message in
+                            wxpay_hmac_sha256_keyed(inner, outer, message.baseAddress!, message.count, output)
+                        }
+                    }
+                }
+                return body(UnsafeRawBufferPointer(out))
+            }
         }
     }
 
     // MARK: - Hex and comparison
 
-    private static let hexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
+    private static func writeUppercaseHex(_ digest: UnsafeRawBufferPointer, to out: UnsafeMutableRawBufferPointer) {
+        let digits: StaticString = "0123456789ABCDEF"
+        let table = digits.utf8Start
+        for index in 0..<digest.count {
+            let byte = digest[index]
+            out[2 &* index] = table[Int(byte >> 4)]
+            out[2 &* index &+ 1] = table[Int(byte & 0x0F)]
+        }
+    }
 
-    private static func uppercaseHex(_ digest: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: digest.count * 2) { out in
-            hexDigits.withUnsafeBufferPointer { digits in
-                for (i, byte) in digest.enumerated() {
-                    out[2 * i] = digits[Int(byte >> 4)]
-                    out[2 * i + 1] = digits[Int(byte & 0x0F)]
+    /// Whether `hex` spells `digest` (either case), in time that depends only on the lengths,
+    /// which are public (32 or 64).
+    static func constantTimeEqual(digest: UnsafeRawBufferPointer, hex: String) -> Bool {
+        guard hex.utf8.count == digest.count * 2 else { return false }
+        return withScratchBuffer(of: UInt8.self, capacity: 128) { bytes in
+            let buffer = UnsafeMutableRawBufferPointer(bytes)
+            let computed = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<64])
+            let received = UnsafeMutableRawBufferPointer(rebasing: buffer[64..<128])
+            writeUppercaseHex(digest, to: computed)
+            SigningMessage.withUTF8(hex) { bytes in
+                for index in 0..<bytes.count {
+                    let byte = bytes[index]
+                    // Branch-free uppercase of a-f: subtract 32 when the byte is in range.
+                    let isLowerHex = UInt8(truncatingIfNeeded: (Int(byte) &- 0x61) >> 8 &+ 1) & UInt8(truncatingIfNeeded: (0x66 &- Int(byte)) >> 8 &+ 1)
+                    received[index] = byte &- (isLowerHex &* 32)
                 }
             }
-            return digest.count * 2
+            return CRYPTO_memcmp(computed.baseAddress!, received.baseAddress!, digest.count * 2) == 0
         }
     }
 
     /// Constant-time for equal lengths (lengths are public: 32 or 64). Lowercase hex received from
     /// a peer is accepted, as WeChat's own SDKs compare case-insensitively.
     static func constantTimeEqualIgnoringHexCase(_ computed: String, _ received: String) -> Bool {
-        let a = Array(computed.utf8)
-        var b = Array(received.utf8)
-        guard a.count == b.count else { return false }
-        for i in b.indices where b[i] >= UInt8(ascii: "a") && b[i] <= UInt8(ascii: "f") { b[i] -= 32 }
-        return a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        guard computed.utf8.count == received.utf8.count, computed.utf8.count <= 128 else { return false }
+        return SigningMessage.withUTF8(computed) { a in
+            SigningMessage.withUTF8(received) { b in
+                var difference: UInt8 = 0
+                for index in 0..<a.count {
+                    difference |= uppercasedHex(a[index]) ^ uppercasedHex(b[index])
+                }
+                return difference == 0
+            }
         }
+    }
+
+    @inline(__always)
+    private static func uppercasedHex(_ byte: UInt8) -> UInt8 {
+        let isLowerHex = UInt8(truncatingIfNeeded: (Int(byte) &- 0x61) >> 8 &+ 1) & UInt8(truncatingIfNeeded: (0x66 &- Int(byte)) >> 8 &+ 1)
+        return byte &- (isLowerHex &* 32)
     }
 }

@@ -10,9 +10,13 @@ public struct FlatXMLError: Error, Sendable, Hashable, CustomStringConvertible {
         case tooLarge(limit: Int)
         case invalidUTF8
         case nulByte
+        case invalidCharacter
         case doctype
         case entity
+        case processingInstruction
+        case comment
         case tooDeep
+        case valueTooLong(limit: Int)
         case unexpectedRoot
         case attributes
         case mixedContent
@@ -28,9 +32,18 @@ public struct FlatXMLError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func tooLarge(limit: Int) -> FlatXMLError { FlatXMLError(code: .tooLarge(limit: limit)) }
     public static let invalidUTF8 = FlatXMLError(code: .invalidUTF8)
     public static let nulByte = FlatXMLError(code: .nulByte)
+    /// A character XML 1.0 forbids (C0 controls other than tab, newline and carriage return;
+    /// U+FFFE, U+FFFF), raw or as a character reference.
+    public static let invalidCharacter = FlatXMLError(code: .invalidCharacter)
     public static let doctype = FlatXMLError(code: .doctype)
     public static let entity = FlatXMLError(code: .entity)
+    /// `<?target …?>` anywhere but the XML declaration at the very start.
+    public static let processingInstruction = FlatXMLError(code: .processingInstruction)
+    /// `<!-- … -->`: WeChat never sends comments, and refusing them keeps one meaning per document.
+    public static let comment = FlatXMLError(code: .comment)
     public static let tooDeep = FlatXMLError(code: .tooDeep)
+    /// One field's value is longer than `FlatXML.maximumValueLength`, whatever the document cap.
+    public static func valueTooLong(limit: Int) -> FlatXMLError { FlatXMLError(code: .valueTooLong(limit: limit)) }
     public static let unexpectedRoot = FlatXMLError(code: .unexpectedRoot)
     public static let attributes = FlatXMLError(code: .attributes)
     public static let mixedContent = FlatXMLError(code: .mixedContent)
@@ -52,9 +65,13 @@ public struct FlatXMLError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooLarge: "too_large"
         case .invalidUTF8: "invalid_utf8"
         case .nulByte: "nul_byte"
+        case .invalidCharacter: "invalid_character"
         case .doctype: "doctype"
         case .entity: "entity"
+        case .processingInstruction: "processing_instruction"
+        case .comment: "comment"
         case .tooDeep: "too_deep"
+        case .valueTooLong: "value_too_long"
         case .unexpectedRoot: "unexpected_root"
         case .attributes: "attributes"
         case .mixedContent: "mixed_content"
@@ -71,9 +88,13 @@ public struct FlatXMLError: Error, Sendable, Hashable, CustomStringConvertible {
         case .tooLarge(let limit): return "document larger than \(limit) bytes"
         case .invalidUTF8: return "document is not valid UTF-8"
         case .nulByte: return "document contains a NUL byte"
+        case .invalidCharacter: return "document contains a character XML 1.0 does not allow"
         case .doctype: return "DOCTYPE declarations are not allowed"
         case .entity: return "entity declarations and references other than the predefined five are not allowed"
+        case .processingInstruction: return "processing instructions are not allowed"
+        case .comment: return "comments are not allowed"
         case .tooDeep: return "elements nested deeper than <xml><field>"
+        case .valueTooLong(let limit): return "a field value is longer than \(limit) bytes"
         case .unexpectedRoot: return "unexpected root element"
         case .attributes: return "attributes and namespaces are not allowed"
         case .mixedContent: return "text outside a field"

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+import WeChatPay
+
+/// Realistic documents for the protocol benchmarks, shaped like production traffic.
+enum ProtocolFixtures {
+    /// A 32-character API key, as WeChat issues them.
+    static let key = APIKey("8c1bd9e6a3f04b7d92e5c6a1f0d3b7e4")
+
+    /// A 12-field APP unifiedorder request as the gateway signs it (no `sign` yet).
+    static func unifiedOrder(signType: SignType) -> Fields {
+        [
+            "appid": "wx8888888888888888",
+            "mch_id": "1900000109",
+            "nonce_str": "5K8264ILTKCH16CQ2502SI8ZNMTM67VS",
+            "sign_type": signType.rawValue,
+            "body": "极客学院-Swift 服务端开发实战 年度会员",
+            "out_trade_no": "20261130153045000123456789",
+            "total_fee": "19900",
+            "spbill_create_ip": "223.104.63.218",
+            "notify_url": "https://pay.example.com/wechat/notify",
+            "trade_type": "APP",
+            "time_expire": "20261130160045",
+            "attach": #"{"uid":"u_1008611","sku":"vip-annual","channel":"android"}"#,
+        ]
+    }
+
+    /// A 25-field payment notify with two coupons (about 1.2 KB), signed with `signType` (HMAC notifies often omit
+    /// `sign_type`, as this one does), encoded the way WeChat sends it: every value in CDATA.
+    static func notify(signType: SignType) throws -> [UInt8] {
+        var fields: Fields = [
+            "appid": "wx8888888888888888",
+            "attach": #"{"uid":"u_1008611","sku":"vip-annual"}"#,
+            "bank_type": "CMB_CREDIT",
+            "cash_fee": "18900",
+            "coupon_count": "2",
+            "coupon_fee": "1000",
+            "coupon_fee_0": "800",
+            "coupon_fee_1": "200",
+            "coupon_id_0": "10000000000000000000000000001",
+            "coupon_id_1": "10000000000000000000000000002",
+            "coupon_type_0": "CASH",
+            "coupon_type_1": "NO_CASH",
+            "fee_type": "CNY",
+            "is_subscribe": "N",
+            "mch_id": "1900000109",
+            "nonce_str": "a8f3c1d9e2b74a6f9c0d1e2f3a4b5c6d",
+            "openid": "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o",
+            "out_trade_no": "20261130153045000123456789",
+            "result_code": "SUCCESS",
+            "return_code": "SUCCESS",
+            "time_end": "20261130153112",
+            "total_fee": "19900",
+            "trade_type": "APP",
+            "transaction_id": "4200001234202611301234567890",
+        ]
+        fields["sign"] = Signer(key: key).signature(for: fields, type: signType)
+        return try FlatXML.encode(fields)
+    }
+}

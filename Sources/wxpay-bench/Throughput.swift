@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// Times `body` on the calling thread: `rounds` rounds of about `seconds` each, in batches so the
+/// clock is read rarely. Reports the median and the best round, in operations per second.
+struct Throughput {
+    let label: String
+    let rounds: [Double]
+
+    var median: Double { rounds.sorted()[rounds.count / 2] }
+    var best: Double { rounds.max() ?? 0 }
+
+    static func measure(_ label: String, _ options: BenchmarkOptions, batch: Int = 1_000,
+                        _ body: () throws -> Void) throws -> Throughput {
+        try withoutActuallyEscaping(body) { body in try interleaved([(label, body)], options, batch: batch)[0] }
+    }
+
+    /// Measures several bodies in alternating rounds, so that a change in the machine's load
+    /// (it is shared) hits all of them alike and their ratio stays meaningful.
+    static func interleaved(_ bodies: [(String, () throws -> Void)], _ options: BenchmarkOptions,
+                            batch: Int = 1_000) throws -> [Throughput] {
+        // Warm up caches and the branch predictor outside the timed rounds.
+        for (_, body) in bodies {
+            for _ in 0..<batch { try body() }
+        }
+        var results = [[Double]](repeating: [], count: bodies.count)
+        let clock = ContinuousClock()
+        for _ in 0..<options.rounds {
+            for (index, (_, body)) in bodies.enumerated() {
+                var operations = 0
+                let start = clock.now
+                let end = start + .nanoseconds(Int64(options.secondsPerRound * 1e9))
+                var now = start
+                repeat {
+                    for _ in 0..<batch { try body() }
+                    operations += batch
+                    now = clock.now
+                } while now < end
+                let elapsed = now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                results[index].append(Double(operations) / seconds)
+            }
+        }
+        let throughputs = zip(bodies, results).map { Throughput(label: $0.0.0, rounds: $0.1) }
+        throughputs.forEach { $0.report() }
+        return throughputs
+    }
+
+    func report() {
+        print("\(label.padding(toLength: 44, withPad: " ", startingAt: 0)) median \(Self.format(median))/s  best \(Self.format(best))/s")
+    }
+
+    static func format(_ value: Double) -> String {
+        var digits = String(Int(value.rounded()))
+        var grouped = ""
+        while digits.count > 3 {
+            grouped = "," + digits.suffix(3) + grouped
+            digits.removeLast(3)
+        }
+        return (digits + grouped).leftPadded(to: 11)
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+/// Keeps results alive so the optimiser cannot drop the work that produced them.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// Prints whether a measured rate clears its bar, and the ratio.
+func reportBar(_ throughput: Throughput, bar: Double) {
+    let verdict = throughput.median >= bar ? "PASS" : "FAIL"
+    print("  bar \(Throughput.format(bar))/s: \(verdict) (\(String(format1: throughput.median / bar))x)")
+}
+
+extension String {
+    /// One decimal place, without Foundation.
+    init(format1 value: Double) {
+        let tenths = Int((value * 10).rounded())
+        self = "\(tenths / 10).\(abs(tenths % 10))"
+    }
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Testing
+import WeChatPay
+
+/// `wxpay-gateway sign`, run as the built binary (next to this test bundle, or in .build/debug).
+struct SignCommandTests {
+    static let key = "192006250b4c09247ec02edce69f6a2d"
+    static let vector = ["appid=wxd930ea5d5a258f4f", "mch_id=10000100", "device_info=1000", "body=test",
+                         "nonce_str=ibuaiVcKdpRxkhJA"]
+
+    @Test func theOfficialVectorPrintsTheDocumentedMD5() throws {
+        let run = try SignCommandRun(["sign", "--key", Self.key] + Self.vector)
+        #expect(run.status == 0)
+        #expect(run.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
+    }
+
+    @Test func theOfficialVectorPrintsTheDocumentedHMACSHA256() throws {
+        for spelling in ["HMAC-SHA256", "hmac-sha256"] {
+            let run = try SignCommandRun(["sign", "--key", Self.key, "--sign-type", spelling] + Self.vector)
+            #expect(run.status == 0)
+            #expect(run.output == "6A9AE1657590FD6257D693A078E1C3E4BB6BA4DC30B23E0EE2496E54170DACD6\n")
+        }
+    }
+
+    @Test func anXMLFileSignedWithMD5IsReportedAsMD5() throws {
+        let file = try TemporaryFile(Self.document(type: .md5, declare: true))
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", file.path])
+        #expect(run.status == 0)
+        #expect(run.output == "signature valid: MD5 (sign_type says MD5)\n")
+    }
+
+    @Test func anHMACNotifyWithoutSignTypeOnStandardInputIsReportedAsHMAC() throws {
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .hmacSHA256, declare: false))
+        #expect(run.status == 0)
+        #expect(run.output == "signature valid: HMAC-SHA256 (no sign_type)\n")
+    }
+
+    @Test func aSignatureMadeWithAnotherKeyMatchesNeitherAlgorithm() throws {
+        let document = Self.document(type: .md5, declare: false, key: "00000000000000000000000000000000")
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: document)
+        #expect(run.status == 1)
+        #expect(run.output == "signature matches neither MD5 nor HMAC-SHA256 with this key (no sign_type)\n")
+    }
+
+    @Test func aSignTypeThatContradictsTheMatchingAlgorithmIsNotCalledValid() throws {
+        var fields = Self.fields
+        fields["sign_type"] = "MD5"
+        fields["sign"] = Signer(key: APIKey(Self.key)).signature(for: fields, type: .hmacSHA256)
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(fields))
+        #expect(run.status == 1)
+        #expect(run.output.contains("matches HMAC-SHA256, but sign_type says MD5"))
+    }
+
+    @Test func aDocumentWithoutSignSaysSoAndFails() throws {
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(Self.fields))
+        #expect(run.status == 1)
+        #expect(run.output == "no sign field in the document\n")
+    }
+
+    @Test func aHostileDocumentIsRefusedAsDataWithoutEchoingIt() throws {
+        let body = #"<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><a>&x;</a></xml>"#
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Array(body.utf8))
+        #expect(run.status == 65)
+        #expect(run.errors.contains("DOCTYPE declarations are not allowed"))
+        #expect(!run.errors.contains("passwd"))
+    }
+
+    @Test func anEndlessInputIsCutAtTheSizeCap() throws {
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "/dev/zero"])
+        #expect(run.status == 65)
+        #expect(run.errors.contains("larger than"))
+    }
+
+    @Test func aMissingFileExitsWithNoInput() throws {
+        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "/nonexistent/\(UUID().uuidString).xml"])
+        #expect(run.status == 66)
+    }
+
+    static let badArguments: [[String]] = [
+        [],
+        ["--key"],
+        ["--key", ""],
+        Self.vector,
+        ["--key", key],
+        ["--key", key, "--sign-type", "SHA1"] + vector,
+        ["--key", key, "--sign-type"],
+        ["--key", key, "appid"],
+        ["--key", key, "=x"],
+        ["--key", key, "--kye=1"],
+        ["--key", key, "a=1", "a=2"],
+        ["--key", key, "--xml", "-", "a=1"],
+    ]
+
+    @Test(arguments: badArguments)
+    func badArgumentsExitWith64AndAUsageMessage(_ arguments: [String]) throws {
+        let run = try SignCommandRun(["sign"] + arguments)
+        #expect(run.status == 64)
+        #expect(run.errors.contains("usage: wxpay-gateway sign"))
+        #expect(run.output.isEmpty)
+    }
+
+    @Test func theKeyNeverAppearsInAnyOutput() throws {
+        let runs = [
+            try SignCommandRun(["sign", "--key", Self.key] + Self.vector),
+            try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .md5, declare: true)),
+            try SignCommandRun(["sign", "--key", Self.key, "bad"]),
+        ]
+        for run in runs {
+            #expect(!run.output.contains(Self.key) && !run.errors.contains(Self.key))
+        }
+    }
+
+    static let fields: Fields = [
+        "appid": "wxd930ea5d5a258f4f", "mch_id": "10000100", "nonce_str": "ibuaiVcKdpRxkhJA",
+        "result_code": "SUCCESS", "total_fee": "1", "attach": "测试",
+    ]
+
+    static func document(type: SignType, declare: Bool, key: String = key) -> [UInt8] {
+        var fields = Self.fields
+        if declare { fields["sign_type"] = type.rawValue }
+        fields["sign"] = Signer(key: APIKey(key)).signature(for: fields, type: type)
+        return (try? FlatXML.encode(fields)) ?? []
+    }
+}
+
+/// One run of the built `wxpay-gateway`, with a watchdog so a hung child cannot hang the suite.
+struct SignCommandRun {
+    let status: Int32
+    let output: String
+    let errors: String
+
+    init(_ arguments: [String], input: [UInt8] = []) throws {
+        let process = Process()
+        process.executableURL = try Self.executable()
+        process.arguments = arguments
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        // Only runs that read standard input get any: writing to a child that exited without
+        // reading would raise SIGPIPE in the test process.
+        if !input.isEmpty { stdin.fileHandleForWriting.write(Data(input)) }
+        try stdin.fileHandleForWriting.close()
+        // The command writes a line or a usage message, far below a pipe's buffer, so reading
+        // one pipe after the other cannot block the child.
+        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
+        let errorOutput = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        watchdog.cancel()
+        status = process.terminationStatus
+        output = String(decoding: outputData, as: UTF8.self)
+        errors = String(decoding: errorOutput, as: UTF8.self)
+    }
+
+    struct MissingExecutable: Error, CustomStringConvertible {
+        var description: String { "wxpay-gateway not built: run `swift build --build-tests` first" }
+    }
+
+    /// The binary sits next to the test bundle; fall back to the package's .build/debug.
+    static func executable() throws -> URL {
+        var candidates: [URL] = []
+        if let bundle = CommandLine.arguments.first {
+            candidates.append(URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("wxpay-gateway"))
+        }
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        candidates.append(package.appendingPathComponent(".build/debug/wxpay-gateway"))
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw MissingExecutable()
+        }
+        return found
+    }
+}
+
+/// A file in the temporary directory, removed when the value goes away.
+final class TemporaryFile {
+    let path: String
+
+    init(_ contents: [UInt8]) throws {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-sign-\(UUID().uuidString).xml").path
+        try Data(contents).write(to: URL(fileURLWithPath: path))
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
