@@ -23,8 +23,13 @@ struct OrderBook: Sendable {
         random = SeededRandom(seed: seed)
     }
 
+    /// How many nonces are remembered for the reuse check; a long-running simulator (demo mode)
+    /// forgets half of them (a set has no order) rather than growing without bound.
+    static let nonceMemory = 200_000
+
     mutating func noteNonce(_ nonce: String) {
         if !nonces.insert(nonce).inserted { counters.reusedNonces += 1 }
+        if nonces.count > Self.nonceMemory { nonces = Set(nonces.prefix(Self.nonceMemory / 2)) }
     }
 
     mutating func log(path: String, fields: Fields, at date: Date) {
