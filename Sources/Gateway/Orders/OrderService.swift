@@ -193,20 +193,23 @@ public final class OrderService: Sendable {
         let read = { () async throws(StorageError) -> OrderRecord? in
             wait > 0 ? try await self.readInOwnTask(outTradeNo) : try await self.store.order(outTradeNo)
         }
+        // Taken before the read, so a notify settling between the read and the wait still wakes it.
+        let token = signals.token()
         guard var order = try await storage(read) else {
             throw .orderNotFound
         }
         if wait > 0 && !order.state.isFinal {
-            order = await waitForFinal(order, seconds: wait)
+            order = await waitForFinal(order, since: token, seconds: wait)
         }
         return JSON.encode(OrderView(order))
     }
 
-    private func waitForFinal(_ initial: OrderRecord, seconds: Double) async -> OrderRecord {
+    private func waitForFinal(_ initial: OrderRecord, since readToken: UInt64, seconds: Double) async -> OrderRecord {
         metrics.add("wxpay_waits_open", 1)
         defer { metrics.add("wxpay_waits_open", -1) }
         let deadline = ContinuousClock.now + .seconds(seconds)
         var order = initial
+        var token = readToken
         while !order.state.isFinal {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { break }
@@ -217,8 +220,9 @@ public final class OrderService: Sendable {
                 _ = await self.refresh(outTradeNo, reason: "wait")
             }
             let sleep = min(remaining, nextPoll)
-            _ = await signals.wait(for: order.outTradeNo, seconds: max(0.001, Double(sleep.components.seconds)
+            _ = await signals.wait(for: order.outTradeNo, since: token, seconds: max(0.001, Double(sleep.components.seconds)
                 + Double(sleep.components.attoseconds) * 1e-18))
+            token = signals.token()
             if let latest = try? await readInOwnTask(order.outTradeNo) { order = latest }
         }
         return order

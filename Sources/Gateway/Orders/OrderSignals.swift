@@ -6,6 +6,10 @@ import Synchronization
 /// so a `wait` answers at once instead of at its next poll.
 ///
 /// Waiting holds no thread: a waiter is a stored continuation, resumed by `wake` or by its deadline.
+///
+/// A waiter reads the order's state and then waits; a change landing between the two would be a
+/// lost wake-up, so waiters take a `token()` before reading and `wait(for:since:…)` returns at once
+/// when the order was woken after that token.
 public final class OrderSignals: Sendable {
     private struct Waiter {
         var continuation: CheckedContinuation<Bool, Never>
@@ -15,7 +19,14 @@ public final class OrderSignals: Sendable {
         var waiters: [String: [UInt64: Waiter]] = [:]
         var nextID: UInt64 = 0
         var open = 0
+        /// Counts wakes; `lastWake[key]` is the count when `key` was last woken.
+        var epoch: UInt64 = 0
+        var lastWake: [String: UInt64] = [:]
     }
+
+    /// Keys whose last wake is remembered; older ones are forgotten (a waiter that old has long
+    /// since re-read the state).
+    private static let rememberedWakes = 100_000
 
     private let state = Mutex(State())
 
@@ -24,8 +35,12 @@ public final class OrderSignals: Sendable {
     /// Number of waiters now (for the `waits open` gauge).
     public var openWaits: Int { state.withLock { $0.open } }
 
-    /// Waits until `wake(key)` or until `seconds` pass. Returns true when woken, false on timeout.
-    public func wait(for key: String, seconds: Double) async -> Bool {
+    /// The current wake count: take it before reading the state a wait depends on.
+    public func token() -> UInt64 { state.withLock { $0.epoch } }
+
+    /// Waits until `wake(key)` or until `seconds` pass. Returns true when woken (also when `key`
+    /// was woken after `token`, before this call), false on timeout.
+    public func wait(for key: String, since token: UInt64, seconds: Double) async -> Bool {
         guard seconds > 0 else { return false }
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
@@ -33,9 +48,15 @@ public final class OrderSignals: Sendable {
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                state.withLock { state in
+                let missed = state.withLock { state -> Bool in
+                    if let woken = state.lastWake[key], woken > token { return true }
                     state.waiters[key, default: [:]][id] = Waiter(continuation: continuation)
                     state.open += 1
+                    return false
+                }
+                if missed {
+                    continuation.resume(returning: true)
+                    return
                 }
                 Task {
                     try? await Task.sleep(for: .seconds(seconds))
@@ -50,6 +71,12 @@ public final class OrderSignals: Sendable {
     /// Wakes every waiter of `key`.
     public func wake(_ key: String) {
         let woken = state.withLock { state -> [Waiter] in
+            state.epoch += 1
+            state.lastWake[key] = state.epoch
+            if state.lastWake.count > Self.rememberedWakes {
+                let horizon = state.epoch - UInt64(Self.rememberedWakes / 2)
+                state.lastWake = state.lastWake.filter { $0.value > horizon }
+            }
             guard let waiters = state.waiters.removeValue(forKey: key) else { return [] }
             state.open -= waiters.count
             return Array(waiters.values)
