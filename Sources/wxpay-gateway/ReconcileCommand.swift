@@ -18,31 +18,12 @@ enum ReconcileCommand {
             return 64
         }
         let day = arguments[1]
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment))
-        } catch {
-            FileHandle.standardError.write(Data("reconcile: configuration error: \(error)\n".utf8))
-            return 78
+        let resources: GatewayResources
+        switch await GatewayResources.open(for: "reconcile") {
+        case .success(let opened): resources = opened
+        case .failure(let failure): return failure.status
         }
-        let store: SQLiteOrderStore
-        switch configuration.database {
-        case .sqlite(let path):
-            do {
-                store = try await SQLiteOrderStore.open(path: path)
-            } catch {
-                FileHandle.standardError.write(Data("reconcile: cannot open the database \(path): \(error)\n".utf8))
-                return 74
-            }
-        }
-        let client: HTTPClient
-        do {
-            client = try HTTPClient()
-        } catch {
-            FileHandle.standardError.write(Data("reconcile: cannot start the HTTP client: \(error)\n".utf8))
-            await store.close()
-            return 70
-        }
+        let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
         let transport: any WeChatPayTransport
         if configuration.demo {
             // Demo mode has no real WeChat: a fresh embedded simulator, which holds no bill.
@@ -67,8 +48,7 @@ enum ReconcileCommand {
             FileHandle.standardError.write(Data("reconcile: \(error)\n".utf8))
             status = 69
         }
-        await client.shutdown()
-        await store.close()
+        await resources.close()
         return status
     }
 }

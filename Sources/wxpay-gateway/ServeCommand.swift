@@ -16,33 +16,14 @@ enum ServeCommand {
             FileHandle.standardError.write(Data("serve: takes no arguments; configure it with the environment (see README)\n".utf8))
             return 64
         }
-        let configuration: GatewayConfiguration
-        do {
-            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment))
-        } catch {
-            FileHandle.standardError.write(Data("serve: configuration error: \(error)\n".utf8))
-            return 78
+        let resources: GatewayResources
+        switch await GatewayResources.open(for: "serve") {
+        case .success(let opened): resources = opened
+        case .failure(let failure): return failure.status
         }
-        let logger = Logger(label: "wxpay-gateway", level: logLevel(), handler: JSONLinesLogHandler())
+        let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
 
-        let store: SQLiteOrderStore
-        switch configuration.database {
-        case .sqlite(let path):
-            do {
-                store = try await SQLiteOrderStore.open(path: path)
-            } catch {
-                FileHandle.standardError.write(Data("serve: cannot open the database \(path): \(error)\n".utf8))
-                return 74
-            }
-        }
-        let client: HTTPClient
-        do {
-            client = try HTTPClient()
-        } catch {
-            FileHandle.standardError.write(Data("serve: cannot start the HTTP client: \(error)\n".utf8))
-            await store.close()
-            return 70
-        }
+        let logger = Logger(label: "wxpay-gateway", level: logLevel(), handler: JSONLinesLogHandler())
 
         let metrics = MetricsRegistry()
         var simulator: WeChatPaySimulator?
@@ -83,8 +64,7 @@ enum ServeCommand {
             address = try await server.start()
         } catch {
             FileHandle.standardError.write(Data("serve: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)\n".utf8))
-            await client.shutdown()
-            await store.close()
+            await resources.close()
             return 69
         }
         let base = "http://\(address)"
@@ -104,8 +84,7 @@ enum ServeCommand {
         // The recovery services finish their current call and stop before the store closes.
         for task in services.reversed() { task.cancel() }
         for task in services.reversed() { await task.value }
-        await client.shutdown()
-        await store.close()
+        await resources.close()
         return 0
     }
 
