@@ -51,6 +51,7 @@ extension OrderService {
                 let result = try await settlement.settlePaid(
                     order, transactionID: payment.transactionID, paidAt: payment.timeEndDate,
                     amount: payment.totalFee, source: "notify")
+                if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
                 _ = try await store.touch(outTradeNo, .lastNotify, at: at)
                 _ = try await store.appendEvent(outTradeNo, kind: "notify_received",
                                                 detail: result.didChange ? "settled" : "duplicate", at: at)

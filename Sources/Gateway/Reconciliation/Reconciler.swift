@@ -131,6 +131,7 @@ public final class Reconciler: Sendable {
                     // Past the lease another sweeper may hold the order: leave it to them.
                     guard self.service.now() < leaseUntil, !Task.isCancelled else { return await self.skip(order) }
                     let outcome = await self.check(order, now: self.service.now())
+                    CrashPoint.hit(CrashPoint.midSweep)
                     if outcome == .failed {
                         consecutiveFailures.update { $0 += 1 }
                     } else {
