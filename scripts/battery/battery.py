@@ -245,7 +245,124 @@ def t6(rig, scale, seed, result):
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6}
+def metric_sum(rig, gateways, prefix):
+    total = 0.0
+    for gateway in gateways:
+        status, body = rig.client.request(gateway.base, "GET", "/metrics")
+        if status == 200:
+            total += sum(float(line.rsplit(" ", 1)[1]) for line in body.decode().splitlines() if line.startswith(prefix))
+    return total
+
+
+def t7(rig, scale, seed, result):
+    """Reconciliation: 6% paid with the notify dropped, 1% paid during a close (ORDERPAID), 3%
+    closed, the rest unpaid; three gateway processes sweep one SQLite file at once."""
+    orders = SCALES[scale]["t7"]
+    sweepers = [rig.gateway(reconcile_interval=2, reconcile_after=5) for _ in range(3)]
+    rig.faults({"notify": {"dropRate": 1}})     # WeChat loses every notify: only the sweeps can find payments
+    deadline = time.monotonic() + 1500
+    n_close_paid, n_closed, n_dropped = orders // 100, orders * 3 // 100, orders * 6 // 100
+    numbers = [f"t7-{seed}-{i:06d}" for i in range(orders)]
+    close_paid = numbers[:n_close_paid]
+    closed = numbers[n_close_paid:n_close_paid + n_closed]
+    dropped = numbers[n_close_paid + n_closed:n_close_paid + n_closed + n_dropped]
+    pick = iter(range(10 ** 9))
+
+    def gateway():
+        return sweepers[next(pick) % len(sweepers)]
+    # The orders to close first: WeChat (and the gateway) refuse a close within 5 minutes of creation.
+    created = create_all(rig, gateway, close_paid + closed, lambda n: 1000 + len(n), deadline)
+    close_window_opens = time.monotonic() + 302
+    created += create_all(rig, gateway, numbers[len(close_paid) + len(closed):], lambda n: 1000 + len(n), deadline)
+    result.expect(created == orders, f"only {created} orders were created")
+    started = time.monotonic()
+    parallel(dropped, rig.pay, workers=16)
+    settled = checker.wait_until_paid(rig, dropped, timeout=180)
+    result.figures["settle_seconds_6pct"] = round(time.monotonic() - started, 1)
+    result.expect(settled == len(dropped), f"{settled}/{len(dropped)} dropped-notify orders settled")
+    time.sleep(max(0, close_window_opens - time.monotonic()))
+
+    def pay_then_close(number):
+        rig.pay(number)
+        return rig.client.json(gateway().base, "POST", f"/v1/orders/{number}/close", token=CLIENT_TOKEN)
+
+    def close(number):
+        return rig.client.json(gateway().base, "POST", f"/v1/orders/{number}/close", token=CLIENT_TOKEN)
+    paid_answers = parallel(close_paid, pay_then_close, workers=16)
+    closed_answers = parallel(closed, close, workers=16)
+    result.expect(all(a[0] == 200 and a[1]["state"] == "SUCCESS" for a in paid_answers),
+                  "a close of a paid order did not answer SUCCESS")
+    result.expect(all(a[0] == 200 and a[1]["state"] == "CLOSED" for a in closed_answers),
+                  "a close of an unpaid order did not answer CLOSED")
+    time.sleep(2 * 2 + 1)   # two more sweep periods with the remaining unpaid orders still being asked about
+    figures, failures = checker.check(rig, numbers)
+    result.failures += failures
+    states = dict(rig.sql("SELECT state, COUNT(*) FROM orders GROUP BY state"))
+    orderpaid = int(rig.sql("SELECT COUNT(DISTINCT out_trade_no) FROM order_events WHERE detail LIKE '%ORDERPAID%'")[0][0])
+    expected_paid = len(dropped) + len(close_paid)
+    result.expect(figures["local_success"] == expected_paid, f"{figures['local_success']} SUCCESS, expected {expected_paid}")
+    result.expect(int(states.get("CLOSED", 0)) == len(closed), f"{states.get('CLOSED', 0)} CLOSED, expected {len(closed)}")
+    stats = rig.sim_stats()
+    result.figures.update(figures, sweepers=len(sweepers), closed=int(states.get("CLOSED", 0)),
+                          unpaid=int(states.get("NOTPAY", 0)), via_orderpaid=orderpaid,
+                          sweeps=int(metric_sum(rig, sweepers, "wxpay_reconcile_sweeps_total")),
+                          checked=int(metric_sum(rig, sweepers, "wxpay_reconcile_orders_checked_total")),
+                          orderqueries=stats.get("requests", {}).get("/pay/orderquery", 0),
+                          closeorders=stats.get("requests", {}).get("/pay/closeorder", 0),
+                          notifies_dropped=stats.get("notifiesDropped", 0), faults_injected=stats.get("notifiesDropped", 0))
+
+
+# ------------------------------------------------------------------------------------------------
+RETRIES = [15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 10800, 21600, 21600]
+
+
+def t9(rig, scale, seed, result):
+    """Late and out-of-order: shuffled, duplicated, partly dropped notifies; then notifies that only
+    get through on WeChat's last retry, 24 h after the payment (the simulator's clock is advanced).
+    The reconciler is off, so nothing but the notifies can settle the orders."""
+    late, shuffled = SCALES[scale]["t9"]
+    gateway = rig.gateway(reconcile_interval=0)
+    deadline = time.monotonic() + 600
+    rng = random.Random(seed)
+    early = [f"t9-{seed}-s{i:05d}" for i in range(shuffled)]
+    slow = [f"t9-{seed}-late{i:03d}" for i in range(late)]
+    result.expect(create_all(rig, gateway, early + slow, lambda n: 700, deadline) == late + shuffled, "create failed")
+    rig.faults({"notify": {"reorderWindow": 3, "duplicateRate": 0.3, "duplicateCopies": 3, "attemptDropRate": 0.1}})
+    order = early[:]
+    rng.shuffle(order)
+    parallel(order, rig.pay, workers=16)
+    settled = checker.wait_until_paid(rig, early, timeout=120)
+    result.expect(settled == shuffled, f"{settled}/{shuffled} shuffled notifies settled")
+    history = rig.client.json(rig.sim, "GET", "/simulator/notifies")[1] or []
+    arrival = [a["reference"] for a in history if a.get("acknowledged") and a["reference"] in set(early)]
+    first = list(dict.fromkeys(arrival))
+    paid_rank = {n: i for i, n in enumerate(order)}
+    inversions = sum(1 for a, b in zip(first, first[1:]) if paid_rank[a] > paid_rank[b])
+
+    # The late ones: every attempt but the last is lost, walking WeChat's schedule on its clock.
+    rig.faults({"notify": {"attemptDropRate": 1}})
+    parallel(slow, rig.pay, workers=8)
+    time.sleep(0.5)
+    for interval in RETRIES[:-1]:
+        rig.advance(interval + 1)
+        time.sleep(0.4)
+    rig.faults({})
+    rig.advance(RETRIES[-1] + 1)
+    settled_late = checker.wait_until_paid(rig, slow, timeout=60)
+    result.expect(settled_late == late, f"{settled_late}/{late} 24-hours-late notifies settled")
+    history = rig.client.json(rig.sim, "GET", "/simulator/notifies")[1] or []
+    numbers_acked = [a["number"] for a in history if a["reference"] in set(slow) and a.get("acknowledged")]
+    result.expect(numbers_acked and min(numbers_acked) == len(RETRIES) + 1,
+                  f"late notifies were acknowledged at attempts {sorted(set(numbers_acked))}")
+    figures, failures = checker.check(rig, early + slow)
+    result.failures += failures
+    stats = rig.sim_stats()
+    result.figures.update(figures, notifies=stats.get("notifyAttempts", 0), out_of_order_arrivals=inversions,
+                          late_attempt_number=min(numbers_acked or [0]), faults_injected=stats.get("notifiesDropped", 0))
+
+
+# ------------------------------------------------------------------------------------------------
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9}
 
 
 def run_one(name, scale, seed):
