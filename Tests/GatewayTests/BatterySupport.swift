@@ -12,12 +12,17 @@ enum Battery {
     /// WeChat's notify for an order the simulator has paid: its transaction id, its amount, signed
     /// with the merchant key and the order's algorithm, exactly what a duplicate delivery carries.
     static func genuineNotify(_ paid: SimulatedOrderSnapshot, nonce: String) -> [UInt8] {
+        genuineNotify(outTradeNo: paid.outTradeNo, transactionID: paid.transactionID ?? "", totalFee: paid.totalFee,
+                      signType: paid.signType == "MD5" ? .md5 : .hmacSHA256, nonce: nonce)
+    }
+
+    /// A payment notify signed with the merchant key, as WeChat sends it (no `sign_type` for HMAC).
+    static func genuineNotify(outTradeNo: String, transactionID: String, totalFee: Int, signType: SignType = .hmacSHA256,
+                              nonce: String) -> [UInt8] {
         var builder = PaymentNotifyBuilder(
             merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
-            outTradeNo: paid.outTradeNo, transactionID: paid.transactionID ?? "", totalFee: paid.totalFee,
-            timeEnd: Date(), nonce: nonce)
+            outTradeNo: outTradeNo, transactionID: transactionID, totalFee: totalFee, timeEnd: Date(), nonce: nonce)
         builder.openid = "oBattery"
-        let signType: SignType = paid.signType == "MD5" ? .md5 : .hmacSHA256
         let fields = builder.fields(signedWith: Signer(key: APIKey(GatewayConfiguration.demoKey)), signType: signType,
                                     declaresSignType: false)
         return (try? FlatXML.encode(fields)) ?? []
