@@ -83,7 +83,7 @@ def t1(rig, scale, seed, result):
     result.expect(acked == len(burst), f"{len(burst) - acked} duplicates were not acknowledged SUCCESS")
     result.expect(figures["local_success"] == orders, "not every order ended SUCCESS")
     stats = rig.sim_stats()
-    result.figures.update(figures, notifies=len(burst), acknowledged=acked,
+    result.figures.update(figures, notifies=len(burst), acknowledged=acked, waits_answered_success=len(reported),
                           orderqueries=stats.get("requests", {}).get("/pay/orderquery", 0),
                           faults_injected=sum(stats.get("faultsInjected", {}).values()) + stats.get("notifiesDropped", 0))
 
@@ -137,7 +137,9 @@ def t2(rig, scale, seed, result):
     gateway.kill()
     gateway.env.pop("GATEWAY_CRASH_POINT", None)
     gateway.start()   # the final start, after which one sweep must be enough (C5)
+    restarted = time.monotonic()
     settled = checker.wait_until_paid(rig, numbers, timeout=120)
+    result.figures["settled_after_restart_s"] = round(time.monotonic() - restarted, 1)
     figures, failures = checker.check(rig, numbers)
     result.failures += failures
     result.expect(created == orders, f"only {created} orders were created and paid")
