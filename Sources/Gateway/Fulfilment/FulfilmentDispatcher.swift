@@ -166,6 +166,7 @@ public final class FulfilmentDispatcher: Sendable {
         let at = now()
         do {
             guard let failure else {
+                CrashPoint.hit(CrashPoint.outboxDelivered)
                 if try await store.markDelivered(event.id, at: at) {
                     _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_delivered",
                                                      detail: "\(event.type) \(event.id) acknowledged", at: at)

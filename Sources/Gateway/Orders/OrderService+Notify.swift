@@ -54,6 +54,7 @@ extension OrderService {
                     amount: payment.totalFee, source: "notify",
                     receipt: TransitionReceipt(kind: "notify_received", changedDetail: "settled",
                                                unchangedDetail: "duplicate", touching: .lastNotify))
+                if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
                 if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
                     // Not settled and not already paid: let WeChat retry rather than lose it.
                     metrics.increment("wxpay_notifies_total", ["outcome": "not_settled"])

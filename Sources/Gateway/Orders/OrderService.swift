@@ -143,7 +143,7 @@ public final class OrderService: Sendable {
         switch error.advice {
         case .treatAsPaid:
             // ORDERPAID: WeChat says it is paid; believe it only after a verified orderquery.
-            _ = await refresh(outTradeNo, reason: "\(api) answered ORDERPAID")
+            _ = await refresh(outTradeNo, reason: "\(api) answered ORDERPAID", fresh: true)
             return .conflict("the order with this out_trade_no is already paid")
         case .treatAsClosed:
             if let order = try? await store.order(outTradeNo) {
@@ -245,8 +245,14 @@ public final class OrderService: Sendable {
 
     /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
     @discardableResult
-    func refresh(_ outTradeNo: String, reason: String) async -> OrderRecord? {
-        await upstream.queries.run(outTradeNo) { [self] in
+    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false) async -> OrderRecord? {
+        if fresh && upstream.queries.isRunning(outTradeNo) {
+            // The query in flight may have left before the news that prompted this one
+            // (closeorder's ORDERPAID, a person asking now): let it finish, then ask again.
+            _ = await upstream.queries.run(outTradeNo) { [self] in await self.queryAndSettle(outTradeNo, reason: reason) }
+            if let order = try? await store.order(outTradeNo), order.state.isFinal { return order }
+        }
+        return await upstream.queries.run(outTradeNo) { [self] in
             await self.queryAndSettle(outTradeNo, reason: reason)
         }
     }
@@ -288,7 +294,7 @@ public final class OrderService: Sendable {
                 result = (try? await settlement.close(order, detail: "closeorder")) ?? order
             case .alreadyPaid:
                 // ORDERPAID: settled only on a verified orderquery answer, never on closeorder's word.
-                result = await refresh(outTradeNo, reason: "closeorder answered ORDERPAID") ?? order
+                result = await refresh(outTradeNo, reason: "closeorder answered ORDERPAID", fresh: true) ?? order
             }
         } catch {
             if error.errorCode == .orderNotExist {
@@ -338,7 +344,7 @@ public final class OrderService: Sendable {
             throw .orderNotFound
         }
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
-        let order = await refresh(outTradeNo, reason: "support recheck")
+        let order = await refresh(outTradeNo, reason: "support recheck", fresh: true)
         guard let order else { throw .orderNotFound }
         return JSON.encode(OrderView(order))
     }

@@ -131,6 +131,7 @@ public final class Reconciler: Sendable {
                     // Past the lease another sweeper may hold the order: leave it to them.
                     guard self.service.now() < leaseUntil, !Task.isCancelled else { return await self.skip(order) }
                     let outcome = await self.check(order, now: self.service.now())
+                    CrashPoint.hit(CrashPoint.midSweep)
                     if outcome == .failed {
                         consecutiveFailures.update { $0 += 1 }
                     } else {
@@ -204,10 +205,17 @@ public final class Reconciler: Sendable {
     }
 
     /// orderquery through the shared single-flight, and the answer settled through the one door.
-    private func query(_ order: OrderRecord, reason: String) async -> Outcome {
+    private func query(_ order: OrderRecord, reason: String, fresh: Bool = false) async -> Outcome {
         let failure = LockedBox<String?>(nil)
         let outTradeNo = order.outTradeNo
         let service = self.service
+        if fresh && service.upstream.queries.isRunning(outTradeNo) {
+            // A query in flight may have left before closeorder's ORDERPAID: let it finish first,
+            // then ask again, so the answer settled is one given after the payment (T7 found this).
+            _ = await service.upstream.queries.run(outTradeNo) {
+                await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            }
+        }
         let after = await service.upstream.queries.run(outTradeNo) {
             await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
         }
@@ -264,7 +272,7 @@ public final class Reconciler: Sendable {
                 _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile",
                                                  detail: "closeorder answered ORDERPAID; confirming with orderquery",
                                                  at: service.now())
-                return await query(order, reason: "reconcile after ORDERPAID")
+                return await query(order, reason: "reconcile after ORDERPAID", fresh: true)
             }
         } catch {
             if error.errorCode == .orderNotExist {

@@ -1,0 +1,367 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The processes a battery run drives: a separate WeChat Pay simulator, one or more real gateway
+processes (release build, production mode pointed at the simulator), a fulfilment receiver that
+verifies and deduplicates `order.paid` events, and a sampler of the gateways' peak RSS.
+
+Everything listens on 127.0.0.1, lives in one temp directory, and is killed by `Rig.close`.
+"""
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+APP_ID = "wxd930ea5d5a258f4f"
+MCH_ID = "10000100"
+API_KEY = "192006250b4c09247ec02edce69f6a2d"
+CLIENT_TOKEN = "bench-client-token"
+SUPPORT_TOKEN = "bench-support-token"
+WEBHOOK_SECRET = "battery-webhook-secret-0123456789"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.path.join(ROOT, ".build", "release", "wxpay-gateway")
+
+
+# ---------------------------------------------------------------------------------------------
+# WeChat Pay v2 signing and the flat XML WeChat posts (what `wxpay-gateway sign` computes)
+
+def wechat_sign(fields, sign_type="HMAC-SHA256", key=API_KEY):
+    text = "&".join(f"{k}={fields[k]}" for k in sorted(fields) if k != "sign" and fields[k] != "")
+    text += "&key=" + key
+    if sign_type == "MD5":
+        return hashlib.md5(text.encode()).hexdigest().upper()
+    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest().upper()
+
+
+def to_xml(fields):
+    return "<xml>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</xml>"
+
+
+def payment_notify(out_trade_no, transaction_id, total_fee, nonce, key=API_KEY, change=None):
+    """A payment notify as WeChat sends it for an HMAC-SHA256 order (no sign_type, §4.3)."""
+    fields = {
+        "appid": APP_ID, "bank_type": "CFT", "cash_fee": str(total_fee), "fee_type": "CNY",
+        "is_subscribe": "N", "mch_id": MCH_ID, "nonce_str": nonce, "openid": "oBatteryUser",
+        "out_trade_no": out_trade_no, "result_code": "SUCCESS", "return_code": "SUCCESS",
+        "time_end": time.strftime("%Y%m%d%H%M%S", time.gmtime(time.time() + 8 * 3600)),
+        "total_fee": str(total_fee), "trade_type": "APP", "transaction_id": transaction_id,
+    }
+    fields["sign"] = wechat_sign(fields, key=key)
+    if change:
+        change(fields)
+    return to_xml(fields)
+
+
+ACK = "<return_code><![CDATA[SUCCESS]]></return_code>"
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP with one keep-alive connection per thread and base
+
+class Client:
+    def __init__(self, timeout=40):
+        self.local = threading.local()
+        self.timeout = timeout
+
+    def request(self, base, method, path, body=None, headers=None, token=None):
+        """(status, bytes); status 0 when the connection failed (the gateway may be down)."""
+        host, port = base.replace("http://", "").split(":")
+        conns = getattr(self.local, "conns", None)
+        if conns is None:
+            conns = self.local.conns = {}
+        hdrs = dict(headers or {})
+        if token:
+            hdrs["Authorization"] = "Bearer " + token
+        data = body.encode() if isinstance(body, str) else body
+        for attempt in range(2):
+            conn = conns.get(base)
+            if conn is None:
+                conn = conns[base] = http.client.HTTPConnection(host, int(port), timeout=self.timeout)
+            try:
+                conn.request(method, path, body=data, headers=hdrs)
+                response = conn.getresponse()
+                payload = response.read()
+                if response.getheader("Connection", "").lower() == "close":
+                    conn.close()
+                    conns.pop(base, None)
+                return response.status, payload
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conns.pop(base, None)
+        return 0, b""
+
+    def json(self, base, method, path, body=None, token=None):
+        status, payload = self.request(base, method, path,
+                                       body=json.dumps(body) if isinstance(body, dict) else body, token=token,
+                                       headers={"Content-Type": "application/json"} if body is not None else None)
+        try:
+            return status, json.loads(payload) if payload else None
+        except ValueError:
+            return status, None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# The fulfilment receiver: verifies Gateway-Signature, applies each event id once
+
+class Receiver:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.deliveries = 0
+        self.invalid = 0
+        self.seen = {}            # event id -> out_trade_no
+        self.effects = {}         # out_trade_no -> effects applied
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                ok = receiver.verify(self.headers.get("Gateway-Signature"), body)
+                status = 200
+                if not ok:
+                    status = 400
+                    with receiver.lock:
+                        receiver.invalid += 1
+                else:
+                    event = json.loads(body)
+                    with receiver.lock:
+                        receiver.deliveries += 1
+                        if event["id"] not in receiver.seen:    # dedupe on the event id
+                            otn = event["data"]["out_trade_no"]
+                            receiver.seen[event["id"]] = otn
+                            receiver.effects[otn] = receiver.effects.get(otn, 0) + 1
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass    # a killed gateway resets its keep-alive connections; that is the test, not an error
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/wxpay"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def verify(header, body, tolerance=300):
+        t, signatures = None, []
+        for part in (header or "").split(","):
+            k, _, v = part.strip().partition("=")
+            if k == "t":
+                t = v
+            elif k == "v1":
+                signatures.append(v)
+        if t is None or not t.isdigit() or not signatures or abs(time.time() - int(t)) > tolerance:
+            return False
+        expected = hmac.new(WEBHOOK_SECRET.encode(), t.encode() + b"." + body, hashlib.sha256).hexdigest()
+        return any(hmac.compare_digest(expected, s) for s in signatures)
+
+    def counts(self):
+        with self.lock:
+            return dict(self.effects), self.deliveries, self.invalid
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+def rss_kib(pid, field="VmHWM"):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Gateway:
+    def __init__(self, rig, name, port, env):
+        self.rig, self.name, self.port, self.env = rig, name, port, env
+        self.base = f"http://127.0.0.1:{port}"
+        self.proc = None
+        self.kills = 0
+
+    def start(self, timeout=30):
+        log = open(os.path.join(self.rig.dir, f"{self.name}.log"), "ab")
+        self.proc = subprocess.Popen([BINARY, "serve"], env=self.env, stdout=log, stderr=log,
+                                     stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.name}.log")
+            status, _ = self.rig.client.request(self.base, "GET", "/healthz")
+            if status == 200:
+                return
+            time.sleep(0.02)
+        raise RuntimeError(f"{self.name} did not answer /healthz within {timeout}s")
+
+    def sample(self):
+        if self.proc and self.proc.poll() is None:
+            self.rig.peak_rss_kib = max(self.rig.peak_rss_kib, rss_kib(self.proc.pid))
+
+    def kill(self):
+        """SIGKILL: no shutdown path runs, exactly like a power cut of the process."""
+        if self.proc and self.proc.poll() is None:
+            self.sample()
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+            self.kills += 1
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.sample()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Rig:
+    """One simulator process, gateways added on demand, the receiver, an RSS sampler."""
+
+    def __init__(self, seed=1):
+        self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
+        self.db = os.path.join(self.dir, "gateway.sqlite")
+        self.client = Client()
+        self.receiver = Receiver()
+        self.gateways = []
+        self.peak_rss_kib = 0
+        self.stopping = threading.Event()
+        log = open(os.path.join(self.dir, "simulator.log"), "wb")
+        self.sim_proc = subprocess.Popen([BINARY, "simulate", "--port", "0", "--seed", str(seed)],
+                                         stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        line = self.sim_proc.stdout.readline().decode().strip()
+        if not line.startswith("listening "):
+            self.close()
+            raise RuntimeError("the simulator did not start: " + line)
+        self.sim = line.split()[1]
+        threading.Thread(target=self._sample_loop, daemon=True).start()
+
+    def _sample_loop(self):
+        while not self.stopping.wait(0.1):
+            for gateway in list(self.gateways):
+                gateway.sample()
+
+    def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None):
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("WXPAY_", "GATEWAY_"))}
+        env.update({
+            "WXPAY_MCH_ID": MCH_ID, "WXPAY_APP_ID": APP_ID, "WXPAY_API_KEY": API_KEY,
+            "WXPAY_API_BASE": self.sim, "WXPAY_API_BACKUP_BASE": self.sim,
+            "WXPAY_NOTIFY_URL": f"http://127.0.0.1:{port}/wechat/notify",
+            "GATEWAY_LISTEN": f"127.0.0.1:{port}", "GATEWAY_DATABASE": "sqlite:" + self.db,
+            "GATEWAY_CLIENT_TOKENS": CLIENT_TOKEN, "GATEWAY_SUPPORT_TOKENS": SUPPORT_TOKEN,
+            "GATEWAY_LOG_LEVEL": "warning", "GATEWAY_POLL_INTERVAL": "0.5",
+            "GATEWAY_RECONCILE_INTERVAL": str(reconcile_interval), "GATEWAY_RECONCILE_AFTER": str(reconcile_after),
+            "GATEWAY_RECONCILE_RATE": "1000", "GATEWAY_RECONCILE_CONCURRENCY": "16",
+        })
+        if fulfilment:
+            env["GATEWAY_FULFILMENT_URL"] = self.receiver.url
+            env["GATEWAY_FULFILMENT_SECRET"] = WEBHOOK_SECRET
+        env.update(extra or {})
+        gateway = Gateway(self, f"gateway-{len(self.gateways) + 1}", port, env)
+        self.gateways.append(gateway)
+        gateway.start()
+        return gateway
+
+    # The simulator's control panel ------------------------------------------------------------
+
+    def faults(self, plan):
+        status, _ = self.client.json(self.sim, "PUT", "/simulator/faults", plan)
+        assert status == 200, f"PUT /simulator/faults answered {status}"
+
+    def pay(self, out_trade_no):
+        return self.client.json(self.sim, "POST", f"/simulator/orders/{out_trade_no}/pay", {})
+
+    def sim_order(self, out_trade_no):
+        return self.client.json(self.sim, "GET", f"/simulator/orders/{out_trade_no}")[1]
+
+    def sim_stats(self):
+        return self.client.json(self.sim, "GET", "/simulator/stats")[1] or {}
+
+    def advance(self, seconds):
+        return self.client.json(self.sim, "POST", "/simulator/clock/advance", {"seconds": seconds})
+
+    # The store, read-only -----------------------------------------------------------------------
+
+    def sql(self, query):
+        out = subprocess.run(["sqlite3", "-readonly", "-separator", "|", self.db, query],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError("sqlite3: " + out.stderr.strip())
+        return [line.split("|") for line in out.stdout.splitlines() if line]
+
+    def close(self):
+        self.stopping.set()
+        for gateway in self.gateways:
+            gateway.stop()
+        if self.sim_proc.poll() is None:
+            self.sim_proc.send_signal(signal.SIGTERM)
+            try:
+                self.sim_proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.sim_proc.kill()
+                self.sim_proc.wait()
+        self.receiver.close()
+
+
+def create_body(out_trade_no, amount, **extra):
+    body = {"amount": amount, "description": "battery", "client_ip": "203.0.113.7", "out_trade_no": out_trade_no}
+    body.update(extra)
+    return body
+
+
+def parallel(items, work, workers=32, deadline=None):
+    """Runs `work(item)` over items on a bounded pool; results in order. Stops taking new items
+    after `deadline` (monotonic seconds), so every phase is bounded in time."""
+    results = [None] * len(items)
+    index = [0]
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                i = index[0]
+                index[0] += 1
+            if i >= len(items) or (deadline and time.monotonic() > deadline):
+                return
+            results[i] = work(items[i])
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(workers, max(1, len(items))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def seeded(seed):
+    return random.Random(seed)
