@@ -257,19 +257,35 @@ public final class OrderService: Sendable {
         }
     }
 
-    private func queryAndSettle(_ outTradeNo: String, reason: String) async -> OrderRecord? {
+    /// Asks WeChat (orderquery) about one order and settles the answer through the one door. Every
+    /// caller — waits, recheck, close, the reconciler, the bill comparison — comes here, inside the
+    /// per-order single-flight (`upstream.queries`). `source` names the caller in the timeline
+    /// (`orderquery`, `reconcile`, `bill`); a failed call's label goes to `failure` when given.
+    func queryAndSettle(_ outTradeNo: String, reason: String, source: String = "orderquery",
+                        failure: LockedBox<String?>? = nil) async -> OrderRecord? {
         guard let order = try? await store.order(outTradeNo) else { return nil }
         guard !order.state.isFinal else { return order }
         do {
             let response = try await upstream.orderQuery(for: order)
             let at = now()
             _ = try? await store.touch(outTradeNo, .lastQueried, at: at)
-            _ = try? await store.appendEvent(
-                outTradeNo, kind: "orderquery", detail: "\(reason): trade_state=\(response.tradeState.rawValue)", at: at)
-            return await settlement.apply(response, to: order, source: "orderquery") ?? order
+            // A sweep checks long-unpaid orders again and again: the first check and every answer
+            // other than NOTPAY are what a person needs to see in the timeline.
+            if order.lastQueriedAt == nil || response.tradeState != .notPay || source != "reconcile" {
+                _ = try? await store.appendEvent(
+                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
+                    at: at)
+            }
+            return await settlement.apply(response, to: order, source: source) ?? order
         } catch {
-            _ = try? await store.appendEvent(outTradeNo, kind: "orderquery_failed", detail: "\(reason): \(error.shortDescription)",
-                                             at: now())
+            if error.errorCode == .orderNotExist {
+                // unifiedorder never reached WeChat; the order is closed locally once it expires.
+                _ = try? await store.touch(outTradeNo, .lastQueried, at: now())
+                return order
+            }
+            failure?.update { $0 = error.shortDescription }
+            _ = try? await store.appendEvent(
+                outTradeNo, kind: "\(source)_failed", detail: "\(reason): orderquery \(error.shortDescription)", at: now())
             return order
         }
     }

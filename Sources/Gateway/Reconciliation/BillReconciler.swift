@@ -150,7 +150,7 @@ public struct BillReconciler: Sendable {
         let service = self.service
         let outTradeNo = row.outTradeNo
         let after = await service.upstream.queries.run(outTradeNo) {
-            await Reconciler.queryAndSettle(service, outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
+            await service.queryAndSettle(outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
         }
         if let after, after.state == .success || after.state == .refund {
             return BillDifference(kind: .settledFromBill, outTradeNo: outTradeNo, transactionID: after.transactionID,

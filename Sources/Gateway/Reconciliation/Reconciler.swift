@@ -213,49 +213,17 @@ public final class Reconciler: Sendable {
             // A query in flight may have left before closeorder's ORDERPAID: let it finish first,
             // then ask again, so the answer settled is one given after the payment (T7 found this).
             _ = await service.upstream.queries.run(outTradeNo) {
-                await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
+                await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
             }
         }
         let after = await service.upstream.queries.run(outTradeNo) {
-            await Self.queryAndSettle(service, outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
         }
         if let error = failure.value {
             service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": error])
             return .failed
         }
         return Self.outcome(before: order, after: after)
-    }
-
-    /// orderquery and settle for one order (run inside `Upstream.queries`); a failed call is
-    /// recorded in `failure`. Shared by the sweeps and the bill comparison.
-    static func queryAndSettle(_ service: OrderService, _ outTradeNo: String, reason: String, source: String,
-                               failure: LockedBox<String?>) async -> OrderRecord? {
-        guard let order = try? await service.store.order(outTradeNo) else { return nil }
-        guard !order.state.isFinal else { return order }
-        do {
-            let response = try await service.upstream.orderQuery(for: order)
-            let at = service.now()
-            _ = try? await service.store.touch(outTradeNo, .lastQueried, at: at)
-            // Every check of a long-unpaid order would flood the timeline; the first check and
-            // every answer other than NOTPAY are what a person needs to see.
-            if order.lastQueriedAt == nil || response.tradeState != .notPay || source != "reconcile" {
-                _ = try? await service.store.appendEvent(
-                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
-                    at: at)
-            }
-            return await service.settlement.apply(response, to: order, source: source) ?? order
-        } catch {
-            if error.errorCode == .orderNotExist {
-                // Never reached WeChat; it is closed locally once it expires.
-                _ = try? await service.store.touch(outTradeNo, .lastQueried, at: service.now())
-                return order
-            }
-            failure.update { $0 = error.shortDescription }
-            _ = try? await service.store.appendEvent(
-                outTradeNo, kind: "\(source)_failed", detail: "\(reason): orderquery \(error.shortDescription)",
-                at: service.now())
-            return order
-        }
     }
 
     /// closeorder for an order past its expiry: closed → closed locally; ORDERPAID → believed only
