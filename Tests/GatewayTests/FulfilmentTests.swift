@@ -176,11 +176,13 @@ struct FulfilmentTests {
         #expect(forbidden.status == 403)
         let unknown = try await rig.send(.post, "/v1/support/outbox/evt_nope/redrive", token: GatewayRig.support)
         #expect(unknown.status == 404)
+        #expect(unknown.error?["code"] as? String == "outbox_event_not_found")
         let redriven = try await rig.send(.post, "/v1/support/outbox/\(event.id)/redrive", token: GatewayRig.support)
         #expect(redriven.status == 200)
         #expect(redriven.json["status"] as? String == "pending")
         let twice = try await rig.send(.post, "/v1/support/outbox/\(event.id)/redrive", token: GatewayRig.support)
         #expect(twice.status == 409)
+        #expect(twice.error?["code"] as? String == "outbox_event_not_dead")
 
         receiver.answer(200)
         clock.advance(by: 1)

@@ -12,7 +12,8 @@ extension OrderService {
         }
         let at = now()
         guard try await storage({ () throws(StorageError) in try await self.store.redrive(id, at: at) }) else {
-            throw .conflict("only a dead-lettered event can be redriven; this one is \(OutboxEventView(event).status)")
+            throw APIError(status: 409, code: "outbox_event_not_dead",
+                           message: "only a dead-lettered event can be redriven; this one is \(OutboxEventView(event).status)")
         }
         _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_redriven",
                                          detail: "\(event.type) \(event.id) redriven by support", at: at)
