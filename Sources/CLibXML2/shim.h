@@ -15,4 +15,6 @@
 
 /// `LIBXML_TEST_VERSION` is a function-like macro Swift cannot call.
 static inline void wxpay_xml_check_version(void) { LIBXML_TEST_VERSION }
+
+#include "flat_sax.h"
 #endif

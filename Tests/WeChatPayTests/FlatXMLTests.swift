@@ -17,6 +17,20 @@ struct FlatXMLTests {
         #expect(fields["body"] == "腾讯 & 会员 <VIP>")
     }
 
+    /// The parser records names in C and turns them into Strings once a document is accepted; a
+    /// refused document may have met names the next one then uses, in another order.
+    @Test func namesMetInARefusedDocumentDoNotShiftTheNamesOfTheNextOnes() throws {
+        for round in 0..<50 {
+            let first = "first_\(round)", second = "second_\(round)", third = "third_\(round)"
+            let refused = "<xml><\(first)>1</\(first)><\(second)>2</\(second)><\(first)>dup</\(first)></xml>"
+            #expect(throws: FlatXMLError.self) { try FlatXML.decode(Array(refused.utf8)) }
+            let accepted = "<xml><\(third)>3</\(third)><\(second)>2</\(second)><\(first)>1</\(first)></xml>"
+            let fields = try FlatXML.decode(Array(accepted.utf8))
+            #expect(fields.names == [third, second, first])
+            #expect(fields[first] == "1" && fields[second] == "2" && fields[third] == "3")
+        }
+    }
+
     @Test func anXMLDeclarationIsAccepted() throws {
         let fields = try FlatXML.decode(Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><xml><a>1</a></xml>".utf8))
         #expect(fields["a"] == "1")
