@@ -52,6 +52,9 @@ typedef struct {
     /// The expected root element's name, NUL-terminated; borrowed for the length of one parse.
     const char *root;
     size_t maximum_value_length;
+    /// Whether the document holds a carriage return at all (the Swift screen has looked): if not,
+    /// CDATA needs no line-end normalisation and no search for one.
+    int may_contain_cr;
 
     int depth;
     int root_seen;
@@ -121,8 +124,9 @@ static inline void wxpay_flat_state_free(wxpay_flat_state *state) {
 }
 
 /// Forgets the previous document; keeps the buffers and the name ids.
-static inline void wxpay_flat_state_reset(wxpay_flat_state *state, const char *root) {
+static inline void wxpay_flat_state_reset(wxpay_flat_state *state, const char *root, int may_contain_cr) {
     state->root = root;
+    state->may_contain_cr = may_contain_cr;
     state->depth = 0;
     state->root_seen = 0;
     state->current_name = NULL;
@@ -243,7 +247,7 @@ static inline void wxpay_flat_on_text(void *user, const xmlChar *bytes, int leng
 static inline void wxpay_flat_on_cdata(void *user, const xmlChar *bytes, int length) {
     wxpay_flat_state *state = user;
     if (state->failure || !bytes || length <= 0) return;
-    if (!memchr(bytes, 0x0D, (size_t)length)) {
+    if (!state->may_contain_cr || !memchr(bytes, 0x0D, (size_t)length)) {
         wxpay_flat_append_text(state, bytes, length);
         return;
     }

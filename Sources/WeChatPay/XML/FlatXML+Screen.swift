@@ -9,6 +9,13 @@ extension FlatXML {
     /// never splits a multi-byte sequence, because it only cuts the text at ASCII delimiters.
     /// Runs eight ASCII bytes at a time: a notify is mostly ASCII, and this runs on every body.
     static func screen(_ base: UnsafePointer<UInt8>, count: Int) -> FlatXMLError? {
+        var carriageReturn = false
+        return screen(base, count: count, carriageReturn: &carriageReturn)
+    }
+
+    /// `screen`, also telling whether the body holds a carriage return anywhere: the parser's
+    /// CDATA line-end normalisation can skip looking for one when it does not.
+    static func screen(_ base: UnsafePointer<UInt8>, count: Int, carriageReturn: inout Bool) -> FlatXMLError? {
         var i = 0
         while i < count {
             if i &+ 8 <= count {
@@ -26,7 +33,11 @@ extension FlatXML {
             if lead < 0x80 {
                 if lead < 0x20 {
                     if lead == 0 { return .nulByte }
-                    if lead != 0x09 && lead != 0x0A && lead != 0x0D { return .invalidCharacter }
+                    if lead == 0x0D {
+                        carriageReturn = true
+                    } else if lead != 0x09 && lead != 0x0A {
+                        return .invalidCharacter
+                    }
                 }
                 i &+= 1
                 continue

@@ -43,13 +43,14 @@ public enum FlatXML {
 
     private static func decodeContiguous(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<Fields, FlatXMLError> {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return .failure(.empty) }
-        if let error = screen(base, count: buffer.count) { return .failure(error) }
+        var carriageReturn = false
+        if let error = screen(base, count: buffer.count, carriageReturn: &carriageReturn) { return .failure(error) }
         // A UTF-8 byte order mark is skipped here: a pooled, reset context does not sniff for one.
         let hasBOM = buffer.count >= 3 && base[0] == 0xEF && base[1] == 0xBB && base[2] == 0xBF
         let document = hasBOM ? UnsafeBufferPointer(rebasing: buffer[3...]) : buffer
         guard !document.isEmpty else { return .failure(.empty) }
         return FlatXMLParserPool.shared.withParser { parser in
-            parser.parse(document, root: root).map { Fields(uncheckedElements: $0) }
+            parser.parse(document, root: root, carriageReturn: carriageReturn).map { Fields(uncheckedElements: $0) }
         }
     }
 

@@ -54,10 +54,12 @@ final class FlatXMLParser {
         wxpay_flat_state_free(state)
     }
 
-    /// Parses one document; the buffer holds all of it.
-    func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<[Fields.Field], FlatXMLError> {
+    /// Parses one document; the buffer holds all of it. `carriageReturn`: whether it holds one
+    /// (the screen knows), so CDATA needs line-end normalisation.
+    func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String, carriageReturn: Bool)
+        -> Result<[Fields.Field], FlatXMLError> {
         let status = root.withCString { root in
-            wxpay_flat_state_reset(state, root)
+            wxpay_flat_state_reset(state, root, carriageReturn ? 1 : 0)
             xmlCtxtResetPush(context, nil, 0, nil, nil)
             // NONET: never fetch anything. No NOENT (no entity substitution), no DTDLOAD, no HUGE
             // (keep libxml2's own limits); IGNORE_ENC: the screen proved the bytes are UTF-8, and
