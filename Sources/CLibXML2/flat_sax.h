@@ -99,6 +99,8 @@ static inline size_t wxpay_flat_hash(const void *pointer, size_t capacity) {
     return (size_t)x & (capacity - 1);
 }
 
+/// Stops the parser. Stopping frees libxml2's input, so a callback that fails must not read its
+/// text arguments afterwards.
 static inline void wxpay_flat_fail(wxpay_flat_state *state, wxpay_flat_failure failure) {
     if (state->failure == WXPAY_FLAT_OK) state->failure = failure;
     xmlStopParser(state->context);
@@ -257,6 +259,8 @@ static inline void wxpay_flat_on_cdata(void *user, const xmlChar *bytes, int len
         if (bytes[i] != 0x0D) continue;
         if (i > start) wxpay_flat_append_text(state, bytes + start, i - start);
         wxpay_flat_append_text(state, &newline, 1);
+        // A failure stopped the parser, and stopping frees the input `bytes` points into.
+        if (state->failure) return;
         if (i + 1 < length && bytes[i + 1] == 0x0A) i++;
         start = i + 1;
     }

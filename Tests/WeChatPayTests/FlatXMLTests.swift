@@ -31,6 +31,19 @@ struct FlatXMLTests {
         }
     }
 
+    /// Refusing stops libxml2, which frees the text a callback is reading; a CDATA section with
+    /// carriage returns is handed over in pieces, and the pieces after a refusal must not be read
+    /// (the fuzzer found this under AddressSanitizer).
+    @Test func cdataWithCarriageReturnsIsRefusedCleanlyWhereItDoesNotBelong() throws {
+        #expect(throws: FlatXMLError.mixedContent) {
+            try FlatXML.decode(Array("<xml><![CDATA[a\rb\rc]]><a>1</a></xml>".utf8))
+        }
+        let long = String(repeating: "x", count: FlatXML.maximumValueLength) + "\ry\rz"
+        #expect(throws: FlatXMLError.valueTooLong(limit: FlatXML.maximumValueLength)) {
+            try FlatXML.decode(Array("<xml><a><![CDATA[\(long)]]></a></xml>".utf8), maximumSize: 2 * FlatXML.maximumValueLength)
+        }
+    }
+
     @Test func anXMLDeclarationIsAccepted() throws {
         let fields = try FlatXML.decode(Array("<?xml version=\"1.0\" encoding=\"UTF-8\"?><xml><a>1</a></xml>".utf8))
         #expect(fields["a"] == "1")
