@@ -5,14 +5,18 @@ import WeChatPay
 /// `wxpay-gateway sign --key K [--sign-type MD5|HMAC-SHA256] name=value ...` prints the signature.
 enum SignCommand {
     static let usage = """
-        usage: wxpay-gateway sign --key KEY [--sign-type MD5|HMAC-SHA256] name=value ...
-               wxpay-gateway sign --key KEY --xml FILE|-
+        usage: wxpay-gateway sign KEY-SOURCE [--sign-type MD5|HMAC-SHA256] name=value ...
+               wxpay-gateway sign KEY-SOURCE --xml FILE|-
+        KEY-SOURCE: --key-file FILE (the key on its first line), or --key KEY, or neither to read
+        WXPAY_API_KEY from the environment. A key given with --key is visible to every user of the
+        machine in the process list; prefer the file or the variable.
         The first form prints the signature alone; the second checks a whole XML document's sign and
         says which algorithm matched, or that none did (exit status 1).
         """
 
     static func run(_ arguments: [String]) -> Int32 {
         var key: String?
+        var keyFile: String?
         var signType = SignType.md5
         var xmlPath: String?
         var pairs: [Fields.Field] = []
@@ -24,12 +28,14 @@ enum SignCommand {
         while index < arguments.count {
             let argument = arguments[index]
             switch argument {
-            case "--key", "--sign-type", "--xml":
+            case "--key", "--key-file", "--sign-type", "--xml":
                 guard index + 1 < arguments.count else { return fail("\(argument) needs a value") }
                 let value = arguments[index + 1]
                 index += 2
                 if argument == "--key" {
                     key = value
+                } else if argument == "--key-file" {
+                    keyFile = value
                 } else if argument == "--xml" {
                     xmlPath = value
                 } else {
@@ -53,7 +59,21 @@ enum SignCommand {
                 index += 1
             }
         }
-        guard let key, !key.isEmpty else { return fail("--key is required") }
+        if key != nil && keyFile != nil { return fail("give --key or --key-file, not both") }
+        if let keyFile {
+            guard let text = try? readAtMost(1024, from: FileHandle(forReadingFrom: URL(fileURLWithPath: keyFile))) else {
+                FileHandle.standardError.write(Data("sign: cannot read the key file \(keyFile)\n".utf8))
+                return 66
+            }
+            // The first line, without the newline an editor or `echo` leaves.
+            key = String(decoding: text, as: UTF8.self).split(whereSeparator: \.isNewline).first
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        } else if key == nil {
+            key = ProcessInfo.processInfo.environment["WXPAY_API_KEY"]
+        }
+        guard let key, !key.isEmpty else {
+            return fail("no API key: give --key-file FILE, set WXPAY_API_KEY, or give --key KEY")
+        }
         let signer = Signer(key: APIKey(key))
         if let xmlPath {
             guard pairs.isEmpty else { return fail("--xml takes no name=value fields") }

@@ -23,6 +23,28 @@ struct SignCommandTests {
         }
     }
 
+    @Test func theKeyCanComeFromAFileOrTheEnvironmentInsteadOfTheProcessList() throws {
+        let keyFile = try TemporaryFile(Array("\(Self.key)\n".utf8))
+        let fromFile = try SignCommandRun(["sign", "--key-file", keyFile.path] + Self.vector)
+        #expect(fromFile.status == 0)
+        #expect(fromFile.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
+        let fromEnvironment = try SignCommandRun(["sign"] + Self.vector, environment: ["WXPAY_API_KEY": Self.key])
+        #expect(fromEnvironment.status == 0)
+        #expect(fromEnvironment.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
+    }
+
+    @Test func noKeyOrTwoKeySourcesAreUsageErrors() throws {
+        let keyFile = try TemporaryFile(Array(Self.key.utf8))
+        let both = try SignCommandRun(["sign", "--key", Self.key, "--key-file", keyFile.path] + Self.vector)
+        #expect(both.status == 64)
+        #expect(both.output.isEmpty)
+        let none = try SignCommandRun(["sign"] + Self.vector, environment: [:])
+        #expect(none.status == 64)
+        #expect(none.errors.contains("no API key"))
+        let unreadable = try SignCommandRun(["sign", "--key-file", "/nonexistent/key"] + Self.vector)
+        #expect(unreadable.status == 66)
+    }
+
     @Test func anXMLFileSignedWithMD5IsReportedAsMD5() throws {
         let file = try TemporaryFile(Self.document(type: .md5, declare: true))
         let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", file.path])
@@ -130,10 +152,13 @@ struct SignCommandRun {
     let output: String
     let errors: String
 
-    init(_ arguments: [String], input: [UInt8] = []) throws {
+    /// `environment`: the child's whole environment (nil: this process's, without WXPAY_API_KEY,
+    /// so a developer's own key never changes a test's outcome).
+    init(_ arguments: [String], input: [UInt8] = [], environment: [String: String]? = nil) throws {
         let process = Process()
         process.executableURL = try Self.executable()
         process.arguments = arguments
+        process.environment = environment ?? ProcessInfo.processInfo.environment.filter { $0.key != "WXPAY_API_KEY" }
         let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
