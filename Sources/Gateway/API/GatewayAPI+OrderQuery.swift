@@ -2,20 +2,21 @@
 import Foundation
 import HTTP
 
-/// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: the handler's task authenticates,
-/// reads and starts the wait, then ends; a held wait keeps only its suspended connection and the
-/// responder until `OrderService` answers it (see OrderService+Wait.swift for why).
+/// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: authentication and validation
+/// run on the polling thread, the read and the wait in `OrderService`, which answers through the
+/// responder; a held wait keeps only its suspended connection and the responder, no task (see
+/// OrderService+Wait.swift for why).
 extension GatewayAPI {
     func registerOrderQuery(in router: inout HTTPRouter) {
         router.addDeferred(.get, "/v1/orders/{out_trade_no}") { request, responder in
-            await self.answerOrderQuery(request, responder)
+            self.answerOrderQuery(request, responder)
         }
     }
 
     /// The same contract as every other route (`handle`): authentication first, then validation,
     /// `APIError`s as their JSON answers, and one log line per request with its duration, written
     /// when the answer goes out.
-    private func answerOrderQuery(_ request: HTTPServerRequest, _ responder: HTTPServerResponder) async {
+    private func answerOrderQuery(_ request: HTTPServerRequest, _ responder: HTTPServerResponder) {
         let started = ContinuousClock.now
         let (logger, requestID, method, route) = (self.logger, request.requestID, request.method, request.routeTemplate)
         let reply = { @Sendable (response: HTTPServerResponse) in
@@ -35,7 +36,7 @@ extension GatewayAPI {
         } catch {
             return reply(Self.error(error))
         }
-        await service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait) { answer in
+        service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait) { answer in
             switch answer {
             case .success(let body): reply(Self.json(body))
             case .failure(let error): reply(Self.error(error))

@@ -10,19 +10,28 @@ import Synchronization
 ///
 /// A held wait is data, not a task: the order number, the deadline, the last state read and the
 /// callback that answers, parked in `OrderSignals` until a wake, the next poll or the deadline.
-/// Each of those runs a short recheck (read, then answer or park again) through `waitRechecks`.
-/// A task per wait kept the memory of its deepest chain of async calls for its whole life, plus a
-/// timer task: about 13 KB of the 19.5 KB each of 10,000 held waits cost (BENCHMARKS.md, Gateway).
+/// Each of those runs a short recheck (read, then answer or park again). A task per wait kept the
+/// memory of its deepest chain of async calls for its whole life, plus a timer task: about 13 KB
+/// of the 19.5 KB each of 10,000 held waits cost (BENCHMARKS.md, Gateway).
+///
+/// The reads and rechecks go through `queryWork`, a few at a time, rather than a task each: a
+/// burst of 10,000 queries (or 10,000 waits timing out together) would otherwise be 10,000 tasks
+/// alive at once, queued on the store's two reader threads, and that peak stays in the heap.
 extension OrderService {
     /// What a query answers: the order's JSON, or the error to answer instead.
     public typealias OrderAnswer = Result<[UInt8], APIError>
 
     /// Reads the order and answers through `answer`, exactly once: at once when there is no wait,
     /// the order is final or the read fails; otherwise when it becomes final or `wait` seconds
-    /// pass. Returns as soon as the wait is held; nothing of the caller's task is kept.
+    /// pass. Returns at once; nothing waits in the caller.
     ///
-    /// `answer` may run on any thread (a waker's, the deadline timer's); it must be quick.
-    public func order(_ outTradeNo: String, wait: Double, answer: @escaping @Sendable (OrderAnswer) -> Void) async {
+    /// `answer` may run on any thread (a waker's, the deadline timer's, a worker task's); it must
+    /// be quick and must not block.
+    public func order(_ outTradeNo: String, wait: Double, answer: @escaping @Sendable (OrderAnswer) -> Void) {
+        queryWork.reads.submit { [self] in await self.start(outTradeNo, wait: wait, answer: answer) }
+    }
+
+    private func start(_ outTradeNo: String, wait: Double, answer: @escaping @Sendable (OrderAnswer) -> Void) async {
         // Taken before the read, so a notify settling between the read and the wait still wakes it.
         let token = signals.token()
         let found: OrderRecord?
@@ -41,7 +50,7 @@ extension OrderService {
     /// `order(_:wait:answer:)`); the calling task waits for the answer.
     public func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
         let slot = AnswerSlot()
-        await order(outTradeNo, wait: wait, answer: slot.fill)
+        order(outTradeNo, wait: wait, answer: slot.fill)
         return try await slot.value.get()
     }
 
@@ -60,7 +69,7 @@ extension OrderService {
         let seconds = Double(sleep.components.seconds) + Double(sleep.components.attoseconds) * 1e-18
         signals.park(outTradeNo, since: token, seconds: max(0.001, seconds)) { [self] _ in
             // On a waker's thread or the timer's: the store read belongs in a task.
-            waitRechecks.submit { await self.recheck(held, order) }
+            queryWork.rechecks.submit { await self.recheck(held, order) }
         }
     }
 
@@ -116,4 +125,14 @@ private final class AnswerSlot: Sendable {
             }
         }
     }
+}
+
+/// Where the short pieces of order queries run, each queue at most 16 at a time: more would only
+/// queue on the store's reader threads, holding a task each meanwhile.
+struct OrderQueryWork: Sendable {
+    /// The first read of every query.
+    let reads = BoundedWork(width: 16)
+    /// Held waits' rechecks on a wake, a poll or the deadline; apart from `reads`, so a plain
+    /// query does not queue behind 10,000 waits timing out together.
+    let rechecks = BoundedWork(width: 16)
 }

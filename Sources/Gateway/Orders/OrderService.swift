@@ -13,9 +13,8 @@ public final class OrderService: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let signals = OrderSignals()
-    /// The short rechecks of held waits (on a wake, a poll or the deadline), a few at a time:
-    /// 10,000 waits timing out together must not become 10,000 tasks at once (OrderService+Wait.swift).
-    let waitRechecks = BoundedWork(width: 16)
+    /// The reads and rechecks of order queries, a few at a time (OrderService+Wait.swift).
+    let queryWork = OrderQueryWork()
     let settlement: Settlement
     let upstream: Upstream
     let now: @Sendable () -> Date

@@ -2,9 +2,12 @@
 
 /// A handler that answers through a responder, possibly long after it returned: the request stays
 /// held (its connection suspended, no thread and no task) until `HTTPServerResponder.respond`.
-/// The handler runs in a short-lived task; it should do its preliminary work, hand the responder
-/// to whoever will answer, and return.
-public typealias HTTPServerDeferredHandler = @Sendable (HTTPServerRequest, HTTPServerResponder) async -> Void
+///
+/// It runs on the server's polling thread, like an immediate handler, so it must not block: it
+/// answers at once or hands the responder (and any async work) on, to a task, a queue or a
+/// registry of waiters. Not spawning a task per request is the point: the handler decides how
+/// many run at once, so a burst of ten thousand long-polls need not become ten thousand tasks.
+public typealias HTTPServerDeferredHandler = @Sendable (HTTPServerRequest, HTTPServerResponder) -> Void
 
 extension HTTPRouter {
     /// Adds a deferred handler for `method` on `template`: for long-polls that may be held for tens
@@ -14,8 +17,7 @@ extension HTTPRouter {
     /// ```swift
     /// router.addDeferred(.get, "/v1/orders/{id}") { request, responder in
     ///     let id = request.pathParameters["id"] ?? ""
-    ///     if let done = orders.finished(id) { return responder.respond(.json(done)) }
-    ///     orders.onFinish(id) { json in responder.respond(.json(json)) }   // no task while it waits
+    ///     orders.whenFinished(id) { json in responder.respond(.json(json)) }   // no task while it waits
     /// }
     /// ```
     ///
@@ -28,17 +30,11 @@ extension HTTPRouter {
         insertDeferred(
             Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .deferred(handler)))
     }
-}
 
-extension HTTPRouter {
-    /// Runs a deferred handler in process and waits for its answer (`respond(to:)`): a task that
-    /// waits is fine here, where nothing is held by the thousand.
-    static func run(_ handler: @escaping HTTPServerDeferredHandler, _ request: HTTPServerRequest) async
-        -> HTTPServerResponse
-    {
+    /// Runs a deferred handler in process and waits for its answer (`respond(to:)`).
+    static func run(_ handler: HTTPServerDeferredHandler, _ request: HTTPServerRequest) async -> HTTPServerResponse {
         await withCheckedContinuation { (continuation: CheckedContinuation<HTTPServerResponse, Never>) in
-            let responder = HTTPServerResponder { continuation.resume(returning: $0) }
-            Task { await handler(request, responder) }
+            handler(request, HTTPServerResponder { continuation.resume(returning: $0) })
         }
     }
 }

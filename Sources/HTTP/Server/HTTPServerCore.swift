@@ -186,11 +186,9 @@ final class HTTPServerCore: Sendable {
             }
             exchange.attach(task)
         case .deferred(let handler):
-            // The task only runs the handler's preliminary work; the request may stay held long
-            // after it ends, answered through the responder (HTTPServerResponder.swift). It is not
-            // attached: a held request has no task to cancel.
-            let responder = HTTPServerResponder(exchange: exchange, core: self)
-            Task { await handler(request, responder) }
+            // No task: the handler hands the responder on and returns (HTTPRouter+Deferred.swift);
+            // answering from inside this access-handler call is allowed, as above.
+            handler(request, HTTPServerResponder(exchange: exchange, core: self))
         case .immediate:
             break
         }
