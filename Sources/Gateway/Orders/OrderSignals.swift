@@ -33,6 +33,16 @@ public final class OrderSignals: Sendable {
         /// When the timer will next fire (uptime nanoseconds); nil when it is idle.
         var armedFor: UInt64?
 
+        /// Drops the heap entries of waiters that left early (woken or cancelled) once they
+        /// outnumber the live ones, so the heap stays proportional to the waiters actually held
+        /// rather than to every wait of the last 30 seconds.
+        mutating func compactIfMostlyStale() {
+            guard stale > 1024 && stale > open else { return }
+            let waiters = self.waiters
+            deadlines.keep { waiters[$0.key]?[$0.id] != nil }
+            stale = 0
+        }
+
         /// Takes a waiter out; its heap entry, unless it is the one being popped, becomes stale.
         mutating func remove(_ key: String, _ id: UInt64, fromHeap: Bool = false) -> (@Sendable (Bool) -> Void)? {
             guard let resume = waiters[key]?.removeValue(forKey: id) else {
@@ -67,6 +77,9 @@ public final class OrderSignals: Sendable {
 
     /// Number of waiters now (for the `waits open` gauge).
     public var openWaits: Int { state.withLock { $0.open } }
+
+    /// Deadlines in the heap, live or stale (for tests of its compaction).
+    var scheduledDeadlines: Int { state.withLock { $0.deadlines.count } }
 
     /// The current wake count: take it before reading the state a wait depends on.
     public func token() -> UInt64 { state.withLock { $0.epoch } }
@@ -146,6 +159,7 @@ public final class OrderSignals: Sendable {
             if let woken = state.lastWake[key], woken > token { return true }
             state.waiters[key, default: [:]][id] = resume
             state.open += 1
+            state.compactIfMostlyStale()
             state.deadlines.insert(DeadlineHeap.Entry(deadline: deadline, id: id, key: key))
             if state.armedFor.map({ deadline < $0 }) ?? true {
                 state.armedFor = deadline
@@ -169,13 +183,7 @@ public final class OrderSignals: Sendable {
                 state.deadlines.removeFirst()
                 if let resume = state.remove(first.key, first.id, fromHeap: true) { due.append(resume) }
             }
-            // Entries of waiters that left early are dropped once they outnumber the live ones,
-            // so the heap stays proportional to the waiters actually held.
-            if state.stale > 1024 && state.stale > state.open {
-                let waiters = state.waiters
-                state.deadlines.keep { waiters[$0.key]?[$0.id] != nil }
-                state.stale = 0
-            }
+            state.compactIfMostlyStale()
             state.armedFor = state.deadlines.first?.deadline
             if let next = state.armedFor { timer.schedule(at: next, leeway: Self.leeway) }
             return due
