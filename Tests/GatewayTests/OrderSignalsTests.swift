@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import Foundation
 @testable import Gateway
 import Synchronization
 import Testing
@@ -100,11 +99,10 @@ struct OrderSignalsTests {
         #expect(signals.openWaits == 0)
     }
 
-    @Test func aThousandParkedWaitersOutliveTheTasksThatParkedThemAndHoldNoThread() async {
+    @Test func aThousandParkedWaitersOutliveTheTasksThatParkedThem() async {
         let signals = OrderSignals()
         let resumes = Resumes()
         let token = signals.token()
-        let threadsBefore = Self.threadCount()
         // Every parking task has finished when the group returns: what holds the waits is data.
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<1_000 {
@@ -114,7 +112,6 @@ struct OrderSignalsTests {
             }
         }
         #expect(signals.openWaits == 1_000)
-        #expect(Self.threadCount() - threadsBefore < 16)
         for index in 0..<500 { signals.wake("order-\(index)") }
         #expect(resumes.count == 1_000)
         #expect(resumes.all.allSatisfy { $0.1 })
@@ -130,10 +127,6 @@ struct OrderSignalsTests {
         signals.park("order-next", since: signals.token(), seconds: 30) { _ in }
         #expect(signals.scheduledDeadlines == 1)
         #expect(signals.openWaits == 1)
-    }
-
-    static func threadCount() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
     }
 
     func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {

@@ -64,14 +64,13 @@ import Testing
         }
     }
 
-    @Test func aThousandHeldRequestsHoldNoThreadAndAreAllAnswered() async throws {
+    @Test func aThousandHeldRequestsOutliveTheirHandlersAndAreAllAnswered() async throws {
         raiseOpenFileLimit(to: 8192)
         let waiters = 1_000
         let parked = Parked()
         try await withServer(Self.router(parked), HTTPServerConfiguration(connectionLimit: 2 * waiters)) {
             server, address in
             for _ in 0..<4 { _ = try await rawRequest(address, "GET /now HTTP/1.1\r\nHost: x\r\n\r\n") }
-            let threadsBefore = currentThreadCount()
             let connections = try await offPool {
                 try (0..<waiters).map { index in
                     let connection = try RawConnection(to: address, receiveTimeout: .seconds(60))
@@ -85,13 +84,10 @@ import Testing
             #expect(allHeld, "parked \(parked.count), suspended \(server.statistics.suspendedRequests)")
             // Every handler has returned: what holds the requests is the responders, not tasks.
             #expect(parked.handlerReturns.load(ordering: .relaxed) == waiters)
-            let threadsWhileHeld = currentThreadCount()
 
             parked.answerAllFromAThread { .text("done \($0)") }
             let answers = try await offPool { try connections.map { try $0.readResponse() } }
             #expect(answers.enumerated().allSatisfy { $0.element.status == 200 && $0.element.text == "done H\($0.offset)" })
-            // Other suites running in parallel may add a few threads; a thread per request would add 1,000.
-            #expect(threadsWhileHeld - threadsBefore < 32, "threads \(threadsBefore) -> \(threadsWhileHeld)")
             #expect(await eventually { server.statistics.requestsInFlight == 0 })
         }
     }

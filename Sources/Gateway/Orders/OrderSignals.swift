@@ -88,8 +88,9 @@ public final class OrderSignals: Sendable {
     /// (or on `cancel`). When `key` was woken after `token`, `resume(true)` is called at once, on
     /// this thread, and the answer is nil.
     ///
-    /// `resume` runs on the waking thread or the signals' timer queue, exactly once: it must be
-    /// quick and must not block (hand the work to a task or a queue).
+    /// `resume` runs exactly once, on the thread that wakes, cancels or parks it, or on the
+    /// signals' timer queue: it must be quick and must not block (hand the work to a task or a
+    /// queue), and it runs with no lock held, so it may park again.
     @discardableResult
     public func park(_ key: String, since token: UInt64, seconds: Double,
                      resume: @escaping @Sendable (Bool) -> Void) -> Ticket? {
