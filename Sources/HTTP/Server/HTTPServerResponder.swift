@@ -34,11 +34,8 @@ public final class HTTPServerResponder: Sendable {
         if !answered.load(ordering: .acquiring) { send(.internalServerError) }
     }
 
-    /// Whether an answer was given (by `respond`, not by the server itself shutting down).
-    public var hasResponded: Bool { answered.load(ordering: .acquiring) }
-
-    /// Sends `response`, unless an answer was already given. Cheap and non-blocking: call it from
-    /// any thread, including a timer's or a lock holder's, though never with a server lock held.
+    /// Sends `response`, unless an answer was already given (or the server already answered 503
+    /// at the end of a shutdown's grace period). Cheap and non-blocking: call it from any thread.
     public func respond(_ response: HTTPServerResponse) {
         guard answered.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
