@@ -56,17 +56,20 @@ enum GatewayWaitLoad {
             throw GatewayBench.Failed(description: "\(answeredEarly) waits were answered early; \(stillHeld) held")
         }
         let mib = { (kib: Int) in String(format: "%.1f MiB", Double(kib) / 1024) }
+        let perWait = { (kib: Int) in Int(Double((kib - before.rss) * 1024) / Double(options.orders)) }
         print("wait: \(options.orders) connections opened in \(opened), all \(held) held by the gateway (wxpay_waits_open)")
         print("wait: gateway RSS \(mib(before.rss)) before, \(mib(during.rss)) while holding them (peak \(mib(during.peak)));"
-            + " \(Int(Double((during.rss - before.rss) * 1024) / Double(options.orders))) bytes per wait")
+            + " \(perWait(during.rss)) bytes per wait; gateway threads \(before.threads) before, \(during.threads) holding")
         print("RESULT wait-rss-mib \(String(format: "%.1f", Double(during.rss) / 1024))")
+        print("RESULT wait-rss-before-mib \(String(format: "%.1f", Double(before.rss) / 1024))")
         // Sampled again later, still holding every wait: the first sample includes what the burst
         // of 10,000 arrivals left behind, the second what holding them costs once it has settled.
         if options.hold > 0 {
             try await Task.sleep(for: .seconds(min(options.hold, 20)))
             let later = try memory(of: options.pid)
             let held = try await openWaits(metricsClient, options.url) - baselineWaits
-            print("wait: \(Int(min(options.hold, 20))) s later, \(held) still held: gateway RSS \(mib(later.rss))")
+            print("wait: \(Int(min(options.hold, 20))) s later, \(held) still held: gateway RSS \(mib(later.rss)),"
+                + " \(perWait(later.rss)) bytes per wait; gateway threads \(later.threads)")
             print("RESULT wait-rss-later-mib \(String(format: "%.1f", Double(later.rss) / 1024))")
         }
         await metricsClient.shutdown()
@@ -81,16 +84,16 @@ enum GatewayWaitLoad {
         return Int(value)
     }
 
-    /// VmRSS and VmHWM of a process, in KiB.
-    private static func memory(of pid: Int32) throws -> (rss: Int, peak: Int) {
+    /// VmRSS and VmHWM of a process, in KiB, and its thread count (a held wait must not cost one).
+    private static func memory(of pid: Int32) throws -> (rss: Int, peak: Int, threads: Int) {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
             throw GatewayBench.Failed(description: "cannot read /proc/\(pid)/status")
         }
         func field(_ name: String) -> Int {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
         }
-        return (field("VmRSS"), field("VmHWM"))
+        return (field("VmRSS"), field("VmHWM"), field("Threads"))
     }
 
     private static func raiseFileLimit(to wanted: Int) throws {

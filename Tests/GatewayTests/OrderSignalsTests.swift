@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-import Gateway
+@testable import Gateway
+import Synchronization
 import Testing
 
 struct OrderSignalsTests {
@@ -28,5 +29,112 @@ struct OrderSignalsTests {
         try? await Task.sleep(for: .milliseconds(100))
         signals.wake("order-3")
         #expect(await woken)
+    }
+
+    // MARK: - Parked waiters (no task while waiting)
+
+    /// What parked callbacks reported, in order.
+    final class Resumes: Sendable {
+        private let list = Mutex<[(String, Bool)]>([])
+        func record(_ name: String, _ woken: Bool) { list.withLock { $0.append((name, woken)) } }
+        var all: [(String, Bool)] { list.withLock { $0 } }
+        var count: Int { list.withLock { $0.count } }
+    }
+
+    @Test func aParkedWaiterIsResumedByAWakeExactlyOnce() async {
+        let signals = OrderSignals()
+        let resumes = Resumes()
+        let ticket = signals.park("order-4", since: signals.token(), seconds: 20) { resumes.record("order-4", $0) }
+        #expect(ticket != nil)
+        #expect(signals.openWaits == 1)
+        signals.wake("order-4")
+        #expect(resumes.all.map(\.1) == [true])
+        #expect(signals.openWaits == 0)
+        // Neither a second wake nor a cancel resumes it again.
+        signals.wake("order-4")
+        #expect(signals.cancel(ticket!) == false)
+        #expect(resumes.count == 1)
+    }
+
+    @Test func aParkedWaiterWokenBeforeParkingIsResumedAtOnce() {
+        let signals = OrderSignals()
+        let token = signals.token()
+        signals.wake("order-5")
+        let resumes = Resumes()
+        #expect(signals.park("order-5", since: token, seconds: 20) { resumes.record("order-5", $0) } == nil)
+        #expect(resumes.all.map(\.1) == [true])
+        #expect(signals.openWaits == 0)
+    }
+
+    @Test func parkedWaitersTimeOutInDeadlineOrderOnTheSharedTimer() async {
+        let signals = OrderSignals()
+        let resumes = Resumes()
+        let token = signals.token()
+        for (name, seconds) in [("late", 0.6), ("early", 0.2), ("middle", 0.4)] {
+            signals.park(name, since: token, seconds: seconds) { resumes.record(name, $0) }
+        }
+        #expect(await eventually { resumes.count == 3 })
+        #expect(resumes.all.map(\.0) == ["early", "middle", "late"])
+        #expect(resumes.all.allSatisfy { $0.1 == false })
+        #expect(signals.openWaits == 0)
+        #expect(signals.scheduledDeadlines == 0)
+    }
+
+    @Test func aCancelledParkedWaiterEndsAsOnTimeout() {
+        let signals = OrderSignals()
+        let resumes = Resumes()
+        let ticket = signals.park("order-6", since: signals.token(), seconds: 20) { resumes.record("order-6", $0) }
+        #expect(signals.cancel(ticket!))
+        #expect(resumes.all.map(\.1) == [false])
+        #expect(signals.openWaits == 0)
+    }
+
+    @Test func aCancelledTaskStopsWaitingAtOnce() async {
+        let signals = OrderSignals()
+        let token = signals.token()
+        let waiting = Task { await signals.wait(for: "order-7", since: token, seconds: 20) }
+        #expect(await eventually { signals.openWaits == 1 })
+        waiting.cancel()
+        #expect(await waiting.value == false)
+        #expect(signals.openWaits == 0)
+    }
+
+    @Test func aThousandParkedWaitersOutliveTheTasksThatParkedThem() async {
+        let signals = OrderSignals()
+        let resumes = Resumes()
+        let token = signals.token()
+        // Every parking task has finished when the group returns: what holds the waits is data.
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<1_000 {
+                group.addTask {
+                    signals.park("order-\(index % 500)", since: token, seconds: 30) { resumes.record("\(index)", $0) }
+                }
+            }
+        }
+        #expect(signals.openWaits == 1_000)
+        for index in 0..<500 { signals.wake("order-\(index)") }
+        #expect(resumes.count == 1_000)
+        #expect(resumes.all.allSatisfy { $0.1 })
+        #expect(signals.openWaits == 0)
+    }
+
+    @Test func deadlinesOfWaitersWokenEarlyDoNotPileUp() {
+        let signals = OrderSignals()
+        let token = signals.token()
+        for index in 0..<3_000 { signals.park("order-\(index)", since: token, seconds: 30) { _ in } }
+        for index in 0..<3_000 { signals.wake("order-\(index)") }
+        #expect(signals.scheduledDeadlines == 3_000)
+        signals.park("order-next", since: signals.token(), seconds: 30) { _ in }
+        #expect(signals.scheduledDeadlines == 1)
+        #expect(signals.openWaits == 1)
+    }
+
+    func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
     }
 }

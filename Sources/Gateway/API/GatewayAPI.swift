@@ -43,12 +43,8 @@ public struct GatewayAPI: Sendable {
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }
-        router.add(.get, "/v1/orders/{out_trade_no}") { request in
-            try await self.handle(request, scopes: [.client, .support]) {
-                let wait = try Self.wait(request.query["wait"])
-                return Self.json(try await self.service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait))
-            }
-        }
+        // Waits are held without a task: GatewayAPI+OrderQuery.swift.
+        registerOrderQuery(in: &router)
         router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.client]) {
                 Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? ""))

@@ -13,6 +13,8 @@ public final class OrderService: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let signals = OrderSignals()
+    /// The reads and rechecks of order queries, a few at a time (OrderService+Wait.swift).
+    let queryWork = OrderQueryWork()
     let settlement: Settlement
     let upstream: Upstream
     let now: @Sendable () -> Date
@@ -187,61 +189,7 @@ public final class OrderService: Sendable {
 
     // MARK: - Query
 
-    /// The order, optionally waiting up to `wait` seconds for it to become final: WeChat is asked at
-    /// once and then every poll interval, and a notify arriving meanwhile answers at once.
-    public func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
-        let read = { () async throws(StorageError) -> OrderRecord? in
-            wait > 0 ? try await self.readInOwnTask(outTradeNo) : try await self.store.order(outTradeNo)
-        }
-        // Taken before the read, so a notify settling between the read and the wait still wakes it.
-        let token = signals.token()
-        guard var order = try await storage(read) else {
-            throw .orderNotFound
-        }
-        if wait > 0 && !order.state.isFinal {
-            order = await waitForFinal(order, since: token, seconds: wait)
-        }
-        return JSON.encode(OrderView(order))
-    }
-
-    private func waitForFinal(_ initial: OrderRecord, since readToken: UInt64, seconds: Double) async -> OrderRecord {
-        metrics.add("wxpay_waits_open", 1)
-        defer { metrics.add("wxpay_waits_open", -1) }
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        var order = initial
-        var token = readToken
-        while !order.state.isFinal {
-            let remaining = deadline - ContinuousClock.now
-            guard remaining > .zero else { break }
-            // Ask WeChat unless someone did within the poll interval; the query runs detached, so a
-            // hanging WeChat never holds this answer past its deadline.
-            let outTradeNo = order.outTradeNo
-            let nextPoll = upstream.scheduleQuery(outTradeNo, interval: configuration.pollInterval) { [self] in
-                _ = await self.refresh(outTradeNo, reason: "wait")
-            }
-            let sleep = min(remaining, nextPoll)
-            _ = await signals.wait(for: order.outTradeNo, since: token, seconds: max(0.001, Double(sleep.components.seconds)
-                + Double(sleep.components.attoseconds) * 1e-18))
-            token = signals.token()
-            if let latest = try? await readInOwnTask(order.outTradeNo) { order = latest }
-        }
-        return order
-    }
-
-    /// Reads the order in a short-lived task of its own. A task keeps the memory of its deepest
-    /// chain of async calls for as long as it lives, and a `wait` lives for up to 30 seconds: with
-    /// the reads in the waiting task, 10,000 waits each kept several KiB they no longer used.
-    private func readInOwnTask(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
-        let store = self.store
-        let result = await Task { () async -> Result<OrderRecord?, StorageError> in
-            do throws(StorageError) {
-                return .success(try await store.order(outTradeNo))
-            } catch {
-                return .failure(error)
-            }
-        }.value
-        return try result.get()
-    }
+    // `order(_:wait:)` and the held waits are in OrderService+Wait.swift.
 
     /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
     @discardableResult

@@ -34,6 +34,7 @@ extension HTTPRouter {
         switch route.handler {
         case .immediate(let handler): return Self.run(handler, routed)
         case .suspending(let handler): return await Self.run(handler, routed)
+        case .deferred(let handler): return await Self.run(handler, routed)
         }
     }
 

@@ -31,6 +31,8 @@ public struct HTTPRouter: Sendable {
     enum Handler: Sendable {
         case immediate(HTTPServerImmediateHandler)
         case suspending(HTTPServerHandler)
+        /// Answers through an `HTTPServerResponder`, possibly after returning (HTTPRouter+Deferred.swift).
+        case deferred(HTTPServerDeferredHandler)
     }
 
     struct Route: Sendable {
@@ -98,6 +100,9 @@ public struct HTTPRouter: Sendable {
             Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .immediate(handler))
         )
     }
+
+    /// For `addDeferred` (HTTPRouter+Deferred.swift), which cannot reach the private `insert`.
+    mutating func insertDeferred(_ route: Route) { insert(route) }
 
     private mutating func insert(_ route: Route) {
         let template = route.template

@@ -21,7 +21,9 @@ import Glibc
 /// route (404 and 405 answered there); the body is collected up to the route's limit (413 as soon
 /// as it is exceeded). An immediate handler answers on the polling thread. An async handler runs
 /// in a task while its connection is suspended; when it returns, the connection is resumed and the
-/// response queued, so thousands of waiting long-polls cost memory, not threads.
+/// response queued, so thousands of waiting long-polls cost memory, not threads. A deferred
+/// handler (`HTTPRouter.addDeferred`) goes further: it hands an `HTTPServerResponder` on and
+/// returns, so a held long-poll costs no task either.
 ///
 /// A server runs once: start it, shut it down, and make a new one to serve again. Shut it down
 /// before letting go of it (a running server that is deinitialized traps in debug builds).

@@ -145,7 +145,7 @@ final class HTTPServerCore: Sendable {
             switch exchange.route.handler {
             case .immediate(let handler):
                 return queue(HTTPRouter.run(handler, request), on: connection)
-            case .suspending:
+            case .suspending, .deferred:
                 return start(exchange, connection: connection, request: request)
             }
         }
@@ -160,7 +160,7 @@ final class HTTPServerCore: Sendable {
     private func start(_ exchange: HTTPExchange, connection: OpaquePointer, request: HTTPServerRequest? = nil)
         -> MHD_Result
     {
-        guard case .suspending(let handler) = exchange.route.handler else { return .NO }
+        if case .immediate = exchange.route.handler { return .NO }
         let request = request ?? exchange.completeRequest()
         let handle = MHDConnectionHandle(pointer: connection)
         HTTPRequestDeadlines.requestServed(connection)
@@ -178,17 +178,26 @@ final class HTTPServerCore: Sendable {
             deliver(.serviceUnavailable, to: exchange)
             return .YES
         }
-        let task = Task { [self] in
-            let response = await HTTPRouter.run(handler, request)
-            deliver(response, to: exchange)
+        switch exchange.route.handler {
+        case .suspending(let handler):
+            let task = Task { [self] in
+                let response = await HTTPRouter.run(handler, request)
+                deliver(response, to: exchange)
+            }
+            exchange.attach(task)
+        case .deferred(let handler):
+            // No task: the handler hands the responder on and returns (HTTPRouter+Deferred.swift);
+            // answering from inside this access-handler call is allowed, as above.
+            handler(request, HTTPServerResponder(exchange: exchange, core: self))
+        case .immediate:
+            break
         }
-        exchange.attach(task)
         return .YES
     }
 
     /// Hands a response to a suspended exchange and resumes its connection, once. A forced answer
     /// also cancels the handler, which can stop waiting.
-    private func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange, cancellingHandler: Bool = false) {
+    func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange, cancellingHandler: Bool = false) {
         guard let (connection, task) = exchange.complete(with: response) else { return }
         MHD_resume_connection(connection.pointer)
         suspended.subtract(1, ordering: .relaxed)

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+
+/// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: authentication and validation
+/// run on the polling thread, the read and the wait in `OrderService`, which answers through the
+/// responder; a held wait keeps only its suspended connection and the responder, no task (see
+/// OrderService+Wait.swift for why).
+extension GatewayAPI {
+    func registerOrderQuery(in router: inout HTTPRouter) {
+        router.addDeferred(.get, "/v1/orders/{out_trade_no}") { request, responder in
+            self.answerOrderQuery(request, responder)
+        }
+    }
+
+    /// The same contract as every other route (`handle`): authentication first, then validation,
+    /// `APIError`s as their JSON answers, and one log line per request with its duration, written
+    /// when the answer goes out.
+    private func answerOrderQuery(_ request: HTTPServerRequest, _ responder: HTTPServerResponder) {
+        let started = ContinuousClock.now
+        let (logger, requestID, method, route) = (self.logger, request.requestID, request.method, request.routeTemplate)
+        let reply = { @Sendable (response: HTTPServerResponse) in
+            responder.respond(response)
+            let elapsed = ContinuousClock.now - started
+            logger.with("request_id", String(requestID)).info(
+                "request", ["method": method.rawValue, "route": route, "status": String(response.status),
+                            "ms": String(elapsed.components.seconds * 1000
+                                + elapsed.components.attoseconds / 1_000_000_000_000_000)])
+        }
+        let granted = authenticator.scopes(authorization: request.headers["Authorization"])
+        if granted.isEmpty { return reply(Self.error(.unauthorized)) }
+        if granted.isDisjoint(with: [.client, .support]) { return reply(Self.error(.forbidden)) }
+        let wait: Double
+        do {
+            wait = try Self.wait(request.query["wait"])
+        } catch {
+            return reply(Self.error(error))
+        }
+        service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait) { answer in
+            switch answer {
+            case .success(let body): reply(Self.json(body))
+            case .failure(let error): reply(Self.error(error))
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import HTTP
+import Synchronization
+import Testing
+import WeChatPay
+import WeChatPaySimulator
+
+/// `wait` queries held as data (OrderService+Wait.swift): answered on a wake, at the deadline
+/// whatever orderquery does, and by the HTTP server's shutdown, with no task per held wait.
+struct HeldWaitTests {
+    static func body(_ outTradeNo: String) -> String {
+        #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#
+    }
+
+    /// Answers given through the callback API, by order of arrival.
+    final class Answers: Sendable {
+        private let list = Mutex<[OrderService.OrderAnswer]>([])
+        func record(_ answer: OrderService.OrderAnswer) { list.withLock { $0.append(answer) } }
+        var count: Int { list.withLock { $0.count } }
+        var objects: [[String: Any]] {
+            list.withLock { $0 }.map { answer in
+                guard case .success(let body) = answer else { return [:] }
+                return GatewayHarness.object(body)
+            }
+        }
+    }
+
+    @Test func aThousandHeldWaitsOutliveTheirCallersShareOneOrderqueryAndAreAllAnsweredByOneNotify() async throws {
+        let harness = try await GatewayHarness.make(pollInterval: 30)
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(Self.body("held-0001"))
+        let queriesBefore = harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count
+        let answers = Answers()
+        // `order(_:wait:answer:)` returns at once: no caller task stays behind for a held wait.
+        for _ in 0..<1_000 {
+            harness.service.order("held-0001", wait: 25, answer: answers.record)
+        }
+        #expect(await harness.eventually { harness.service.signals.openWaits == 1_000 })
+        #expect(harness.metrics.gauge("wxpay_waits_open") == 1_000)
+        #expect(answers.count == 0)
+        // No task is working for them either: the read and recheck queues have drained, and
+        // their worker tasks retire when a queue is empty.
+        #expect(await harness.eventually {
+            harness.service.queryWork.reads.backlog == 0 && harness.service.queryWork.rechecks.backlog == 0
+        })
+        #expect(harness.service.signals.openWaits == 1_000)
+        // One orderquery for all of them (single-flight, then the 30 s poll interval).
+        #expect(await harness.eventually { harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count > queriesBefore })
+        #expect(harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count - queriesBefore == 1)
+
+        try harness.simulator.pay(outTradeNo: "held-0001")
+        #expect(await harness.eventually { answers.count == 1_000 })
+        #expect(answers.objects.allSatisfy { $0["state"] as? String == "SUCCESS" && $0["final"] as? Bool == true })
+        #expect(harness.metrics.gauge("wxpay_waits_open") == 0)
+        #expect(harness.service.signals.openWaits == 0)
+    }
+
+    @Test func aWaitAnswersAtItsDeadlineWhileOrderqueryHangs() async throws {
+        let harness = try await GatewayHarness.make(pollInterval: 0.2)
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(Self.body("held-0002"))
+        harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(latency: 20)]))
+        let started = ContinuousClock.now
+        let order = try await harness.order("held-0002", wait: 1)
+        #expect(order.string("state") == "NOTPAY")
+        #expect(order["final"] as? Bool == false)
+        #expect(ContinuousClock.now - started >= .seconds(1))
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    @Test func aWaitAnswersAtItsDeadlineWhenOrderqueryFails() async throws {
+        let harness = try await GatewayHarness.make(pollInterval: 0.2)
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(Self.body("held-0003"))
+        harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
+        let order = try await harness.order("held-0003", wait: 1)
+        #expect(order.string("state") == "NOTPAY")
+        #expect(order["final"] as? Bool == false)
+        #expect(harness.metrics.gauge("wxpay_waits_open") == 0)
+    }
+
+    @Test func anUnknownOrderAndAFinalOrderAreAnsweredWithoutHoldingAnything() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        await #expect(throws: APIError.self) { _ = try await harness.order("held-none", wait: 20) }
+        _ = try await harness.create(Self.body("held-0004"))
+        try harness.simulator.pay(outTradeNo: "held-0004")
+        #expect(await harness.eventually { (try? await harness.order("held-0004"))?.string("state") == "SUCCESS" })
+        let started = ContinuousClock.now
+        #expect(try await harness.order("held-0004", wait: 20).string("state") == "SUCCESS")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(harness.service.signals.openWaits == 0)
+    }
+
+    // MARK: - Over HTTP
+
+    @Test func aHeldWaitIsAnsweredWithTheRealStateWhenTheOrderIsPaidDuringShutdown() async throws {
+        let harness = try await GatewayHarness.make(pollInterval: 30)
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(Self.body("held-0005"))
+        let (server, base) = try await Self.serve(harness)
+        let client = try HTTPClient()
+        async let answer = client.execute(Self.waitRequest(base, "held-0005"))
+        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        // Shutdown drains: the held wait still gets its answer, the real one, within the grace period.
+        let stopping = Task { await server.shutdown(gracePeriod: .seconds(20)) }
+        try harness.simulator.pay(outTradeNo: "held-0005")
+        let response = try await answer
+        #expect(response.status == 200)
+        #expect(GatewayHarness.object(response.body).string("state") == "SUCCESS")
+        await stopping.value
+        await client.shutdown()
+    }
+
+    @Test func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnswered503() async throws {
+        let harness = try await GatewayHarness.make(pollInterval: 30)
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(Self.body("held-0006"))
+        let (server, base) = try await Self.serve(harness)
+        let client = try HTTPClient()
+        async let answer = client.execute(Self.waitRequest(base, "held-0006"))
+        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        await server.shutdown(gracePeriod: .milliseconds(300))
+        #expect(try await answer.status == 503)
+        await client.shutdown()
+        // The held wait ends at its own deadline later; its answer then goes nowhere, harmlessly.
+    }
+
+    static func serve(_ harness: GatewayHarness) async throws -> (HTTPServer, String) {
+        var router = HTTPRouter()
+        GatewayAPI(service: harness.service).register(in: &router)
+        let server = HTTPServer(router: router)
+        let address = try await server.start()
+        return (server, "http://127.0.0.1:\(address.port)")
+    }
+
+    static func waitRequest(_ base: String, _ outTradeNo: String) -> HTTPClientRequest {
+        HTTPClientRequest(
+            method: .get, url: "\(base)/v1/orders/\(outTradeNo)?wait=25",
+            headers: HTTPHeaders([("Authorization", "Bearer \(GatewayConfiguration.demoClientToken)")]),
+            timeouts: .init(connect: .seconds(5), total: .seconds(40)))
+    }
+}
