@@ -46,6 +46,9 @@ public struct Logger: Sendable {
         return copy
     }
 
+    /// Whether a message at `level` would be written; for callers whose metadata is costly to build.
+    public func isEnabled(_ level: Level) -> Bool { level >= self.level }
+
     public func log(_ level: Level, _ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) {
         guard level >= self.level else { return }
         handler.write(LogRecord(date: Date(), level: level, label: label, message: message(),

@@ -55,7 +55,7 @@ public final class OrderService: Sendable {
     public struct Created: Sendable {
         public var created: Bool
         var view: OrderView
-        public var json: [UInt8] { JSON.encode(view) }
+        public var json: [UInt8] { view.json }
     }
 
     /// Creates the order, or answers the existing one for an identical replay.
@@ -297,7 +297,7 @@ public final class OrderService: Sendable {
         guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
-        if order.state.isFinal { return JSON.encode(OrderView(order)) }
+        if order.state.isFinal { return OrderView(order).json }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
@@ -320,7 +320,7 @@ public final class OrderService: Sendable {
                 throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
             }
         }
-        return JSON.encode(OrderView(result))
+        return OrderView(result).json
     }
 
     // MARK: - Support
@@ -350,8 +350,9 @@ public final class OrderService: Sendable {
                 .map(OutboxEventView.init)
             views.append(view)
         }
-        struct Lookup: Encodable { var orders: [OrderView] }
-        return JSON.encode(Lookup(orders: views))
+        var lookup = JSONObjectWriter(capacity: 1024)
+        lookup.array("orders", views.map(\.json))
+        return lookup.finish()
     }
 
     /// Asks WeChat about the order now and settles the answer.
@@ -362,7 +363,7 @@ public final class OrderService: Sendable {
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true)
         guard let order else { throw .orderNotFound }
-        return JSON.encode(OrderView(order))
+        return OrderView(order).json
     }
 
     // MARK: - Helpers
