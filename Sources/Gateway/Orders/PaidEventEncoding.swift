@@ -17,12 +17,9 @@ enum PaidEventEncoding {
         hex.reserveCapacity(36)
         hex.append(contentsOf: "evt_".utf8)
         for shift in stride(from: 44, through: 0, by: -4) { hex.append(digit(UInt8((millis >> UInt64(shift)) & 0xF))) }
-        let random = UUID().uuid
-        withUnsafeBytes(of: random) { bytes in
-            for byte in bytes.suffix(10) {
-                hex.append(digit(byte >> 4))
-                hex.append(digit(byte & 0xF))
-            }
+        for byte in RandomBytes.take(10) {
+            hex.append(digit(byte >> 4))
+            hex.append(digit(byte & 0xF))
         }
         return String(decoding: hex, as: UTF8.self)
     }

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
 import WeChatPay
 
 /// 32 random characters of `[A-Za-z0-9]` per call, from the system's cryptographic generator, as
@@ -18,24 +17,11 @@ public struct RandomNonceSource: NonceSource {
     public func nextNonce() -> String {
         var characters: [UInt8] = []
         characters.reserveCapacity(32)
-        var random = [UInt8](repeating: 0, count: 64)
         while characters.count < 32 {
-            Self.fill(&random)
-            for byte in random where byte < Self.acceptedBelow && characters.count < 32 {
+            for byte in RandomBytes.take(64) where byte < Self.acceptedBelow && characters.count < 32 {
                 characters.append(Self.alphabet[Int(byte % 62)])
             }
         }
         return String(decoding: characters, as: UTF8.self)
-    }
-
-    private static func fill(_ bytes: inout [UInt8]) {
-        let filled = bytes.withUnsafeMutableBytes { buffer in
-            RAND_bytes(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(buffer.count)) == 1
-        }
-        // OpenSSL seeds itself from the kernel and fails only if it cannot; never settle for weak bytes.
-        if !filled {
-            var generator = SystemRandomNumberGenerator()
-            for index in bytes.indices { bytes[index] = generator.next() }
-        }
     }
 }
