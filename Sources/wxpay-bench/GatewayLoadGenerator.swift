@@ -2,9 +2,8 @@
 import Glibc
 
 /// The `create` and `notify` phases' load: one thread, `connections` keep-alive HTTP/1.1
-/// connections on raw non-blocking sockets under one `poll`, one request in flight on each.
-/// (`poll` rather than epoll: Swift's Glibc module does not carry sys/epoll.h, and at 64–128
-/// descriptors, with several answers ready per call under load, its cost per answer is small.)
+/// connections on raw non-blocking sockets under one epoll (`GatewayEpoll`), one request in
+/// flight on each.
 ///
 /// Why not the project's `HTTPClient`: it is libcurl's multi interface behind Swift tasks and
 /// cost about 65 µs of CPU per request, on the same 2 cores as the gateway it measures — a
@@ -51,12 +50,17 @@ struct GatewayLoadGenerator {
     /// `check(status, body)`. Stops at the first failed connection (a refused or reset connection
     /// means the run is not measuring what it says) or at the timeout; the caller judges the counts.
     func run(_ requests: Requests, check: (Int, UnsafeRawBufferPointer) -> Bool) throws -> Outcome {
+        let poller = GatewayEpoll.create()
+        guard poller >= 0 else { throw Failed(description: "epoll_create1: errno \(errno)") }
+        defer { close(poller) }
         var pool: [Connection] = []
         defer { pool.forEach { $0.close() } }
-        for _ in 0..<min(connections, requests.count) {
-            pool.append(try Connection(host: host, port: port))
+        for slot in 0..<min(connections, requests.count) {
+            let connection = try Connection(host: host, port: port, poller: poller, slot: slot)
+            pool.append(connection)
         }
-        var descriptors = pool.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        let events = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * GatewayEpoll.eventSize, alignment: 8)
+        defer { events.deallocate() }
 
         var outcome = Outcome()
         outcome.latenciesMicroseconds.reserveCapacity(requests.count)
@@ -84,24 +88,21 @@ struct GatewayLoadGenerator {
             while open > 0, outcome.failures == 0 {
                 let now = Self.monotonicMicroseconds()
                 guard now < deadline else { break }
-                for (slot, connection) in pool.enumerated() {
-                    descriptors[slot].fd = connection.current == nil ? -1 : connection.fd
-                    descriptors[slot].events = Int16(POLLIN) | (connection.isSending ? Int16(POLLOUT) : 0)
-                }
-                let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(min(100, (deadline - now) / 1000 + 1)))
+                let ready = GatewayEpoll.wait(poller, into: events, timeoutMilliseconds: Int32(min(100, (deadline - now) / 1000 + 1)))
                 if ready < 0 {
                     if errno == EINTR { continue }
-                    fail("poll: errno \(errno)")
+                    fail("epoll_wait: errno \(errno)")
                     break
                 }
-                for (slot, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
-                    let connection = pool[slot]
+                for entry in 0..<Int(ready) {
+                    let (flags, token) = GatewayEpoll.event(events, entry)
+                    let connection = pool[Int(token)]
                     guard let index = connection.current else { continue }
-                    if descriptor.revents & Int16(POLLOUT) != 0, !connection.flush() {
+                    if flags & GatewayEpoll.output != 0, !connection.flush() {
                         fail("#\(index): send failed: errno \(errno)")
                         continue
                     }
-                    guard descriptor.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { continue }
+                    guard flags & (GatewayEpoll.input | GatewayEpoll.error | GatewayEpoll.hangUp) != 0 else { continue }
                     switch connection.receive(into: &body) {
                     case .incomplete:
                         continue
@@ -174,6 +175,10 @@ extension GatewayLoadGenerator {
         private(set) var fd: Int32 = -1
         private let host: String
         private let port: UInt16
+        private let poller: Int32
+        private let slot: Int
+        /// Whether EPOLLOUT is registered (only while a request is half sent).
+        private var wantsOutput = false
         /// The request number in flight, nil when idle.
         var current: Int?
         private(set) var sentAt = 0
@@ -183,11 +188,21 @@ extension GatewayLoadGenerator {
         private let capacity = 256 * 1024
         private var filled = 0
 
-        init(host: String, port: UInt16) throws {
+        init(host: String, port: UInt16, poller: Int32, slot: Int) throws {
             self.host = host
             self.port = port
+            self.poller = poller
+            self.slot = slot
             buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+            try open()
+        }
+
+        private func open() throws {
             fd = try Self.connect(host: host, port: port)
+            wantsOutput = false
+            guard GatewayEpoll.add(poller, fd, events: GatewayEpoll.input, token: UInt64(slot)) else {
+                throw Failed(description: "epoll_ctl: errno \(errno)")
+            }
         }
 
         deinit { buffer.deallocate() }
@@ -201,13 +216,10 @@ extension GatewayLoadGenerator {
             close()
             filled = 0
             pending = nil
-            fd = try Self.connect(host: host, port: port)
+            try open()
         }
 
-        /// Whether part of the request still waits for room in the socket (then POLLOUT is wanted).
-        var isSending: Bool { pending != nil }
-
-        /// Sends request `index`; what the socket does not take now is sent on POLLOUT.
+        /// Sends request `index`; what the socket does not take now is sent on EPOLLOUT.
         func start(_ index: Int, _ request: UnsafeRawBufferPointer, now: Int) -> Bool {
             current = index
             sentAt = now
@@ -228,6 +240,12 @@ extension GatewayLoadGenerator {
                 rest = UnsafeRawBufferPointer(rebasing: rest[sent...])
             }
             pending = rest.isEmpty ? nil : rest
+            // Rare (requests are a few hundred bytes): EPOLLOUT only while a request is half sent.
+            if (pending != nil) != wantsOutput {
+                wantsOutput = pending != nil
+                let events = GatewayEpoll.input | (wantsOutput ? GatewayEpoll.output : 0)
+                guard GatewayEpoll.modify(poller, fd, events: events, token: UInt64(slot)) else { return false }
+            }
             return true
         }
 
