@@ -211,19 +211,13 @@ public final class SQLiteOrderStore: OrderStore {
             }
             // FULL: the WAL is synced at every commit, so a SUCCESS answered to WeChat is on disk.
             try writer.execute("PRAGMA synchronous = FULL")
-            // A checkpoint every 8,000 WAL pages (32 MiB; SQLite's default is 1,000): a checkpoint
-            // runs on the writer thread, copies pages into the database and fsyncs it while every
-            // write waits, and the index pages a burst of writes keeps dirtying are copied once per
-            // checkpoint rather than once per 4 MiB. Commits are as durable as before (the WAL is
-            // still synced at each one). In the gateway benchmark: notifies 5,400-6,300/s →
-            // 9,100-10,700/s in alternating runs. (A 16 MiB page cache, tried with it, changed
-            // nothing measurable and would have cost 14 MiB of resident memory.)
-            try writer.execute("PRAGMA wal_autocheckpoint = 8000")
             // Each group-commit operation runs in its own SAVEPOINT, whose undo pages go to a
             // statement sub-journal; past 64 KiB SQLite spills that to a temporary file, and did
             // so in every batch: 95 % of the writer's pwrite calls (4,100 bytes each, about 13
             // per notify) went to a file that is thrown away at COMMIT. In memory it is released
-            // after each operation, so it never holds more than one operation's pages.
+            // after each operation, so it never holds more than one operation's pages. (The
+            // setting also keeps the writer's sorts and temporary tables in memory; its queries
+            // are by key or bounded by a LIMIT of a few thousand rows.)
             try writer.execute("PRAGMA temp_store = MEMORY")
             try SQLiteMigrations.apply(on: writer, now: Date())
             for _ in 0..<configuration.readerCount {
