@@ -47,8 +47,9 @@ struct GatewayLoadGenerator {
     let timeout: Double
 
     /// Sends every request once, `connections` at a time, and checks each answer with
-    /// `check(status, body)`. Stops at the first failed connection (a refused or reset connection
-    /// means the run is not measuring what it says) or at the timeout; the caller judges the counts.
+    /// `check(status, body)`. Stops at the first failure (an unexpected answer, or a refused or
+    /// reset connection: the run would no longer measure what it says) or at the timeout; the
+    /// caller judges the counts.
     func run(_ requests: Requests, check: (Int, UnsafeRawBufferPointer) -> Bool) throws -> Outcome {
         let poller = GatewayEpoll.create()
         guard poller >= 0 else { throw Failed(description: "epoll_create1: errno \(errno)") }
