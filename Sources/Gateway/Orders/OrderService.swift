@@ -16,6 +16,9 @@ public final class OrderService: Sendable {
     let settlement: Settlement
     let upstream: Upstream
     let now: @Sendable () -> Date
+    /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks
+    /// that every notify and every create's app parameters otherwise recomputed.
+    let signer: Signer
     /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests).
     private let notifyURLOverride = Mutex<String?>(nil)
@@ -43,6 +46,7 @@ public final class OrderService: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.now = now
+        signer = Signer(key: configuration.apiKey)
         settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
@@ -166,7 +170,6 @@ public final class OrderService: Sendable {
 
     private func appParameters(_ order: OrderRecord, prepayID: String, issuedAt: Date) throws(APIError) -> AppPayParameters {
         let signType = SignType(rawValue: order.signType) ?? configuration.signType
-        let signer = Signer(key: configuration.apiKey)
         // The app's noncestr is derived from the prepay_id under our key, and the timestamp is the
         // prepay's issue time, so every identical create answers byte-identical parameters.
         let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "app-noncestr"], type: .md5)
