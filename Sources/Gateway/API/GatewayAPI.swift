@@ -88,8 +88,10 @@ public struct GatewayAPI: Sendable {
     /// `APIError` becomes its JSON answer.
     private func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
                         _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
-        let started = ContinuousClock.now
-        let log = logger.with("request_id", String(request.requestID))
+        // The request line's metadata is built only when it will be written: at the usual
+        // `warning` level this ran for every request and wrote nothing.
+        let logsRequests = logger.isEnabled(.info)
+        let started = logsRequests ? ContinuousClock.now : nil
         let response: HTTPServerResponse
         let granted = authenticator.scopes(authorization: request.headers["Authorization"])
         if granted.isEmpty {
@@ -102,14 +104,18 @@ public struct GatewayAPI: Sendable {
             } catch let error as APIError {
                 response = Self.error(error)
             } catch {
-                log.error("unexpected failure", ["route": request.routeTemplate])
+                logger.with("request_id", String(request.requestID))
+                    .error("unexpected failure", ["route": request.routeTemplate])
                 response = Self.error(.internalError)
             }
         }
-        let elapsed = ContinuousClock.now - started
-        log.info("request", ["method": request.method.rawValue, "route": request.routeTemplate,
-                             "status": String(response.status),
-                             "ms": String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)])
+        if let started {
+            let elapsed = ContinuousClock.now - started
+            logger.with("request_id", String(request.requestID)).info("request", [
+                "method": request.method.rawValue, "route": request.routeTemplate, "status": String(response.status),
+                "ms": String(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000),
+            ])
+        }
         return response
     }
 

@@ -2,6 +2,8 @@
 
 /// A JSON value with its kind kept, so validation can tell 100 from 100.5, "100" and true —
 /// which Foundation's untyped JSONSerialization blurs on Linux (booleans are NSNumbers there).
+/// Request bodies are read by `JSONObjectReader`; the `Decodable` conformance, which decoded
+/// them before, is the reference its tests compare against.
 enum JSONValue: Decodable, Hashable, Sendable {
     case null
     case bool(Bool)

@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 
 /// A small structured logger in swift-log's shape: a value with a label, a level and metadata,
-/// writing through a `LogHandler`. Messages are autoclosures, built only when the level is enabled.
+/// writing through a `LogHandler`. Messages and metadata are autoclosures, built only when the
+/// level is enabled.
 ///
 /// Secrets never go into a message or metadata: callers log order numbers, outcomes and request
 /// ids, never keys, tokens, signatures or bodies.
@@ -46,17 +47,33 @@ public struct Logger: Sendable {
         return copy
     }
 
-    public func log(_ level: Level, _ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) {
+    /// Whether a message at `level` would be written; for callers whose metadata is costly to build.
+    public func isEnabled(_ level: Level) -> Bool { level >= self.level }
+
+    /// Metadata is an autoclosure like the message: a dictionary built per call for a level that
+    /// is off (the per-settlement `info` line at the usual `warning` level) was pure waste.
+    public func log(_ level: Level, _ message: @autoclosure () -> String,
+                    _ metadata: @autoclosure () -> [String: String] = [:]) {
         guard level >= self.level else { return }
         handler.write(LogRecord(date: Date(), level: level, label: label, message: message(),
-                                metadata: self.metadata.merging(metadata) { $1 }))
+                                metadata: self.metadata.merging(metadata()) { $1 }))
     }
 
-    public func debug(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.debug, message(), metadata) }
-    public func info(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.info, message(), metadata) }
-    public func notice(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.notice, message(), metadata) }
-    public func warning(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.warning, message(), metadata) }
-    public func error(_ message: @autoclosure () -> String, _ metadata: [String: String] = [:]) { log(.error, message(), metadata) }
+    public func debug(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.debug, message(), metadata())
+    }
+    public func info(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.info, message(), metadata())
+    }
+    public func notice(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.notice, message(), metadata())
+    }
+    public func warning(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.warning, message(), metadata())
+    }
+    public func error(_ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.error, message(), metadata())
+    }
 }
 
 /// One log line before formatting.

@@ -18,6 +18,12 @@ public final class MetricsRegistry: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func record(_ value: Double) {
+            for index in buckets.indices where value <= buckets[index] { counts[index] += 1 }
+            sum += value
+            count += 1
+        }
     }
 
     private struct State: Sendable {
@@ -57,11 +63,10 @@ public final class MetricsRegistry: Sendable {
                         buckets: [Double] = MetricsRegistry.latencyBuckets) {
         let key = Self.key(name, labels)
         state.withLock { state in
-            var histogram = state.histograms[key] ?? Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            for (index, bound) in histogram.buckets.enumerated() where value <= bound { histogram.counts[index] += 1 }
-            histogram.sum += value
-            histogram.count += 1
-            state.histograms[key] = histogram
+            // Updated in place: a copy taken out of the dictionary and stored back made every
+            // observation copy the bucket counts while the dictionary still held the original.
+            state.histograms[key, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))]
+                .record(value)
         }
     }
 
@@ -110,7 +115,9 @@ public final class MetricsRegistry: Sendable {
     }
 
     private static func key(_ name: String, _ labels: [String: String]) -> Key {
-        Key(name: name, labels: labels.map { "\($0.key)=\($0.value)" }.sorted())
+        // Most metrics carry one or two labels; sorting is only needed from two on.
+        guard labels.count > 1 else { return Key(name: name, labels: labels.map { $0.key + "=" + $0.value }) }
+        return Key(name: name, labels: labels.map { $0.key + "=" + $0.value }.sorted())
     }
 
     private static func order(_ a: Key, _ b: Key) -> Bool {

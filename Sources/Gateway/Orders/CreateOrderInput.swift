@@ -35,7 +35,7 @@ public struct CreateOrderInput: Sendable, Hashable {
 
     /// Parses and validates a JSON body; the error names the first offending field.
     public init(json body: [UInt8]) throws(APIError) {
-        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)) else {
+        guard let object = try? JSONObjectReader.members(of: body) else {
             throw .invalid(nil, "the body must be a JSON object")
         }
         if let unknown = object.keys.sorted().first(where: { !Self.allowedFields.contains($0) }) {

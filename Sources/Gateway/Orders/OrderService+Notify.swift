@@ -29,7 +29,7 @@ extension OrderService {
         do {
             outcome = try PaymentNotification.verify(
                 fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
-                signer: Signer(key: configuration.apiKey),
+                signer: signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {
             return await reject(order, reason: error.shortDescription)

@@ -18,6 +18,9 @@ public final class OrderService: Sendable {
     let settlement: Settlement
     let upstream: Upstream
     let now: @Sendable () -> Date
+    /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks
+    /// that every notify and every create's app parameters otherwise recomputed.
+    let signer: Signer
     /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests).
     private let notifyURLOverride = Mutex<String?>(nil)
@@ -45,6 +48,7 @@ public final class OrderService: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.now = now
+        signer = Signer(key: configuration.apiKey)
         settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
@@ -57,7 +61,7 @@ public final class OrderService: Sendable {
     public struct Created: Sendable {
         public var created: Bool
         var view: OrderView
-        public var json: [UInt8] { JSON.encode(view) }
+        public var json: [UInt8] { view.json }
     }
 
     /// Creates the order, or answers the existing one for an identical replay.
@@ -168,7 +172,6 @@ public final class OrderService: Sendable {
 
     private func appParameters(_ order: OrderRecord, prepayID: String, issuedAt: Date) throws(APIError) -> AppPayParameters {
         let signType = SignType(rawValue: order.signType) ?? configuration.signType
-        let signer = Signer(key: configuration.apiKey)
         // The app's noncestr is derived from the prepay_id under our key, and the timestamp is the
         // prepay's issue time, so every identical create answers byte-identical parameters.
         let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "app-noncestr"], type: .md5)
@@ -245,7 +248,7 @@ public final class OrderService: Sendable {
         guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
-        if order.state.isFinal { return JSON.encode(OrderView(order)) }
+        if order.state.isFinal { return OrderView(order).json }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
@@ -268,7 +271,7 @@ public final class OrderService: Sendable {
                 throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
             }
         }
-        return JSON.encode(OrderView(result))
+        return OrderView(result).json
     }
 
     // MARK: - Support
@@ -298,8 +301,9 @@ public final class OrderService: Sendable {
                 .map(OutboxEventView.init)
             views.append(view)
         }
-        struct Lookup: Encodable { var orders: [OrderView] }
-        return JSON.encode(Lookup(orders: views))
+        var lookup = JSONObjectWriter(capacity: 1024)
+        lookup.array("orders", views.map(\.json))
+        return lookup.finish()
     }
 
     /// Asks WeChat about the order now and settles the answer.
@@ -310,7 +314,7 @@ public final class OrderService: Sendable {
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true)
         guard let order else { throw .orderNotFound }
-        return JSON.encode(OrderView(order))
+        return OrderView(order).json
     }
 
     // MARK: - Helpers

@@ -62,6 +62,46 @@ struct OrderView: Encodable, Sendable {
     }
 }
 
+extension OrderView {
+    /// The JSON the API answers, written by hand (`JSONObjectWriter`): the same bytes as the
+    /// `Encodable` conformance through `JSON.encode`, which stays as the reference the tests hold
+    /// this to, at a fraction of the cost on the create and query paths.
+    var json: [UInt8] {
+        var writer = JSONObjectWriter(capacity: appParams == nil ? 320 : 640)
+        writer.number("amount", amount)
+        if let appParams { writer.raw("app_params", Self.json(appParams)) }
+        writer.string("created_at", createdAt)
+        writer.string("description", description)
+        if let events { writer.array("events", events.map(\.json)) }
+        writer.string("expires_at", expiresAt)
+        writer.bool("final", final)
+        if let flags { writer.strings("flags", flags) }
+        writer.string("out_trade_no", outTradeNo)
+        // Support lookups only, and rare: JSONEncoder's output for these is fine.
+        if let outbox { writer.array("outbox", outbox.map { JSON.encode($0) }) }
+        writer.stringOrNull("paid_at", paidAt)
+        writer.string("prepay_id", prepayID)
+        writer.string("state", state)
+        writer.stringOrNull("transaction_id", transactionID)
+        writer.string("user_id", userID)
+        return writer.finish()
+    }
+
+    /// `AppPayParameters`' synthesized `Encodable` keys (its property names), sorted.
+    private static func json(_ parameters: AppPayParameters) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 320)
+        writer.string("appId", parameters.appId)
+        writer.string("nonceStr", parameters.nonceStr)
+        writer.string("packageValue", parameters.packageValue)
+        writer.string("partnerId", parameters.partnerId)
+        writer.string("prepayId", parameters.prepayId)
+        writer.string("sign", parameters.sign)
+        writer.string("signType", parameters.signType)
+        writer.string("timeStamp", parameters.timeStamp)
+        return writer.finish()
+    }
+}
+
 /// One entry of an order's support timeline.
 struct EventView: Encodable, Sendable {
     var at: String
@@ -72,6 +112,15 @@ struct EventView: Encodable, Sendable {
         at = Timestamp.rfc3339(event.at)
         kind = event.kind
         detail = event.detail
+    }
+
+    /// The same bytes as `JSON.encode(self)`.
+    var json: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 128)
+        writer.string("at", at)
+        writer.string("detail", detail)
+        writer.string("kind", kind)
+        return writer.finish()
     }
 }
 

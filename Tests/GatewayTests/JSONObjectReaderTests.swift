@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import Testing
+
+/// The hand-written reader of `POST /v1/orders` bodies against `JSONDecoder`, which it replaced:
+/// the same members and kinds for every well-formed body, and malformed JSON refused whole.
+struct JSONObjectReaderTests {
+    static func foundation(_ body: [UInt8]) -> [String: JSONValue]? {
+        try? JSONDecoder().decode([String: JSONValue].self, from: Data(body))
+    }
+
+    static let wellFormed: [String] = [
+        #"{}"#, #" {"a":1} "#, "\t{\n\"a\"\r:1}\n", #"{"a":100.0}"#, #"{"a":1e2}"#, #"{"a":1E+2}"#, #"{"a":-0}"#,
+        #"{"a":1.5}"#, #"{"a":-1.5e-3}"#, #"{"a":99999999999999999999}"#, #"{"a":9223372036854775807}"#,
+        #"{"a":-9223372036854775808}"#, #"{"a":true,"b":false,"c":null}"#, #"{"a":[1,[2,{"x":[]}]],"b":{}}"#,
+        #"{"a":"\u0041\"\\\/\b\f\n\r\t"}"#, #"{"a":"\ud83d\ude00 é 中"}"#, #"{"a":1,"a":2}"#, #"{"a":"x","a":3}"#,
+        #"{"":1}"#, "\u{FEFF}{\"a\":1}", #"{"a":"\u0000"}"#, #"{"a":0.1e1}"#, #"{"a":"100"}"#,
+        #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"A_b-c|d*9"}"#,
+    ]
+
+    @Test(arguments: wellFormed)
+    func aWellFormedBodyReadsAsJSONDecoderReadIt(body: String) throws {
+        let mine = try JSONObjectReader.members(of: Array(body.utf8))
+        #expect(mine == Self.foundation(Array(body.utf8)))
+    }
+
+    static let malformed: [String] = [
+        "", " ", #"[1]"#, #""x""#, #"{"a":1}x"#, #"{"a":01}"#, #"{"a":.5}"#, #"{"a":1.}"#, #"{"a":+1}"#, #"{"a":1e}"#,
+        #"{"a":1e400}"#, #"{"a":tru}"#, #"{"a":nul}"#, #"{"a":{"b":}}"#, #"{"a":"\ud83d"}"#, #"{"a":"\ude00"}"#,
+        #"{"a":"\x"}"#, #"{"a":"\u00"}"#, "{\"a\":\"\u{1}\"}", #"{"a" 1}"#, #"{a:1}"#, #"{'a':1}"#, #"{"a":1,}"#,
+        #"{"a":[1,]}"#, #"{"a":[01]}"#, #"{"a":1 2}"#, "{\"a\":1}\u{0}",
+    ]
+
+    @Test(arguments: malformed)
+    func malformedJSONIsRefusedWhole(body: String) {
+        #expect(throws: JSONObjectReader.Malformed.self) { try JSONObjectReader.members(of: Array(body.utf8)) }
+    }
+
+    @Test func invalidUTF8AndExcessiveNestingAreRefused() {
+        #expect(throws: JSONObjectReader.Malformed.self) {
+            try JSONObjectReader.members(of: [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D])
+        }
+        let deep = Array("{\"a\":".utf8) + Array(repeating: UInt8(ascii: "["), count: 600)
+            + Array(repeating: UInt8(ascii: "]"), count: 600) + [UInt8(ascii: "}")]
+        #expect(throws: JSONObjectReader.Malformed.self) { try JSONObjectReader.members(of: deep) }
+    }
+
+    /// Random edits of a valid body: whatever the reader accepts, JSONDecoder read the same way.
+    @Test func whateverTheReaderAcceptsJSONDecoderReadTheSame() {
+        let base = Array(#"{"amount":990,"description":"a\"b\u00e9","client_ip":"203.0.113.7","x":[1,{"y":null}],"e":-1.5e3,"t":true}"#.utf8)
+        var generator = SplitMix(seed: 0x5EED)
+        var accepted = 0
+        for _ in 0..<3000 {
+            var body = base
+            for _ in 0..<Int(generator.next() % 3 + 1) where !body.isEmpty {
+                let index = Int(generator.next() % UInt64(body.count))
+                let byte = UInt8(0x20 + generator.next() % 0x5F)
+                switch generator.next() % 3 {
+                case 0: body[index] = byte
+                case 1: body.remove(at: index)
+                default: body.insert(byte, at: index)
+                }
+            }
+            guard let mine = try? JSONObjectReader.members(of: body) else { continue }
+            accepted += 1
+            #expect(mine == Self.foundation(body), "\(String(decoding: body, as: UTF8.self))")
+        }
+        #expect(accepted > 100)
+    }
+
+    /// A small deterministic generator, so a failure can be replayed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
