@@ -211,7 +211,7 @@ struct FulfilmentTests {
         #expect(bottom.backoff(attempts: 30) == 1800)
     }
 
-    static func eventually(timeout: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    static func eventually(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if await condition() { return true }
