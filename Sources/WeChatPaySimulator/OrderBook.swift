@@ -18,6 +18,10 @@ struct OrderBook: Sendable {
     /// The most recent API requests, newest last, for tests and the control API.
     var requestLog: [LoggedRequest] = []
     static let requestLogLimit = 10_000
+    /// out_trade_no → when orderquery asked about it, oldest first, so a test can check from outside
+    /// how often an order was queried (the request log keeps too few requests for that).
+    var orderQueryTimes: [String: [Date]] = [:]
+    static let orderQueryTimesLimit = 1_000
 
     init(seed: UInt64) {
         random = SeededRandom(seed: seed)
@@ -35,6 +39,15 @@ struct OrderBook: Sendable {
     mutating func log(path: String, fields: Fields, at date: Date) {
         if requestLog.count >= Self.requestLogLimit { requestLog.removeFirst(requestLog.count / 2) }
         requestLog.append(LoggedRequest(path: path, fields: fields, at: date))
+    }
+
+    /// Remembers an orderquery about an order; per order, the most recent 1,000 at most (a demo
+    /// simulator polled for days forgets the oldest half rather than growing without bound).
+    mutating func noteOrderQuery(_ outTradeNo: String, at date: Date) {
+        orderQueryTimes[outTradeNo, default: []].append(date)
+        if let count = orderQueryTimes[outTradeNo]?.count, count > Self.orderQueryTimesLimit {
+            orderQueryTimes[outTradeNo]?.removeFirst(count / 2)
+        }
     }
 
     /// An order whose `time_expire` has passed unpaid is closed by WeChat; apply that lazily.

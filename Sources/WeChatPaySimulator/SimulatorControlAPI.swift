@@ -5,7 +5,7 @@ import Foundation
 ///
 /// | method | path | does |
 /// |---|---|---|
-/// | POST | /simulator/orders/{out_trade_no}/pay | the user pays (body: optional `{"openid":…}`) |
+/// | POST | /simulator/orders/{out_trade_no}/pay | the user pays (body: optional `{"openid":…,"afterClose":true}`) |
 /// | POST | /simulator/orders/{out_trade_no}/fail | the payment fails (PAYERROR) |
 /// | GET | /simulator/orders/{out_trade_no} | the order as WeChat holds it |
 /// | POST | /simulator/refunds/{out_refund_no}/complete | the refund ends (body: `{"status":"SUCCESS"\|"REFUNDCLOSE"\|"CHANGE"}`) |
@@ -13,6 +13,7 @@ import Foundation
 /// | POST | /simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
 /// | GET | /simulator/stats | counters |
 /// | GET | /simulator/notifies | every notify attempt |
+/// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
 public struct SimulatorControlAPI: Sendable {
     public let simulator: WeChatPaySimulator
 
@@ -27,8 +28,10 @@ public struct SimulatorControlAPI: Sendable {
         let route = Array(parts.dropFirst())
         switch (method, route.count, route.first, route.last) {
         case ("POST", 3, "orders", "pay"):
-            let openid = (try? JSONDecoder().decode(PayBody.self, from: Data(body)))?.openid
-            return perform { () throws(SimulatorControlError) in try simulator.pay(outTradeNo: route[1], openid: openid) }
+            let options = try? JSONDecoder().decode(PayBody.self, from: Data(body))
+            return perform { () throws(SimulatorControlError) in
+                try simulator.pay(outTradeNo: route[1], openid: options?.openid, afterClose: options?.afterClose ?? false)
+            }
         case ("POST", 3, "orders", "fail"):
             return perform { () throws(SimulatorControlError) in try simulator.failPayment(outTradeNo: route[1]) }
         case ("GET", 2, "orders", _):
@@ -59,6 +62,8 @@ public struct SimulatorControlAPI: Sendable {
             return ok(["now": ISO8601DateFormatter().string(from: clock.now())])
         case ("GET", 1, "stats", _):
             return ok(simulator.counters)
+        case ("GET", 1, "orderqueries", _):
+            return ok(simulator.orderQueryTimes.mapValues { $0.map(\.timeIntervalSince1970) })
         case ("GET", 1, "notifies", _):
             return ok(simulator.notifyHistory.map {
                 NotifyAttemptJSON(kind: $0.kind.rawValue, reference: $0.reference, number: $0.number,
@@ -70,7 +75,7 @@ public struct SimulatorControlAPI: Sendable {
         }
     }
 
-    private struct PayBody: Decodable { var openid: String? }
+    private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
     private struct RefundBody: Decodable { var status: String? }
     private struct AdvanceBody: Decodable { var seconds: Double }
     private struct NotifyAttemptJSON: Encodable {

@@ -42,7 +42,7 @@ public enum SimulatorRoutes {
             (.post, "/simulator/orders/{id}/pay"), (.post, "/simulator/orders/{id}/fail"),
             (.get, "/simulator/orders/{id}"), (.post, "/simulator/refunds/{id}/complete"),
             (.get, "/simulator/faults"), (.put, "/simulator/faults"), (.post, "/simulator/clock/advance"),
-            (.get, "/simulator/stats"), (.get, "/simulator/notifies"),
+            (.get, "/simulator/stats"), (.get, "/simulator/notifies"), (.get, "/simulator/orderqueries"),
         ]
         for (method, template) in routes {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in

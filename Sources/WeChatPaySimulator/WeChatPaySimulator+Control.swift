@@ -43,13 +43,19 @@ public struct SimulatedOrderSnapshot: Sendable, Codable, Hashable {
 
 extension WeChatPaySimulator {
     /// The user pays the order in the WeChat app: it becomes SUCCESS and its notify is queued.
+    /// With `afterClose`, a CLOSED order (closed by closeorder or by its `time_expire`) is paid too:
+    /// the payment that raced the close and still went through, which a merchant must settle and
+    /// flag (reliability.md T9). A paid or failed order is never paid again either way.
     @discardableResult
-    public func pay(outTradeNo: String, openid: String? = nil) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
+    public func pay(outTradeNo: String, openid: String? = nil,
+                    afterClose: Bool = false) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
         let now = clock.now()
         let (snapshot, notify) = try withBook(holding: { $0.orders[outTradeNo] != nil }) {
             book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])) in
             guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
-            guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
+            guard order.state == .notPaid || (afterClose && order.state == .closed) else {
+                throw SimulatorControlError(code: .orderNotPayable)
+            }
             order.state = .success
             order.paidAt = now
             order.openid = openid ?? "oUpF8u" + book.random.alphanumerics(22)
@@ -114,6 +120,10 @@ extension WeChatPaySimulator {
     public var requests: [LoggedRequest] {
         books.withLock { ($0.production.requestLog + $0.sandbox.requestLog).sorted { $0.at < $1.at } }
     }
+
+    /// When orderquery asked about each order (the production book), oldest first; per order the
+    /// most recent 1,000 at most.
+    public var orderQueryTimes: [String: [Date]] { books.withLock { $0.production.orderQueryTimes } }
 
     /// Every notify attempt so far.
     public var notifyHistory: [NotifyAttempt] { notifies.history }

@@ -42,7 +42,9 @@ extension WeChatPaySimulator {
     }
 
     func orderQuery(_ request: OrderQueryRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {
-        orderStatusFields(try lookUpOrder(request.order, now: now, book: &book))
+        let order = try lookUpOrder(request.order, now: now, book: &book)
+        book.noteOrderQuery(order.outTradeNo, at: now)
+        return orderStatusFields(order)
     }
 
     /// The fields orderquery answers (and, for a paid order, the ones a notify carries).

@@ -6,8 +6,8 @@ import Testing
 import WeChatPay
 import WeChatPaySimulator
 
-/// reliability.md T9's first case, which the script cannot reach without waiting WeChat's 5-minute
-/// close window in real time: here the gateway's clock is the simulator's and is moved by hand.
+/// reliability.md T9's first case at reduced scale (the script's full version waits WeChat's
+/// 5-minute close window in real time): here the gateway's clock is the simulator's and is moved by hand.
 struct BatteryLateNotifyTests {
     @Test func aNotifyAfterALocalCloseSettlesPaidFlaggedAndOnceHoweverOftenItArrives() async throws {
         let harness = try await GatewayHarness.make()
@@ -28,6 +28,36 @@ struct BatteryLateNotifyTests {
         #expect(order.flags.contains(.paidAfterClose))
         #expect(try await Battery.transitionsIntoSuccess(harness.store, "late-0001") == 1)
         #expect(try await harness.store.outboxEvents("late-0001").count == 1)
+        await harness.shutdown()
+    }
+
+    /// The scripted T9's second path: the reconciler closes an expired order with closeorder, then
+    /// WeChat lets the payment that raced the close through and sends its own notify, three times.
+    @Test func anExpiredOrderClosedByTheReconcilerThenPaidAtWeChatSettlesFlaggedAndOnce() async throws {
+        let harness = try await GatewayHarness.make()
+        _ = try await harness.create(
+            #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"late-0002","expires_in":300}"#)
+        harness.clock.advance(by: 301)
+        let report = await Reconciler(service: harness.service,
+                                      configuration: Reconciler.Configuration(interval: 30, after: 0.5)).sweep()
+        #expect(report.closed == 1)
+        #expect(try await harness.store.order("late-0002")?.state == .closed)
+
+        harness.simulator.apply(FaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 3)))
+        let paid = try harness.simulator.pay(outTradeNo: "late-0002", afterClose: true)
+        #expect(paid.state == "SUCCESS")
+        let settled = await Battery.eventually {
+            (try? await harness.store.order("late-0002"))?.state == .success
+                && harness.simulator.notifyHistory.filter(\.acknowledged).count >= 1
+        }
+        #expect(settled)
+        let order = try #require(try await harness.store.order("late-0002"))
+        #expect(order.flags.contains(.paidAfterClose))
+        #expect(order.transactionID == paid.transactionID)
+        #expect(try await Battery.transitionsIntoSuccess(harness.store, "late-0002") == 1)
+        #expect(try await harness.store.outboxEvents("late-0002").count == 1)
+        let changes = try await harness.store.events("late-0002").filter { $0.kind == OrderEvent.stateChangedKind }
+        #expect(changes.map(\.detail).first?.hasPrefix("NOTPAY -> CLOSED: reconcile: closeorder (expired)") == true)
         await harness.shutdown()
     }
 }

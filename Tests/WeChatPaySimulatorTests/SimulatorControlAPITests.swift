@@ -49,6 +49,45 @@ struct SimulatorControlAPITests {
         #expect(api.handle(method: "POST", path: "/simulator/refunds/ctl-r1/complete", body: []).status == 409)
     }
 
+    @Test func aClosedOrderIsPaidOnlyWhenThePaymentIsSaidToHaveRacedTheClose() {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("ctl-0003"))
+        harness.clock.advance(by: 301)
+        #expect(harness.call("/pay/closeorder", ["out_trade_no": "ctl-0003"])["result_code"] == "SUCCESS")
+        #expect(api.handle(method: "POST", path: "/simulator/orders/ctl-0003/pay", body: []).status == 409)
+        let raced = api.handle(method: "POST", path: "/simulator/orders/ctl-0003/pay",
+                               body: Array(#"{"afterClose":true}"#.utf8))
+        #expect(raced.status == 200)
+        #expect(json(raced.body)["state"] as? String == "SUCCESS")
+        let query = harness.call("/pay/orderquery", ["out_trade_no": "ctl-0003"])
+        #expect(query["trade_state"] == "SUCCESS")
+        #expect(query["transaction_id"] == json(raced.body)["transactionID"] as? String)
+        #expect(harness.simulator.pendingNotifies == 1)
+        // Paid is final: neither form pays it twice.
+        #expect(api.handle(method: "POST", path: "/simulator/orders/ctl-0003/pay",
+                           body: Array(#"{"afterClose":true}"#.utf8)).status == 409)
+    }
+
+    @Test func everyOrderqueryAboutAnOrderIsListedWithItsTime() throws {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("ctl-0004"))
+        _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("ctl-0005"))
+        let first = harness.clock.now().timeIntervalSince1970
+        _ = harness.call("/pay/orderquery", ["out_trade_no": "ctl-0004"])
+        harness.clock.advance(by: 2.5)
+        _ = harness.call("/pay/orderquery", ["out_trade_no": "ctl-0004"])
+        _ = harness.call("/pay/orderquery", ["out_trade_no": "ctl-0005"])
+        _ = harness.call("/pay/orderquery", ["out_trade_no": "nobody-01"])
+        let listed = api.handle(method: "GET", path: "/simulator/orderqueries", body: [])
+        #expect(listed.status == 200)
+        let times = try #require(try JSONSerialization.jsonObject(with: Data(listed.body)) as? [String: [Double]])
+        #expect(times["ctl-0004"] == [first, first + 2.5])
+        #expect(times["ctl-0005"] == [first + 2.5])
+        #expect(times["nobody-01"] == nil)
+    }
+
     @Test func unknownRoutesAreNotFound() {
         let api = SimulatorControlAPI(simulator: SimulatorHarness().simulator)
         #expect(api.handle(method: "GET", path: "/simulator/nothing", body: []).status == 404)

@@ -108,6 +108,11 @@ struct SimulatorOverSocketsTests {
                 _ = try await anonymous.send(RefundRequest(order: .outTradeNo("sock-0001"), outRefundNo: "sock-r2",
                                                            totalFee: 990, refundFee: 1))
             }
+            // The control panel's read-only orderquery log is routed too: the lifecycle asked twice.
+            let log = try await httpClient.execute(HTTPClientRequest(method: .get, url: "\(base)/simulator/orderqueries"))
+            #expect(log.status == 200)
+            let times = try JSONSerialization.jsonObject(with: Data(log.body)) as? [String: [Double]]
+            #expect(times?["sock-0001"]?.count == 2)
         } catch {
             await server.shutdown(gracePeriod: .seconds(2))
             await httpClient.shutdown()

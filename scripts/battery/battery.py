@@ -4,17 +4,19 @@
 usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|all] [--scale full|reduced] [--seed N]
 """
 import argparse
+import calendar
 import json
 import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
 
 import checker
-from rig import (ACK, CLIENT_TOKEN, SUPPORT_TOKEN, Rig, create_body, parallel, payment_notify)
+from rig import (ACK, BINARY, CLIENT_TOKEN, SUPPORT_TOKEN, Rig, create_body, parallel, payment_notify)
 
 SCALES = {
     #        T1 orders, copies   T2 orders, kills  T4 same, changed  T7 orders  T9 late, shuffled
@@ -269,7 +271,10 @@ def t7(rig, scale, seed, result):
     """Reconciliation: 6% paid with the notify dropped, 1% paid during a close (ORDERPAID), 3%
     closed, the rest unpaid; three gateway processes sweep one SQLite file at once."""
     orders = SCALES[scale]["t7"]
-    sweepers = [rig.gateway(reconcile_interval=2, reconcile_after=5) for _ in range(3)]
+    sweepers = [rig.gateway(reconcile_interval=2, reconcile_after=5)]
+    rig.install_claim_log()     # every lease the sweepers write, for the per-sweep check
+    sweepers += [rig.gateway(reconcile_interval=2, reconcile_after=5) for _ in range(2)]
+    t7_started_wall = time.time()
     rig.faults({"notify": {"dropRate": 1}})     # WeChat loses every notify: only the sweeps can find payments
     deadline = time.monotonic() + 1500
     n_close_paid, n_closed, n_dropped = orders // 100, orders * 3 // 100, orders * 6 // 100
@@ -329,6 +334,90 @@ def t7(rig, scale, seed, result):
                           orderqueries=stats.get("requests", {}).get("/pay/orderquery", 0),
                           closeorders=stats.get("requests", {}).get("/pay/closeorder", 0),
                           notifies_dropped=stats.get("notifiesDropped", 0), faults_injected=stats.get("notifiesDropped", 0))
+    for gateway in sweepers:
+        gateway.stop()      # the sweeps end here: what follows is the bill's job
+    offset = rig.sim_now() - time.time()
+    result.expect(abs(offset) < 2, f"the simulator's clock is {offset:.1f} s off the gateways'")
+    # Each order at most once per sweep: a client's close of a paid order may add its own
+    # confirming orderquery (and one more when it waits for a sweep's query in flight).
+    sweep_figures, sweep_failures = checker.queries_per_sweep(rig, numbers, {n: 2 for n in close_paid})
+    result.failures += sweep_failures
+    result.figures.update(sweep_figures)
+    t7_bill(rig, scale, seed, result, numbers, expected_paid, t7_started_wall)
+
+
+def beijing_day(epoch):
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch + 8 * 3600))
+
+
+def t7_bill(rig, scale, seed, result, numbers, expected_paid, started_wall):
+    """T7's "bill comparison reports any remaining difference instead of silently applying it".
+    With every gateway stopped, WeChat gets payments no sweep will see (notifies still dropped) and
+    orders this gateway never created (the same merchant account used elsewhere); then, once the
+    simulator's clock is past D+1 09:00, `wxpay-gateway reconcile --date D` must: match every order
+    already paid, settle the missed ones only through a verified orderquery and say so, list the
+    foreign ones for a person and create nothing for them, and change nothing else."""
+    missed_count = 10 if scale == "full" else 3
+    local_paid = {row[0] for row in rig.sql("SELECT out_trade_no FROM orders WHERE state IN ('SUCCESS','REFUND')")}
+    missed = [n for n in numbers if n not in local_paid][-missed_count:]
+    foreign = [f"t7-{seed}-elsewhere{i:02d}" for i in range(3)]
+    result.expect(all(rig.pay(n)[0] == 200 for n in missed), "a missed payment was refused")
+    result.expect(all(rig.unifiedorder_direct(n, 4321) for n in foreign), "a foreign order was refused")
+    result.expect(all(rig.pay(n)[0] == 200 for n in foreign), "a foreign payment was refused")
+    days = sorted({beijing_day(started_wall), beijing_day(time.time())})
+    # Bills exist from 09:00 Beijing the next day on WeChat's clock (D+1 01:00 UTC).
+    last_midnight_utc = calendar_day_start_utc(days[-1])
+    rig.advance(max(0, last_midnight_utc + 86400 + 9 * 3600 + 60 - rig.sim_now()))
+    before = {r[0]: r[1:] for r in rig.sql("SELECT out_trade_no, state, transaction_id, amount, flags FROM orders")}
+    env = dict(rig.gateways[0].env)
+    listed, reports, statuses = {}, [], []
+    matched = bill_payments = 0
+    for day in days:
+        run = subprocess.run([BINARY, "reconcile", "--date", day], env=env, capture_output=True, text=True, timeout=600)
+        statuses.append(run.returncode)
+        reports.append(run.stdout)
+        with open(os.path.join(rig.dir, f"reconcile-{day}.txt"), "w") as f:
+            f.write(run.stdout + run.stderr)
+        for line in run.stdout.splitlines():
+            if line.startswith("  matched: "):
+                matched += int(line.split()[1])
+            elif line.startswith("  bill: "):
+                bill_payments += int(line.split()[1])
+            elif line.startswith("    "):
+                kind, number = line.split()[:2]
+                listed.setdefault(kind, set()).add(number)
+    after = {r[0]: r[1:] for r in rig.sql("SELECT out_trade_no, state, transaction_id, amount, flags FROM orders")}
+    changed = {n for n in after if after[n] != before.get(n)} | (set(before) - set(after))
+    settled_by_bill = {row[0] for row in rig.sql(
+        "SELECT out_trade_no FROM order_events WHERE kind = 'state_changed' AND detail LIKE '%-> SUCCESS: bill%'")}
+    noted = {row[0] for row in rig.sql("SELECT DISTINCT out_trade_no FROM order_events WHERE kind = 'bill'")}
+    result.expect(max(statuses) == 1, f"reconcile exited {statuses}, expected 1 (differences found)")
+    result.expect(listed.get("settled_from_bill", set()) == set(missed),
+                  f"settled_from_bill listed {sorted(listed.get('settled_from_bill', set()))[:3]}…, expected the {len(missed)} missed")
+    result.expect(listed.get("unknown_out_trade_no", set()) == set(foreign), "the foreign orders were not all listed")
+    others = {k: v for k, v in listed.items() if k not in ("settled_from_bill", "unknown_out_trade_no")}
+    result.expect(not others, f"unexpected differences: {sorted(others)}")
+    result.expect(matched == expected_paid, f"{matched} matched, expected {expected_paid}")
+    result.expect(bill_payments == expected_paid + len(missed) + len(foreign), f"the bill had {bill_payments} payments")
+    result.expect(changed == set(missed), f"the comparison changed {len(changed)} orders, expected the {len(missed)} missed")
+    result.expect(all(after[n][0] == "SUCCESS" and after[n][1] == (rig.sim_order(n) or {}).get("transactionID")
+                      for n in missed), "a missed order was not settled with WeChat's transaction id")
+    result.expect(settled_by_bill == set(missed), "a missed order was not settled by the bill's orderquery")
+    result.expect(noted == set(missed), "the timeline's bill notes are not exactly the missed orders")
+    result.expect(not any(n in after for n in foreign), "a foreign order was created locally")
+    # The settled ones still reach the business exactly once (a gateway to run the outbox only).
+    rig.gateway(reconcile_interval=0)
+    figures, failures = checker.check(rig, numbers)
+    result.failures += failures
+    result.figures.update(bill_days=",".join(days), bill_payments=bill_payments, bill_matched=matched,
+                          bill_settled=len(listed.get("settled_from_bill", ())),
+                          bill_unknown=len(listed.get("unknown_out_trade_no", ())), bill_changed=len(changed),
+                          effects_after_bill=figures["effects"])
+
+
+def calendar_day_start_utc(day):
+    """Midnight Beijing of `day` (yyyy-MM-dd), seconds since 1970."""
+    return calendar.timegm(time.strptime(day, "%Y-%m-%d")) - 8 * 3600
 
 
 # ------------------------------------------------------------------------------------------------
@@ -338,8 +427,25 @@ RETRIES = [15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 108
 def t9(rig, scale, seed, result):
     """Late and out-of-order: shuffled, duplicated, partly dropped notifies; then notifies that only
     get through on WeChat's last retry, 24 h after the payment (the simulator's clock is advanced).
-    The reconciler is off, so nothing but the notifies can settle the orders."""
+    The reconciler is off, so nothing but the notifies can settle the orders. Alongside: notifies
+    arriving after a local close (`AfterClose`)."""
     late, shuffled = SCALES[scale]["t9"]
+    # The notify after a local close needs WeChat's 5-minute close window on the gateway's real
+    # clock: that phase runs alongside, on a rig of its own (its own simulator, whose clock the
+    # phases below move 24 h ahead, and its own store), and this test waits for it at the end.
+    after_close = AfterClose(scale, seed)
+    after_close.start()
+    try:
+        t9_notifies(rig, late, shuffled, seed, result)
+    except BaseException:
+        after_close.stopping.set()      # a stopped driver does not wait out the close window
+        raise
+    finally:
+        after_close.join(result)
+
+
+def t9_notifies(rig, late, shuffled, seed, result):
+    """T9's shuffled, duplicated, partly dropped notifies, and the ones 24 h late."""
     gateway = rig.gateway(reconcile_interval=0)
     deadline = time.monotonic() + 600
     rng = random.Random(seed)
@@ -380,6 +486,120 @@ def t9(rig, scale, seed, result):
                           late_attempt_number=min(numbers_acked or [0]), faults_injected=stats.get("notifiesDropped", 0))
 
 
+class AfterClose:
+    """T9 "a notify arriving after a local close": orders closed locally, half by the client's close
+    (POST /v1/orders/{n}/close, once WeChat's 5-minute window has passed on the gateway's clock),
+    half by the reconciler's closeorder of expired orders (`expires_in` 300 s, the API's minimum);
+    then WeChat lets each payment that raced its close through (`pay` with `afterClose`) and its
+    notify arrives, duplicated and partly dropped. Each must end SUCCESS with one transition,
+    flagged `paid_after_close` in the support lookup, one effect, C1–C5. Runs in a thread."""
+
+    def __init__(self, scale, seed):
+        self.count = 20 if scale == "full" else 6
+        self.seed = seed
+        self.result = Result("T9 after close")
+        self.rig = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def _run(self):
+        try:
+            self.rig = Rig(seed=self.seed + 1)
+            self.phase(self.rig, self.result)
+        except Exception as error:
+            self.result.failures.append(f"driver error: {type(error).__name__}: {error}")
+
+    def join(self, result):
+        self.thread.join(timeout=900)
+        if self.thread.is_alive():
+            result.failures.append("the after-close phase did not finish in 900 s")
+        if self.rig:
+            self.rig.close()
+            result.peak_rss_kib_extra = self.rig.peak_rss_kib
+            if self.result.failures and os.environ.get("BATTERY_KEEP"):
+                print(f"  (kept {self.rig.dir})")
+            else:
+                shutil.rmtree(self.rig.dir, ignore_errors=True)
+        result.failures += [f"after close: {f}" for f in self.result.failures]
+        result.figures.update({f"ac_{k}": v for k, v in self.result.figures.items()})
+
+    def phase(self, rig, result):
+        # Sweeps every second, but an order is due only 300 s after creation, when the
+        # expiring half has expired: the reconciler then closes those with closeorder.
+        gateway = rig.gateway(reconcile_interval=1, reconcile_after=300)
+        deadline = time.monotonic() + 800
+        numbers = [f"t9-{self.seed}-ac{i:03d}" for i in range(self.count)]
+        by_client, by_expiry = numbers[:self.count // 2], numbers[self.count // 2:]
+        created = create_all(rig, gateway, by_client, lambda n: 800, deadline)
+        created += create_all(rig, gateway, by_expiry, lambda n: 800, deadline, expires_in=300)
+        result.expect(created == self.count, f"only {created} orders were created")
+        window = time.monotonic() + 301
+
+        def close(number):
+            while time.monotonic() < deadline:
+                status, body = rig.client.json(gateway.base, "POST", f"/v1/orders/{number}/close", token=CLIENT_TOKEN)
+                if status != 409:
+                    return status, body
+                time.sleep(1)       # close_too_early: the gateway's clock has not reached 5 minutes
+            return 0, None
+        if self.stopping.wait(max(0, window - time.monotonic())):
+            raise RuntimeError("stopped while waiting for the close window")
+        answers = parallel(by_client, close, workers=8)
+        result.expect(all(a[0] == 200 and (a[1] or {}).get("state") == "CLOSED" for a in answers),
+                      f"a client close did not answer CLOSED: {[a[0] for a in answers]}")
+        closed = self.wait_for(rig, numbers, "CLOSED", timeout=120)
+        result.expect(closed == self.count, f"{closed}/{self.count} closed locally")
+        result.expect(all((rig.sim_order(n) or {}).get("state") == "CLOSED" for n in numbers),
+                      "WeChat does not hold every order closed")
+        rig.faults({"notify": {"duplicateRate": 0.3, "duplicateCopies": 3, "attemptDropRate": 0.1}})
+        paid = parallel(numbers, lambda n: rig.pay(n, after_close=True), workers=8)
+        result.expect(all(p[0] == 200 for p in paid), "WeChat refused a payment after close")
+        settled = checker.wait_until_paid(rig, numbers, timeout=300)
+        result.expect(settled == self.count, f"{settled}/{self.count} paid-after-close orders settled")
+        time.sleep(2)     # let the duplicates still in flight arrive before counting
+        lookups = parallel(numbers, lambda n: rig.client.json(
+            gateway.base, "GET", f"/v1/support/orders?out_trade_no={n}", token=SUPPORT_TOKEN), workers=8)
+        flagged = via = 0
+        for number, (status, body) in zip(numbers, lookups):
+            order = ((body or {}).get("orders") or [{}])[0]
+            changes = [e["detail"] for e in order.get("events", []) if e["kind"] == "state_changed"]
+            into_success = [d for d in changes if "-> SUCCESS" in d]
+            expected_close = "NOTPAY -> CLOSED: " + ("closeorder" if number in by_client else "reconcile: closeorder (expired)")
+            ok = (status == 200 and order.get("state") == "SUCCESS" and "paid_after_close" in order.get("flags", [])
+                  and len(into_success) == 1 and into_success[0].startswith("CLOSED -> SUCCESS")
+                  and "(paid after close)" in into_success[0] and changes[:1] == [expected_close]
+                  and len(order.get("outbox", [])) == 1)
+            flagged += "paid_after_close" in order.get("flags", [])
+            via += ok
+            if not ok:
+                result.failures.append(f"{number}: state {order.get('state')}, flags {order.get('flags')}, "
+                                       f"transitions {changes}, outbox events {len(order.get('outbox', []))}")
+                break
+        figures, failures = checker.check(rig, numbers)
+        result.failures += failures
+        result.expect(figures["effects"] == self.count, f"{figures['effects']} effects, expected {self.count}")
+        history = rig.client.json(rig.sim, "GET", "/simulator/notifies")[1] or []
+        result.figures.update(orders=self.count, closed_by_client=len(by_client), closed_by_reconciler=len(by_expiry),
+                              success=figures["local_success"], flagged=flagged, timeline_ok=via,
+                              transitions=figures["transitions"], effects=figures["effects"],
+                              notify_attempts=len(history), notify_copies=sum(a.get("copies", 1) for a in history),
+                              notifies_acknowledged=sum(1 for a in history if a.get("acknowledged")),
+                              notifies_dropped=sum(1 for a in history if a.get("dropped")))
+
+    @staticmethod
+    def wait_for(rig, numbers, state, timeout):
+        wanted = set(numbers)
+        deadline = time.monotonic() + timeout
+        while True:
+            have = {r[0] for r in rig.sql(f"SELECT out_trade_no FROM orders WHERE state = '{state}'")}
+            if len(wanted & have) == len(wanted) or time.monotonic() > deadline:
+                return len(wanted & have)
+            time.sleep(0.5)
+
+
 # ------------------------------------------------------------------------------------------------
 TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9}
 
@@ -393,7 +613,7 @@ def run_one(name, scale, seed):
         result.failures.append(f"driver error: {type(error).__name__}: {error}")
     finally:
         rig.close()
-    result.figures["peak_rss_mib"] = round(rig.peak_rss_kib / 1024, 1)
+    result.figures["peak_rss_mib"] = round(max(rig.peak_rss_kib, getattr(result, "peak_rss_kib_extra", 0)) / 1024, 1)
     result.figures["seconds"] = round(time.monotonic() - result.started, 1)
     if result.failures and os.environ.get("BATTERY_KEEP"):
         print(f"  (kept {rig.dir})")

@@ -70,3 +70,76 @@ def check(rig, numbers, reported_success=(), outbox_timeout=90):
         "integrity": integrity[0][0] if integrity else "?",
     }
     return figures, failures
+
+
+def queries_per_sweep(rig, numbers, extra_allowed=None, slack_ms=30000, tolerance_ms=5, lease_ms=1800):
+    """reliability.md T7 "each order queried at most once per sweep", from outside. A sweep checks an
+    order only under its lease (`battery_claims`, copied by `Rig.install_claim_log`), so the claim
+    holds when, for every order, (a) no two leases overlapped in time (several sweepers never held
+    it at once) and (b) every orderquery WeChat received about it can be given a lease of its own:
+    the queries, in time order, are matched to the leases, in time order, at most one per lease
+    (greedy by earliest end, which finds the largest matching). A query fits a lease when it
+    arrived after the lease began and at most `slack_ms` after it ended (the sweeper checks its
+    lease before the call leaves; the call may reach WeChat later). A lease released early was
+    skipped (no call), so it takes no query. `extra_allowed[n]` queries per order may be left over:
+    calls that are not a sweep's (a client's close confirming ORDERPAID). Returns (figures, failures)."""
+    extra_allowed = extra_allowed or {}
+    leases = {}
+    for number, kind, claimant, until, at in rig.sql(
+            "SELECT out_trade_no, kind, claimant, until_ms, at_ms FROM battery_claims ORDER BY rowid"):
+        until, at = int(until), int(at)
+        if kind == "claim":
+            leases.setdefault(number, []).append([at, until, claimant, until, False])
+        else:   # released early (a skipped order): the lease it ends stopped at `at`
+            for lease in reversed(leases.get(number, [])):
+                if lease[2] == claimant and lease[3] == until:
+                    lease[1], lease[4] = min(lease[1], at), True
+                    break
+    queried = rig.sim_orderqueries()
+    overlapping, unmatched, lateness = [], {}, []
+    close_pairs = 0     # two queries of one order closer together than one lease (sweeps only)
+    total_queries = total_leases = released = matched = 0
+    for number in numbers:
+        own = sorted(leases.get(number, []))
+        total_leases += len(own)
+        released += sum(1 for lease in own if lease[4])
+        for a, b in zip(own, own[1:]):
+            if b[0] < a[1] - tolerance_ms:
+                overlapping.append(number)
+                break
+        usable = [lease for lease in own if not lease[4]]
+        times = sorted(round(t * 1000) for t in queried.get(number, []))
+        total_queries += len(times)
+        if number not in extra_allowed:
+            close_pairs += sum(1 for a, b in zip(times, times[1:]) if b - a < lease_ms)
+        i, left = 0, 0
+        for t in times:
+            while i < len(usable) and usable[i][3] + slack_ms < t:
+                i += 1
+            if i < len(usable) and usable[i][0] - tolerance_ms <= t:
+                matched += 1
+                if number not in extra_allowed:
+                    lateness.append(t - usable[i][3])
+                i += 1
+            else:
+                left += 1
+        if left > extra_allowed.get(number, 0):
+            unmatched[number] = left
+    failures = []
+    if overlapping:
+        failures.append(f"{len(overlapping)} orders were leased to two sweeps at once, e.g. {sorted(overlapping)[:3]}")
+    if unmatched:
+        failures.append(f"{len(unmatched)} orders had orderqueries beyond one per lease, e.g. "
+                        f"{sorted(unmatched.items())[:3]}")
+    if total_leases == 0:
+        failures.append("no lease was recorded (is the claim log installed?)")
+    lateness.sort()
+    figures = {"leases": total_leases, "leases_released": released,
+               "orderqueries_per_order_max": max((len(queried.get(n, [])) for n in numbers), default=0),
+               "orderqueries_in_leases": matched, "orderqueries_outside": total_queries - matched,
+               "orders_leased_twice_at_once": len(overlapping),
+               "queries_after_lease_end": sum(1 for x in lateness if x > 0),
+               "query_after_lease_end_p99_ms": lateness[int(len(lateness) * 0.99)] if lateness else 0,
+               "query_after_lease_end_max_ms": lateness[-1] if lateness else 0,
+               "query_pairs_closer_than_a_lease": close_pairs}
+    return figures, failures

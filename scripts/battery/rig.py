@@ -5,14 +5,17 @@ verifies and deduplicates `order.paid` events, and a sampler of the gateways' pe
 
 Everything listens on 127.0.0.1, lives in one temp directory, and is killed by `Rig.close`.
 """
+import calendar
 import hashlib
 import hmac
 import http.client
 import json
 import os
 import random
+import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -298,8 +301,31 @@ class Rig:
         status, _ = self.client.json(self.sim, "PUT", "/simulator/faults", plan)
         assert status == 200, f"PUT /simulator/faults answered {status}"
 
-    def pay(self, out_trade_no):
-        return self.client.json(self.sim, "POST", f"/simulator/orders/{out_trade_no}/pay", {})
+    def pay(self, out_trade_no, after_close=False):
+        """The user pays; `after_close` also pays a CLOSED order (the payment that raced the close)."""
+        return self.client.json(self.sim, "POST", f"/simulator/orders/{out_trade_no}/pay",
+                                {"afterClose": True} if after_close else {})
+
+    def sim_orderqueries(self):
+        """out_trade_no -> the times (simulated, seconds since 1970) orderquery asked about it."""
+        status, body = self.client.json(self.sim, "GET", "/simulator/orderqueries")
+        assert status == 200, f"GET /simulator/orderqueries answered {status}"
+        return body or {}
+
+    def sim_now(self):
+        """The simulator's clock, seconds since 1970 (whole seconds)."""
+        body = self.advance(0)[1] or {}
+        return calendar.timegm(time.strptime(body["now"], "%Y-%m-%dT%H:%M:%SZ"))
+
+    def unifiedorder_direct(self, out_trade_no, total_fee):
+        """An order placed at WeChat by someone other than this gateway (same merchant account)."""
+        fields = {"appid": APP_ID, "mch_id": MCH_ID, "nonce_str": hashlib.md5(out_trade_no.encode()).hexdigest(),
+                  "sign_type": "HMAC-SHA256",
+                  "body": "elsewhere", "out_trade_no": out_trade_no, "total_fee": str(total_fee),
+                  "spbill_create_ip": "203.0.113.9", "notify_url": "http://127.0.0.1:9/elsewhere", "trade_type": "APP"}
+        fields["sign"] = wechat_sign(fields)
+        status, body = self.client.request(self.sim, "POST", "/pay/unifiedorder", body=to_xml(fields))
+        return status == 200 and re.search(rb"<result_code>(<!\[CDATA\[)?SUCCESS\b", body) is not None
 
     def sim_order(self, out_trade_no):
         return self.client.json(self.sim, "GET", f"/simulator/orders/{out_trade_no}")[1]
@@ -318,6 +344,30 @@ class Rig:
         if out.returncode != 0:
             raise RuntimeError("sqlite3: " + out.stderr.strip())
         return [line.split("|") for line in out.stdout.splitlines() if line]
+
+    def install_claim_log(self):
+        """Test instrumentation, not the gateway's: triggers in the store that copy every lease a
+        sweeper writes on an order (claim, and early release) into `battery_claims`, with the time
+        SQLite wrote it. Leases are overwritten in place, so without this the per-sweep check could
+        not see them. Run after the first gateway has created the schema."""
+        now_ms = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)"
+        db = sqlite3.connect(self.db, timeout=60)
+        try:
+            db.executescript(f"""
+                CREATE TABLE IF NOT EXISTS battery_claims (
+                    out_trade_no TEXT NOT NULL, kind TEXT NOT NULL, claimant TEXT, until_ms INTEGER, at_ms INTEGER NOT NULL);
+                CREATE TRIGGER IF NOT EXISTS battery_claim AFTER UPDATE OF claimed_until ON orders
+                    WHEN NEW.claimed_until IS NOT NULL
+                    BEGIN INSERT INTO battery_claims VALUES
+                        (NEW.out_trade_no, 'claim', NEW.claimed_by, NEW.claimed_until, {now_ms}); END;
+                CREATE TRIGGER IF NOT EXISTS battery_release AFTER UPDATE OF claimed_until ON orders
+                    WHEN NEW.claimed_until IS NULL AND OLD.claimed_until IS NOT NULL
+                    BEGIN INSERT INTO battery_claims VALUES
+                        (NEW.out_trade_no, 'release', OLD.claimed_by, OLD.claimed_until, {now_ms}); END;
+            """)
+            db.commit()
+        finally:
+            db.close()
 
     def close(self):
         self.stopping.set()
