@@ -27,7 +27,10 @@ struct BatteryLateNotifyTests {
         #expect(order.state == .success)
         #expect(order.flags.contains(.paidAfterClose))
         #expect(try await Battery.transitionsIntoSuccess(harness.store, "late-0001") == 1)
-        #expect(try await harness.store.outboxEvents("late-0001").count == 1)
+        let events = try await harness.store.outboxEvents("late-0001")
+        #expect(events.count == 1)
+        // The business backend is told too, not only support.
+        #expect(events.first?.payload.contains(#""paid_after_close":true"#) == true)
         await harness.shutdown()
     }
 

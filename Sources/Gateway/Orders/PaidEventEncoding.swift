@@ -25,14 +25,17 @@ enum PaidEventEncoding {
     }
 
     /// `{"created_at","data":{…},"id","type":"order.paid"}` with `data`'s keys sorted too.
+    /// `paid_after_close` is written only when true: WeChat took the money after the gateway had
+    /// closed the order, so the business decides whether to deliver or refund.
     static func payload(id: String, createdAt: String, outTradeNo: String, transactionID: String, amount: Int,
                         description: String, userID: String?, productID: String?, attach: String?,
-                        paidAt: String) -> String {
+                        paidAt: String, paidAfterClose: Bool = false) -> String {
         var data = JSONObjectWriter()
         data.number("amount", amount)
         data.string("attach", attach)
         data.string("description", description)
         data.string("out_trade_no", outTradeNo)
+        if paidAfterClose { data.bool("paid_after_close", true) }
         data.string("paid_at", paidAt)
         data.string("product_id", productID)
         data.string("transaction_id", transactionID)

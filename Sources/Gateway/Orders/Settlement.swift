@@ -36,10 +36,12 @@ struct Settlement: Sendable {
             order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
             paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at, receipt: deferring)
         if case .unchanged(let current) = result, current.state == .closed {
-            // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person.
+            // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person,
+            // and the business backend hears it too (deliver, or refund: its decision).
+            let flagged = paidEvent(order, transactionID: transactionID, paidAt: paidAt ?? at, at: at, paidAfterClose: true)
             result = try await store.transition(
                 order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt ?? at,
-                expectedAmount: amount, detail: "\(source) (paid after close)", outbox: outbox,
+                expectedAmount: amount, detail: "\(source) (paid after close)", outbox: flagged,
                 addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
@@ -112,12 +114,13 @@ struct Settlement: Sendable {
     }
 
     /// The `order.paid` event the fulfilment webhook delivers: `{"id","type","created_at","data"}`.
-    private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date) -> OutboxEvent {
+    private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date,
+                           paidAfterClose: Bool = false) -> OutboxEvent {
         let id = PaidEventEncoding.newID(at: at)
         let payload = PaidEventEncoding.payload(
             id: id, createdAt: Timestamp.rfc3339(at), outTradeNo: order.outTradeNo, transactionID: transactionID,
             amount: order.amount, description: order.description, userID: order.userID, productID: order.productID,
-            attach: order.attach, paidAt: Timestamp.rfc3339(paidAt))
+            attach: order.attach, paidAt: Timestamp.rfc3339(paidAt), paidAfterClose: paidAfterClose)
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
                            payload: payload, createdAt: at,
                            nextAttemptAt: at)
