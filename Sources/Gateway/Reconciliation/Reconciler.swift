@@ -9,9 +9,13 @@ import WeChatPay
 /// settles the answer through the one door; orders past their expiry are closed with closeorder
 /// instead, where ORDERPAID settles as paid only after a verified orderquery.
 ///
-/// Several sweepers (several gateway processes on one database) never check the same order in the
-/// same period: orders are leased with `OrderStore.claimOpenOrders`, and a sweeper stops working on
-/// its batch when its lease runs out. Within a process, queries are shared with `wait` polling
+/// Several sweepers (several gateway processes on one database) never start checking the same
+/// order in the same period: orders are leased with `OrderStore.claimOpenOrders`, and a sweeper
+/// starts no call once its lease has run out. A call already started is not cut short, so on a
+/// slow machine it may reach WeChat after the lease (the battery's T7 saw up to 10 s) while
+/// another sweeper holds the order: two orderqueries then overlap, which is harmless (a query is
+/// a read and settling is one conditional transition), but each sweep still queries an order at
+/// most once. Within a process, queries are shared with `wait` polling
 /// through `Upstream.queries` (one orderquery per order at a time). Calls to WeChat are bounded in
 /// concurrency and rate, and a sweep whose calls keep failing stops early and the next one is
 /// delayed (exponential backoff).
