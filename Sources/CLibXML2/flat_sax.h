@@ -37,7 +37,13 @@ typedef enum {
     WXPAY_FLAT_OUT_OF_MEMORY,
 } wxpay_flat_failure;
 
-enum { WXPAY_FLAT_RECENT_POSITIONS = 64 };
+enum {
+    WXPAY_FLAT_RECENT_POSITIONS = 64,
+    /// Buffers grown past this by one large document are let go at the next reset, so a pooled
+    /// parser does not keep a hostile document's worth of memory: WeChat's largest documents stay
+    /// far below it.
+    WXPAY_FLAT_KEPT_BYTES = 256 * 1024,
+};
 
 /// One field: the interned name, its id and where its value is in `values`.
 typedef struct {
@@ -134,6 +140,16 @@ static inline void wxpay_flat_state_reset(wxpay_flat_state *state, const char *r
     state->current_name = NULL;
     state->field_count = 0;
     state->values_length = 0;
+    if (state->values_capacity > WXPAY_FLAT_KEPT_BYTES) {
+        free(state->values);
+        state->values = NULL;
+        state->values_capacity = 0;
+    }
+    if (state->field_capacity * sizeof *state->fields > WXPAY_FLAT_KEPT_BYTES) {
+        free(state->fields);
+        state->fields = NULL;
+        state->field_capacity = 0;
+    }
     if (++state->document == 0) {
         // Wrapped after 4 billion documents: forget every name's last document, then start at 1.
         if (state->last_document) memset(state->last_document, 0, state->last_document_capacity * sizeof *state->last_document);
