@@ -105,7 +105,7 @@ import Testing
     }
 
     @Test func headerNamesCompareWithoutCaseAndKeepRepeats() {
-        var headers: HTTPServerHeaders = ["Content-Type": "text/plain", "Set-Cookie": "a=1"]
+        var headers: HTTPHeaders = ["Content-Type": "text/plain", "Set-Cookie": "a=1"]
         headers.add(name: "set-cookie", value: "b=2")
         #expect(headers["content-TYPE"] == "text/plain")
         #expect(headers.values(for: "SET-COOKIE") == ["a=1", "b=2"])
@@ -115,6 +115,9 @@ import Testing
         #expect(!headers.contains("content-type"))
         #expect(headers.count == 1)
         #expect(headers["Content-Typ"] == nil && headers["Content-Types"] == nil)
+        // The client builds them from pairs, in order, repeats kept.
+        let pairs = HTTPHeaders([("Accept", "a"), ("accept", "b")])
+        #expect(pairs.values(for: "ACCEPT") == ["a", "b"] && pairs.map(\.value) == ["a", "b"])
     }
 
     @Test func socketAddressesParseNumericHostsOnly() throws {

@@ -145,7 +145,7 @@ final class CurlTransfer: @unchecked Sendable {
             list = appended
         }
         // No "Expect: 100-continue" round trip: bodies here are small and some servers stall on it.
-        if !request.headers.contains(name: "Expect"), let appended = curl_slist_append(list, "Expect:") {
+        if !request.headers.contains("Expect"), let appended = curl_slist_append(list, "Expect:") {
             list = appended
         }
         headerList = list

@@ -309,7 +309,7 @@ final class HTTPServerCore: Sendable {
 
 /// Headers and query arguments, gathered in one pass over libmicrohttpd's list.
 private struct RequestHead {
-    var headers = HTTPServerHeaders()
+    var headers = HTTPHeaders()
     var query: [HTTPServerQuery.Item] = []
     var malformedQuery = false
 

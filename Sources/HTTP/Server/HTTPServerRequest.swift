@@ -18,7 +18,7 @@ public struct HTTPServerRequest: Sendable {
     /// The decoded query-string parameters.
     public var query: HTTPServerQuery
     /// The request's header fields, in order.
-    public var headers: HTTPServerHeaders
+    public var headers: HTTPHeaders
     /// The body, complete.
     public var body: [UInt8]
     /// Unique per server instance, increasing from 1: correlates log lines of one request.
@@ -37,7 +37,7 @@ public struct HTTPServerRequest: Sendable {
         routeTemplate: String = "",
         pathParameters: HTTPServerPathParameters = HTTPServerPathParameters(),
         query: HTTPServerQuery = HTTPServerQuery(),
-        headers: HTTPServerHeaders = HTTPServerHeaders(),
+        headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
         requestID: UInt64 = 0,
         remoteAddress: HTTPServerSocketAddress? = nil,

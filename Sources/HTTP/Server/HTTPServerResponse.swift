@@ -11,13 +11,13 @@
 public struct HTTPServerResponse: Sendable, Hashable {
     /// The status code, 200...599 (anything else is answered as 500).
     public var status: Int
-    public var headers: HTTPServerHeaders
+    public var headers: HTTPHeaders
     public var body: [UInt8]
     /// Close the connection without sending anything. For fault injection only (the WeChat Pay
     /// simulator acting out a connection reset); a real handler always answers.
     public var abortsConnection = false
 
-    public init(status: Int, headers: HTTPServerHeaders = HTTPServerHeaders(), body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// HTTP header fields in the order they were received or added. Names compare case-insensitively
-/// (RFC 9110 §5.1); repeated names are kept, so nothing a client sent is silently merged away.
+/// HTTP header fields in the order they were received or added, for the server's requests and
+/// responses and the client's alike. Names compare case-insensitively (RFC 9110 §5.1); repeated
+/// names are kept, so nothing a peer sent is silently merged away.
 ///
 /// ```swift
-/// var headers: HTTPServerHeaders = ["Content-Type": "application/json"]
+/// var headers: HTTPHeaders = ["Content-Type": "application/json"]
 /// headers.add(name: "Cache-Control", value: "no-store")
-/// headers["content-type"]  // "application/json"
+/// headers["content-type"]              // "application/json"
+/// headers.values(for: "Set-Cookie")    // every value, in order
 /// ```
-public struct HTTPServerHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     /// One header line.
     public struct Field: Sendable, Hashable {
         public var name: String
@@ -27,6 +29,11 @@ public struct HTTPServerHeaders: Sendable, Hashable, Sequence, ExpressibleByDict
 
     /// Headers from fields, in order.
     public init(_ fields: [Field]) { self.fields = fields }
+
+    /// Headers from `(name, value)` pairs, in order.
+    public init(_ pairs: [(String, String)]) {
+        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+    }
 
     public init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { Field(name: $0.0, value: $0.1) }
