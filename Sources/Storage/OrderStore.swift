@@ -68,9 +68,6 @@ public protocol OrderStore: Sendable {
     /// Ends `claimant`'s lease early. Returns whether it held one.
     func releaseClaim(_ outTradeNo: String, claimant: String) async throws(StorageError) -> Bool
 
-    /// Open orders whose `expiresAt` is at or before `now`, earliest first (for `closeorder`).
-    func expiredOpenOrders(now: Date, limit: Int) async throws(StorageError) -> [OrderRecord]
-
     /// Orders paid (SUCCESS or REFUND) with `paidAt` in `from..<to`, earliest first: the local side
     /// of the daily bill comparison.
     func paidOrders(from: Date, to: Date) async throws(StorageError) -> [OrderRecord]

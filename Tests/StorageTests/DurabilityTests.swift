@@ -32,8 +32,9 @@ struct DurabilityTests {
         }
         let raw = RawSQLite(path: directory.databasePath)
         defer { raw.close() }
-        #expect(raw.scalar("SELECT COUNT(*) FROM schema_migrations") == "1")
-        #expect(raw.scalar("SELECT MAX(version) FROM schema_migrations") == "1")
+        #expect(raw.scalar("SELECT COUNT(*) FROM schema_migrations") == "2")
+        #expect(raw.scalar("SELECT MAX(version) FROM schema_migrations") == "2")
+        #expect(raw.scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = 'orders_open_by_expires_at'") == "0")
         #expect(raw.scalar("SELECT COUNT(*) FROM orders") == "3")
         #expect(raw.scalar("PRAGMA journal_mode") == "wal")
     }

@@ -87,17 +87,4 @@ struct ReconciliationTests {
             #expect(claimed.map(\.outTradeNo) == ["a", "b"])
         }
     }
-
-    @Test func expiredOpenOrdersListsOnlyOpenOrdersPastTheirExpiry() async throws {
-        try await withStore { store, _ async throws in
-            try await Fixture.create(Fixture.order("x-late", expiresAt: TestTime.at(200)), in: store)
-            try await Fixture.create(Fixture.order("x-early", expiresAt: TestTime.at(100)), in: store)
-            try await Fixture.create(Fixture.order("x-paid", expiresAt: TestTime.at(100)), in: store)
-            try await Fixture.create(Fixture.order("x-future", expiresAt: TestTime.at(900)), in: store)
-            _ = try await Fixture.pay("x-paid", in: store)
-            let expired = try await store.expiredOpenOrders(now: TestTime.at(300), limit: 10)
-            #expect(expired.map(\.outTradeNo) == ["x-early", "x-late"])
-            #expect(try await store.expiredOpenOrders(now: TestTime.at(300), limit: 1).map(\.outTradeNo) == ["x-early"])
-        }
-    }
 }

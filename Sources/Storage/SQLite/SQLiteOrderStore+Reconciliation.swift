@@ -42,20 +42,4 @@ extension SQLiteOrderStore {
                 """, outTradeNo, claimant) == 1
         }
     }
-
-    public func expiredOpenOrders(now: Date, limit: Int) async throws(StorageError) -> [OrderRecord] {
-        guard limit > 0 else { return [] }
-        return try await read { db throws(StorageError) in
-            try db.rows(
-                // INDEXED BY: without statistics the planner prefers the state index and sorts every
-                // open order; the partial index holds only open orders, in expiry order.
-                "SELECT " + OrderRecord.columns + """
-                     FROM orders INDEXED BY orders_open_by_expires_at
-                    WHERE state IN ('NOTPAY', 'USERPAYING') AND expires_at <= ?1
-                    ORDER BY expires_at, out_trade_no
-                    LIMIT ?2
-                    """,
-                now, limit, decode: OrderRecord.init(row:))
-        }
-    }
 }
