@@ -24,9 +24,10 @@ enum ProtocolFixtures {
         ]
     }
 
-    /// A 25-field payment notify with two coupons (about 1.2 KB), signed with `signType` (HMAC notifies often omit
+    /// A payment notify with `coupons` coupons (two: 25 fields, about 1.2 KB; one: 21 fields,
+    /// about 1.0 KB; none: 16 fields), signed with `signType` (HMAC notifies often omit
     /// `sign_type`, as this one does), encoded the way WeChat sends it: every value in CDATA.
-    static func notify(signType: SignType) throws -> [UInt8] {
+    static func notify(signType: SignType, coupons: Int = 2) throws -> [UInt8] {
         var fields: Fields = [
             "appid": "wx8888888888888888",
             "attach": #"{"uid":"u_1008611","sku":"vip-annual"}"#,
@@ -53,6 +54,16 @@ enum ProtocolFixtures {
             "trade_type": "APP",
             "transaction_id": "4200001234202611301234567890",
         ]
+        if coupons < 2 {
+            for name in ["coupon_fee_1", "coupon_id_1", "coupon_type_1"] { fields[name] = nil }
+            fields["coupon_count"] = "1"
+            fields["coupon_fee"] = "800"
+            fields["cash_fee"] = "19100"
+        }
+        if coupons < 1 {
+            for name in ["coupon_count", "coupon_fee", "coupon_fee_0", "coupon_id_0", "coupon_type_0"] { fields[name] = nil }
+            fields["cash_fee"] = "19900"
+        }
         fields["sign"] = Signer(key: key).signature(for: fields, type: signType)
         return try FlatXML.encode(fields)
     }
