@@ -21,6 +21,8 @@ extension GatewayAPI {
         let (logger, requestID, method, route) = (self.logger, request.requestID, request.method, request.routeTemplate)
         let reply = { @Sendable (response: HTTPServerResponse) in
             responder.respond(response)
+            // As in `handle`: nothing is built for a request line the level leaves out.
+            guard logger.isEnabled(.info) else { return }
             let elapsed = ContinuousClock.now - started
             logger.with("request_id", String(requestID)).info(
                 "request", ["method": method.rawValue, "route": route, "status": String(response.status),
