@@ -48,12 +48,14 @@ let package = Package(
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "HTTP", "Storage", "COpenSSL", "CLibXML2",
+            "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
         ]),
 
-        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay"]),
+        // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
+        .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",

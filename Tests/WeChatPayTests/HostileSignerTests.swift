@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Testing
 @testable import WeChatPay
+import WeChatPayReference
 
 /// The fast signer against the plain reference, on documents built to stress its shortcuts:
 /// names sharing their first eight bytes, shorter than eight, non-ASCII, empty values, `sign`

@@ -4,10 +4,11 @@ import WeChatPay
 
 /// The v2 signature computed the plain way: filter, sort with the standard library, join strings,
 /// hash with OpenSSL's EVP one-shots. `Signer` sorts by eight-byte prefixes into stack buffers
-/// and keeps precomputed HMAC states; this is what it must always agree with (property tests
-/// here, and the notify fuzz target, which compiles this file too).
-enum ReferenceSigner {
-    static func signature(_ fields: Fields, key: String, type: SignType) -> String {
+/// and keeps precomputed HMAC states; this is what it must always agree with: in the property
+/// tests (WeChatPayTests), the notify fuzz target (which compiles this file too) and the signing
+/// benchmark's check before it times anything. Never used to sign anything real.
+public enum ReferenceSigner {
+    public static func signature(_ fields: Fields, key: String, type: SignType) -> String {
         let pairs = fields.elements
             .filter { !$0.value.isEmpty && $0.name != "sign" }
             .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
