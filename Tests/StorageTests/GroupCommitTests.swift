@@ -21,20 +21,29 @@ struct GroupCommitTests {
         return (blocker, release)
     }
 
+    /// Creates `count` orders, pays them all while the writer is held busy (so every payment is
+    /// queued), then lets it go; returns how many transactions and operations the payments took.
+    private func paymentsQueuedBehindABusyWriter(
+        _ count: Int, prefix: String, in store: SQLiteOrderStore
+    ) async throws -> (transactions: Int, operations: Int) {
+        let orders = (0..<count).map { "\(prefix)\($0)" }
+        for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
+        let (blocker, release) = await blockWriter(store)
+        let before = store.writeStatistics
+        let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
+        try await eventually { store.writer.queuedCount == orders.count }
+        release.signal()
+        _ = try await blocker.value
+        for payment in payments { #expect(try await payment.value.didChange) }
+        let after = store.writeStatistics
+        return (after.transactions - before.transactions, after.operations - before.operations)
+    }
+
     @Test func writesQueuedWhileTheWriterIsBusyCommitInOneTransaction() async throws {
         try await withStore { store, _ async throws in
-            let orders = (0..<20).map { "G\($0)" }
-            for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
-            let (blocker, release) = await blockWriter(store)
-            let before = store.writeStatistics
-            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
-            try await eventually { store.writer.queuedCount == orders.count }
-            release.signal()
-            _ = try await blocker.value
-            for payment in payments { #expect(try await payment.value.didChange) }
-            let after = store.writeStatistics
-            #expect(after.transactions - before.transactions == 1)
-            #expect(after.operations - before.operations == orders.count)
+            let written = try await paymentsQueuedBehindABusyWriter(20, prefix: "G", in: store)
+            #expect(written.transactions == 1)
+            #expect(written.operations == 20)
         }
     }
 
@@ -74,16 +83,7 @@ struct GroupCommitTests {
 
     @Test func withGroupCommitOffEveryWriteIsItsOwnTransaction() async throws {
         try await withStore(configuration: .init(maxBatchSize: 1)) { store, _ async throws in
-            let orders = (0..<5).map { "N\($0)" }
-            for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
-            let (blocker, release) = await blockWriter(store)
-            let before = store.writeStatistics
-            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
-            try await eventually { store.writer.queuedCount == orders.count }
-            release.signal()
-            _ = try await blocker.value
-            for payment in payments { #expect(try await payment.value.didChange) }
-            #expect(store.writeStatistics.transactions - before.transactions == orders.count)
+            #expect(try await paymentsQueuedBehindABusyWriter(5, prefix: "N", in: store).transactions == 5)
         }
     }
 
