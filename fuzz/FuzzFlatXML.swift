@@ -5,6 +5,8 @@
 /// Every input must satisfy, or the process traps and libFuzzer saves the input:
 /// - the UTF-8/XML-character screen agrees with the standard library's UTF-8 validation;
 /// - the parser and libxml2 (`LibXML2Oracle`) accept the same documents with the same fields;
+/// - the canonical-form scanner changes nothing: decoding through libxml2 alone gives the same
+///   fields or the same error;
 /// - an accepted document re-encodes to bytes that decode to the same fields;
 /// - no error description echoes the input at length.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -19,6 +21,13 @@ public func fuzzFlatXML(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     } catch {
         ours = .failure(error)
     }
+    let libxml2Only: Result<Fields, FlatXMLError>
+    do {
+        libxml2Only = .success(try FlatXML.decode(bytes, maximumSize: maximumSize, route: .libxml2))
+    } catch {
+        libxml2Only = .failure(error)
+    }
+    precondition(ours == libxml2Only, "the canonical-form scanner changed a verdict")
     switch (ours, LibXML2Oracle.verdict(bytes, maximumSize: maximumSize)) {
     case (_, .unknown), (.failure, .refused):
         break

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The SAX2 callbacks of the strict flat-XML codec (Sources/WeChatPay/XML/FlatXMLParser.swift).
 //
-// They are C, not Swift closures, because they run about a hundred times per notify and the
-// gateway's bar is 200,000 notifies parsed and verified per second on one core: libxml2's own
-// tokenizer takes about 3 us of the 5 us budget here, and Swift callbacks (thunks, a String per
-// name, a dictionary lookup per field) cost more than the rest of it. These callbacks only record
-// where each field's name and value are: names as libxml2's interned pointers with a small
-// integer id per distinct name, values appended to one byte buffer. Swift turns the records into
+// libxml2 with these callbacks reads every document the canonical-form scanner (flat_canonical.h)
+// declines, and decides whether it is refused. They are C, not Swift closures, because they run
+// about a hundred times per notify: Swift callbacks (thunks, a String per name, a dictionary
+// lookup per field) cost more than libxml2's tokenizer. They only record where each field's name
+// and value are: names as libxml2's interned pointers with a small integer id per distinct name
+// (shared with the scanner), values appended to one byte buffer. Swift turns the records into
 // `Fields` once parsing is over.
 //
 // Every rule of the flat subset that libxml2 does not enforce itself is enforced here, by
@@ -223,6 +223,23 @@ static inline int wxpay_flat_reserve_values(wxpay_flat_state *state, size_t extr
     return 1;
 }
 
+/// Records a field whose value runs from `value_offset` to the end of `values`; 0 when out of memory.
+static inline int wxpay_flat_add_field(wxpay_flat_state *state, const xmlChar *name, uint32_t id, size_t value_offset) {
+    if (state->field_count == state->field_capacity) {
+        size_t capacity = state->field_capacity ? state->field_capacity * 2 : 64;
+        wxpay_flat_field *fields = realloc(state->fields, capacity * sizeof *fields);
+        if (!fields) return 0;
+        state->fields = fields;
+        state->field_capacity = capacity;
+    }
+    wxpay_flat_field *field = &state->fields[state->field_count++];
+    field->name = name;
+    field->name_id = id;
+    field->value_offset = value_offset;
+    field->value_length = (uint32_t)(state->values_length - value_offset);
+    return 1;
+}
+
 static inline int wxpay_flat_is_space(uint8_t byte) {
     return byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D;
 }
@@ -336,21 +353,10 @@ static inline void wxpay_flat_on_end(void *user, const xmlChar *localname, const
             wxpay_flat_fail(state, seen < 0 ? WXPAY_FLAT_OUT_OF_MEMORY : WXPAY_FLAT_DUPLICATE_FIELD);
             return;
         }
-        if (state->field_count == state->field_capacity) {
-            size_t capacity = state->field_capacity ? state->field_capacity * 2 : 64;
-            wxpay_flat_field *fields = realloc(state->fields, capacity * sizeof *fields);
-            if (!fields) {
-                wxpay_flat_fail(state, WXPAY_FLAT_OUT_OF_MEMORY);
-                return;
-            }
-            state->fields = fields;
-            state->field_capacity = capacity;
+        if (!wxpay_flat_add_field(state, name, (uint32_t)id, state->current_offset)) {
+            wxpay_flat_fail(state, WXPAY_FLAT_OUT_OF_MEMORY);
+            return;
         }
-        wxpay_flat_field *field = &state->fields[state->field_count++];
-        field->name = name;
-        field->name_id = (uint32_t)id;
-        field->value_offset = state->current_offset;
-        field->value_length = (uint32_t)(state->values_length - state->current_offset);
     }
     state->depth--;
 }

@@ -17,4 +17,5 @@
 static inline void wxpay_xml_check_version(void) { LIBXML_TEST_VERSION }
 
 #include "flat_sax.h"
+#include "flat_canonical.h"
 #endif

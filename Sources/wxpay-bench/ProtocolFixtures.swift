@@ -28,6 +28,17 @@ enum ProtocolFixtures {
     /// about 1.0 KB; none: 16 fields), signed with `signType` (HMAC notifies often omit
     /// `sign_type`, as this one does), encoded the way WeChat sends it: every value in CDATA.
     static func notify(signType: SignType, coupons: Int = 2) throws -> [UInt8] {
+        try notify(signType: signType, coupons: coupons, number: 0)
+    }
+
+    /// `count` notifies of that shape for as many different payments: out_trade_no,
+    /// transaction_id, nonce, openid, amounts, time and so the signature differ, as in a real
+    /// stream of notifies, so a benchmark does not read one document from the cache again and again.
+    static func notifies(signType: SignType, coupons: Int = 2, count: Int) throws -> [[UInt8]] {
+        try (0..<count).map { try notify(signType: signType, coupons: coupons, number: $0) }
+    }
+
+    private static func notify(signType: SignType, coupons: Int, number: Int) throws -> [UInt8] {
         var fields: Fields = [
             "appid": "wx8888888888888888",
             "attach": #"{"uid":"u_1008611","sku":"vip-annual"}"#,
@@ -64,7 +75,21 @@ enum ProtocolFixtures {
             for name in ["coupon_count", "coupon_fee", "coupon_fee_0", "coupon_id_0", "coupon_type_0"] { fields[name] = nil }
             fields["cash_fee"] = "19900"
         }
+        if number > 0 {
+            // Same lengths as number 0, so every notify of a shape has the same size.
+            func digits(_ width: Int) -> String { String(String(number).suffix(width)).leftPadded(to: width, with: "0") }
+            fields["out_trade_no"] = "2026113015304500012345" + digits(4)
+            fields["transaction_id"] = "420000123420261130123456" + digits(4)
+            fields["nonce_str"] = "a8f3c1d9e2b74a6f9c0d1e2f3a4b" + digits(4)
+            fields["openid"] = "oUpF8uMuAJO_M2pxb1Q9zNjW" + digits(4)
+            fields["time_end"] = "2026113015" + digits(4)
+            let fee = 20_000 + number % 79_000
+            let coupon = Int(fields["coupon_fee"] ?? "0") ?? 0
+            fields["total_fee"] = String(fee)
+            fields["cash_fee"] = String(fee - coupon)
+        }
         fields["sign"] = Signer(key: key).signature(for: fields, type: signType)
         return try FlatXML.encode(fields)
     }
 }
+

@@ -79,8 +79,8 @@ struct Throughput {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
+    func leftPadded(to width: Int, with pad: Character = " ") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }
 

@@ -2,7 +2,8 @@
 import Testing
 @testable import WeChatPay
 
-/// The hand-written parser against libxml2 (`LibXML2Oracle`): both must accept the same
+/// The codec (its canonical-form scanner, its libxml2 path and the C callbacks that enforce the
+/// flat subset) against a separate libxml2 reader (`LibXML2Oracle`): both must accept the same
 /// documents with the same fields, and refuse the same documents. The fuzz target runs the same
 /// comparison on coverage-guided inputs; this suite keeps a fixed, reproducible share of it in
 /// every test run.

@@ -3,7 +3,7 @@ import CLibXML2
 import WeChatPay
 
 /// libxml2's verdict on a document under the same strict rules as `FlatXML.decode`: the
-/// reference the hand-written parser is checked against, in the differential test and in the
+/// reference the codec is checked against, in the differential test and in the
 /// fuzz target (fuzz/, which compiles this file too).
 ///
 /// It asks libxml2's SAX2 parser (no DTD loading, no network, no entity substitution, declared

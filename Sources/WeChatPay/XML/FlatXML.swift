@@ -8,8 +8,10 @@
 /// and while parsing: any DOCTYPE, references to entities other than the five predefined ones,
 /// comments, processing instructions, attributes and namespaces, nesting deeper than
 /// `<xml><field>`, text outside fields, values over `maximumValueLength` and duplicate field
-/// names. libxml2's SAX2 parser tokenizes (`FlatXMLParser`), with network access, DTD loading and
-/// entity substitution off; a declared encoding is ignored, the bytes are UTF-8.
+/// names. libxml2's SAX2 parser decides (`FlatXMLParser`), with network access, DTD loading and
+/// entity substitution off; a declared encoding is ignored, the bytes are UTF-8. Documents in the
+/// one shape WeChat writes are read by a one-pass scanner instead, which can only accept that
+/// shape or hand the document to libxml2, never refuse (CLibXML2/flat_canonical.h).
 ///
 /// ```swift
 /// let fields = try FlatXML.decode(body)
@@ -33,25 +35,56 @@ public enum FlatXML {
     public static func decode(
         _ bytes: some Collection<UInt8>, root: String = "xml", maximumSize: Int = defaultMaximumSize
     ) throws(FlatXMLError) -> Fields {
-        guard bytes.count <= maximumSize else { throw .tooLarge(limit: maximumSize) }
-        let result: Result<Fields, FlatXMLError>? = bytes.withContiguousStorageIfAvailable { buffer in
-            decodeContiguous(buffer, root: root)
-        }
-        if let result { return try result.get() }
-        return try Array(bytes).withUnsafeBufferPointer { decodeContiguous($0, root: root) }.get()
+        try decode(bytes, root: root, maximumSize: maximumSize, route: .canonicalFirst)
     }
 
-    private static func decodeContiguous(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> Result<Fields, FlatXMLError> {
+    /// Which parser reads a document. Decoding must not depend on it: the tests and the fuzz
+    /// target decode every input both ways and compare.
+    enum Route: Sendable {
+        /// The canonical-form scanner when the document is in WeChat's canonical shape, libxml2 otherwise.
+        case canonicalFirst
+        /// libxml2 always.
+        case libxml2
+    }
+
+    static func decode(
+        _ bytes: some Collection<UInt8>, root: String = "xml", maximumSize: Int = defaultMaximumSize, route: Route
+    ) throws(FlatXMLError) -> Fields {
+        guard bytes.count <= maximumSize else { throw .tooLarge(limit: maximumSize) }
+        let result: Result<Fields, FlatXMLError>? = bytes.withContiguousStorageIfAvailable { buffer in
+            decodeContiguous(buffer, root: root, route: route)
+        }
+        if let result { return try result.get() }
+        return try Array(bytes).withUnsafeBufferPointer { decodeContiguous($0, root: root, route: route) }.get()
+    }
+
+    private static func decodeContiguous(_ buffer: UnsafeBufferPointer<UInt8>, root: String, route: Route) -> Result<Fields, FlatXMLError> {
+        screened(buffer).flatMap { document, carriageReturn in
+            FlatXMLParserPool.shared.withParser { parser in
+                parser.parse(document, root: root, carriageReturn: carriageReturn, route: route).map { Fields(uncheckedElements: $0) }
+            }
+        }
+    }
+
+    /// The fields of `bytes` when the canonical-form scanner accepts them, nil when it declines
+    /// (then only libxml2 decides). For the tests that check the scanner is what reads WeChat's documents.
+    static func scanCanonical(_ bytes: [UInt8], root: String = "xml") -> Fields? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard case .success(let (document, carriageReturn)) = screened(buffer), !carriageReturn else { return nil }
+            return FlatXMLParserPool.shared.withParser { $0.scanCanonical(document, root: root) }.map { Fields(uncheckedElements: $0) }
+        }
+    }
+
+    /// The document to parse, after the screen: without a UTF-8 byte order mark (a pooled, reset
+    /// context does not sniff for one), and whether it holds a carriage return.
+    private static func screened(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<(UnsafeBufferPointer<UInt8>, Bool), FlatXMLError> {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return .failure(.empty) }
         var carriageReturn = false
         if let error = screen(base, count: buffer.count, carriageReturn: &carriageReturn) { return .failure(error) }
-        // A UTF-8 byte order mark is skipped here: a pooled, reset context does not sniff for one.
         let hasBOM = buffer.count >= 3 && base[0] == 0xEF && base[1] == 0xBB && base[2] == 0xBF
         let document = hasBOM ? UnsafeBufferPointer(rebasing: buffer[3...]) : buffer
         guard !document.isEmpty else { return .failure(.empty) }
-        return FlatXMLParserPool.shared.withParser { parser in
-            parser.parse(document, root: root, carriageReturn: carriageReturn).map { Fields(uncheckedElements: $0) }
-        }
+        return .success((document, carriageReturn))
     }
 
     // MARK: - Encoding

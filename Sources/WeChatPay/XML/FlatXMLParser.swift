@@ -2,11 +2,14 @@
 import CLibXML2
 import Synchronization
 
-/// The libxml2 SAX2 parser behind `FlatXML.decode`, for bytes `FlatXML.screen` has already checked
-/// (valid UTF-8, XML characters only, no NUL).
+/// The parser behind `FlatXML.decode`, for bytes `FlatXML.screen` has already checked (valid
+/// UTF-8, XML characters only, no NUL).
 ///
-/// libxml2 tokenizes; the C callbacks of CLibXML2/flat_sax.h enforce the flat subset and refuse, with the error that
-/// names it, everything else XML allows: a DOCTYPE (refused in its first callback, before any
+/// WeChat's own documents, all in one canonical shape, are read by a one-pass scanner
+/// (CLibXML2/flat_canonical.h) that accepts that shape or declines without a verdict. Every
+/// other document goes to libxml2's SAX2 parser, which decides: libxml2 tokenizes; the C
+/// callbacks of CLibXML2/flat_sax.h enforce the flat subset and refuse, with the error that names
+/// it, everything else XML allows: a DOCTYPE (refused in its first callback, before any
 /// declaration inside it is read, so no entity can ever be declared), references to entities other
 /// than the predefined five, comments, processing instructions, attributes and namespaces, text
 /// outside fields, elements below a field, over-long values and duplicate names. The context runs
@@ -56,9 +59,14 @@ final class FlatXMLParser {
     }
 
     /// Parses one document; the buffer holds all of it. `carriageReturn`: whether it holds one
-    /// (the screen knows), so CDATA needs line-end normalisation.
-    func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String, carriageReturn: Bool)
-        -> Result<[Fields.Field], FlatXMLError> {
+    /// (the screen knows), so CDATA needs line-end normalisation. A document in WeChat's canonical
+    /// form is read by the scanner of CLibXML2/flat_canonical.h; any other, and any with a carriage
+    /// return, by libxml2. `route` forces libxml2, for the tests that compare the two.
+    func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String, carriageReturn: Bool,
+               route: FlatXML.Route = .canonicalFirst) -> Result<[Fields.Field], FlatXMLError> {
+        if route == .canonicalFirst, !carriageReturn, let fields = scanCanonical(buffer, root: root) {
+            return .success(fields)
+        }
         let status = root.withCString { root in
             wxpay_flat_state_reset(state, root, carriageReturn ? 1 : 0)
             xmlCtxtResetPush(context, nil, 0, nil, nil)
@@ -87,6 +95,16 @@ final class FlatXMLParser {
         }
         guard state.pointee.root_seen != 0, state.pointee.depth == 0 else { return .failure(.unexpectedRoot) }
         return .success(fields())
+    }
+
+    /// The fields of a document in WeChat's canonical shape, or nil when it is in any other
+    /// (the scanner declines; it never refuses). The buffer must hold no carriage return.
+    func scanCanonical(_ buffer: UnsafeBufferPointer<UInt8>, root: String) -> [Fields.Field]? {
+        let accepted = root.withCString { root in
+            wxpay_flat_state_reset(state, root, 0)
+            return wxpay_flat_parse_canonical(state, buffer.baseAddress, buffer.count) != 0
+        }
+        return accepted ? fields() : nil
     }
 
     private func fields() -> [Fields.Field] {
