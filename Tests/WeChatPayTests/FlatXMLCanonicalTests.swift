@@ -135,6 +135,38 @@ struct FlatXMLCanonicalTests {
         #expect(throws: FlatXMLError.duplicateField("scanner_first_name")) { try FlatXML.decode(duplicate) }
     }
 
+    @Test func tenThousandGeneratedDocumentsWithAwkwardValuesDecodeTheSameBothWays() {
+        var random = SeededGenerator(seed: 0x0DD_BA11_CDA7A)
+        // Pieces a value may be made of: brackets and '>' that nearly close a CDATA section,
+        // markup characters, non-ASCII, whitespace.
+        let pieces = ["a", "Z", "0", "_", "]", "]]", ">", "<", "&", "&amp;", "中文", "é", "😀", " ", "\t", "\n", "\"", "'", "=", "/"]
+        let names = ["appid", "mch_id", "sign", "a", "B_1", "_x", "coupon_fee_0", "xmlns", "total_fee"]
+        var scanned = 0
+        var disagreements: [String] = []
+        for _ in 0..<10_000 {
+            var text = "<xml>"
+            for _ in 0..<Int(random.next() % 6) {
+                let name = names[Int(random.next() % UInt64(names.count))]
+                var value = ""
+                for _ in 0..<Int(random.next() % 8) { value += pieces[Int(random.next() % UInt64(pieces.count))] }
+                let separator = ["", "\n", " \t"][Int(random.next() % 3)]
+                // As CDATA (the usual way), or as it stands (valid text only without '<' and '&').
+                let content = random.next() % 3 == 0 ? value : "<![CDATA[\(value)]]>"
+                text += "\(separator)<\(name)>\(content)</\(name)>"
+            }
+            text += "</xml>"
+            let bytes = Array(text.utf8)
+            if FlatXML.scanCanonical(bytes) != nil { scanned += 1 }
+            let (withScanner, libxml2Only) = Self.bothRoutes(bytes)
+            if withScanner != libxml2Only && disagreements.count < 5 {
+                disagreements.append("\(text.debugDescription): \(withScanner) against \(libxml2Only)")
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+        // About half stay in the scanner's shape (no duplicate name, no markup in plain text).
+        #expect(scanned > 3_000, "scanned \(scanned)")
+    }
+
     @Test func fortyThousandSeededMutationsOfCanonicalDocumentsDecodeTheSameWithAndWithoutTheScanner() {
         var random = SeededGenerator(seed: 0xCA70_11CA_15CA_77E5)
         let seeds = Self.wechatDocuments.map { Array($0.utf8) } + [HostileCorpus.validNotify]
