@@ -33,8 +33,8 @@ let package = Package(
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
-        // The durable order store (SQLite now); knows nothing of the protocol.
-        .target(name: "Storage", dependencies: ["CSQLite"]),
+        // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
+        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
@@ -56,7 +56,9 @@ let package = Package(
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
         .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport"]),
+        // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
+        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ"], path: "Tests/StoreTestSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
         ]),
@@ -68,7 +70,7 @@ let package = Package(
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

@@ -4,24 +4,6 @@ import Storage
 import Testing
 
 struct DurabilityTests {
-    @Test func dataSurvivesCloseAndReopen() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let first = try await SQLiteOrderStore.open(path: directory.databasePath)
-        try await Fixture.create(Fixture.order("D1"), in: first)
-        let paid = try await Fixture.pay("D1", in: first)
-        await first.close()
-
-        let second = try await SQLiteOrderStore.open(path: directory.databasePath)
-        let reopened = try await second.order("D1")
-        let events = try await second.events("D1")
-        let outbox = try await second.outboxEvents("D1")
-        await second.close()
-        #expect(reopened == paid.record)
-        #expect(events.count == 2)
-        #expect(outbox.count == 1)
-    }
-
     @Test func reopeningTheSameFileAppliesNoMigrationTwice() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -81,30 +63,6 @@ struct DurabilityTests {
         await #expect(throws: StorageError.corrupt) {
             let store = try await SQLiteOrderStore.open(path: directory.databasePath)
             await store.close()
-        }
-    }
-
-    @Test func theIntegrityCheckOfAWorkingStoreIsOk() async throws {
-        try await withStore { store, _ async throws in
-            for index in 0..<20 {
-                try await Fixture.create(Fixture.order("I\(index)"), in: store)
-                _ = try await Fixture.pay("I\(index)", in: store)
-            }
-            #expect(try await store.integrityCheck() == "ok")
-            #expect(await store.isHealthy())
-        }
-    }
-
-    @Test func aClosedStoreRefusesWorkAndIsNotHealthy() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
-        await store.close()
-        await store.close()
-        #expect(await store.isHealthy() == false)
-        await #expect(throws: StorageError.closed) { try await store.order("x") }
-        await #expect(throws: StorageError.closed) {
-            try await store.create(Fixture.order("x"), event: Fixture.created)
         }
     }
 
