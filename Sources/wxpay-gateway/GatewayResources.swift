@@ -9,7 +9,7 @@ import Storage
 /// name, and gives the exit status (78 configuration, 74 database, 70 internal).
 struct GatewayResources {
     let configuration: GatewayConfiguration
-    let store: SQLiteOrderStore
+    let store: any OrderStore
     let client: HTTPClient
 
     /// An exit status with its message already printed.
@@ -28,20 +28,27 @@ struct GatewayResources {
         } catch {
             return fail("configuration error: \(error)", 78)
         }
-        let store: SQLiteOrderStore
-        switch configuration.database {
-        case .sqlite(let path):
-            do {
-                store = try await SQLiteOrderStore.open(path: path)
-            } catch {
-                return fail("cannot open the database \(path): \(error)", 74)
-            }
+        let store: any OrderStore
+        do {
+            store = try await openStore(configuration.database)
+        } catch {
+            // The description names the database without its password, and the error no value.
+            return fail("cannot open the database \(configuration.databaseDescription): \(error)", 74)
         }
         do {
             return .success(GatewayResources(configuration: configuration, store: store, client: try HTTPClient()))
         } catch {
             await store.close()
             return fail("cannot start the HTTP client: \(error)", 70)
+        }
+    }
+
+    static func openStore(_ database: GatewayConfiguration.Database) async throws(StorageError) -> any OrderStore {
+        switch database {
+        case .sqlite(let path):
+            try await SQLiteOrderStore.open(path: path)
+        case .postgres(let settings, let poolSize):
+            try await PostgresOrderStore.open(settings, configuration: .init(poolSize: poolSize))
         }
     }
 

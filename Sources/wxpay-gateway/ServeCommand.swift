@@ -72,7 +72,8 @@ enum ServeCommand {
             service.useNotifyURL("\(base)/wechat/notify")
         }
         FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
-        logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
+        logger.notice("listening", ["address": base, "demo": String(configuration.demo),
+                                    "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
         let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -11,8 +12,8 @@ import WeChatPaySimulator
 /// a genuine notify of another paid order, replayed or re-targeted, and the classic forgeries, each
 /// sent several times; nothing changes anywhere and every one is refused and counted.
 struct BatteryForgedNotifyTests {
-    @Test func forgeriesAndReplaysChangeNoOrderAndAreAllRefused() async throws {
-        let rig = try await GatewayRig.start(.sockets)
+    @Test(arguments: StoreKind.all) func forgeriesAndReplaysChangeNoOrderAndAreAllRefused(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.sockets, store: store)
         _ = try await rig.createOrder("forge-0001", amount: 990)
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Synchronization
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -27,8 +28,8 @@ struct HeldWaitTests {
         }
     }
 
-    @Test func aThousandHeldWaitsOutliveTheirCallersShareOneOrderqueryAndAreAllAnsweredByOneNotify() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 30)
+    @Test(arguments: StoreKind.all) func aThousandHeldWaitsOutliveTheirCallersShareOneOrderqueryAndAreAllAnsweredByOneNotify(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("held-0001"))
         let queriesBefore = harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count
@@ -57,8 +58,8 @@ struct HeldWaitTests {
         #expect(harness.service.signals.openWaits == 0)
     }
 
-    @Test func aWaitAnswersAtItsDeadlineWhileOrderqueryHangs() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 0.2)
+    @Test(arguments: StoreKind.all) func aWaitAnswersAtItsDeadlineWhileOrderqueryHangs(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 0.2)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("held-0002"))
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(latency: 20)]))
@@ -70,8 +71,8 @@ struct HeldWaitTests {
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
-    @Test func aWaitAnswersAtItsDeadlineWhenOrderqueryFails() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 0.2)
+    @Test(arguments: StoreKind.all) func aWaitAnswersAtItsDeadlineWhenOrderqueryFails(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 0.2)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("held-0003"))
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
@@ -81,8 +82,8 @@ struct HeldWaitTests {
         #expect(harness.metrics.gauge("wxpay_waits_open") == 0)
     }
 
-    @Test func anUnknownOrderAndAFinalOrderAreAnsweredWithoutHoldingAnything() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func anUnknownOrderAndAFinalOrderAreAnsweredWithoutHoldingAnything(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         await #expect(throws: APIError.self) { _ = try await harness.order("held-none", wait: 20) }
         _ = try await harness.create(Self.body("held-0004"))
@@ -96,8 +97,8 @@ struct HeldWaitTests {
 
     // MARK: - Over HTTP
 
-    @Test func aHeldWaitIsAnsweredWithTheRealStateWhenTheOrderIsPaidDuringShutdown() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 30)
+    @Test(arguments: StoreKind.all) func aHeldWaitIsAnsweredWithTheRealStateWhenTheOrderIsPaidDuringShutdown(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("held-0005"))
         let (server, base) = try await Self.serve(harness)
@@ -114,8 +115,8 @@ struct HeldWaitTests {
         await client.shutdown()
     }
 
-    @Test func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnswered503() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 30)
+    @Test(arguments: StoreKind.all) func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnswered503(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("held-0006"))
         let (server, base) = try await Self.serve(harness)

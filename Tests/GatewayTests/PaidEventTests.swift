@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -9,8 +10,8 @@ import WeChatPaySimulator
 /// The `order.paid` outbox event, written by hand rather than by JSONEncoder: it must still be
 /// valid JSON carrying exactly the order's values, whatever characters the client sent.
 struct PaidEventTests {
-    @Test func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let description = "Swift \"course\" \\ 课程 / end"
         let body = try JSONSerialization.data(withJSONObject: [
@@ -39,8 +40,8 @@ struct PaidEventTests {
         #expect(event.id.hasPrefix("evt_") && event.id.count == 36)
     }
 
-    @Test func eventIDsAreUniqueAndOrderedByTimeOfCreation() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func eventIDsAreUniqueAndOrderedByTimeOfCreation(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         var ids: [String] = []
         for index in 0..<3 {

@@ -38,11 +38,23 @@ public final class TestDatabase: Sendable {
     /// The SQLite file, or the PostgreSQL URI (with the schema's search path).
     public let location: String
     private let directory: String?
+    /// The PostgreSQL server's URI (without the schema).
+    private let server: String?
     /// The PostgreSQL schema (and application_name of the store's connections).
     public let schema: String?
 
-    public init(_ kind: StoreKind) async throws {
+    public convenience init(_ kind: StoreKind) async throws {
+        try await self.init(kind, server: TestPostgres.url)
+    }
+
+    /// A fresh schema on another PostgreSQL server (one a test starts and stops itself).
+    public convenience init(postgresServer url: String) async throws {
+        try await self.init(.postgres, server: url)
+    }
+
+    private init(_ kind: StoreKind, server: String?) async throws {
         self.kind = kind
+        self.server = kind == .postgres ? server : nil
         switch kind {
         case .sqlite:
             let directory = FileManager.default.temporaryDirectory
@@ -52,12 +64,12 @@ public final class TestDatabase: Sendable {
             schema = nil
             location = directory + "/orders.sqlite"
         case .postgres:
-            guard let url = TestPostgres.url else { throw TestDatabaseError.noServer }
+            guard let url = server else { throw TestDatabaseError.noServer }
             let schema = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
             try await RawPostgres.execute("CREATE SCHEMA " + schema, url: url)
             self.schema = schema
             directory = nil
-            location = TestPostgres.url(schema: schema)!
+            location = TestPostgres.url(schema: schema, base: url)!
         }
     }
 
@@ -70,7 +82,7 @@ public final class TestDatabase: Sendable {
     /// only). Returns how many were ended.
     @discardableResult
     public func terminateConnections() async throws -> Int {
-        guard let schema, let url = TestPostgres.url else { return 0 }
+        guard let schema, let url = server else { return 0 }
         let ended = try await RawPostgres.scalar(
             "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '\(schema)'", url: url)
         return Int(ended ?? "0") ?? 0
@@ -111,7 +123,7 @@ public final class TestDatabase: Sendable {
 
     public func remove() async {
         if let directory { try? FileManager.default.removeItem(atPath: directory) }
-        if let schema, let url = TestPostgres.url {
+        if let schema, let url = server {
             _ = try? await RawPostgres.execute("DROP SCHEMA " + schema + " CASCADE", url: url)
         }
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Storage
 import WeChatPay
 
 /// Everything the gateway is configured with, read from the environment (see the README's table).
@@ -10,6 +11,8 @@ public struct GatewayConfiguration: Sendable {
     /// Where the order store lives.
     public enum Database: Sendable, Hashable {
         case sqlite(path: String)
+        /// Several instances may share one PostgreSQL database (GatewayConfiguration+Database.swift).
+        case postgres(PostgresSettings, poolSize: Int)
     }
 
     /// The merchant as WeChat knows it.
@@ -68,8 +71,7 @@ public struct GatewayConfiguration: Sendable {
                                          Self.parseListen)
         listenHost = listen.0
         listenPort = listen.1
-        database = try environment.get("GATEWAY_DATABASE", default: .sqlite(path: "data/gateway.sqlite"),
-                                       expecting: "sqlite:PATH (PostgreSQL support is not built yet)", Self.parseDatabase)
+        database = try Self.readDatabase(environment)
         signType = try environment.get("WXPAY_SIGN_TYPE", default: .hmacSHA256, expecting: "MD5 or HMAC-SHA256") {
             SignType(rawValue: $0.uppercased())
         }
@@ -177,12 +179,6 @@ public struct GatewayConfiguration: Sendable {
             return nil
         }
         return (host, port)
-    }
-
-    static func parseDatabase(_ text: String) -> Database? {
-        guard text.hasPrefix("sqlite:") else { return nil }
-        let path = String(text.dropFirst("sqlite:".count))
-        return path.isEmpty ? nil : .sqlite(path: path)
     }
 
     static func parseBase(_ text: String) -> String? {

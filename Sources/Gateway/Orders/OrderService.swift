@@ -53,6 +53,7 @@ public final class OrderService: Sendable {
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
         Self.describeMetrics(metrics)
+        listenForChangesElsewhere()
     }
 
     // MARK: - Create
@@ -136,8 +137,10 @@ public final class OrderService: Sendable {
             return .failure(error)
         } catch let error as WeChatPayError {
             return .failure(await upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
+        } catch let error as StorageError {
+            return .failure(apiError(for: error))
         } catch {
-            logger.error("storage failure during create", ["error": "\(error)"])
+            logger.error("unexpected failure during create", ["error": "\(error)"])
             return .failure(.internalError)
         }
     }
@@ -319,15 +322,21 @@ public final class OrderService: Sendable {
 
     // MARK: - Helpers
 
-    /// Runs a store operation, turning a storage failure into a 500 without leaking its details.
+    /// Runs a store operation, turning a storage failure into an API error without leaking its
+    /// details: 503 `database_unavailable` while the database cannot be reached, else 500.
     func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
         do {
             return try await operation()
         } catch {
-            logger.error("storage failure", ["error": error.shortDescription])
-            metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
-            throw .internalError
+            throw apiError(for: error)
         }
+    }
+
+    /// The answer for a storage failure, logged and counted.
+    func apiError(for error: StorageError) -> APIError {
+        logger.error("storage failure", ["error": error.shortDescription])
+        metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
+        return error == .unavailable ? .databaseUnavailable : .internalError
     }
 
     private static func describeMetrics(_ metrics: MetricsRegistry) {
