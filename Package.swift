@@ -42,7 +42,9 @@ let package = Package(
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
+        // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"],
+                resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",

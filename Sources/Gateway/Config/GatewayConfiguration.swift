@@ -54,6 +54,8 @@ public struct GatewayConfiguration: Sendable {
     /// Whether the previous Beijing day's bill is compared every day after 10:00 Beijing time
     /// (GATEWAY_BILL_RECONCILE=on, default off).
     public var billReconcile: Bool = false
+    /// App tokens, the catalog and per-user limits (GatewayConfiguration+App.swift).
+    public var app = AppConfiguration()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -129,6 +131,7 @@ public struct GatewayConfiguration: Sendable {
             throw ConfigurationError(variable: variable, expected: "tokens of at least 8 characters")
         }
         try readRecovery(environment)
+        app = try AppConfiguration(environment, demo: demo)
     }
 
     /// The reconciler's, the dispatcher's and the bill job's variables.
