@@ -71,6 +71,8 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
+            "COpenSSL",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import COpenSSL
 import Foundation
 @testable import Gateway
 
@@ -27,19 +28,12 @@ enum TestTokens {
         AppTokenMinter(secret: secret).token(subject: user, now: now, ttl: ttl)
     }
 
-    /// HMAC-SHA512 by the openssl command line (a correctly signed HS512 token must still be refused).
-    static func hmacSHA512(_ message: String, secret: String) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "dgst", "-sha512", "-mac", "HMAC", "-macopt", "key:\(secret)", "-binary"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(message.utf8))
-        try input.fileHandleForWriting.close()
-        let mac = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Array(mac)
+    /// HMAC-SHA512 (a correctly signed HS512 token must still be refused).
+    static func hmacSHA512(_ message: String, secret: String) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 64
+        let key = Array(secret.utf8), data = Array(message.utf8)
+        _ = HMAC(EVP_sha512(), key, Int32(key.count), data, data.count, &out, &length)
+        return out
     }
 }

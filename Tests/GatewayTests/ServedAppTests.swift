@@ -76,19 +76,19 @@ struct ServedAppTests {
         #expect(gateway.process.isRunning)
     }
 
-    @Test func aBadCatalogStopsStartUpNamingTheProductAndTheRule() throws {
+    @Test func aBadCatalogStopsStartUpNamingTheProductAndTheRule() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(#"{"products":[{"id":"swift-101","amount":990,"description":"ok"},{"id":"bad one","amount":1,"description":"x"}]}"#.utf8)
             .write(to: file)
-        let run = try ServedGateway.run(ServedGateway.demoArguments, environment: ["GATEWAY_CATALOG": file.path])
+        let run = try await ServedGateway.run(ServedGateway.demoArguments, environment: ["GATEWAY_CATALOG": file.path])
         #expect(run.status != 0)
         #expect(run.errors.contains("GATEWAY_CATALOG") && run.errors.contains("product #2: id must be"), "\(run.errors)")
     }
 
-    @Test func theAppTokenCommandMintsATokenTheGatewayAccepts() throws {
+    @Test func theAppTokenCommandMintsATokenTheGatewayAccepts() async throws {
         let secret = "a-backend-secret-of-at-least-32-bytes-01"
-        let fromEnvironment = try ServedGateway.run(["app-token", "--sub", "u-7", "--ttl", "600"],
+        let fromEnvironment = try await ServedGateway.run(["app-token", "--sub", "u-7", "--ttl", "600"],
                                                     environment: ["GATEWAY_APP_TOKEN_SECRETS": "\(secret),older-secret-also-32-bytes-long-0002"])
         #expect(fromEnvironment.status == 0)
         let token = fromEnvironment.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -98,7 +98,7 @@ struct ServedAppTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data((secret + "\n").utf8).write(to: file)
-        let fromFile = try ServedGateway.run(["app-token", "--sub", "u-8", "--secret-file", file.path])
+        let fromFile = try await ServedGateway.run(["app-token", "--sub", "u-8", "--secret-file", file.path])
         #expect(fromFile.status == 0)
         let minted = fromFile.output.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try AppTokenVerifier(secrets: [secret]).verify(minted, now: Date()).expiresAt
@@ -110,7 +110,7 @@ struct ServedAppTests {
             (["app-token"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--sub"),
             (["app-token", "--sub", "u", "--ttl", "86401"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--ttl"),
         ] {
-            let refused = try ServedGateway.run(arguments, environment: environment)
+            let refused = try await ServedGateway.run(arguments, environment: environment)
             #expect(refused.status == 64, "\(arguments)")
             #expect(refused.errors.contains(says), "\(refused.errors)")
             #expect(!refused.errors.contains("too-short") && !refused.errors.contains(secret))

@@ -5,18 +5,18 @@ import Glibc
 /// The built `wxpay-gateway` binary run as a user runs it: `serve` in demo mode on 127.0.0.1
 /// port 0 with its database in a temp directory, its output in files there (so a chatty child
 /// never blocks on a full pipe), stopped with SIGTERM (SIGKILL after 15 s) at the end.
-final class ServedGateway: @unchecked Sendable {
+final class ServedGateway: Sendable {
     /// How demo mode is asked for (the one place to change if `serve` grows a flag for it).
     static let demoArguments = ["serve"]
 
-    let process: Process
+    let process: ChildProcess
     let directory: URL
     /// `http://127.0.0.1:PORT`.
     let base: String
     /// The demo user's app token from the banner.
     let appToken: String?
 
-    private init(process: Process, directory: URL, base: String, appToken: String?) {
+    private init(process: ChildProcess, directory: URL, base: String, appToken: String?) {
         self.process = process
         self.directory = directory
         self.base = base
@@ -73,16 +73,15 @@ final class ServedGateway: @unchecked Sendable {
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(50))
         }
-        let failure = StartFailure(status: process.isRunning ? nil : process.terminationStatus,
-                                   output: read(directory, "out"), errors: read(directory, "err"))
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        let status = process.exitStatus
+        await process.wait(timeout: .zero)
+        let failure = StartFailure(status: status, output: read(directory, "out"), errors: read(directory, "err"))
         try? FileManager.default.removeItem(at: directory)
         throw failure
     }
 
     /// Runs the binary to completion (a command, or a `serve` expected to refuse to start).
-    static func run(_ arguments: [String], environment extra: [String: String] = [:]) throws
+    static func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws
         -> (status: Int32, output: String, errors: String)
     {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString)")
@@ -91,42 +90,24 @@ final class ServedGateway: @unchecked Sendable {
         var variables = ["GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:\(directory.path)/gateway.sqlite"]
         for (name, value) in extra { variables[name] = value }
         let process = try launch(arguments, variables: variables, output: directory)
-        let watchdog = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
-        process.waitUntilExit()
-        watchdog.cancel()
-        return (process.terminationStatus, read(directory, "out"), read(directory, "err"))
+        let status = await process.wait(timeout: .seconds(60))
+        return (status, read(directory, "out"), read(directory, "err"))
     }
 
     /// Starts the binary with stdout and stderr going to the files `out` and `err` in `output`.
-    private static func launch(_ arguments: [String], variables: [String: String], output: URL) throws -> Process {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
-        process.environment = environment(variables)
-        for name in ["out", "err"] {
-            _ = FileManager.default.createFile(atPath: output.appendingPathComponent(name).path, contents: nil)
-        }
-        process.standardOutput = try FileHandle(forWritingTo: output.appendingPathComponent("out"))
-        process.standardError = try FileHandle(forWritingTo: output.appendingPathComponent("err"))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+    private static func launch(_ arguments: [String], variables: [String: String], output: URL) throws -> ChildProcess {
+        try ChildProcess(try executable().path, arguments, environment: environment(variables),
+                         output: output.appendingPathComponent("out").path, errors: output.appendingPathComponent("err").path)
     }
 
     /// What the gateway wrote to stderr so far (its JSON log lines).
     var log: String { Self.read(directory, "err") }
 
-    func send(signal: Int32) { kill(process.processIdentifier, signal) }
+    func send(signal: Int32) { process.send(signal) }
 
     func stop() async {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(15)
-            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
+        process.send(SIGTERM)
+        await process.wait(timeout: .seconds(15))
         try? FileManager.default.removeItem(at: directory)
     }
 
