@@ -70,6 +70,8 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
         ]),
+        // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -41,7 +41,8 @@ final class GatewayRig: Sendable {
     private let notifyLoop: Task<Void, Never>
 
     static func start(_ mode: Mode, pollInterval: Double = 0.2) async throws -> GatewayRig {
-        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]))
+        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]),
+                                                     demo: true)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwapi-\(UUID().uuidString)")
         let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
         let clock = ScaledClock(start: Date(), scale: 1)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""reliability.md's battery (T1, T2, T4, T6, T7, T9) against the real gateway process.
+"""The reliability battery (T1, T2, T4, T6, T7, T9, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|all] [--scale full|reduced] [--seed N]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|P1|all] [--scale full|reduced] [--seed N]
 """
 import argparse
 import calendar
@@ -16,7 +16,8 @@ import threading
 import time
 
 import checker
-from rig import (ACK, BINARY, CLIENT_TOKEN, SUPPORT_TOKEN, Rig, create_body, parallel, payment_notify)
+from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
+                 payment_notify)
 
 SCALES = {
     #        T1 orders, copies   T2 orders, kills  T4 same, changed  T7 orders  T9 late, shuffled
@@ -601,7 +602,56 @@ class AfterClose:
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9}
+def p1(rig, scale, seed, result):
+    """The production binary has no crash hook: `swift build -c release` started with
+    GATEWAY_CRASH_POINT=notify_committed:1 settles every notify and keeps running (and says once
+    that it ignores the variable). As a control, the battery's fault-injection build with the same
+    setting dies at the first settled notify, so the check is not passing for want of a hook."""
+    orders = 20 if scale == "full" else 5
+    crash = {"GATEWAY_CRASH_POINT": "notify_committed:1"}
+    production = rig.gateway(reconcile_interval=0, extra=crash, binary=PRODUCTION_BINARY)
+    deadline = time.monotonic() + 120
+    numbers = [f"p1-{seed}-{i:03d}" for i in range(orders)]
+    result.expect(create_all(rig, production, numbers, lambda n: 990, deadline) == orders, "not every order was created")
+    paid = sum(1 for answer in parallel(numbers, rig.pay, workers=4) if answer[0] == 200)
+    settled = checker.wait_until_paid(rig, numbers, timeout=60)
+    status, metrics = rig.client.request(production.base, "GET", "/metrics")
+    by_notify = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.decode().splitlines()
+                    if line.startswith('wxpay_notifies_total{outcome="settled"'))
+    alive = production.proc.poll() is None and rig.client.request(production.base, "GET", "/healthz")[0] == 200
+    figures, failures = checker.check(rig, numbers)     # while it runs: its webhooks go out
+    result.failures += failures
+    production.stop()
+    with open(os.path.join(rig.dir, production.name + ".log"), errors="replace") as log:
+        text = log.read()
+    warned = text.count("GATEWAY_CRASH_POINT is set but ignored")
+    result.expect(paid == orders and settled == orders, f"{settled}/{orders} settled")
+    result.expect(by_notify == orders, f"{by_notify:.0f} of {orders} settled by their notify")
+    result.expect(alive, "the production gateway is not running after the notifies")
+    result.expect("crash point " not in text, "the production binary reached a crash point")
+    result.expect(warned == 1, f"the ignored GATEWAY_CRASH_POINT was warned about {warned} times, not once")
+
+    control = rig.gateway(reconcile_interval=0, extra=crash)
+    number = f"p1-{seed}-control"
+    create_all(rig, control, [number], lambda n: 990, deadline)
+    rig.pay(number)
+    died = False
+    while time.monotonic() < deadline and not died:
+        died = control.proc.poll() is not None
+        time.sleep(0.05)
+    with open(os.path.join(rig.dir, control.name + ".log"), errors="replace") as log:
+        fired = "crash point notify_committed" in log.read()
+    result.expect(died and fired, "the fault-injection build did not stop at notify_committed")
+    control.env.pop("GATEWAY_CRASH_POINT")
+    control.start()     # as T2's final start: the committed payment's webhook still goes out
+    figures, failures = checker.check(rig, numbers + [number])
+    result.failures += failures
+    result.figures.update(figures, orders=orders, settled_by_notify=int(by_notify), production_alive=alive,
+                          ignored_warnings=warned, control_killed_at_crash_point=died and fired)
+
+
+# ------------------------------------------------------------------------------------------------
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, "P1": p1}
 
 
 def run_one(name, scale, seed):
