@@ -69,6 +69,8 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            // Row counts of every table, read beside the store (forged notifies write nothing).
+            "CSQLite",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
