@@ -73,7 +73,11 @@ let package = Package(
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
             "COpenSSL",
+            // Row counts of every table, read beside the store (forged notifies write nothing).
+            "CSQLite",
         ]),
+        // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -43,7 +43,10 @@ enum AppTokenCommand {
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
             secret = text
         } else {
-            guard let first = Environment(ProcessInfo.processInfo.environment).list("GATEWAY_APP_TOKEN_SECRETS").first else {
+            let secrets = Environment(ProcessInfo.processInfo.environment).get("GATEWAY_APP_TOKEN_SECRETS") ?? ""
+            guard let first = secrets.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { !$0.isEmpty })
+            else {
                 return fail("no secret: set GATEWAY_APP_TOKEN_SECRETS or give --secret-file FILE")
             }
             secret = first

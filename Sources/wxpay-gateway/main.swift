@@ -16,7 +16,8 @@ func usage() -> String {
     usage: wxpay-gateway <command> [options]
 
     commands:
-      serve     run the gateway (configured from the environment; demo mode without WXPAY_MCH_ID)
+      serve     run the gateway, configured from the environment (README); serve --demo: demo mode,
+                the embedded WeChat Pay simulator and its test merchant, on loopback
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]

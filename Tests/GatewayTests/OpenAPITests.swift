@@ -81,9 +81,11 @@ struct OpenAPITests {
                       ("support", GatewayConfiguration.demoSupportToken)]
         for (kind, token) in tokens {
             let output = gateway.directory.appendingPathComponent("schemathesis-\(kind)")
+            // Run from the gateway's temp directory: schemathesis keeps a cache where it runs.
             let run = try ChildProcess(
-                Self.tools.appendingPathComponent("schemathesis").path,
-                ["run", gateway.base + "/openapi.json", "--header", "Authorization: Bearer \(token)",
+                "/bin/sh",
+                ["-c", #"cd "$1" && shift && exec "$@""#, "sh", gateway.directory.path,
+                 Self.tools.appendingPathComponent("schemathesis").path, "run", gateway.base + "/openapi.json", "--header", "Authorization: Bearer \(token)",
                  "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                      + "response_headers_conformance,response_schema_conformance",
                  "--phases", "examples,fuzzing", "--max-examples", "12", "--workers", "2", "--request-timeout", "40",

@@ -6,8 +6,8 @@ import Glibc
 /// port 0 with its database in a temp directory, its output in files there (so a chatty child
 /// never blocks on a full pipe), stopped with SIGTERM (SIGKILL after 15 s) at the end.
 final class ServedGateway: Sendable {
-    /// How demo mode is asked for (the one place to change if `serve` grows a flag for it).
-    static let demoArguments = ["serve"]
+    /// How demo mode is asked for.
+    static let demoArguments = ["serve", "--demo"]
 
     let process: ChildProcess
     let directory: URL
