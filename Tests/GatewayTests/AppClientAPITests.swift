@@ -126,6 +126,10 @@ struct AppClientAPITests {
         }
         #expect(try await rig.send(.get, "/v1/catalog", token: TestTokens.minted("u", secret: secret)).status == 200)
         #expect(try await rig.send(.get, "/v1/catalog", token: TestTokens.minted("u", secret: old)).status == 200)
+        let metrics = String(decoding: try await rig.send(.get, "/metrics", token: nil).body, as: UTF8.self)
+        for rule in ["expired", "iat_in_future", "aud", "alg", "signature", "segments", "too_long"] {
+            #expect(metrics.contains(#"wxpay_app_token_refusals_total{rule="\#(rule)"}"#), "\(rule)")
+        }
         // An unknown opaque token is still plain `unauthorized`.
         #expect(try await rig.send(.get, "/v1/catalog", token: "not-a-jwt-token").error?["code"] as? String == "unauthorized")
     }
@@ -209,6 +213,8 @@ struct AppClientAPITests {
         #expect((1...60).contains(retryAfter))
         #expect(limited.headers["Retry-After"] == String(retryAfter))
         #expect(try await rig.store.order("rate-0009") == nil)
+        let metrics = String(decoding: try await rig.send(.get, "/metrics", token: nil).body, as: UTF8.self)
+        #expect(metrics.contains(#"wxpay_app_rate_limited_total{limit="creates"} 1"#))
         // Another user, and the backend, are not held back by alice.
         #expect(try await Self.create(rig, TestTokens.minted("bob"), #"{"product_id":"swift-101"}"#).status == 201)
         #expect(try await rig.createOrder("rate-back1").status == 201)

@@ -28,8 +28,11 @@ extension GatewayAPI {
     /// for an app token that broke a rule), 403 when the token's scope does not allow the route.
     func authorize(_ request: HTTPServerRequest, scopes allowed: Set<Scope>) -> Result<Caller, APIError> {
         switch authenticator.authenticate(authorization: request.headers["Authorization"], now: service.now()) {
-        case .refused(let error):
-            return .failure(error)
+        case .unknown:
+            return .failure(.unauthorized)
+        case .invalid(let error):
+            service.metrics.increment("wxpay_app_token_refusals_total", ["rule": error.rule])
+            return .failure(.invalidToken(error))
         case .granted(let caller):
             return caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller)
         }
@@ -45,6 +48,7 @@ extension GatewayAPI {
         let input = try CreateOrderInput(appJSON: request.body, user: user, peerIP: peer, catalog: catalog)
         // Counted once the request is valid: only creates that would reach the store and WeChat.
         if let retryAfter = service.userLimits.admitCreate(user) {
+            service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "creates"])
             throw .rateLimited(retryAfter: retryAfter,
                                "this user created \(service.userLimits.createsPerMinute) orders in the last minute")
         }

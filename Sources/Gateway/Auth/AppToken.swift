@@ -31,6 +31,30 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     case notYetValid
     case lifetime
 
+    /// The rule's name for `wxpay_app_token_refusals_total{rule}`.
+    public var rule: String {
+        switch self {
+        case .tooLong: "too_long"
+        case .segments: "segments"
+        case .badBase64: "base64url"
+        case .notJSONObject: "json"
+        case .duplicateKey: "duplicate_key"
+        case .algorithm: "alg"
+        case .criticalHeader: "crit"
+        case .type: "typ"
+        case .signature: "signature"
+        case .subject: "sub"
+        case .audience: "aud"
+        case .issuedAt: "iat"
+        case .expiry: "exp"
+        case .notBefore: "nbf"
+        case .issuedInFuture: "iat_in_future"
+        case .expired: "expired"
+        case .notYetValid: "not_yet_valid"
+        case .lifetime: "lifetime"
+        }
+    }
+
     public var description: String {
         switch self {
         case .tooLong: "the token is longer than \(AppTokenVerifier.maximumLength) bytes"

@@ -25,7 +25,10 @@ struct Caller: Sendable, Hashable {
 struct Authenticator: Sendable {
     enum Outcome: Sendable, Hashable {
         case granted(Caller)
-        case refused(APIError)
+        /// No token, or an opaque one nobody configured.
+        case unknown
+        /// An app token that broke a rule.
+        case invalid(AppTokenError)
     }
 
     private let tokens: [(token: [UInt8], scope: Scope)]
@@ -38,7 +41,7 @@ struct Authenticator: Sendable {
 
     func authenticate(authorization: String?, now: Date) -> Outcome {
         let prefix = "Bearer "
-        guard let authorization, authorization.hasPrefix(prefix) else { return .refused(.unauthorized) }
+        guard let authorization, authorization.hasPrefix(prefix) else { return .unknown }
         let presented = authorization.utf8.dropFirst(prefix.utf8.count)
         if let appTokens, presented.contains(UInt8(ascii: ".")) || presented.count > AppTokenVerifier.maximumLength {
             // Static tokens are compared too, so a configured token with a dot still works.
@@ -47,17 +50,11 @@ struct Authenticator: Sendable {
                 let claims = try appTokens.verify(Substring(presented), now: now)
                 return .granted(Caller(scopes: [.app], appUser: claims.subject))
             } catch {
-                return .refused(.invalidToken(error))
+                return .invalid(error)
             }
         }
-        guard presented.count <= 512, let caller = staticCaller(presented) else { return .refused(.unauthorized) }
+        guard presented.count <= 512, let caller = staticCaller(presented) else { return .unknown }
         return .granted(caller)
-    }
-
-    /// The scopes the header's token grants; empty when there is no valid token.
-    func scopes(authorization: String?) -> Set<Scope> {
-        guard case .granted(let caller) = authenticate(authorization: authorization, now: Date()) else { return [] }
-        return caller.scopes
     }
 
     private func staticCaller(_ presented: Substring.UTF8View) -> Caller? {

@@ -52,7 +52,9 @@ extension OrderService {
         if let owner {
             switch userLimits.reserveWait(owner, until: deadline) {
             case .success(let reserved): reservation = reserved
-            case .failure(let limited): return answer(.failure(limited))
+            case .failure(let limited):
+                metrics.increment("wxpay_app_rate_limited_total", ["limit": "waits"])
+                return answer(.failure(limited))
             }
         }
         metrics.add("wxpay_waits_open", 1)

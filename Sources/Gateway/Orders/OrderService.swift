@@ -361,6 +361,10 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
         metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
         metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
+        metrics.describe("wxpay_app_token_refusals_total", type: "counter",
+                         help: "App tokens refused (401 invalid_token), by the rule they broke.")
+        metrics.describe("wxpay_app_rate_limited_total", type: "counter",
+                         help: "App-token requests refused by a per-user limit (429), by limit.")
         metrics.set("wxpay_waits_open", to: 0)
     }
 }
