@@ -143,6 +143,16 @@ struct SimulatorOverSocketsTests {
         let server = HTTPServer(router: router)
         let address = try await server.start()
         let notifyLoop = Task { await simulator.run() }
+        // Whatever fails below, both servers and the client are stopped (their deinit checks it:
+        // a failed step on a loaded machine used to take the whole test process down).
+        defer {
+            Task {
+                notifyLoop.cancel()
+                await server.shutdown(gracePeriod: .seconds(2))
+                await merchant.shutdown(gracePeriod: .seconds(2))
+                await httpClient.shutdown()
+            }
+        }
         let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
             primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil))
         let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
@@ -167,10 +177,6 @@ struct SimulatorOverSocketsTests {
         } catch {
             #expect(error.kind == .transport)
         }
-        notifyLoop.cancel()
-        await server.shutdown(gracePeriod: .seconds(2))
-        await merchant.shutdown(gracePeriod: .seconds(2))
-        await httpClient.shutdown()
     }
 
     private func eventually(_ condition: () -> Bool) async -> Bool {

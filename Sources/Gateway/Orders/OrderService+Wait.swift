@@ -46,7 +46,7 @@ extension OrderService {
             return answer(.failure(error))
         }
         guard let order = found, Self.isVisible(order, to: owner) else { return answer(.failure(.orderNotFound)) }
-        guard wait > 0, !order.state.isFinal else { return answer(.success(JSON.encode(OrderView(order)))) }
+        guard wait > 0, !order.state.isFinal else { return answer(.success(OrderView(order).json)) }
         let deadline = ContinuousClock.now + .seconds(wait)
         var reservation: WaitReservation?
         if let owner {
@@ -104,7 +104,7 @@ extension OrderService {
     private func finish(_ held: HeldWait, _ order: OrderRecord) {
         metrics.add("wxpay_waits_open", -1)
         held.reservation?.release()
-        held.answer(.success(JSON.encode(OrderView(order))))
+        held.answer(.success(OrderView(order).json))
     }
 }
 
