@@ -88,7 +88,7 @@ struct OpenAPITests {
                  Self.tools.appendingPathComponent("schemathesis").path, "run", gateway.base + "/openapi.json", "--header", "Authorization: Bearer \(token)",
                  "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
                      + "response_headers_conformance,response_schema_conformance",
-                 "--phases", "examples,fuzzing", "--max-examples", "12", "--workers", "2", "--request-timeout", "40",
+                 "--phases", "examples,fuzzing", "--max-examples", "10", "--workers", "1", "--request-timeout", "40",
                  "--seed", "1729", "--no-color"],
                 environment: ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { $1 },
                 output: output.path + ".out", errors: output.path + ".err")
