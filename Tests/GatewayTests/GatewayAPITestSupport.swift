@@ -38,16 +38,24 @@ final class GatewayRig: Sendable {
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
     private let base: String
-    private let database: TestDatabase
+    /// The rig's database (a SQLite file or a PostgreSQL schema), removed by `stop`.
+    let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
 
-    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2) async throws -> GatewayRig {
-        try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval)
+    /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
+    /// the demo catalog included).
+    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
+        try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
+                        environment: environment, logger: logger)
     }
 
     /// A rig on a given database (which `stop` removes).
-    static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2) async throws -> GatewayRig {
-        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]))
+    static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
+        var variables = environment
+        variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
+        let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
         let store = try await database.open()
         let clock = ScaledClock(start: Date(), scale: 1)
         let target = NotifyTarget()
@@ -59,7 +67,8 @@ final class GatewayRig: Sendable {
                                                   key: configuration.apiKey),
             clock: clock, notifySender: sender)
         let service = OrderService(configuration: configuration, store: store,
-                                   transport: SimulatorTransport(simulator: simulator), now: { clock.now() })
+                                   transport: SimulatorTransport(simulator: simulator), logger: logger,
+                                   now: { clock.now() })
         target.set(service)
         var router = HTTPRouter()
         GatewayAPI(service: service).register(in: &router)
@@ -110,7 +119,9 @@ final class GatewayRig: Sendable {
         switch mode {
         case .inProcess:
             let parts = path.split(separator: "?", maxSplits: 1)
-            var request = HTTPServerRequest(method: method, path: String(parts[0]))
+            // The peer a socket would show: this machine.
+            var request = HTTPServerRequest(method: method, path: String(parts[0]),
+                                            remoteAddress: HTTPServerSocketAddress(host: "127.0.0.1", port: 40000))
             request.query = parts.count > 1 ? (HTTPServerQuery(parsing: parts[1]) ?? HTTPServerQuery()) : HTTPServerQuery()
             for (name, value) in allHeaders { request.headers.add(name: name, value: value) }
             request.body = bytes
@@ -135,11 +146,12 @@ final class GatewayRig: Sendable {
 
     /// A payment notify for `outTradeNo` as WeChat would sign it, with changes applied.
     func forgedNotify(_ outTradeNo: String, amount: Int, key: APIKey = APIKey(GatewayConfiguration.demoKey),
-                      signType: SignType = .hmacSHA256, change: (inout Fields) -> Void = { _ in }) -> String {
+                      signType: SignType = .hmacSHA256, nonce: String = "forged",
+                      change: (inout Fields) -> Void = { _ in }) -> String {
         var builder = PaymentNotifyBuilder(
             merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
             outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: Date(),
-            nonce: "forged")
+            nonce: nonce)
         builder.openid = "oForged"
         var fields = builder.fields(signedWith: Signer(key: key), signType: signType, declaresSignType: false)
         change(&fields)

@@ -19,21 +19,24 @@ final class GatewayHarness: Sendable {
     let database: TestDatabase
     private let notifyTask: Mutex<Task<Void, Never>?> = Mutex(nil)
 
+    /// - Parameter clockScale: simulated seconds per real second (0 freezes the clock, so only
+    ///   `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
     static func make(store kind: StoreKind = .sqlite, signType: SignType = .hmacSHA256, pollInterval: Double = 0.2,
-                     environment: [String: String] = [:]) async throws -> GatewayHarness {
+                     environment: [String: String] = [:], clockScale: Double = 1) async throws -> GatewayHarness {
         var env = environment
-        env["WXPAY_SIGN_TYPE"] = signType.rawValue
         env["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
-        let configuration = try GatewayConfiguration(environment: Environment(env))
+        var configuration = try GatewayConfiguration(environment: Environment(env), demo: true)
+        // Demo mode takes no WXPAY_* variable; the tests' merchant signs with either algorithm.
+        configuration.signType = signType
         let database = try await TestDatabase(kind)
         let store = try await database.open()
-        return GatewayHarness(configuration: configuration, store: store, database: database)
+        return GatewayHarness(configuration: configuration, store: store, database: database, clockScale: clockScale)
     }
 
-    private init(configuration: GatewayConfiguration, store: any OrderStore, database: TestDatabase) {
-        // Simulated time runs with real time, so prepay lifetimes and close windows can be crossed
-        // with `clock.advance` while the gateway's own clock follows the simulator's.
-        let clock = ScaledClock(start: Date(), scale: 1)
+    private init(configuration: GatewayConfiguration, store: any OrderStore, database: TestDatabase, clockScale: Double) {
+        // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
+        // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
+        let clock = ScaledClock(start: Date(), scale: clockScale)
         let target = NotifyTarget()
         let simulator = WeChatPaySimulator(
             configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,

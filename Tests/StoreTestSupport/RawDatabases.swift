@@ -31,6 +31,18 @@ public final class RawSQLite {
         return String(cString: text)
     }
 
+    /// The first column of every row, as text.
+    public func column(_ sql: String) -> [String] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else { return [] }
+        defer { sqlite3_finalize(statement) }
+        var values: [String] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            if let text = sqlite3_column_text(statement, 0) { values.append(String(cString: text)) }
+        }
+        return values
+    }
+
     public func close() {
         sqlite3_close_v2(handle)
         handle = nil

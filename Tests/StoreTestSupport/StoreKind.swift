@@ -160,3 +160,34 @@ public func withStore(_ kind: StoreKind, _ body: (any OrderStore, TestDatabase) 
     }
     await database.remove()
 }
+
+extension TestDatabase {
+    /// The number of rows of every table the store made (found in the schema, so a table a later
+    /// migration adds is counted too), read behind the store's back.
+    public func tableRowCounts() async -> [String: Int] {
+        switch kind {
+        case .sqlite:
+            let raw = RawSQLite(path: location)
+            defer { raw.close() }
+            var counts: [String: Int] = [:]
+            for table in raw.column("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") {
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                counts[table] = raw.scalar("SELECT COUNT(*) FROM \(quoted)").flatMap { Int($0) } ?? -1
+            }
+            return counts
+        case .postgres:
+            guard let schema,
+                let tables = try? await RawPostgres.query(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = '\(schema)'", url: location)
+            else { return [:] }
+            var counts: [String: Int] = [:]
+            for row in tables {
+                guard let table = row.first ?? nil else { continue }
+                let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                let count = try? await RawPostgres.scalar("SELECT COUNT(*) FROM \(quoted)", url: location)
+                counts[table] = (count ?? nil).flatMap { Int($0) } ?? -1
+            }
+            return counts
+        }
+    }
+}

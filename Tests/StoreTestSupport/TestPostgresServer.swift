@@ -1,8 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A PostgreSQL server of one test's own (`scripts/postgres`), for the tests that stop, crash or
 /// restart the database under a running store. It listens only on a Unix socket in its own
@@ -47,34 +44,36 @@ public final class TestPostgresServer: Sendable {
     private static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres").path
 
-    /// Runs `scripts/postgres` and returns its output. `posix_spawn` and `waitpid` rather than
-    /// Foundation's `Process`, whose `waitUntilExit` was seen to hang on a plain thread; the output
+    /// Runs `scripts/postgres` and returns its output. Foundation's `Process` as the rest of the
+    /// suite uses it (its SIGCHLD handling is what every other child process relies on), but ended
+    /// through `terminationHandler`: `waitUntilExit` was seen to hang on a plain thread. The output
     /// goes to a file, not a pipe, since the server the script starts outlives it.
     private static func script(_ arguments: [String]) async throws -> String {
-        let result: Result<String, TestDatabaseError> = await onThread {
-            let log = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-pg-\(UUID().uuidString).log").path
-            defer { try? FileManager.default.removeItem(atPath: log) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            let argv = ([scriptPath] + arguments).map { strdup($0) } + [nil]
-            defer { for pointer in argv { free(pointer) } }
-            var pid: pid_t = 0
-            guard posix_spawn(&pid, scriptPath, &actions, nil, argv, environ) == 0 else {
-                return .failure(.failed("cannot run scripts/postgres"))
-            }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            // Exited normally with status 0 (WIFEXITED and WEXITSTATUS, which Swift cannot call).
-            guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
-                return .failure(.failed("scripts/postgres \(arguments.first ?? "") failed: \(output)"))
-            }
-            return .success(output)
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-pg-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        guard FileManager.default.createFile(atPath: log, contents: nil), let output = FileHandle(forWritingAtPath: log) else {
+            throw TestDatabaseError.failed("cannot create \(log)")
         }
-        return try result.get()
+        defer { try? output.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: scriptPath)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        let status: Int32? = await withCheckedContinuation { continuation in
+            process.terminationHandler = { ended in continuation.resume(returning: ended.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(returning: nil)
+            }
+        }
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            throw TestDatabaseError.failed("scripts/postgres \(arguments.first ?? "") failed (\(status.map(String.init) ?? "not run")): \(text)")
+        }
+        return text
     }
 }

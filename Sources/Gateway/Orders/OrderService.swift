@@ -13,6 +13,8 @@ public final class OrderService: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let signals = OrderSignals()
+    /// Refused notifies are logged at most once a second per reason (OrderService+Notify.swift).
+    let rejectedNotifyLog = LogThrottle()
     /// The reads and rechecks of order queries, a few at a time (OrderService+Wait.swift).
     let queryWork = OrderQueryWork()
     let settlement: Settlement
@@ -21,6 +23,9 @@ public final class OrderService: Sendable {
     /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks
     /// that every notify and every create's app parameters otherwise recomputed.
     let signer: Signer
+    /// The catalog in force (re-read on SIGHUP) and the app users' limits (Catalog/, App/).
+    public let catalog: CatalogSource
+    let userLimits: UserLimits
     /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests).
     private let notifyURLOverride = Mutex<String?>(nil)
@@ -49,6 +54,8 @@ public final class OrderService: Sendable {
         self.logger = logger
         self.now = now
         signer = Signer(key: configuration.apiKey)
+        catalog = CatalogSource(configuration.app.catalog, path: configuration.app.catalogPath)
+        userLimits = UserLimits(createsPerMinute: configuration.app.createRate, maximumWaits: configuration.app.maxWaits)
         settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
@@ -198,27 +205,37 @@ public final class OrderService: Sendable {
     // `order(_:wait:)` and the held waits are in OrderService+Wait.swift.
 
     /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
+    /// - Parameters:
+    ///   - fresh: the answer must come from a query sent now, not one already in flight.
+    ///   - includingFinal: ask even when the order is final (a support recheck).
     @discardableResult
-    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false) async -> OrderRecord? {
+    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false, includingFinal: Bool = false) async
+        -> OrderRecord?
+    {
+        let ask = { @Sendable [self] in
+            await self.queryAndSettle(outTradeNo, reason: reason, includingFinal: includingFinal)
+        }
         if fresh && upstream.queries.isRunning(outTradeNo) {
             // The query in flight may have left before the news that prompted this one
             // (closeorder's ORDERPAID, a person asking now): let it finish, then ask again.
-            _ = await upstream.queries.run(outTradeNo) { [self] in await self.queryAndSettle(outTradeNo, reason: reason) }
-            if let order = try? await store.order(outTradeNo), order.state.isFinal { return order }
+            _ = await upstream.queries.run(outTradeNo, ask)
+            if !includingFinal, let order = try? await store.order(outTradeNo), order.state.isFinal { return order }
         }
-        return await upstream.queries.run(outTradeNo) { [self] in
-            await self.queryAndSettle(outTradeNo, reason: reason)
-        }
+        return await upstream.queries.run(outTradeNo, ask)
     }
 
     /// Asks WeChat (orderquery) about one order and settles the answer through the one door. Every
     /// caller — waits, recheck, close, the reconciler, the bill comparison — comes here, inside the
     /// per-order single-flight (`upstream.queries`). `source` names the caller in the timeline
     /// (`orderquery`, `reconcile`, `bill`); a failed call's label goes to `failure` when given.
+    ///
+    /// A final order is asked about only with `includingFinal` (support's recheck): WeChat may
+    /// hold a CLOSED order paid (it then settles as paid after close), and a SUCCESS order stays
+    /// SUCCESS whatever the answer, as the one door allows no way out of it but REFUND.
     func queryAndSettle(_ outTradeNo: String, reason: String, source: String = "orderquery",
-                        failure: LockedBox<String?>? = nil) async -> OrderRecord? {
+                        failure: LockedBox<String?>? = nil, includingFinal: Bool = false) async -> OrderRecord? {
         guard let order = try? await store.order(outTradeNo) else { return nil }
-        guard !order.state.isFinal else { return order }
+        guard includingFinal || !order.state.isFinal else { return order }
         do {
             let response = try await upstream.orderQuery(for: order)
             let at = now()
@@ -247,8 +264,11 @@ public final class OrderService: Sendable {
     // MARK: - Close
 
     /// Closes the order with WeChat; an order WeChat says is paid is settled as paid instead.
-    public func close(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
-        guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
+    /// With `owner` (an app token's user), another user's order is `order_not_found`.
+    public func close(_ outTradeNo: String, owner: String? = nil) async throws(APIError) -> [UInt8] {
+        guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }),
+              Self.isVisible(order, to: owner)
+        else {
             throw .orderNotFound
         }
         if order.state.isFinal { return OrderView(order).json }
@@ -279,15 +299,31 @@ public final class OrderService: Sendable {
 
     // MARK: - Support
 
-    /// Orders found by one identifier, each with its event timeline.
+    /// Orders found by exactly one identifier, each with its event timeline. A `user_id` lookup
+    /// answers one page (`page`, default the 100 newest) and `next_cursor` when there are more.
     public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?) async throws(APIError) -> [UInt8] {
+        try await supportLookup(outTradeNo: outTradeNo, transactionID: transactionID, userID: userID,
+                                page: OrderPageRequest(limit: nil, cursor: nil, defaultLimit: 100, maximum: 100))
+    }
+
+    func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, page: OrderPageRequest)
+        async throws(APIError) -> [UInt8]
+    {
+        guard [outTradeNo, transactionID, userID].compactMap({ $0 }).count == 1 else {
+            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id or user_id")
+        }
         let orders: [OrderRecord]
+        var next: OrderPageKey?
         if let outTradeNo {
             orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
         } else if let transactionID {
             orders = try await storage { () throws(StorageError) in try await self.store.orders(transactionID: transactionID) }
         } else if let userID {
-            orders = try await storage { () throws(StorageError) in try await self.store.orders(userID: userID) }
+            let found = try await storage { () throws(StorageError) in
+                try await self.store.orders(userID: userID, limit: page.limit, after: page.after)
+            }
+            orders = found.orders
+            next = found.next
         } else {
             throw .invalid(nil, "give one of out_trade_no, transaction_id or user_id")
         }
@@ -305,17 +341,19 @@ public final class OrderService: Sendable {
             views.append(view)
         }
         var lookup = JSONObjectWriter(capacity: 1024)
+        lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
         lookup.array("orders", views.map(\.json))
         return lookup.finish()
     }
 
-    /// Asks WeChat about the order now and settles the answer.
+    /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
+    /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
     public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
         guard try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) != nil else {
             throw .orderNotFound
         }
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
-        let order = await refresh(outTradeNo, reason: "support recheck", fresh: true)
+        let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
         return OrderView(order).json
     }
@@ -346,6 +384,10 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
         metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
         metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
+        metrics.describe("wxpay_app_token_refusals_total", type: "counter",
+                         help: "App tokens refused (401 invalid_token), by the rule they broke.")
+        metrics.describe("wxpay_app_rate_limited_total", type: "counter",
+                         help: "App-token requests refused by a per-user limit (429), by limit.")
         metrics.set("wxpay_waits_open", to: 0)
     }
 }

@@ -19,11 +19,7 @@ struct Settlement: Sendable {
     func settlePaid(_ order: OrderRecord, transactionID: String, paidAt: Date?, amount: Int,
                     source: String, receipt: TransitionReceipt? = nil) async throws(StorageError) -> TransitionResult {
         guard amount == order.amount else {
-            metrics.increment("wxpay_amount_mismatches_total", ["source": source])
-            logger.warning("WeChat reported another amount than the order's; not settled",
-                           ["out_trade_no": order.outTradeNo, "source": source])
-            _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
-                                            detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
+            try await recordAmountMismatch(order, reported: amount, source: source)
             if let receipt { try await write(receipt, unchanged: order) }
             return .unchanged(order)
         }
@@ -46,6 +42,16 @@ struct Settlement: Sendable {
         }
         announce(result, source: source)
         return result
+    }
+
+    /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
+    /// or a bug, never settled. Counted, logged, and on the order's timeline for a person.
+    func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String) async throws(StorageError) {
+        metrics.increment("wxpay_amount_mismatches_total", ["source": source])
+        logger.warning("WeChat reported another amount than the order's; not settled",
+                       ["out_trade_no": order.outTradeNo, "source": source])
+        _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
+                                        detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).
@@ -113,14 +119,23 @@ struct Settlement: Sendable {
         return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"
     }
 
-    /// The `order.paid` event the fulfilment webhook delivers: `{"id","type","created_at","data"}`.
+    /// The `order.paid` event the fulfilment webhook delivers: `{"created_at","data","id","type"}`,
+    /// `data` being the order as `GET /v1/orders/{id}` will show it once this transition commits,
+    /// plus what only the business needs (`PaidEventEncoding`).
     private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date,
                            paidAfterClose: Bool = false) -> OutboxEvent {
         let id = PaidEventEncoding.newID(at: at)
-        let payload = PaidEventEncoding.payload(
-            id: id, createdAt: Timestamp.rfc3339(at), outTradeNo: order.outTradeNo, transactionID: transactionID,
-            amount: order.amount, description: order.description, userID: order.userID, productID: order.productID,
-            attach: order.attach, paidAt: Timestamp.rfc3339(paidAt), paidAfterClose: paidAfterClose)
+        var paid = order
+        paid.state = .success
+        paid.transactionID = transactionID
+        // As the store keeps it (the nearest millisecond), so the webhook and GET show the same instant.
+        paid.paidAt = Date(timeIntervalSince1970: (paidAt.timeIntervalSince1970 * 1000).rounded() / 1000)
+        var data = OrderView(paid)
+        data.attach = order.attach
+        data.userID = order.userID
+        data.productID = order.productID
+        if paidAfterClose { data.paidAfterClose = true }
+        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: data.json)
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
                            payload: payload, createdAt: at,
                            nextAttemptAt: at)

@@ -42,15 +42,28 @@ extension PostgresOrderStore {
         }
     }
 
-    public func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord] {
-        guard limit > 0 else { return [] }
-        return try await read { db throws(StorageError) in
-            try db.run(PGQuery(
-                "SELECT " + OrderRecord.columns + """
-                     FROM orders WHERE user_id = $1 ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $2
-                    """,
-                userID, limit)).rows(OrderRecord.init(row:))
+    public func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
+        guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        // One row more than asked says whether there is a next page. The keyset comparison runs on
+        // the (user_id, created_at) index; out_trade_no (bytewise, as SQLite compares) breaks ties.
+        let rows = try await read { db throws(StorageError) in
+            if let after {
+                try db.run(PGQuery(
+                    "SELECT " + OrderRecord.columns + """
+                         FROM orders WHERE user_id = $1
+                            AND (created_at < $2 OR (created_at = $2 AND out_trade_no COLLATE "C" < $3))
+                        ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $4
+                        """,
+                    userID, after.createdAt, after.outTradeNo, limit + 1)).rows(OrderRecord.init(row:))
+            } else {
+                try db.run(PGQuery(
+                    "SELECT " + OrderRecord.columns + """
+                         FROM orders WHERE user_id = $1 ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $2
+                        """,
+                    userID, limit + 1)).rows(OrderRecord.init(row:))
+            }
         }
+        return OrderPage(rows: rows, limit: limit)
     }
 
     public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
