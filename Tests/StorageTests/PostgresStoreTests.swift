@@ -149,24 +149,48 @@ struct PostgresStoreTests {
 
     // MARK: Query claims
 
-    @Test func oneInstanceAtATimeMayAskWeChatAboutAnOrder() async throws {
+    @Test(arguments: ClaimedCall.allCases)
+    func oneInstanceAtATimeMayMakeACallAboutAnOrder(_ call: ClaimedCall) async throws {
         try await withPostgresStore { first, database async throws in
             let second = try await PostgresOrderStore.open(database.postgresSettings!)
-            defer { Task { await second.close() } }
             try await Fixture.create(Fixture.order("Q1"), in: first)
             let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for attempt in 0..<20 {
                     let store = attempt.isMultiple(of: 2) ? first : second
-                    group.addTask { try await store.claimQuery("Q1", now: TestTime.at(10), until: TestTime.at(15)) }
+                    group.addTask { try await store.claimCall(call, for: "Q1", now: TestTime.at(10), until: TestTime.at(15)) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(granted.filter { $0 }.count == 1)
-            #expect(try await second.claimQuery("Q1", now: TestTime.at(14.9), until: TestTime.at(20)) == false)
-            #expect(try await second.claimQuery("Q1", now: TestTime.at(15), until: TestTime.at(20)))
+            // The other kind of call is claimed on its own.
+            let other = ClaimedCall.allCases.first { $0 != call }!
+            #expect(try await second.claimCall(other, for: "Q1", now: TestTime.at(10), until: TestTime.at(15)))
+            #expect(try await second.claimCall(call, for: "Q1", now: TestTime.at(14.9), until: TestTime.at(20)) == false)
+            #expect(try await second.claimCall(call, for: "Q1", now: TestTime.at(15), until: TestTime.at(20)))
+            // A release ends only the claim it names; then anyone may claim at once.
+            try await first.releaseCall(call, for: "Q1", claimedUntil: TestTime.at(15))
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(16), until: TestTime.at(21)) == false)
+            try await second.releaseCall(call, for: "Q1", claimedUntil: TestTime.at(20))
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(16), until: TestTime.at(21)))
             _ = try await Fixture.pay("Q1", in: first)
-            #expect(try await first.claimQuery("Q1", now: TestTime.at(100), until: TestTime.at(105)) == false)
-            #expect(try await first.claimQuery("unknown", now: TestTime.at(100), until: TestTime.at(105)) == false)
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(100), until: TestTime.at(105)) == false)
+            #expect(try await first.claimCall(call, for: "unknown", now: TestTime.at(100), until: TestTime.at(105)) == false)
+            await second.close()
+        }
+    }
+
+    @Test func aNewPrepayAndAReleasedClaimAreAnnouncedToTheOtherInstances() async throws {
+        try await withPostgresStore { first, database async throws in
+            let second = try await PostgresOrderStore.open(database.postgresSettings!)
+            let heard = Mutex<[String]>([])
+            first.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } }, resync: {})
+            try await eventually { first.isFeedConnected }
+            try await Fixture.create(Fixture.order("A1"), in: second)
+            try await Fixture.create(Fixture.order("A2"), in: second)
+            _ = try await second.setPrepay("A1", prepayID: "wx-prepay", issuedAt: TestTime.at(1))
+            #expect(try await second.claimCall(.unifiedOrder, for: "A2", now: TestTime.at(1), until: TestTime.at(30)))
+            try await second.releaseCall(.unifiedOrder, for: "A2", claimedUntil: TestTime.at(30))
+            try await eventually { Set(heard.withLock { $0 }) == ["A1", "A2"] }
             await second.close()
         }
     }

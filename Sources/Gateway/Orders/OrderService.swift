@@ -121,17 +121,30 @@ public final class OrderService: Sendable {
         return view
     }
 
-    private func hasLivePrepay(_ order: OrderRecord) -> Bool {
+    func hasLivePrepay(_ order: OrderRecord) -> Bool {
         guard order.prepayID != nil, let issuedAt = order.prepayIssuedAt else { return false }
         return now().timeIntervalSince(issuedAt) < Self.prepayLifetime
     }
 
-    /// One unifiedorder (with retries on the same parameters) for the order as stored.
+    /// The order with a live prepay_id: one unifiedorder (with retries on the same parameters) for
+    /// the order as stored, unless a concurrent caller stored one meanwhile. With several instances
+    /// on one store, one of them calls (OrderService+Instances.swift).
     private func requestPrepay(_ outTradeNo: String) async -> Result<OrderRecord, APIError> {
+        if let claims = store as? any OrderCallClaims { return await prepayAcrossInstances(outTradeNo, claims: claims) }
         do {
             // Re-read: a concurrent caller may have stored a prepay_id while this one waited.
             guard let order = try await store.order(outTradeNo) else { return .failure(.orderNotFound) }
             if hasLivePrepay(order) { return .success(order) }
+            return await unifiedOrder(order)
+        } catch {
+            return .failure(apiError(for: error))
+        }
+    }
+
+    /// unifiedorder for `order`, and its prepay_id stored.
+    func unifiedOrder(_ order: OrderRecord) async -> Result<OrderRecord, APIError> {
+        let outTradeNo = order.outTradeNo
+        do {
             let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
             let issuedAt = now()
             // The prepay_id and its timeline event in one write (one savepoint in the group commit).

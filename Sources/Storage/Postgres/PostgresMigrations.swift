@@ -44,9 +44,10 @@ enum PostgresMigrations {
                 -- The reconciler's lease (claimOpenOrders).
                 claimed_by text,
                 claimed_until timestamptz,
-                -- Until when one instance has the right to ask WeChat about the order for a wait
-                -- (claimQuery): one orderquery per order per poll interval across all instances.
-                query_claimed_until timestamptz
+                -- Until when one instance has the right to call WeChat about the order (claimCall):
+                -- a wait's orderquery (one per poll interval across all instances), unifiedorder.
+                query_claimed_until timestamptz,
+                prepay_claimed_until timestamptz
             )
             """,
             "CREATE INDEX orders_by_transaction_id ON orders (transaction_id) WHERE transaction_id IS NOT NULL",

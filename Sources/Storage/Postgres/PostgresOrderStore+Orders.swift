@@ -83,7 +83,8 @@ extension PostgresOrderStore {
                 SELECT
                 """ + " " + OrderRecord.columns + " FROM updated",
                 prepayID, issuedAt, outTradeNo, event?.at, event?.kind, event?.detail)).first(OrderRecord.init(row:))
-            return (updated, nil)
+            // Announced: another instance's identical create may be waiting for this prepay_id.
+            return (updated, updated == nil ? nil : outTradeNo)
         }
     }
 

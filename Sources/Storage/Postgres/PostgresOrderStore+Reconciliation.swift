@@ -41,16 +41,44 @@ extension PostgresOrderStore {
         }
     }
 
-    public func claimQuery(_ outTradeNo: String, now: Date, until: Date) async throws(StorageError) -> Bool {
+    public func claimCall(_ call: ClaimedCall, for outTradeNo: String, now: Date, until: Date) async throws(StorageError)
+        -> Bool
+    {
+        // One conditional UPDATE: of instances asking at once, the first to lock the row wins;
+        // the others re-check the condition on its new version and change nothing.
+        let query: PGQuery =
+            switch call {
+            case .orderQuery:
+                PGQuery("""
+                    UPDATE orders SET query_claimed_until = $2
+                    WHERE out_trade_no = $1 AND state IN ('NOTPAY', 'USERPAYING')
+                        AND (query_claimed_until IS NULL OR query_claimed_until <= $3)
+                    """, outTradeNo, until, now)
+            case .unifiedOrder:
+                PGQuery("""
+                    UPDATE orders SET prepay_claimed_until = $2
+                    WHERE out_trade_no = $1 AND state IN ('NOTPAY', 'USERPAYING')
+                        AND (prepay_claimed_until IS NULL OR prepay_claimed_until <= $3)
+                    """, outTradeNo, until, now)
+            }
+        return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            (try db.run(query).affectedRows == 1, nil)
+        }
+    }
+
+    public func releaseCall(_ call: ClaimedCall, for outTradeNo: String, claimedUntil until: Date) async throws(StorageError) {
+        let query: PGQuery =
+            switch call {
+            case .orderQuery:
+                PGQuery("UPDATE orders SET query_claimed_until = NULL WHERE out_trade_no = $1 AND query_claimed_until = $2",
+                        outTradeNo, until)
+            case .unifiedOrder:
+                PGQuery("UPDATE orders SET prepay_claimed_until = NULL WHERE out_trade_no = $1 AND prepay_claimed_until = $2",
+                        outTradeNo, until)
+            }
         try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
-            // One conditional UPDATE: of instances asking at once, the first to lock the row wins;
-            // the others re-check the condition on its new version and change nothing.
-            (try db.run(PGQuery(
-                """
-                UPDATE orders SET query_claimed_until = $2
-                WHERE out_trade_no = $1 AND state IN ('NOTPAY', 'USERPAYING')
-                    AND (query_claimed_until IS NULL OR query_claimed_until <= $3)
-                """, outTradeNo, until, now)).affectedRows == 1, nil)
+            let released = try db.run(query).affectedRows == 1
+            return ((), released ? outTradeNo : nil)
         }
     }
 

@@ -14,9 +14,9 @@ import Synchronization
 ///   (one winner); the one door locks the order's row, decides with the rules both stores share,
 ///   and moves it with one conditional `UPDATE … RETURNING` that inserts the events and the outbox
 ///   row in the same statement; reconciler leases and outbox deliveries are claimed with
-///   `FOR UPDATE SKIP LOCKED`; `claimQuery` hands out one orderquery per order per period.
-/// - Every committed state change is announced with `NOTIFY` (`OrderChangeFeed`), so instances
-///   wake their waiters for changes made elsewhere.
+///   `FOR UPDATE SKIP LOCKED`; `claimCall` hands out one orderquery or unifiedorder per order at a time.
+/// - Every committed state change (and a new prepay_id, and a released call claim) is announced
+///   with `NOTIFY` (`OrderChangeFeed`), so instances wake their waiters for changes made elsewhere.
 /// - Migrations run at `open`, under an advisory lock, in the connection's current schema (the
 ///   URI may choose one: `?options=-csearch_path%3Dgateway`).
 ///
@@ -25,7 +25,7 @@ import Synchronization
 /// // … serve …
 /// await store.close()
 /// ```
-public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderQueryClaims {
+public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallClaims {
     /// Tuning knobs; the defaults suit the gateway.
     public struct Configuration: Sendable, Hashable {
         /// Connections (and threads) at most, per store. Default 8 (`GATEWAY_DATABASE_POOL`).
