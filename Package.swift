@@ -60,7 +60,10 @@ let package = Package(
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport"]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
-        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ"], path: "Tests/StoreTestSupport"),
+        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
+                path: "Tests/StoreTestSupport"),
+        // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
+        .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
         ]),
@@ -73,13 +76,16 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "ChildProcessSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
             "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "HTTPClientTestSupport", "StoreTestSupport"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: [
+            "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 
 /// A PostgreSQL server of one test's own (`scripts/postgres`), for the tests that stop, crash or
@@ -44,35 +45,17 @@ public final class TestPostgresServer: Sendable {
     private static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres").path
 
-    /// Runs `scripts/postgres` and returns its output. Foundation's `Process` as the rest of the
-    /// suite uses it (its SIGCHLD handling is what every other child process relies on), but ended
-    /// through `terminationHandler`: `waitUntilExit` was seen to hang on a plain thread. The output
-    /// goes to a file, not a pipe, since the server the script starts outlives it.
+    /// Runs `scripts/postgres` (a `ChildProcess`, not Foundation's `Process`) and returns its
+    /// output, written to a file: the server the script starts outlives it.
     private static func script(_ arguments: [String]) async throws -> String {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-pg-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }
-        guard FileManager.default.createFile(atPath: log, contents: nil), let output = FileHandle(forWritingAtPath: log) else {
-            throw TestDatabaseError.failed("cannot create \(log)")
-        }
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: scriptPath)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        let status: Int32? = await withCheckedContinuation { continuation in
-            process.terminationHandler = { ended in continuation.resume(returning: ended.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(returning: nil)
-            }
-        }
+        let child = try ChildProcess(scriptPath, arguments, environment: ProcessInfo.processInfo.environment,
+                                     output: log, errors: log)
+        let status = await child.wait(timeout: .seconds(180))
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         guard status == 0 else {
-            throw TestDatabaseError.failed("scripts/postgres \(arguments.first ?? "") failed (\(status.map(String.init) ?? "not run")): \(text)")
+            throw TestDatabaseError.failed("scripts/postgres \(arguments.first ?? "") failed (\(status)): \(text)")
         }
         return text
     }

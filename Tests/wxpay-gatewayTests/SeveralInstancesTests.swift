@@ -17,7 +17,7 @@ struct SeveralInstancesTests {
         do {
             #expect(try await cluster.create(on: 0, "multi-0001").status == 201)
             let waiting = Task { try await cluster.order(on: 0, "multi-0001", wait: 30) }
-            try await eventually { try await cluster.metric(on: 0, "wxpay_waits_open") == 1 }
+            try await cluster.heldWithItsFirstPollAnswered(on: 0)
             try await cluster.pay("multi-0001")
             let answer = try await waiting.value
             #expect(answer.status == 200)
@@ -42,7 +42,7 @@ struct SeveralInstancesTests {
         do {
             #expect(try await cluster.create(on: 0, "multi-0002").status == 201)
             let waiting = Task { try await cluster.order(on: 1, "multi-0002", wait: 30) }
-            try await eventually { try await cluster.metric(on: 1, "wxpay_waits_open") == 1 }
+            try await cluster.heldWithItsFirstPollAnswered(on: 1)
             try await cluster.pay("multi-0002")
             #expect(try await waiting.value.json["state"] as? String == "SUCCESS")
             #expect(try await cluster.metric(on: 2, #"wxpay_notifies_total{outcome="settled"}"#) == 1)
@@ -108,6 +108,15 @@ struct SeveralInstancesTests {
             throw error
         }
         await cluster.stop()
+    }
+}
+
+extension GatewayCluster {
+    /// Waits until the instance holds one wait and has its first orderquery's answer (unpaid): a
+    /// payment made after this reaches the gateway only by WeChat's notify.
+    func heldWithItsFirstPollAnswered(on instance: Int) async throws {
+        try await eventually { try await self.metric(on: instance, "wxpay_waits_open") == 1 }
+        try await eventually { try await self.metric(on: instance, #"wxpay_upstream_calls_total{api="orderquery""#) >= 1 }
     }
 }
 

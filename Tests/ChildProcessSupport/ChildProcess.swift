@@ -7,27 +7,35 @@ import Glibc
 /// Not Foundation's `Process`: on Linux its `run()` reads `/proc/self/fd` with a `d_name` copy that
 /// can read past glibc's buffer and crash the whole test process now and then (fixed upstream
 /// after the toolchain this project uses). The tests that start the gateway, the README's token
-/// examples and the Python tools use this instead.
-final class ChildProcess: @unchecked Sendable {
-    let pid: pid_t
+/// examples, the Python tools, the gateway processes of the several-instance tests and the
+/// PostgreSQL servers of the outage tests use this instead.
+///
+/// The child keeps only its standard input, output and error: every other descriptor of the test
+/// process (another test's pipe, a database connection) is closed in it, so a long-lived child
+/// never holds a pipe open that some other test reads to its end.
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
     private var status: Int32?
     private let lock = NSLock()
 
-    struct SpawnFailure: Error, CustomStringConvertible {
-        var executable: String
-        var code: Int32
-        var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
+    public struct SpawnFailure: Error, CustomStringConvertible {
+        public var executable: String
+        public var code: Int32
+        public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
     }
 
     /// Starts `executable` (looked up on PATH when it has no slash) with `arguments`, the whole
     /// `environment`, standard input from /dev/null and output appended to `output` and `errors`.
-    init(_ executable: String, _ arguments: [String], environment: [String: String], output: String, errors: String) throws {
+    public init(_ executable: String, _ arguments: [String], environment: [String: String], output: String,
+                errors: String, directory: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        _ = Self.closeFrom?(&actions, 3)
+        if let directory { _ = Self.changeDirectory?(&actions, directory) }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -43,7 +51,7 @@ final class ChildProcess: @unchecked Sendable {
     }
 
     /// The exit status (128 + signal when killed), once it ended; reaps it without blocking.
-    var exitStatus: Int32? {
+    public var exitStatus: Int32? {
         lock.lock()
         defer { lock.unlock() }
         if let status { return status }
@@ -54,15 +62,15 @@ final class ChildProcess: @unchecked Sendable {
         return status
     }
 
-    var isRunning: Bool { exitStatus == nil }
+    public var isRunning: Bool { exitStatus == nil }
 
-    func send(_ signal: Int32) {
+    public func send(_ signal: Int32) {
         if isRunning { kill(pid, signal) }
     }
 
     /// Waits (polling, without blocking a cooperative thread) up to `timeout`, then kills it.
     @discardableResult
-    func wait(timeout: Duration) async -> Int32 {
+    public func wait(timeout: Duration) async -> Int32 {
         let deadline = ContinuousClock.now + timeout
         while isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         if isRunning {
@@ -71,4 +79,14 @@ final class ChildProcess: @unchecked Sendable {
         }
         return exitStatus ?? -1
     }
+
+    // glibc's file actions that Swift's Glibc module does not show (they are behind _GNU_SOURCE),
+    // looked up once; nil on a libc without them.
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>,
+                                                        UnsafePointer<CChar>) -> Int32
+    private static let closeFrom: CloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: CloseFrom.self) }
+    private static let changeDirectory: ChangeDirectory? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")
+        .map { unsafeBitCast($0, to: ChangeDirectory.self) }
 }
