@@ -6,7 +6,8 @@ import Testing
 
 /// Two and three real gateway processes on one PostgreSQL database, WeChat played by a separate
 /// simulator process: what a deployment of several instances behind a load balancer relies on.
-@Suite(.enabled(if: TestPostgres.url != nil, "needs WXPAY_TEST_POSTGRES (scripts/test starts a server)"))
+// Serialized: each test runs three or four processes; all at once would crowd a shared machine.
+@Suite(.serialized, .enabled(if: TestPostgres.url != nil, "needs WXPAY_TEST_POSTGRES (scripts/test starts a server)"))
 struct SeveralInstancesTests {
     /// A held wait is answered by its instance as soon as another instance settled the order:
     /// created on A, WeChat's notify posted to B, the wait on A woken through LISTEN/NOTIFY. The
