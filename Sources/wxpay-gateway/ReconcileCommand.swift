@@ -24,6 +24,15 @@ enum ReconcileCommand {
         case .failure(let failure): return failure.status
         }
         let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
+        let refunds: GatewayConfiguration.Refunds
+        do {
+            refunds = try configuration.refunds(Environment(ProcessInfo.processInfo.environment))
+        } catch {
+            FileHandle.standardError.write(Data("reconcile: configuration error: \(error)\n".utf8))
+            await resources.close()
+            return 78
+        }
+        var wechat: WeChatConnection?
         let transport: any WeChatPayTransport
         if configuration.demo {
             // Demo mode has no real WeChat: a fresh embedded simulator, which holds no bill.
@@ -34,11 +43,19 @@ enum ReconcileCommand {
                 notifySender: HTTPNotifySender(client: client))
             transport = SimulatorTransport(simulator: simulator)
         } else {
-            transport = WeChatPayHTTPTransport(client: client, configuration: .init(
-                primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+            do {
+                wechat = try WeChatConnection.open(configuration, refunds: refunds, sharedClient: client)
+            } catch {
+                FileHandle.standardError.write(Data("reconcile: cannot start the HTTP client for WeChat: \(error)\n".utf8))
+                await resources.close()
+                return 70
+            }
+            transport = wechat!.transport
         }
         let logger = Logger(label: "wxpay-gateway", level: .warning, handler: JSONLinesLogHandler())
         let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger)
+        // The bill's refund lines are compared with the local refunds (refundquery needs no certificate).
+        _ = RefundService(orders: service, store: store, configuration: refunds)
         let status: Int32
         do {
             let report = try await BillReconciler(service: service).reconcile(day: day)
@@ -48,6 +65,7 @@ enum ReconcileCommand {
             FileHandle.standardError.write(Data("reconcile: \(error)\n".utf8))
             status = 69
         }
+        await wechat?.close()
         await resources.close()
         return status
     }

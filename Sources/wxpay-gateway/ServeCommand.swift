@@ -26,7 +26,12 @@ enum ServeCommand {
         let logger = Logger(label: "wxpay-gateway", level: logLevel(), handler: JSONLinesLogHandler())
 
         let metrics = MetricsRegistry()
+        guard let refunds = refundConfiguration(configuration, metrics: metrics, logger: logger) else {
+            await resources.close()
+            return 78
+        }
         var simulator: WeChatPaySimulator?
+        var wechat: WeChatConnection?
         let transport: any WeChatPayTransport
         if configuration.demo {
             let embedded = WeChatPaySimulator(
@@ -38,11 +43,18 @@ enum ServeCommand {
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)
         } else {
-            transport = WeChatPayHTTPTransport(client: client, configuration: .init(
-                primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+            do {
+                wechat = try WeChatConnection.open(configuration, refunds: refunds, sharedClient: client)
+            } catch {
+                FileHandle.standardError.write(Data("serve: cannot start the HTTP client for WeChat: \(error)\n".utf8))
+                await resources.close()
+                return 70
+            }
+            transport = wechat!.transport
         }
         let service = OrderService(configuration: configuration, store: store, transport: transport, metrics: metrics,
                                    logger: logger)
+        let refundService = RefundService(orders: service, store: store, configuration: refunds)
         var router = HTTPRouter()
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
@@ -71,6 +83,9 @@ enum ServeCommand {
         if ProcessInfo.processInfo.environment["WXPAY_NOTIFY_URL"] == nil {
             service.useNotifyURL("\(base)/wechat/notify")
         }
+        if ProcessInfo.processInfo.environment["WXPAY_REFUND_NOTIFY_URL"] == nil {
+            refundService.useNotifyURL("\(base)/wechat/refund-notify")
+        }
         FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
@@ -84,6 +99,7 @@ enum ServeCommand {
         // The recovery services finish their current call and stop before the store closes.
         for task in services.reversed() { task.cancel() }
         for task in services.reversed() { await task.value }
+        await wechat?.close()
         await resources.close()
         return 0
     }
@@ -168,6 +184,9 @@ enum ServeCommand {
               curl -s -X POST \(base)/simulator/orders/demo-0001/pay
               curl -s '\(base)/v1/orders/demo-0001?wait=10' -H 'Authorization: Bearer \(token)'
               curl -s '\(base)/v1/support/orders?out_trade_no=demo-0001' -H 'Authorization: Bearer \(support)'
+              curl -s -X POST \(base)/v1/orders/demo-0001/refunds -H 'Authorization: Bearer \(token)' \\
+                   -d '{"amount":300,"reason":"bought by mistake","out_refund_no":"demo-r1"}'
+              curl -s -X POST \(base)/simulator/refunds/demo-r1/complete -d '{"status":"SUCCESS"}'
 
             """
     }

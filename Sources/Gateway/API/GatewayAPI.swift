@@ -14,6 +14,9 @@ import WeChatPay
 /// | GET /v1/orders/{out_trade_no}[?wait=N] | client or support |
 /// | POST /v1/orders/{out_trade_no}/close | client |
 /// | POST /wechat/notify | WeChat (signed XML) |
+/// | POST /v1/orders/{out_trade_no}/refunds | client |
+/// | GET /v1/refunds/{out_refund_no} | client or support |
+/// | POST /wechat/refund-notify | WeChat (encrypted `req_info`) |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
@@ -72,6 +75,8 @@ public struct GatewayAPI: Sendable {
                 Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
+        // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
+        registerRefunds(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
             await self.service.isReady()
@@ -86,7 +91,7 @@ public struct GatewayAPI: Sendable {
 
     /// Authentication comes first (before validation and before 404), then the handler; an
     /// `APIError` becomes its JSON answer.
-    private func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
+    func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
                         _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
         // The request line's metadata is built only when it will be written: at the usual
         // `warning` level this ran for every request and wrote nothing.

@@ -17,6 +17,10 @@ public enum CrashPoint {
     public static let outboxDelivered = "outbox_delivered"
     /// A reconciler sweep has checked one of its orders; the rest of its batch is still leased.
     public static let midSweep = "mid_sweep"
+    /// A refund is recorded with its amount reserved; WeChat has not been asked yet.
+    public static let refundRecorded = "refund_recorded"
+    /// A refund notify's change has committed; the reply to WeChat has not been sent.
+    public static let refundNotifyCommitted = "refund_notify_committed"
 
     static let table: [String: Double] = parse(ProcessInfo.processInfo.environment["GATEWAY_CRASH_POINT"])
 

@@ -65,7 +65,7 @@ public struct CreateOrderInput: Sendable, Hashable {
 
     // MARK: - Field rules
 
-    private static func integer(_ object: [String: JSONValue], _ name: String, required: Bool,
+    static func integer(_ object: [String: JSONValue], _ name: String, required: Bool,
                                 range: ClosedRange<Int>) throws(APIError) -> Int? {
         guard let raw = object[name], raw != .null else {
             if required { throw .invalid(name, "\(name) is required") }
@@ -79,7 +79,7 @@ public struct CreateOrderInput: Sendable, Hashable {
         return value
     }
 
-    private static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
+    static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
                                bytes: ClosedRange<Int>) throws(APIError) -> String? {
         guard let raw = object[name], raw != .null else {
             if required { throw .invalid(name, "\(name) is required") }
@@ -111,7 +111,7 @@ public struct CreateOrderInput: Sendable, Hashable {
     }
 
     /// An unknown field's name is echoed only when it is short and plain.
-    private static func printableField(_ name: String) -> String? {
+    static func printableField(_ name: String) -> String? {
         name.utf8.count <= 32 && name.utf8.allSatisfy({ $0 >= 0x21 && $0 < 0x7F }) ? name : nil
     }
 }

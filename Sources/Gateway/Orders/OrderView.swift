@@ -22,11 +22,16 @@ struct OrderView: Encodable, Sendable {
     var events: [EventView]?
     /// Support lookups only: the order's fulfilment events (see Fulfilment/OutboxEventView).
     var outbox: [OutboxEventView]?
+    /// The sum of the order's successful refunds, in fen, and every refund (Refunds/RefundView);
+    /// 0 and none until `OrderService.view` reads them for a paid order.
+    var refundedAmount = 0
+    var refunds: [RefundView] = []
 
     enum CodingKeys: String, CodingKey {
         case outTradeNo = "out_trade_no", state, amount, description, transactionID = "transaction_id"
         case paidAt = "paid_at", createdAt = "created_at", expiresAt = "expires_at", final
         case prepayID = "prepay_id", appParams = "app_params", userID = "user_id", flags, events, outbox
+        case refundedAmount = "refunded_amount", refunds
     }
 
     init(_ record: OrderRecord) {
@@ -59,6 +64,8 @@ struct OrderView: Encodable, Sendable {
         try c.encodeIfPresent(flags, forKey: .flags)
         try c.encodeIfPresent(events, forKey: .events)
         try c.encodeIfPresent(outbox, forKey: .outbox)
+        try c.encode(refundedAmount, forKey: .refundedAmount)
+        try c.encode(refunds, forKey: .refunds)
     }
 }
 
@@ -81,6 +88,8 @@ extension OrderView {
         if let outbox { writer.array("outbox", outbox.map { JSON.encode($0) }) }
         writer.stringOrNull("paid_at", paidAt)
         writer.string("prepay_id", prepayID)
+        writer.number("refunded_amount", refundedAmount)
+        writer.array("refunds", refunds.map(\.json))
         writer.string("state", state)
         writer.stringOrNull("transaction_id", transactionID)
         writer.string("user_id", userID)
