@@ -72,7 +72,11 @@ let package = Package(
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
+            // Row counts of every table, read beside the store (forged notifies write nothing).
+            "CSQLite",
         ]),
+        // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

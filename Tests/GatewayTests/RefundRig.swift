@@ -49,7 +49,7 @@ final class RefundRig: Sendable {
                       completeRefundsAfter: Double? = nil, environment: [String: String] = [:]) async throws -> RefundRig {
         var env = ["GATEWAY_POLL_INTERVAL": "0.2", "GATEWAY_REFUND_QUERY_AFTER": "0"]
         env.merge(environment) { $1 }
-        let configuration = try GatewayConfiguration(environment: Environment(env))
+        let configuration = try GatewayConfiguration(environment: Environment(env), demo: true)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwrefund-\(UUID().uuidString)")
         let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
         let clock = ScaledClock(start: Date(), scale: 1)
@@ -94,14 +94,13 @@ final class RefundRig: Sendable {
         let metrics = MetricsRegistry()
         let service = OrderService(configuration: configuration, store: store, transport: transport, metrics: metrics,
                                    now: { clock.now() })
-        var refundConfiguration = try configuration.refunds(Environment(env), fileExists: { _ in false })
-        if sockets {
-            // A gateway presenting no certificate at all still has refunds configured (the test is
-            // the simulator's refusal); `refundsOn: false` is the gateway without one.
-            refundConfiguration.mode = .mutualTLS(identity ?? TestCertificates.clientPEMIdentity)
-        }
-        if !refundsOn { refundConfiguration.mode = .off }
-        let refunds = RefundService(orders: service, store: store, configuration: refundConfiguration)
+        // Over sockets the gateway talks mutual TLS (a gateway presenting no certificate at all still
+        // has refunds configured: the test is the simulator's refusal); `refundsOn: false` is a
+        // gateway without a certificate.
+        var refundMode = sockets ? GatewayConfiguration.RefundMode.mutualTLS(identity ?? TestCertificates.clientPEMIdentity)
+            : configuration.refundMode
+        if !refundsOn { refundMode = .off }
+        let refunds = RefundService(orders: service, store: store, mode: refundMode)
         target.set(service)
         var router = HTTPRouter()
         GatewayAPI(service: service).register(in: &router)

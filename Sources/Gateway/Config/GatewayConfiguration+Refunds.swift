@@ -3,57 +3,43 @@ import Foundation
 public import HTTP
 
 extension GatewayConfiguration {
-    /// How refunds reach WeChat: `/secapi/pay/refund` needs the merchant's API certificate over
-    /// mutual TLS, and WeChat posts each refund's result to our refund-notify URL.
+    /// Refunds: `/secapi/pay/refund` needs the merchant's API certificate over mutual TLS, and
+    /// WeChat posts each refund's result to our refund-notify URL (see `RefundService`).
     ///
     /// | variable | meaning | default |
     /// |---|---|---|
     /// | `WXPAY_CLIENT_CERT`, `WXPAY_CLIENT_KEY` | the merchant certificate and key, PEM | `certs/apiclient_cert.pem`, `certs/apiclient_key.pem` when both exist |
-    /// | `WXPAY_CLIENT_P12`, `WXPAY_CLIENT_P12_PASSWORD` | the same as PKCS#12 (instead of the PEM pair) | password: the mch_id |
+    /// | `WXPAY_CLIENT_P12`, `WXPAY_CLIENT_P12_PASSWORD` | the same as PKCS#12, instead of the PEM pair | password: the mch_id |
     /// | `WXPAY_API_CA_FILE` | a PEM bundle that verifies WeChat's server instead of the system's store | unset |
     /// | `WXPAY_REFUND_NOTIFY_URL` | the public URL WeChat posts refund results to; required with a certificate | demo: derived |
     /// | `GATEWAY_REFUND_QUERY_AFTER` | seconds a refund stays PROCESSING before the reconciler asks (refundquery) | 60 |
     ///
-    /// No certificate outside demo mode: refunds are off (503 `refunds_not_configured`). Demo mode
-    /// refunds through the embedded simulator, in process.
-    public struct Refunds: Sendable {
-        public enum Mode: Sendable, Hashable {
-            /// No certificate configured: refund requests answer 503 `refunds_not_configured`.
-            case off
-            /// Demo mode: the embedded simulator takes refunds in process (no TLS between them).
-            case embedded
-            /// The merchant certificate, presented on `/secapi/` calls only.
-            case mutualTLS(TLSClientIdentity)
-        }
-
-        public var mode: Mode
-        /// The variable(s) that named the certificate, for start-up messages.
-        public var certificateVariables: String
-        /// WXPAY_API_CA_FILE: trusted instead of the system's CA store for every call to WeChat.
+    /// Without a certificate a production gateway still starts (payments need none): refunds
+    /// answer 503 `refunds_not_configured`. Demo mode refunds through the embedded simulator.
+    public struct Refunds: Sendable, Hashable {
+        public var certificateFile: String?
+        public var keyFile: String?
+        public var pkcs12File: String?
+        public var pkcs12Password: String?
         public var caFile: String?
-        /// WXPAY_REFUND_NOTIFY_URL, sent as `notify_url` with every refund.
-        public var notifyURL: String
-        /// GATEWAY_REFUND_QUERY_AFTER: seconds before a PROCESSING refund is asked about.
-        public var queryAfter: Double
+        public var notifyURL: String?
+        public var queryAfter = 60.0
         /// WeChat takes at most 50 partial refunds per order.
-        public var maximumPerOrder: Int
+        public var maximumPerOrder = 50
+    }
 
-        public init(mode: Mode, certificateVariables: String = "", caFile: String? = nil, notifyURL: String,
-                    queryAfter: Double = 60, maximumPerOrder: Int = 50) {
-            self.mode = mode
-            self.certificateVariables = certificateVariables
-            self.caFile = caFile
-            self.notifyURL = notifyURL
-            self.queryAfter = queryAfter
-            self.maximumPerOrder = maximumPerOrder
-        }
-
-        /// Whether refunds can be sent at all.
-        public var isConfigured: Bool { mode != .off }
+    /// How refunds reach WeChat.
+    public enum RefundMode: Sendable, Hashable {
+        /// No certificate configured: refund requests answer 503 `refunds_not_configured`.
+        case off
+        /// Demo mode: the embedded simulator takes refunds in process (no TLS between them).
+        case embedded
+        /// The merchant certificate, presented on `/secapi/` calls only.
+        case mutualTLS(TLSClientIdentity)
 
         /// The client identity to present, when there is one.
         public var clientIdentity: TLSClientIdentity? {
-            if case .mutualTLS(let identity) = mode { return identity }
+            if case .mutualTLS(let identity) = self { return identity }
             return nil
         }
     }
@@ -62,67 +48,83 @@ extension GatewayConfiguration {
     public static let defaultClientCertificate = "certs/apiclient_cert.pem"
     public static let defaultClientKey = "certs/apiclient_key.pem"
 
-    /// Reads the refund variables (table on `Refunds`); the first malformed one stops start-up.
-    /// - Parameter fileExists: how the default certificate files are looked for (tests replace it).
-    public func refunds(_ environment: Environment,
-                        fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) })
-        throws(ConfigurationError) -> Refunds
-    {
-        let queryAfter = try environment.get("GATEWAY_REFUND_QUERY_AFTER", default: 60.0,
-                                             expecting: "seconds from 0 to 86400") {
-            guard let value = Double($0), value >= 0, value <= 86400 else { return nil }
-            return value
-        }
-        let caFile = environment.get("WXPAY_API_CA_FILE")
-        if let caFile, !fileExists(caFile) {
-            throw ConfigurationError(variable: "WXPAY_API_CA_FILE", expected: "a readable PEM file of CA certificates")
-        }
-        let host = listenHost == "0.0.0.0" ? "127.0.0.1" : listenHost
-        let derived = "http://\(host):\(listenPort)/wechat/refund-notify"
-        let configuredURL = try environment.get("WXPAY_REFUND_NOTIFY_URL", default: nil as String?,
-                                                expecting: "an http(s) URL without a query string") { text in
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-                  url.query == nil, text.utf8.count <= 256 else { return nil }
-            return text
-        }
+    /// How refunds reach WeChat with these variables: demo mode through the simulator; otherwise the
+    /// PKCS#12, or the PEM pair, or the default PEM files when both exist, or not at all.
+    public var refundMode: RefundMode { refundMode(fileExists: { FileManager.default.isReadableFile(atPath: $0) }) }
 
-        let (mode, variables) = try refundMode(environment, fileExists: fileExists)
-        if case .mutualTLS = mode, configuredURL == nil {
-            throw ConfigurationError(variable: "WXPAY_REFUND_NOTIFY_URL",
-                                     expected: "the public URL WeChat posts refund results to (required with \(variables))")
-        }
-        return Refunds(mode: mode, certificateVariables: variables, caFile: caFile,
-                       notifyURL: configuredURL ?? derived, queryAfter: queryAfter)
-    }
-
-    private func refundMode(_ environment: Environment, fileExists: (String) -> Bool) throws(ConfigurationError)
-        -> (Refunds.Mode, String)
-    {
-        // Demo mode has no real WeChat: the embedded simulator takes refunds whatever is configured.
-        if demo { return (.embedded, "") }
-        let p12 = environment.get("WXPAY_CLIENT_P12")
-        let certificate = environment.get("WXPAY_CLIENT_CERT")
-        let key = environment.get("WXPAY_CLIENT_KEY")
-        if let p12 {
-            guard certificate == nil, key == nil else {
-                throw ConfigurationError(variable: "WXPAY_CLIENT_P12",
-                                         expected: "either WXPAY_CLIENT_P12 or WXPAY_CLIENT_CERT with WXPAY_CLIENT_KEY, not both")
-            }
+    func refundMode(fileExists: (String) -> Bool) -> RefundMode {
+        if demo { return .embedded }
+        if let file = refunds.pkcs12File {
             // WeChat issues apiclient_cert.p12 with the mch_id as its password.
-            let password = environment.values["WXPAY_CLIENT_P12_PASSWORD"] ?? mchID
-            return (.mutualTLS(.pkcs12(file: p12, password: password)), "WXPAY_CLIENT_P12")
+            return .mutualTLS(.pkcs12(file: file, password: refunds.pkcs12Password ?? mchID))
         }
-        switch (certificate, key) {
-        case (let certificate?, let key?):
-            return (.mutualTLS(.pem(certificateFile: certificate, keyFile: key)), "WXPAY_CLIENT_CERT/WXPAY_CLIENT_KEY")
-        case (nil, nil):
-            guard fileExists(Self.defaultClientCertificate), fileExists(Self.defaultClientKey) else { return (.off, "") }
-            return (.mutualTLS(.pem(certificateFile: Self.defaultClientCertificate, keyFile: Self.defaultClientKey)),
-                    "WXPAY_CLIENT_CERT/WXPAY_CLIENT_KEY (default files)")
-        case (nil, _):
-            throw ConfigurationError(variable: "WXPAY_CLIENT_CERT", expected: "the merchant certificate (PEM), set with WXPAY_CLIENT_KEY")
-        case (_, nil):
-            throw ConfigurationError(variable: "WXPAY_CLIENT_KEY", expected: "the merchant key (PEM), set with WXPAY_CLIENT_CERT")
+        if let certificate = refunds.certificateFile, let key = refunds.keyFile {
+            return .mutualTLS(.pem(certificateFile: certificate, keyFile: key))
         }
+        if refunds.certificateFile == nil, refunds.keyFile == nil,
+           fileExists(Self.defaultClientCertificate), fileExists(Self.defaultClientKey) {
+            return .mutualTLS(.pem(certificateFile: Self.defaultClientCertificate, keyFile: Self.defaultClientKey))
+        }
+        return .off
     }
+
+    /// The `notify_url` of refunds: WXPAY_REFUND_NOTIFY_URL, or in demo mode the listen address
+    /// (until the server reports the one it bound).
+    public var refundNotifyURL: String {
+        refunds.notifyURL ?? "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)/wechat/refund-notify"
+    }
+
+    static let refundVariables: [ConfigurationVariable] = [
+        .optional("WXPAY_CLIENT_CERT", \.refunds.certificateFile,
+                  expecting: "a readable PEM file: the merchant API certificate (apiclient_cert.pem)", parse: readableFile),
+        .optional("WXPAY_CLIENT_KEY", \.refunds.keyFile,
+                  expecting: "a readable PEM file: the merchant API key (apiclient_key.pem)", parse: readableFile),
+        .optional("WXPAY_CLIENT_P12", \.refunds.pkcs12File,
+                  expecting: "a readable PKCS#12 file: the merchant API certificate (apiclient_cert.p12)", parse: readableFile),
+        .optional("WXPAY_CLIENT_P12_PASSWORD", \.refunds.pkcs12Password,
+                  expecting: "the PKCS#12 file's password (default: the mch_id)", parse: ConfigurationVariable.text),
+        .optional("WXPAY_API_CA_FILE", \.refunds.caFile,
+                  expecting: "a readable PEM file of the CA certificates that verify WeChat's server", parse: readableFile),
+        .optional("WXPAY_REFUND_NOTIFY_URL", \.refunds.notifyURL,
+                  expecting: "the public http(s) URL WeChat posts refund results to, without a query string",
+                  parse: ConfigurationVariable.url(query: false)),
+        ConfigurationVariable("GATEWAY_REFUND_QUERY_AFTER", \.refunds.queryAfter, expecting: "seconds from 0 to 86400",
+                              parse: ConfigurationVariable.seconds(0...86400)),
+    ]
+
+    /// One certificate form, complete; a notify URL with it; and a certificate that loads and
+    /// matches its key (a wrong file or password stops the start, not the first refund).
+    static func refundChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        guard !configuration.demo else { return [] }
+        let set = { (name: String) in environment.get(name) != nil }
+        var problems: [ConfigurationProblem] = []
+        if set("WXPAY_CLIENT_P12") && (set("WXPAY_CLIENT_CERT") || set("WXPAY_CLIENT_KEY")) {
+            problems.append(ConfigurationProblem("WXPAY_CLIENT_P12", .conflict,
+                                                 expected: "give either WXPAY_CLIENT_P12 or WXPAY_CLIENT_CERT with WXPAY_CLIENT_KEY, not both"))
+        } else if set("WXPAY_CLIENT_CERT") != set("WXPAY_CLIENT_KEY") {
+            let (missing, other) = set("WXPAY_CLIENT_CERT") ? ("WXPAY_CLIENT_KEY", "WXPAY_CLIENT_CERT")
+                : ("WXPAY_CLIENT_CERT", "WXPAY_CLIENT_KEY")
+            problems.append(ConfigurationProblem(missing, .conflict, expected: "required with \(other) (the PEM pair)"))
+        }
+        // A malformed file variable is reported already; nothing to load then.
+        let files = [("WXPAY_CLIENT_CERT", configuration.refunds.certificateFile),
+                     ("WXPAY_CLIENT_KEY", configuration.refunds.keyFile), ("WXPAY_CLIENT_P12", configuration.refunds.pkcs12File)]
+        let malformed = files.contains { name, value in set(name) && value == nil }
+        guard problems.isEmpty, !malformed, case .mutualTLS(let identity) = configuration.refundMode else { return problems }
+        if configuration.refunds.notifyURL == nil {
+            problems.append(ConfigurationProblem(
+                "WXPAY_REFUND_NOTIFY_URL", .conflict,
+                expected: "required with a merchant certificate: the public http(s) URL WeChat posts refund results to"))
+        }
+        do {
+            _ = try identity.inspect()
+        } catch {
+            let variable = configuration.refunds.pkcs12File != nil ? "WXPAY_CLIENT_P12"
+                : configuration.refunds.certificateFile != nil ? "WXPAY_CLIENT_CERT" : "WXPAY_CLIENT_CERT (default files)"
+            problems.append(ConfigurationProblem(variable, .conflict, expected: error.description))
+        }
+        return problems
+    }
+
+    static let readableFile: @Sendable (String) -> String? = { FileManager.default.isReadableFile(atPath: $0) ? $0 : nil }
 }

@@ -8,7 +8,7 @@ import Storage
 extension Reconciler {
     /// Leases the due refunds, at most a quarter of the sweep's batch (at least one).
     func claimRefunds(now: Date, leaseUntil: Date, into report: inout SweepReport) async -> [RefundRecord] {
-        guard let refunds = service.refunds, refunds.configuration.isConfigured else { return [] }
+        guard let refunds = service.refunds, refunds.isConfigured else { return [] }
         do {
             let claimed = try await refunds.store.claimProcessingRefunds(
                 createdAtOrBefore: now.addingTimeInterval(-refunds.configuration.queryAfter), now: now,

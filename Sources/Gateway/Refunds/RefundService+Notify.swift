@@ -72,9 +72,13 @@ extension RefundService {
         }
     }
 
+    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
+    /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
         metrics.increment("wxpay_refund_notifies_total", ["outcome": "rejected", "reason": reason])
-        logger.warning("refund notify rejected", ["reason": reason])
+        if let suppressed = rejectedNotifyLog.admit(reason) {
+            logger.warning("refund notify rejected", ["reason": reason, "suppressed": String(suppressed)])
+        }
         return NotifyReply.fail("rejected").bytes
     }
 }

@@ -16,11 +16,14 @@ import WeChatPay
 ///   conditional transition plus its `refund.succeeded` / `refund.failed` outbox event.
 ///
 /// ```swift
-/// let refunds = RefundService(orders: service, store: store, configuration: try configuration.refunds(environment))
+/// let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
 /// let answer = try await refunds.request(RefundInput(amount: 300, reason: "bought by mistake"), outTradeNo: "T1")
 /// ```
 public final class RefundService: Sendable {
+    /// GATEWAY_REFUND_QUERY_AFTER and the other refund settings.
     public let configuration: GatewayConfiguration.Refunds
+    /// How refunds reach WeChat (`.off`: they answer 503).
+    public let mode: GatewayConfiguration.RefundMode
     /// The order service owns this one (`OrderService.refunds`); unowned so neither keeps the other.
     unowned let service: OrderService
     let store: any RefundStore
@@ -28,13 +31,17 @@ public final class RefundService: Sendable {
     /// never overlap in this process.
     let sends = SingleFlight<String, SendOutcome>()
     private let notifyURLOverride = Mutex<String?>(nil)
+    /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
+    let rejectedNotifyLog = LogThrottle()
 
     /// - Parameters:
     ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
     ///     keeps this refund service as `refunds` from now on.
     ///   - store: the refunds (the same database as the orders).
-    public init(orders: OrderService, store: any RefundStore, configuration: GatewayConfiguration.Refunds) {
-        self.configuration = configuration
+    ///   - mode: how refunds reach WeChat (`GatewayConfiguration.refundMode`).
+    public init(orders: OrderService, store: any RefundStore, mode: GatewayConfiguration.RefundMode) {
+        configuration = orders.configuration.refunds
+        self.mode = mode
         service = orders
         self.store = store
         Self.describeMetrics(orders.metrics)
@@ -43,12 +50,15 @@ public final class RefundService: Sendable {
 
     /// The `notify_url` sent with new refunds: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests). A refund keeps the one it was sent with.
-    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
+    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? service.configuration.refundNotifyURL }
 
     /// Sends `url` as the refund `notify_url` from now on (a configured one should not be overridden).
     public func useNotifyURL(_ url: String) {
         notifyURLOverride.withLock { $0 = url }
     }
+
+    /// Whether refunds can be sent at all.
+    public var isConfigured: Bool { mode != .off }
 
     var metrics: MetricsRegistry { service.metrics }
     var logger: Logger { service.logger }
@@ -74,7 +84,7 @@ public final class RefundService: Sendable {
     /// (a documented error, a refused certificate) and no attempt may have reached it, the refund
     /// ends REFUNDCLOSE at once with `failure_reason`, and its amount is free again.
     public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
-        guard configuration.isConfigured else { throw .refundsNotConfigured }
+        guard isConfigured else { throw .refundsNotConfigured }
         let at = now()
         let outRefundNo = input.outRefundNo ?? Self.generateOutRefundNo(at: at)
         let result = try await service.storage { () throws(StorageError) in
