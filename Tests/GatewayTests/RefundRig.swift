@@ -59,8 +59,11 @@ final class RefundRig: Sendable {
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
             ?? ClosureNotifySender { body, url in await target.deliver(body, url: url) }
         let simulator = WeChatPaySimulator(
+            // Short retries and a long reply timeout: on a loaded machine a notify attempt may time
+            // out, and WeChat's 15 s first retry would outlast a test's patience.
             configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                  key: configuration.apiKey, refundCompletionDelay: completeRefundsAfter),
+                                                  key: configuration.apiKey, notifyRetryIntervals: [0.5, 1, 2, 4, 8, 15],
+                                                  notifyTimeout: 30, refundCompletionDelay: completeRefundsAfter),
             clock: clock, notifySender: sender)
         var servers: [HTTPServer] = []
         let transport: any WeChatPayTransport
@@ -84,7 +87,8 @@ final class RefundRig: Sendable {
             case .none: nil
             }
             let https = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
-                primaryBaseURL: "https://127.0.0.1:\(address.port)", backupBaseURL: nil, clientIdentity: identity))
+                primaryBaseURL: "https://127.0.0.1:\(address.port)", backupBaseURL: nil, clientIdentity: identity,
+                timeouts: .init(connect: .seconds(10), total: .seconds(60))))
             // No certificate at all: the request still goes out (as from a client that forgot to
             // attach one), so the simulator's refusal is what is tested, not the transport's.
             transport = identity == nil ? WithoutClientCertificate(https) : https
@@ -175,7 +179,7 @@ final class RefundRig: Sendable {
         let created = try await send(.post, "/v1/orders", body: #"{"amount":\#(amount),"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
         guard created.status == 201 else { throw RigError.setup("create answered \(created.status)") }
         try simulator.pay(outTradeNo: outTradeNo)
-        let paid = await Battery.eventually { (try? await self.store.order(outTradeNo))??.state == .success }
+        let paid = await Battery.eventually(timeout: 60) { (try? await self.store.order(outTradeNo))??.state == .success }
         guard paid else { throw RigError.setup("\(outTradeNo) was not settled") }
     }
 
@@ -189,7 +193,7 @@ final class RefundRig: Sendable {
     }
 
     /// Waits (bounded) until the refund is in `state` locally.
-    func eventually(_ outRefundNo: String, is state: RefundState, timeout: Double = 30) async -> Bool {
+    func eventually(_ outRefundNo: String, is state: RefundState, timeout: Double = 60) async -> Bool {
         await Battery.eventually(timeout: timeout) { (try? await self.store.refund(outRefundNo))??.state == state }
     }
 
