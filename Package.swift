@@ -76,7 +76,7 @@ let package = Package(
             "CSQLite",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

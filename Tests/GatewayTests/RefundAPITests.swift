@@ -158,6 +158,22 @@ struct RefundAPITests {
         #expect(rig.upstreamRefundRequests == 6)
     }
 
+    @Test(arguments: RefundRig.Mode.allCases)
+    func aWaitingReadAnswersOnceTheRefundHasItsResultOrWhenTheWaitRunsOut(mode: RefundRig.Mode) async throws {
+        let rig = try await RefundRig.start(mode)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("rf-wait")
+        _ = try await rig.refund("rf-wait", amount: 90, number: "rf-wait-r1")
+        let still = try await rig.send(.get, "/v1/refunds/rf-wait-r1?wait=0.3")
+        #expect(still.json["state"] as? String == "PROCESSING")
+        async let waited = rig.send(.get, "/v1/refunds/rf-wait-r1?wait=30")
+        try await Task.sleep(for: .milliseconds(200))
+        try rig.simulator.completeRefund(outRefundNo: "rf-wait-r1")
+        #expect(try await waited.json["state"] as? String == "SUCCESS")
+        let invalid = try await rig.send(.get, "/v1/refunds/rf-wait-r1?wait=31")
+        #expect(invalid.status == 400 && invalid.error?["field"] as? String == "wait")
+    }
+
     @Test func refundsAreOffWithA503WhenNoCertificateIsConfigured() async throws {
         let rig = try await RefundRig.start(.inProcess, refundsOn: false)
         defer { Task { await rig.stop() } }

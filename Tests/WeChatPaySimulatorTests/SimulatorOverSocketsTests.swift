@@ -146,46 +146,42 @@ struct SimulatorOverSocketsTests {
         let server = HTTPServer(router: router)
         let address = try await server.start()
         let notifyLoop = Task { await simulator.run() }
-        // A failure (a call timing out on a loaded machine, say) must still stop the servers: one
-        // deinitialized while running would take the whole test process down with it.
-        do {
-            // Generous timeouts: on a loaded machine a loopback call can take seconds.
-            let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
-                primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil,
-                timeouts: .init(connect: .seconds(10), total: .seconds(60))))
-            let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
-
-            _ = try await client.send(UnifiedOrderRequest(
-                body: "course", outTradeNo: "sock-n1", totalFee: 5, spbillCreateIP: "127.0.0.1",
-                notifyURL: "http://127.0.0.1:\(merchantAddress.port)/notify"))
-            try simulator.pay(outTradeNo: "sock-n1")
-            let deadline = ContinuousClock.now + .seconds(60)
-            while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            let notify = try #require(received.withLock { $0.first })
-            let outcome = try PaymentNotification.verify(
-                notify, merchant: MerchantIdentity(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID),
-                signer: Signer(key: SimulatorHarness.key), expectedSignType: .hmacSHA256)
-            #expect(outcome.payment?.totalFee == 5)
-            #expect(await eventually { simulator.pendingNotifies == 0 })
-
-            simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(resetRate: 1)]))
-            do {
-                _ = try await client.send(OrderQueryRequest(outTradeNo: "sock-n1"))
-                Issue.record("a reset connection answered")
-            } catch {
-                #expect(error.kind == .transport)
+        // Whatever fails below, both servers and the client are stopped (their deinit checks it:
+        // a failed step on a loaded machine used to take the whole test process down).
+        defer {
+            Task {
+                notifyLoop.cancel()
+                await server.shutdown(gracePeriod: .seconds(2))
+                await merchant.shutdown(gracePeriod: .seconds(2))
+                await httpClient.shutdown()
             }
-        } catch {
-            notifyLoop.cancel()
-            await server.shutdown(gracePeriod: .seconds(2))
-            await merchant.shutdown(gracePeriod: .seconds(2))
-            await httpClient.shutdown()
-            throw error
         }
-        notifyLoop.cancel()
-        await server.shutdown(gracePeriod: .seconds(2))
-        await merchant.shutdown(gracePeriod: .seconds(2))
-        await httpClient.shutdown()
+        // Generous timeouts: on a loaded machine a loopback call can take seconds.
+        let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
+            primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil,
+            timeouts: .init(connect: .seconds(10), total: .seconds(60))))
+        let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
+
+        _ = try await client.send(UnifiedOrderRequest(
+            body: "course", outTradeNo: "sock-n1", totalFee: 5, spbillCreateIP: "127.0.0.1",
+            notifyURL: "http://127.0.0.1:\(merchantAddress.port)/notify"))
+        try simulator.pay(outTradeNo: "sock-n1")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let notify = try #require(received.withLock { $0.first })
+        let outcome = try PaymentNotification.verify(
+            notify, merchant: MerchantIdentity(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID),
+            signer: Signer(key: SimulatorHarness.key), expectedSignType: .hmacSHA256)
+        #expect(outcome.payment?.totalFee == 5)
+        #expect(await eventually { simulator.pendingNotifies == 0 })
+
+        simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(resetRate: 1)]))
+        do {
+            _ = try await client.send(OrderQueryRequest(outTradeNo: "sock-n1"))
+            Issue.record("a reset connection answered")
+        } catch {
+            #expect(error.kind == .transport)
+        }
     }
 
     private func eventually(_ condition: () -> Bool) async -> Bool {

@@ -20,7 +20,8 @@ extension GatewayAPI {
         router.add(.get, "/v1/refunds/{out_refund_no}") { request in
             try await self.handle(request, scopes: [.client, .support]) {
                 guard let refunds = self.service.refunds else { throw APIError.refundNotFound }
-                return Self.json(try await refunds.refund(request.pathParameters["out_refund_no"] ?? ""))
+                let wait = try Self.wait(request.query["wait"])
+                return Self.json(try await refunds.refund(request.pathParameters["out_refund_no"] ?? "", wait: wait))
             }
         }
         router.add(.post, "/wechat/refund-notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in

@@ -120,12 +120,20 @@ public final class RefundService: Sendable {
         }
     }
 
-    /// `GET /v1/refunds/{out_refund_no}`.
-    public func refund(_ outRefundNo: String) async throws(APIError) -> [UInt8] {
-        guard RefundInput.isValidOutRefundNo(outRefundNo),
-              let refund = try await service.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
-        else { throw .refundNotFound }
-        return RefundView(refund).json
+    /// `GET /v1/refunds/{out_refund_no}[?wait=N]`: the refund, waiting up to `wait` seconds while it
+    /// is PROCESSING for its result (the notify or a sweep moving it). Reads the store only (every
+    /// 100 ms, bounded by the wait); WeChat is asked by the reconciler, never by a waiting client.
+    public func refund(_ outRefundNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
+        guard RefundInput.isValidOutRefundNo(outRefundNo) else { throw .refundNotFound }
+        let deadline = ContinuousClock.now + .seconds(wait)
+        while true {
+            guard let refund = try await service.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
+            else { throw .refundNotFound }
+            if refund.state != .processing || ContinuousClock.now >= deadline || Task.isCancelled {
+                return RefundView(refund).json
+            }
+            try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
+        }
     }
 
     /// A fresh out_refund_no: `R`, the Beijing date and time, and 12 random characters (27 in all).

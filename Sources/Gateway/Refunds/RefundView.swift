@@ -6,7 +6,7 @@ import Storage
 ///
 /// `{"amount","created_at","failure_reason","out_refund_no","out_trade_no","reason","refund_id",
 /// "state","succeeded_at"}`: `refund_id`, `succeeded_at` and `failure_reason` are null until known.
-struct RefundView: Encodable, Sendable, Hashable {
+struct RefundView: Sendable, Hashable {
     var outRefundNo: String
     var outTradeNo: String
     var refundID: String?
@@ -17,11 +17,6 @@ struct RefundView: Encodable, Sendable, Hashable {
     var succeededAt: String?
     /// Why WeChat refused a refund it never accepted (it is then REFUNDCLOSE), e.g. `NOTENOUGH`.
     var failureReason: String?
-
-    enum CodingKeys: String, CodingKey {
-        case outRefundNo = "out_refund_no", outTradeNo = "out_trade_no", refundID = "refund_id", amount, reason, state
-        case createdAt = "created_at", succeededAt = "succeeded_at", failureReason = "failure_reason"
-    }
 
     init(_ refund: RefundRecord) {
         outRefundNo = refund.outRefundNo
@@ -35,22 +30,8 @@ struct RefundView: Encodable, Sendable, Hashable {
         failureReason = refund.failureReason
     }
 
-    /// As `OrderView`'s: every key, null included (the order's `Encodable` reference needs it).
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(amount, forKey: .amount)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(failureReason, forKey: .failureReason)
-        try c.encode(outRefundNo, forKey: .outRefundNo)
-        try c.encode(outTradeNo, forKey: .outTradeNo)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(refundID, forKey: .refundID)
-        try c.encode(state, forKey: .state)
-        try c.encode(succeededAt, forKey: .succeededAt)
-    }
-
-    /// The JSON written by hand (keys sorted, as everywhere in the API); the same bytes as
-    /// `JSON.encode(self)`.
+    /// The one writer of the refund shape (keys sorted, as everywhere in the API): the refund
+    /// routes, the order's `refunds` and the `refund.*` events' `data` all come from it.
     var json: [UInt8] {
         var writer = JSONObjectWriter(capacity: 320)
         writer.number("amount", amount)
