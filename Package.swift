@@ -43,7 +43,9 @@ let package = Package(
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
+        // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"],
+                resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
@@ -72,6 +74,8 @@ let package = Package(
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
+            // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
+            "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
         ]),

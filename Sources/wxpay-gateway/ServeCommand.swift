@@ -96,6 +96,10 @@ enum ServeCommand {
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
+        // SIGHUP re-reads what can change without a restart (the catalog file).
+        let reloads = ReloadHooks()
+        service.addReloadHooks(to: reloads)
+        Signals.onHangUp { Task { await reloads.fire() } }
         let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
                                      logger: logger)
         let signal = await Signals.waitForTermination()
@@ -181,7 +185,7 @@ enum ServeCommand {
               curl -s -X POST \(base)/v1/orders/demo-0001/refunds -H 'Authorization: Bearer \(token)' \\
                    -d '{"amount":300,"reason":"bought by mistake","out_refund_no":"demo-r1"}'
               curl -s -X POST \(base)/simulator/refunds/demo-r1/complete -d '{"status":"SUCCESS"}'
-
+            \(appBanner(configuration, base: base))
             """
     }
 }

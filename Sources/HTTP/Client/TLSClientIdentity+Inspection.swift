@@ -3,6 +3,9 @@ internal import CCurl
 internal import COpenSSL
 import Foundation
 
+/// OpenSSL 3's legacy provider, loaded once, for RC2/3DES PKCS#12 bundles (as libcurl needs it too).
+private let legacyProviderLoaded: Bool = wxpay_curl_enable_legacy_pkcs12() == 1
+
 /// What a client identity's certificate says, read once at start-up.
 public struct TLSClientCertificate: Sendable, Hashable {
     /// The subject's common name (WeChat Pay's merchant certificates carry the mch_id there).
@@ -79,7 +82,7 @@ extension TLSClientIdentity {
             key = readKey
         case .pkcs12(let file, let password):
             // RC2/3DES bundles (older tools) need OpenSSL 3's legacy provider, as libcurl does.
-            _ = wxpay_curl_enable_legacy_pkcs12()
+            _ = legacyProviderLoaded
             guard let pair = Self.readPKCS12(file, password: password) else { throw .unreadablePKCS12 }
             (certificate, key) = pair
         }
