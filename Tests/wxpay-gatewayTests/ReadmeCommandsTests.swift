@@ -81,6 +81,12 @@ struct ReadmeCommandsTests {
         // The dropped notify: demo-0002 found by orderquery during the wait.
         #expect(out.contains(#""final":true,"out_trade_no":"demo-0002","paid_at""#))
         #expect(out.contains(#"wxpay_settlements_total{source="orderquery",state="SUCCESS"} 1"#))
-        #expect(!out.contains(#""error""#))
+        // 5: the refund, accepted, then SUCCESS by its notify; the order REFUND; more than is left refused.
+        #expect(out.contains(#""out_refund_no":"demo-r1","out_trade_no":"demo-0001","reason":"bought by mistake","refund_id":"5030"#))
+        #expect(out.contains(#""state":"SUCCESS","succeeded_at":"#))
+        #expect(out.contains(#""refunded_amount":300"#) && out.contains(#""state":"REFUND""#))
+        // The one error the walk-through shows is the documented over-refund.
+        #expect(out.components(separatedBy: #""error""#).count == 2)
+        #expect(out.contains(#""code":"refund_exceeds_paid""#))
     }
 }
