@@ -67,3 +67,69 @@ extension OrderTransition {
         return !receipt.deferredWhenUnchangedIn.contains(state)
     }
 }
+
+extension NewRefund {
+    /// What `createRefund` answers, from what its transaction read under the order's lock: the
+    /// order's state and amount, a refund already recorded with this number, and the order's
+    /// refund count and the amount its open refunds reserve. Nil: record the refund.
+    func decision(orderState: OrderState, orderAmount: Int, existing: RefundRecord?, refundCount: Int, reserved: Int,
+                  maximumPerOrder: Int) -> RefundCreateResult? {
+        if let existing {
+            let same = existing.outTradeNo == outTradeNo && existing.parametersDigest == parametersDigest
+            return same ? .existing(existing) : .conflict(existing)
+        }
+        guard orderState == .success || orderState == .refund else { return .orderNotRefundable(orderState) }
+        guard refundCount < maximumPerOrder else { return .limitReached(refundCount) }
+        guard amount <= orderAmount - reserved else { return .exceedsPaid(refundable: max(0, orderAmount - reserved)) }
+        return nil
+    }
+
+    func validate() throws(StorageError) {
+        try StoreText.validate(outRefundNo, outTradeNo, reason, notifyURL, parametersDigest)
+    }
+}
+
+extension RefundTransition {
+    /// The states the refund door moves a refund from: never the target (a repeat is a duplicate)
+    /// and never a finished state (the database would refuse it anyway).
+    var sourceStates: Set<RefundState> { allowedFrom.subtracting([to]).filter { !$0.isFinal } }
+
+    /// Whether the refund is not the one the caller means (another order or amount): then nothing is written.
+    func mismatches(_ refund: RefundRecord) -> Bool {
+        if let expectedOutTradeNo, expectedOutTradeNo != refund.outTradeNo { return true }
+        if let expectedAmount, expectedAmount != refund.amount { return true }
+        return false
+    }
+
+    /// The order's timeline event of an effective refund transition.
+    func stateChangedEvent(from before: RefundState, to after: RefundRecord) -> NewOrderEvent {
+        var detail = "\(after.outRefundNo): \(before.rawValue) -> \(after.state.rawValue)"
+        if !self.detail.isEmpty { detail += ": " + self.detail }
+        return NewOrderEvent(kind: "refund_state_changed", detail: detail, at: at)
+    }
+
+    /// The order's `state_changed` event when a successful refund moves it SUCCESS → REFUND.
+    func orderRefundedEvent(_ refund: RefundRecord) -> NewOrderEvent {
+        NewOrderEvent(kind: OrderEvent.stateChangedKind, detail: "SUCCESS -> REFUND: refund \(refund.outRefundNo) succeeded",
+                      at: at)
+    }
+
+    /// Whether the order's `refund_needs_attention` flag may have to change (a refund entered or left CHANGE).
+    func affectsAttention(before: RefundState, after: RefundState) -> Bool { before == .change || after == .change }
+
+    /// The outbox event to insert for the changed refund, checked to belong to its order.
+    func outboxEvent(for refund: RefundRecord) throws(StorageError) -> OutboxEvent? {
+        guard let event = outbox(refund) else { return nil }
+        guard event.outTradeNo == refund.outTradeNo else { throw .invalidArgument("the outbox event belongs to another order") }
+        return event
+    }
+}
+
+extension OrderRecord {
+    /// The flags with `refund_needs_attention` set exactly when `needed`; nil when they already are.
+    static func flags(_ flags: Set<OrderFlag>, refundAttention needed: Bool) -> Set<OrderFlag>? {
+        var flags = flags
+        let changed = needed ? flags.insert(.refundNeedsAttention).inserted : flags.remove(.refundNeedsAttention) != nil
+        return changed ? flags : nil
+    }
+}

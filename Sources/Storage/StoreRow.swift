@@ -113,6 +113,28 @@ extension OutboxEvent {
     }
 }
 
+extension RefundRecord {
+    static let columns: SQL = """
+        out_refund_no, out_trade_no, amount, total_fee, reason, notify_url, parameters_digest, state, refund_id, \
+        failure_reason, created_at, accepted_at, succeeded_at, updated_at, last_queried_at, last_notify_at
+        """
+
+    /// The columns a new refund is inserted with (state is written as a literal).
+    static let insertColumns: SQL = """
+        out_refund_no, out_trade_no, amount, total_fee, reason, notify_url, parameters_digest, state, created_at, updated_at
+        """
+
+    init(row: some StoreRow) throws(StorageError) {
+        guard let state = RefundState(rawValue: try row.text(7)) else { throw .unexpectedRow }
+        self.init(
+            outRefundNo: try row.text(0), outTradeNo: try row.text(1), amount: try row.int(2), totalFee: try row.int(3),
+            reason: try row.text(4), notifyURL: try row.optionalText(5), parametersDigest: try row.text(6), state: state,
+            refundID: try row.optionalText(8), failureReason: try row.optionalText(9), createdAt: try row.date(10),
+            acceptedAt: try row.optionalDate(11), succeededAt: try row.optionalDate(12), updatedAt: try row.date(13),
+            lastQueriedAt: try row.optionalDate(14), lastNotifyAt: try row.optionalDate(15))
+    }
+}
+
 /// Times are kept as whole milliseconds since 1970 in both stores.
 enum StoreTime {
     /// Rounds to the nearest millisecond, so that a stored value read back and stored again is

@@ -32,7 +32,9 @@ enum GatewayBench {
         var timeout = 120.0
         var hold = 0.0
         /// `client`: the backend's bearer token and a priced body; `app`: an app token per user and
-        /// a catalog product (scripts/bench-app-tokens compares the two).
+        /// a catalog product; `client-catalog`: the backend's token creating the very rows the app
+        /// tokens create (the same user ids and catalog product), so scripts/bench-app-tokens
+        /// compares `app` with it and the difference is the app token's own cost.
         var token = "client"
         /// App users the creates are spread over (each a token minted before the clock starts).
         var users = 1000
@@ -81,7 +83,10 @@ enum GatewayBench {
         for index in 0..<options.orders {
             let body: String
             let token: String
-            if appTokens.isEmpty {
+            if options.token == "client-catalog" {
+                body = #"{"client_ip":"127.0.0.1","out_trade_no":"\#(outTradeNo(options, index))","product_id":"swift-101","user_id":"bench-user-\#(index % options.users)"}"#
+                token = clientToken
+            } else if appTokens.isEmpty {
                 body = #"{"amount":\#(options.amount),"description":"bench order","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo(options, index))"}"#
                 token = clientToken
             } else {
@@ -98,7 +103,7 @@ enum GatewayBench {
         let outcome = try generator.run(requests) { status, body in
             status == 201 && contains(body, prepay) && contains(body, appParams)
         }
-        try Result(outcome, name: options.token == "app" ? "create-app" : "create", expected: options.orders)
+        try Result(outcome, name: options.token == "client" ? "create" : "create-\(options.token)", expected: options.orders)
             .report(unit: "orders created/s (201, through unifiedorder to the simulator and the SQLite commit)")
     }
 
@@ -179,7 +184,7 @@ enum GatewayBench {
     private static func usage() -> Int32 {
         print("usage: wxpay-bench gateway create|notify|wait --url BASE [--orders N] [--prefix P] [--concurrency C]")
         print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
-        print("                                              [--token client|app] [--users N]")
+        print("                                              [--token client|client-catalog|app] [--users N]")
         return 64
     }
 
@@ -203,7 +208,7 @@ enum GatewayBench {
             }
         }
         guard !options.url.isEmpty, options.orders > 0, options.concurrency > 0, options.from >= 0,
-              options.timeout > 0, options.hold >= 0, ["client", "app"].contains(options.token), options.users > 0
+              options.timeout > 0, options.hold >= 0, ["client", "client-catalog", "app"].contains(options.token), options.users > 0
         else { throw Failed(description: "bad arguments") }
         return options
     }

@@ -10,7 +10,8 @@ import Storage
 struct GatewayResources {
     let configuration: GatewayConfiguration
     let logger: Logger
-    let store: any OrderStore
+    /// Every storage protocol both stores implement.
+    let store: any OrderStore & RefundStore
     let client: HTTPClient
 
     /// An exit status with its message already printed.
@@ -33,7 +34,8 @@ struct GatewayResources {
         }
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler())
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
-        let store: any OrderStore
+        /// Every storage protocol both stores implement.
+    let store: any OrderStore & RefundStore
         do {
             store = try await openStore(configuration)
         } catch {
@@ -49,7 +51,7 @@ struct GatewayResources {
         }
     }
 
-    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore {
+    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore {
         switch configuration.database {
         case .sqlite(let path):
             try await SQLiteOrderStore.open(path: path)

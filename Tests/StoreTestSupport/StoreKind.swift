@@ -3,6 +3,10 @@ import Foundation
 import Storage
 import Testing
 
+/// A store under test: every storage protocol both stores implement. A new storage responsibility
+/// (its own protocol, implemented by both) joins here, so the shared suites can reach it.
+public typealias TestStore = any OrderStore & RefundStore
+
 /// The stores the behaviour suites run against: SQLite always, PostgreSQL whenever
 /// `WXPAY_TEST_POSTGRES` names a server (`scripts/test` starts a throwaway one and sets it).
 public enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -89,7 +93,7 @@ public final class TestDatabase: Sendable {
     }
 
     /// Opens a store on the database; a second store on it sees what the first wrote.
-    public func open(poolSize: Int = 3) async throws -> any OrderStore {
+    public func open(poolSize: Int = 3) async throws -> TestStore {
         switch kind {
         case .sqlite: try await SQLiteOrderStore.open(path: location)
         case .postgres: try await PostgresOrderStore.open(postgresSettings!, configuration: .init(poolSize: poolSize))
@@ -143,7 +147,7 @@ public enum TestDatabaseError: Error, CustomStringConvertible {
 
 /// Opens a store on a fresh database of `kind`, runs `body`, and closes the store and removes the
 /// database whether or not `body` throws.
-public func withStore(_ kind: StoreKind, _ body: (any OrderStore, TestDatabase) async throws -> Void) async throws {
+public func withStore(_ kind: StoreKind, _ body: (TestStore, TestDatabase) async throws -> Void) async throws {
     let database = try await TestDatabase(kind)
     do {
         let store = try await database.open()

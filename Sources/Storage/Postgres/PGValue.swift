@@ -99,6 +99,11 @@ extension Set<OrderState>: PGBindable {
     var pgValue: PGValue { .textArray(map(\.rawValue).sorted()) }
 }
 
+extension Array: PGBindable where Element == String {
+    static var pgType: PGType { .textArray }
+    var pgValue: PGValue { .textArray(self) }
+}
+
 extension Optional: PGBindable where Wrapped: PGBindable {
     static var pgType: PGType { Wrapped.pgType }
     var pgValue: PGValue { self?.pgValue ?? .null(Wrapped.pgType) }

@@ -145,6 +145,7 @@ enum PostgresMigrations {
             END $$
             """,
         ]),
+        Migration(version: 2, name: "refunds", statements: PostgresOrderStore.refundsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

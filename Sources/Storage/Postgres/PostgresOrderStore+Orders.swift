@@ -236,6 +236,14 @@ extension PostgresOrderStore {
             outTradeNo, event.at, event.kind, event.detail)
     }
 
+    /// Inserts an outbox event (its order is locked by the caller's transaction).
+    static func insertOutbox(_ event: OutboxEvent) -> PGQuery {
+        PGQuery(
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts, event.nextAttemptAt,
+            event.deliveredAt, event.deadAt, event.lastError)
+    }
+
     /// Replaces the flags and returns the updated order.
     static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: PGConnection)
         throws(StorageError) -> OrderRecord

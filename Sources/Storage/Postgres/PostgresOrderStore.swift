@@ -152,6 +152,30 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         try await submit(key: "", { connection throws(StorageError) in (try body(connection), nil) }, to: pool.submitExclusive)
     }
 
+    /// A write in a transaction of its own (not in a group-commit batch), for writes that lock
+    /// rows of more than one kind (a refund and its order: the order first). A changed order it
+    /// returns is announced at COMMIT.
+    func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
+    ) async throws(StorageError) -> T {
+        let channel = self.channel
+        return try await exclusive { db throws(StorageError) in
+            db.sendAhead(PGQuery("BEGIN"))
+            do throws(StorageError) {
+                let (value, changed) = try body(db)
+                var finish: [PGQuery] = []
+                if let changed { finish.append(PGQuery("SELECT pg_notify($1, $2)", channel, changed)) }
+                finish.append(PGQuery("COMMIT"))
+                _ = try db.run(finish)
+                return value
+            } catch {
+                // Also sends a BEGIN still waiting in front, so nothing is left for the next job.
+                if !db.isBroken { _ = try? db.run([PGQuery("ROLLBACK")]) }
+                throw error
+            }
+        }
+    }
+
     private func submit<T: Sendable>(
         key: String, _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?),
         to queue: (PGJob) -> Void
