@@ -58,8 +58,8 @@ let package = Package(
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
         .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
-        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport"]),
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport"]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
         .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
                 path: "Tests/StoreTestSupport"),
@@ -68,12 +68,12 @@ let package = Package(
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
         ]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
         ]),
         // Loopback Python servers and the test certificates, shared by the client's test targets.
-        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
+        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",

@@ -17,6 +17,18 @@ public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
     private var status: Int32?
     private let lock = NSLock()
+    /// The write end of the child's standard input, for `.pipe`; closing it is the child's EOF.
+    private var inputEnd: Int32?
+
+    /// Where the child's standard input comes from.
+    public enum Input: Sendable {
+        /// /dev/null: the child reads EOF at once.
+        case none
+        /// A file's contents.
+        case file(String)
+        /// A pipe the test writes to (`write(_:)`) and closes (`closeInput()`).
+        case pipe
+    }
 
     public struct SpawnFailure: Error, CustomStringConvertible {
         public var executable: String
@@ -26,12 +38,23 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` (looked up on PATH when it has no slash) with `arguments`, the whole
     /// `environment`, standard input from /dev/null and output appended to `output` and `errors`.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String], output: String,
-                errors: String, directory: String? = nil) throws {
+    public init(_ executable: String, _ arguments: [String], environment: [String: String], input: Input = .none,
+                output: String, errors: String, directory: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var pipeEnds: [Int32] = [-1, -1]
+        switch input {
+        case .none:
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        case .file(let path):
+            posix_spawn_file_actions_addopen(&actions, 0, path, O_RDONLY, 0)
+        case .pipe:
+            // Close-on-exec in the parent (children of this type close everything above 2 anyway).
+            guard pipe(&pipeEnds) == 0 else { throw SpawnFailure(executable: executable, code: errno) }
+            for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         _ = Self.closeFrom?(&actions, 3)
@@ -46,8 +69,43 @@ public final class ChildProcess: @unchecked Sendable {
         let code = executable.contains("/")
             ? posix_spawn(&pid, executable, &actions, nil, argv, envp)
             : posix_spawnp(&pid, executable, &actions, nil, argv, envp)
-        guard code == 0 else { throw SpawnFailure(executable: executable, code: code) }
+        if pipeEnds[0] >= 0 { close(pipeEnds[0]) }
+        guard code == 0 else {
+            if pipeEnds[1] >= 0 { close(pipeEnds[1]) }
+            throw SpawnFailure(executable: executable, code: code)
+        }
         self.pid = pid
+        inputEnd = pipeEnds[1] >= 0 ? pipeEnds[1] : nil
+    }
+
+    deinit {
+        if let inputEnd { close(inputEnd) }
+    }
+
+    /// Writes to the child's standard input (`.pipe`); false if it cannot take it (it exited).
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Bool {
+        guard let input = lock.withLock({ inputEnd }) else { return false }
+        var offset = 0
+        while offset < bytes.count {
+            // MSG_NOSIGNAL does not apply to pipes; SIGPIPE is ignored by the test process's runtime.
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(input, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+
+    /// Closes the child's standard input (`.pipe`): it reads EOF.
+    public func closeInput() {
+        let input = lock.withLock { () -> Int32? in
+            defer { inputEnd = nil }
+            return inputEnd
+        }
+        if let input { close(input) }
     }
 
     /// The exit status (128 + signal when killed), once it ended; reaps it without blocking.
@@ -89,4 +147,49 @@ public final class ChildProcess: @unchecked Sendable {
         .map { unsafeBitCast($0, to: CloseFrom.self) }
     private static let changeDirectory: ChangeDirectory? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")
         .map { unsafeBitCast($0, to: ChangeDirectory.self) }
+
+    /// Runs `executable` to its end (killed after `timeout`) and returns its status and output.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
+                           input: [UInt8]? = nil, timeout: Duration = .seconds(60)) async throws
+        -> (status: Int32, output: [UInt8], errors: [UInt8])
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-child-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let inputPath = directory.appendingPathComponent("stdin").path
+        if let input { _ = FileManager.default.createFile(atPath: inputPath, contents: Data(input)) }
+        let outputPath = directory.appendingPathComponent("stdout").path
+        let errorsPath = directory.appendingPathComponent("stderr").path
+        let child = try ChildProcess(executable, arguments, environment: environment,
+                                     input: input == nil ? .none : .file(inputPath), output: outputPath, errors: errorsPath)
+        let status = await child.wait(timeout: timeout)
+        let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))).map { [UInt8]($0) } ?? []
+        let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorsPath))).map { [UInt8]($0) } ?? []
+        return (status, output, errors)
+    }
+
+    /// The same, for a caller that is not async; blocks the calling thread until the child ends.
+    public static func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String],
+                                   input: [UInt8]? = nil, timeout: Duration = .seconds(60)) throws
+        -> (status: Int32, output: [UInt8], errors: [UInt8])
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-child-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let inputPath = directory.appendingPathComponent("stdin").path
+        if let input { _ = FileManager.default.createFile(atPath: inputPath, contents: Data(input)) }
+        let outputPath = directory.appendingPathComponent("stdout").path
+        let errorsPath = directory.appendingPathComponent("stderr").path
+        let child = try ChildProcess(executable, arguments, environment: environment,
+                                     input: input == nil ? .none : .file(inputPath), output: outputPath, errors: errorsPath)
+        let deadline = ContinuousClock.now + timeout
+        while child.isRunning, ContinuousClock.now < deadline { usleep(5_000) }
+        if child.isRunning {
+            kill(child.pid, SIGKILL)
+            while child.isRunning { usleep(5_000) }
+        }
+        let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))).map { [UInt8]($0) } ?? []
+        let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorsPath))).map { [UInt8]($0) } ?? []
+        return (child.exitStatus ?? -1, output, errors)
+    }
 }
