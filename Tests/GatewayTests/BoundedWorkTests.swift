@@ -22,7 +22,8 @@ struct BoundedWorkTests {
                 tally.finish(index)
             }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Generous: at load 20 the 200 one-millisecond sleeps took over 30 s.
+        let deadline = ContinuousClock.now + .seconds(180)
         while tally.state.withLock({ $0.done.count }) < 200 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
