@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
+        .library(name: "AppStore", targets: ["AppStore"]),
     ],
     targets: [
         // C shims: module.modulemap + one shim header each.
@@ -37,6 +38,12 @@ let package = Package(
         .target(name: "Storage", dependencies: ["CSQLite"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
+
+        // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
+        // and verifyReceipt clients over an abstract transport.
+        .target(name: "AppStore", dependencies: ["COpenSSL"]),
+        // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP"]),
 
         // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
@@ -70,6 +77,7 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
         ]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpenSSL for signing (MD5, HMAC-SHA256), constant-time comparison, AES-256-ECB (refund notify)
-// and TLS. Everything used from Swift is a plain function, so no wrappers are needed yet.
+// and TLS; X.509 chains and P-256 ECDSA (x509_ecdsa.h) for the App Store.
 #ifndef WXPAY_COPENSSL_SHIM_H
 #define WXPAY_COPENSSL_SHIM_H
 // Suppress OpenSSL 3's deprecation attributes for the one-shot digests below: `MD5()` runs the
@@ -16,6 +16,7 @@
 #include <openssl/opensslv.h>
 #include <openssl/sha.h>
 #include <string.h>
+#include <stdio.h>
 
 /// `OPENSSL_VERSION_TEXT` is a macro Swift cannot see through `OpenSSL_version` alone in every
 /// build; expose the linked library's version string for diagnostics.
@@ -73,4 +74,5 @@ static inline void wxpay_hmac_sha256_keyed(const SHA256_CTX *_Nonnull inner, con
     SHA256_Final(out, &context);
     OPENSSL_cleanse(&context, sizeof context);
 }
+#include "x509_ecdsa.h"
 #endif
