@@ -43,10 +43,12 @@ let package = Package(
         // and verifyReceipt clients over an abstract transport.
         .target(name: "AppStore", dependencies: ["COpenSSL"]),
         // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
-        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP"]),
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit"]),
 
+        // What both simulators share: scaled time, seeded randomness, the notification scheduler.
+        .target(name: "SimulatorKit", dependencies: ["HTTP"]),
         // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
-        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP", "SimulatorKit"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
