@@ -42,6 +42,8 @@ let package = Package(
         // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
         // and verifyReceipt clients over an abstract transport.
         .target(name: "AppStore", dependencies: ["COpenSSL"]),
+        // The libcurl client as an AppStoreTransport, and the system clock.
+        .target(name: "AppStoreHTTPTransport", dependencies: ["AppStore", "HTTP"]),
         // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
         .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit"]),
 
@@ -80,6 +82,9 @@ let package = Package(
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
         ]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: [
+            "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
