@@ -80,11 +80,15 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            // Row counts of every table, read beside the store (forged notifies write nothing).
+            "CSQLite",
         ]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
         ]),
+        // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -8,7 +8,7 @@ public struct OrderEvent: Sendable, Hashable {
     public var id: Int64
     public var outTradeNo: String
     public var at: Date
-    /// A short machine-readable kind, e.g. `created`, `notify_rejected`, `state_changed`.
+    /// A short machine-readable kind, e.g. `created`, `notify_received`, `state_changed`.
     public var kind: String
     /// Human-readable detail. Never put secrets or raw request bodies here.
     public var detail: String

@@ -17,7 +17,7 @@ enum ReconcileBenchmark {
         defer { try? FileManager.default.removeItem(at: directory) }
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let configuration = try GatewayConfiguration(environment: Environment([:]))
+            let configuration = GatewayConfiguration.demo()
             let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
             let clock = ScaledClock(start: Date(), scale: 1)
             let simulator = WeChatPaySimulator(

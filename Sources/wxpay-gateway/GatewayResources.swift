@@ -5,10 +5,11 @@ import HTTP
 import Storage
 
 /// What `serve` and `reconcile` both start from: the configuration read from the environment, the
-/// order store it names, and an HTTP client. Opening them prints why it failed, with the command's
-/// name, and gives the exit status (78 configuration, 74 database, 70 internal).
+/// logger it asks for, the order store it names, and an HTTP client. Opening them prints why it
+/// failed, with the command's name, and gives the exit status (`ExitStatus`).
 struct GatewayResources {
     let configuration: GatewayConfiguration
+    let logger: Logger
     let store: SQLiteOrderStore
     let client: HTTPClient
 
@@ -17,32 +18,48 @@ struct GatewayResources {
         let status: Int32
     }
 
-    static func open(for command: String) async -> Result<GatewayResources, Failure> {
+    /// - Parameter demo: whether the command was asked for demo mode (`serve --demo`).
+    static func open(for command: String, demo: Bool) async -> Result<GatewayResources, Failure> {
         func fail(_ message: String, _ status: Int32) -> Result<GatewayResources, Failure> {
             FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
             return .failure(Failure(status: status))
         }
+        let environment = Environment(ProcessInfo.processInfo.environment)
         let configuration: GatewayConfiguration
         do {
-            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment))
+            configuration = try GatewayConfiguration(environment: environment, demo: demo)
         } catch {
-            return fail("configuration error: \(error)", 78)
+            return fail(refusal(error, command: command, demo: demo), ExitStatus.configuration)
         }
+        let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler())
+        for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         let store: SQLiteOrderStore
         switch configuration.database {
         case .sqlite(let path):
             do {
                 store = try await SQLiteOrderStore.open(path: path)
             } catch {
-                return fail("cannot open the database \(path): \(error)", 74)
+                return fail("cannot open the database \(path): \(error)", ExitStatus.database)
             }
         }
         do {
-            return .success(GatewayResources(configuration: configuration, store: store, client: try HTTPClient()))
+            return .success(GatewayResources(configuration: configuration, logger: logger, store: store,
+                                             client: try HTTPClient()))
         } catch {
             await store.close()
-            return fail("cannot start the HTTP client: \(error)", 70)
+            return fail("cannot start the HTTP client: \(error)", ExitStatus.internal)
         }
+    }
+
+    /// The refusal: every problem on its own line, and the way to the demo when production
+    /// variables are missing and the command has one.
+    static func refusal(_ error: ConfigurationError, command: String, demo: Bool) -> String {
+        var text = "refusing to start, the configuration is incomplete or wrong:\n  "
+            + error.description.split(separator: "\n").joined(separator: "\n  ")
+        if !demo && !error.missing.isEmpty && command == "serve" {
+            text += "\n  (to try the gateway without a merchant account: wxpay-gateway serve --demo)"
+        }
+        return text
     }
 
     /// Releases the client, then the store (the last writes finish first).
@@ -50,4 +67,17 @@ struct GatewayResources {
         await client.shutdown()
         await store.close()
     }
+}
+
+/// The exit statuses of `serve` and `reconcile` (documented in the README).
+enum ExitStatus {
+    /// The start was refused: a variable is missing, malformed or conflicts with the mode.
+    static let configuration: Int32 = 2
+    /// The command line itself is wrong.
+    static let usage: Int32 = 64
+    /// The listening address could not be bound, or WeChat or the bill failed (reconcile).
+    static let unavailable: Int32 = 69
+    static let `internal`: Int32 = 70
+    /// The database could not be opened.
+    static let database: Int32 = 74
 }

@@ -5,39 +5,30 @@ import HTTP
 import Storage
 import WeChatPay
 import WeChatPayHTTPTransport
-import WeChatPaySimulator
 
 /// `wxpay-gateway reconcile --date YYYY-MM-DD`: downloads that Beijing day's bill, compares it
-/// with the gateway's database (configured as for `serve`), settles the payments WeChat confirms
-/// and prints every other difference. Exit status: 0 clean, 1 differences found, 64 usage, 69
-/// WeChat or the bill failed, 74 database, 78 configuration.
+/// with the gateway's database (configured as for a production `serve`), settles the payments
+/// WeChat confirms and prints every other difference. Exit status: 0 clean, 1 differences found,
+/// 2 configuration refused, 64 usage, 69 WeChat or the bill failed, 74 database.
 enum ReconcileCommand {
     static func run(_ arguments: [String]) async -> Int32 {
         guard arguments.count == 2, arguments[0] == "--date", BillReconciler.dayStart(arguments[1]) != nil else {
             FileHandle.standardError.write(Data("usage: wxpay-gateway reconcile --date YYYY-MM-DD (a Beijing day)\n".utf8))
-            return 64
+            return ExitStatus.usage
         }
         let day = arguments[1]
         let resources: GatewayResources
-        switch await GatewayResources.open(for: "reconcile") {
+        // Only WeChat has bills: there is no demo mode here.
+        switch await GatewayResources.open(for: "reconcile", demo: false) {
         case .success(let opened): resources = opened
         case .failure(let failure): return failure.status
         }
         let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
-        let transport: any WeChatPayTransport
-        if configuration.demo {
-            // Demo mode has no real WeChat: a fresh embedded simulator, which holds no bill.
-            FileHandle.standardError.write(Data("reconcile: demo mode; the embedded simulator has no bills\n".utf8))
-            let simulator = WeChatPaySimulator(
-                configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                      key: configuration.apiKey),
-                notifySender: HTTPNotifySender(client: client))
-            transport = SimulatorTransport(simulator: simulator)
-        } else {
-            transport = WeChatPayHTTPTransport(client: client, configuration: .init(
-                primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
-        }
-        let logger = Logger(label: "wxpay-gateway", level: .warning, handler: JSONLinesLogHandler())
+        let transport = WeChatPayHTTPTransport(client: client, configuration: .init(
+            primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+        // The report goes to standard output; the log keeps to what went wrong.
+        var logger = resources.logger
+        logger.level = max(logger.level, .warning)
         let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger)
         let status: Int32
         do {
@@ -46,7 +37,7 @@ enum ReconcileCommand {
             status = report.isClean ? 0 : 1
         } catch {
             FileHandle.standardError.write(Data("reconcile: \(error)\n".utf8))
-            status = 69
+            status = ExitStatus.unavailable
         }
         await resources.close()
         return status

@@ -8,22 +8,29 @@ import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
 
-/// `wxpay-gateway serve`: the gateway, configured from the environment (see the README's table).
-/// With no WXPAY_MCH_ID it runs in demo mode: SQLite plus the embedded WeChat Pay simulator.
+/// `wxpay-gateway serve [--demo]`: the gateway, configured from the environment (see the README's
+/// table). Production unless `--demo` asks for demo mode: SQLite plus the embedded WeChat Pay
+/// simulator, on loopback only. A start that is not exactly one of the two is refused (exit 2).
 enum ServeCommand {
     static func run(_ arguments: [String]) async -> Int32 {
-        guard arguments.isEmpty else {
-            FileHandle.standardError.write(Data("serve: takes no arguments; configure it with the environment (see README)\n".utf8))
-            return 64
+        guard arguments.allSatisfy({ $0 == "--demo" }) else {
+            FileHandle.standardError.write(Data(
+                "usage: wxpay-gateway serve [--demo]; configure it with the environment (see README)\n".utf8))
+            return ExitStatus.usage
         }
+        let demo = !arguments.isEmpty
         let resources: GatewayResources
-        switch await GatewayResources.open(for: "serve") {
+        switch await GatewayResources.open(for: "serve", demo: demo) {
         case .success(let opened): resources = opened
         case .failure(let failure): return failure.status
         }
-        let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
-
-        let logger = Logger(label: "wxpay-gateway", level: logLevel(), handler: JSONLinesLogHandler())
+        let (configuration, store, client, logger) = (resources.configuration, resources.store, resources.client,
+                                                      resources.logger)
+        CrashPoint.arm(configuration.crashPoints)
+        if !configuration.crashPoints.isEmpty {
+            logger.warning("crash points armed (fault-injection build)", ["points": configuration.crashPoints
+                .sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")])
+        }
 
         let metrics = MetricsRegistry()
         var simulator: WeChatPaySimulator?
@@ -49,10 +56,12 @@ enum ServeCommand {
 
         let connections: Int
         do {
-            connections = try maxConnections()
+            connections = try maxConnections(configured: configuration.maxConnections)
         } catch {
-            FileHandle.standardError.write(Data("serve: configuration error: \(error)\n".utf8))
-            return 78
+            FileHandle.standardError.write(Data(
+                (GatewayResources.refusal(error, command: "serve", demo: demo) + "\n").utf8))
+            await resources.close()
+            return ExitStatus.configuration
         }
         let server = HTTPServer(router: router, configuration: HTTPServerConfiguration().with {
             $0.host = configuration.listenHost
@@ -65,12 +74,11 @@ enum ServeCommand {
         } catch {
             FileHandle.standardError.write(Data("serve: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)\n".utf8))
             await resources.close()
-            return 69
+            return ExitStatus.unavailable
         }
         let base = "http://\(address)"
-        if ProcessInfo.processInfo.environment["WXPAY_NOTIFY_URL"] == nil {
-            service.useNotifyURL("\(base)/wechat/notify")
-        }
+        // Demo mode has no public URL: the simulator posts its notifies to the address bound.
+        if configuration.demo { service.useNotifyURL("\(base)/wechat/notify") }
         FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
@@ -99,9 +107,9 @@ enum ServeCommand {
         } else {
             logger.notice("reconciler off (GATEWAY_RECONCILE_INTERVAL=0)")
         }
-        if let url = configuration.fulfilmentURL, let secret = configuration.fulfilmentSecret {
+        if let webhook = FulfilmentDispatcher.Configuration(configuration.fulfilment) {
             let dispatcher = FulfilmentDispatcher(
-                store: store, configuration: .init(url: url, secret: secret), transport: HTTPFulfilmentTransport(client: client),
+                store: store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
                 metrics: metrics, logger: logger)
             services.append(Task { await dispatcher.run() })
         } else {
@@ -117,13 +125,10 @@ enum ServeCommand {
     /// GATEWAY_MAX_CONNECTIONS (default 16,384): every `wait` long-poll holds a connection, so the
     /// limit is what bounds how many apps can poll at once. The soft RLIMIT_NOFILE is raised to
     /// fit it plus 256 descriptors for the database, the client and the logs. A configured limit
-    /// the hard limit cannot fit is an error; the default shrinks to fit instead, so demo mode
+    /// the hard limit cannot fit is refused; the default shrinks to fit instead, so demo mode
     /// still starts on a machine with a small hard limit.
-    static func maxConnections() throws -> Int {
-        let configured = ProcessInfo.processInfo.environment["GATEWAY_MAX_CONNECTIONS"]
-        guard let wanted = Int(configured ?? "16384"), (16...1_000_000).contains(wanted) else {
-            throw ConfigurationError(variable: "GATEWAY_MAX_CONNECTIONS", expected: "a number from 16 to 1000000")
-        }
+    static func maxConnections(configured: Int?) throws(ConfigurationError) -> Int {
+        let wanted = configured ?? 16384
         let reserve = 256
         let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
         var limit = rlimit()
@@ -136,20 +141,11 @@ enum ServeCommand {
         }
         if limit.rlim_cur >= needed { return wanted }
         guard configured == nil, limit.rlim_cur > rlim_t(reserve + 16) else {
-            throw ConfigurationError(variable: "GATEWAY_MAX_CONNECTIONS",
-                                     expected: "at most the open-file limit minus \(reserve) (ulimit -n is \(limit.rlim_cur))")
+            throw ConfigurationError([ConfigurationProblem(
+                "GATEWAY_MAX_CONNECTIONS", .conflict,
+                expected: "at most the open-file limit minus \(reserve) (ulimit -n is \(limit.rlim_cur))")])
         }
         return Int(limit.rlim_cur) - reserve
-    }
-
-    private static func logLevel() -> Logger.Level {
-        switch ProcessInfo.processInfo.environment["GATEWAY_LOG_LEVEL"]?.lowercased() {
-        case "debug": .debug
-        case "notice": .notice
-        case "warning": .warning
-        case "error": .error
-        default: .info
-        }
     }
 
     /// The first lines printed: the address, and in demo mode that it is demo mode and how to try it.

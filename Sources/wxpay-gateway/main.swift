@@ -15,7 +15,8 @@ func usage() -> String {
     usage: wxpay-gateway <command> [options]
 
     commands:
-      serve     run the gateway (configured from the environment; demo mode without WXPAY_MCH_ID)
+      serve     run the gateway, configured from the environment (README); serve --demo: demo mode,
+                the embedded WeChat Pay simulator and its test merchant, on loopback
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port

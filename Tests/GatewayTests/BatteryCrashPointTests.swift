@@ -2,13 +2,14 @@
 import Gateway
 import Testing
 
-/// The battery's test-only crash hook reads its table from GATEWAY_CRASH_POINT.
+/// The battery's crash hook reads its table from GATEWAY_CRASH_POINT (in a fault-injection build).
 struct BatteryCrashPointTests {
-    @Test func theCrashPointTableKeepsWellFormedPairsAndDropsTheRest() {
-        #expect(CrashPoint.parse(nil).isEmpty)
-        #expect(CrashPoint.parse("").isEmpty)
+    @Test func theCrashPointTableTakesKnownPointsWithProbabilitiesAndRefusesAnythingElse() {
         #expect(CrashPoint.parse("notify_committed:0.05, mid_sweep:1") == ["notify_committed": 0.05, "mid_sweep": 1])
-        #expect(CrashPoint.parse("outbox_delivered:2,x:-1,y,z:abc,:0.5").isEmpty)
         #expect(CrashPoint.parse("mid_sweep:0.5,mid_sweep:0.25") == ["mid_sweep": 0.25])
+        for malformed in ["", ",", "outbox_delivered:2", "mid_sweep:-1", "mid_sweep", "mid_sweep:abc", ":0.5",
+                          "notify_comitted:0.5", "mid_sweep:0.5,typo:0.1"] {
+            #expect(CrashPoint.parse(malformed) == nil, "\(malformed)")
+        }
     }
 }

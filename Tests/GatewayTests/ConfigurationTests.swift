@@ -1,58 +1,217 @@
 // SPDX-License-Identifier: Apache-2.0
-import Gateway
+import Foundation
+@testable import Gateway
 import Testing
 import WeChatPay
 
 struct ConfigurationTests {
-    @Test func noMerchantMeansDemoModeWithTheDocumentedDefaults() throws {
-        let config = try GatewayConfiguration(environment: Environment([:]))
+    /// A complete production environment.
+    static let production = [
+        "WXPAY_MCH_ID": "1230000109", "WXPAY_APP_ID": "wx8888888888888888",
+        "WXPAY_API_KEY": "0123456789abcdef0123456789abcdef", "WXPAY_NOTIFY_URL": "https://pay.example.com/wechat/notify",
+        "GATEWAY_CLIENT_TOKENS": "client-token-1, client-token-2",
+    ]
+
+    @Test func demoModeWithNothingSetHasTheDocumentedDefaults() throws {
+        let config = try GatewayConfiguration(environment: Environment([:]), demo: true)
         #expect(config.demo)
+        #expect(config.mchID == GatewayConfiguration.demoMchID && config.appID == GatewayConfiguration.demoAppID)
         #expect(config.signType == .hmacSHA256)
         #expect(config.listenHost == "127.0.0.1" && config.listenPort == 8080)
         #expect(config.database == .sqlite(path: "data/gateway.sqlite"))
         #expect(config.pollInterval == 5)
+        #expect(config.logLevel == .info)
+        #expect(config.maxConnections == nil)
         #expect(config.apiBase == "https://api.mch.weixin.qq.com")
         #expect(config.clientTokens == [GatewayConfiguration.demoClientToken])
+        #expect(config.supportTokens == [GatewayConfiguration.demoSupportToken])
     }
 
-    @Test func aProductionMerchantNeedsItsKeyAppIDNotifyURLAndTokens() throws {
-        var env = ["WXPAY_MCH_ID": "1230000109", "WXPAY_APP_ID": "wx8888888888888888",
-                   "WXPAY_API_KEY": "0123456789abcdef0123456789abcdef",
-                   "WXPAY_NOTIFY_URL": "https://pay.example.com/wechat/notify",
-                   "GATEWAY_CLIENT_TOKENS": "client-token-1, client-token-2", "WXPAY_SIGN_TYPE": "MD5"]
-        let config = try GatewayConfiguration(environment: Environment(env))
+    @Test func aProductionStartWithNothingSetNamesEveryMissingRequiredVariableInOneMessage() {
+        do {
+            _ = try GatewayConfiguration(environment: Environment([:]), demo: false)
+            Issue.record("a production start with no merchant was accepted")
+        } catch {
+            let required = ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL", "GATEWAY_CLIENT_TOKENS"]
+            #expect(error.missing == required)
+            #expect(error.problems.allSatisfy { $0.kind == .missing })
+            let firstLine = error.description.split(separator: "\n").first.map(String.init) ?? ""
+            for name in required { #expect(firstLine.contains(name)) }
+        }
+    }
+
+    @Test func aCompleteProductionEnvironmentStartsInProductionMode() throws {
+        var env = Self.production
+        env["WXPAY_SIGN_TYPE"] = "MD5"
+        env["GATEWAY_LOG_LEVEL"] = "WARNING"
+        let config = try GatewayConfiguration(environment: Environment(env), demo: false)
         #expect(!config.demo)
+        #expect(config.mchID == "1230000109" && config.appID == "wx8888888888888888")
+        #expect(config.notifyURL == "https://pay.example.com/wechat/notify")
         #expect(config.clientTokens == ["client-token-1", "client-token-2"])
+        #expect(config.supportTokens.isEmpty)
         #expect(config.signType == .md5)
-        env["WXPAY_API_KEY"] = nil
-        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(env)) }
+        #expect(config.logLevel == .warning)
+    }
+
+    @Test(arguments: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL", "GATEWAY_CLIENT_TOKENS"])
+    func eachRequiredVariableAloneIsNamedWhenItIsMissing(variable: String) {
+        var env = Self.production
+        env[variable] = "  "   // blank counts as unset
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("accepted without \(variable)")
+        } catch {
+            #expect(error.missing == [variable])
+        }
+    }
+
+    @Test func demoModeTogetherWithAnyWXPAYVariableIsRefusedNamingEachOne() {
+        let env = ["WXPAY_MCH_ID": "1230000109", "WXPAY_SIGN_TYPE": "MD5", "WXPAY_TYPO": "x", "GATEWAY_POLL_INTERVAL": "1"]
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: true)
+            Issue.record("a half-demo start was accepted")
+        } catch {
+            #expect(Set(error.variables) == ["WXPAY_MCH_ID", "WXPAY_SIGN_TYPE", "WXPAY_TYPO"])
+            #expect(error.problems.allSatisfy { $0.kind == .conflict })
+            #expect(!error.description.contains("1230000109"))
+        }
+    }
+
+    @Test(arguments: ["0.0.0.0:8080", "192.168.1.20:8080", "[::]:8080", "10.0.0.1:0", "[2001:db8::1]:80"])
+    func demoModeRefusesToListenOutsideLoopback(listen: String) {
+        do {
+            _ = try GatewayConfiguration(environment: Environment(["GATEWAY_LISTEN": listen]), demo: true)
+            Issue.record("demo mode accepted \(listen)")
+        } catch {
+            #expect(error.variables == ["GATEWAY_LISTEN"])
+            #expect(error.description.contains("loopback"))
+        }
+        // The same address is a production start's own business.
+        var env = Self.production
+        env["GATEWAY_LISTEN"] = listen
+        #expect(throws: Never.self) { try GatewayConfiguration(environment: Environment(env), demo: false) }
+    }
+
+    @Test(arguments: ["127.0.0.1:8080", "127.8.9.10:0", "[::1]:8080", "localhost:8080"])
+    func demoModeListensOnAnyLoopbackAddress(listen: String) throws {
+        let config = try GatewayConfiguration(environment: Environment(["GATEWAY_LISTEN": listen]), demo: true)
+        #expect(config.demo)
     }
 
     @Test(arguments: [
-        ("GATEWAY_LISTEN", "8080"), ("GATEWAY_LISTEN", "host:99999"), ("GATEWAY_DATABASE", "mysql://x"),
-        ("WXPAY_SIGN_TYPE", "SHA1"), ("GATEWAY_POLL_INTERVAL", "soon"), ("WXPAY_API_BASE", "ftp://x"),
-        ("WXPAY_NOTIFY_URL", "https://x.example/n?a=1"),
+        ("GATEWAY_LISTEN", "9191"), ("GATEWAY_LISTEN", "host:99999"), ("GATEWAY_LISTEN", "example.com:80"),
+        ("GATEWAY_DATABASE", "mysql://x"), ("WXPAY_SIGN_TYPE", "SHA1"), ("GATEWAY_POLL_INTERVAL", "soon"),
+        ("WXPAY_API_BASE", "ftp://x"), ("WXPAY_NOTIFY_URL", "https://x.example/n?a=1"), ("GATEWAY_LOG_LEVEL", "verbose"),
+        ("GATEWAY_LOG_LEVEL", "warnx"), ("GATEWAY_MAX_CONNECTIONS", "lots"), ("GATEWAY_MAX_CONNECTIONS", "8"),
+        ("GATEWAY_CLIENT_TOKENS", "short"), ("GATEWAY_SUPPORT_TOKENS", "long-enough-token,tiny"),
+        ("WXPAY_MCH_ID", "12345x"), ("WXPAY_APP_ID", "wx-not/an id"), ("GATEWAY_FULFILMENT_RETRY_MIN", "0.01"),
+        ("GATEWAY_FULFILMENT_DEAD_AFTER", "forever"),
     ])
-    func aMalformedValueStopsStartUpNamingTheVariable(variable: String, value: String) {
+    func aMalformedValueStopsAProductionStartNamingTheVariableNeverTheValue(variable: String, value: String) {
+        var env = Self.production
+        env[variable] = value
         do {
-            _ = try GatewayConfiguration(environment: Environment([variable: value]))
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
             Issue.record("accepted \(variable)=\(value)")
         } catch {
-            #expect(error.variable == variable)
+            #expect(error.variables == [variable])
+            #expect(error.problems.first?.kind == .malformed)
             #expect(!error.description.contains(value))
+        }
+    }
+
+    @Test func everyProblemIsReportedAtOnce() {
+        let env = ["WXPAY_MCH_ID": "1230000109", "GATEWAY_LOG_LEVEL": "loud", "GATEWAY_POLL_INTERVAL": "0"]
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.missing == ["WXPAY_APP_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL", "GATEWAY_CLIENT_TOKENS"])
+            #expect(Set(error.variables).isSuperset(of: ["GATEWAY_LOG_LEVEL", "GATEWAY_POLL_INTERVAL"]))
+            #expect(error.description.split(separator: "\n").count == 3)
         }
     }
 
     @Test func theAPIKeyNeverAppearsInAConfigurationError() {
         let key = "short-secret-key"
+        var env = Self.production
+        env["WXPAY_API_KEY"] = key
         do {
-            _ = try GatewayConfiguration(environment: Environment([
-                "WXPAY_MCH_ID": "1230000109", "WXPAY_APP_ID": "wx1", "WXPAY_API_KEY": key,
-                "WXPAY_NOTIFY_URL": "https://x.example/n", "GATEWAY_CLIENT_TOKENS": "client-token-1"]))
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
             Issue.record("a 16-character key was accepted")
         } catch {
-            #expect(error.variable == "WXPAY_API_KEY")
+            #expect(error.variables == ["WXPAY_API_KEY"])
             #expect(!error.description.contains(key))
         }
+    }
+
+    @Test func theWebhookRetryScheduleIsConfigurableAndReachesTheDispatcher() throws {
+        let defaults = try #require(FulfilmentDispatcher.Configuration(try GatewayConfiguration(
+            environment: Environment(["GATEWAY_FULFILMENT_URL": "https://shop.example/hook",
+                                      "GATEWAY_FULFILMENT_SECRET": "0123456789abcdef"]), demo: true).fulfilment))
+        #expect(defaults.initialBackoff == 5 && defaults.maxBackoff == 3600 && defaults.maxAge == 86400)
+        let set = try #require(FulfilmentDispatcher.Configuration(try GatewayConfiguration(
+            environment: Environment(["GATEWAY_FULFILMENT_URL": "https://shop.example/hook",
+                                      "GATEWAY_FULFILMENT_SECRET": "0123456789abcdef",
+                                      "GATEWAY_FULFILMENT_RETRY_MIN": "2", "GATEWAY_FULFILMENT_RETRY_MAX": "60",
+                                      "GATEWAY_FULFILMENT_DEAD_AFTER": "3600"]), demo: true).fulfilment))
+        #expect(set.initialBackoff == 2 && set.maxBackoff == 60 && set.maxAge == 3600)
+        #expect(FulfilmentDispatcher.Configuration(GatewayConfiguration.demo().fulfilment) == nil)
+        #expect(throws: ConfigurationError([ConfigurationProblem(
+            "GATEWAY_FULFILMENT_RETRY_MAX", .conflict, expected: "must not be less than GATEWAY_FULFILMENT_RETRY_MIN")])) {
+            try GatewayConfiguration(environment: Environment(["GATEWAY_FULFILMENT_RETRY_MIN": "60",
+                                                               "GATEWAY_FULFILMENT_RETRY_MAX": "10"]), demo: true)
+        }
+    }
+
+    @Test func aMisspeltVariableIsNamedInAWarningWithTheOneItMostLikelyMeant() {
+        let warnings = GatewayConfiguration.warnings(for: Environment([
+            "GATEWAY_FULFILMENT_ULR": "https://shop.example/hook", "WXPAY_MCHID": "1", "APPSTORE_ISSUER": "x",
+            "GATEWAY_POLL_INTERVAL": "1", "HOME": "/root", "GATEWAY_SOMETHING_ELSE_ENTIRELY": "",
+        ]))
+        #expect(warnings.count == 4)
+        #expect(warnings.contains { $0.hasPrefix("GATEWAY_FULFILMENT_ULR ") && $0.contains("did you mean GATEWAY_FULFILMENT_URL?") })
+        #expect(warnings.contains { $0.hasPrefix("WXPAY_MCHID ") && $0.contains("did you mean WXPAY_MCH_ID?") })
+        #expect(warnings.contains { $0.hasPrefix("APPSTORE_ISSUER ") })
+        #expect(warnings.contains { $0.hasPrefix("GATEWAY_SOMETHING_ELSE_ENTIRELY ") && !$0.contains("did you mean") })
+        #expect(!warnings.joined().contains("shop.example"))
+        #expect(GatewayConfiguration.warnings(for: Environment(Self.production)).isEmpty)
+    }
+
+    #if !GATEWAY_FAULT_INJECTION
+    @Test func aNormalBuildHasNoCrashHookIgnoresGATEWAY_CRASH_POINTAndWarnsOnce() throws {
+        #expect(!CrashPoint.isCompiledIn)
+        let env = ["GATEWAY_CRASH_POINT": "notify_committed:1"]
+        let config = try GatewayConfiguration(environment: Environment(env), demo: true)
+        #expect(config.crashPoints.isEmpty)
+        let warnings = GatewayConfiguration.warnings(for: Environment(env))
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains("GATEWAY_CRASH_POINT is set but ignored") == true)
+        // Even a malformed value is only ignored: nothing here reads it.
+        #expect(throws: Never.self) {
+            try GatewayConfiguration(environment: Environment(["GATEWAY_CRASH_POINT": "nonsense"]), demo: true)
+        }
+    }
+    #endif
+
+    @Test func everyKnownVariableIsListedOnceWithAGatewayPrefixAndDocumentedInTheREADME() throws {
+        let names = GatewayConfiguration.variables.map(\.name)
+        #expect(Set(names).count == names.count)
+        for name in names {
+            #expect(GatewayConfiguration.variablePrefixes.contains { name.hasPrefix($0) }, "\(name)")
+        }
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../README.md").standardizedFileURL, encoding: .utf8)
+        for name in names where name != "GATEWAY_CRASH_POINT" {
+            #expect(readme.contains("| `\(name)` |"), "\(name) is not in the README's configuration table")
+        }
+        #expect(readme.contains("GATEWAY_CRASH_POINT"))
+    }
+
+    @Test func editDistanceCountsATranspositionAsOneEdit() {
+        #expect(GatewayConfiguration.editDistance(Array("URL".utf8), Array("ULR".utf8)) == 1)
+        #expect(GatewayConfiguration.editDistance(Array("".utf8), Array("abc".utf8)) == 3)
+        #expect(GatewayConfiguration.editDistance(Array("kitten".utf8), Array("sitting".utf8)) == 3)
     }
 }

@@ -201,14 +201,18 @@ struct FulfilmentTests {
                                                                             initialBackoff: 5, maxBackoff: 3600),
                                  transport: RefusingTransport(), jitter: { jitter })
         }
-        let top = dispatcher(jitter: 1)
-        #expect(top.backoff(attempts: 1) == 5)
-        #expect(top.backoff(attempts: 2) == 10)
-        #expect(top.backoff(attempts: 5) == 80)
-        #expect(top.backoff(attempts: 30) == 3600)
+        // No jitter: the schedule itself, from the minimum doubling to the cap.
         let bottom = dispatcher(jitter: 0)
-        #expect(bottom.backoff(attempts: 1) == 2.5)
-        #expect(bottom.backoff(attempts: 30) == 1800)
+        #expect(bottom.backoff(attempts: 1) == 5)
+        #expect(bottom.backoff(attempts: 2) == 10)
+        #expect(bottom.backoff(attempts: 5) == 80)
+        #expect(bottom.backoff(attempts: 30) == 3600)
+        // Full jitter lengthens a delay by half, never past the cap, so no retry comes before the minimum.
+        let top = dispatcher(jitter: 1)
+        #expect(top.backoff(attempts: 1) == 7.5)
+        #expect(top.backoff(attempts: 5) == 120)
+        #expect(top.backoff(attempts: 12) == 3600)
+        #expect(top.backoff(attempts: 30) == 3600)
     }
 
     static func eventually(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {

@@ -38,10 +38,13 @@ final class GatewayRig: Sendable {
     private let httpClient: HTTPClient?
     private let base: String
     private let directory: URL
+    /// The SQLite file of the rig's store.
+    var databasePath: String { directory.appendingPathComponent("orders.sqlite").path }
     private let notifyLoop: Task<Void, Never>
 
-    static func start(_ mode: Mode, pollInterval: Double = 0.2) async throws -> GatewayRig {
-        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]))
+    static func start(_ mode: Mode, pollInterval: Double = 0.2, logger: Logger = .disabled) async throws -> GatewayRig {
+        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]),
+                                                     demo: true)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwapi-\(UUID().uuidString)")
         let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
         let clock = ScaledClock(start: Date(), scale: 1)
@@ -54,7 +57,8 @@ final class GatewayRig: Sendable {
                                                   key: configuration.apiKey),
             clock: clock, notifySender: sender)
         let service = OrderService(configuration: configuration, store: store,
-                                   transport: SimulatorTransport(simulator: simulator), now: { clock.now() })
+                                   transport: SimulatorTransport(simulator: simulator), logger: logger,
+                                   now: { clock.now() })
         target.set(service)
         var router = HTTPRouter()
         GatewayAPI(service: service).register(in: &router)
@@ -130,11 +134,12 @@ final class GatewayRig: Sendable {
 
     /// A payment notify for `outTradeNo` as WeChat would sign it, with changes applied.
     func forgedNotify(_ outTradeNo: String, amount: Int, key: APIKey = APIKey(GatewayConfiguration.demoKey),
-                      signType: SignType = .hmacSHA256, change: (inout Fields) -> Void = { _ in }) -> String {
+                      signType: SignType = .hmacSHA256, nonce: String = "forged",
+                      change: (inout Fields) -> Void = { _ in }) -> String {
         var builder = PaymentNotifyBuilder(
             merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
             outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: Date(),
-            nonce: "forged")
+            nonce: nonce)
         builder.openid = "oForged"
         var fields = builder.fields(signedWith: Signer(key: key), signType: signType, declaresSignType: false)
         change(&fields)

@@ -17,22 +17,25 @@ final class GatewayHarness: Sendable {
     let directory: URL
     private let notifyTask: Mutex<Task<Void, Never>?> = Mutex(nil)
 
+    /// - Parameter clockScale: simulated seconds per real second (0 freezes the clock, so only
+    ///   `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
     static func make(signType: SignType = .hmacSHA256, pollInterval: Double = 0.2,
-                     environment: [String: String] = [:]) async throws -> GatewayHarness {
+                     environment: [String: String] = [:], clockScale: Double = 1) async throws -> GatewayHarness {
         var env = environment
-        env["WXPAY_SIGN_TYPE"] = signType.rawValue
         env["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
-        let configuration = try GatewayConfiguration(environment: Environment(env))
+        var configuration = try GatewayConfiguration(environment: Environment(env), demo: true)
+        // Demo mode takes no WXPAY_* variable; the tests' merchant signs with either algorithm.
+        configuration.signType = signType
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
-        return GatewayHarness(configuration: configuration, store: store, directory: directory)
+        return GatewayHarness(configuration: configuration, store: store, directory: directory, clockScale: clockScale)
     }
 
-    private init(configuration: GatewayConfiguration, store: SQLiteOrderStore, directory: URL) {
-        // Simulated time runs with real time, so prepay lifetimes and close windows can be crossed
-        // with `clock.advance` while the gateway's own clock follows the simulator's.
-        let clock = ScaledClock(start: Date(), scale: 1)
+    private init(configuration: GatewayConfiguration, store: SQLiteOrderStore, directory: URL, clockScale: Double) {
+        // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
+        // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
+        let clock = ScaledClock(start: Date(), scale: clockScale)
         let target = NotifyTarget()
         let simulator = WeChatPaySimulator(
             configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,

@@ -142,7 +142,8 @@ struct ReconcilerTests {
     }
 
     @Test func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved() async throws {
-        let harness = try await GatewayHarness.make()
+        // Frozen: on a loaded machine nine paced calls can outlast a real-time 0.9 s lease.
+        let harness = try await GatewayHarness.make(clockScale: 0)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<20).map { String(format: "backlog-%02d", $0) }
@@ -215,18 +216,20 @@ struct ReconcilerTests {
     }
 
     @Test func theRecoveryVariablesHaveDefaultsAndRefuseNonsense() throws {
-        let defaults = try GatewayConfiguration(environment: Environment([:]))
+        let defaults = GatewayConfiguration.demo()
         #expect(defaults.reconcileInterval == 30 && defaults.reconcileAfter == 60)
         #expect(defaults.reconcileConcurrency == 8 && defaults.reconcileRate == 50)
-        #expect(defaults.fulfilmentURL == nil && !defaults.billReconcile)
+        #expect(defaults.fulfilment.url == nil && !defaults.billReconcile)
         let set = try GatewayConfiguration(environment: Environment([
             "GATEWAY_RECONCILE_INTERVAL": "0.2", "GATEWAY_RECONCILE_AFTER": "0.5", "GATEWAY_RECONCILE_CONCURRENCY": "2",
             "GATEWAY_RECONCILE_RATE": "5", "GATEWAY_FULFILMENT_URL": "https://shop.example/hooks/wxpay",
             "GATEWAY_FULFILMENT_SECRET": "0123456789abcdef", "GATEWAY_BILL_RECONCILE": "on",
-        ]))
+        ]), demo: true)
         #expect(set.reconcileInterval == 0.2 && set.reconcileAfter == 0.5)
         #expect(set.reconcileConcurrency == 2 && set.reconcileRate == 5)
-        #expect(set.fulfilmentURL == "https://shop.example/hooks/wxpay" && set.billReconcile)
+        #expect(set.fulfilment.url == "https://shop.example/hooks/wxpay" && set.billReconcile)
+        #expect(try GatewayConfiguration(environment: Environment(["GATEWAY_RECONCILE_INTERVAL": "0"]), demo: true)
+            .reconcileInterval == 0)
         let bad: [([String: String], String)] = [
             (["GATEWAY_RECONCILE_INTERVAL": "-1"], "GATEWAY_RECONCILE_INTERVAL"),
             (["GATEWAY_RECONCILE_CONCURRENCY": "0"], "GATEWAY_RECONCILE_CONCURRENCY"),
@@ -236,11 +239,11 @@ struct ReconcilerTests {
             (["GATEWAY_BILL_RECONCILE": "maybe"], "GATEWAY_BILL_RECONCILE"),
         ]
         for (environment, variable) in bad {
-            #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(environment)) }
             do {
-                _ = try GatewayConfiguration(environment: Environment(environment))
+                _ = try GatewayConfiguration(environment: Environment(environment), demo: true)
+                Issue.record("accepted \(environment)")
             } catch {
-                #expect(error.variable == variable)
+                #expect(error.variables == [variable])
                 #expect(!error.description.contains("shop.example"))
             }
         }

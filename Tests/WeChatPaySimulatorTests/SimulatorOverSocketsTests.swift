@@ -151,7 +151,7 @@ struct SimulatorOverSocketsTests {
             body: "course", outTradeNo: "sock-n1", totalFee: 5, spbillCreateIP: "127.0.0.1",
             notifyURL: "http://127.0.0.1:\(merchantAddress.port)/notify"))
         try simulator.pay(outTradeNo: "sock-n1")
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let notify = try #require(received.withLock { $0.first })
         let outcome = try PaymentNotification.verify(
@@ -174,7 +174,7 @@ struct SimulatorOverSocketsTests {
     }
 
     private func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         return condition()
     }

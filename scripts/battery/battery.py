@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""reliability.md's battery (T1, T2, T4, T6, T7, T9) against the real gateway process.
+"""The reliability battery (T1, T2, T4, T6, T7, T9, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|all] [--scale full|reduced] [--seed N]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|P1|all] [--scale full|reduced] [--seed N]
 """
 import argparse
 import calendar
@@ -16,7 +16,8 @@ import threading
 import time
 
 import checker
-from rig import (ACK, BINARY, CLIENT_TOKEN, SUPPORT_TOKEN, Rig, create_body, parallel, payment_notify)
+from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
+                 payment_notify)
 
 SCALES = {
     #        T1 orders, copies   T2 orders, kills  T4 same, changed  T7 orders  T9 late, shuffled
@@ -199,62 +200,84 @@ def t4(rig, scale, seed, result):
 
 # ------------------------------------------------------------------------------------------------
 def t6(rig, scale, seed, result):
-    """Forged notifies: each refused with FAIL, nothing changes, each is logged and counted."""
+    """Forged notifies: each refused with FAIL, counted, and an unauthenticated one writes nothing
+    (every table, found in the schema, has as many rows after as before); the leaked-key case is
+    authenticated, so it is on the timeline, and it settles nothing."""
     gateway = rig.gateway(reconcile_interval=0)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     victim, other = f"t6-{seed}-victim", f"t6-{seed}-other"
     create_all(rig, gateway, [victim], lambda n: 990, deadline)
     create_all(rig, gateway, [other], lambda n: 500, deadline)
     paid = rig.pay(other)[1]      # a genuinely paid order: its notify is the replayed material
     checker.wait_until_paid(rig, [other], timeout=30)
-    genuine = payment_notify(other, paid["transactionID"], 500, "genuine")
+    checker.wait_for_outbox(rig, 60)
     tx = "4200000000202611300000009999"
 
     def resign(fields):
         from rig import wechat_sign
         fields["sign"] = wechat_sign(fields)
+    # Each copy differs from the others of its kind (its nonce), as a flood of fresh forgeries would.
     forgeries = [
-        ("wrong sign", payment_notify(victim, tx, 990, "f1", change=lambda f: f.update(sign="0" * 64)), {}),
-        ("empty sign", payment_notify(victim, tx, 990, "f2", change=lambda f: f.update(sign="")), {}),
-        ("missing sign", payment_notify(victim, tx, 990, "f3", change=lambda f: f.pop("sign")), {}),
-        ("wrong key", payment_notify(victim, tx, 990, "f4", key="f" * 32), {}),
-        ("wrong appid", payment_notify(victim, tx, 990, "f5", change=lambda f: (f.update(appid="wx1111111111111111"), resign(f))), {}),
-        ("wrong mch_id", payment_notify(victim, tx, 990, "f6", change=lambda f: (f.update(mch_id="10000999"), resign(f))), {}),
-        ("correct sign, wrong amount", payment_notify(victim, tx, 1, "f7"), {}),
-        ("another order's notify replayed", genuine.replace(other, victim), {}),
-        ("Host: localhost", payment_notify(victim, tx, 990, "f8", change=lambda f: f.update(sign="")), {"Host": "localhost"}),
-        ("unknown out_trade_no", payment_notify(f"t6-{seed}-nobody", tx, 990, "f9"), {}),
+        ("wrong sign", lambda i: payment_notify(victim, tx, 990, f"f1-{i}", change=lambda f: f.update(sign="0" * 64)), {}),
+        ("empty sign", lambda i: payment_notify(victim, tx, 990, f"f2-{i}", change=lambda f: f.update(sign="")), {}),
+        ("missing sign", lambda i: payment_notify(victim, tx, 990, f"f3-{i}", change=lambda f: f.pop("sign")), {}),
+        ("wrong key", lambda i: payment_notify(victim, tx, 990, f"f4-{i}", key="f" * 32), {}),
+        ("wrong appid", lambda i: payment_notify(victim, tx, 990, f"f5-{i}",
+                                                 change=lambda f: (f.update(appid="wx1111111111111111"), resign(f))), {}),
+        ("wrong mch_id", lambda i: payment_notify(victim, tx, 990, f"f6-{i}",
+                                                  change=lambda f: (f.update(mch_id="10000999"), resign(f))), {}),
+        ("another order's notify replayed",
+         lambda i: payment_notify(other, paid["transactionID"], 500, f"g-{i}").replace(other, victim), {}),
+        ("Host: localhost", lambda i: payment_notify(victim, tx, 990, f"f8-{i}", change=lambda f: f.update(sign="")),
+         {"Host": "localhost"}),
+        ("unknown out_trade_no", lambda i: payment_notify(f"t6-{seed}-nobody-{i}", tx, 990, f"f9-{i}"), {}),
+        ("malformed", lambda i: ["", "<xml><out_trade_no>" + victim, "not xml", "<xml><a>1</a><a>2</a></xml>",
+                                 '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><xml><sign>&e;</sign></xml>'][i % 5], {}),
     ]
-    copies = 20 if scale == "full" else 5
+    copies = 1000 if scale == "full" else 50
+    tables = [row[0] for row in rig.sql("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+
+    def rows():
+        return {table: rig.sql(f'SELECT COUNT(*) FROM "{table}"')[0][0] for table in tables}
+    rows_before = rows()
     state_before = rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1")
-    outbox_before = rig.sql("SELECT COUNT(*) FROM outbox")
-    sent = refused = 0
-    for name, body, headers in forgeries:
-        for _ in range(copies):
-            status, reply = rig.client.request(gateway.base, "POST", "/wechat/notify", body=body, headers=headers)
-            sent += 1
-            text = reply.decode(errors="replace")
-            if name == "unknown out_trade_no":
-                result.expect(status == 200, f"{name}: HTTP {status}")   # may be acknowledged, must create nothing
-            elif "<return_code><![CDATA[FAIL]]></return_code>" in text:
-                refused += 1
-            else:
-                result.failures.append(f"{name} was not refused")
-                break
+
+    def send(job):
+        name, body, headers = job
+        status, reply = rig.client.request(gateway.base, "POST", "/wechat/notify", body=body, headers=headers)
+        return name, status == 200 and "<return_code><![CDATA[FAIL]]></return_code>" in reply.decode(errors="replace")
+    jobs = [(name, make(i), headers) for name, make, headers in forgeries for i in range(copies)]
+    answers = parallel(jobs, send, workers=8, deadline=deadline)
+    refused = sum(1 for answer in answers if answer and answer[1])
+    for name in {answer[0] for answer in answers if answer and not answer[1]}:
+        result.failures.append(f"{name} was not refused")
+    result.expect(refused == len(jobs), f"{refused} of {len(jobs)} refused")
+    rows_after = rows()
+    changed = {t: (rows_before[t], rows_after.get(t)) for t in tables if rows_before[t] != rows_after.get(t)}
+    result.expect(not changed, f"unauthenticated notifies wrote rows: {changed}")
     result.expect(rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1") == state_before,
                   "an order changed")
-    result.expect(rig.sql("SELECT COUNT(*) FROM outbox") == outbox_before, "an outbox event appeared")
-    rejected = int(rig.sql(f"SELECT COUNT(*) FROM order_events WHERE out_trade_no = '{victim}' "
-                           "AND kind = 'notify_rejected'")[0][0])
-    result.expect(rejected >= refused, f"only {rejected} of {refused} refusals are in the timeline")
+
+    # Our own signature on another amount: authenticated, on the timeline, never settled.
+    leaked = [send(("leaked key, wrong amount", payment_notify(victim, tx, 1, f"f7-{i}"), {})) for i in range(20)]
+    result.expect(all(ok for _, ok in leaked), "a leaked-key notify was acknowledged")
+    mismatches = int(rig.sql(f"SELECT COUNT(*) FROM order_events WHERE out_trade_no = '{victim}' "
+                             "AND kind = 'amount_mismatch'")[0][0])
+    result.expect(mismatches == len(leaked), f"{mismatches} amount_mismatch timeline events for {len(leaked)}")
+    result.expect(rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1") == state_before,
+                  "an order changed")
+    result.expect(rig.sql("SELECT COUNT(*) FROM outbox") == [[rows_before["outbox"]]], "an outbox event appeared")
     status, metrics = rig.client.request(gateway.base, "GET", "/metrics")
     counted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.decode().splitlines()
                   if line.startswith('wxpay_notifies_total{outcome="rejected"'))
-    result.expect(counted >= refused, f"only {counted:.0f} of {refused} refusals are counted")
+    result.expect(counted == len(jobs) + len(leaked), f"{counted:.0f} of {len(jobs) + len(leaked)} refusals are counted")
+    with open(os.path.join(rig.dir, gateway.name + ".log"), errors="replace") as log:
+        log_lines = sum(1 for line in log if "payment notify rejected" in line)
     figures, failures = checker.check(rig, [victim, other])
     result.failures += failures
-    result.figures.update(figures, notifies=sent, refused=refused, timeline_rejections=rejected,
-                          metric_rejections=int(counted), faults_injected=sent)
+    result.figures.update(figures, kinds=len(forgeries), notifies=len(jobs), refused=refused, tables=len(tables),
+                          rows_changed=len(changed), leaked_key=len(leaked), amount_mismatch_events=mismatches,
+                          metric_rejections=int(counted), rejection_log_lines=log_lines)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -601,7 +624,56 @@ class AfterClose:
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9}
+def p1(rig, scale, seed, result):
+    """The production binary has no crash hook: `swift build -c release` started with
+    GATEWAY_CRASH_POINT=notify_committed:1 settles every notify and keeps running (and says once
+    that it ignores the variable). As a control, the battery's fault-injection build with the same
+    setting dies at the first settled notify, so the check is not passing for want of a hook."""
+    orders = 20 if scale == "full" else 5
+    crash = {"GATEWAY_CRASH_POINT": "notify_committed:1"}
+    production = rig.gateway(reconcile_interval=0, extra=crash, binary=PRODUCTION_BINARY)
+    deadline = time.monotonic() + 120
+    numbers = [f"p1-{seed}-{i:03d}" for i in range(orders)]
+    result.expect(create_all(rig, production, numbers, lambda n: 990, deadline) == orders, "not every order was created")
+    paid = sum(1 for answer in parallel(numbers, rig.pay, workers=4) if answer[0] == 200)
+    settled = checker.wait_until_paid(rig, numbers, timeout=60)
+    status, metrics = rig.client.request(production.base, "GET", "/metrics")
+    by_notify = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.decode().splitlines()
+                    if line.startswith('wxpay_notifies_total{outcome="settled"'))
+    alive = production.proc.poll() is None and rig.client.request(production.base, "GET", "/healthz")[0] == 200
+    figures, failures = checker.check(rig, numbers)     # while it runs: its webhooks go out
+    result.failures += failures
+    production.stop()
+    with open(os.path.join(rig.dir, production.name + ".log"), errors="replace") as log:
+        text = log.read()
+    warned = text.count("GATEWAY_CRASH_POINT is set but ignored")
+    result.expect(paid == orders and settled == orders, f"{settled}/{orders} settled")
+    result.expect(by_notify == orders, f"{by_notify:.0f} of {orders} settled by their notify")
+    result.expect(alive, "the production gateway is not running after the notifies")
+    result.expect("crash point " not in text, "the production binary reached a crash point")
+    result.expect(warned == 1, f"the ignored GATEWAY_CRASH_POINT was warned about {warned} times, not once")
+
+    control = rig.gateway(reconcile_interval=0, extra=crash)
+    number = f"p1-{seed}-control"
+    create_all(rig, control, [number], lambda n: 990, deadline)
+    rig.pay(number)
+    died = False
+    while time.monotonic() < deadline and not died:
+        died = control.proc.poll() is not None
+        time.sleep(0.05)
+    with open(os.path.join(rig.dir, control.name + ".log"), errors="replace") as log:
+        fired = "crash point notify_committed" in log.read()
+    result.expect(died and fired, "the fault-injection build did not stop at notify_committed")
+    control.env.pop("GATEWAY_CRASH_POINT")
+    control.start()     # as T2's final start: the committed payment's webhook still goes out
+    figures, failures = checker.check(rig, numbers + [number])
+    result.failures += failures
+    result.figures.update(figures, orders=orders, settled_by_notify=int(by_notify), production_alive=alive,
+                          ignored_warnings=warned, control_killed_at_crash_point=died and fired)
+
+
+# ------------------------------------------------------------------------------------------------
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, "P1": p1}
 
 
 def run_one(name, scale, seed):

@@ -29,7 +29,10 @@ CLIENT_TOKEN = "bench-client-token"
 SUPPORT_TOKEN = "bench-support-token"
 WEBHOOK_SECRET = "battery-webhook-secret-0123456789"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BINARY = os.path.join(ROOT, ".build", "release", "wxpay-gateway")
+# The battery's build: release, with the fault-injection condition (GATEWAY_CRASH_POINT works), in
+# its own scratch path so that .build/release stays a production binary (PRODUCTION_BINARY, for P1).
+BINARY = os.path.join(ROOT, ".build", "battery", "release", "wxpay-gateway")
+PRODUCTION_BINARY = os.path.join(ROOT, ".build", "release", "wxpay-gateway")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,15 +205,15 @@ def rss_kib(pid, field="VmHWM"):
 
 
 class Gateway:
-    def __init__(self, rig, name, port, env):
-        self.rig, self.name, self.port, self.env = rig, name, port, env
+    def __init__(self, rig, name, port, env, binary=BINARY):
+        self.rig, self.name, self.port, self.env, self.binary = rig, name, port, env, binary
         self.base = f"http://127.0.0.1:{port}"
         self.proc = None
         self.kills = 0
 
     def start(self, timeout=30):
         log = open(os.path.join(self.rig.dir, f"{self.name}.log"), "ab")
-        self.proc = subprocess.Popen([BINARY, "serve"], env=self.env, stdout=log, stderr=log,
+        self.proc = subprocess.Popen([self.binary, "serve"], env=self.env, stdout=log, stderr=log,
                                      stdin=subprocess.DEVNULL)
         log.close()
         deadline = time.monotonic() + timeout
@@ -273,7 +276,7 @@ class Rig:
             for gateway in list(self.gateways):
                 gateway.sample()
 
-    def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None):
+    def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None, binary=BINARY):
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WXPAY_", "GATEWAY_"))}
         env.update({
@@ -290,7 +293,7 @@ class Rig:
             env["GATEWAY_FULFILMENT_URL"] = self.receiver.url
             env["GATEWAY_FULFILMENT_SECRET"] = WEBHOOK_SECRET
         env.update(extra or {})
-        gateway = Gateway(self, f"gateway-{len(self.gateways) + 1}", port, env)
+        gateway = Gateway(self, f"gateway-{len(self.gateways) + 1}", port, env, binary=binary)
         self.gateways.append(gateway)
         gateway.start()
         return gateway

@@ -88,8 +88,8 @@ public struct GatewayAPI: Sendable {
     /// `APIError` becomes its JSON answer.
     private func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
                         _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
-        // The request line's metadata is built only when it will be written: at the usual
-        // `warning` level this ran for every request and wrote nothing.
+        // The request line's metadata is built only when it will be written: at `warning` or
+        // above (the benchmarks' level) it would run for every request and write nothing.
         let logsRequests = logger.isEnabled(.info)
         let started = logsRequests ? ContinuousClock.now : nil
         let response: HTTPServerResponse

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// Reads configuration variables, naming the variable in every error so a malformed value stops
-/// start-up with a message an operator can act on.
+/// The process environment as the configuration reads it: a value is trimmed, and a blank one
+/// counts as unset.
 public struct Environment: Sendable {
     public var values: [String: String]
 
@@ -15,33 +15,10 @@ public struct Environment: Sendable {
         return value
     }
 
-    /// The value of `name` converted by `parse`, `defaultValue` when unset; a value `parse` refuses
-    /// is an error naming the variable and what it expects.
-    public func get<T>(_ name: String, default defaultValue: T, expecting: String,
-                       _ parse: (String) -> T?) throws(ConfigurationError) -> T {
-        guard let text = get(name) else { return defaultValue }
-        guard let value = parse(text) else { throw ConfigurationError(variable: name, expected: expecting) }
-        return value
+    /// The names of the variables that start with one of `prefixes` and are set (even blank), sorted.
+    public func names(withPrefixes prefixes: [String]) -> [String] {
+        values.keys.filter { name in prefixes.contains { name.hasPrefix($0) } }.sorted()
     }
-
-    /// A comma-separated list, blanks dropped.
-    public func list(_ name: String) -> [String] {
-        (get(name) ?? "").split(separator: ",").map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
-    }
-}
-
-/// A configuration variable with a value the gateway cannot use. The description names the
-/// variable and what it expects, never the value (it may be a secret).
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var variable: String
-    public var expected: String
-
-    public init(variable: String, expected: String) {
-        self.variable = variable
-        self.expected = expected
-    }
-
-    public var description: String { "\(variable): expected \(expected)" }
 }
 
 extension String {

@@ -1,59 +1,84 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import HTTP
 import WeChatPay
 
-/// Everything the gateway is configured with, read from the environment (see the README's table).
+/// Everything the gateway is configured with, read from the environment (the README's table).
 ///
-/// With no `WXPAY_MCH_ID` the gateway runs in demo mode: the embedded WeChat Pay simulator answers
-/// WeChat's side in the same process with a published test merchant.
+/// A start is exactly what the operator meant or it is refused: production (the default) needs
+/// its merchant, key, notify URL and client tokens; demo mode is chosen explicitly (`serve --demo`),
+/// plays WeChat with the embedded simulator and its published test merchant, takes no `WXPAY_*`
+/// variable and listens on loopback only. Every missing, malformed or conflicting variable is
+/// reported in one `ConfigurationError`.
+///
+/// Adding a variable: give it a property (in a nested struct in your own
+/// `GatewayConfiguration+<Feature>.swift` for a new component), list it in a `[ConfigurationVariable]`
+/// of that file, add that list to `variables` below and, for a rule between variables, a function
+/// to `checks`. Missing-variable messages and unknown-variable warnings follow from the list.
 public struct GatewayConfiguration: Sendable {
     /// Where the order store lives.
     public enum Database: Sendable, Hashable {
         case sqlite(path: String)
     }
 
-    /// The merchant as WeChat knows it.
-    public var appID: String
-    public var mchID: String
-    public var apiKey: APIKey
-    /// The algorithm new orders are signed with (default HMAC-SHA256); each order keeps the one it was
-    /// created with, and its notifies are verified with that one.
-    public var signType: SignType
-    /// WeChat's API base URL (default https://api.mch.weixin.qq.com).
-    public var apiBase: String
-    /// The cross-city backup (default https://api2.mch.weixin.qq.com).
-    public var apiBackupBase: String
-    /// The public URL WeChat posts payment notifies to.
-    public var notifyURL: String
-    /// host:port to listen on (default 127.0.0.1:8080).
-    public var listenHost: String
-    public var listenPort: Int
-    public var database: Database
-    /// Bearer tokens for the app backend (create, query, close) and for support staff (read, recheck).
-    public var clientTokens: [String]
-    public var supportTokens: [String]
-    /// Seconds between orderquery calls while a `wait` query is open (default 5).
-    public var pollInterval: Double
-    /// Demo mode: the embedded simulator plays WeChat.
+    /// A numeric host and a port (0 picks one).
+    public struct Listen: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+    }
+
+    /// Demo mode: the embedded simulator plays WeChat. Chosen by the caller, never guessed.
     public var demo: Bool
 
-    // Recovery: the reconciler, the fulfilment webhook and the daily bill comparison.
+    /// The merchant as WeChat knows it (WXPAY_APP_ID, WXPAY_MCH_ID, WXPAY_API_KEY).
+    public var appID = ""
+    public var mchID = ""
+    public var apiKey = APIKey("")
+    /// The algorithm new orders are signed with (WXPAY_SIGN_TYPE, default HMAC-SHA256); each order
+    /// keeps the one it was created with, and its notifies are verified with that one.
+    public var signType = SignType.hmacSHA256
+    /// WeChat's API base URL (WXPAY_API_BASE).
+    public var apiBase = "https://api.mch.weixin.qq.com"
+    /// The cross-city backup (WXPAY_API_BACKUP_BASE).
+    public var apiBackupBase = "https://api2.mch.weixin.qq.com"
+    /// The public URL WeChat posts notifies to (WXPAY_NOTIFY_URL); in demo mode, the address the
+    /// server reports once it listens.
+    public var notifyURL = ""
+    /// Where to listen (GATEWAY_LISTEN, default 127.0.0.1:8080).
+    public var listen = Listen(host: "127.0.0.1", port: 8080)
+    public var listenHost: String { listen.host }
+    public var listenPort: Int { listen.port }
+    /// GATEWAY_DATABASE, default `sqlite:data/gateway.sqlite`.
+    public var database = Database.sqlite(path: "data/gateway.sqlite")
+    /// Bearer tokens for the app backend (create, query, close) and for support staff (read, look
+    /// up, recheck, redrive): GATEWAY_CLIENT_TOKENS, GATEWAY_SUPPORT_TOKENS.
+    public var clientTokens: [String] = []
+    public var supportTokens: [String] = []
+    /// Seconds between orderquery calls while a `wait` query is open (GATEWAY_POLL_INTERVAL, default 5).
+    public var pollInterval = 5.0
+    /// The lowest level written to the log (GATEWAY_LOG_LEVEL, default info).
+    public var logLevel = Logger.Level.info
+    /// Connections open at once (GATEWAY_MAX_CONNECTIONS); nil: 16,384, shrunk to fit the
+    /// open-file limit (`serve` decides, it owns the limit).
+    public var maxConnections: Int?
+    /// The battery's crash points (GATEWAY_CRASH_POINT); always empty in a production build.
+    public var crashPoints: [String: Double] = [:]
+
+    // Recovery: the reconciler and the daily bill comparison (the webhook: GatewayConfiguration+Fulfilment).
 
     /// Seconds between reconciler sweeps (GATEWAY_RECONCILE_INTERVAL, default 30; 0 turns the reconciler off).
-    public var reconcileInterval: Double = 30
+    public var reconcileInterval = 30.0
     /// Seconds without a notify before an open order is asked about (GATEWAY_RECONCILE_AFTER, default 60).
-    public var reconcileAfter: Double = 60
+    public var reconcileAfter = 60.0
     /// Calls to WeChat one sweeper makes at once (GATEWAY_RECONCILE_CONCURRENCY, default 8).
-    public var reconcileConcurrency: Int = 8
+    public var reconcileConcurrency = 8
     /// Calls to WeChat per second one sweeper makes at most (GATEWAY_RECONCILE_RATE, default 50).
-    public var reconcileRate: Double = 50
-    /// Where `order.paid` events are POSTed (GATEWAY_FULFILMENT_URL); nil turns the dispatcher off.
-    public var fulfilmentURL: String?
-    /// The HMAC-SHA256 key of the `Gateway-Signature` header (GATEWAY_FULFILMENT_SECRET).
-    public var fulfilmentSecret: String?
+    public var reconcileRate = 50.0
     /// Whether the previous Beijing day's bill is compared every day after 10:00 Beijing time
     /// (GATEWAY_BILL_RECONCILE=on, default off).
-    public var billReconcile: Bool = false
+    public var billReconcile = false
+    /// The fulfilment webhook (GATEWAY_FULFILMENT_*).
+    public var fulfilment = Fulfilment()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -62,121 +87,148 @@ public struct GatewayConfiguration: Sendable {
     public static let demoClientToken = "demo-client-token"
     public static let demoSupportToken = "demo-support-token"
 
-    /// Reads the configuration; the first malformed variable stops start-up with its name.
-    public init(environment: Environment) throws(ConfigurationError) {
-        let listen = try environment.get("GATEWAY_LISTEN", default: ("127.0.0.1", 8080), expecting: "host:port",
-                                         Self.parseListen)
-        listenHost = listen.0
-        listenPort = listen.1
-        database = try environment.get("GATEWAY_DATABASE", default: .sqlite(path: "data/gateway.sqlite"),
-                                       expecting: "sqlite:PATH (PostgreSQL support is not built yet)", Self.parseDatabase)
-        signType = try environment.get("WXPAY_SIGN_TYPE", default: .hmacSHA256, expecting: "MD5 or HMAC-SHA256") {
-            SignType(rawValue: $0.uppercased())
-        }
-        pollInterval = try environment.get("GATEWAY_POLL_INTERVAL", default: 5, expecting: "seconds between 0.05 and 60") {
-            guard let value = Double($0), value >= 0.05, value <= 60 else { return nil }
-            return value
-        }
-        apiBase = try environment.get("WXPAY_API_BASE", default: "https://api.mch.weixin.qq.com",
-                                      expecting: "an http(s) URL without a path", Self.parseBase)
-        apiBackupBase = try environment.get("WXPAY_API_BACKUP_BASE", default: "https://api2.mch.weixin.qq.com",
-                                            expecting: "an http(s) URL without a path", Self.parseBase)
+    /// The prefixes of the gateway's variables. A set variable with one of them that is not in
+    /// `variables` is named in a warning at start (a misspelt variable silently keeping its default
+    /// is how a gateway ends up not doing what its operator thinks). `APPSTORE_` is reserved for the
+    /// App Store's settings, so a variable set before its component exists is reported too.
+    public static let variablePrefixes = ["WXPAY_", "GATEWAY_", "APPSTORE_"]
 
-        demo = environment.get("WXPAY_MCH_ID") == nil
+    /// Every variable the gateway reads.
+    public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + recoveryVariables
+        + fulfilmentVariables
+
+    /// The rules between variables (and between a variable and the mode), each returning its problems.
+    static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
+        demoChecks, fulfilmentChecks,
+    ]
+
+    /// Reads the configuration for a production start (`demo` false) or a demo start, or throws
+    /// every problem found at once.
+    public init(environment: Environment, demo: Bool) throws(ConfigurationError) {
+        self.demo = demo
+        var problems: [ConfigurationProblem] = []
+        for variable in Self.variables {
+            guard let text = environment.get(variable.name) else {
+                if variable.requirement == .requiredOutsideDemo && !demo {
+                    problems.append(ConfigurationProblem(variable.name, .missing, expected: variable.expected))
+                }
+                continue
+            }
+            if !variable.apply(text, to: &self) {
+                problems.append(ConfigurationProblem(variable.name, .malformed, expected: variable.expected))
+            }
+        }
         if demo {
-            appID = environment.get("WXPAY_APP_ID") ?? Self.demoAppID
+            appID = Self.demoAppID
             mchID = Self.demoMchID
-            apiKey = APIKey(environment.get("WXPAY_API_KEY") ?? Self.demoKey)
-        } else {
-            guard let appID = environment.get("WXPAY_APP_ID") else {
-                throw ConfigurationError(variable: "WXPAY_APP_ID", expected: "the Open Platform app id (set with WXPAY_MCH_ID)")
-            }
-            guard let key = environment.get("WXPAY_API_KEY") else {
-                throw ConfigurationError(variable: "WXPAY_API_KEY", expected: "the merchant's v2 API key (set with WXPAY_MCH_ID)")
-            }
-            self.appID = appID
-            mchID = environment.get("WXPAY_MCH_ID")!
-            apiKey = APIKey(key)
-            guard mchID.allSatisfy(\.isNumber) else {
-                throw ConfigurationError(variable: "WXPAY_MCH_ID", expected: "the merchant number (digits)")
-            }
-            guard key.utf8.count == 32 else {
-                throw ConfigurationError(variable: "WXPAY_API_KEY", expected: "32 characters")
-            }
-        }
-
-        let defaultNotify = "http://\(listenHost == "0.0.0.0" ? "127.0.0.1" : listenHost):\(listenPort)/wechat/notify"
-        notifyURL = try environment.get("WXPAY_NOTIFY_URL", default: defaultNotify,
-                                        expecting: "an http(s) URL without a query string") { text in
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-                  url.query == nil else { return nil }
-            return text
-        }
-        if !demo && environment.get("WXPAY_NOTIFY_URL") == nil {
-            throw ConfigurationError(variable: "WXPAY_NOTIFY_URL", expected: "the public URL WeChat posts notifies to")
-        }
-
-        clientTokens = environment.list("GATEWAY_CLIENT_TOKENS")
-        supportTokens = environment.list("GATEWAY_SUPPORT_TOKENS")
-        if demo {
+            apiKey = APIKey(Self.demoKey)
             if clientTokens.isEmpty { clientTokens = [Self.demoClientToken] }
             if supportTokens.isEmpty { supportTokens = [Self.demoSupportToken] }
-        } else if clientTokens.isEmpty {
-            throw ConfigurationError(variable: "GATEWAY_CLIENT_TOKENS", expected: "at least one bearer token")
+            // Until the server reports the address it bound (port 0 picks one).
+            notifyURL = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)/wechat/notify"
         }
-        for token in clientTokens + supportTokens where token.utf8.count < 8 {
-            let variable = clientTokens.contains(token) ? "GATEWAY_CLIENT_TOKENS" : "GATEWAY_SUPPORT_TOKENS"
-            throw ConfigurationError(variable: variable, expected: "tokens of at least 8 characters")
-        }
-        try readRecovery(environment)
+        for check in Self.checks { problems += check(self, environment) }
+        guard problems.isEmpty else { throw ConfigurationError(problems) }
     }
 
-    /// The reconciler's, the dispatcher's and the bill job's variables.
-    private mutating func readRecovery(_ environment: Environment) throws(ConfigurationError) {
-        reconcileInterval = try environment.get("GATEWAY_RECONCILE_INTERVAL", default: 30,
-                                                expecting: "seconds between 0.05 and 3600, or 0 for off") {
-            guard let value = Double($0), value == 0 || (value >= 0.05 && value <= 3600) else { return nil }
-            return value
-        }
-        reconcileAfter = try environment.get("GATEWAY_RECONCILE_AFTER", default: 60, expecting: "seconds from 0 to 86400") {
-            guard let value = Double($0), value >= 0, value <= 86400 else { return nil }
-            return value
-        }
-        reconcileConcurrency = try environment.get("GATEWAY_RECONCILE_CONCURRENCY", default: 8,
-                                                   expecting: "an integer from 1 to 256") {
-            guard let value = Int($0), (1...256).contains(value) else { return nil }
-            return value
-        }
-        reconcileRate = try environment.get("GATEWAY_RECONCILE_RATE", default: 50, expecting: "calls per second from 0.1 to 10000") {
-            guard let value = Double($0), value >= 0.1, value <= 10000 else { return nil }
-            return value
-        }
-        fulfilmentURL = try environment.get("GATEWAY_FULFILMENT_URL", default: nil, expecting: "an http(s) URL") { text in
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil else { return nil }
-            return text
-        }
-        fulfilmentSecret = environment.get("GATEWAY_FULFILMENT_SECRET")
-        if fulfilmentURL != nil && (fulfilmentSecret?.utf8.count ?? 0) < 16 {
-            throw ConfigurationError(variable: "GATEWAY_FULFILMENT_SECRET",
-                                     expected: "at least 16 characters (set with GATEWAY_FULFILMENT_URL)")
-        }
-        billReconcile = try environment.get("GATEWAY_BILL_RECONCILE", default: false, expecting: "on or off") {
-            switch $0.lowercased() {
-            case "on", "true", "1", "yes": true
-            case "off", "false", "0", "no": false
-            default: nil
-            }
-        }
+    /// A demo configuration with no variables set: the tests' and benchmarks' usual start.
+    public static func demo() -> GatewayConfiguration {
+        // Cannot fail: nothing is set, and demo mode needs nothing.
+        (try? GatewayConfiguration(environment: Environment([:]), demo: true))!
     }
 
-    static func parseListen(_ text: String) -> (String, Int)? {
+    // MARK: - The variables
+
+    static let merchantVariables: [ConfigurationVariable] = [
+        ConfigurationVariable("WXPAY_APP_ID", \.appID, .requiredOutsideDemo,
+                              expecting: "the Open Platform mobile-app AppID (letters and digits)", parse: asciiWord),
+        ConfigurationVariable("WXPAY_MCH_ID", \.mchID, .requiredOutsideDemo,
+                              expecting: "the merchant number (digits)", parse: digits),
+        ConfigurationVariable("WXPAY_API_KEY", \.apiKey, .requiredOutsideDemo,
+                              expecting: "the merchant's v2 API key (32 characters)") {
+            $0.utf8.count == 32 ? APIKey($0) : nil
+        },
+        ConfigurationVariable("WXPAY_NOTIFY_URL", \.notifyURL, .requiredOutsideDemo,
+                              expecting: "the public http(s) URL WeChat posts notifies to, without a query string",
+                              parse: ConfigurationVariable.url(query: false)),
+        ConfigurationVariable("WXPAY_SIGN_TYPE", \.signType, expecting: "MD5 or HMAC-SHA256") {
+            SignType(rawValue: $0.uppercased())
+        },
+        ConfigurationVariable("WXPAY_API_BASE", \.apiBase, expecting: "an http(s) URL without a path", parse: parseBase),
+        ConfigurationVariable("WXPAY_API_BACKUP_BASE", \.apiBackupBase, expecting: "an http(s) URL without a path",
+                              parse: parseBase),
+    ]
+
+    static let serverVariables: [ConfigurationVariable] = [
+        ConfigurationVariable("GATEWAY_LISTEN", \.listen,
+                              expecting: "a numeric host and a port, e.g. 127.0.0.1:8080 or [::1]:8080", parse: parseListen),
+        ConfigurationVariable("GATEWAY_DATABASE", \.database,
+                              expecting: "sqlite:PATH (PostgreSQL support is not built yet)", parse: parseDatabase),
+        ConfigurationVariable("GATEWAY_CLIENT_TOKENS", \.clientTokens, .requiredOutsideDemo,
+                              expecting: "the app backend's bearer tokens, comma-separated, at least 8 characters each",
+                              parse: ConfigurationVariable.tokens(minimumLength: 8)),
+        ConfigurationVariable("GATEWAY_SUPPORT_TOKENS", \.supportTokens,
+                              expecting: "support staff's bearer tokens, comma-separated, at least 8 characters each",
+                              parse: ConfigurationVariable.tokens(minimumLength: 8)),
+        ConfigurationVariable("GATEWAY_POLL_INTERVAL", \.pollInterval, expecting: "seconds from 0.05 to 60",
+                              parse: ConfigurationVariable.seconds(0.05...60)),
+        ConfigurationVariable("GATEWAY_LOG_LEVEL", \.logLevel, expecting: "debug, info, notice, warning or error",
+                              parse: ConfigurationVariable.oneOf([
+                                  "debug": Logger.Level.debug, "info": .info, "notice": .notice, "warning": .warning,
+                                  "error": .error,
+                              ])),
+        .optional("GATEWAY_MAX_CONNECTIONS", \.maxConnections, expecting: "a number from 16 to 1000000",
+                  parse: ConfigurationVariable.integer(16...1_000_000)),
+        ConfigurationVariable("GATEWAY_CRASH_POINT", \.crashPoints,
+                              expecting: "name:probability pairs, comma-separated (\(CrashPoint.names.joined(separator: ", ")); probabilities 0 to 1)",
+                              parse: CrashPoint.configured),
+    ]
+
+    static let recoveryVariables: [ConfigurationVariable] = [
+        ConfigurationVariable("GATEWAY_RECONCILE_INTERVAL", \.reconcileInterval,
+                              expecting: "seconds from 0.05 to 3600, or 0 for off") {
+            $0 == "0" ? 0 : ConfigurationVariable.seconds(0.05...3600)($0)
+        },
+        ConfigurationVariable("GATEWAY_RECONCILE_AFTER", \.reconcileAfter, expecting: "seconds from 0 to 86400",
+                              parse: ConfigurationVariable.seconds(0...86400)),
+        ConfigurationVariable("GATEWAY_RECONCILE_CONCURRENCY", \.reconcileConcurrency, expecting: "an integer from 1 to 256",
+                              parse: ConfigurationVariable.integer(1...256)),
+        ConfigurationVariable("GATEWAY_RECONCILE_RATE", \.reconcileRate, expecting: "calls per second from 0.1 to 10000",
+                              parse: ConfigurationVariable.seconds(0.1...10000)),
+        ConfigurationVariable("GATEWAY_BILL_RECONCILE", \.billReconcile, expecting: "on or off",
+                              parse: ConfigurationVariable.flag),
+    ]
+
+    // MARK: - Rules between variables
+
+    /// Demo mode is the simulator's test merchant on loopback, nothing else: a `WXPAY_*` variable
+    /// with `--demo` would be half a production start, and the simulator's pay route takes no
+    /// authentication, so it must not be reachable from another machine.
+    static func demoChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        guard configuration.demo else { return [] }
+        var problems = environment.names(withPrefixes: ["WXPAY_"]).filter { environment.get($0) != nil }.map {
+            ConfigurationProblem($0, .conflict, expected: "not allowed with --demo (demo mode uses the simulator's test "
+                                 + "merchant; unset it, or start without --demo for production)")
+        }
+        let listen = configuration.listen
+        if let address = HTTPServerSocketAddress(host: listen.host, port: UInt16(listen.port)), !address.isLoopback {
+            problems.append(ConfigurationProblem(
+                "GATEWAY_LISTEN", .conflict,
+                expected: "demo mode listens on loopback only (127.0.0.0/8 or ::1): its simulator pays orders for "
+                    + "anyone who asks"))
+        }
+        return problems
+    }
+
+    // MARK: - Parsers
+
+    static func parseListen(_ text: String) -> Listen? {
         guard let colon = text.lastIndex(of: ":") else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            return nil
-        }
-        return (host, port)
+        guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
+              HTTPServerSocketAddress(host: host, port: UInt16(port)) != nil else { return nil }
+        return Listen(host: host, port: port)
     }
 
     static func parseDatabase(_ text: String) -> Database? {
@@ -189,5 +241,14 @@ public struct GatewayConfiguration: Sendable {
         guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
               url.path.isEmpty || url.path == "/", url.query == nil else { return nil }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    static func digits(_ text: String) -> String? {
+        text.utf8.count <= 32 && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") } ? text : nil
+    }
+
+    static func asciiWord(_ text: String) -> String? {
+        text.utf8.count <= 32 && text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+            ? text : nil
     }
 }

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Everything lives in the store: due events are leased (`dueOutboxEvents`), a 2xx marks the event
 /// delivered, anything else reschedules it with exponential backoff and jitter, and an event still
-/// failing after `maxAge` (24 h) is dead-lettered until support redrives it. A restart simply
+/// failing after `maxAge` (24 h by default) is dead-lettered until support redrives it. A restart simply
 /// continues from the store. The receiver deduplicates on the event `id`: a delivery acknowledged
 /// while the gateway crashed before recording it is sent again.
 ///
@@ -31,6 +31,7 @@ public final class FulfilmentDispatcher: Sendable {
         public var maxAge: TimeInterval
         public var minimumAttempts: Int
         /// The first retry's delay (default 5 s); each later one doubles, up to `maxBackoff` (1 h).
+        /// Jitter only lengthens a delay (by up to half), never beyond `maxBackoff`.
         public var initialBackoff: TimeInterval
         public var maxBackoff: TimeInterval
         /// How often the store is asked for due events when the last pass found few (default 1 s).
@@ -52,6 +53,14 @@ public final class FulfilmentDispatcher: Sendable {
             self.pollInterval = pollInterval
             self.batchSize = max(1, batchSize)
             self.timeout = timeout
+        }
+
+        /// The webhook settings of a gateway configuration (GATEWAY_FULFILMENT_*); nil when no URL
+        /// is configured (the dispatcher is off, events wait in the outbox).
+        public init?(_ settings: GatewayConfiguration.Fulfilment) {
+            guard let url = settings.url, let secret = settings.secret else { return nil }
+            self.init(url: url, secret: secret, maxAge: settings.deadAfter, initialBackoff: settings.retryMin,
+                      maxBackoff: settings.retryMax)
         }
     }
 
@@ -76,7 +85,7 @@ public final class FulfilmentDispatcher: Sendable {
 
     /// - Parameters:
     ///   - now: the clock (tests move it past the 24-hour limit).
-    ///   - jitter: a number in 0...1 per retry; the delay is `(0.5 + jitter / 2)` × the backoff.
+    ///   - jitter: a number in 0...1 per retry; the delay is `(1 + jitter / 2)` × the backoff, at most `maxBackoff`.
     public init(store: any OrderStore, configuration: Configuration, transport: any FulfilmentTransport,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled, claimant: String? = nil,
                 now: @escaping @Sendable () -> Date = { Date() },
@@ -202,12 +211,13 @@ public final class FulfilmentDispatcher: Sendable {
         }
     }
 
-    /// Exponential backoff with jitter: `initial × 2^(attempts-1)`, capped, then scaled into
-    /// [50 %, 100 %] so receivers that come back are not hit by every gateway at once.
+    /// Exponential backoff with jitter: `initial × 2^(attempts-1)`, capped, then lengthened by up to
+    /// half and capped again, so a receiver that comes back is not hit by every event at once and
+    /// no retry comes sooner than the configured minimum (GATEWAY_FULFILMENT_RETRY_MIN).
     func backoff(attempts: Int) -> TimeInterval {
         let exponent = Double(min(max(attempts - 1, 0), 30))
         let base = min(configuration.maxBackoff, configuration.initialBackoff * pow(2, exponent))
-        return base * (0.5 + min(1, max(0, jitter())) / 2)
+        return min(configuration.maxBackoff, base * (1 + min(1, max(0, jitter())) / 2))
     }
 
     /// Pending, dead and lag gauges, refreshed after a pass at most every 5 s (the count reads

@@ -51,7 +51,8 @@ public struct Logger: Sendable {
     public func isEnabled(_ level: Level) -> Bool { level >= self.level }
 
     /// Metadata is an autoclosure like the message: a dictionary built per call for a level that
-    /// is off (the per-settlement `info` line at the usual `warning` level) was pure waste.
+    /// is off (the per-settlement `info` line at `warning`, the level production operators and the
+    /// benchmarks often choose; the default is `info`) was pure waste.
     public func log(_ level: Level, _ message: @autoclosure () -> String,
                     _ metadata: @autoclosure () -> [String: String] = [:]) {
         guard level >= self.level else { return }

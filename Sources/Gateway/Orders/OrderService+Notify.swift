@@ -8,6 +8,12 @@ extension OrderService {
     /// result_code, and total_fee equal to the order's amount; then the one door. Answers SUCCESS
     /// only once the change is durable (or was already made), FAIL otherwise — and then nothing
     /// has changed, so WeChat's retry (or the reconciler) gets another chance.
+    ///
+    /// Nothing is written for a notify until `PaymentNotification.verify` has accepted it (our
+    /// key's signature, our appid and mch_id): a malformed, unsigned, badly signed or foreign
+    /// notify, or one naming an order we do not have, is only counted and logged (the log line
+    /// throttled), so no outsider can make the database grow. Only verified notifies reach the
+    /// order's timeline.
     public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
         let fields: Fields
         do {
@@ -32,7 +38,7 @@ extension OrderService {
                 signer: signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {
-            return await reject(order, reason: error.shortDescription)
+            return rejected(reason: error.shortDescription)
         }
         switch outcome {
         case .failed(let failure):
@@ -43,8 +49,10 @@ extension OrderService {
             return NotifyReply.success.bytes
         case .paid(let payment):
             guard payment.matches(amount: order.amount) else {
-                // A correctly signed notify for another amount means a leaked key or a bug: never settle it.
-                return await reject(order, reason: "amount_mismatch")
+                // Our key's signature on another amount means a leaked key or a bug: never settle
+                // it. It is authenticated, so it goes on the order's timeline for a person.
+                try? await settlement.recordAmountMismatch(order, reported: payment.totalFee, source: "notify")
+                return rejected(reason: "amount_mismatch")
             }
             do {
                 // One durable write: the transition, last_notify_at and the notify_received event
@@ -70,16 +78,13 @@ extension OrderService {
         }
     }
 
-    /// Refuses a notify: nothing changes; the reason is counted, logged and, for a known order,
-    /// written to its timeline.
-    private func reject(_ order: OrderRecord, reason: String) async -> [UInt8] {
-        _ = try? await store.appendEvent(order.outTradeNo, kind: "notify_rejected", detail: reason, at: now())
-        return rejected(reason: reason)
-    }
-
+    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
+    /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
         metrics.increment("wxpay_notifies_total", ["outcome": "rejected", "reason": reason])
-        logger.warning("payment notify rejected", ["reason": reason])
+        if let suppressed = rejectedNotifyLog.admit(reason) {
+            logger.warning("payment notify rejected", ["reason": reason, "suppressed": String(suppressed)])
+        }
         return NotifyReply.fail("rejected").bytes
     }
 }

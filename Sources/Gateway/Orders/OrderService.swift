@@ -13,6 +13,8 @@ public final class OrderService: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let signals = OrderSignals()
+    /// Refused notifies are logged at most once a second per reason (OrderService+Notify.swift).
+    let rejectedNotifyLog = LogThrottle()
     /// The reads and rechecks of order queries, a few at a time (OrderService+Wait.swift).
     let queryWork = OrderQueryWork()
     let settlement: Settlement

@@ -19,11 +19,7 @@ struct Settlement: Sendable {
     func settlePaid(_ order: OrderRecord, transactionID: String, paidAt: Date?, amount: Int,
                     source: String, receipt: TransitionReceipt? = nil) async throws(StorageError) -> TransitionResult {
         guard amount == order.amount else {
-            metrics.increment("wxpay_amount_mismatches_total", ["source": source])
-            logger.warning("WeChat reported another amount than the order's; not settled",
-                           ["out_trade_no": order.outTradeNo, "source": source])
-            _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
-                                            detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
+            try await recordAmountMismatch(order, reported: amount, source: source)
             if let receipt { try await write(receipt, unchanged: order) }
             return .unchanged(order)
         }
@@ -46,6 +42,16 @@ struct Settlement: Sendable {
         }
         announce(result, source: source)
         return result
+    }
+
+    /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
+    /// or a bug, never settled. Counted, logged, and on the order's timeline for a person.
+    func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String) async throws(StorageError) {
+        metrics.increment("wxpay_amount_mismatches_total", ["source": source])
+        logger.warning("WeChat reported another amount than the order's; not settled",
+                       ["out_trade_no": order.outTradeNo, "source": source])
+        _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
+                                        detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).

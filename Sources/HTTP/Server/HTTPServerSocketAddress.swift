@@ -73,6 +73,20 @@ public struct HTTPServerSocketAddress: Sendable, Hashable, CustomStringConvertib
         return false
     }
 
+    /// Whether the address is on the loopback interface only: 127.0.0.0/8 or ::1.
+    public var isLoopback: Bool {
+        withSocketAddress { socketAddress, _ in
+            switch Int32(socketAddress.pointee.sa_family) {
+            case AF_INET:
+                let v4 = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in.self)
+                return withUnsafeBytes(of: v4.sin_addr) { $0[0] == 127 }
+            default:
+                let v6 = UnsafeRawPointer(socketAddress).loadUnaligned(as: sockaddr_in6.self)
+                return withUnsafeBytes(of: v6.sin6_addr) { bytes in bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1 }
+            }
+        }
+    }
+
     /// The numeric host, e.g. `127.0.0.1` or `::1`.
     public var host: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)

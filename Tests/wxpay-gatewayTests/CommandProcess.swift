@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import HTTP
+
+/// The built `wxpay-gateway` executable run as a child process, the way an operator runs it: its
+/// own environment (none of the test runner's WXPAY_/GATEWAY_ variables), stdout and stderr in
+/// files of a temp directory, stopped with SIGTERM (then SIGKILL) and the directory removed by `stop`.
+final class CommandProcess: @unchecked Sendable {
+    // Touched only by the test that owns it, one step at a time.
+    let process = Process()
+    let directory: URL
+    let stdoutURL: URL
+    let stderrURL: URL
+
+    /// The debug build of the executable, beside this test bundle (`swift build --build-tests` builds both).
+    static var executable: URL {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var folder = here.deletingLastPathComponent()
+        // The bundle may be a directory (.xctest on Darwin) or the binary itself (Linux).
+        while folder.path != "/" && !FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("wxpay-gateway").path) {
+            folder = folder.deletingLastPathComponent()
+        }
+        return folder.appendingPathComponent("wxpay-gateway")
+    }
+
+    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME).
+    init(_ arguments: [String], environment: [String: String]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-cmd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        stdoutURL = directory.appendingPathComponent("stdout")
+        stderrURL = directory.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        var env = environment
+        for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
+        process.environment = env
+        process.currentDirectoryURL = directory
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        try process.run()
+    }
+
+    var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    /// The exit status once the process has ended by itself, waiting at most `timeout` seconds; nil
+    /// if it is still running then.
+    func exitStatus(within timeout: Double = 60) async -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    /// The first stdout line starting with `prefix`, waiting (bounded) for it.
+    func line(startingWith prefix: String, within timeout: Double = 60) async -> String? {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if !process.isRunning { break }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return stdout.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
+    }
+
+    /// SIGTERM, then SIGKILL after `grace` seconds; returns the exit status; removes the directory.
+    @discardableResult
+    func stop(grace: Double = 20) async -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            if await exitStatus(within: grace) == nil { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+        return process.terminationStatus
+    }
+
+    /// A port that was free a moment ago on 127.0.0.1 (for a production gateway, whose notify URL
+    /// must be known before it starts).
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// One HTTP exchange with a child process, through the HTTP module's client.
+struct Exchange {
+    var status: Int
+    var body: String
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
+}
+
+extension HTTPClient {
+    func send(_ method: HTTPMethod, _ url: String, token: String? = nil, body: String = "") async throws -> Exchange {
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let response = try await execute(HTTPClientRequest(
+            method: method, url: url, headers: HTTPHeaders(headers), body: Array(body.utf8),
+            timeouts: .init(connect: .seconds(10), total: .seconds(60))))
+        return Exchange(status: response.status, body: String(decoding: response.body, as: UTF8.self))
+    }
+}

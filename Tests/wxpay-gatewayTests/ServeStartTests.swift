@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import Testing
+
+/// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
+/// the demo on loopback, and a production start (against a `wxpay-gateway simulate` process) in
+/// which the simulator's routes do not exist and the battery's crash hook does not either.
+@Suite(.serialized)
+struct ServeStartTests {
+    static let required = ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL", "GATEWAY_CLIENT_TOKENS"]
+    static let clientToken = "start-test-client-token"
+
+    /// A database path in a fresh temp directory, and whether anything was created there.
+    static func databasePath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-start-\(UUID().uuidString)/gateway.sqlite").path
+    }
+
+    @Test func aStartWithoutDemoAndWithoutAMerchantExitsTwoNamingEveryMissingVariable() async throws {
+        let database = Self.databasePath()
+        let gateway = try CommandProcess(["serve"], environment: ["GATEWAY_DATABASE": "sqlite:" + database])
+        #expect(await gateway.exitStatus() == 2)
+        let message = gateway.stderr
+        #expect(message.hasPrefix("serve: refusing to start"))
+        let missing = try #require(message.split(separator: "\n").first { $0.contains("missing required variables") })
+        for name in Self.required { #expect(missing.contains(name), "\(name) is not named") }
+        #expect(message.contains("serve --demo"))
+        #expect(gateway.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: database), "a refused start opened the database")
+        await gateway.stop()
+    }
+
+    @Test func demoModeWithAWXPAYVariableSetExitsTwoNamingItButNotItsValue() async throws {
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "WXPAY_API_KEY": "a-secret-key-that-must-not-leak!", "GATEWAY_LISTEN": "127.0.0.1:0",
+            "GATEWAY_DATABASE": "sqlite:" + Self.databasePath()])
+        #expect(await gateway.exitStatus() == 2)
+        #expect(gateway.stderr.contains("WXPAY_API_KEY: not allowed with --demo"))
+        #expect(!gateway.stderr.contains("a-secret-key"))
+        await gateway.stop()
+    }
+
+    @Test func demoModeOutsideLoopbackExitsTwoAndSaysWhy() async throws {
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "GATEWAY_LISTEN": "0.0.0.0:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath()])
+        #expect(await gateway.exitStatus() == 2)
+        #expect(gateway.stderr.contains("GATEWAY_LISTEN: demo mode listens on loopback only"))
+        await gateway.stop()
+    }
+
+    @Test func aMisspeltLogLevelExitsTwo() async throws {
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "GATEWAY_LOG_LEVEL": "verbose", "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath()])
+        #expect(await gateway.exitStatus() == 2)
+        #expect(gateway.stderr.contains("GATEWAY_LOG_LEVEL: expected debug, info, notice, warning or error"))
+        await gateway.stop()
+    }
+
+    @Test func anUnknownArgumentIsAUsageError() async throws {
+        let gateway = try CommandProcess(["serve", "--dmeo"], environment: [:])
+        #expect(await gateway.exitStatus() == 64)
+        #expect(gateway.stderr.contains("usage: wxpay-gateway serve [--demo]"))
+        await gateway.stop()
+    }
+
+    @Test func reconcileRefusesADemoStyleStartWithExitTwo() async throws {
+        let gateway = try CommandProcess(["reconcile", "--date", "2026-11-30"], environment: [
+            "GATEWAY_DATABASE": "sqlite:" + Self.databasePath()])
+        #expect(await gateway.exitStatus() == 2)
+        for name in Self.required { #expect(gateway.stderr.contains(name)) }
+        await gateway.stop()
+    }
+
+    @Test func theDemoStartsOnLoopbackWarnsAboutAMisspeltVariableAndServesTheSimulator() async throws {
+        let client = try HTTPClient()
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
+            "GATEWAY_FULFILMENT_ULR": "https://shop.example/hook", "GATEWAY_RECONCILE_INTERVAL": "0"])
+        defer { Task { await gateway.stop(); await client.shutdown() } }
+        let listening = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
+        let base = String(listening.dropFirst("listening on ".count).prefix { $0 != " " })
+        #expect(gateway.stdout.contains("DEMO MODE"))
+        #expect(gateway.stderr.contains("GATEWAY_FULFILMENT_ULR is set but is not a variable the gateway knows"))
+        #expect(gateway.stderr.contains("did you mean GATEWAY_FULFILMENT_URL?"))
+        #expect(!gateway.stderr.contains("shop.example"))
+
+        let created = try await client.send(.post, base + "/v1/orders", token: "demo-client-token",
+                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-demo-1"}"#)
+        #expect(created.status == 201)
+        let paid = try await client.send(.post, base + "/simulator/orders/start-demo-1/pay")
+        #expect(paid.status == 200)
+        let order = try await client.send(.get, base + "/v1/orders/start-demo-1?wait=20", token: "demo-client-token")
+        #expect(order.json["state"] as? String == "SUCCESS")
+        #expect(await gateway.stop() == 0)
+    }
+
+    /// Production against a separate simulator process: `/simulator/*` answers exactly what an unknown
+    /// path answers, a notify settles with GATEWAY_CRASH_POINT=notify_committed:1 set, and the
+    /// process keeps running (this build has no crash hook: it warns once and ignores the variable).
+    @Test func aProductionStartHasNoSimulatorRoutesAndNoCrashHook() async throws {
+        let client = try HTTPClient()
+        let simulator = try CommandProcess(["simulate", "--port", "0"], environment: [:])
+        let started = StartedGateway()
+        defer { Task { await started.gateway?.stop(); await simulator.stop(); await client.shutdown() } }
+        let simulatorLine = try #require(await simulator.line(startingWith: "listening "))
+        let wechat = String(simulatorLine.split(separator: " ")[1])
+        var base = ""
+        // The notify URL is needed before the start; a port taken meanwhile by another test is retried.
+        for _ in 0..<5 {
+            let port = CommandProcess.freePort()
+            base = "http://127.0.0.1:\(port)"
+            let attempt = try CommandProcess(["serve"], environment: [
+                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": base + "/wechat/notify",
+                "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
+                "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
+                "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
+            ])
+            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
+                started.gateway = attempt
+                break
+            }
+            #expect(await attempt.exitStatus(within: 5) == 69, "stderr: \(attempt.stderr)")
+            await attempt.stop()
+        }
+        let running = try #require(started.gateway, "the production gateway did not start")
+        #expect(running.stderr.contains("GATEWAY_CRASH_POINT is set but ignored"))
+
+        let unknown = try await client.send(.post, base + "/no/such/path")
+        for path in ["/simulator/orders/start-prod-1/pay", "/simulator/faults", "/simulator/stats"] {
+            let method: HTTPMethod = path.hasSuffix("/pay") ? .post : .get
+            let answer = try await client.send(method, base + path)
+            #expect(answer.status == 404 && answer.body == unknown.body, "\(path) exists outside demo mode")
+        }
+
+        let created = try await client.send(.post, base + "/v1/orders", token: Self.clientToken,
+                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-prod-1"}"#)
+        #expect(created.status == 201)
+        // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway. Plain
+        // reads (no `wait`, so no orderquery) until the notify has settled the order.
+        #expect(try await client.send(.post, wechat + "/simulator/orders/start-prod-1/pay").status == 200)
+        var state: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while state != "SUCCESS" && ContinuousClock.now < deadline {
+            state = try await client.send(.get, base + "/v1/orders/start-prod-1", token: Self.clientToken).json["state"] as? String
+            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(state == "SUCCESS")
+        let metrics = try await client.send(.get, base + "/metrics").body
+        #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
+        #expect(running.process.isRunning, "the gateway died at the crash point")
+        #expect(try await client.send(.get, base + "/healthz").status == 200)
+        #expect(!running.stderr.contains("crash point "))
+        #expect(await running.stop() == 0)
+    }
+}
+
+/// The production gateway once it started, for the test's clean-up.
+private final class StartedGateway: @unchecked Sendable {
+    // Set once by the test before the clean-up reads it.
+    var gateway: CommandProcess?
+}
