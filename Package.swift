@@ -57,11 +57,14 @@ let package = Package(
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+            "AppStore", "AppStoreSimulator", "SimulatorKit",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
+            // The JWS benchmark signs with the App Store simulator's PKI.
+            "AppStore", "AppStoreSimulator",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -88,7 +91,7 @@ let package = Package(
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "AppStore", "AppStoreSimulator"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

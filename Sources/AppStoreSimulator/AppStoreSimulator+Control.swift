@@ -204,6 +204,11 @@ extension AppStoreSimulator {
         state.withLock { $0.transactions[id]?.transaction }
     }
 
+    /// The invoice order id (Look Up Order ID's key) of a transaction.
+    public func orderID(of transactionID: String) -> String? {
+        state.withLock { $0.transactions[transactionID]?.orderID }
+    }
+
     /// Purchases that failed on the device, oldest first.
     public var failedPurchases: [FailedPurchase] { state.withLock { $0.failedPurchases } }
 

@@ -32,7 +32,8 @@ extension AppStoreSimulator {
         var list = store.transactions(of: anchor.user, environment)
         let products = query.values(for: "productId")
         if !products.isEmpty { list = list.filter { products.contains($0.transaction.productID) } }
-        switch query["revoked"] {
+        // Apple's Python library writes the flag as Python prints booleans ("True").
+        switch query["revoked"]?.lowercased() {
         case "true": list = list.filter { $0.transaction.revocationDate != nil }
         case "false": list = list.filter { $0.transaction.revocationDate == nil }
         default: break

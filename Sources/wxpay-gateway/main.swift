@@ -8,6 +8,8 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "simulate": { await SimulateCommand.run($0) },
     "serve": { await ServeCommand.run($0) },
     "reconcile": { await ReconcileCommand.run($0) },
+    "appstore": { AppStoreCommand.run($0) },
+    "simulate-appstore": { await SimulateAppStoreCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -20,6 +22,8 @@ func usage() -> String {
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
+      appstore  verify App Store signed data (appstore verify) or make a Server API token (appstore token)
+      simulate-appstore  run the App Store simulator (Server API, verifyReceipt, notifications) on a port
     """
 }
 
