@@ -277,16 +277,12 @@ static inline EVP_PKEY *_Nullable wxpay_pkey_public_from_pem(const char *_Nonnul
     return key;
 }
 
-/// PEM text of `key` (PKCS#8 private key when `private_part`, else SubjectPublicKeyInfo) into a
-/// buffer the caller frees with `wxpay_openssl_free`; returns its length, or 0.
-static inline int wxpay_pkey_to_pem(EVP_PKEY *_Nonnull key, int private_part, char *_Nullable *_Nonnull out) {
+/// Copies what a memory BIO holds into a buffer the caller frees with `wxpay_openssl_free`, and
+/// frees the BIO; returns the length, or 0 when `written` is not 1 or the BIO is empty.
+static inline int wxpay_bio_take(BIO *_Nonnull bio, int written, char *_Nullable *_Nonnull out) {
     *out = NULL;
-    BIO *bio = BIO_new(BIO_s_mem());
-    if (bio == NULL) return 0;
-    int ok = private_part ? PEM_write_bio_PKCS8PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL)
-                          : PEM_write_bio_PUBKEY(bio, key);
     int length = 0;
-    if (ok == 1) {
+    if (written == 1) {
         char *data = NULL;
         long size = BIO_get_mem_data(bio, &data);
         if (size > 0 && data != NULL) {
@@ -300,6 +296,17 @@ static inline int wxpay_pkey_to_pem(EVP_PKEY *_Nonnull key, int private_part, ch
     BIO_free(bio);
     ERR_clear_error();
     return length;
+}
+
+/// PEM text of `key` (PKCS#8 private key when `private_part`, else SubjectPublicKeyInfo) into a
+/// buffer the caller frees with `wxpay_openssl_free`; returns its length, or 0.
+static inline int wxpay_pkey_to_pem(EVP_PKEY *_Nonnull key, int private_part, char *_Nullable *_Nonnull out) {
+    *out = NULL;
+    BIO *bio = BIO_new(BIO_s_mem());
+    if (bio == NULL) return 0;
+    int written = private_part ? PEM_write_bio_PKCS8PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL)
+                               : PEM_write_bio_PUBKEY(bio, key);
+    return wxpay_bio_take(bio, written, out);
 }
 
 /// A new EC key pair on the curve `nid` (NID_X9_62_prime256v1, NID_secp384r1), named-curve
@@ -413,20 +420,6 @@ static inline int wxpay_x509_to_pem(X509 *_Nonnull certificate, char *_Nullable 
     *out = NULL;
     BIO *bio = BIO_new(BIO_s_mem());
     if (bio == NULL) return 0;
-    int length = 0;
-    if (PEM_write_bio_X509(bio, certificate) == 1) {
-        char *data = NULL;
-        long size = BIO_get_mem_data(bio, &data);
-        if (size > 0 && data != NULL) {
-            *out = (char *)OPENSSL_malloc((size_t)size);
-            if (*out != NULL) {
-                memcpy(*out, data, (size_t)size);
-                length = (int)size;
-            }
-        }
-    }
-    BIO_free(bio);
-    ERR_clear_error();
-    return length;
+    return wxpay_bio_take(bio, PEM_write_bio_X509(bio, certificate), out);
 }
 #endif

@@ -12,7 +12,8 @@ import Testing
 /// over libcurl, notifications POSTed to a merchant server, a timeout acted out on the wire.
 struct AppStoreSimulatorOverSocketsTests {
     @Test func purchasesLookupsReceiptsAndNotificationsTravelOverRealSockets() async throws {
-        let http = try HTTPClient()
+        // Generous timeouts: the suite shares two cores with other builds.
+        let http = try HTTPClient(configuration: .init(timeouts: .init(connect: .seconds(20), total: .seconds(60))))
         let received = Mutex<[[UInt8]]>([])
         var merchantRouter = HTTPRouter()
         merchantRouter.add(.post, "/appstore/notifications") { request in
@@ -48,7 +49,7 @@ struct AppStoreSimulatorOverSocketsTests {
                 roots: TrustedRoots.load(root.body, allowUntrustedRoot: true), bundleID: simulator.configuration.bundleID,
                 environment: .production, appAppleID: simulator.configuration.appAppleID)
 
-            let transport = AppStoreHTTPTransport(client: http, timeouts: .init(connect: .seconds(5), total: .seconds(2)))
+            let transport = AppStoreHTTPTransport(client: http, timeouts: .init(connect: .seconds(20), total: .seconds(15)))
             let api = AppStoreServerAPIClient(
                 credentials: ServerAPICredentials(key: simulator.generatedAPIKey!, keyID: simulator.configuration.keyID,
                                                   issuerID: simulator.configuration.issuerID, bundleID: simulator.configuration.bundleID),
@@ -60,7 +61,7 @@ struct AppStoreSimulatorOverSocketsTests {
             #expect(transaction.appAccountToken == UUID(uuidString: "7d3a2f9e-3c1b-4f5e-9a8d-2b6c4e1f0a9b"))
 
             // A request the simulator never answers: the client's timeout, then a retry that works.
-            simulator.apply(AppStoreFaultPlan(endpoints: ["history": .init(timeoutRate: 1, timeoutSeconds: 4, limit: 1)]))
+            simulator.apply(AppStoreFaultPlan(endpoints: ["history": .init(timeoutRate: 1, timeoutSeconds: 45, limit: 1)]))
             let page = try await api.transactionHistory(purchase.transactionID)
             #expect(page.signedTransactions.count == 1)
             #expect(simulator.counters["fault timeout"] == 1)
