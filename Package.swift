@@ -91,7 +91,9 @@ let package = Package(
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "AppStore", "AppStoreSimulator"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: [
+            "HTTP", "HTTPClientTestSupport", "AppStore", "AppStoreSimulator",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

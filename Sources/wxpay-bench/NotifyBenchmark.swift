@@ -2,7 +2,7 @@
 import Foundation
 import WeChatPay
 
-/// `wxpay-bench notify [count]`: single-thread throughput of the notification paths on
+/// `wxpay-bench notifications [count]`: single-thread throughput of the notification paths on
 /// pre-built bodies (default 20,000): payment notify decode + verify (HMAC-SHA256 and MD5),
 /// refund notify decode + decrypt, and app pay parameter signing. Medians of 5 rounds.
 enum NotifyBenchmark {

@@ -5,8 +5,8 @@ import Storage
 import Testing
 import WeChatPay
 
-/// The order JSON written by hand must be the bytes `JSONEncoder` (sorted keys, slashes
-/// unescaped) writes for `OrderView`'s `Encodable` conformance, in every shape the API answers.
+/// The one writer of the order's JSON (`OrderView.json`) in every shape the API answers: valid
+/// JSON, exactly the documented members, every value as stored whatever characters it holds.
 struct OrderViewJSONTests {
     static let awkward = "a\"b\\c/d\u{08}\u{0C}\n\r\t\u{01}\u{1F}\u{7F} é 中 😀"
 
@@ -20,23 +20,49 @@ struct OrderViewJSONTests {
             prepayID: "wx2026", prepayIssuedAt: created, parametersDigest: "d", flags: paid ? [.paidAfterClose] : [])
     }
 
-    @Test(arguments: [false, true])
-    func aPlainOrderIsWrittenAsJSONEncoderWritesIt(paid: Bool) {
-        let view = OrderView(Self.record(paid: paid))
-        #expect(view.json == JSON.encode(view))
+    static func object(_ bytes: [UInt8]) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
     }
 
-    @Test func anOrderWithAppParametersIsWrittenAsJSONEncoderWritesIt() throws {
+    static let plainKeys: Set<String> = ["amount", "created_at", "description", "expires_at", "final", "out_trade_no",
+                                         "paid_at", "state", "transaction_id"]
+
+    @Test(arguments: [false, true])
+    func aPlainOrderHasTheDocumentedMembersWithNullsUntilPaid(paid: Bool) throws {
+        let object = try Self.object(OrderView(Self.record(paid: paid)).json)
+        #expect(Set(object.keys) == Self.plainKeys)
+        #expect(object["description"] as? String == Self.awkward)
+        #expect(object["amount"] as? Int == 990)
+        #expect(object["state"] as? String == (paid ? "SUCCESS" : "NOTPAY"))
+        #expect(object["final"] as? Bool == paid)
+        #expect(object["created_at"] as? String == "2026-11-30T14:23:43.339+08:00")
+        if paid {
+            #expect(object["transaction_id"] as? String == "4200000001")
+            #expect(object["paid_at"] as? String == "2026-11-30T14:24:43.339+08:00")
+        } else {
+            #expect(object["transaction_id"] is NSNull && object["paid_at"] is NSNull)
+        }
+    }
+
+    @Test func anOrderWithAppParametersCarriesThePayReqNames() throws {
         var view = OrderView(Self.record(paid: false))
         view.prepayID = "wx2026"
-        view.appParams = try AppPayParameters(
+        let parameters = try AppPayParameters(
             appID: "wxd930ea5d5a258f4f", partnerID: "10000100", prepayID: "wx2026", nonce: "n0nce",
             timestamp: 1_796_019_823, signType: .hmacSHA256, signer: Signer(key: APIKey("192006250b4c09247ec02edce69f6a2d")))
-        #expect(view.json == JSON.encode(view))
-        #expect(String(decoding: view.json, as: UTF8.self).contains(#""app_params":{"appId":"wxd930ea5d5a258f4f""#))
+        view.appParams = parameters
+        let object = try Self.object(view.json)
+        #expect(Set(object.keys) == Self.plainKeys.union(["prepay_id", "app_params"]))
+        let params = try #require(object["app_params"] as? [String: String])
+        #expect(params == ["appId": parameters.appId, "partnerId": parameters.partnerId, "prepayId": parameters.prepayId,
+                           "packageValue": parameters.packageValue, "nonceStr": parameters.nonceStr,
+                           "timeStamp": parameters.timeStamp, "sign": parameters.sign, "signType": parameters.signType])
+        // The protocol module's own Encodable form of the parameters has the same names and values.
+        let encoded = try JSONSerialization.jsonObject(with: JSONEncoder().encode(parameters)) as? [String: String]
+        #expect(encoded == params)
     }
 
-    @Test func aSupportViewWithTimelineFlagsAndOutboxIsWrittenAsJSONEncoderWritesIt() {
+    @Test func aSupportViewCarriesItsTimelineFlagsAndOutbox() throws {
         let record = Self.record(paid: true)
         var view = OrderView(record)
         view.userID = record.userID
@@ -49,10 +75,35 @@ struct OrderViewJSONTests {
         view.outbox = [OutboxEventView(OutboxEvent(
             id: "evt_1", outTradeNo: "view-0001", type: "order.paid", payload: "{}", createdAt: record.createdAt,
             attempts: 2, lastError: Self.awkward))]
-        #expect(view.json == JSON.encode(view))
+        let object = try Self.object(view.json)
+        #expect(Set(object.keys) == Self.plainKeys.union(["user_id", "prepay_id", "flags", "events", "outbox"]))
+        #expect(object["user_id"] as? String == "u/" + Self.awkward)
+        #expect(object["flags"] as? [String] == ["amount_mismatch", "z/" + Self.awkward])
+        let events = try #require(object["events"] as? [[String: String]])
+        #expect(events.map { $0["detail"] } == [Self.awkward, ""])
+        #expect(events.first?["at"] == "2026-11-30T14:23:43.339+08:00")
+        let outbox = try #require((object["outbox"] as? [[String: Any]])?.first)
+        #expect(Set(outbox.keys) == ["id", "type", "status", "attempts", "created_at", "next_attempt_at", "last_error"])
+        #expect(outbox["status"] as? String == "pending" && outbox["attempts"] as? Int == 2)
+        #expect(outbox["last_error"] as? String == Self.awkward)
         view.events = []
         view.flags = []
         view.outbox = []
-        #expect(view.json == JSON.encode(view))
+        let empty = try Self.object(view.json)
+        #expect((empty["events"] as? [Any])?.isEmpty == true && (empty["outbox"] as? [Any])?.isEmpty == true)
+    }
+
+    /// The writer's string escaping is RFC 8259's as JSONEncoder writes it, for every character
+    /// that needs care (JSONEncoder is the reference here for escaping only, never for a shape).
+    @Test func stringsAreEscapedExactlyAsJSONEncoderEscapesThem() throws {
+        var samples = [Self.awkward, "", "plain", "</script>", "\u{2028}\u{2029}", "\u{00}"]
+        samples += (0..<0x20).map { String(UnicodeScalar(UInt8($0))) + "x" }
+        for sample in samples {
+            var quoted: [UInt8] = []
+            JSONObjectWriter.quote(sample, into: &quoted)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            #expect(quoted == Array(try encoder.encode(sample)), "\(sample.unicodeScalars.map(\.value))")
+        }
     }
 }

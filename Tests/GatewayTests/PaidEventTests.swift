@@ -39,6 +39,30 @@ struct PaidEventTests {
         #expect(event.id.hasPrefix("evt_") && event.id.count == 36)
     }
 
+    /// The webhook's `data` is the order as `GET /v1/orders/{id}` shows it, plus what only the
+    /// business needs: one writer for the order's shape, so the two never drift apart.
+    @Test func theWebhookDataIsTheOrderAsTheQueryShowsItPlusAttachUserAndProduct() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.create(#"{"amount":1990,"description":"Swift","client_ip":"203.0.113.7","#
+            + #""out_trade_no":"paid-evt-02","attach":"cart=7","user_id":"u-7","product_id":"swift-101"}"#)
+        try harness.simulator.pay(outTradeNo: "paid-evt-02")
+        #expect(await harness.eventually { (try? await harness.order("paid-evt-02"))?.string("state") == "SUCCESS" })
+        let shown = try await harness.order("paid-evt-02")
+        let payload = try #require(try await harness.store.outboxEvents("paid-evt-02").first?.payload)
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        let data = try #require(event["data"] as? [String: Any])
+        #expect(data["state"] as? String == "SUCCESS")
+        #expect(data["final"] as? Bool == true)
+        for (key, value) in shown {
+            #expect((data[key] as? NSObject)?.isEqual(value) == true, "\(key): \(data[key] ?? "absent") vs \(value)")
+        }
+        #expect(Set(data.keys).subtracting(shown.keys) == ["attach", "user_id", "product_id"])
+        #expect(data["attach"] as? String == "cart=7" && data["user_id"] as? String == "u-7")
+        #expect(data["product_id"] as? String == "swift-101")
+        #expect(data["paid_after_close"] == nil)
+    }
+
     @Test func eventIDsAreUniqueAndOrderedByTimeOfCreation() async throws {
         let harness = try await GatewayHarness.make()
         defer { Task { await harness.shutdown() } }

@@ -123,8 +123,7 @@ struct SimulatorOverSocketsTests {
     }
 
     @Test func notifiesAndResetsTravelOverRealSockets() async throws {
-        // Generous timeouts: the whole suite shares two cores with other builds.
-        let httpClient = try HTTPClient(configuration: .init(timeouts: .init(connect: .seconds(20), total: .seconds(60))))
+        let httpClient = try HTTPClient()
         // The merchant: answers SUCCESS to every notify and keeps what it got.
         let received = Mutex<[Fields]>([])
         var merchantRouter = HTTPRouter()
@@ -133,6 +132,8 @@ struct SimulatorOverSocketsTests {
             return HTTPServerResponse(status: 200, body: NotifyReply.success.bytes)
         }
         let merchant = HTTPServer(router: merchantRouter)
+        let merchantAddress = try await merchant.start()
+
         let simulator = WeChatPaySimulator(
             configuration: SimulatorConfiguration(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID,
                                                   key: SimulatorHarness.key),
@@ -140,43 +141,42 @@ struct SimulatorOverSocketsTests {
         var router = HTTPRouter()
         SimulatorRoutes.registerAPI(simulator, in: &router)
         let server = HTTPServer(router: router)
+        let address = try await server.start()
         let notifyLoop = Task { await simulator.run() }
-        // Every failure is recorded, and the servers still shut down (a running server that is let
-        // go of traps, which would take the whole suite down with it).
-        do {
-            let merchantAddress = try await merchant.start()
-            let address = try await server.start()
-            let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
-                primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil))
-            let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
-
-            _ = try await client.send(UnifiedOrderRequest(
-                body: "course", outTradeNo: "sock-n1", totalFee: 5, spbillCreateIP: "127.0.0.1",
-                notifyURL: "http://127.0.0.1:\(merchantAddress.port)/notify"))
-            try simulator.pay(outTradeNo: "sock-n1")
-            let deadline = ContinuousClock.now + .seconds(30)
-            while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            let notify = try #require(received.withLock { $0.first })
-            let outcome = try PaymentNotification.verify(
-                notify, merchant: MerchantIdentity(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID),
-                signer: Signer(key: SimulatorHarness.key), expectedSignType: .hmacSHA256)
-            #expect(outcome.payment?.totalFee == 5)
-            #expect(await eventually { simulator.pendingNotifies == 0 })
-
-            simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(resetRate: 1)]))
-            do {
-                _ = try await client.send(OrderQueryRequest(outTradeNo: "sock-n1"))
-                Issue.record("a reset connection answered")
-            } catch {
-                #expect(error.kind == .transport)
+        // Whatever fails below, both servers and the client are stopped (their deinit checks it:
+        // a failed step on a loaded machine used to take the whole test process down).
+        defer {
+            Task {
+                notifyLoop.cancel()
+                await server.shutdown(gracePeriod: .seconds(2))
+                await merchant.shutdown(gracePeriod: .seconds(2))
+                await httpClient.shutdown()
             }
-        } catch {
-            Issue.record("over sockets: \(error)")
         }
-        notifyLoop.cancel()
-        await server.shutdown(gracePeriod: .seconds(2))
-        await merchant.shutdown(gracePeriod: .seconds(2))
-        await httpClient.shutdown()
+        let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
+            primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil))
+        let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
+
+        _ = try await client.send(UnifiedOrderRequest(
+            body: "course", outTradeNo: "sock-n1", totalFee: 5, spbillCreateIP: "127.0.0.1",
+            notifyURL: "http://127.0.0.1:\(merchantAddress.port)/notify"))
+        try simulator.pay(outTradeNo: "sock-n1")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let notify = try #require(received.withLock { $0.first })
+        let outcome = try PaymentNotification.verify(
+            notify, merchant: MerchantIdentity(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID),
+            signer: Signer(key: SimulatorHarness.key), expectedSignType: .hmacSHA256)
+        #expect(outcome.payment?.totalFee == 5)
+        #expect(await eventually { simulator.pendingNotifies == 0 })
+
+        simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(resetRate: 1)]))
+        do {
+            _ = try await client.send(OrderQueryRequest(outTradeNo: "sock-n1"))
+            Issue.record("a reset connection answered")
+        } catch {
+            #expect(error.kind == .transport)
+        }
     }
 
     private func eventually(_ condition: () -> Bool) async -> Bool {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import HTTPClientTestSupport
 import Testing
 
 /// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
@@ -107,7 +108,7 @@ struct ServeStartTests {
         var base = ""
         // The notify URL is needed before the start; a port taken meanwhile by another test is retried.
         for _ in 0..<5 {
-            let port = CommandProcess.freePort()
+            let port = closedLoopbackPort()
             base = "http://127.0.0.1:\(port)"
             let attempt = try CommandProcess(["serve"], environment: [
                 "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",

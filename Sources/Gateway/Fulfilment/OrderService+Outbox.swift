@@ -20,6 +20,6 @@ extension OrderService {
         metrics.increment("wxpay_outbox_redrives_total")
         logger.notice("fulfilment event redriven", ["event_id": id, "out_trade_no": event.outTradeNo])
         let current = try await storage({ () throws(StorageError) in try await self.store.outboxEvent(id: id) }) ?? event
-        return JSON.encode(OutboxEventView(current))
+        return OutboxEventView(current).json
     }
 }

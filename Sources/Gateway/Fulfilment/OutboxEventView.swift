@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 import Storage
 
-/// An outbox event as support sees it: where its delivery stands, without the payload.
-struct OutboxEventView: Encodable, Sendable {
+/// An outbox event as support sees it (the lookup's `outbox` and the redrive answer): where its
+/// delivery stands, without the payload. Times absent until they happen.
+struct OutboxEventView: Sendable {
     var id: String
     var type: String
     /// `pending`, `delivered` or `dead`.
@@ -14,11 +15,6 @@ struct OutboxEventView: Encodable, Sendable {
     var deadAt: String?
     var lastError: String?
 
-    enum CodingKeys: String, CodingKey {
-        case id, type, status, attempts, createdAt = "created_at", nextAttemptAt = "next_attempt_at"
-        case deliveredAt = "delivered_at", deadAt = "dead_at", lastError = "last_error"
-    }
-
     init(_ event: OutboxEvent) {
         id = event.id
         type = event.type
@@ -29,5 +25,19 @@ struct OutboxEventView: Encodable, Sendable {
         deliveredAt = event.deliveredAt.map(Timestamp.rfc3339)
         deadAt = event.deadAt.map(Timestamp.rfc3339)
         lastError = event.lastError
+    }
+
+    var json: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 256)
+        writer.number("attempts", attempts)
+        writer.string("created_at", createdAt)
+        writer.string("dead_at", deadAt)
+        writer.string("delivered_at", deliveredAt)
+        writer.string("id", id)
+        writer.string("last_error", lastError)
+        writer.string("next_attempt_at", nextAttemptAt)
+        writer.string("status", status)
+        writer.string("type", type)
+        return writer.finish()
     }
 }

@@ -41,7 +41,7 @@ extension OrderService {
             return answer(.failure(error))
         }
         guard let order = found else { return answer(.failure(.orderNotFound)) }
-        guard wait > 0, !order.state.isFinal else { return answer(.success(JSON.encode(OrderView(order)))) }
+        guard wait > 0, !order.state.isFinal else { return answer(.success(OrderView(order).json)) }
         metrics.add("wxpay_waits_open", 1)
         hold(HeldWait(outTradeNo: outTradeNo, deadline: .now + .seconds(wait), answer: answer), order, since: token)
     }
@@ -87,7 +87,7 @@ extension OrderService {
 
     private func finish(_ held: HeldWait, _ order: OrderRecord) {
         metrics.add("wxpay_waits_open", -1)
-        held.answer(.success(JSON.encode(OrderView(order))))
+        held.answer(.success(OrderView(order).json))
     }
 }
 

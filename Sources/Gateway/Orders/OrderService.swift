@@ -197,27 +197,37 @@ public final class OrderService: Sendable {
     // `order(_:wait:)` and the held waits are in OrderService+Wait.swift.
 
     /// Asks WeChat (orderquery) and settles what it says. One query per order at a time.
+    /// - Parameters:
+    ///   - fresh: the answer must come from a query sent now, not one already in flight.
+    ///   - includingFinal: ask even when the order is final (a support recheck).
     @discardableResult
-    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false) async -> OrderRecord? {
+    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false, includingFinal: Bool = false) async
+        -> OrderRecord?
+    {
+        let ask = { @Sendable [self] in
+            await self.queryAndSettle(outTradeNo, reason: reason, includingFinal: includingFinal)
+        }
         if fresh && upstream.queries.isRunning(outTradeNo) {
             // The query in flight may have left before the news that prompted this one
             // (closeorder's ORDERPAID, a person asking now): let it finish, then ask again.
-            _ = await upstream.queries.run(outTradeNo) { [self] in await self.queryAndSettle(outTradeNo, reason: reason) }
-            if let order = try? await store.order(outTradeNo), order.state.isFinal { return order }
+            _ = await upstream.queries.run(outTradeNo, ask)
+            if !includingFinal, let order = try? await store.order(outTradeNo), order.state.isFinal { return order }
         }
-        return await upstream.queries.run(outTradeNo) { [self] in
-            await self.queryAndSettle(outTradeNo, reason: reason)
-        }
+        return await upstream.queries.run(outTradeNo, ask)
     }
 
     /// Asks WeChat (orderquery) about one order and settles the answer through the one door. Every
     /// caller — waits, recheck, close, the reconciler, the bill comparison — comes here, inside the
     /// per-order single-flight (`upstream.queries`). `source` names the caller in the timeline
     /// (`orderquery`, `reconcile`, `bill`); a failed call's label goes to `failure` when given.
+    ///
+    /// A final order is asked about only with `includingFinal` (support's recheck): WeChat may
+    /// hold a CLOSED order paid (it then settles as paid after close), and a SUCCESS order stays
+    /// SUCCESS whatever the answer, as the one door allows no way out of it but REFUND.
     func queryAndSettle(_ outTradeNo: String, reason: String, source: String = "orderquery",
-                        failure: LockedBox<String?>? = nil) async -> OrderRecord? {
+                        failure: LockedBox<String?>? = nil, includingFinal: Bool = false) async -> OrderRecord? {
         guard let order = try? await store.order(outTradeNo) else { return nil }
-        guard !order.state.isFinal else { return order }
+        guard includingFinal || !order.state.isFinal else { return order }
         do {
             let response = try await upstream.orderQuery(for: order)
             let at = now()
@@ -278,8 +288,11 @@ public final class OrderService: Sendable {
 
     // MARK: - Support
 
-    /// Orders found by one identifier, each with its event timeline.
+    /// Orders found by exactly one identifier, each with its event timeline.
     public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?) async throws(APIError) -> [UInt8] {
+        guard [outTradeNo, transactionID, userID].compactMap({ $0 }).count == 1 else {
+            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id or user_id")
+        }
         let orders: [OrderRecord]
         if let outTradeNo {
             orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
@@ -308,13 +321,14 @@ public final class OrderService: Sendable {
         return lookup.finish()
     }
 
-    /// Asks WeChat about the order now and settles the answer.
+    /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
+    /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
     public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
         guard try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) != nil else {
             throw .orderNotFound
         }
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
-        let order = await refresh(outTradeNo, reason: "support recheck", fresh: true)
+        let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
         return OrderView(order).json
     }

@@ -119,14 +119,23 @@ struct Settlement: Sendable {
         return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"
     }
 
-    /// The `order.paid` event the fulfilment webhook delivers: `{"id","type","created_at","data"}`.
+    /// The `order.paid` event the fulfilment webhook delivers: `{"created_at","data","id","type"}`,
+    /// `data` being the order as `GET /v1/orders/{id}` will show it once this transition commits,
+    /// plus what only the business needs (`PaidEventEncoding`).
     private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date,
                            paidAfterClose: Bool = false) -> OutboxEvent {
         let id = PaidEventEncoding.newID(at: at)
-        let payload = PaidEventEncoding.payload(
-            id: id, createdAt: Timestamp.rfc3339(at), outTradeNo: order.outTradeNo, transactionID: transactionID,
-            amount: order.amount, description: order.description, userID: order.userID, productID: order.productID,
-            attach: order.attach, paidAt: Timestamp.rfc3339(paidAt), paidAfterClose: paidAfterClose)
+        var paid = order
+        paid.state = .success
+        paid.transactionID = transactionID
+        // As the store keeps it (the nearest millisecond), so the webhook and GET show the same instant.
+        paid.paidAt = Date(timeIntervalSince1970: (paidAt.timeIntervalSince1970 * 1000).rounded() / 1000)
+        var data = OrderView(paid)
+        data.attach = order.attach
+        data.userID = order.userID
+        data.productID = order.productID
+        if paidAfterClose { data.paidAfterClose = true }
+        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: data.json)
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
                            payload: payload, createdAt: at,
                            nextAttemptAt: at)

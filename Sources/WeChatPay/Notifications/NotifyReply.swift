@@ -6,7 +6,9 @@
 /// asks WeChat to deliver again later (15 s, 15 s, 30 s, 3 min, … for about 24 hours).
 ///
 /// ```swift
-/// return HTTPResponse(status: 200, body: NotifyReply.success.bytes)
+/// // With the HTTP module's server (any server will do: this module knows none):
+/// return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"],
+///                           body: NotifyReply.success.bytes)
 /// ```
 public enum NotifyReply: Sendable, Hashable {
     case success
