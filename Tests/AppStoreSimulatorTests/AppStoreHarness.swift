@@ -78,8 +78,9 @@ struct AppStoreHarness {
         try await body()
     }
 
-    /// Waits (in real time, bounded generously) until `condition` holds.
-    func eventually(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
+    /// Waits (in real time, bounded generously: the notification loop shares two cores and the
+    /// cooperative pool with the whole suite) until `condition` holds.
+    func eventually(timeout: Double = 120, _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if condition() { return true }

@@ -14,7 +14,7 @@ struct SimulatorNotificationTests {
             let token = UUID()
             let purchase = try harness.buy(token: token)
             #expect(await harness.eventually { harness.inbox.count == 1 })
-            let notification = try harness.verifier.verifyNotification(harness.inbox.signedPayloads[0])
+            let notification = try harness.verifier.verifyNotification(try #require(harness.inbox.signedPayloads.first))
             #expect(notification.notificationType == .oneTimeCharge)
             #expect(notification.environment == .production)
             #expect(notification.appAppleID == AppStoreHarness.appAppleID)
@@ -109,7 +109,8 @@ struct SimulatorNotificationTests {
             harness.simulator.apply(AppStoreFaultPlan(notificationRogueChainRate: 1))
             try harness.buy()
             #expect(await harness.eventually { harness.inbox.count == 1 })
-            #expect(throws: SignedDataError.self) { try harness.verifier.verifyNotification(harness.inbox.signedPayloads[0]) }
+            let payload = try #require(harness.inbox.signedPayloads.first)
+            #expect(throws: SignedDataError.self) { try harness.verifier.verifyNotification(payload) }
         }
     }
 
@@ -119,7 +120,7 @@ struct SimulatorNotificationTests {
             let (_, completed) = try harness.simulator.interruptedPurchase(
                 SimulatedPurchase(user: "alice", productID: "course.swift.basics", appAccountToken: UUID()))
             #expect(await harness.eventually { harness.inbox.count == 1 })
-            let notification = try harness.verifier.verifyNotification(harness.inbox.signedPayloads[0])
+            let notification = try harness.verifier.verifyNotification(try #require(harness.inbox.signedPayloads.first))
             #expect(notification.transaction?.transactionID == completed.transactionID)
             #expect(notification.transaction?.appAccountToken == nil)
         }
