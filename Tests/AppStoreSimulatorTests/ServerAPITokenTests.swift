@@ -38,7 +38,7 @@ struct ServerAPITokenTests {
         #expect(signature.count == 64)  // raw r‖s, not DER
     }
 
-    @Test func opensslsCommandLineVerifiesTheSignature() throws {
+    @Test func opensslsCommandLineVerifiesTheSignature() async throws {
         let key = ES256PrivateKey.generate()
         let credentials = ServerAPICredentials(key: key, keyID: "K", issuerID: "I", bundleID: "B")
         let token = credentials.token(issuedAt: Self.issuedAt)
@@ -53,15 +53,15 @@ struct ServerAPITokenTests {
         try Data(signingInput.utf8).write(to: input)
         // The test's own DER encoding of r‖s, independent of the module's converter.
         try Data(Self.derSignature(signature)).write(to: der)
-        #expect(try Self.openssl(["dgst", "-sha256", "-verify", publicKey.path, "-signature", der.path, input.path]) == 0)
+        #expect(try await Self.openssl(["dgst", "-sha256", "-verify", publicKey.path, "-signature", der.path, input.path]) == 0)
         // And a changed claim fails.
         try Data((signingInput + "x").utf8).write(to: input)
-        #expect(try Self.openssl(["dgst", "-sha256", "-verify", publicKey.path, "-signature", der.path, input.path]) != 0)
+        #expect(try await Self.openssl(["dgst", "-sha256", "-verify", publicKey.path, "-signature", der.path, input.path]) != 0)
         // The key is a PKCS#8 .p8 openssl reads back as P-256.
         let p8 = directory.appendingPathComponent("AuthKey.p8")
         try Data(key.pkcs8PEM.utf8).write(to: p8)
         #expect(key.pkcs8PEM.hasPrefix("-----BEGIN PRIVATE KEY-----"))
-        #expect(try Self.openssl(["pkey", "-in", p8.path, "-noout"]) == 0)
+        #expect(try await Self.openssl(["pkey", "-in", p8.path, "-noout"]) == 0)
         #expect(try ES256PrivateKey(pem: key.pkcs8PEM).publicKeyPEM == key.publicKeyPEM)
     }
 
@@ -77,13 +77,17 @@ struct ServerAPITokenTests {
         return [0x30, UInt8(body.count)] + body
     }
 
-    static func openssl(_ arguments: [String]) throws -> Int32 {
+    /// Polls instead of blocking a thread of the suite's small cooperative pool.
+    static func openssl(_ arguments: [String]) async throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus
     }
