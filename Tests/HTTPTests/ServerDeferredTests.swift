@@ -110,7 +110,9 @@ import Testing
 
     @Test func onlyTheFirstAnswerCountsAndAForgottenResponderAnswers500() async throws {
         let parked = Parked()
-        try await withServer(Self.router(parked)) { _, address in
+        // A long idle timeout: on a loaded run the handlers may wait many seconds for a pool thread.
+        let configuration = HTTPServerConfiguration().with { $0.connectionTimeout = .seconds(120) }
+        try await withServer(Self.router(parked), configuration) { _, address in
             let connection = try RawConnection(to: address, receiveTimeout: .seconds(30))
             connection.send("GET /twice HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try await offPool { try connection.readResponse() }.text == "first")
