@@ -53,7 +53,9 @@ let package = Package(
         .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP", "SimulatorKit"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"]),
+        // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"],
+                resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
@@ -83,6 +85,8 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
+            "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
         ]),

@@ -25,8 +25,10 @@ public protocol OrderStore: Sendable {
     /// The orders WeChat paid with this `transaction_id` (normally one).
     func orders(transactionID: String) async throws(StorageError) -> [OrderRecord]
 
-    /// The user's most recent orders, newest first.
-    func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord]
+    /// A page of the user's orders, newest first (`createdAt` descending, then `outTradeNo`
+    /// descending): up to `limit` orders sorting after `after` (from the newest when nil), and the
+    /// key of the next page when there are more. Stable under concurrent inserts (see `OrderPageKey`).
+    func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage
 
     /// Records the `prepay_id` from `unifiedorder`, replacing an earlier one (they expire after two
     /// hours), and `event`, if any, in the same transaction. Returns the updated order, or `nil`
@@ -148,6 +150,11 @@ extension OrderStore {
         -> OrderRecord?
     {
         try await setPrepay(outTradeNo, prepayID: prepayID, issuedAt: issuedAt, event: nil)
+    }
+
+    /// The user's `limit` most recent orders.
+    public func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord] {
+        try await orders(userID: userID, limit: limit, after: nil).orders
     }
 
     /// The user's 100 most recent orders.

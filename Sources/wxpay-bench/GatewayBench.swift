@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Gateway
 import Glibc
 import WeChatPay
 
@@ -30,6 +31,13 @@ enum GatewayBench {
         var amount = 990
         var timeout = 120.0
         var hold = 0.0
+        /// `client`: the backend's bearer token and a priced body; `app`: an app token per user and
+        /// a catalog product; `client-catalog`: the backend's token creating the very rows the app
+        /// tokens create (the same user ids and catalog product), so scripts/bench-app-tokens
+        /// compares `app` with it and the difference is the app token's own cost.
+        var token = "client"
+        /// App users the creates are spread over (each a token minted before the clock starts).
+        var users = 1000
     }
 
     static let clientToken = "demo-client-token"
@@ -68,9 +76,25 @@ enum GatewayBench {
     private static func create(_ options: Options) throws {
         let (generator, host) = try loadGenerator(options)
         var requests = GatewayLoadGenerator.Requests()
+        // App tokens are minted before the clock starts, one per user, as each app holds its own.
+        let minter = AppTokenMinter(secret: AppConfiguration.demoTokenSecret)
+        let appTokens = options.token == "app"
+            ? (0..<options.users).map { minter.token(subject: "bench-user-\($0)", now: Date(), ttl: 3600) } : []
         for index in 0..<options.orders {
-            let body = #"{"amount":\#(options.amount),"description":"bench order","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo(options, index))"}"#
-            requests.append(("POST /v1/orders HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(clientToken)\r\n"
+            let body: String
+            let token: String
+            if options.token == "client-catalog" {
+                body = #"{"client_ip":"127.0.0.1","out_trade_no":"\#(outTradeNo(options, index))","product_id":"swift-101","user_id":"bench-user-\#(index % options.users)"}"#
+                token = clientToken
+            } else if appTokens.isEmpty {
+                body = #"{"amount":\#(options.amount),"description":"bench order","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo(options, index))"}"#
+                token = clientToken
+            } else {
+                // The catalog prices it; the address is the peer's (no client_ip), as from a phone.
+                body = #"{"product_id":"swift-101","out_trade_no":"\#(outTradeNo(options, index))"}"#
+                token = appTokens[index % appTokens.count]
+            }
+            requests.append(("POST /v1/orders HTTP/1.1\r\nHost: \(host)\r\nAuthorization: Bearer \(token)\r\n"
                 + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body).utf8)
         }
         // 201 with the prepay_id and the signed app parameters: the order went through unifiedorder.
@@ -79,7 +103,7 @@ enum GatewayBench {
         let outcome = try generator.run(requests) { status, body in
             status == 201 && contains(body, prepay) && contains(body, appParams)
         }
-        try Result(outcome, name: "create", expected: options.orders)
+        try Result(outcome, name: options.token == "client" ? "create" : "create-\(options.token)", expected: options.orders)
             .report(unit: "orders created/s (201, through unifiedorder to the simulator and the SQLite commit)")
     }
 
@@ -160,6 +184,7 @@ enum GatewayBench {
     private static func usage() -> Int32 {
         print("usage: wxpay-bench gateway create|notify|wait --url BASE [--orders N] [--prefix P] [--concurrency C]")
         print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
+        print("                                              [--token client|client-catalog|app] [--users N]")
         return 64
     }
 
@@ -177,11 +202,13 @@ enum GatewayBench {
             case "--pid": options.pid = Int32(value) ?? 0
             case "--timeout": options.timeout = Double(value) ?? 0
             case "--hold": options.hold = Double(value) ?? -1
+            case "--token": options.token = value
+            case "--users": options.users = Int(value) ?? 0
             default: throw Failed(description: "unknown argument \(argument)")
             }
         }
         guard !options.url.isEmpty, options.orders > 0, options.concurrency > 0, options.from >= 0,
-              options.timeout > 0, options.hold >= 0
+              options.timeout > 0, options.hold >= 0, ["client", "client-catalog", "app"].contains(options.token), options.users > 0
         else { throw Failed(description: "bad arguments") }
         return options
     }

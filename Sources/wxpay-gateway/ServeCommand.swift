@@ -83,6 +83,10 @@ enum ServeCommand {
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
+        // SIGHUP re-reads what can change without a restart (the catalog file).
+        let reloads = ReloadHooks()
+        service.addReloadHooks(to: reloads)
+        Signals.onHangUp { Task { await reloads.fire() } }
         let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
                                      logger: logger)
         let signal = await Signals.waitForTermination()
@@ -164,7 +168,7 @@ enum ServeCommand {
               curl -s -X POST \(base)/simulator/orders/demo-0001/pay
               curl -s '\(base)/v1/orders/demo-0001?wait=10' -H 'Authorization: Bearer \(token)'
               curl -s '\(base)/v1/support/orders?out_trade_no=demo-0001' -H 'Authorization: Bearer \(support)'
-
+            \(appBanner(configuration, base: base))
             """
     }
 }

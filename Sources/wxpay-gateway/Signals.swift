@@ -19,6 +19,21 @@ enum Signals {
     }
 }
 
+extension Signals {
+    /// Runs `action` on every SIGHUP from now on (the serve command fires its reload hooks).
+    /// The source lives as long as the process.
+    static func onHangUp(_ action: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler(handler: action)
+        source.resume()
+        hangUpSources.append(source)
+    }
+
+    /// Keeps the SIGHUP sources alive; appended to only while `serve` starts, on its one task.
+    nonisolated(unsafe) private static var hangUpSources: [any DispatchSourceSignal] = []
+}
+
 /// Resumes the continuation once, and keeps the signal sources alive while it waits.
 private final class OnceBox: @unchecked Sendable {
     // Touched only on the main queue (where the signal handlers run) and once at setup.

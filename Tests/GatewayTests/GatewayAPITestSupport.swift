@@ -42,9 +42,13 @@ final class GatewayRig: Sendable {
     var databasePath: String { directory.appendingPathComponent("orders.sqlite").path }
     private let notifyLoop: Task<Void, Never>
 
-    static func start(_ mode: Mode, pollInterval: Double = 0.2, logger: Logger = .disabled) async throws -> GatewayRig {
-        let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_POLL_INTERVAL": String(pollInterval)]),
-                                                     demo: true)
+    /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
+    /// the demo catalog included).
+    static func start(_ mode: Mode, pollInterval: Double = 0.2, environment: [String: String] = [:],
+                      logger: Logger = .disabled) async throws -> GatewayRig {
+        var variables = environment
+        variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
+        let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwapi-\(UUID().uuidString)")
         let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
         let clock = ScaledClock(start: Date(), scale: 1)
@@ -109,7 +113,9 @@ final class GatewayRig: Sendable {
         switch mode {
         case .inProcess:
             let parts = path.split(separator: "?", maxSplits: 1)
-            var request = HTTPServerRequest(method: method, path: String(parts[0]))
+            // The peer a socket would show: this machine.
+            var request = HTTPServerRequest(method: method, path: String(parts[0]),
+                                            remoteAddress: HTTPServerSocketAddress(host: "127.0.0.1", port: 40000))
             request.query = parts.count > 1 ? (HTTPServerQuery(parsing: parts[1]) ?? HTTPServerQuery()) : HTTPServerQuery()
             for (name, value) in allHeaders { request.headers.add(name: name, value: value) }
             request.body = bytes

@@ -86,7 +86,8 @@ struct SimulatorOverSocketsTests {
         let address = try await server.start()
         let base = "https://127.0.0.1:\(address.port)"
         let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
-            primaryBaseURL: base, backupBaseURL: nil, clientIdentity: TestCertificates.clientPEMIdentity))
+            primaryBaseURL: base, backupBaseURL: nil, clientIdentity: TestCertificates.clientPEMIdentity,
+            timeouts: Self.generousTimeouts))
         let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
         do {
             try await Self.orderLifecycle(Rig(
@@ -125,6 +126,10 @@ struct SimulatorOverSocketsTests {
         await httpClient.shutdown()
     }
 
+    /// The client's 10-second default timed out a unifiedorder at load 17 on the shared 2 cores:
+    /// these tests are about the wire, not speed.
+    static let generousTimeouts = HTTPClient.Timeouts(connect: .seconds(30), total: .seconds(90))
+
     @Test func notifiesAndResetsTravelOverRealSockets() async throws {
         let httpClient = try HTTPClient(configuration: .init(timeouts: .init(connect: .seconds(20), total: .seconds(90))))
         // The merchant: answers SUCCESS to every notify and keeps what it got.
@@ -157,7 +162,7 @@ struct SimulatorOverSocketsTests {
             }
         }
         let transport = WeChatPayHTTPTransport(client: httpClient, configuration: .init(
-            primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil))
+            primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil, timeouts: Self.generousTimeouts))
         let client = WeChatPayClient(merchant: Self.merchant, transport: transport, nonces: CountingNonceSource())
 
         _ = try await client.send(UnifiedOrderRequest(

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Checks the App Store simulator against two outside references (run by the Swift test
-ReferenceAgreementTests with .build/test-tools/venv's Python; see scripts/test-tools):
+ReferenceAgreementTests with .build/test-tools-venv's Python; see scripts/test-tools):
 
 1. Python `cryptography`, used directly: every JWS's x5c chain (leaf issued by the intermediate,
    the intermediate by the configured root, x5c[2] equal to it, validity at signedDate, both

@@ -29,16 +29,18 @@ extension GatewayAPI {
                             "ms": String(elapsed.components.seconds * 1000
                                 + elapsed.components.attoseconds / 1_000_000_000_000_000)])
         }
-        let granted = authenticator.scopes(authorization: request.headers["Authorization"])
-        if granted.isEmpty { return reply(Self.error(.unauthorized)) }
-        if granted.isDisjoint(with: [.client, .support]) { return reply(Self.error(.forbidden)) }
+        let caller: Caller
+        switch authorize(request, scopes: [.client, .support, .app]) {
+        case .failure(let refused): return reply(Self.error(refused))
+        case .success(let granted): caller = granted
+        }
         let wait: Double
         do {
             wait = try Self.wait(request.query["wait"])
         } catch {
             return reply(Self.error(error))
         }
-        service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait) { answer in
+        service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner) { answer in
             switch answer {
             case .success(let body): reply(Self.json(body))
             case .failure(let error): reply(Self.error(error))

@@ -10,9 +10,12 @@ import WeChatPay
 ///
 /// | route | scope |
 /// |---|---|
-/// | POST /v1/orders | client |
-/// | GET /v1/orders/{out_trade_no}[?wait=N] | client or support |
-/// | POST /v1/orders/{out_trade_no}/close | client |
+/// | POST /v1/orders | client, or app (a catalog product, for the token's user) |
+/// | GET /v1/orders/{out_trade_no}[?wait=N] | client or support, or app (own orders) |
+/// | POST /v1/orders/{out_trade_no}/close | client, or app (own orders) |
+/// | GET /v1/catalog | client or app |
+/// | GET /v1/me/orders | app |
+/// | GET /openapi.json | none |
 /// | POST /wechat/notify | WeChat (signed XML) |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
@@ -21,6 +24,7 @@ import WeChatPay
 public struct GatewayAPI: Sendable {
     public let service: OrderService
     let authenticator: Authenticator
+    let clientAddresses: ClientAddressResolver
     let logger: Logger
     /// Body caps: an order request is small; a notify is WeChat's XML (the codec caps it at 64 KiB too).
     static let orderBodyLimit = 16 * 1024
@@ -31,23 +35,25 @@ public struct GatewayAPI: Sendable {
     public init(service: OrderService, logger: Logger = .disabled) {
         self.service = service
         authenticator = Authenticator(clientTokens: service.configuration.clientTokens,
-                                      supportTokens: service.configuration.supportTokens)
+                                      supportTokens: service.configuration.supportTokens,
+                                      appTokenSecrets: service.configuration.app.tokenSecrets)
+        clientAddresses = ClientAddressResolver(trustedProxies: service.configuration.app.trustedProxies)
         self.logger = logger
     }
 
     /// Adds every route to `router`.
     public func register(in router: inout HTTPRouter) {
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
-            try await self.handle(request, scopes: [.client]) {
-                let result = try await self.service.create(try CreateOrderInput(json: request.body))
+            try await self.handle(request, scopes: [.client, .app]) { caller in
+                let result = try await self.service.create(try self.createInput(request, caller))
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }
         // Waits are held without a task: GatewayAPI+OrderQuery.swift.
         registerOrderQuery(in: &router)
         router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
-            try await self.handle(request, scopes: [.client]) {
-                Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? ""))
+            try await self.handle(request, scopes: [.client, .app]) { caller in
+                Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
             }
         }
         router.add(.post, "/wechat/notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
@@ -58,7 +64,9 @@ public struct GatewayAPI: Sendable {
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.service.supportLookup(
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
-                    userID: request.query["user_id"]))
+                    userID: request.query["user_id"],
+                    page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
+                                           defaultLimit: 100, maximum: 100)))
             }
         }
         router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {
@@ -72,6 +80,8 @@ public struct GatewayAPI: Sendable {
                 Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
+        // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.
+        registerApp(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
             await self.service.isReady()
@@ -84,23 +94,27 @@ public struct GatewayAPI: Sendable {
         }
     }
 
+    /// `handle` for a handler that does not need to know who called.
+    func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
+                _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
+        try await handle(request, scopes: allowed) { (_: Caller) in try await body() }
+    }
+
     /// Authentication comes first (before validation and before 404), then the handler; an
     /// `APIError` becomes its JSON answer.
-    private func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
-                        _ body: () async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
+    func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
+                _ body: (Caller) async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
         // The request line's metadata is built only when it will be written: at `warning` or
         // above (the benchmarks' level) it would run for every request and write nothing.
         let logsRequests = logger.isEnabled(.info)
         let started = logsRequests ? ContinuousClock.now : nil
         let response: HTTPServerResponse
-        let granted = authenticator.scopes(authorization: request.headers["Authorization"])
-        if granted.isEmpty {
-            response = Self.error(.unauthorized)
-        } else if granted.isDisjoint(with: allowed) {
-            response = Self.error(.forbidden)
-        } else {
+        switch authorize(request, scopes: allowed) {
+        case .failure(let refused):
+            response = Self.error(refused)
+        case .success(let caller):
             do {
-                response = try await body()
+                response = try await body(caller)
             } catch let error as APIError {
                 response = Self.error(error)
             } catch {
@@ -134,7 +148,10 @@ public struct GatewayAPI: Sendable {
     static func error(_ error: APIError) -> HTTPServerResponse {
         var response = json(error.json, status: error.status)
         if let retryAfter = error.retryAfter { response.headers["Retry-After"] = String(retryAfter) }
-        if error.status == 401 { response.headers["WWW-Authenticate"] = "Bearer" }
+        // RFC 6750 §3: a token that was presented but refused says so.
+        if error.status == 401 {
+            response.headers["WWW-Authenticate"] = error.code == "invalid_token" ? #"Bearer error="invalid_token""# : "Bearer"
+        }
         return response
     }
 }

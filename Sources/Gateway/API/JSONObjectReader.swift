@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// A strict RFC 8259 reader for one JSON object of scalar members, as `POST /v1/orders` sends:
-/// each member's value kept with its kind (`JSONValue`); nested arrays and objects are checked
-/// and then only named. For every well-formed body it gives what `JSONDecoder` decoding
-/// `[String: JSONValue]` gave (the first of duplicate names wins, a UTF-8 byte order mark is
-/// skipped, `100.0` is an integer), so validation answers the same; tests compare the two.
+/// A strict RFC 8259 reader for one JSON object, as `POST /v1/orders` sends: each member's value
+/// kept with its kind (`JSONValue`), nested arrays and objects with theirs. For every well-formed
+/// body it gives what `JSONDecoder` decoding `[String: JSONValue]` gave (the first of duplicate
+/// names wins, a UTF-8 byte order mark is skipped, `100.0` is an integer), so validation answers
+/// the same; tests compare the two. App tokens and the catalog file are read with duplicate names
+/// refused instead (`Duplicates.refused`): there a second `"sub"` or `"amount"` is an attack or a
+/// mistake, never something to resolve silently.
 /// Malformed JSON is refused as a whole, where `JSONDecoder`'s lazy scanner let some through
 /// (trailing commas, `01` inside arrays) or turned a bad escape into "must be a string".
 ///
@@ -12,58 +14,86 @@
 /// four `try?` decode attempts per value were about 4 % of a create's CPU in the gateway benchmark.
 struct JSONObjectReader {
     /// Why a body was not one JSON object. Never shown to clients: the API answers one fixed message.
-    struct Malformed: Error {}
+    struct Malformed: Error {
+        /// The JSON was well-formed but repeated a name in one object, and `Duplicates.refused` was asked.
+        var duplicateName = false
+    }
+
+    /// What a name that appears twice in one object means.
+    enum Duplicates {
+        /// The first one wins (what JSONDecoder did with request bodies).
+        case firstWins
+        /// The document is refused (`Malformed.duplicateName`), at any depth.
+        case refused
+    }
 
     /// `JSONDecoder`'s nesting limit.
     static let maximumDepth = 512
 
     private let bytes: UnsafeRawBufferPointer
+    private let duplicates: Duplicates
     private var position = 0
+    /// A refused duplicate name was seen; the document is refused once read to its end.
+    private var refusedDuplicate = false
 
-    private init(_ bytes: UnsafeRawBufferPointer) {
+    private init(_ bytes: UnsafeRawBufferPointer, duplicates: Duplicates) {
         self.bytes = bytes
+        self.duplicates = duplicates
     }
 
     /// The members of the object `body` holds.
-    static func members(of body: [UInt8]) throws(Malformed) -> [String: JSONValue] {
-        let result = body.withUnsafeBytes { buffer -> [String: JSONValue]? in
-            var reader = JSONObjectReader(buffer)
-            return try? reader.topLevelObject()
+    static func members(of body: [UInt8], duplicates: Duplicates = .firstWins) throws(Malformed) -> [String: JSONValue] {
+        let result = body.withUnsafeBytes { buffer -> Result<[String: JSONValue], Malformed> in
+            var reader = JSONObjectReader(buffer, duplicates: duplicates)
+            do throws(Malformed) {
+                return .success(try reader.topLevelObject())
+            } catch {
+                return .failure(error)
+            }
         }
-        guard let result else { throw Malformed() }
-        return result
+        return try result.get()
     }
 
     private mutating func topLevelObject() throws(Malformed) -> [String: JSONValue] {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
         skipWhitespace()
         guard peek() == UInt8(ascii: "{") else { throw Malformed() }
+        let members = try object(depth: 0)
+        skipWhitespace()
+        guard position == bytes.count else { throw Malformed() }
+        guard !refusedDuplicate else { throw Malformed(duplicateName: true) }
+        return members
+    }
+
+    /// An object, at the opening brace.
+    private mutating func object(depth: Int) throws(Malformed) -> [String: JSONValue] {
         position += 1
         var members: [String: JSONValue] = [:]
+        var duplicateName = false
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             position += 1
-        } else {
-            while true {
-                skipWhitespace()
-                let name = try string()
-                skipWhitespace()
-                try expect(UInt8(ascii: ":"))
-                skipWhitespace()
-                let value = try value(depth: 1)
-                // The first of duplicate names wins, as it did with JSONDecoder.
-                if members[name] == nil { members[name] = value }
-                skipWhitespace()
-                if peek() == UInt8(ascii: ",") {
-                    position += 1
-                    continue
-                }
-                try expect(UInt8(ascii: "}"))
-                break
-            }
+            return members
         }
-        skipWhitespace()
-        guard position == bytes.count else { throw Malformed() }
+        while true {
+            skipWhitespace()
+            let name = try string()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"))
+            skipWhitespace()
+            let value = try value(depth: depth + 1)
+            // The first of duplicate names wins, as it did with JSONDecoder. A refused duplicate
+            // is reported only once the whole document proved well-formed.
+            if members[name] == nil { members[name] = value } else { duplicateName = true }
+            skipWhitespace()
+            if peek() == UInt8(ascii: ",") {
+                position += 1
+                continue
+            }
+            try expect(UInt8(ascii: "}"))
+            break
+        }
+        if duplicateName && duplicates == .refused { refusedDuplicate = true }
         return members
     }
 
@@ -74,40 +104,31 @@ struct JSONObjectReader {
         case UInt8(ascii: "t"): try literal("true"); return .bool(true)
         case UInt8(ascii: "f"): try literal("false"); return .bool(false)
         case UInt8(ascii: "n"): try literal("null"); return .null
-        case UInt8(ascii: "["):
-            try skipContainer(close: UInt8(ascii: "]"), depth: depth)
-            return .array
-        case UInt8(ascii: "{"):
-            try skipContainer(close: UInt8(ascii: "}"), depth: depth)
-            return .object
+        case UInt8(ascii: "["): return .array(try array(depth: depth))
+        case UInt8(ascii: "{"): return .object(try object(depth: depth))
         default: return try number()
         }
     }
 
-    /// Checks a nested array or object without keeping it.
-    private mutating func skipContainer(close: UInt8, depth: Int) throws(Malformed) {
+    /// An array, at the opening bracket.
+    private mutating func array(depth: Int) throws(Malformed) -> [JSONValue] {
         position += 1
+        var elements: [JSONValue] = []
         skipWhitespace()
-        if peek() == close {
+        if peek() == UInt8(ascii: "]") {
             position += 1
-            return
+            return elements
         }
         while true {
             skipWhitespace()
-            if close == UInt8(ascii: "}") {
-                _ = try string()
-                skipWhitespace()
-                try expect(UInt8(ascii: ":"))
-                skipWhitespace()
-            }
-            _ = try value(depth: depth + 1)
+            elements.append(try value(depth: depth + 1))
             skipWhitespace()
             if peek() == UInt8(ascii: ",") {
                 position += 1
                 continue
             }
-            try expect(close)
-            return
+            try expect(UInt8(ascii: "]"))
+            return elements
         }
     }
 

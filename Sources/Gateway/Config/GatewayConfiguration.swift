@@ -79,6 +79,8 @@ public struct GatewayConfiguration: Sendable {
     public var billReconcile = false
     /// The fulfilment webhook (GATEWAY_FULFILMENT_*).
     public var fulfilment = Fulfilment()
+    /// App tokens, the catalog, per-user limits, trusted proxies (GatewayConfiguration+App.swift).
+    public var app = AppConfiguration()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -95,7 +97,7 @@ public struct GatewayConfiguration: Sendable {
 
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + recoveryVariables
-        + fulfilmentVariables
+        + fulfilmentVariables + appVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
@@ -127,6 +129,8 @@ public struct GatewayConfiguration: Sendable {
             // Until the server reports the address it bound (port 0 picks one).
             notifyURL = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)/wechat/notify"
         }
+        // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
+        problems += app.complete(demo: demo)
         for check in Self.checks { problems += check(self, environment) }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }

@@ -35,24 +35,45 @@ public struct CreateOrderInput: Sendable, Hashable {
 
     /// Parses and validates a JSON body; the error names the first offending field.
     public init(json body: [UInt8]) throws(APIError) {
-        guard let object = try? JSONObjectReader.members(of: body) else {
-            throw .invalid(nil, "the body must be a JSON object")
-        }
+        try self.init(members: try Self.members(of: body), product: nil)
+    }
+
+    /// Validates a body's members. With `product` (the catalog's entry for its `product_id`), a
+    /// missing amount or description is the catalog's, and another amount is `amount_mismatch`
+    /// (CreateOrderInput+Catalog.swift).
+    init(members object: [String: JSONValue], product: CatalogProduct?) throws(APIError) {
         if let unknown = object.keys.sorted().first(where: { !Self.allowedFields.contains($0) }) {
             throw .invalid(Self.printableField(unknown), "unknown field")
         }
-        amount = try Self.integer(object, "amount", required: true, range: 1...1_000_000_000) ?? 0
-        description = try Self.string(object, "description", required: true, bytes: 1...127) ?? ""
+        let required = product == nil
+        let givenAmount = try Self.integer(object, "amount", required: required, range: 1...1_000_000_000)
+        if let product, let givenAmount, givenAmount != product.amount { throw .amountMismatch(catalog: product.amount) }
+        amount = givenAmount ?? product?.amount ?? 0
+        description = try Self.string(object, "description", required: required, bytes: 1...127)
+            ?? product?.description ?? ""
         clientIP = try Self.string(object, "client_ip", required: true, bytes: 2...45) ?? ""
         guard Self.isIPAddress(clientIP) else { throw .invalid("client_ip", "client_ip must be an IPv4 or IPv6 address") }
-        outTradeNo = try Self.string(object, "out_trade_no", required: false, bytes: 6...32)
-        if let outTradeNo, !Self.isValidOutTradeNo(outTradeNo) {
-            throw .invalid("out_trade_no", "out_trade_no may contain only 0-9 A-Z a-z _ - | *")
-        }
+        outTradeNo = try Self.outTradeNo(object)
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
         userID = try Self.string(object, "user_id", required: false, bytes: 0...64)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
+    }
+
+    /// The members of a body that must be one JSON object.
+    static func members(of body: [UInt8]) throws(APIError) -> [String: JSONValue] {
+        guard let object = try? JSONObjectReader.members(of: body) else {
+            throw .invalid(nil, "the body must be a JSON object")
+        }
+        return object
+    }
+
+    static func outTradeNo(_ object: [String: JSONValue]) throws(APIError) -> String? {
+        let outTradeNo = try Self.string(object, "out_trade_no", required: false, bytes: 6...32)
+        if let outTradeNo, !Self.isValidOutTradeNo(outTradeNo) {
+            throw .invalid("out_trade_no", "out_trade_no may contain only 0-9 A-Z a-z _ - | *")
+        }
+        return outTradeNo
     }
 
     /// The canonical form of every parameter the client chose, for idempotency: the same
@@ -65,7 +86,7 @@ public struct CreateOrderInput: Sendable, Hashable {
 
     // MARK: - Field rules
 
-    private static func integer(_ object: [String: JSONValue], _ name: String, required: Bool,
+    static func integer(_ object: [String: JSONValue], _ name: String, required: Bool,
                                 range: ClosedRange<Int>) throws(APIError) -> Int? {
         guard let raw = object[name], raw != .null else {
             if required { throw .invalid(name, "\(name) is required") }
@@ -79,7 +100,7 @@ public struct CreateOrderInput: Sendable, Hashable {
         return value
     }
 
-    private static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
+    static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
                                bytes: ClosedRange<Int>) throws(APIError) -> String? {
         guard let raw = object[name], raw != .null else {
             if required { throw .invalid(name, "\(name) is required") }
@@ -111,7 +132,7 @@ public struct CreateOrderInput: Sendable, Hashable {
     }
 
     /// An unknown field's name is echoed only when it is short and plain.
-    private static func printableField(_ name: String) -> String? {
+    static func printableField(_ name: String) -> String? {
         name.utf8.count <= 32 && name.utf8.allSatisfy({ $0 >= 0x21 && $0 < 0x7F }) ? name : nil
     }
 }

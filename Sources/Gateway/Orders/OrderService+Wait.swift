@@ -27,11 +27,16 @@ extension OrderService {
     ///
     /// `answer` may run on any thread (a waker's, the deadline timer's, a worker task's); it must
     /// be quick and must not block.
-    public func order(_ outTradeNo: String, wait: Double, answer: @escaping @Sendable (OrderAnswer) -> Void) {
-        queryWork.reads.submit { [self] in await self.start(outTradeNo, wait: wait, answer: answer) }
+    ///
+    /// With `owner` (an app token's user), another user's order is `order_not_found`, and a wait
+    /// beyond the user's open-wait limit is `rate_limited`.
+    public func order(_ outTradeNo: String, wait: Double, owner: String? = nil,
+                      answer: @escaping @Sendable (OrderAnswer) -> Void) {
+        queryWork.reads.submit { [self] in await self.start(outTradeNo, wait: wait, owner: owner, answer: answer) }
     }
 
-    private func start(_ outTradeNo: String, wait: Double, answer: @escaping @Sendable (OrderAnswer) -> Void) async {
+    private func start(_ outTradeNo: String, wait: Double, owner: String?,
+                       answer: @escaping @Sendable (OrderAnswer) -> Void) async {
         // Taken before the read, so a notify settling between the read and the wait still wakes it.
         let token = signals.token()
         let found: OrderRecord?
@@ -40,17 +45,28 @@ extension OrderService {
         } catch {
             return answer(.failure(error))
         }
-        guard let order = found else { return answer(.failure(.orderNotFound)) }
+        guard let order = found, Self.isVisible(order, to: owner) else { return answer(.failure(.orderNotFound)) }
         guard wait > 0, !order.state.isFinal else { return answer(.success(OrderView(order).json)) }
+        let deadline = ContinuousClock.now + .seconds(wait)
+        var reservation: WaitReservation?
+        if let owner {
+            switch userLimits.reserveWait(owner, until: deadline) {
+            case .success(let reserved): reservation = reserved
+            case .failure(let limited):
+                metrics.increment("wxpay_app_rate_limited_total", ["limit": "waits"])
+                return answer(.failure(limited))
+            }
+        }
         metrics.add("wxpay_waits_open", 1)
-        hold(HeldWait(outTradeNo: outTradeNo, deadline: .now + .seconds(wait), answer: answer), order, since: token)
+        hold(HeldWait(outTradeNo: outTradeNo, deadline: deadline, reservation: reservation, answer: answer), order,
+             since: token)
     }
 
     /// The order, optionally waiting up to `wait` seconds for it to become final (see
     /// `order(_:wait:answer:)`); the calling task waits for the answer.
-    public func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
+    public func order(_ outTradeNo: String, wait: Double = 0, owner: String? = nil) async throws(APIError) -> [UInt8] {
         let slot = AnswerSlot()
-        order(outTradeNo, wait: wait, answer: slot.fill)
+        order(outTradeNo, wait: wait, owner: owner, answer: slot.fill)
         return try await slot.value.get()
     }
 
@@ -87,6 +103,7 @@ extension OrderService {
 
     private func finish(_ held: HeldWait, _ order: OrderRecord) {
         metrics.add("wxpay_waits_open", -1)
+        held.reservation?.release()
         held.answer(.success(OrderView(order).json))
     }
 }
@@ -95,6 +112,8 @@ extension OrderService {
 private struct HeldWait: Sendable {
     let outTradeNo: String
     let deadline: ContinuousClock.Instant
+    /// An app user's open-wait slot, given back when the wait answers.
+    let reservation: WaitReservation?
     let answer: @Sendable (OrderService.OrderAnswer) -> Void
 }
 

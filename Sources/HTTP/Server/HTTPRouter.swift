@@ -137,6 +137,14 @@ public struct HTTPRouter: Sendable {
         parameterTables[template.segments.count] = tables
     }
 
+    /// Every registered method and template (`HEAD` only where it was registered itself), sorted by
+    /// template then method: for checks that a route list or an API description is complete.
+    public var registeredRoutes: [(method: HTTPMethod, template: String)] {
+        let tables = Array(staticTables.values) + parameterTables.values.flatMap { $0 }
+        return tables.flatMap { table in table.routes.map { ($0.method, table.template.text) } }
+            .sorted { ($0.1, $0.0.rawValue) < ($1.1, $1.0.rawValue) }
+    }
+
     /// Routes a method and a raw (still percent-encoded) path without its query.
     func match(method: HTTPMethod, rawPath: String) -> Match {
         var allowed: [HTTPMethod] = []

@@ -39,14 +39,22 @@ extension SQLiteOrderStore {
         }
     }
 
-    public func orders(userID: String, limit: Int) async throws(StorageError) -> [OrderRecord] {
-        guard limit > 0 else { return [] }
-        return try await read { db throws(StorageError) in
-            try db.rows(
-                "SELECT " + OrderRecord.columns
-                    + " FROM orders WHERE user_id = ? ORDER BY created_at DESC, out_trade_no DESC LIMIT ?",
-                userID, limit, decode: OrderRecord.init(row:))
+    public func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
+        guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        let select: SQL = "SELECT " + OrderRecord.columns + " FROM orders WHERE user_id = ?"
+        let order: SQL = " ORDER BY created_at DESC, out_trade_no DESC LIMIT ?"
+        // One row more than asked says whether there is a next page. The keyset comparison runs on
+        // the (user_id, created_at) index; out_trade_no only breaks ties within one millisecond.
+        let rows = try await read { db throws(StorageError) in
+            if let after {
+                try db.rows(
+                    select + " AND (created_at, out_trade_no) < (?, ?)" + order,
+                    userID, after.createdAt, after.outTradeNo, limit + 1, decode: OrderRecord.init(row:))
+            } else {
+                try db.rows(select + order, userID, limit + 1, decode: OrderRecord.init(row:))
+            }
         }
+        return OrderPage(rows: rows, limit: limit)
     }
 
     public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// The error answers of app tokens, the catalog and the per-user limits.
+extension APIError {
+    /// 401: an app token that broke a rule; the message names the rule, never the token.
+    static func invalidToken(_ error: AppTokenError) -> APIError {
+        APIError(status: 401, code: "invalid_token", message: error.description)
+    }
+
+    /// 400: an app token may not choose this field (the catalog and the token decide it).
+    static func fieldNotAllowed(_ field: String) -> APIError {
+        APIError(status: 400, code: "field_not_allowed", message: "\(field) is decided by the catalog and the token, not the app",
+                 field: field)
+    }
+
+    /// 400: the product is not in the catalog (or, for an app token, not active).
+    static let unknownProduct = APIError(status: 400, code: "unknown_product", message: "no active catalog product with that product_id",
+                                         field: "product_id")
+
+    /// 400: a client-token create gave a catalog product another amount than the catalog's.
+    static func amountMismatch(catalog amount: Int) -> APIError {
+        APIError(status: 400, code: "amount_mismatch",
+                 message: "amount differs from the catalog's price for this product_id (\(amount) fen)", field: "amount")
+    }
+
+    /// 429: a per-user limit (creates per minute, open waits) was reached.
+    static func rateLimited(retryAfter: Int, _ message: String) -> APIError {
+        APIError(status: 429, code: "rate_limited", message: message, retryAfter: max(1, retryAfter))
+    }
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+
+/// The routes and rules of the Android app as a client: app-token creates priced by the catalog,
+/// the catalog itself, the user's own orders, and the API's description.
+extension GatewayAPI {
+    func registerApp(in router: inout HTTPRouter) {
+        router.add(.get, "/v1/catalog") { request in
+            try await self.handle(request, scopes: [.client, .app]) {
+                Self.json(self.service.catalog.catalog.json)
+            }
+        }
+        router.add(.get, "/v1/me/orders") { request in
+            try await self.handle(request, scopes: [.app]) { caller in
+                guard let user = caller.appUser else { throw APIError.forbidden }
+                let page = try OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
+                                                defaultLimit: 20, maximum: 50)
+                return Self.json(try await self.service.userOrders(user, page: page))
+            }
+        }
+        router.addImmediate(.get, "/openapi.json") { _ in
+            HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json"], body: OpenAPIDocument.bytes)
+        }
+    }
+
+    /// Authenticates the request and checks its scope: 401 without a valid token (`invalid_token`
+    /// for an app token that broke a rule), 403 when the token's scope does not allow the route.
+    func authorize(_ request: HTTPServerRequest, scopes allowed: Set<Scope>) -> Result<Caller, APIError> {
+        switch authenticator.authenticate(authorization: request.headers["Authorization"], now: service.now()) {
+        case .unknown:
+            return .failure(.unauthorized)
+        case .invalid(let error):
+            service.metrics.increment("wxpay_app_token_refusals_total", ["rule": error.rule])
+            return .failure(.invalidToken(error))
+        case .granted(let caller):
+            return caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller)
+        }
+    }
+
+    /// The create a body asks for: the backend's as it says (with catalog prices for catalog
+    /// products), or the app user's, priced by the catalog and counted against the user's rate.
+    func createInput(_ request: HTTPServerRequest, _ caller: Caller) throws(APIError) -> CreateOrderInput {
+        let catalog = service.catalog.catalog
+        guard let user = caller.appUser else { return try CreateOrderInput(clientJSON: request.body, catalog: catalog) }
+        let peer = clientAddresses.clientIP(peer: request.remoteAddress?.host,
+                                            forwardedFor: request.headers.values(for: "X-Forwarded-For"))
+        let input = try CreateOrderInput(appJSON: request.body, user: user, peerIP: peer, catalog: catalog)
+        // Counted once the request is valid: only creates that would reach the store and WeChat.
+        if let retryAfter = service.userLimits.admitCreate(user) {
+            service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "creates"])
+            throw .rateLimited(retryAfter: retryAfter,
+                               "this user created \(service.userLimits.createsPerMinute) orders in the last minute")
+        }
+        return input
+    }
+}

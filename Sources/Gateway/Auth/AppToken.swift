@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// What a verified app token says: the app user it was minted for, and when it stops being valid.
+public struct AppTokenClaims: Sendable, Hashable {
+    /// `sub`: the user id, 1–64 bytes.
+    public var subject: String
+    public var issuedAt: Int
+    public var expiresAt: Int
+}
+
+/// Why an app token was refused: the rule that failed, said without echoing the token. The
+/// API answers it as 401 `invalid_token` with `description` as the message.
+public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    case tooLong
+    case segments
+    case badBase64(segment: String)
+    case notJSONObject(segment: String)
+    case duplicateKey(segment: String)
+    case algorithm
+    case criticalHeader
+    case type
+    case signature
+    case subject
+    case audience
+    case issuedAt
+    case expiry
+    case notBefore
+    case issuedInFuture
+    case expired
+    case notYetValid
+    case lifetime
+
+    /// The rule's name for `wxpay_app_token_refusals_total{rule}`.
+    public var rule: String {
+        switch self {
+        case .tooLong: "too_long"
+        case .segments: "segments"
+        case .badBase64: "base64url"
+        case .notJSONObject: "json"
+        case .duplicateKey: "duplicate_key"
+        case .algorithm: "alg"
+        case .criticalHeader: "crit"
+        case .type: "typ"
+        case .signature: "signature"
+        case .subject: "sub"
+        case .audience: "aud"
+        case .issuedAt: "iat"
+        case .expiry: "exp"
+        case .notBefore: "nbf"
+        case .issuedInFuture: "iat_in_future"
+        case .expired: "expired"
+        case .notYetValid: "not_yet_valid"
+        case .lifetime: "lifetime"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .tooLong: "the token is longer than \(AppTokenVerifier.maximumLength) bytes"
+        case .segments: "the token must be three base64url segments separated by dots (header.payload.signature)"
+        case .badBase64(let segment): "the token's \(segment) is not base64url without padding"
+        case .notJSONObject(let segment): "the token's \(segment) is not a JSON object"
+        case .duplicateKey(let segment): "the token's \(segment) repeats a JSON key"
+        case .algorithm: "the token's header must say \"alg\":\"HS256\""
+        case .criticalHeader: "the token's header names critical extensions (crit), which are not supported"
+        case .type: "the token's typ, when present, must be JWT"
+        case .signature: "the token's signature does not verify with any app token secret"
+        case .subject: "the token's sub must be a string of 1 to 64 bytes"
+        case .audience: "the token's aud must be wxpay-gateway"
+        case .issuedAt: "the token's iat must be a number of seconds since 1970"
+        case .expiry: "the token's exp must be a number of seconds since 1970"
+        case .notBefore: "the token's nbf, when present, must be a number of seconds since 1970"
+        case .issuedInFuture: "the token's iat is in the future (more than 60 s of clock skew)"
+        case .expired: "the token has expired"
+        case .notYetValid: "the token's nbf is in the future"
+        case .lifetime: "the token's exp must be after its iat and at most 24 hours after it"
+        }
+    }
+}
+
+/// Verifies app tokens: JWTs (RFC 7519) signed HS256 (RFC 7515) with one of the configured
+/// secrets, minted by the business backend for one logged-in user.
+///
+/// Strict by design: only `alg` HS256 (never `none`, never another algorithm whatever the header
+/// says), exactly three canonical base64url segments, JSON without repeated keys, `aud`
+/// `wxpay-gateway`, `sub` of 1–64 bytes, `iat` and `exp` required with `exp - iat` at most 24 hours,
+/// and 60 seconds of clock skew. The header is read before the signature is checked (it names the
+/// algorithm), the payload only after. Secrets are tried in turn, every one in full, so a rotation
+/// keeps older tokens valid and timing does not say which secret matched.
+public struct AppTokenVerifier: Sendable {
+    public static let audience = "wxpay-gateway"
+    public static let maximumLength = 4096
+    public static let clockSkew = 60
+    public static let maximumLifetime = 24 * 3600
+    public static let minimumSecretBytes = 32
+
+    private let keys: [HMACSHA256Key]
+
+    public init(secrets: [String]) {
+        keys = secrets.map { HMACSHA256Key(Array($0.utf8)) }
+    }
+
+    /// The claims of `token`, or the rule it broke.
+    public func verify(_ token: some StringProtocol, now: Date) throws(AppTokenError) -> AppTokenClaims {
+        let bytes = Array(token.utf8)
+        guard bytes.count <= Self.maximumLength else { throw .tooLong }
+        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw .segments }
+        guard let headerBytes = Base64URL.decode(parts[0]) else { throw .badBase64(segment: "header") }
+        let header = try Self.object(headerBytes, segment: "header")
+        guard header["alg"] == .string("HS256") else { throw .algorithm }
+        guard header["crit"] == nil else { throw .criticalHeader }
+        if let type = header["typ"], type.string?.uppercased() != "JWT" { throw .type }
+        guard let signature = Base64URL.decode(parts[2]) else { throw .badBase64(segment: "signature") }
+        let signingInput = Array(bytes[..<parts[1].endIndex])
+        var verified = false
+        for key in keys where constantTimeEqual(key.mac(signingInput), signature) { verified = true }
+        guard verified else { throw .signature }
+        guard let payloadBytes = Base64URL.decode(parts[1]) else { throw .badBase64(segment: "payload") }
+        return try Self.claims(try Self.object(payloadBytes, segment: "payload"), now: Int(now.timeIntervalSince1970))
+    }
+
+    private static func object(_ bytes: [UInt8], segment: String) throws(AppTokenError) -> [String: JSONValue] {
+        do {
+            return try JSONObjectReader.members(of: bytes, duplicates: .refused)
+        } catch {
+            throw error.duplicateName ? .duplicateKey(segment: segment) : .notJSONObject(segment: segment)
+        }
+    }
+
+    private static func claims(_ payload: [String: JSONValue], now: Int) throws(AppTokenError) -> AppTokenClaims {
+        guard let subject = payload["sub"]?.string, (1...64).contains(subject.utf8.count) else { throw .subject }
+        // aud is one string, or (RFC 7519 §4.1.3) an array of them that names this gateway.
+        switch payload["aud"] {
+        case .string(audience)?: break
+        case .array(let values)? where values.contains(.string(audience)): break
+        default: throw .audience
+        }
+        guard let issuedAt = seconds(payload["iat"]) else { throw .issuedAt }
+        guard let expiresAt = seconds(payload["exp"]) else { throw .expiry }
+        var notBefore: Int?
+        if let value = payload["nbf"] {
+            guard let seconds = seconds(value) else { throw .notBefore }
+            notBefore = seconds
+        }
+        guard expiresAt > issuedAt, expiresAt - issuedAt <= maximumLifetime else { throw .lifetime }
+        guard issuedAt <= now + clockSkew else { throw .issuedInFuture }
+        if let notBefore, notBefore > now + clockSkew { throw .notYetValid }
+        guard expiresAt + clockSkew > now else { throw .expired }
+        return AppTokenClaims(subject: subject, issuedAt: issuedAt, expiresAt: expiresAt)
+    }
+
+    /// A NumericDate: seconds since 1970, whole or not (the fraction is dropped), within a sane range.
+    private static func seconds(_ value: JSONValue?) -> Int? {
+        switch value {
+        case .int(let seconds)? where (0...253_402_300_799).contains(seconds): seconds
+        case .double(let seconds)? where seconds >= 0 && seconds < 253_402_300_800: Int(seconds.rounded(.down))
+        default: nil
+        }
+    }
+}
+
+/// Mints app tokens: what `wxpay-gateway app-token` prints and demo mode shows at start. A
+/// backend with a JWT library mints the same tokens itself (README: Python, Java, Node).
+public struct AppTokenMinter: Sendable {
+    private let key: HMACSHA256Key
+
+    public init(secret: String) {
+        key = HMACSHA256Key(Array(secret.utf8))
+    }
+
+    /// A token for `subject`, issued at `now` and valid for `ttl` seconds.
+    public func token(subject: String, now: Date, ttl: Int) -> String {
+        let issuedAt = Int(now.timeIntervalSince1970)
+        var payload = JSONObjectWriter(capacity: 128)
+        payload.string("aud", AppTokenVerifier.audience)
+        payload.number("exp", issuedAt + ttl)
+        payload.number("iat", issuedAt)
+        payload.string("sub", subject)
+        let signingInput = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "."
+            + Base64URL.encode(payload.finish())
+        return signingInput + "." + Base64URL.encode(key.mac(Array(signingInput.utf8)))
+    }
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// What a bearer token may do. Client tokens (the app backend) create, read and close any order;
+/// support tokens read orders, look them up, recheck and redrive; app tokens (one user, minted by
+/// the backend) buy catalog products and see only that user's orders.
+enum Scope: Sendable, Hashable {
+    case client
+    case support
+    case app
+}
+
+/// Who made a request, once their token checked out.
+struct Caller: Sendable, Hashable {
+    var scopes: Set<Scope>
+    /// The app user (`sub`) of an app token; nil for client and support tokens.
+    var appUser: String?
+}
+
+/// Checks `Authorization: Bearer …`. Client and support tokens are compared with the configured
+/// ones in constant time: every token in full, whether or not an earlier one matched, so timing
+/// says nothing about them. A token that matches none and has the shape of a JWT (it has a dot)
+/// is verified as an app token when app token secrets are configured; its failure is 401
+/// `invalid_token` saying which rule failed, where an unknown opaque token is 401 `unauthorized`.
+struct Authenticator: Sendable {
+    enum Outcome: Sendable, Hashable {
+        case granted(Caller)
+        /// No token, or an opaque one nobody configured.
+        case unknown
+        /// An app token that broke a rule.
+        case invalid(AppTokenError)
+    }
+
+    private let tokens: [(token: [UInt8], scope: Scope)]
+    private let appTokens: AppTokenVerifier?
+
+    init(clientTokens: [String], supportTokens: [String], appTokenSecrets: [String] = []) {
+        tokens = clientTokens.map { (Array($0.utf8), .client) } + supportTokens.map { (Array($0.utf8), .support) }
+        appTokens = appTokenSecrets.isEmpty ? nil : AppTokenVerifier(secrets: appTokenSecrets)
+    }
+
+    func authenticate(authorization: String?, now: Date) -> Outcome {
+        let prefix = "Bearer "
+        guard let authorization, authorization.hasPrefix(prefix) else { return .unknown }
+        let presented = authorization.utf8.dropFirst(prefix.utf8.count)
+        if let appTokens, presented.contains(UInt8(ascii: ".")) || presented.count > AppTokenVerifier.maximumLength {
+            // Static tokens are compared too, so a configured token with a dot still works.
+            if let caller = staticCaller(presented) { return .granted(caller) }
+            do {
+                let claims = try appTokens.verify(Substring(presented), now: now)
+                return .granted(Caller(scopes: [.app], appUser: claims.subject))
+            } catch {
+                return .invalid(error)
+            }
+        }
+        guard presented.count <= 512, let caller = staticCaller(presented) else { return .unknown }
+        return .granted(caller)
+    }
+
+    private func staticCaller(_ presented: Substring.UTF8View) -> Caller? {
+        guard presented.count <= 512 else { return nil }
+        let bytes = Array(presented)
+        var scopes = Set<Scope>()
+        for entry in tokens where !entry.token.isEmpty && constantTimeEqual(entry.token, bytes) {
+            scopes.insert(entry.scope)
+        }
+        return scopes.isEmpty ? nil : Caller(scopes: scopes)
+    }
+}
+
+extension Caller {
+    /// The user whose orders alone this caller may see: an app token's `sub`; nil (every order)
+    /// for client and support tokens.
+    var owner: String? { appUser }
+}

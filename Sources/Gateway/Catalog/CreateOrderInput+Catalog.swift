@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// Creates that name a catalog product: the catalog decides the price.
+extension CreateOrderInput {
+    /// A client-token body (the trusted backend). `product_id` naming a catalog product fills a
+    /// missing amount or description from it, and an amount other than its price is
+    /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before.
+    init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
+        let object = try Self.members(of: body)
+        let product = object["product_id"]?.string.flatMap(catalog.product)
+        if product == nil, object["product_id"]?.string?.isEmpty == false,
+           object["amount"] == nil || object["description"] == nil {
+            // Neither the backend nor the catalog said what this costs.
+            throw .unknownProduct
+        }
+        try self.init(members: object, product: product)
+    }
+
+    /// The fields an app-token body may carry; everything else about the order is decided by the
+    /// catalog (amount, description) or the token (user_id), or left at its default (expires_in).
+    static let appFields: Set<String> = ["product_id", "out_trade_no", "attach", "client_ip"]
+    static let appForbiddenFields = ["amount", "description", "user_id", "expires_in"]
+
+    /// An app-token body: `{"product_id", "out_trade_no"?, "attach"?, "client_ip"?}` for `user`.
+    /// Without `client_ip`, `peerIP` (the request's address, see `ClientAddressResolver`) is sent.
+    init(appJSON body: [UInt8], user: String, peerIP: String?, catalog: Catalog) throws(APIError) {
+        let object = try Self.members(of: body)
+        if let forbidden = Self.appForbiddenFields.first(where: { object[$0] != nil }) { throw .fieldNotAllowed(forbidden) }
+        if let unknown = object.keys.sorted().first(where: { !Self.appFields.contains($0) }) {
+            throw .invalid(Self.printableField(unknown), "unknown field")
+        }
+        guard let productID = try Self.string(object, "product_id", required: true, bytes: 1...32) else {
+            throw .invalid("product_id", "product_id is required")
+        }
+        guard let product = catalog.product(productID), product.active else { throw .unknownProduct }
+        let clientIP: String
+        if let given = try Self.string(object, "client_ip", required: false, bytes: 2...45) {
+            guard Self.isIPAddress(given) else { throw .invalid("client_ip", "client_ip must be an IPv4 or IPv6 address") }
+            clientIP = given
+        } else if let peerIP {
+            clientIP = peerIP
+        } else {
+            throw .invalid("client_ip", "client_ip is required: the request's address is unknown")
+        }
+        self.init(amount: product.amount, description: product.description, clientIP: clientIP,
+                  outTradeNo: try Self.outTradeNo(object),
+                  attach: try Self.string(object, "attach", required: false, bytes: 0...127),
+                  userID: user, productID: product.id)
+    }
+}

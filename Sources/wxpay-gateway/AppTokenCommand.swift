@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+
+/// `wxpay-gateway app-token --sub USER [--ttl SECONDS] [--secret-file FILE]`: prints an app token
+/// (HS256 JWT) for one user, signed with the first of GATEWAY_APP_TOKEN_SECRETS or the secret in
+/// FILE. For tests, and for backends without a JWT library (the README shows how to mint one in
+/// Python, Java and Node).
+enum AppTokenCommand {
+    static let usage = """
+        usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--secret-file FILE]
+          --sub USER          the app user's id (1 to 64 bytes), the token's sub
+          --ttl SECONDS       how long the token is valid, 1 to 86400 (default 3600)
+          --secret-file FILE  the HS256 secret (at least 32 bytes; a trailing newline is ignored);
+                              default: the first of GATEWAY_APP_TOKEN_SECRETS
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var subject: String?
+        var ttl = 3600
+        var secretFile: String?
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--sub": subject = rest.popFirst()
+            case "--ttl":
+                guard let value = rest.popFirst().flatMap(Int.init), (1...AppTokenVerifier.maximumLifetime).contains(value) else {
+                    return fail("--ttl must be a number of seconds from 1 to \(AppTokenVerifier.maximumLifetime)")
+                }
+                ttl = value
+            case "--secret-file": secretFile = rest.popFirst()
+            case "--help", "-h":
+                print(usage)
+                return 0
+            default: return fail("unknown argument \(argument.prefix(40))")
+            }
+        }
+        guard let subject, (1...64).contains(subject.utf8.count) else { return fail("--sub USER (1 to 64 bytes) is required") }
+        let secret: String
+        if let secretFile {
+            guard let data = FileManager.default.contents(atPath: secretFile) else { return fail("cannot read \(secretFile)") }
+            var text = String(decoding: data, as: UTF8.self)
+            while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+            secret = text
+        } else {
+            let secrets = Environment(ProcessInfo.processInfo.environment).get("GATEWAY_APP_TOKEN_SECRETS") ?? ""
+            guard let first = secrets.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
+                .first(where: { !$0.isEmpty })
+            else {
+                return fail("no secret: set GATEWAY_APP_TOKEN_SECRETS or give --secret-file FILE")
+            }
+            secret = first
+        }
+        guard secret.utf8.count >= AppTokenVerifier.minimumSecretBytes else {
+            return fail("the secret must be at least \(AppTokenVerifier.minimumSecretBytes) bytes")
+        }
+        print(AppTokenMinter(secret: secret).token(subject: subject, now: Date(), ttl: ttl))
+        return 0
+    }
+
+    private static func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("app-token: \(message)\n\(usage)\n".utf8))
+        return 64
+    }
+}

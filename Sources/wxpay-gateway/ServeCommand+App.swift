@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+
+extension ServeCommand {
+    /// Demo mode's lines for the Android app: a 24-hour app token for the demo user, signed with
+    /// the first app token secret, and the catalog's active products.
+    static func appBanner(_ configuration: GatewayConfiguration, base: String) -> String {
+        guard let secret = configuration.app.tokenSecrets.first else { return "" }
+        let user = AppConfiguration.demoUser
+        let token = AppTokenMinter(secret: secret).token(subject: user, now: Date(), ttl: AppTokenVerifier.maximumLifetime)
+        let products = configuration.app.catalog.products.filter(\.active)
+            .map { "\($0.id) (\($0.amount) fen)" }.joined(separator: ", ")
+        let first = configuration.app.catalog.products.first(where: \.active)?.id ?? "swift-101"
+        return """
+            the Android app, as user \(user) (token valid 24 h); catalog: \(products.isEmpty ? "empty" : products)
+            app token: \(token)
+              A='Authorization: Bearer \(token)'
+              curl -s \(base)/v1/catalog -H "$A"
+              curl -s -X POST \(base)/v1/orders -H "$A" -d '{"product_id":"\(first)","out_trade_no":"demo-app-0001"}'
+              curl -s '\(base)/v1/orders/demo-app-0001?wait=10' -H "$A"
+              curl -s \(base)/v1/me/orders -H "$A"
+
+            """
+    }
+}

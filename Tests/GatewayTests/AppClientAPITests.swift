@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import HTTP
+import Storage
+import Testing
+import WeChatPay
+import WeChatPaySimulator
+
+/// The Android app as a client of the API, each test in process and over real sockets: app
+/// tokens, catalog prices, own orders only, the per-user limits and the trusted-proxy rule.
+struct AppClientAPITests {
+    static func create(_ rig: GatewayRig, _ token: String, _ body: String, headers: [String: String] = [:])
+        async throws -> GatewayRig.Response
+    {
+        try await rig.send(.post, "/v1/orders", token: token, body: body, headers: headers)
+    }
+
+    /// Waits (real time, bounded) until `condition` holds.
+    static func eventually(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func anAppTokenBuysACatalogProductAtTheCatalogsPriceForItsUser(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let token = TestTokens.minted("alice")
+        let catalog = try await rig.send(.get, "/v1/catalog", token: token)
+        #expect(catalog.status == 200)
+        let ids = (catalog.json["products"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+        #expect(ids == ["swift-101", "swift-201", "ios-iap-301"])  // the inactive demo product is not listed
+
+        let created = try await Self.create(rig, token, #"{"product_id":"swift-201","out_trade_no":"app-0001","attach":"a"}"#)
+        #expect(created.status == 201)
+        #expect(created.json["amount"] as? Int == 4990)
+        #expect(created.json["description"] as? String == "Swift 并发进阶")
+        let sent = try #require(rig.simulator.requests.last { $0.path == "/pay/unifiedorder" })
+        #expect(sent.fields["total_fee"] == "4990")
+        let stored = try #require(try await rig.store.order("app-0001"))
+        #expect(stored.userID == "alice" && stored.productID == "swift-201" && stored.attach == "a")
+        // The same create again is a replay (200), as for the backend.
+        let replay = try await Self.create(rig, token, #"{"product_id":"swift-201","out_trade_no":"app-0001","attach":"a"}"#)
+        #expect(replay.status == 200 && replay.body == created.body)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func anAppCannotChooseThePriceTheUserOrAnUnknownProduct(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let token = TestTokens.minted("alice")
+        for (field, value) in [("amount", "1"), ("description", #""cheap""#), ("user_id", #""bob""#), ("expires_in", "300")] {
+            let refused = try await Self.create(rig, token, #"{"product_id":"swift-101","\#(field)":\#(value)}"#)
+            #expect(refused.status == 400)
+            #expect(refused.error?["code"] as? String == "field_not_allowed")
+            #expect(refused.error?["field"] as? String == field)
+        }
+        for product in ["no-such-course", "retired-100"] {
+            let unknown = try await Self.create(rig, token, #"{"product_id":"\#(product)"}"#)
+            #expect(unknown.status == 400 && unknown.error?["code"] as? String == "unknown_product")
+            #expect(unknown.error?["field"] as? String == "product_id")
+        }
+        let missing = try await Self.create(rig, token, #"{"out_trade_no":"app-0002"}"#)
+        #expect(missing.status == 400 && missing.error?["field"] as? String == "product_id")
+        let unknownField = try await Self.create(rig, token, #"{"product_id":"swift-101","coupon":"x"}"#)
+        #expect(unknownField.error?["code"] as? String == "invalid_request" && unknownField.error?["field"] as? String == "coupon")
+        #expect(try await rig.store.counts().ordersByState.values.reduce(0, +) == 0)
+        #expect(!rig.simulator.requests.contains { $0.path == "/pay/unifiedorder" })
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func aClientTokenCreateNamingACatalogProductGetsTheCatalogsPrice(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let filled = try await Self.create(rig, GatewayRig.client, #"{"product_id":"swift-101","client_ip":"203.0.113.7","user_id":"u1"}"#)
+        #expect(filled.status == 201)
+        #expect(filled.json["amount"] as? Int == 990 && filled.json["description"] as? String == "Swift 入门课")
+        let mismatch = try await Self.create(rig, GatewayRig.client, #"{"product_id":"swift-101","amount":1,"client_ip":"203.0.113.7"}"#)
+        #expect(mismatch.status == 400 && mismatch.error?["code"] as? String == "amount_mismatch")
+        #expect(mismatch.error?["field"] as? String == "amount")
+        let same = try await Self.create(rig, GatewayRig.client, #"{"product_id":"swift-101","amount":990,"description":"own words","client_ip":"203.0.113.7"}"#)
+        #expect(same.status == 201 && same.json["description"] as? String == "own words")
+        // A product the catalog does not know: the backend is trusted with prices, as before.
+        let trusted = try await Self.create(rig, GatewayRig.client, #"{"product_id":"bundle-9","amount":12345,"description":"bundle","client_ip":"203.0.113.7"}"#)
+        #expect(trusted.status == 201 && trusted.json["amount"] as? Int == 12345)
+        let unpriced = try await Self.create(rig, GatewayRig.client, #"{"product_id":"bundle-9","client_ip":"203.0.113.7"}"#)
+        #expect(unpriced.status == 400 && unpriced.error?["code"] as? String == "unknown_product")
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func eachTokenRuleIsRefusedWithInvalidTokenAndARotatedSecretStillWorks(mode: GatewayRig.Mode) async throws {
+        let old = "the-previous-secret-still-in-rotation-0001"
+        let rig = try await GatewayRig.start(mode, environment: [
+            "GATEWAY_APP_TOKEN_SECRETS": "the-new-secret-minting-from-now-on-0002,\(old)",
+        ])
+        defer { Task { await rig.stop() } }
+        let secret = "the-new-secret-minting-from-now-on-0002"
+        let now = Int(Date().timeIntervalSince1970)
+        let good = TestTokens.payload(now: Date())
+        var tampered = TestTokens.token(payload: good, secret: secret).split(separator: ".").map(String.init)
+        tampered[1] = Base64URL.encode(Array(TestTokens.payload(sub: "mallory").utf8))
+        let cases: [(String, String, String)] = [
+            ("expired", TestTokens.token(payload: TestTokens.payload(iat: now - 7200, exp: now - 3600), secret: secret), "expired"),
+            ("future iat", TestTokens.token(payload: TestTokens.payload(iat: now + 600, exp: now + 1200), secret: secret), "future"),
+            ("wrong aud", TestTokens.token(payload: TestTokens.payload(aud: #""another-service""#), secret: secret), "aud"),
+            ("alg none", TestTokens.token(header: #"{"alg":"none"}"#, payload: good, secret: secret), "HS256"),
+            ("HS512", TestTokens.token(header: #"{"alg":"HS512"}"#, payload: good) { TestTokens.hmacSHA512($0, secret: secret) }, "HS256"),
+            ("tampered", tampered.joined(separator: "."), "signature"),
+            ("wrong secret", TestTokens.token(payload: good, secret: "a-secret-nobody-configured-at-all-0003"), "signature"),
+            ("two segments", tampered[0] + "." + tampered[1], "three"),
+            ("too long", TestTokens.token(payload: #"{"sub":"a","aud":"wxpay-gateway","pad":"\#(String(repeating: "p", count: 4000))","iat":\#(now),"exp":\#(now + 60)}"#, secret: secret), "4096"),
+        ]
+        for (rule, token, says) in cases {
+            let refused = try await rig.send(.get, "/v1/catalog", token: token)
+            #expect(refused.status == 401, "\(rule)")
+            #expect(refused.error?["code"] as? String == "invalid_token", "\(rule)")
+            let message = refused.error?["message"] as? String ?? ""
+            #expect(message.contains(says), "\(rule): \(message)")
+            #expect(!message.contains(token.prefix(20)), "\(rule)")
+            #expect(refused.headers["WWW-Authenticate"] == #"Bearer error="invalid_token""#, "\(rule)")
+        }
+        #expect(try await rig.send(.get, "/v1/catalog", token: TestTokens.minted("u", secret: secret)).status == 200)
+        #expect(try await rig.send(.get, "/v1/catalog", token: TestTokens.minted("u", secret: old)).status == 200)
+        let metrics = String(decoding: try await rig.send(.get, "/metrics", token: nil).body, as: UTF8.self)
+        for rule in ["expired", "iat_in_future", "aud", "alg", "signature", "segments", "too_long"] {
+            #expect(metrics.contains(#"wxpay_app_token_refusals_total{rule="\#(rule)"}"#), "\(rule)")
+        }
+        // An unknown opaque token is still plain `unauthorized`.
+        #expect(try await rig.send(.get, "/v1/catalog", token: "not-a-jwt-token").error?["code"] as? String == "unauthorized")
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func aUserCannotSeeWaitOnOrCloseAnotherUsersOrder(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let alice = TestTokens.minted("alice"), bob = TestTokens.minted("bob")
+        #expect(try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"alice-0001"}"#).status == 201)
+        #expect(try await rig.createOrder("backend-01").status == 201)  // user u-42, by the backend
+        let none = try await rig.send(.get, "/v1/orders/nobody-0001", token: bob)
+        #expect(none.status == 404 && none.error?["code"] as? String == "order_not_found")
+        for outTradeNo in ["alice-0001", "backend-01"] {
+            for path in ["/v1/orders/\(outTradeNo)", "/v1/orders/\(outTradeNo)?wait=5"] {
+                let hidden = try await rig.send(.get, path, token: bob)
+                #expect(hidden.status == 404 && hidden.body == none.body, "\(path)")
+            }
+            rig.clock.advance(by: 400)
+            let close = try await rig.send(.post, "/v1/orders/\(outTradeNo)/close", token: bob)
+            #expect(close.status == 404 && close.error?["code"] as? String == "order_not_found")
+        }
+        #expect(try await rig.store.order("alice-0001")?.state == .notPay)
+        #expect(try await rig.send(.get, "/v1/orders/alice-0001", token: alice).status == 200)
+        let closed = try await rig.send(.post, "/v1/orders/alice-0001/close", token: alice)
+        #expect(closed.status == 200 && closed.json["state"] as? String == "CLOSED")
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func appTokensReachOnlyTheirRoutesAndMyOrdersPagesNewestFirst(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let alice = TestTokens.minted("alice")
+        for index in 0..<5 {
+            #expect(try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"mine-000\#(index)"}"#).status == 201)
+            rig.clock.advance(by: 1)
+        }
+        _ = try await Self.create(rig, TestTokens.minted("bob"), #"{"product_id":"swift-101","out_trade_no":"bobs-0001"}"#)
+        var seen: [String] = []
+        var path = "/v1/me/orders?limit=2"
+        for _ in 0..<5 {
+            let page = try await rig.send(.get, path, token: alice)
+            #expect(page.status == 200)
+            seen += (page.json["orders"] as? [[String: Any]] ?? []).compactMap { $0["out_trade_no"] as? String }
+            guard let next = page.json["next_cursor"] as? String else { break }
+            path = "/v1/me/orders?limit=2&cursor=\(next)"
+        }
+        #expect(seen == ["mine-0004", "mine-0003", "mine-0002", "mine-0001", "mine-0000"])
+        #expect(try await rig.send(.get, "/v1/me/orders?limit=51", token: alice).error?["field"] as? String == "limit")
+        #expect(try await rig.send(.get, "/v1/me/orders?cursor=bogus!", token: alice).error?["field"] as? String == "cursor")
+
+        for (method, route) in [(HTTPMethod.get, "/v1/support/orders?user_id=alice"),
+                                (.post, "/v1/support/orders/mine-0001/recheck"), (.post, "/v1/support/outbox/evt_1/redrive")] {
+            let forbidden = try await rig.send(method, route, token: alice)
+            #expect(forbidden.status == 403 && forbidden.error?["code"] as? String == "forbidden", "\(route)")
+        }
+        #expect(try await rig.send(.get, "/v1/me/orders", token: GatewayRig.client).status == 403)
+        #expect(try await rig.send(.get, "/v1/catalog", token: GatewayRig.support).status == 403)
+        #expect(try await rig.send(.get, "/openapi.json", token: nil).status == 200)
+        // The support lookup by user pages the same way.
+        let support = try await rig.send(.get, "/v1/support/orders?user_id=alice&limit=3", token: GatewayRig.support)
+        #expect((support.json["orders"] as? [[String: Any]])?.count == 3)
+        let next = try #require(support.json["next_cursor"] as? String)
+        let rest = try await rig.send(.get, "/v1/support/orders?user_id=alice&limit=3&cursor=\(next)", token: GatewayRig.support)
+        #expect((rest.json["orders"] as? [[String: Any]])?.compactMap { $0["out_trade_no"] as? String } == ["mine-0001", "mine-0000"])
+        #expect(rest.json["next_cursor"] == nil)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func createsPerMinuteArePerUserAndAnswer429WithRetryAfter(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, environment: ["GATEWAY_APP_CREATE_RATE": "3"])
+        defer { Task { await rig.stop() } }
+        let alice = TestTokens.minted("alice")
+        for index in 0..<3 {
+            #expect(try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"rate-000\#(index)"}"#).status == 201)
+        }
+        let limited = try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"rate-0009"}"#)
+        #expect(limited.status == 429)
+        #expect(limited.error?["code"] as? String == "rate_limited")
+        let retryAfter = try #require(limited.error?["retry_after"] as? Int)
+        #expect((1...60).contains(retryAfter))
+        #expect(limited.headers["Retry-After"] == String(retryAfter))
+        #expect(try await rig.store.order("rate-0009") == nil)
+        let metrics = String(decoding: try await rig.send(.get, "/metrics", token: nil).body, as: UTF8.self)
+        #expect(metrics.contains(#"wxpay_app_rate_limited_total{limit="creates"} 1"#))
+        // Another user, and the backend, are not held back by alice.
+        #expect(try await Self.create(rig, TestTokens.minted("bob"), #"{"product_id":"swift-101"}"#).status == 201)
+        #expect(try await rig.createOrder("rate-back1").status == 201)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func openWaitsArePerUserAndTheOneTooManyIs429(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, environment: ["GATEWAY_APP_MAX_WAITS": "2"])
+        defer { Task { await rig.stop() } }
+        let alice = TestTokens.minted("alice")
+        for index in 0..<3 {
+            #expect(try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"wait-000\#(index)"}"#).status == 201)
+        }
+        async let first = rig.send(.get, "/v1/orders/wait-0000?wait=20", token: alice)
+        async let second = rig.send(.get, "/v1/orders/wait-0001?wait=20", token: alice)
+        let held = await Self.eventually { rig.service.userLimits.openWaits("alice") == 2 }
+        #expect(held)
+        let third = try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice)
+        #expect(third.status == 429 && third.error?["code"] as? String == "rate_limited")
+        #expect(third.headers["Retry-After"] != nil)
+        // A plain read is not a wait and is never limited.
+        #expect(try await rig.send(.get, "/v1/orders/wait-0002", token: alice).status == 200)
+        try rig.simulator.pay(outTradeNo: "wait-0000")
+        try rig.simulator.pay(outTradeNo: "wait-0001")
+        #expect(try await first.json["state"] as? String == "SUCCESS")
+        #expect(try await second.json["state"] as? String == "SUCCESS")
+        #expect(await Self.eventually { rig.service.userLimits.openWaits("alice") == 0 })
+        try rig.simulator.pay(outTradeNo: "wait-0002")
+        #expect(try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice).json["state"] as? String == "SUCCESS")
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func theClientIPIsThePeerUnlessATrustedProxyForwardedIt(mode: GatewayRig.Mode) async throws {
+        let forwarded = ["X-Forwarded-For": "192.0.2.1, 198.51.100.7, 10.0.0.5"]
+        let direct = try await GatewayRig.start(mode)
+        let token = TestTokens.minted("alice")
+        _ = try await Self.create(direct, token, #"{"product_id":"swift-101"}"#, headers: forwarded)
+        #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
+        _ = try await Self.create(direct, token, #"{"product_id":"swift-101","client_ip":"203.0.113.9"}"#, headers: forwarded)
+        #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "203.0.113.9")
+        await direct.stop()
+
+        let proxied = try await GatewayRig.start(mode, environment: ["GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32, 10.0.0.0/8"])
+        defer { Task { await proxied.stop() } }
+        _ = try await Self.create(proxied, token, #"{"product_id":"swift-101"}"#, headers: forwarded)
+        // The right-most address that is not a trusted proxy; 192.0.2.1 was written by the client.
+        #expect(proxied.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "198.51.100.7")
+        _ = try await Self.create(proxied, token, #"{"product_id":"swift-101"}"#)
+        #expect(proxied.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
+    }
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+import COpenSSL
+import Foundation
+@testable import Gateway
+
+/// App tokens made by hand, right or wrong in exactly one way.
+enum TestTokens {
+    static let secret = AppConfiguration.demoTokenSecret
+    static let header = #"{"alg":"HS256","typ":"JWT"}"#
+
+    /// A payload with the usual claims around `now`.
+    static func payload(sub: String = "user-a", aud: String = #""wxpay-gateway""#, iat: Int? = nil, exp: Int? = nil,
+                        now: Date = Date()) -> String {
+        let issued = iat ?? Int(now.timeIntervalSince1970)
+        return #"{"sub":"\#(sub)","aud":\#(aud),"iat":\#(issued),"exp":\#(exp ?? issued + 3600)}"#
+    }
+
+    /// `header.payload.signature`, HS256-signed with `secret` unless `signature` says otherwise.
+    static func token(header: String = header, payload: String = payload(), secret: String = secret,
+                      signature: ((String) throws -> [UInt8])? = nil) rethrows -> String {
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
+        let mac = try signature?(input) ?? HMACSHA256Key(Array(secret.utf8)).mac(Array(input.utf8))
+        return input + "." + Base64URL.encode(mac)
+    }
+
+    /// A token for `user` as the gateway's own minter makes it.
+    static func minted(_ user: String, secret: String = secret, now: Date = Date(), ttl: Int = 3600) -> String {
+        AppTokenMinter(secret: secret).token(subject: user, now: now, ttl: ttl)
+    }
+
+    /// HMAC-SHA512 (a correctly signed HS512 token must still be refused).
+    static func hmacSHA512(_ message: String, secret: String) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        var length: UInt32 = 64
+        let key = Array(secret.utf8), data = Array(message.utf8)
+        _ = HMAC(EVP_sha512(), key, Int32(key.count), data, data.count, &out, &length)
+        return out
+    }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import Testing
+
+/// The README's token-minting examples and scripts/example-app-flow, run as a reader would run
+/// them, so the documents cannot rot.
+struct ExamplesTests {
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The fenced blocks of `language` in the README section titled `heading`.
+    static func readmeBlocks(_ language: String, in heading: String) throws -> [String] {
+        let readme = try String(contentsOf: package.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let start = readme.range(of: "\n### \(heading)\n") else { return [] }
+        let section = readme[start.upperBound...].components(separatedBy: "\n### ").first ?? ""
+        var blocks: [String] = []
+        var rest = Substring(section)
+        while let open = rest.range(of: "```\(language)\n") {
+            guard let close = rest[open.upperBound...].range(of: "\n```") else { break }
+            blocks.append(String(rest[open.upperBound..<close.lowerBound]) + "\n")
+            rest = rest[close.upperBound...]
+        }
+        return blocks
+    }
+
+    /// `tool` on PATH, if it is installed.
+    static func onPath(_ tool: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Runs `tool arguments` in `directory` with `environment` added; standard output and status.
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String], directory: URL,
+                    timeout: Duration = .seconds(120)) async throws -> (status: Int32, output: String, errors: String) {
+        let name = UUID().uuidString
+        let out = directory.appendingPathComponent(name + ".out").path, err = directory.appendingPathComponent(name + ".err").path
+        let child = try ChildProcess(tool, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                     output: out, errors: err)
+        let status = await child.wait(timeout: timeout)
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "", (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    @Test(arguments: [("python", "python3", "mint.py"), ("java", "java", "AppToken.java"), ("js", "node", "mint.js")])
+    func theReadmesMintingExampleMakesATokenTheGatewayAccepts(language: String, tool: String, file: String) async throws {
+        let blocks = try Self.readmeBlocks(language, in: "Minting an app token")
+        #expect(blocks.count == 1, "one \(language) example in the README")
+        guard let source = blocks.first else { return }
+        guard let executable = Self.onPath(tool) else {
+            // This machine has no \(tool): the example is checked where it is installed.
+            return
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mint-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let script = directory.appendingPathComponent(file)
+        try Data(source.utf8).write(to: script)
+        let secret = "a-backend-secret-of-at-least-32-bytes-01"
+        let user = #"u-42 "张三" \ tab"#
+        let run = try await Self.run(executable, [script.path], environment: ["APP_USER": user, "APP_TOKEN_SECRET": secret],
+                                     directory: directory)
+        #expect(run.status == 0, "\(run.errors)")
+        let token = run.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let claims = try AppTokenVerifier(secrets: [secret]).verify(token, now: Date())
+        #expect(claims.subject == user)
+        #expect(claims.expiresAt - claims.issuedAt == 3600)
+    }
+
+    @Test func theExampleAppFlowRunsAgainstADemoGateway() async throws {
+        let gateway = try await ServedGateway.start(environment: ["GATEWAY_POLL_INTERVAL": "0.5"])
+        defer { Task { await gateway.stop() } }
+        let python = try #require(Self.onPath("python3"))
+        let run = try await Self.run(python, [Self.package.appendingPathComponent("scripts/example-app-flow").path, gateway.base],
+                                     environment: [:], directory: gateway.directory)
+        #expect(run.status == 0, "\(run.output)\n\(run.errors)")
+        for step in ["1. app token", "2. catalog", "3. created", "4. retried", "5. paid", "6. the gateway says SUCCESS", "7. my orders"] {
+            #expect(run.output.contains(step), "\(step) missing:\n\(run.output)")
+        }
+        #expect(run.output.hasSuffix("OK\n"))
+    }
+}

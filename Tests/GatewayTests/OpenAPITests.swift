@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import HTTP
+import Testing
+
+/// docs/openapi.json against the gateway: every route described (so a new route cannot be
+/// forgotten), a valid OpenAPI 3.1 document, and schemathesis finding no 5xx and no response that
+/// breaks it, with each kind of token, against a demo gateway over sockets.
+@Suite(.serialized)
+struct OpenAPITests {
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let documentPath = package.appendingPathComponent("docs/openapi.json").path
+    /// scripts/test-tools puts them there (scripts/setup runs it).
+    static let tools = package.appendingPathComponent(".build/test-tools-venv/bin")
+
+    static func document() throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: documentPath))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test func everyRegisteredRouteIsDescribedAndEveryDescribedRouteExists() async throws {
+        let harness = try await GatewayHarness.make()
+        defer { Task { await harness.shutdown() } }
+        var router = HTTPRouter()
+        GatewayAPI(service: harness.service).register(in: &router)
+        let registered = Set(router.registeredRoutes.map { "\($0.method.rawValue.lowercased()) \($0.template)" })
+        let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
+        let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]
+        let described = Set(paths.flatMap { path, item in item.keys.filter(methods.contains).map { "\($0) \(path)" } })
+        #expect(registered.subtracting(described).isEmpty, "routes missing from docs/openapi.json: \(registered.subtracting(described).sorted())")
+        #expect(described.subtracting(registered).isEmpty, "described but not registered: \(described.subtracting(registered).sorted())")
+    }
+
+    @Test func theServedDescriptionIsTheDocumentInTheRepository() throws {
+        #expect(OpenAPIDocument.bytes == Array(try Data(contentsOf: URL(fileURLWithPath: Self.documentPath))))
+    }
+
+    @Test func everyErrorCodeTheGatewayAnswersIsDescribed() throws {
+        let text = try String(contentsOfFile: Self.documentPath, encoding: .utf8)
+        // Every `code:` the API's errors are made with, found in the sources.
+        let sources = Self.package.appendingPathComponent("Sources/Gateway")
+        var codes: Set<String> = []
+        let enumerator = FileManager.default.enumerator(atPath: sources.path)
+        while let file = enumerator?.nextObject() as? String {
+            guard file.hasSuffix(".swift") else { continue }
+            let source = try String(contentsOfFile: sources.appendingPathComponent(file).path, encoding: .utf8)
+            var rest = source[...]
+            while let range = rest.range(of: #"code: ""#) {
+                let after = rest[range.upperBound...]
+                if let end = after.firstIndex(of: "\"") { codes.insert(String(after[..<end])) }
+                rest = after
+            }
+        }
+        #expect(codes.count >= 15)
+        for code in codes { #expect(text.contains(#""\#(code)""#), "error code \(code) is not in docs/openapi.json") }
+    }
+
+    @Test func theDocumentIsValidOpenAPI31() async throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("validator-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(atPath: output.path + ".out"); try? FileManager.default.removeItem(atPath: output.path + ".err") }
+        let validator = try ChildProcess(Self.tools.appendingPathComponent("openapi-spec-validator").path, [Self.documentPath],
+                                         environment: ProcessInfo.processInfo.environment,
+                                         output: output.path + ".out", errors: output.path + ".err")
+        let status = await validator.wait(timeout: .seconds(120))
+        let said = ((try? String(contentsOfFile: output.path + ".out", encoding: .utf8)) ?? "")
+            + ((try? String(contentsOfFile: output.path + ".err", encoding: .utf8)) ?? "")
+        #expect(status == 0, "\(said)")
+        #expect(said.contains("OK"))
+    }
+
+    @Test func schemathesisFindsNoServerErrorAndNoNonconformingResponseWithAnyToken() async throws {
+        let gateway = try await ServedGateway.start(environment: [
+            // The run makes many creates and waits as one user: limits out of its way (they have their own tests).
+            "GATEWAY_APP_CREATE_RATE": "1000000", "GATEWAY_APP_MAX_WAITS": "1000", "GATEWAY_POLL_INTERVAL": "0.2",
+        ])
+        defer { Task { await gateway.stop() } }
+        let appToken = try #require(gateway.appToken)
+        let tokens = [("app", appToken), ("client", GatewayConfiguration.demoClientToken),
+                      ("support", GatewayConfiguration.demoSupportToken)]
+        for (kind, token) in tokens {
+            let output = gateway.directory.appendingPathComponent("schemathesis-\(kind)")
+            // Run from the gateway's temp directory: schemathesis keeps a cache where it runs.
+            let run = try ChildProcess(
+                "/bin/sh",
+                ["-c", #"cd "$1" && shift && exec "$@""#, "sh", gateway.directory.path,
+                 Self.tools.appendingPathComponent("schemathesis").path, "run", gateway.base + "/openapi.json", "--header", "Authorization: Bearer \(token)",
+                 "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,"
+                     + "response_headers_conformance,response_schema_conformance",
+                 "--phases", "examples,fuzzing", "--max-examples", "10", "--workers", "1", "--request-timeout", "40",
+                 "--seed", "1729", "--no-color"],
+                environment: ProcessInfo.processInfo.environment.merging(["SCHEMATHESIS_HOOKS": ""]) { $1 },
+                output: output.path + ".out", errors: output.path + ".err")
+            let status = await run.wait(timeout: .seconds(480))
+            let report = ((try? String(contentsOfFile: output.path + ".out", encoding: .utf8)) ?? "")
+                + ((try? String(contentsOfFile: output.path + ".err", encoding: .utf8)) ?? "")
+            #expect(status == 0, "schemathesis with the \(kind) token:\n\(report.suffix(6000))")
+            #expect(report.contains("passed"), "\(kind): \(report.suffix(2000))")
+        }
+    }
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import Glibc
+import HTTP
+import Testing
+
+/// The app-facing parts of the built binary: demo mode's app token, the catalog reloaded on
+/// SIGHUP, a bad catalog refusing start-up, and the `app-token` command.
+@Suite(.serialized)
+struct ServedAppTests {
+    static func get(_ url: String, token: String?) async throws -> (status: Int, json: [String: Any]) {
+        let client = try HTTPClient()
+        defer { Task { await client.shutdown() } }
+        var headers = HTTPHeaders()
+        if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let response = try await client.execute(HTTPClientRequest(
+            method: .get, url: url, headers: headers, timeouts: .init(connect: .seconds(5), total: .seconds(30))))
+        return (response.status, GatewayHarness.object(response.body))
+    }
+
+    static func prices(_ gateway: ServedGateway) async throws -> [String: Int] {
+        let catalog = try await get(gateway.base + "/v1/catalog", token: gateway.appToken)
+        var prices: [String: Int] = [:]
+        for product in catalog.json["products"] as? [[String: Any]] ?? [] {
+            if let id = product["id"] as? String { prices[id] = product["amount"] as? Int }
+        }
+        return prices
+    }
+
+    @Test func demoModePrintsAnAppTokenForTheDemoUserAndShipsACatalog() async throws {
+        let gateway = try await ServedGateway.start()
+        defer { Task { await gateway.stop() } }
+        let token = try #require(gateway.appToken)
+        let claims = try AppTokenVerifier(secrets: [AppConfiguration.demoTokenSecret]).verify(token, now: Date())
+        #expect(claims.subject == AppConfiguration.demoUser)
+        #expect(try await Self.prices(gateway)["swift-101"] == 990)
+        #expect(try await Self.get(gateway.base + "/v1/me/orders", token: token).json["orders"] as? [Any] != nil)
+        let spec = try await Self.get(gateway.base + "/openapi.json", token: nil)
+        #expect(spec.status == 200 && spec.json["openapi"] as? String == "3.1.0")
+    }
+
+    @Test func sighupReloadsAGoodCatalogAndKeepsTheOldOneWhenTheNewIsBad() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        // Written as an operator should: a temp file renamed over the old one.
+        func write(_ text: String) throws {
+            let temporary = file.appendingPathExtension("new")
+            try Data(text.utf8).write(to: temporary)
+            _ = rename(temporary.path, file.path)
+        }
+        try write(#"{"products":[{"id":"swift-101","amount":990,"description":"Swift 入门课"}]}"#)
+        let gateway = try await ServedGateway.start(environment: ["GATEWAY_CATALOG": file.path])
+        defer { Task { await gateway.stop() } }
+        #expect(try await Self.prices(gateway) == ["swift-101": 990])
+
+        try write(#"{"products":[{"id":"swift-101","amount":1990,"description":"Swift 入门课"},{"id":"go-1","amount":5,"description":"Go"}]}"#)
+        gateway.send(signal: SIGHUP)
+        var reloaded = false
+        for _ in 0..<600 where !reloaded {
+            reloaded = try await Self.prices(gateway) == ["swift-101": 1990, "go-1": 5]
+            if !reloaded { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(reloaded)
+
+        try write(#"{"products":[{"id":"swift-101","amount":0,"description":"Swift 入门课"}]}"#)
+        gateway.send(signal: SIGHUP)
+        var refused = false
+        for _ in 0..<600 where !refused {
+            refused = gateway.log.contains("catalog reload refused")
+            if !refused { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(refused)
+        #expect(gateway.log.contains(#"product \"swift-101\": amount"#))
+        #expect(try await Self.prices(gateway) == ["swift-101": 1990, "go-1": 5])
+        #expect(gateway.process.isRunning)
+    }
+
+    @Test func aBadCatalogStopsStartUpNamingTheProductAndTheRule() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(#"{"products":[{"id":"swift-101","amount":990,"description":"ok"},{"id":"bad one","amount":1,"description":"x"}]}"#.utf8)
+            .write(to: file)
+        let run = try await ServedGateway.run(ServedGateway.demoArguments, environment: ["GATEWAY_CATALOG": file.path])
+        #expect(run.status != 0)
+        #expect(run.errors.contains("GATEWAY_CATALOG") && run.errors.contains("product #2: id must be"), "\(run.errors)")
+    }
+
+    @Test func theAppTokenCommandMintsATokenTheGatewayAccepts() async throws {
+        let secret = "a-backend-secret-of-at-least-32-bytes-01"
+        let fromEnvironment = try await ServedGateway.run(["app-token", "--sub", "u-7", "--ttl", "600"],
+                                                    environment: ["GATEWAY_APP_TOKEN_SECRETS": "\(secret),older-secret-also-32-bytes-long-0002"])
+        #expect(fromEnvironment.status == 0)
+        let token = fromEnvironment.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let claims = try AppTokenVerifier(secrets: [secret]).verify(token, now: Date())
+        #expect(claims.subject == "u-7" && claims.expiresAt - claims.issuedAt == 600)
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("secret-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data((secret + "\n").utf8).write(to: file)
+        let fromFile = try await ServedGateway.run(["app-token", "--sub", "u-8", "--secret-file", file.path])
+        #expect(fromFile.status == 0)
+        let minted = fromFile.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try AppTokenVerifier(secrets: [secret]).verify(minted, now: Date()).expiresAt
+            - AppTokenVerifier(secrets: [secret]).verify(minted, now: Date()).issuedAt == 3600)
+
+        for (arguments, environment, says) in [
+            (["app-token", "--sub", "u"], [String: String](), "no secret"),
+            (["app-token", "--sub", "u"], ["GATEWAY_APP_TOKEN_SECRETS": "too-short"], "at least 32 bytes"),
+            (["app-token"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--sub"),
+            (["app-token", "--sub", "u", "--ttl", "86401"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--ttl"),
+        ] {
+            let refused = try await ServedGateway.run(arguments, environment: environment)
+            #expect(refused.status == 64, "\(arguments)")
+            #expect(refused.errors.contains(says), "\(refused.errors)")
+            #expect(!refused.errors.contains("too-short") && !refused.errors.contains(secret))
+        }
+    }
+}
