@@ -6,7 +6,16 @@ import HTTP
 import Testing
 
 /// `wxpay-gateway appstore verify|token` and `simulate-appstore`, run as the built binary.
+/// Serialized: Foundation's `Process.run` has crashed (in its memmove) when many processes were
+/// launched at once, so this suite launches one at a time.
+@Suite(.serialized)
 struct AppStoreCommandTests {
+    /// PATH and HOME only, taken once: the child gets a fixed environment.
+    static let environment: [String: String] = {
+        let current = ProcessInfo.processInfo.environment
+        return ["PATH": current["PATH"] ?? "/usr/bin:/bin", "HOME": current["HOME"] ?? "/tmp"]
+    }()
+
     static let pki = SimulatorPKI()
     static let bundleID = "com.example.courses"
 
@@ -23,6 +32,7 @@ struct AppStoreCommandTests {
         let process = Process()
         process.executableURL = CommandProcess.executable
         process.arguments = arguments
+        process.environment = Self.environment
         process.standardInput = try FileHandle(forReadingFrom: files[0])
         process.standardOutput = try FileHandle(forWritingTo: files[1])
         process.standardError = try FileHandle(forWritingTo: files[2])
