@@ -43,7 +43,7 @@ public func fuzzAppStoreJWS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     // 2. The bytes as the payload of a genuinely signed token.
     let parsed = try? JSON.parse(bytes)
-    if let parsed {
+    if parsed != nil {
         precondition((try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil,
                      "our parser accepts JSON Foundation refuses")
     }
