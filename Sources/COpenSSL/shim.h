@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpenSSL for signing (MD5, HMAC-SHA256), constant-time comparison, AES-256-ECB (refund notify)
-// and TLS; X.509 chains and P-256 ECDSA (x509_ecdsa.h) for the App Store.
+// TLS, and reading certificates; X.509 chains and P-256 ECDSA (x509_ecdsa.h) for the App Store.
 #ifndef WXPAY_COPENSSL_SHIM_H
 #define WXPAY_COPENSSL_SHIM_H
 // Suppress OpenSSL 3's deprecation attributes for the one-shot digests below: `MD5()` runs the
@@ -15,6 +15,11 @@
 #include <openssl/err.h>
 #include <openssl/opensslv.h>
 #include <openssl/sha.h>
+// The client certificate's start-up check (HTTP's TLSClientIdentity+Inspection.swift).
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/x509.h>
 #include <string.h>
 #include <stdio.h>
 

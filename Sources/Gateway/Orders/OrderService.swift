@@ -29,6 +29,8 @@ public final class OrderService: Sendable {
     /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests).
     private let notifyURLOverride = Mutex<String?>(nil)
+    /// Refunds (Refunds/OrderService+Refunds.swift), once a `RefundService` attached itself.
+    let refundService = Mutex<RefundService?>(nil)
     var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
     /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
@@ -268,7 +270,7 @@ public final class OrderService: Sendable {
         else {
             throw .orderNotFound
         }
-        if order.state.isFinal { return OrderView(order).json }
+        if order.state.isFinal { return try await viewJSON(order) }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
@@ -291,7 +293,7 @@ public final class OrderService: Sendable {
                 throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
             }
         }
-        return OrderView(result).json
+        return try await viewJSON(result)
     }
 
     // MARK: - Support
@@ -326,7 +328,7 @@ public final class OrderService: Sendable {
         }
         var views: [OrderView] = []
         for order in orders {
-            var view = OrderView(order)
+            var view = try await storage { () throws(StorageError) in try await self.view(order) }
             view.userID = order.userID
             view.prepayID = order.prepayID
             view.flags = order.flags.map(\.rawValue).sorted()
@@ -352,7 +354,7 @@ public final class OrderService: Sendable {
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
-        return OrderView(order).json
+        return try await viewJSON(order)
     }
 
     // MARK: - Helpers
