@@ -73,7 +73,7 @@ public final class PythonTestServer: Sendable {
         self.directory = directory
     }
 
-    /// Starts a server and waits (at most 20 seconds) for its port.
+    /// Starts a server and waits (at most 2 minutes) for its port.
     public static func start(_ options: Options) async throws -> PythonTestServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-py-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -87,7 +87,8 @@ public final class PythonTestServer: Sendable {
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
-        let line = await firstLine(of: output, from: child, timeout: .seconds(20))
+        // Generous: at load 30-35 a Python start with ssl took over 20 s.
+        let line = await firstLine(of: output, from: child, timeout: .seconds(120))
         guard let line, line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
             child.closeInput()
             await child.wait(timeout: .zero)
