@@ -77,7 +77,8 @@ struct OrderServiceTests {
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "course-0001")
-        let order = try await harness.order("course-0001", wait: 5)
+        // The wait is long so that a loaded machine still fits its first orderquery in it.
+        let order = try await harness.order("course-0001", wait: 120)
         #expect(order.string("state") == "SUCCESS")
         #expect(order["final"] as? Bool == true)
         #expect(order.string("transaction_id") != nil)

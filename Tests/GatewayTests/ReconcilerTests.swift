@@ -33,7 +33,7 @@ struct ReconcilerTests {
         let reconciler = Reconciler(service: harness.service)
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
-        let settled = await harness.eventually(timeout: 20) {
+        let settled = await harness.eventually(timeout: 120) {
             (try? await harness.store.order("dropped-0001"))??.state == .success
         }
         #expect(settled)

@@ -82,7 +82,7 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(to address: HTTPServerSocketAddress, receiveTimeout: Duration = .seconds(30)) throws {
+    init(to address: HTTPServerSocketAddress, receiveTimeout: Duration = .seconds(120)) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
         var peer = sockaddr_in()
