@@ -25,24 +25,20 @@ enum SimulateAppStoreCommand {
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
-        var options: [String: String] = [:]
         let known: Set<String> = [
             "--port", "--host", "--root-out", "--bundle-id", "--app-apple-id", "--key-id", "--issuer", "--api-key",
             "--api-key-out", "--shared-secret", "--notification-url", "--sandbox-notification-url", "--time-scale",
             "--retry-scale", "--seed",
         ]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "-h" || argument == "--help" {
-                print(usage)
-                return 0
-            }
-            guard known.contains(argument), index + 1 < arguments.count else {
-                return fail("unknown or incomplete option \(argument.prefix(40))")
-            }
-            options[argument] = arguments[index + 1]
-            index += 2
+        let options: [String: String]
+        switch SimulatorServing.options(arguments, known: known) {
+        case .help:
+            print(usage)
+            return 0
+        case .invalid(let message):
+            return fail(message)
+        case .values(let values):
+            options = values
         }
         guard let port = UInt16(options["--port"] ?? "0") else { return fail("--port must be 0-65535") }
         guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else { return fail("--time-scale must be positive") }
@@ -97,27 +93,14 @@ enum SimulateAppStoreCommand {
         var router = HTTPRouter()
         AppStoreSimulatorRoutes.registerAPI(simulator, in: &router)
         AppStoreSimulatorRoutes.registerControl(simulator, in: &router)
-        let server = HTTPServer(router: router, configuration: serverConfiguration)
-        let address: HTTPServerSocketAddress
-        do {
-            address = try await server.start()
-        } catch {
-            await client.shutdown()
-            return fail("cannot listen: \(error)")
-        }
-        // Written unbuffered: scripts read the first line to learn the port.
-        FileHandle.standardOutput.write(Data("""
+        return await SimulatorServing.serve(router, serverConfiguration, client: client, banner: { address in
+            """
             listening http://\(address)
             app bundle_id=\(configuration.bundleID) app_apple_id=\(configuration.appAppleID) key_id=\(configuration.keyID) issuer=\(configuration.issuerID)
             root SHA-256 \(simulator.pki.root.sha256Fingerprint); control panel at /appstore-simulator/
 
-            """.utf8))
-        let notifications = Task { await simulator.run() }
-        _ = await Signals.waitForTermination()
-        notifications.cancel()
-        await server.shutdown(gracePeriod: .seconds(5))
-        await client.shutdown()
-        return 0
+            """
+        }, background: { await simulator.run() }, fail: fail)
     }
 
     private static func fail(_ message: String) -> Int32 {

@@ -21,19 +21,17 @@ enum SimulateCommand {
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
-        var options: [String: String] = [:]
-        var index = 0
         let known: Set<String> = ["--port", "--host", "--app-id", "--mch-id", "--key", "--time-scale", "--seed",
                                   "--tls-cert", "--tls-key", "--client-ca", "--refund-delay"]
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "-h" || argument == "--help" {
-                print(usage)
-                return 0
-            }
-            guard known.contains(argument), index + 1 < arguments.count else { return fail("unknown or incomplete option \(argument)") }
-            options[argument] = arguments[index + 1]
-            index += 2
+        let options: [String: String]
+        switch SimulatorServing.options(arguments, known: known) {
+        case .help:
+            print(usage)
+            return 0
+        case .invalid(let message):
+            return fail(message)
+        case .values(let values):
+            options = values
         }
         guard let port = UInt16(options["--port"] ?? "0") else { return fail("--port must be 0-65535") }
         guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else { return fail("--time-scale must be positive") }
@@ -77,27 +75,14 @@ enum SimulateCommand {
         var router = HTTPRouter()
         SimulatorRoutes.registerAPI(simulator, in: &router)
         SimulatorRoutes.registerControl(simulator, in: &router)
-        let server = HTTPServer(router: router, configuration: serverConfiguration)
-        let address: HTTPServerSocketAddress
-        do {
-            address = try await server.start()
-        } catch {
-            await client.shutdown()
-            return fail("cannot listen: \(error)")
-        }
         let scheme = serverConfiguration.tls == nil ? "http" : "https"
-        // Written unbuffered: scripts read the first line to learn the port.
-        FileHandle.standardOutput.write(Data("""
+        return await SimulatorServing.serve(router, serverConfiguration, client: client, banner: { address in
+            """
             listening \(scheme)://\(address)
             merchant appid=\(configuration.appID) mch_id=\(configuration.mchID); control panel at /simulator/
 
-            """.utf8))
-        let notifies = Task { await simulator.run() }
-        _ = await Signals.waitForTermination()
-        notifies.cancel()
-        await server.shutdown(gracePeriod: .seconds(5))
-        await client.shutdown()
-        return 0
+            """
+        }, background: { await simulator.run() }, fail: fail)
     }
 
     private static func fail(_ message: String) -> Int32 {

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+
+/// What `simulate` and `simulate-appstore` share: `--name value` options, and serving a simulator
+/// on a port until SIGINT or SIGTERM.
+enum SimulatorServing {
+    enum Options {
+        case help
+        case values([String: String])
+        case invalid(String)
+    }
+
+    /// Reads `--name value` pairs; `-h`/`--help` anywhere asks for the usage.
+    static func options(_ arguments: [String], known: Set<String>) -> Options {
+        var values: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "-h" || argument == "--help" { return .help }
+            guard known.contains(argument), index + 1 < arguments.count else {
+                return .invalid("unknown or incomplete option \(argument.prefix(40))")
+            }
+            values[argument] = arguments[index + 1]
+            index += 2
+        }
+        return .values(values)
+    }
+
+    /// Starts the server, prints `banner` (its first line names the address: scripts read it to
+    /// learn the port), runs `background` (the simulator's notify loop) until a termination
+    /// signal, then stops everything. `client` is the simulator's outgoing client, shut down last.
+    static func serve(_ router: HTTPRouter, _ configuration: HTTPServerConfiguration, client: HTTPClient,
+                      banner: (HTTPServerSocketAddress) -> String,
+                      background: @escaping @Sendable () async -> Void,
+                      fail: (String) -> Int32) async -> Int32 {
+        let server = HTTPServer(router: router, configuration: configuration)
+        let address: HTTPServerSocketAddress
+        do {
+            address = try await server.start()
+        } catch {
+            await client.shutdown()
+            return fail("cannot listen: \(error)")
+        }
+        // Written unbuffered, so a reader sees the first line at once.
+        FileHandle.standardOutput.write(Data(banner(address).utf8))
+        let running = Task { await background() }
+        _ = await Signals.waitForTermination()
+        running.cancel()
+        await server.shutdown(gracePeriod: .seconds(5))
+        await client.shutdown()
+        return 0
+    }
+}
