@@ -2,6 +2,8 @@
 import Foundation
 import Glibc
 import HTTP
+import HTTPClientTestSupport
+import Testing
 
 /// The built `wxpay-gateway` executable run as a child process, the way an operator runs it: its
 /// own environment (none of the test runner's WXPAY_/GATEWAY_ variables), stdout and stderr in
@@ -76,6 +78,31 @@ final class CommandProcess: @unchecked Sendable {
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
         return process.terminationStatus
+    }
+}
+
+/// The production gateway once it started, for the test's clean-up.
+final class StartedGateway: @unchecked Sendable {
+    // Set once by the test before the clean-up reads it.
+    var gateway: CommandProcess?
+    var base = ""
+
+    /// Starts `serve` with `environment(port)` on a free loopback port, the port chosen before the
+    /// start because the notify URLs name it; a port taken meanwhile by another test (exit 69) is
+    /// retried. Returns the running process, or nil after five refused attempts.
+    func start(_ environment: (Int) -> [String: String]) async throws -> CommandProcess? {
+        for _ in 0..<5 {
+            let port = closedLoopbackPort()
+            base = "http://127.0.0.1:\(port)"
+            let attempt = try CommandProcess(["serve"], environment: environment(port))
+            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
+                gateway = attempt
+                return attempt
+            }
+            #expect(await attempt.exitStatus(within: 5) == 69, "stderr: \(attempt.stderr)")
+            await attempt.stop()
+        }
+        return nil
     }
 }
 

@@ -105,26 +105,14 @@ struct ServeStartTests {
         defer { Task { await started.gateway?.stop(); await simulator.stop(); await client.shutdown() } }
         let simulatorLine = try #require(await simulator.line(startingWith: "listening "))
         let wechat = String(simulatorLine.split(separator: " ")[1])
-        var base = ""
-        // The notify URL is needed before the start; a port taken meanwhile by another test is retried.
-        for _ in 0..<5 {
-            let port = closedLoopbackPort()
-            base = "http://127.0.0.1:\(port)"
-            let attempt = try CommandProcess(["serve"], environment: [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": base + "/wechat/notify",
-                "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
-                "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
-                "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
-            ])
-            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
-                started.gateway = attempt
-                break
-            }
-            #expect(await attempt.exitStatus(within: 5) == 69, "stderr: \(attempt.stderr)")
-            await attempt.stop()
-        }
-        let running = try #require(started.gateway, "the production gateway did not start")
+        let running = try #require(await started.start { port in [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
+            "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
+            "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
+        ] }, "the production gateway did not start")
+        let base = started.base
         #expect(running.stderr.contains("GATEWAY_CRASH_POINT is set but ignored"))
 
         let unknown = try await client.send(.post, base + "/no/such/path")
@@ -156,8 +144,3 @@ struct ServeStartTests {
     }
 }
 
-/// The production gateway once it started, for the test's clean-up.
-private final class StartedGateway: @unchecked Sendable {
-    // Set once by the test before the clean-up reads it.
-    var gateway: CommandProcess?
-}
