@@ -58,29 +58,31 @@ let package = Package(
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
         .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
-        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ProcessTestSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "ProcessTestSupport"]),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
         ]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ProcessTestSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
         ]),
         // Loopback Python servers and the test certificates, shared by the client's test targets.
-        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
+        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ProcessTestSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
+        // Child processes without Foundation's `Process` (its run() can crash the test process on Linux).
+        .target(name: "ProcessTestSupport", path: "Tests/ProcessTestSupport"),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
             // The test certificates: refunds over mutual TLS.
-            "HTTPClientTestSupport",
+            "HTTPClientTestSupport", "ProcessTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
             "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ProcessTestSupport"]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import HTTP
+import ProcessTestSupport
 import Testing
 
 /// docs/openapi.json against the gateway: every route described (so a new route cannot be

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import ProcessTestSupport
 
 /// A loopback server from `test_server.py` (Python standard library), run as a subprocess on
 /// 127.0.0.1 port 0. It reports its port on stdout and exits when its stdin closes, so even a
@@ -58,52 +59,40 @@ public final class PythonTestServer: Sendable {
     public let port: Int
     /// `http://127.0.0.1:<port>` or `https://…`.
     public let baseURL: String
-    private let process: Process
-    private let stdin: Pipe
+    private let process: ChildProcess
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("test_server.py").path
 
-    private init(port: Int, tls: Bool, process: Process, stdin: Pipe) {
+    private init(port: Int, tls: Bool, process: ChildProcess) {
         self.port = port
         baseURL = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
         self.process = process
-        self.stdin = stdin
     }
 
-    /// Starts a server and waits (at most 20 seconds) for its port.
+    /// Starts a server and waits (at most 2 minutes: python3 goes through the pyenv shim, which took
+    /// over 20 s with 17 servers starting at once at load 21) for its port.
     public static func start(_ options: Options) async throws -> PythonTestServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script] + options.arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let line = await readLine(from: stdout.fileHandleForReading.fileDescriptor, timeout: .seconds(20))
+        let process = try ChildProcess("/usr/bin/env", ["python3", script] + options.arguments,
+                                       environment: ProcessInfo.processInfo.environment,
+                                       input: .pipe, output: .pipe, errors: .inherit)
+        let line = await readLine(from: process.output!.fileDescriptor, timeout: .seconds(120))
         guard let line, line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.send(SIGKILL)
+            await process.wait(timeout: .seconds(60))
             throw TestServerError(message: "test server did not report a port: \(line ?? "no output")")
         }
-        return PythonTestServer(port: port, tls: options.tls, process: process, stdin: stdin)
+        return PythonTestServer(port: port, tls: options.tls, process: process)
     }
 
     /// `baseURL` + `path`.
     public func url(_ path: String) -> String { baseURL + path }
 
-    /// Kills the server and reaps it.
+    /// Kills the server and reaps it (polling: nothing waits on the cooperative pool).
     public func stop() async {
-        try? stdin.fileHandleForWriting.close()
-        kill(process.processIdentifier, SIGKILL)
-        // waitUntilExit blocks; keep it off the cooperative pool.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                self.process.waitUntilExit()
-                done.resume()
-            }
-        }
+        try? process.input?.close()
+        process.send(SIGKILL)
+        await process.wait(timeout: .seconds(60))
     }
 
     /// Reads one line from `fd`, polling so the wait is bounded; runs on a Dispatch thread.

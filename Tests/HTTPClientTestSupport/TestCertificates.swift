@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import ProcessTestSupport
 
 /// Paths of the committed test-only certificates in `certs/test/` (see certs/README.md).
 public enum TestCertificates {
@@ -57,21 +58,6 @@ extension TestCertificates {
 
     /// Runs a command to completion off the cooperative pool; returns its exit status.
     private static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
-        await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
-            Thread.detachNewThread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                do {
-                    try process.run()
-                    process.waitUntilExit()
-                    done.resume(returning: process.terminationStatus)
-                } catch {
-                    done.resume(returning: -1)
-                }
-            }
-        }
+        (try? await ChildProcess.run(executable, arguments))?.status ?? -1
     }
 }

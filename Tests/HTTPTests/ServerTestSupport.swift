@@ -5,6 +5,7 @@ import Glibc
 import HTTP
 import Synchronization
 import HTTPClientTestSupport
+import ProcessTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -262,32 +263,12 @@ struct ProcessResult: Sendable {
     var standardError: String
 }
 
-/// Runs a tool to completion (bounded by `timeout`, after which it is terminated).
+/// Runs a tool to completion (bounded by `timeout`, after which it is killed), on a thread of its own.
 func runProcess(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws
     -> ProcessResult
 {
-    try await offPool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let timer = DispatchSource.makeTimerSource()
-        timer.schedule(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1000)))
-        timer.setEventHandler { if process.isRunning { process.terminate() } }
-        timer.resume()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        timer.cancel()
-        return ProcessResult(
-            status: process.terminationStatus, standardOutput: String(decoding: outData, as: UTF8.self),
-            standardError: String(decoding: errData, as: UTF8.self))
-    }
+    let result = try await ChildProcess.run(executable, arguments, timeout: timeout)
+    return ProcessResult(status: result.status, standardOutput: result.standardOutput, standardError: result.standardError)
 }
 
 /// The number of threads in this process (entries of /proc/self/task).

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import ProcessTestSupport
 import Storage
 import Testing
 
@@ -143,16 +144,11 @@ struct DurabilityTests {
         await store.close()
 
         // A separate process opens a transaction, writes, and is killed with SIGKILL before COMMIT.
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        child.arguments = [directory.databasePath]
-        let input = Pipe()
-        let output = Pipe()
-        child.standardInput = input
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        input.fileHandleForWriting.write(Data("""
+        let child = try ChildProcess("/usr/bin/sqlite3", [directory.databasePath],
+                                     environment: ProcessInfo.processInfo.environment,
+                                     input: .pipe, output: .pipe, errors: .null)
+        let input = try #require(child.input), output = try #require(child.output)
+        input.write(Data("""
             BEGIN IMMEDIATE;
             UPDATE orders SET state = 'SUCCESS', transaction_id = 'forged' WHERE out_trade_no = 'K0';
             INSERT INTO orders (out_trade_no, amount, description, client_ip, sign_type, time_expire, expires_at,
@@ -161,17 +157,16 @@ struct DurabilityTests {
             .print ready
 
             """.utf8))
-        // Watchdog: should "ready" never come, the kill closes the pipe and ends the read below. It
-        // is cancelled before the child is reaped, so it can never hit a recycled pid.
-        let pid = child.processIdentifier
-        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        // Watchdog: should "ready" never come, the kill closes the pipe and ends the read below.
+        // `send` never signals a reaped (so possibly recycled) pid.
+        let watchdog = DispatchWorkItem { child.send(SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
         let ready = await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 var seen = Data()
                 // Ends at "ready" or when the child dies and the pipe closes.
                 while !String(decoding: seen, as: UTF8.self).contains("ready") {
-                    let chunk = output.fileHandleForReading.availableData
+                    let chunk = output.availableData
                     if chunk.isEmpty { break }
                     seen.append(chunk)
                 }
@@ -179,8 +174,8 @@ struct DurabilityTests {
             }
         }
         watchdog.cancel()
-        kill(pid, SIGKILL)
-        child.waitUntilExit()
+        child.send(SIGKILL)
+        await child.wait(timeout: .seconds(60))
         #expect(ready)
 
         let reopened = try await SQLiteOrderStore.open(path: directory.databasePath)

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HTTP
 import HTTPClientTestSupport
+import ProcessTestSupport
 import Testing
 
 /// The built `wxpay-gateway` executable run as a child process, the way an operator runs it: its
@@ -10,7 +11,7 @@ import Testing
 /// files of a temp directory, stopped with SIGTERM (then SIGKILL) and the directory removed by `stop`.
 final class CommandProcess: @unchecked Sendable {
     // Touched only by the test that owns it, one step at a time.
-    let process = Process()
+    let process: ChildProcess
     let directory: URL
     let stdoutURL: URL
     let stderrURL: URL
@@ -26,24 +27,16 @@ final class CommandProcess: @unchecked Sendable {
         return folder.appendingPathComponent("wxpay-gateway")
     }
 
-    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME).
+    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME), in the temp directory.
     init(_ arguments: [String], environment: [String: String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
         stderrURL = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        process.executableURL = Self.executable
-        process.arguments = arguments
         var env = environment
         for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        process.environment = env
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
-        try process.run()
+        process = try ChildProcess(Self.executable.path, arguments, environment: env, directory: directory.path,
+                                   output: .file(stdoutURL.path), errors: .file(stderrURL.path))
     }
 
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
@@ -54,7 +47,7 @@ final class CommandProcess: @unchecked Sendable {
     func exitStatus(within timeout: Double = 60) async -> Int32? {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.isRunning ? nil : process.terminationStatus
+        return process.exitStatus
     }
 
     /// The first stdout line starting with `prefix`, waiting (bounded) for it.
@@ -71,13 +64,10 @@ final class CommandProcess: @unchecked Sendable {
     /// SIGTERM, then SIGKILL after `grace` seconds; returns the exit status; removes the directory.
     @discardableResult
     func stop(grace: Double = 20) async -> Int32 {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            if await exitStatus(within: grace) == nil { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
+        process.send(SIGTERM)
+        let status = await process.wait(timeout: .seconds(grace))
         try? FileManager.default.removeItem(at: directory)
-        return process.terminationStatus
+        return status
     }
 }
 

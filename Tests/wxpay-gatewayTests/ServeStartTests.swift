@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import HTTPClientTestSupport
+import ProcessTestSupport
 import Testing
 
 /// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
