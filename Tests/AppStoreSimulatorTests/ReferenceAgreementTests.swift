@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import HTTP
 import SimulatorKit
 import Synchronization
@@ -145,15 +145,23 @@ struct ReferenceAgreementTests {
 
     /// Runs the script with the test tools' Python, off the cooperative pool, bounded in time.
     static func runScript(input: URL, directory: URL) async throws -> JSON {
+        let output = directory.appendingPathComponent("report.json")
+        let errors = directory.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         environment.removeValue(forKey: "REQUESTS_CA_BUNDLE")
         environment["NO_PROXY"] = "127.0.0.1"
-        let result = try await ChildProcess.run(
-            python.path, [root.appendingPathComponent("scripts/appstore/reference_agreement.py").path, input.path],
-            environment: environment, timeout: .seconds(300))
-        guard let report = try? JSON.parse(result.output) else {
-            throw ScriptFailure(description: "reference_agreement.py printed no report (exit \(result.status)): \(result.standardError.suffix(2000))")
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let child = try ChildProcess(python.path, [root.appendingPathComponent("scripts/appstore/reference_agreement.py").path,
+                                                   input.path],
+                                     environment: environment, output: output.path, errors: errors.path)
+        let status = await child.wait(timeout: .seconds(300))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        guard let report = try? JSON.parse(Array(text.utf8)) else {
+            let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            throw ScriptFailure(description: "reference_agreement.py printed no report (exit \(status)): \(stderr.suffix(2000))")
         }
         return report
     }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import Testing
 
 /// The Server API's bearer token: its claims read by Foundation, its signature checked by
@@ -78,9 +78,11 @@ struct ServerAPITokenTests {
         return [0x30, UInt8(body.count)] + body
     }
 
-    /// Runs on a thread of its own instead of blocking one of the suite's small cooperative pool.
+    /// Polls instead of blocking a thread of the suite's small cooperative pool.
     static func openssl(_ arguments: [String]) async throws -> Int32 {
-        try await ChildProcess.run("/usr/bin/env", ["openssl"] + arguments, timeout: .seconds(60)).status
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        try await ChildProcess.run("/usr/bin/env", ["openssl"] + arguments, environment: ProcessInfo.processInfo.environment,
+                                   timeout: .seconds(60)).status
     }
 
     // MARK: - The simulator's checks

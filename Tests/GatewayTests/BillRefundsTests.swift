@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -10,8 +11,9 @@ import WeChatPaySimulator
 /// refund the bill shows SUCCESS but the gateway still has PROCESSING is settled only after its own
 /// refundquery, and every other difference is reported and applied nowhere.
 struct BillRefundsTests {
-    @Test func theBillsRefundLinesAreMatchedSettledByRefundqueryOrReported() async throws {
-        let rig = try await RefundRig.start(.inProcess)
+    @Test(arguments: StoreKind.all)
+    func theBillsRefundLinesAreMatchedSettledByRefundqueryOrReported(store: StoreKind) async throws {
+        let rig = try await RefundRig.start(.inProcess, store: store)
         defer { Task { await rig.stop() } }
         // Keep everything on one Beijing day, whatever time the test runs.
         let secondOfDay = (Int(rig.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 @testable import Gateway
-import ProcessTestSupport
 import Testing
 
 /// The README's token-minting examples and scripts/example-app-flow, run as a reader would run

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 @testable import Gateway
 import HTTP
-import ProcessTestSupport
 import Testing
 
 /// docs/openapi.json against the gateway: every route described (so a new route cannot be

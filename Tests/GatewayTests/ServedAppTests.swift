@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 @testable import Gateway
 import Glibc
 import HTTP

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
-import ProcessTestSupport
 
 /// The built `wxpay-gateway` binary run as a user runs it: `serve` in demo mode on 127.0.0.1
 /// port 0 with its database in a temp directory, its output in files there (so a chatty child

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
-import ProcessTestSupport
 
 /// A loopback server from `test_server.py` (Python standard library), run as a subprocess on
 /// 127.0.0.1 port 0. It reports its port on stdout and exits when its stdin closes, so even a
@@ -59,62 +59,66 @@ public final class PythonTestServer: Sendable {
     public let port: Int
     /// `http://127.0.0.1:<port>` or `https://…`.
     public let baseURL: String
-    private let process: ChildProcess
+    /// A `ChildProcess` (posix_spawn): Foundation's `Process.run()` can crash the test process on Linux.
+    private let child: ChildProcess
+    private let directory: URL
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("test_server.py").path
 
-    private init(port: Int, tls: Bool, process: ChildProcess) {
+    private init(port: Int, tls: Bool, child: ChildProcess, directory: URL) {
         self.port = port
         baseURL = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
-        self.process = process
+        self.child = child
+        self.directory = directory
     }
 
-    /// Starts a server and waits (at most 2 minutes: python3 goes through the pyenv shim, which took
-    /// over 20 s with 17 servers starting at once at load 21) for its port.
+    /// Starts a server and waits (at most 2 minutes) for its port.
     public static func start(_ options: Options) async throws -> PythonTestServer {
-        let process = try ChildProcess("/usr/bin/env", ["python3", script] + options.arguments,
-                                       environment: ProcessInfo.processInfo.environment,
-                                       input: .pipe, output: .pipe, errors: .inherit)
-        let line = await readLine(from: process.output!.fileDescriptor, timeout: .seconds(120))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-py-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let output = directory.appendingPathComponent("stdout").path
+        let child: ChildProcess
+        do {
+            // The pipe on stdin stays open while the server should run: its EOF ends the server.
+            child = try ChildProcess("python3", [script] + options.arguments, environment: ProcessInfo.processInfo.environment,
+                                     input: .pipe, output: output, errors: "/dev/null")
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        // Generous: at load 30-35 a Python start with ssl took over 20 s.
+        let line = await firstLine(of: output, from: child, timeout: .seconds(120))
         guard let line, line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
-            process.send(SIGKILL)
-            await process.wait(timeout: .seconds(60))
+            child.closeInput()
+            await child.wait(timeout: .zero)
+            try? FileManager.default.removeItem(at: directory)
             throw TestServerError(message: "test server did not report a port: \(line ?? "no output")")
         }
-        return PythonTestServer(port: port, tls: options.tls, process: process)
+        return PythonTestServer(port: port, tls: options.tls, child: child, directory: directory)
     }
 
     /// `baseURL` + `path`.
     public func url(_ path: String) -> String { baseURL + path }
 
-    /// Kills the server and reaps it (polling: nothing waits on the cooperative pool).
+    /// Kills the server and reaps it.
     public func stop() async {
-        try? process.input?.close()
-        process.send(SIGKILL)
-        await process.wait(timeout: .seconds(60))
+        child.closeInput()
+        await child.wait(timeout: .zero)
+        try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Reads one line from `fd`, polling so the wait is bounded; runs on a Dispatch thread.
-    private static func readLine(from fd: Int32, timeout: Duration) async -> String? {
-        await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-            Thread.detachNewThread {
-                let deadline = ContinuousClock.now + timeout
-                var bytes: [UInt8] = []
-                while bytes.count < 512, ContinuousClock.now < deadline {
-                    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&descriptor, 1, 100) > 0 else { continue }
-                    var byte: UInt8 = 0
-                    guard read(fd, &byte, 1) == 1 else { break }
-                    if byte == UInt8(ascii: "\n") {
-                        done.resume(returning: String(decoding: bytes, as: UTF8.self))
-                        return
-                    }
-                    bytes.append(byte)
-                }
-                done.resume(returning: nil)
+    /// The first line the child writes to `path`, polling so the wait is bounded.
+    private static func firstLine(of path: String, from child: ChildProcess, timeout: Duration) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let newline = text.firstIndex(of: "\n") {
+                return String(text[..<newline])
             }
+            if !child.isRunning { break }
+            try? await Task.sleep(for: .milliseconds(20))
         }
+        return nil
     }
 }
 

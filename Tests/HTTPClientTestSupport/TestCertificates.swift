@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import HTTP
-import ProcessTestSupport
 
 /// Paths of the committed test-only certificates in `certs/test/` (see certs/README.md).
 public enum TestCertificates {
@@ -56,8 +56,10 @@ extension TestCertificates {
         return path
     }
 
-    /// Runs a command to completion off the cooperative pool; returns its exit status.
+    /// Runs a command to completion (a `ChildProcess`, not Foundation's `Process`, whose `run()`
+    /// can crash the test process on Linux); returns its exit status.
     private static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
-        (try? await ChildProcess.run(executable, arguments))?.status ?? -1
+        (try? await ChildProcess.run(executable, arguments, environment: ProcessInfo.processInfo.environment,
+                                     timeout: .seconds(120)).status) ?? -1
     }
 }

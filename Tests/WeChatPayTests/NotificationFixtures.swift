@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import Testing
 import WeChatPay
 
@@ -40,7 +40,9 @@ enum ExternalTool {
     }
 
     static func run(_ path: String, _ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let result = try ChildProcess.runToCompletion(path, arguments, input: input, timeout: .seconds(30))
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking(path, arguments, environment: ProcessInfo.processInfo.environment,
+                                                  input: input, timeout: .seconds(30))
         guard result.status == 0 else { throw Failure(status: result.status) }
         return result.output
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import Testing
 import WeChatPay
 
@@ -156,13 +156,14 @@ struct SignCommandRun {
     /// `environment`: the child's whole environment (nil: this process's, without WXPAY_API_KEY,
     /// so a developer's own key never changes a test's outcome).
     init(_ arguments: [String], input: [UInt8] = [], environment: [String: String]? = nil) throws {
-        let result = try ChildProcess.runToCompletion(
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking(
             try Self.executable().path, arguments,
             environment: environment ?? ProcessInfo.processInfo.environment.filter { $0.key != "WXPAY_API_KEY" },
             input: input, timeout: .seconds(30))
         status = result.status
-        output = result.standardOutput
-        errors = result.standardError
+        output = String(decoding: result.output, as: UTF8.self)
+        errors = String(decoding: result.errors, as: UTF8.self)
     }
 
     struct MissingExecutable: Error, CustomStringConvertible {

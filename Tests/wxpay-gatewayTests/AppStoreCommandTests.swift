@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import HTTP
 import Testing
 
@@ -20,13 +20,22 @@ struct AppStoreCommandTests {
     static let pki = SimulatorPKI()
     static let bundleID = "com.example.courses"
 
-    /// Runs the binary with `input` on standard input, bounded in time, on a thread of its own:
-    /// the suite's cooperative pool has one thread per core, and a blocked one stalls every other
-    /// test's timers.
+    /// Runs the binary with `input` on standard input, bounded in time. It waits by polling with
+    /// `Task.sleep`, never by blocking a thread: the suite's cooperative pool has one thread per
+    /// core, and a blocked one stalls every other test's timers.
     static func run(_ arguments: [String], input: String = "") async throws -> (status: Int32, stdout: String, stderr: String) {
-        let result = try await ChildProcess.run(CommandProcess.executable.path, arguments, environment: Self.environment,
-                                                input: Array(input.utf8), timeout: .seconds(120))
-        return (result.status, result.standardOutput, result.standardError)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let files = ["stdin", "stdout", "stderr"].map { directory.appendingPathComponent($0) }
+        try Data(input.utf8).write(to: files[0])
+        for file in files.dropFirst() { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let child = try ChildProcess(CommandProcess.executable.path, arguments, environment: Self.environment,
+                                     input: .file(files[0].path), output: files[1].path, errors: files[2].path)
+        let status = await child.wait(timeout: .seconds(120))
+        func read(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+        return (status, read(files[1]), read(files[2]))
     }
 
     /// The test chain's root in a temporary PEM file, removed after `body`.

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
 import HTTP
 import HTTPClientTestSupport
-import ProcessTestSupport
 import Testing
 
 /// The built `wxpay-gateway` executable run as a child process, the way an operator runs it: its
@@ -11,7 +11,8 @@ import Testing
 /// files of a temp directory, stopped with SIGTERM (then SIGKILL) and the directory removed by `stop`.
 final class CommandProcess: @unchecked Sendable {
     // Touched only by the test that owns it, one step at a time.
-    let process: ChildProcess
+    /// A `ChildProcess` (posix_spawn), not Foundation's `Process`, whose `run()` can crash on Linux.
+    let child: ChildProcess
     let directory: URL
     let stdoutURL: URL
     let stderrURL: URL
@@ -27,7 +28,7 @@ final class CommandProcess: @unchecked Sendable {
         return folder.appendingPathComponent("wxpay-gateway")
     }
 
-    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME), in the temp directory.
+    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME).
     init(_ arguments: [String], environment: [String: String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -35,19 +36,21 @@ final class CommandProcess: @unchecked Sendable {
         stderrURL = directory.appendingPathComponent("stderr")
         var env = environment
         for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        process = try ChildProcess(Self.executable.path, arguments, environment: env, directory: directory.path,
-                                   output: .file(stdoutURL.path), errors: .file(stderrURL.path))
+        child = try ChildProcess(Self.executable.path, arguments, environment: env, output: stdoutURL.path,
+                                 errors: stderrURL.path, directory: directory.path)
     }
 
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+    var isRunning: Bool { child.isRunning }
+    var processIdentifier: pid_t { child.pid }
 
     /// The exit status once the process has ended by itself, waiting at most `timeout` seconds; nil
     /// if it is still running then.
     func exitStatus(within timeout: Double = 60) async -> Int32? {
         let deadline = ContinuousClock.now + .seconds(timeout)
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.exitStatus
+        while child.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return child.exitStatus
     }
 
     /// The first stdout line starting with `prefix`, waiting (bounded) for it.
@@ -55,7 +58,7 @@ final class CommandProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
-            if !process.isRunning { break }
+            if !child.isRunning { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return stdout.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
@@ -64,10 +67,34 @@ final class CommandProcess: @unchecked Sendable {
     /// SIGTERM, then SIGKILL after `grace` seconds; returns the exit status; removes the directory.
     @discardableResult
     func stop(grace: Double = 20) async -> Int32 {
-        process.send(SIGTERM)
-        let status = await process.wait(timeout: .seconds(grace))
+        child.send(SIGTERM)
+        let status = await child.wait(timeout: .seconds(grace))
         try? FileManager.default.removeItem(at: directory)
         return status
+    }
+
+    /// SIGKILL, as a crash or a power cut would end it; returns once it is gone.
+    func kill() async {
+        child.send(SIGKILL)
+        await child.wait(timeout: .seconds(30))
+    }
+}
+
+/// One HTTP exchange with a child process, through the HTTP module's client.
+struct Exchange {
+    var status: Int
+    var body: String
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
+}
+
+extension HTTPClient {
+    func send(_ method: HTTPMethod, _ url: String, token: String? = nil, body: String = "") async throws -> Exchange {
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        let response = try await execute(HTTPClientRequest(
+            method: method, url: url, headers: HTTPHeaders(headers), body: Array(body.utf8),
+            timeouts: .init(connect: .seconds(10), total: .seconds(60))))
+        return Exchange(status: response.status, body: String(decoding: response.body, as: UTF8.self))
     }
 }
 
@@ -93,23 +120,5 @@ final class StartedGateway: @unchecked Sendable {
             await attempt.stop()
         }
         return nil
-    }
-}
-
-/// One HTTP exchange with a child process, through the HTTP module's client.
-struct Exchange {
-    var status: Int
-    var body: String
-    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:] }
-}
-
-extension HTTPClient {
-    func send(_ method: HTTPMethod, _ url: String, token: String? = nil, body: String = "") async throws -> Exchange {
-        var headers: [(String, String)] = []
-        if let token { headers.append(("Authorization", "Bearer \(token)")) }
-        let response = try await execute(HTTPClientRequest(
-            method: method, url: url, headers: HTTPHeaders(headers), body: Array(body.utf8),
-            timeouts: .init(connect: .seconds(10), total: .seconds(60))))
-        return Exchange(status: response.status, body: String(decoding: response.body, as: UTF8.self))
     }
 }

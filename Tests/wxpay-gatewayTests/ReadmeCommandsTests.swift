@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
-import ProcessTestSupport
 import Testing
 
 /// The README's commands run as written: its `sign` examples print what it says they print, and its
@@ -32,10 +32,19 @@ struct ReadmeCommandsTests {
     /// cooperative pool (two threads on this machine) stalled every other test of the run for as
     /// long as the script took, 17-35 s for the sign examples under load.
     static func bash(_ script: String, environment: [String: String] = [:]) async throws -> (status: Int32, stdout: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try runBash(script, environment: environment) })
+            }
+        }
+    }
+
+    private static func runBash(_ script: String, environment: [String: String]) throws -> (status: Int32, stdout: String) {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("WXPAY_") && !$0.key.hasPrefix("GATEWAY_") }
         env.merge(environment) { $1 }
-        let result = try await ChildProcess.run("/bin/bash", ["-c", script], environment: env, timeout: .seconds(600))
-        return (result.status, result.standardOutput)
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking("/bin/bash", ["-c", script], environment: env, timeout: .seconds(600))
+        return (result.status, String(decoding: result.output, as: UTF8.self))
     }
 
     @Test func theSignExamplesPrintWhatTheREADMESays() async throws {

@@ -2,7 +2,6 @@
 import Foundation
 import HTTP
 import HTTPClientTestSupport
-import ProcessTestSupport
 import Testing
 
 /// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
@@ -138,7 +137,7 @@ struct ServeStartTests {
         #expect(state == "SUCCESS")
         let metrics = try await client.send(.get, base + "/metrics").body
         #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
-        #expect(running.process.isRunning, "the gateway died at the crash point")
+        #expect(running.isRunning, "the gateway died at the crash point")
         #expect(try await client.send(.get, base + "/healthz").status == 200)
         #expect(!running.stderr.contains("crash point "))
         #expect(await running.stop() == 0)
