@@ -96,6 +96,23 @@ extension HTTPClient {
             timeouts: .init(connect: .seconds(10), total: .seconds(60))))
         return Exchange(status: response.status, body: String(decoding: response.body, as: UTF8.self))
     }
+
+    /// Creates a 990-fen order on the gateway at `base`, has the user pay it at the simulator at
+    /// `wechat`, and reads the order (plain reads: no `wait`, so no orderquery) until WeChat's
+    /// notify settled it, for at most a minute. Returns the order's last state.
+    func createAndPay(_ outTradeNo: String, base: String, wechat: String, token: String) async throws -> String? {
+        let created = try await send(.post, base + "/v1/orders", token: token, body:
+            #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
+        #expect(created.status == 201, "\(created.body)")
+        #expect(try await send(.post, wechat + "/simulator/orders/\(outTradeNo)/pay").status == 200)
+        var state: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while state != "SUCCESS" && ContinuousClock.now < deadline {
+            state = try await send(.get, base + "/v1/orders/" + outTradeNo, token: token).json["state"] as? String
+            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        return state
+    }
 }
 
 /// The production gateway once it started, for the test's clean-up.

@@ -62,17 +62,7 @@ struct ServeRefundsStartTests {
         #expect((Double(expiry.split(separator: " ")[1]) ?? 0) > 30 * 86400)
         #expect(!running.stderr.contains("expires within 30 days"))
 
-        let created = try await client.send(.post, base + "/v1/orders", token: Self.clientToken,
-                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-refund-1"}"#)
-        #expect(created.status == 201)
-        #expect(try await client.send(.post, wechat + "/simulator/orders/start-refund-1/pay").status == 200)
-        var state: String?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while state != "SUCCESS" && ContinuousClock.now < deadline {
-            state = try await client.send(.get, base + "/v1/orders/start-refund-1", token: Self.clientToken).json["state"] as? String
-            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(state == "SUCCESS")
+        #expect(try await client.createAndPay("start-refund-1", base: base, wechat: wechat, token: Self.clientToken) == "SUCCESS")
         let refund = try await client.send(.post, base + "/v1/orders/start-refund-1/refunds", token: Self.clientToken,
                                            body: #"{"amount":300,"reason":"bought by mistake","out_refund_no":"start-refund-r1"}"#)
         #expect(refund.status == 201, "\(refund.body)")

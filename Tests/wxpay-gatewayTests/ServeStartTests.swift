@@ -122,19 +122,8 @@ struct ServeStartTests {
             #expect(answer.status == 404 && answer.body == unknown.body, "\(path) exists outside demo mode")
         }
 
-        let created = try await client.send(.post, base + "/v1/orders", token: Self.clientToken,
-                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-prod-1"}"#)
-        #expect(created.status == 201)
-        // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway. Plain
-        // reads (no `wait`, so no orderquery) until the notify has settled the order.
-        #expect(try await client.send(.post, wechat + "/simulator/orders/start-prod-1/pay").status == 200)
-        var state: String?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while state != "SUCCESS" && ContinuousClock.now < deadline {
-            state = try await client.send(.get, base + "/v1/orders/start-prod-1", token: Self.clientToken).json["state"] as? String
-            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(state == "SUCCESS")
+        // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway.
+        #expect(try await client.createAndPay("start-prod-1", base: base, wechat: wechat, token: Self.clientToken) == "SUCCESS")
         let metrics = try await client.send(.get, base + "/metrics").body
         #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
         #expect(running.isRunning, "the gateway died at the crash point")
