@@ -344,7 +344,8 @@ class Rig:
         self.store = store
         self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
         self.db = os.path.join(self.dir, "gateway.sqlite")
-        self.pg_dir = os.path.join(self.dir, "postgres")
+        # A directory of its own: the server runs as another user, who cannot enter self.dir (0700).
+        self.pg_dir = tempfile.mkdtemp(prefix="wxpay-battery-pg-") if store == "postgres" else None
         self.pg_url = None
         if store == "postgres":
             # Durable settings (fsync on), like production: the battery restarts and crashes it.
