@@ -109,7 +109,7 @@ enum GatewayBench {
             status == 201 && contains(body, prepay) && contains(body, appParams)
         }
         try Result(outcome, name: options.token == "client" ? "create" : "create-\(options.token)", expected: options.orders)
-            .report(unit: "orders created/s (201, through unifiedorder to the simulator and the SQLite commit)")
+            .report(unit: "orders created/s (201, through unifiedorder to the simulator and the store's commit)")
     }
 
     private static func notify(_ options: Options) throws {
