@@ -19,7 +19,9 @@ struct ClientCancellationTests {
                 let error = await task.value
                 #expect(error == .cancelled)
                 #expect(error?.mayHaveBeenDelivered == true)
-                #expect(ContinuousClock.now - started < .seconds(20))
+                // Before the request's own 60 s timeout: cancellation ended it. (Not a tighter bound:
+                // on a loaded machine other suites held the cooperative pool for ~30 s at a time.)
+                #expect(ContinuousClock.now - started < .seconds(55))
             }
         }
     }
