@@ -4,21 +4,10 @@ import Foundation
 extension SQLiteOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
         // Payment enters an order only through `transition`; a create cannot smuggle it in.
-        guard order.state == .notPay, order.transactionID == nil, order.paidAt == nil else {
-            throw .invalidArgument("an order is created NOTPAY, without payment details")
-        }
+        try Self.checkNew(order)
         return try await write { db throws(StorageError) in
-            let inserted = try db.run(
-                "INSERT INTO orders (" + OrderRecord.columns + """
-                    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (out_trade_no) DO NOTHING
-                    """,
-                order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
-                order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
-                order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
-                order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
-                OrderRecord.encodeFlags(order.flags), order.updatedAt)
-            if inserted == 1 {
+            let inserted = try Self.insert(order, on: db)
+            if inserted {
                 _ = try Self.insertEvent(order.outTradeNo, event, on: db)
                 return .created(try Self.existingOrder(order.outTradeNo, on: db))
             }
@@ -90,71 +79,82 @@ extension SQLiteOrderStore {
         if let outbox = transition.outbox, outbox.outTradeNo != transition.outTradeNo {
             throw .invalidArgument("the outbox event belongs to another order")
         }
+        return try await write { db throws(StorageError) in try Self.transition(transition, on: db) }
+    }
+
+    /// The door itself, inside the caller's write transaction: `transition(_:)` and
+    /// `creditAppleTransaction` both change an order's state only through here.
+    static func transition(_ transition: OrderTransition, on db: SQLiteConnection) throws(StorageError)
+        -> TransitionResult
+    {
         // A move to the state the order is already in is a duplicate, never a second change.
         let allowed = transition.allowedFrom.subtracting([transition.to])
-        return try await write { db throws(StorageError) in
-            // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
-            // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
-            guard
-                let beforeState = try db.row(
-                    "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
-                    decode: { row throws(StorageError) in try row.text(0) })
-            else { return .notFound }
-            // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
-            let touchCode =
-                switch transition.receipt?.touching {
-                case .lastNotify: 1
-                case .lastQueried: 2
-                case nil: 0
-                }
-            // The door itself: a conditional UPDATE, so even a second process writing the same file
-            // could not make two callers both see a change.
-            guard
-                var after = try db.row(
-                    """
-                    UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                        paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                        last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                            ELSE last_notify_at END,
-                        last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                            ELSE last_queried_at END
-                    WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
-                        AND (?7 IS NULL OR amount = ?7)
-                    RETURNING
-                    """ + " " + OrderRecord.columns,
-                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
-                    decode: OrderRecord.init(row:))
-            else {
-                if let receipt = transition.receipt, let state = OrderState(rawValue: beforeState),
-                    !receipt.deferredWhenUnchangedIn.contains(state)
+        // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
+        // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
+        guard
+            let beforeState = try db.row(
+                "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
+                decode: { row throws(StorageError) in try row.text(0) })
+        else { return .notFound }
+        // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
+        let touchCode =
+            switch transition.receipt?.touching {
+            case .lastNotify: 1
+            case .lastQueried: 2
+            case nil: 0
+            }
+        // The door itself: a conditional UPDATE, so even a second process writing the same file
+        // could not make two callers both see a change. An App Store transaction is stored only
+        // where none is (COALESCE), and the unique index refuses one another order holds.
+        guard
+            var after = try db.row(
+                """
+                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+                    original_transaction_id = COALESCE(original_transaction_id, ?10),
+                    environment = COALESCE(environment, ?11)
+                WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
+                    AND (?7 IS NULL OR amount = ?7)
+                RETURNING
+                """ + " " + OrderRecord.columns,
+                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
+                transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment,
+                decode: OrderRecord.init(row:))
+        else {
+            if let receipt = transition.receipt, let state = OrderState(rawValue: beforeState),
+                !receipt.deferredWhenUnchangedIn.contains(state)
+            {
+                try insertReceiptEvent(receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
+                if let timestamp = receipt.touching,
+                    let touched = try touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
                 {
-                    try Self.insertReceiptEvent(receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
-                    if let timestamp = receipt.touching,
-                        let touched = try Self.touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
-                    {
-                        return .unchanged(touched)
-                    }
+                    return .unchanged(touched)
                 }
-                return .unchanged(try Self.existingOrder(transition.outTradeNo, on: db))
             }
-            if !transition.addingFlags.isSubset(of: after.flags) {
-                after = try Self.setFlags(
-                    after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
-            }
-            var detail = "\(beforeState) -> \(transition.to.rawValue)"
-            if !transition.detail.isEmpty { detail += ": " + transition.detail }
-            try db.run(
-                "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
-                transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
-            if let outbox = transition.outbox {
-                try Self.insertOutbox(outbox, on: db)
-            }
-            if let receipt = transition.receipt {
-                try Self.insertReceiptEvent(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
-            }
-            return .changed(after)
+            return .unchanged(try existingOrder(transition.outTradeNo, on: db))
         }
+        if !transition.addingFlags.isSubset(of: after.flags) {
+            after = try setFlags(
+                after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
+        }
+        var detail = "\(beforeState) -> \(transition.to.rawValue)"
+        if !transition.detail.isEmpty { detail += ": " + transition.detail }
+        try db.run(
+            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
+            transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
+        if let outbox = transition.outbox {
+            try insertOutbox(outbox, on: db)
+        }
+        if let receipt = transition.receipt {
+            try insertReceiptEvent(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
+        }
+        return .changed(after)
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
@@ -171,6 +171,30 @@ extension SQLiteOrderStore {
 
     // MARK: Statements shared by operations (run inside the caller's transaction)
 
+    /// Payment enters an order only through `transition`; a create cannot smuggle it in.
+    static func checkNew(_ order: OrderRecord) throws(StorageError) {
+        guard order.state == .notPay, order.transactionID == nil, order.paidAt == nil, order.appleTransactionID == nil,
+              order.originalTransactionID == nil, order.environment == nil
+        else {
+            throw .invalidArgument("an order is created NOTPAY, without payment details")
+        }
+    }
+
+    /// Inserts a new order unless its out_trade_no exists; returns whether it did.
+    static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
+        try db.run(
+            "INSERT INTO orders (" + OrderRecord.columns + """
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (out_trade_no) DO NOTHING
+                """,
+            order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
+            order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
+            order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
+            order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
+            OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
+            order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID) == 1
+    }
+
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
         try db.row(
             "SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = ?", outTradeNo,
@@ -178,7 +202,7 @@ extension SQLiteOrderStore {
     }
 
     /// For an order this transaction just saw: its absence means the database broke a promise.
-    private static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
+    static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
         -> OrderRecord
     {
         guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
@@ -186,7 +210,7 @@ extension SQLiteOrderStore {
     }
 
     /// Sets a bookkeeping time; returns the order afterwards, or `nil` if unknown.
-    private static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
+    static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
         throws(StorageError) -> OrderRecord?
     {
         // MAX: a late, out-of-order touch never moves a time backwards.
@@ -203,7 +227,7 @@ extension SQLiteOrderStore {
     }
 
     /// The timeline event of a transition's receipt.
-    private static func insertReceiptEvent(
+    static func insertReceiptEvent(
         _ receipt: TransitionReceipt, changed: Bool, of outTradeNo: String, at: Date, on db: SQLiteConnection
     ) throws(StorageError) {
         try db.run(
@@ -212,7 +236,7 @@ extension SQLiteOrderStore {
     }
 
     /// Appends an event if the order exists; `nil` otherwise.
-    private static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
+    static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
         throws(StorageError) -> OrderEvent?
     {
         try db.row(
@@ -225,7 +249,7 @@ extension SQLiteOrderStore {
     }
 
     /// Replaces the flags and returns the updated order.
-    private static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
+    static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
         throws(StorageError) -> OrderRecord
     {
         guard
@@ -237,7 +261,7 @@ extension SQLiteOrderStore {
         return updated
     }
 
-    private static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
+    static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
         try db.run(
             "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts,
