@@ -36,7 +36,8 @@ final class GatewayRig: Sendable {
     private let router: HTTPRouter
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
-    private let base: String
+    /// The gateway's address in `.sockets` mode ("" in process).
+    let base: String
     private let directory: URL
     /// The SQLite file of the rig's store.
     var databasePath: String { directory.appendingPathComponent("orders.sqlite").path }
