@@ -105,7 +105,8 @@ enum ServeCommand {
             appStore?.listening(at: base)
         }
         FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
-        logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
+        logger.notice("listening", ["address": base, "demo": String(configuration.demo),
+                                    "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
         let appStoreNotifyLoop = appStore?.simulator.map { simulator in Task { await simulator.run() } }

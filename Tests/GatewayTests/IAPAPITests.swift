@@ -24,7 +24,7 @@ struct IAPAPITests {
             #expect(response.status == 404, "\(path)")
             #expect(response.error?["code"] as? String == "not_found")
         }
-        #expect(TableRowCounts.of(rig.databasePath)["orders"] == 0)
+        #expect(await TableRowCounts.of(rig.database)["orders"] == 0)
     }
 
     @Test func anIOSOrderIsCreatedForACatalogProductIdempotentlyWithATokenOfItsOwn() async throws {
@@ -71,7 +71,7 @@ struct IAPAPITests {
             E2E.dropNotifications(rig)
             let created = try await rig.createOrder("user-a")
             let bought = try rig.buy("apple-a", token: E2E.token(created))
-            let before = TableRowCounts.of(rig.gateway.databasePath)
+            let before = await TableRowCounts.of(rig.gateway.database)
             let cases: [([String: String], Int, String, Bool)] = [
                 ([:], 400, "invalid_request", false),
                 (["receipt": bought.receipt], 400, "invalid_request", false),
@@ -90,7 +90,7 @@ struct IAPAPITests {
             }
             let noToken = try await rig.gateway.send(.post, "/v1/iap/transactions", token: nil, body: "{}")
             #expect(noToken.status == 401 && noToken.json["finish_transaction"] as? Bool == false)
-            #expect(TableRowCounts.of(rig.gateway.databasePath) == before)
+            #expect(await TableRowCounts.of(rig.gateway.database) == before)
             // Another app's transaction, a family member's, a product not in the catalog: never creditable.
             let foreign = AppStoreTransaction(
                 transactionID: "2000000100009999", originalTransactionID: "2000000100009999", bundleID: "com.other.app",

@@ -238,13 +238,13 @@ struct IAPEndToEndTests {
             let created = try await rig.createOrder("user-a")
             let mine = try rig.buy("apple-a", token: nil)
             let someoneElses = try rig.buy("apple-z", token: nil)
-            let before = TableRowCounts.of(rig.gateway.databasePath)
+            let before = await TableRowCounts.of(rig.gateway.database)
             // status 0 for A's receipt — but the transaction is not in its in_app.
             let answer = try await rig.report("user-a", ["receipt": mine.receipt, "transaction_id": someoneElses.transactionID])
             #expect(answer.status == 422)
             #expect(answer.error?["code"] as? String == "transaction_not_in_receipt")
             #expect(answer.json["finish_transaction"] as? Bool == false)
-            #expect(TableRowCounts.of(rig.gateway.databasePath) == before)
+            #expect(await TableRowCounts.of(rig.gateway.database) == before)
             #expect(try await rig.order(Self.number(created))?.state == .notPay)
         }
     }
@@ -258,7 +258,7 @@ struct IAPEndToEndTests {
             let created = try await rig.createOrder("user-a")
             let genuine = try #require(rig.appStore.transaction(try rig.buy("apple-a", token: Self.token(created)).transactionID))
             let forged = rig.appStore.roguePKI.sign(payload: genuine.payload)
-            let before = TableRowCounts.of(rig.gateway.databasePath)
+            let before = await TableRowCounts.of(rig.gateway.database)
             let answer = try await rig.report("user-a", ["signed_transaction": forged])
             #expect(answer.status == 422)
             #expect(answer.error?["code"] as? String == "invalid_signed_data")
@@ -272,7 +272,7 @@ struct IAPEndToEndTests {
             #expect(posted.status == 400)
             let garbage = try await rig.gateway.send(.post, "/appstore/notifications", token: nil, body: "not json")
             #expect(garbage.status == 400)
-            #expect(TableRowCounts.of(rig.gateway.databasePath) == before)
+            #expect(await TableRowCounts.of(rig.gateway.database) == before)
             #expect(try await rig.order(Self.number(created))?.state == .notPay)
         }
     }

@@ -7,6 +7,7 @@ import Foundation
 import HTTP
 import SimulatorKit
 import Storage
+import StoreTestSupport
 
 /// The gateway (a `GatewayRig`: API, service, SQLite store, the WeChat simulator) with iOS
 /// purchases on, against the App Store simulator — in process (the simulator as the clients'
@@ -23,7 +24,7 @@ final class IAPRig: Sendable {
 
     var mode: GatewayRig.Mode { gateway.mode }
     var service: OrderService { gateway.service }
-    var store: SQLiteOrderStore { gateway.store }
+    var store: TestStore { gateway.store }
     static let product = "swift-101"
     static let appleProduct = "com.example.courses.swift101"
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
-/// The App Store ledger and the matching of a transaction to its order (IAPStore), on SQLite.
+/// The App Store ledger and the matching of a transaction to its order (IAPStore), on both stores.
 struct IAPStoreTests {
     static let product = "com.example.courses.swift101"
 
@@ -34,8 +35,8 @@ struct IAPStoreTests {
             at: at)
     }
 
-    @Test func theOrderWhoseTokenTheTransactionCarriesIsCreditedWithItsAppleFields() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func theOrderWhoseTokenTheTransactionCarriesIsCreditedWithItsAppleFields(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let token = UUID().uuidString.lowercased()
             try await Fixture.create(Self.appleOrder("A1", token: token), in: store)
             try await Fixture.create(Self.appleOrder("A0", createdAt: TestTime.at(-100)), in: store)
@@ -60,8 +61,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aTransactionCreditedBeforeIsAlreadyCreditedAndWritesNothingMore() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransactionCreditedBeforeIsAlreadyCreditedAndWritesNothingMore(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Self.appleOrder("B1"), in: store)
             try await Fixture.create(Self.appleOrder("B2", createdAt: TestTime.at(5)), in: store)
             let facts = Self.facts("2000000000000002")
@@ -80,8 +81,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func withoutATokenTheNamedOrderWinsThenTheUsersOldestOpenOrderForTheProduct() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func withoutATokenTheNamedOrderWinsThenTheUsersOldestOpenOrderForTheProduct(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Self.appleOrder("C1", createdAt: TestTime.at(1)), in: store)
             try await Fixture.create(Self.appleOrder("C2", createdAt: TestTime.at(2)), in: store)
             try await Fixture.create(Self.appleOrder("C3", createdAt: TestTime.at(3)), in: store)
@@ -98,8 +99,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func theTokensOrderWinsOverTheUserWhoReportsIt() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func theTokensOrderWinsOverTheUserWhoReportsIt(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let token = UUID().uuidString.lowercased()
             try await Fixture.create(Self.appleOrder("D1", user: "u-a", token: token), in: store)
             try await Fixture.create(Self.appleOrder("D2", user: "u-b"), in: store)
@@ -112,8 +113,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aTokenOrderClosedAtItsExpiryIsPaidAfterCloseAndFlagged() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTokenOrderClosedAtItsExpiryIsPaidAfterCloseAndFlagged(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let token = UUID().uuidString.lowercased()
             try await Fixture.create(Self.appleOrder("E1", token: token), in: store)
             _ = try await store.transition("E1", to: .closed, from: OrderState.open, detail: "expired", at: TestTime.at(10))
@@ -125,8 +126,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aPaidTransactionWithNoOpenOrderGetsAFlaggedNewOrderOrWaitsWhenNoUserIsKnown() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aPaidTransactionWithNoOpenOrderGetsAFlaggedNewOrderOrWaitsWhenNoUserIsKnown(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             // A token naming no order, and nobody known: recorded, credits nothing yet.
             let facts = Self.facts("2000000000000040", token: UUID().uuidString.lowercased())
             let waiting = try await store.creditAppleTransaction(Self.credit(facts, user: nil, newOrder: nil))
@@ -148,8 +149,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aRevokedTransactionNeverCreditsAnOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aRevokedTransactionNeverCreditsAnOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Self.appleOrder("G1"), in: store)
             // Apple's refund notification came before anyone reported the purchase.
             let revoked = try await store.recordAppleRevocation(Self.facts("2000000000000050", revoked: TestTime.at(35)),
@@ -167,8 +168,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func concurrentCreditsOfOneTransactionCreditExactlyOneOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func concurrentCreditsOfOneTransactionCreditExactlyOneOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for index in 0..<10 {
                 try await Fixture.create(Self.appleOrder("H\(index)", user: "u-\(index % 3)", createdAt: TestTime.at(Double(index))), in: store)
             }
@@ -196,20 +197,18 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func theDatabaseItselfRefusesASecondOrderForOneTransaction() async throws {
-        try await withStore { store, directory async throws in
+    @Test(arguments: StoreKind.all) func theDatabaseItselfRefusesASecondOrderForOneTransaction(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
             try await Fixture.create(Self.appleOrder("J1"), in: store)
             try await Fixture.create(Self.appleOrder("J2", user: "u-b"), in: store)
             _ = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000070"), user: "u-a"))
-            let raw = RawSQLite(path: directory.databasePath)
-            defer { raw.close() }
-            // Whatever code runs against the file: the orders' unique index, the ledger's set-once
+            // Whatever code runs against the database: the orders' unique index, the ledger's set-once
             // order, the append-only ledger, the door's own column never rewritten.
-            #expect(raw.execute("UPDATE orders SET apple_transaction_id = '2000000000000070' WHERE out_trade_no = 'J2'") != 0)
-            #expect(raw.execute("UPDATE apple_transactions SET out_trade_no = 'J2' WHERE transaction_id = '2000000000000070'") != 0)
-            #expect(raw.execute("DELETE FROM apple_transactions") != 0)
-            #expect(raw.execute("UPDATE orders SET apple_transaction_id = '2000000000000099' WHERE out_trade_no = 'J1'") != 0)
-            #expect(raw.execute("UPDATE orders SET app_account_token = NULL WHERE out_trade_no = 'J2'") != 0)
+            #expect(await database.execute("UPDATE orders SET apple_transaction_id = '2000000000000070' WHERE out_trade_no = 'J2'") == false)
+            #expect(await database.execute("UPDATE apple_transactions SET out_trade_no = 'J2' WHERE transaction_id = '2000000000000070'") == false)
+            #expect(await database.execute("DELETE FROM apple_transactions") == false)
+            #expect(await database.execute("UPDATE orders SET apple_transaction_id = '2000000000000099' WHERE out_trade_no = 'J1'") == false)
+            #expect(await database.execute("UPDATE orders SET app_account_token = NULL WHERE out_trade_no = 'J2'") == false)
             #expect(try await store.order("J2")?.state == .notPay)
             #expect(try await store.orders(appleTransactionID: "2000000000000070").map(\.outTradeNo) == ["J1"])
             // Through the door as well: a transition carrying a transaction another order holds.
@@ -226,8 +225,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aTokenNamesOneOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTokenNamesOneOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let token = UUID().uuidString.lowercased()
             try await Fixture.create(Self.appleOrder("K1", token: token), in: store)
             do throws(StorageError) {
@@ -239,8 +238,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func aNotificationIsRecordedOncePerUUID() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aNotificationIsRecordedOncePerUUID(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let record = AppStoreNotificationRecord(
                 notificationUUID: "6f0c3b2e-0000-4000-8000-000000000001", notificationType: "ONE_TIME_CHARGE", subtype: nil,
                 environment: "Production", transactionID: "2000000000000080", signedDate: TestTime.at(1),
@@ -254,8 +253,8 @@ struct IAPStoreTests {
         }
     }
 
-    @Test func refundAnchorsNameOneTransactionPerUserAndEnvironment() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func refundAnchorsNameOneTransactionPerUserAndEnvironment(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for (index, user) in ["u-a", "u-a", "u-b"].enumerated() {
                 try await Fixture.create(Self.appleOrder("L\(index)", user: user, createdAt: TestTime.at(Double(index))), in: store)
                 _ = try await store.creditAppleTransaction(Self.credit(Self.facts("200000000000009\(index)"), user: user))

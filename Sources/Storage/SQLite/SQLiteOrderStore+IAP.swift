@@ -73,81 +73,8 @@ extension SQLiteOrderStore: IAPStore {
         """
 
     public func creditAppleTransaction(_ credit: AppleCredit) async throws(StorageError) -> AppleCreditResult {
-        if let made = credit.newOrder {
-            try Self.checkNew(made.order)
-            guard made.order.channel == .apple, made.order.appleProductID == credit.transaction.productID else {
-                throw .invalidArgument("the new order must be an App Store order for the transaction's product")
-            }
-        }
-        return try await write { db throws(StorageError) in
-            let facts = credit.transaction
-            // 1. The claim of the id: from here on this transaction is the only writer of its row.
-            try Self.insertLedgerRow(facts, source: credit.source, at: credit.at, on: db)
-            guard var ledger = try Self.appleTransaction(facts.transactionID, on: db) else { throw .unexpectedRow }
-            if let credited = ledger.outTradeNo {
-                return .alreadyCredited(try Self.existingOrder(credited, on: db), ledger.matchedBy ?? .userProduct)
-            }
-            if let revoked = facts.revocationDate, ledger.facts.revocationDate == nil {
-                ledger = try Self.revoke(facts.transactionID, at: revoked, now: credit.at, on: db)
-            }
-            if ledger.isRevoked { return .revoked(ledger) }
-
-            // 2. The candidates, in the order they are tried.
-            var notes: [AppleMatchNote] = []
-            var user = credit.userID
-            var candidates: [(order: OrderRecord, how: AppleMatch)] = []
-            if let token = facts.appAccountToken {
-                if let order = try Self.order(appAccountToken: token, on: db) {
-                    // The token says whose purchase it is, whoever reports it (an account switch).
-                    if let owner = order.userID { user = owner }
-                    if order.channel != .apple || order.appleProductID != facts.productID {
-                        notes.append(.tokenOrderOtherProduct(outTradeNo: order.outTradeNo, appleProductID: order.appleProductID))
-                    } else if order.state == .success || order.state == .refund {
-                        notes.append(.tokenOrderAlreadyPaid(outTradeNo: order.outTradeNo))
-                    } else {
-                        candidates.append((order, .appAccountToken))
-                    }
-                } else {
-                    notes.append(.tokenUnknown)
-                }
-            }
-            if let outTradeNo = credit.outTradeNo, !candidates.contains(where: { $0.order.outTradeNo == outTradeNo }) {
-                if let order = try Self.order(outTradeNo, on: db), let user, order.userID == user,
-                   Self.isOpenAppleOrder(order, product: facts.productID) {
-                    candidates.append((order, .outTradeNo))
-                } else {
-                    notes.append(.outTradeNoNotUsable(outTradeNo: outTradeNo))
-                }
-            }
-            if let user {
-                let open = try db.rows(
-                    "SELECT " + OrderRecord.columns + """
-                         FROM orders
-                        WHERE channel = 'apple' AND state IN ('NOTPAY', 'USERPAYING') AND user_id = ?1 AND apple_product_id = ?2
-                        ORDER BY created_at, out_trade_no LIMIT 8
-                        """, user, facts.productID, decode: OrderRecord.init(row:))
-                for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo }) {
-                    candidates.append((order, .userProduct))
-                }
-            }
-
-            // 3. The first candidate the door moves to SUCCESS.
-            for (candidate, how) in candidates {
-                if let credited = try Self.credit(candidate, how, credit, notes: notes, on: db) {
-                    return .credited(credited, how)
-                }
-            }
-
-            // 4. Nothing open: an order made for the purchase, or the ledger row waits.
-            guard var made = credit.newOrder, let user else { return .unmatched(ledger) }
-            made.order.userID = user
-            guard try Self.insert(made.order, on: db) else { throw .constraint }
-            _ = try Self.insertEvent(made.order.outTradeNo, made.event, on: db)
-            guard let credited = try Self.credit(try Self.existingOrder(made.order.outTradeNo, on: db), .newOrder, credit,
-                                                 notes: notes, on: db)
-            else { throw .unexpectedRow }
-            return .credited(credited, .newOrder)
-        }
+        try credit.validate()
+        return try await write { db throws(StorageError) in try credit.perform(in: SQLiteAppleCreditSession(db: db)) }
     }
 
     public func appleTransaction(_ transactionID: String) async throws(StorageError) -> AppleTransactionRecord? {
@@ -269,53 +196,7 @@ extension SQLiteOrderStore: IAPStore {
 
     // MARK: Statements shared by the operations above (inside the caller's transaction)
 
-    /// Credits `candidate` through the door if it is still in a state it may be credited from;
-    /// returns the order as credited, or nil when it was not (then nothing was written).
-    private static func credit(_ candidate: OrderRecord, _ how: AppleMatch, _ credit: AppleCredit,
-                               notes: [AppleMatchNote], on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
-        let facts = credit.transaction
-        // Only the token proves an order closed at its expiry was paid after all.
-        let from = how == .appAccountToken ? OrderState.open.union([.closed]) : OrderState.open
-        guard from.contains(candidate.state) else { return nil }
-        var flags: Set<OrderFlag> = []
-        if candidate.state == .closed { flags.insert(.paidAfterClose) }
-        if how == .newOrder { flags.insert(.matchedWithoutOrder) }
-        let apple = AppleTransactionFields(transactionID: facts.transactionID,
-                                           originalTransactionID: facts.originalTransactionID, environment: facts.environment)
-        // The order as it will read once this commits: what the outbox event describes.
-        var paid = candidate
-        paid.state = .success
-        paid.paidAt = SQLiteTime.date(milliseconds: SQLiteTime.milliseconds(facts.purchaseDate))
-        paid.appleTransactionID = apple.transactionID
-        paid.originalTransactionID = apple.originalTransactionID
-        paid.environment = apple.environment
-        paid.flags.formUnion(flags)
-        let outbox = credit.outbox(paid)
-        if let outbox, outbox.outTradeNo != candidate.outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
-        let result = try transition(
-            OrderTransition(outTradeNo: candidate.outTradeNo, to: .success, from: from, paidAt: facts.purchaseDate,
-                            detail: candidate.state == .closed ? credit.source + " (paid after close)" : credit.source,
-                            outbox: outbox, addingFlags: flags, at: credit.at, apple: apple),
-            on: db)
-        guard case .changed(let after) = result else { return nil }
-        guard try db.run(
-            """
-            UPDATE apple_transactions SET out_trade_no = ?1, matched_by = ?2, credited_at = ?3, updated_at = MAX(updated_at, ?3)
-            WHERE transaction_id = ?4 AND out_trade_no IS NULL
-            """, after.outTradeNo, how.rawValue, credit.at, facts.transactionID) == 1
-        else { throw .unexpectedRow }
-        let decision = AppleMatchDecision(matchedBy: how, order: after, previousState: candidate.state, notes: notes)
-        for event in credit.events(decision) { _ = try insertEvent(after.outTradeNo, event, on: db) }
-        return after
-    }
-
-    private static func isOpenAppleOrder(_ order: OrderRecord, product: String) -> Bool {
-        order.channel == .apple && order.appleProductID == product && OrderState.open.contains(order.state)
-    }
-
-    private static func insertLedgerRow(_ facts: AppleTransactionFacts, source: String, at: Date, on db: SQLiteConnection)
+    static func insertLedgerRow(_ facts: AppleTransactionFacts, source: String, at: Date, on db: SQLiteConnection)
         throws(StorageError)
     {
         try db.run(
@@ -328,7 +209,7 @@ extension SQLiteOrderStore: IAPStore {
     }
 
     /// Sets the revocation date unless one is known; returns the row.
-    private static func revoke(_ transactionID: String, at revoked: Date, now: Date, on db: SQLiteConnection)
+    static func revoke(_ transactionID: String, at revoked: Date, now: Date, on db: SQLiteConnection)
         throws(StorageError) -> AppleTransactionRecord
     {
         guard
@@ -342,7 +223,7 @@ extension SQLiteOrderStore: IAPStore {
         return row
     }
 
-    private static func appleTransaction(_ transactionID: String, on db: SQLiteConnection) throws(StorageError)
+    static func appleTransaction(_ transactionID: String, on db: SQLiteConnection) throws(StorageError)
         -> AppleTransactionRecord?
     {
         try db.row(
@@ -350,49 +231,66 @@ extension SQLiteOrderStore: IAPStore {
             decode: AppleTransactionRecord.init(row:))
     }
 
-    private static func order(appAccountToken token: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
+    static func order(appAccountToken token: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
         try db.row("SELECT " + OrderRecord.columns + " FROM orders WHERE app_account_token = ?", token,
                    decode: OrderRecord.init(row:))
     }
 }
 
-extension AppleTransactionRecord {
-    static let columns: SQL = """
-        transaction_id, original_transaction_id, product_id, environment, app_account_token, purchase_date, \
-        revocation_date, out_trade_no, matched_by, source, first_seen_at, credited_at, updated_at
-        """
+/// `AppleCreditSession` on SQLite: the statements above, inside the caller's write transaction.
+struct SQLiteAppleCreditSession: AppleCreditSession {
+    let db: SQLiteConnection
 
-    init(row: SQLiteRow) throws(StorageError) {
-        let matchedBy = try row.optionalText(8)
-        let match = try matchedBy.map { text throws(StorageError) in
-            guard let match = AppleMatch(rawValue: text) else { throw StorageError.unexpectedRow }
-            return match
-        }
-        self.init(
-            facts: AppleTransactionFacts(
-                transactionID: try row.text(0), originalTransactionID: try row.text(1), productID: try row.text(2),
-                environment: try row.text(3), appAccountToken: try row.optionalText(4), purchaseDate: try row.date(5),
-                revocationDate: try row.optionalDate(6)),
-            outTradeNo: try row.optionalText(7), matchedBy: match, source: try row.text(9), firstSeenAt: try row.date(10),
-            creditedAt: try row.optionalDate(11), updatedAt: try row.date(12))
+    func claimLedgerRow(_ facts: AppleTransactionFacts, source: String, at: Date) throws(StorageError)
+        -> AppleTransactionRecord
+    {
+        // Inside the write transaction nobody else writes: the row read is the row kept.
+        try SQLiteOrderStore.insertLedgerRow(facts, source: source, at: at, on: db)
+        guard let row = try SQLiteOrderStore.appleTransaction(facts.transactionID, on: db) else { throw .unexpectedRow }
+        return row
     }
-}
 
-extension AppleAnchor {
-    init(row: SQLiteRow) throws(StorageError) {
-        self.init(userID: try row.text(0), transactionID: try row.text(1), environment: try row.text(2))
+    func revoke(_ transactionID: String, at revoked: Date, now: Date) throws(StorageError) -> AppleTransactionRecord {
+        try SQLiteOrderStore.revoke(transactionID, at: revoked, now: now, on: db)
     }
-}
 
-extension AppStoreNotificationRecord {
-    static let columns: SQL = """
-        notification_uuid, notification_type, subtype, environment, transaction_id, signed_date, received_at, outcome
-        """
+    func order(_ outTradeNo: String) throws(StorageError) -> OrderRecord? {
+        try SQLiteOrderStore.order(outTradeNo, on: db)
+    }
 
-    init(row: SQLiteRow) throws(StorageError) {
-        self.init(
-            notificationUUID: try row.text(0), notificationType: try row.text(1), subtype: try row.optionalText(2),
-            environment: try row.text(3), transactionID: try row.optionalText(4), signedDate: try row.date(5),
-            receivedAt: try row.date(6), outcome: try row.text(7))
+    func order(appAccountToken: String) throws(StorageError) -> OrderRecord? {
+        try SQLiteOrderStore.order(appAccountToken: appAccountToken, on: db)
+    }
+
+    func openAppleOrders(userID: String, appleProductID: String, limit: Int) throws(StorageError) -> [OrderRecord] {
+        try db.rows(
+            "SELECT " + OrderRecord.columns + """
+                 FROM orders
+                WHERE channel = 'apple' AND state IN ('NOTPAY', 'USERPAYING') AND user_id = ?1 AND apple_product_id = ?2
+                ORDER BY created_at, out_trade_no LIMIT ?3
+                """, userID, appleProductID, limit, decode: OrderRecord.init(row:))
+    }
+
+    func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
+        guard try SQLiteOrderStore.insert(order, on: db) else { return false }
+        try SQLiteOrderStore.appendEvent(event, to: order.outTradeNo, on: db)
+        return true
+    }
+
+    func transition(_ transition: OrderTransition) throws(StorageError) -> TransitionResult {
+        try SQLiteOrderStore.transition(transition, on: db)
+    }
+
+    func markCredited(_ transactionID: String, outTradeNo: String, matchedBy: AppleMatch, at: Date) throws(StorageError) {
+        guard try db.run(
+            """
+            UPDATE apple_transactions SET out_trade_no = ?1, matched_by = ?2, credited_at = ?3, updated_at = MAX(updated_at, ?3)
+            WHERE transaction_id = ?4 AND out_trade_no IS NULL
+            """, outTradeNo, matchedBy.rawValue, at, transactionID) == 1
+        else { throw .unexpectedRow }
+    }
+
+    func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError) {
+        for event in events { try SQLiteOrderStore.appendEvent(event, to: outTradeNo, on: db) }
     }
 }

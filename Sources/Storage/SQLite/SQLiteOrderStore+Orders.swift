@@ -3,11 +3,9 @@ import Foundation
 
 extension SQLiteOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
-        // Payment enters an order only through `transition`; a create cannot smuggle it in.
-        try Self.checkNew(order)
+        try order.validateNew()
         return try await write { db throws(StorageError) in
-            let inserted = try Self.insert(order, on: db)
-            if inserted {
+            if try Self.insert(order, on: db) {
                 _ = try Self.insertEvent(order.outTradeNo, event, on: db)
                 return .created(try Self.existingOrder(order.outTradeNo, on: db))
             }
@@ -76,9 +74,7 @@ extension SQLiteOrderStore {
     }
 
     public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
-        if let outbox = transition.outbox, outbox.outTradeNo != transition.outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
+        try transition.validate()
         return try await write { db throws(StorageError) in try Self.transition(transition, on: db) }
     }
 
@@ -87,8 +83,7 @@ extension SQLiteOrderStore {
     static func transition(_ transition: OrderTransition, on db: SQLiteConnection) throws(StorageError)
         -> TransitionResult
     {
-        // A move to the state the order is already in is a duplicate, never a second change.
-        let allowed = transition.allowedFrom.subtracting([transition.to])
+        let allowed = transition.sourceStates
         // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
         // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
         guard
@@ -127,11 +122,11 @@ extension SQLiteOrderStore {
                 transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment,
                 decode: OrderRecord.init(row:))
         else {
-            if let receipt = transition.receipt, let state = OrderState(rawValue: beforeState),
-                !receipt.deferredWhenUnchangedIn.contains(state)
+            if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
+                let receipt = transition.receiptEvent(changed: false)
             {
-                try insertReceiptEvent(receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
-                if let timestamp = receipt.touching,
+                try appendEvent(receipt, to: transition.outTradeNo, on: db)
+                if let timestamp = transition.receipt?.touching,
                     let touched = try touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
                 {
                     return .unchanged(touched)
@@ -139,20 +134,16 @@ extension SQLiteOrderStore {
             }
             return .unchanged(try existingOrder(transition.outTradeNo, on: db))
         }
-        if !transition.addingFlags.isSubset(of: after.flags) {
-            after = try setFlags(
-                after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
+        if let flags = transition.flags(after: after.flags) {
+            after = try setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
         }
-        var detail = "\(beforeState) -> \(transition.to.rawValue)"
-        if !transition.detail.isEmpty { detail += ": " + transition.detail }
-        try db.run(
-            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
-            transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
+        guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
+        try appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
         if let outbox = transition.outbox {
             try insertOutbox(outbox, on: db)
         }
-        if let receipt = transition.receipt {
-            try insertReceiptEvent(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
+        if let receipt = transition.receiptEvent(changed: true) {
+            try appendEvent(receipt, to: transition.outTradeNo, on: db)
         }
         return .changed(after)
     }
@@ -170,15 +161,6 @@ extension SQLiteOrderStore {
     }
 
     // MARK: Statements shared by operations (run inside the caller's transaction)
-
-    /// Payment enters an order only through `transition`; a create cannot smuggle it in.
-    static func checkNew(_ order: OrderRecord) throws(StorageError) {
-        guard order.state == .notPay, order.transactionID == nil, order.paidAt == nil, order.appleTransactionID == nil,
-              order.originalTransactionID == nil, order.environment == nil
-        else {
-            throw .invalidArgument("an order is created NOTPAY, without payment details")
-        }
-    }
 
     /// Inserts a new order unless its out_trade_no exists; returns whether it did.
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
@@ -226,13 +208,13 @@ extension SQLiteOrderStore {
             at, outTradeNo, decode: OrderRecord.init(row:))
     }
 
-    /// The timeline event of a transition's receipt.
-    static func insertReceiptEvent(
-        _ receipt: TransitionReceipt, changed: Bool, of outTradeNo: String, at: Date, on db: SQLiteConnection
-    ) throws(StorageError) {
+    /// Appends an event of an order this transaction has seen (no existence check).
+    static func appendEvent(_ event: NewOrderEvent, to outTradeNo: String, on db: SQLiteConnection)
+        throws(StorageError)
+    {
         try db.run(
             "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
-            outTradeNo, at, receipt.kind, changed ? receipt.changedDetail : receipt.unchangedDetail)
+            outTradeNo, event.at, event.kind, event.detail)
     }
 
     /// Appends an event if the order exists; `nil` otherwise.
