@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import SimulatorKit
 import Storage
+import StoreTestSupport
 import Testing
 
 /// The seeds' scenarios of iOS purchases, end to end: the app's calls to the gateway, the gateway's
@@ -13,9 +14,9 @@ import Testing
 /// the gateway — over real sockets, and the same bodies in process.
 @Suite(.serialized)
 struct IAPEndToEndTests {
-    static func withRig(_ mode: GatewayRig.Mode, acceptSandbox: Bool = true, serverAPI: Bool = true,
-                        _ body: (IAPRig) async throws -> Void) async throws {
-        let rig = try await IAPRig.start(mode, acceptSandbox: acceptSandbox, serverAPI: serverAPI)
+    static func withRig(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
+                        serverAPI: Bool = true, _ body: (IAPRig) async throws -> Void) async throws {
+        let rig = try await IAPRig.start(mode, store: store, acceptSandbox: acceptSandbox, serverAPI: serverAPI)
         do {
             try await body(rig)
             await rig.stop()
@@ -339,6 +340,34 @@ struct IAPEndToEndTests {
             // A refund is never credited again.
             let again = try await rig.report("user-a", ["transaction_id": bought.transactionID])
             #expect(again.status == 200 && (Self.order(again)["state"] as? String) == "REFUND")
+        }
+    }
+
+    /// The report, its repeats and the notification racing on either store, over sockets: one credit.
+    @Test(arguments: StoreKind.all)
+    func aPurchaseReportedWhileItsNotificationArrivesIsCreditedOnceOnEitherStore(store: StoreKind) async throws {
+        try await Self.withRig(.sockets, store: store) { rig in
+            let created = try await rig.createOrder("user-a")
+            let bought = try rig.buy("apple-a", token: Self.token(created))
+            let answers = try await withThrowingTaskGroup(of: GatewayRig.Response.self) { group in
+                for _ in 0..<4 {
+                    group.addTask { try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo]) }
+                }
+                var all: [GatewayRig.Response] = []
+                for try await answer in group { all.append(answer) }
+                return all
+            }
+            #expect(answers.allSatisfy { $0.status == 200 && $0.json["finish_transaction"] as? Bool == true })
+            #expect(Set(answers.map { Self.order($0)["out_trade_no"] as? String ?? "" }) == [Self.number(created)])
+            _ = await rig.eventually(timeout: 60) { rig.appStore.pendingNotifications == 0 }
+            #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
+            #expect(try await rig.store.orders(appleTransactionID: bought.transactionID).map(\.outTradeNo) == [Self.number(created)])
+            let ledger = try #require(try await rig.store.appleTransaction(bought.transactionID))
+            #expect(ledger.outTradeNo == Self.number(created) && ledger.matchedBy == .appAccountToken)
+            let transitions = try await rig.store.events(Self.number(created)).filter {
+                $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("-> SUCCESS")
+            }
+            #expect(transitions.count == 1)
         }
     }
 

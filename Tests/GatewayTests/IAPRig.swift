@@ -31,8 +31,10 @@ final class IAPRig: Sendable {
     /// - Parameters:
     ///   - acceptSandbox: APPSTORE_ACCEPT_SANDBOX.
     ///   - serverAPI: whether the In-App Purchase key is configured.
-    static func start(_ mode: GatewayRig.Mode, acceptSandbox: Bool = true, serverAPI: Bool = true) async throws -> IAPRig {
-        let gateway = try await GatewayRig.start(mode)
+    ///   - store: the gateway's store.
+    static func start(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
+                      serverAPI: Bool = true) async throws -> IAPRig {
+        let gateway = try await GatewayRig.start(mode, store: store)
         let target = NotificationTarget()
         let httpClient = mode == .sockets ? try HTTPClient() : nil
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0, contentType: "application/json") }

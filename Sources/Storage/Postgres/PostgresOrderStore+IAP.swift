@@ -107,29 +107,8 @@ extension PostgresOrderStore: IAPStore {
         )
         """,
         // The integrity check covers the new tables.
-        """
-        CREATE OR REPLACE FUNCTION wxpay_amcheck() RETURNS bigint LANGUAGE plpgsql AS $$
-        DECLARE
-            extension_schema text;
-            findings bigint;
-            relations regclass[] := ARRAY['orders'::regclass, 'order_events'::regclass, 'outbox'::regclass,
-                                          'refunds'::regclass, 'apple_transactions'::regclass,
-                                          'appstore_notifications'::regclass];
-        BEGIN
-            SELECT extnamespace::regnamespace::text INTO extension_schema FROM pg_extension WHERE extname = 'amcheck';
-            IF extension_schema IS NULL THEN
-                RETURN NULL;
-            END IF;
-            EXECUTE format(
-                'SELECT count(%I.bt_index_check(c.oid, true)) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid '
-                'JOIN pg_am am ON am.oid = c.relam WHERE am.amname = ''btree'' AND i.indrelid = ANY ($1)',
-                extension_schema) USING relations;
-            EXECUTE format(
-                'SELECT count(*) FROM unnest($1) AS t (relation), LATERAL %I.verify_heapam(t.relation) AS finding',
-                extension_schema) INTO findings USING relations;
-            RETURN findings;
-        END $$
-        """,
+        PostgresMigrations.amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds", "apple_transactions",
+                                                       "appstore_notifications"]),
     ]
 
     public func creditAppleTransaction(_ credit: AppleCredit) async throws(StorageError) -> AppleCreditResult {
