@@ -14,7 +14,7 @@ import WeChatPaySimulator
 struct BatteryForgedNotifyTests {
     @Test(arguments: StoreKind.all) func forgeriesAndReplaysChangeNoOrderAndAreAllRefused(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
-        defer { Task { await rig.stop() } }   // also when a step throws: a running server must not be dropped
+        defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("forge-0001", amount: 990)
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.

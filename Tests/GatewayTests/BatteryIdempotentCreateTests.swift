@@ -14,7 +14,7 @@ struct BatteryIdempotentCreateTests {
     @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
     func concurrentIdenticalCreatesMakeOneOrderAndChangedOnesAreRefusedLocally(mode: GatewayRig.Mode, store: StoreKind) async throws {
         let rig = try await GatewayRig.start(mode, store: store)
-        defer { Task { await rig.stop() } }   // also when a step throws: a running server must not be dropped
+        defer { Task { await rig.stop() } }
         let answers = await withTaskGroup(of: GatewayRig.Response?.self) { group -> [GatewayRig.Response?] in
             for _ in 0..<Self.identical {
                 group.addTask { try? await rig.createOrder("idem-0001", amount: 990) }

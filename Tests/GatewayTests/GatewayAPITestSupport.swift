@@ -33,11 +33,12 @@ final class GatewayRig: Sendable {
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
     let service: OrderService
-    let store: any OrderStore
+    let store: TestStore
     private let router: HTTPRouter
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
-    private let base: String
+    /// The gateway's address in `.sockets` mode ("" in process).
+    let base: String
     /// The rig's database (a SQLite file or a PostgreSQL schema), removed by `stop`.
     let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
@@ -87,7 +88,7 @@ final class GatewayRig: Sendable {
     }
 
     private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
-                 store: any OrderStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
+                 store: TestStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
                  base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator

@@ -344,10 +344,12 @@ class Rig:
         self.store = store
         self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
         self.db = os.path.join(self.dir, "gateway.sqlite")
-        # A directory of its own: the server runs as another user, who cannot enter self.dir (0700).
-        self.pg_dir = tempfile.mkdtemp(prefix="wxpay-battery-pg-") if store == "postgres" else None
+        self.pg_dir = os.path.join(self.dir, "postgres")
         self.pg_url = None
         if store == "postgres":
+            # The server runs as an unprivileged user when the battery runs as root (CI): it must be
+            # able to pass through mkdtemp's 0700 directory to its own (traverse only, no listing).
+            os.chmod(self.dir, 0o711)
             # Durable settings (fsync on), like production: the battery restarts and crashes it.
             out = subprocess.run([POSTGRES_SCRIPT, "start", self.pg_dir, "--durable"], capture_output=True, text=True,
                                  timeout=180)
