@@ -131,9 +131,11 @@ final class GatewayRig: Sendable {
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat)
         case .sockets:
+            // Minutes, not seconds: with the whole suite running beside four other sessions (load
+            // 50-90 on two cores) correct requests took over 40 s. A wait is at most 30 s.
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
-                body: bytes, timeouts: .init(connect: .seconds(5), total: .seconds(40))))
+                body: bytes, timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat)
