@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1, T2, T4, T6, T7, T9, T11, T12, T13, and P1) against the real gateway process.
+"""The reliability battery (T1, T2, T4, T6, T7, T9, T10, T11, T12, T13, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T10|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
 """
 import argparse
 import calendar
@@ -16,6 +16,7 @@ import threading
 import time
 
 import checker
+import ios
 import refunds
 from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
                  payment_notify)
@@ -736,7 +737,7 @@ def p1(rig, scale, seed, result):
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **refunds.TESTS, "P1": p1}
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **ios.TESTS, **refunds.TESTS, "P1": p1}
 
 
 def run_one(name, scale, seed, store="sqlite"):
