@@ -14,11 +14,17 @@ import WeChatPaySimulator
 struct BatteryForgedNotifyTests {
     @Test(arguments: StoreKind.all) func forgeriesAndReplaysChangeNoOrderAndAreAllRefused(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
+        defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("forge-0001", amount: 990)
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
         let paid = try rig.simulator.pay(outTradeNo: "forge-0002")
         #expect(await Battery.eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
+        // And WeChat has its answer, with no retry left to send: a retry of a reply that was slow
+        // (a loaded machine) lands as a duplicate, whose timeline row is not the forgeries' doing.
+        #expect(await Battery.eventually(timeout: 120) {
+            rig.simulator.pendingNotifies == 0 && rig.simulator.counters.notifiesAcknowledged >= 1
+        })
         let genuine = String(decoding: Battery.genuineNotify(paid, nonce: "replayed"), as: UTF8.self)
         let key = APIKey(GatewayConfiguration.demoKey)
         let resign: (inout Fields) -> Void = { $0["sign"] = Signer(key: key).signature(for: $0, type: .hmacSHA256) }
@@ -65,7 +71,6 @@ struct BatteryForgedNotifyTests {
         #expect(try await rig.store.order("forge-9999") == nil)
         let counted = Battery.sum(rig.service.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
         #expect(counted == Double(forgeries.count * 3 + 3), "each refusal is counted")
-        await rig.stop()
     }
 
     /// The issue's count: 1,000 of each kind, and row counts of every table (found in the schema)
@@ -73,6 +78,7 @@ struct BatteryForgedNotifyTests {
     @Test func aThousandForgeriesOfEachKindWriteNoRowToAnyTable() async throws {
         let log = InMemoryLogHandler()
         let rig = try await GatewayRig.start(.inProcess, logger: Logger(label: "test", level: .info, handler: log))
+        defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("forge-1000", amount: 990)
         let copies = 1_000
         let key = APIKey(GatewayConfiguration.demoKey)
@@ -124,7 +130,6 @@ struct BatteryForgedNotifyTests {
         let accounted = lines.reduce(0) { $0 + 1 + (Int($1.metadata["suppressed"] ?? "") ?? 0) }
         #expect(accounted <= kinds.count * copies)
         #expect(lines.allSatisfy { $0.level == .warning && $0.metadata["reason"] != nil })
-        await rig.stop()
     }
 
     static func state(_ rig: GatewayRig, _ outTradeNo: String) async -> String? {

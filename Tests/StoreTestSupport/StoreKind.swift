@@ -5,7 +5,7 @@ import Testing
 
 /// A store under test: every storage protocol both stores implement. A new storage responsibility
 /// (its own protocol, implemented by both) joins here, so the shared suites can reach it.
-public typealias TestStore = any OrderStore & RefundStore
+public typealias TestStore = any OrderStore & RefundStore & IAPStore
 
 /// The stores the behaviour suites run against: SQLite always, PostgreSQL whenever
 /// `WXPAY_TEST_POSTGRES` names a server (`scripts/test` starts a throwaway one and sets it).
@@ -31,7 +31,10 @@ public enum TestPostgres {
     /// `application_name`, so a test can find (and cut) exactly its own connections.
     public static func url(schema: String, base: String? = nil) -> String? {
         guard let url = base ?? url else { return nil }
+        // connect_timeout: a shared machine at load 100+ took over the stores' default 5 s to start
+        // a server process for a new connection, which a test then saw as database_unavailable.
         return url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema + "&application_name=" + schema
+            + "&connect_timeout=60"
     }
 }
 

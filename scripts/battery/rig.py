@@ -347,6 +347,9 @@ class Rig:
         self.pg_dir = os.path.join(self.dir, "postgres")
         self.pg_url = None
         if store == "postgres":
+            # The server runs as an unprivileged user when the battery runs as root (CI): it must be
+            # able to pass through mkdtemp's 0700 directory to its own (traverse only, no listing).
+            os.chmod(self.dir, 0o711)
             # Durable settings (fsync on), like production: the battery restarts and crashes it.
             out = subprocess.run([POSTGRES_SCRIPT, "start", self.pg_dir, "--durable"], capture_output=True, text=True,
                                  timeout=180)
@@ -388,8 +391,9 @@ class Rig:
         return self.balancer
 
     def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None, binary=BINARY,
-                notify_url=None):
-        port = free_port()
+                notify_url=None, port=None):
+        """`port`: one chosen before (T10: the App Store simulator posts its notifications there)."""
+        port = port or free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WXPAY_", "GATEWAY_"))}
         env.update({
             "WXPAY_MCH_ID": MCH_ID, "WXPAY_APP_ID": APP_ID, "WXPAY_API_KEY": API_KEY,
