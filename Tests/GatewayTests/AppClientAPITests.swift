@@ -251,8 +251,7 @@ struct AppClientAPITests {
         let forwarded = ["X-Forwarded-For": "192.0.2.1, 198.51.100.7, 10.0.0.5"]
         let direct = try await GatewayRig.start(mode)
         let token = TestTokens.minted("alice")
-        // Stopped on every path: a rig whose server still runs must not be released (HTTPServer's
-        // deinit traps, and a request timing out on a loaded machine took the whole run down).
+        // Stopped on every path, so a failing request does not leave a server running behind it.
         do {
             _ = try await Self.create(direct, token, #"{"product_id":"swift-101"}"#, headers: forwarded)
             #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
