@@ -107,9 +107,14 @@ final class GatewayRig: Sendable {
     /// One request to the gateway, by whichever path this rig uses.
     func send(_ method: HTTPMethod, _ path: String, token: String? = GatewayRig.client, body: String? = nil,
               headers: [String: String] = [:]) async throws -> Response {
+        try await send(method, path, token: token, bytes: Array((body ?? "").utf8), headers: headers)
+    }
+
+    /// One request with a body of any bytes (not necessarily UTF-8).
+    func send(_ method: HTTPMethod, _ path: String, token: String? = GatewayRig.client, bytes: [UInt8],
+              headers: [String: String] = [:]) async throws -> Response {
         var allHeaders = headers
         if let token { allHeaders["Authorization"] = "Bearer \(token)" }
-        let bytes = Array((body ?? "").utf8)
         switch mode {
         case .inProcess:
             let parts = path.split(separator: "?", maxSplits: 1)
