@@ -78,6 +78,11 @@ class Client:
 
     def request(self, base, method, path, body=None, headers=None, token=None):
         """(status, bytes); status 0 when the connection failed (the gateway may be down)."""
+        status, payload, _ = self.exchange(base, method, path, body=body, headers=headers, token=token)
+        return status, payload
+
+    def exchange(self, base, method, path, body=None, headers=None, token=None):
+        """(status, bytes, headers with lowercase names); status 0 when the connection failed."""
         host, port = base.replace("http://", "").split(":")
         conns = getattr(self.local, "conns", None)
         if conns is None:
@@ -97,11 +102,17 @@ class Client:
                 if response.getheader("Connection", "").lower() == "close":
                     conn.close()
                     conns.pop(base, None)
-                return response.status, payload
+                return response.status, payload, {k.lower(): v for k, v in response.getheaders()}
             except (OSError, http.client.HTTPException):
                 conn.close()
                 conns.pop(base, None)
-        return 0, b""
+        return 0, b"", {}
+
+    def close_all(self):
+        """Closes this thread's keep-alive connections (before counting the gateway's sockets)."""
+        for conn in getattr(self.local, "conns", {}).values():
+            conn.close()
+        self.local.conns = {}
 
     def json(self, base, method, path, body=None, token=None):
         status, payload = self.request(base, method, path,
