@@ -32,7 +32,8 @@ let package = Package(
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl"]),
+        // (COpenSSL: reading the client certificate for its start-up check.)
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
         // The durable order store (SQLite now); knows nothing of the protocol.
         .target(name: "Storage", dependencies: ["CSQLite"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
@@ -71,6 +72,8 @@ let package = Package(
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            // The test certificates: refunds over mutual TLS.
+            "HTTPClientTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
             "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpenSSL for signing (MD5, HMAC-SHA256), constant-time comparison, AES-256-ECB (refund notify)
-// and TLS. Everything used from Swift is a plain function, so no wrappers are needed yet.
+// TLS, and reading certificates. Everything used from Swift is a plain function, so no wrappers are
+// needed yet.
 #ifndef WXPAY_COPENSSL_SHIM_H
 #define WXPAY_COPENSSL_SHIM_H
 // Suppress OpenSSL 3's deprecation attributes for the one-shot digests below: `MD5()` runs the
@@ -15,6 +16,11 @@
 #include <openssl/err.h>
 #include <openssl/opensslv.h>
 #include <openssl/sha.h>
+// The client certificate's start-up check (HTTP's TLSClientIdentity+Inspection.swift).
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/x509.h>
 #include <string.h>
 
 /// `OPENSSL_VERSION_TEXT` is a macro Swift cannot see through `OpenSSL_version` alone in every

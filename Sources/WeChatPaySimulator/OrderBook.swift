@@ -22,6 +22,12 @@ struct OrderBook: Sendable {
     /// how often an order was queried (the request log keeps too few requests for that).
     var orderQueryTimes: [String: [Date]] = [:]
     static let orderQueryTimesLimit = 1_000
+    /// out_refund_no → every refund request's business parameters (nonce_str, sign and sign_type
+    /// left out), so a test can check from outside that each refund number reached WeChat with one
+    /// parameter set only.
+    var refundRequests: [String: RefundRequestLog] = [:]
+    /// Accepted refunds that complete by themselves (`refundCompletionDelay`), oldest first.
+    var refundsDue: [(outRefundNo: String, due: Date)] = []
 
     init(seed: UInt64) {
         random = SeededRandom(seed: seed)
@@ -69,9 +75,24 @@ struct OrderBook: Sendable {
         "42000" + random.digits(5) + BeijingTime.format(now).prefix(8) + random.digits(10)
     }
 
+    mutating func noteRefundRequest(_ fields: Fields) {
+        guard let number = fields.nonEmpty("out_refund_no") else { return }
+        var parameters: [String: String] = [:]
+        for field in fields where !["nonce_str", "sign", "sign_type"].contains(field.name) { parameters[field.name] = field.value }
+        refundRequests[number, default: RefundRequestLog()].requests += 1
+        refundRequests[number]!.parameterSets.insert(parameters)
+    }
+
     mutating func newRefundID() -> String {
         "50300" + random.digits(24)
     }
+}
+
+/// The refund requests one out_refund_no received.
+public struct RefundRequestLog: Sendable, Hashable {
+    public var requests = 0
+    /// The distinct business parameter sets among them: one, for a merchant that retries right.
+    public var parameterSets: Set<[String: String]> = []
 }
 
 /// A request the simulator answered, kept for inspection.

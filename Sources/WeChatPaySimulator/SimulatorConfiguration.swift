@@ -26,6 +26,10 @@ public struct SimulatorConfiguration: Sendable {
     public var notifyCarriesSignTypeForHMAC: Bool
     /// How long to wait for a merchant's notify reply before counting the attempt as failed.
     public var notifyTimeout: TimeInterval
+    /// Simulated seconds after which an accepted refund completes SUCCESS by itself (WeChat's bank
+    /// side answering), with its refund notify; nil (the default) leaves every refund PROCESSING
+    /// until the control panel completes it.
+    public var refundCompletionDelay: TimeInterval?
 
     public static let wechatNotifyRetryIntervals: [TimeInterval] = [
         15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 10800, 21600, 21600,
@@ -41,7 +45,8 @@ public struct SimulatorConfiguration: Sendable {
         minimumAgeToClose: TimeInterval = 5 * 60,
         maximumRefundsPerOrder: Int = 50,
         notifyCarriesSignTypeForHMAC: Bool = false,
-        notifyTimeout: TimeInterval = 5
+        notifyTimeout: TimeInterval = 5,
+        refundCompletionDelay: TimeInterval? = nil
     ) {
         self.appID = appID
         self.mchID = mchID
@@ -53,5 +58,6 @@ public struct SimulatorConfiguration: Sendable {
         self.maximumRefundsPerOrder = maximumRefundsPerOrder
         self.notifyCarriesSignTypeForHMAC = notifyCarriesSignTypeForHMAC
         self.notifyTimeout = notifyTimeout
+        self.refundCompletionDelay = refundCompletionDelay
     }
 }

@@ -14,6 +14,7 @@ import Foundation
 /// | GET | /simulator/stats | counters |
 /// | GET | /simulator/notifies | every notify attempt |
 /// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
+/// | GET | /simulator/refundrequests | per out_refund_no: refund requests received and distinct parameter sets |
 public struct SimulatorControlAPI: Sendable {
     public let simulator: WeChatPaySimulator
 
@@ -62,6 +63,10 @@ public struct SimulatorControlAPI: Sendable {
             return ok(["now": ISO8601DateFormatter().string(from: clock.now())])
         case ("GET", 1, "stats", _):
             return ok(simulator.counters)
+        case ("GET", 1, "refundrequests", _):
+            return ok(simulator.refundRequests.mapValues {
+                RefundRequestsJSON(requests: $0.requests, parameterSets: $0.parameterSets.count)
+            })
         case ("GET", 1, "orderqueries", _):
             return ok(simulator.orderQueryTimes.mapValues { $0.map(\.timeIntervalSince1970) })
         case ("GET", 1, "notifies", _):
@@ -78,6 +83,7 @@ public struct SimulatorControlAPI: Sendable {
     private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
     private struct RefundBody: Decodable { var status: String? }
     private struct AdvanceBody: Decodable { var seconds: Double }
+    private struct RefundRequestsJSON: Encodable { var requests: Int, parameterSets: Int }
     private struct NotifyAttemptJSON: Encodable {
         var kind: String, reference: String, number: Int, at: String, acknowledged: Bool, dropped: Bool, copies: Int
     }

@@ -43,6 +43,7 @@ public enum SimulatorRoutes {
             (.get, "/simulator/orders/{id}"), (.post, "/simulator/refunds/{id}/complete"),
             (.get, "/simulator/faults"), (.put, "/simulator/faults"), (.post, "/simulator/clock/advance"),
             (.get, "/simulator/stats"), (.get, "/simulator/notifies"), (.get, "/simulator/orderqueries"),
+            (.get, "/simulator/refundrequests"),
         ]
         for (method, template) in routes {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in

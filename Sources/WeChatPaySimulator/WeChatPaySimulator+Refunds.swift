@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import WeChatPay
 
 extension WeChatPaySimulator {
@@ -29,6 +30,7 @@ extension WeChatPaySimulator {
         book.orders[order.outTradeNo] = order
         book.refundOwner[request.outRefundNo] = order.outTradeNo
         book.byRefundID[refund.refundID] = request.outRefundNo
+        if let delay = configuration.refundCompletionDelay { book.refundsDue.append((request.outRefundNo, now + delay)) }
         return refundReply(refund, order: order)
     }
 
@@ -118,6 +120,33 @@ extension WeChatPaySimulator {
             return encode(try builder.fields(encryptedWith: configuration.key))
         } catch {
             preconditionFailure("simulator wrote an unencodable refund notify: \(error)")
+        }
+    }
+}
+
+extension WeChatPaySimulator {
+    /// Every refund request each out_refund_no received, production and sandbox.
+    public var refundRequests: [String: RefundRequestLog] {
+        books.withLock { $0.production.refundRequests.merging($0.sandbox.refundRequests) { a, _ in a } }
+    }
+
+    /// Completes accepted refunds SUCCESS once `refundCompletionDelay` has passed on the simulated
+    /// clock, as WeChat's bank side does, until the task is cancelled.
+    func completeRefundsWhenDue() async {
+        while !Task.isCancelled {
+            let now = clock.now()
+            let due = books.withLock { books -> [String] in
+                var due: [String] = []
+                for book in [\Books.production, \Books.sandbox] {
+                    let ready = books[keyPath: book].refundsDue.prefix { $0.due <= now }
+                    due += ready.map(\.outRefundNo)
+                    books[keyPath: book].refundsDue.removeFirst(ready.count)
+                }
+                return due
+            }
+            // A refund completed by hand meanwhile is no longer PROCESSING: nothing to do for it.
+            for number in due { _ = try? completeRefund(outRefundNo: number) }
+            try? await Task.sleep(for: .seconds(max(clock.realWait(for: 1, cap: 0.02), 0.002)))
         }
     }
 }

@@ -33,9 +33,15 @@ public final class WeChatPaySimulator: Sendable {
                                    timeout: configuration.notifyTimeout)
     }
 
-    /// Starts delivering notifies. Runs until the task is cancelled.
+    /// Starts delivering notifies (and completing refunds, with `refundCompletionDelay`). Runs
+    /// until the task is cancelled.
     public func run() async {
-        await notifies.run()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.notifies.run() }
+            if configuration.refundCompletionDelay != nil {
+                group.addTask { await self.completeRefundsWhenDue() }
+            }
+        }
     }
 
     /// The fault plan now in force.
@@ -118,6 +124,7 @@ public final class WeChatPaySimulator: Sendable {
         guard (try? Signer(key: key).verify(fields, expected: envelope.signType)) != nil else { throw .signature }
         book.noteNonce(envelope.nonceStr)
         book.log(path: api.path(sandbox: sandbox), fields: fields, at: now)
+        if api == .refund { book.noteRefundRequest(fields) }
 
         if api == .getSignKey {
             return SimulatorResponse(body: encode(ResponseEnvelope.unsignedSuccess(

@@ -24,12 +24,21 @@ enum ReconcileCommand {
         case .failure(let failure): return failure.status
         }
         let (configuration, store, client) = (resources.configuration, resources.store, resources.client)
-        let transport = WeChatPayHTTPTransport(client: client, configuration: .init(
-            primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+        let wechat: WeChatConnection
+        do {
+            wechat = try WeChatConnection.open(configuration, sharedClient: client)
+        } catch {
+            FileHandle.standardError.write(Data("reconcile: cannot start the HTTP client for WeChat: \(error)\n".utf8))
+            await resources.close()
+            return ExitStatus.internal
+        }
+        let transport = wechat.transport
         // The report goes to standard output; the log keeps to what went wrong.
         var logger = resources.logger
         logger.level = max(logger.level, .warning)
         let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger)
+        // The bill's refund lines are compared with the local refunds (refundquery needs no certificate).
+        _ = RefundService(orders: service, store: store, mode: configuration.refundMode)
         let status: Int32
         do {
             let report = try await BillReconciler(service: service).reconcile(day: day)
@@ -39,6 +48,7 @@ enum ReconcileCommand {
             FileHandle.standardError.write(Data("reconcile: \(error)\n".utf8))
             status = ExitStatus.unavailable
         }
+        await wechat.close()
         await resources.close()
         return status
     }

@@ -34,6 +34,7 @@ enum ServeCommand {
 
         let metrics = MetricsRegistry()
         var simulator: WeChatPaySimulator?
+        var wechat: WeChatConnection?
         let transport: any WeChatPayTransport
         if configuration.demo {
             let embedded = WeChatPaySimulator(
@@ -45,11 +46,20 @@ enum ServeCommand {
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)
         } else {
-            transport = WeChatPayHTTPTransport(client: client, configuration: .init(
-                primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase))
+            do {
+                wechat = try WeChatConnection.open(configuration, sharedClient: client)
+            } catch {
+                FileHandle.standardError.write(Data("serve: cannot start the HTTP client for WeChat: \(error)\n".utf8))
+                await resources.close()
+                return ExitStatus.internal
+            }
+            transport = wechat!.transport
         }
         let service = OrderService(configuration: configuration, store: store, transport: transport, metrics: metrics,
                                    logger: logger)
+        // Refunds (ServeCommand+Refunds.swift): the routes answer 503 while the mode is off.
+        let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
+        announceRefunds(refunds.mode, metrics: metrics, logger: logger)
         var router = HTTPRouter()
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
@@ -78,7 +88,10 @@ enum ServeCommand {
         }
         let base = "http://\(address)"
         // Demo mode has no public URL: the simulator posts its notifies to the address bound.
-        if configuration.demo { service.useNotifyURL("\(base)/wechat/notify") }
+        if configuration.demo {
+            service.useNotifyURL("\(base)/wechat/notify")
+            refunds.useNotifyURL("\(base)/wechat/refund-notify")
+        }
         FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
@@ -96,6 +109,7 @@ enum ServeCommand {
         // The recovery services finish their current call and stop before the store closes.
         for task in services.reversed() { task.cancel() }
         for task in services.reversed() { await task.value }
+        await wechat?.close()
         await resources.close()
         return 0
     }
@@ -168,6 +182,9 @@ enum ServeCommand {
               curl -s -X POST \(base)/simulator/orders/demo-0001/pay
               curl -s '\(base)/v1/orders/demo-0001?wait=10' -H 'Authorization: Bearer \(token)'
               curl -s '\(base)/v1/support/orders?out_trade_no=demo-0001' -H 'Authorization: Bearer \(support)'
+              curl -s -X POST \(base)/v1/orders/demo-0001/refunds -H 'Authorization: Bearer \(token)' \\
+                   -d '{"amount":300,"reason":"bought by mistake","out_refund_no":"demo-r1"}'
+              curl -s -X POST \(base)/simulator/refunds/demo-r1/complete -d '{"status":"SUCCESS"}'
             \(appBanner(configuration, base: base))
             """
     }

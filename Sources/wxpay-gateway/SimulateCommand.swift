@@ -5,23 +5,26 @@ import WeChatPay
 import WeChatPaySimulator
 
 /// `wxpay-gateway simulate --port P [--host H] [--app-id A --mch-id M --key K] [--sign-key-seed S]
-/// [--time-scale X] [--seed N] [--tls-cert F --tls-key F [--client-ca F]]`
+/// [--time-scale X] [--seed N] [--refund-delay S] [--tls-cert F --tls-key F [--client-ca F]]`
 enum SimulateCommand {
     static let usage = """
         usage: wxpay-gateway simulate [--port P] [--host H] [--app-id A] [--mch-id M] [--key K]
-                                      [--time-scale X] [--seed N]
+                                      [--time-scale X] [--seed N] [--refund-delay S]
                                       [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
         Serves WeChat Pay's v2 API (/pay/…, /secapi/pay/refund, /sandboxnew/…) and the control panel
         (/simulator/…) on one port (0 picks a free one). The first line printed is
         "listening http(s)://HOST:PORT". Defaults: the documentation's test merchant
-        (wxd930ea5d5a258f4f / 10000100), port 0, time scale 1. Stops on SIGINT or SIGTERM.
+        (wxd930ea5d5a258f4f / 10000100), port 0, time scale 1. With --refund-delay, accepted refunds
+        complete SUCCESS by themselves after S simulated seconds (default: only through the control
+        panel). With --client-ca, refunds need a client certificate that CA signed. Stops on SIGINT
+        or SIGTERM.
         """
 
     static func run(_ arguments: [String]) async -> Int32 {
         var options: [String: String] = [:]
         var index = 0
         let known: Set<String> = ["--port", "--host", "--app-id", "--mch-id", "--key", "--time-scale", "--seed",
-                                  "--tls-cert", "--tls-key", "--client-ca"]
+                                  "--tls-cert", "--tls-key", "--client-ca", "--refund-delay"]
         while index < arguments.count {
             let argument = arguments[index]
             if argument == "-h" || argument == "--help" {
@@ -39,6 +42,10 @@ enum SimulateCommand {
         if let appID = options["--app-id"] { configuration.appID = appID }
         if let mchID = options["--mch-id"] { configuration.mchID = mchID }
         if let key = options["--key"] { configuration.key = APIKey(key) }
+        if let delay = options["--refund-delay"] {
+            guard let seconds = Double(delay), seconds >= 0 else { return fail("--refund-delay must be seconds (0 or more)") }
+            configuration.refundCompletionDelay = seconds
+        }
 
         var serverConfiguration = HTTPServerConfiguration()
         serverConfiguration.host = options["--host"] ?? "127.0.0.1"

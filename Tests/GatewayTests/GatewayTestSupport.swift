@@ -91,6 +91,7 @@ final class GatewayHarness: Sendable {
 final class NotifyTarget: Sendable {
     private let service = Mutex<OrderService?>(nil)
     func set(_ value: OrderService) { service.withLock { $0 = value } }
+    var orderService: OrderService? { service.withLock { $0 } }
     func deliver(_ body: [UInt8]) async -> [UInt8]? {
         guard let service = service.withLock({ $0 }) else { return nil }
         return await service.handleNotify(body)

@@ -25,7 +25,7 @@ struct OrderViewJSONTests {
     }
 
     static let plainKeys: Set<String> = ["amount", "created_at", "description", "expires_at", "final", "out_trade_no",
-                                         "paid_at", "state", "transaction_id"]
+                                         "paid_at", "state", "transaction_id", "refunded_amount", "refunds"]
 
     @Test(arguments: [false, true])
     func aPlainOrderHasTheDocumentedMembersWithNullsUntilPaid(paid: Bool) throws {

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1–T9 and P1) against the real gateway process. T3, T5 and T8 are in
-t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, each with its own TESTS table.
+"""The reliability battery (T1–T9, T11–T13 and P1) against the real gateway process. T3, T5 and T8
+are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T11–T13 in refunds.py, each
+with its own TESTS table.
 
-usage: scripts/battery/run [T1|T2|T3|T4|T5|T6|T7|T8|T9|P1|all] [--scale full|reduced] [--seed N]
+usage: scripts/battery/run [T1|…|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N]
 """
 import argparse
 import calendar
@@ -17,6 +18,7 @@ import threading
 import time
 
 import checker
+import refunds
 import t3_upstream_faults
 import t5_hostile
 import t8_polling_churn
@@ -677,14 +679,14 @@ def p1(rig, scale, seed, result):
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, "P1": p1}
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **refunds.TESTS, "P1": p1}
 for module in (t3_upstream_faults, t5_hostile, t8_polling_churn):
     TESTS.update(module.TESTS)
 
 
 def run_one(name, scale, seed):
     result = Result(name)
-    rig = Rig(seed=seed)
+    rig = Rig(seed=seed, **refunds.RIGS.get(name, {}))
     try:
         TESTS[name](rig, scale, seed, result)
     except Exception as error:     # a crashed driver is a failed test, reported like the others

@@ -17,6 +17,9 @@ import WeChatPay
 /// | GET /v1/me/orders | app |
 /// | GET /openapi.json | none |
 /// | POST /wechat/notify | WeChat (signed XML) |
+/// | POST /v1/orders/{out_trade_no}/refunds | client |
+/// | GET /v1/refunds/{out_refund_no} | client or support |
+/// | POST /wechat/refund-notify | WeChat (encrypted `req_info`) |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
@@ -80,6 +83,8 @@ public struct GatewayAPI: Sendable {
                 Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
+        // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
+        registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.
         registerApp(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }

@@ -58,9 +58,12 @@ extension OrderService {
         let found = try await storage { () throws(StorageError) in
             try await self.store.orders(userID: user, limit: page.limit, after: page.after)
         }
+        var orders: [[UInt8]] = []
+        // As GET shows each: a paid order with its refunds.
+        for order in found.orders { orders.append(try await viewJSON(order)) }
         var writer = JSONObjectWriter(capacity: 64 + found.orders.count * 320)
         writer.string("next_cursor", found.next.map(OrderPageRequest.cursor))
-        writer.array("orders", found.orders.map { OrderView($0).json })
+        writer.array("orders", orders)
         return writer.finish()
     }
 }

@@ -79,6 +79,8 @@ public struct GatewayConfiguration: Sendable {
     public var billReconcile = false
     /// The fulfilment webhook (GATEWAY_FULFILMENT_*).
     public var fulfilment = Fulfilment()
+    /// Refunds: the merchant certificate, the refund notify URL, recovery (GatewayConfiguration+Refunds).
+    public var refunds = Refunds()
     /// App tokens, the catalog, per-user limits, trusted proxies (GatewayConfiguration+App.swift).
     public var app = AppConfiguration()
 
@@ -97,11 +99,11 @@ public struct GatewayConfiguration: Sendable {
 
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + recoveryVariables
-        + fulfilmentVariables + appVariables
+        + fulfilmentVariables + appVariables + refundVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks,
+        demoChecks, fulfilmentChecks, refundChecks,
     ]
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws

@@ -24,8 +24,12 @@ public enum CrashPoint {
     public static let outboxDelivered = "outbox_delivered"
     /// A reconciler sweep has checked one of its orders; the rest of its batch is still leased.
     public static let midSweep = "mid_sweep"
+    /// A refund is recorded with its amount reserved; WeChat has not been asked yet.
+    public static let refundRecorded = "refund_recorded"
+    /// A refund notify's change has committed; the reply to WeChat has not been sent.
+    public static let refundNotifyCommitted = "refund_notify_committed"
     /// Every point, for the configuration's message.
-    public static let names = [notifyCommitted, outboxDelivered, midSweep]
+    public static let names = [notifyCommitted, outboxDelivered, midSweep, refundRecorded, refundNotifyCommitted]
 
     #if GATEWAY_FAULT_INJECTION
     /// Whether this build has the hook.

@@ -46,7 +46,7 @@ extension OrderService {
             return answer(.failure(error))
         }
         guard let order = found, Self.isVisible(order, to: owner) else { return answer(.failure(.orderNotFound)) }
-        guard wait > 0, !order.state.isFinal else { return answer(.success(OrderView(order).json)) }
+        guard wait > 0, !order.state.isFinal else { return answer(await self.answer(for: order)) }
         let deadline = ContinuousClock.now + .seconds(wait)
         var reservation: WaitReservation?
         if let owner {
@@ -74,7 +74,7 @@ extension OrderService {
     /// the deadline passes.
     private func hold(_ held: HeldWait, _ order: OrderRecord, since token: UInt64) {
         let remaining = held.deadline - .now
-        guard remaining > .zero else { return finish(held, order) }
+        guard remaining > .zero else { return queryWork.rechecks.submit { [self] in await self.finish(held, order) } }
         // Ask WeChat unless someone did within the poll interval; the query runs detached (and at
         // most 64 at a time), so a hanging WeChat never holds this answer past its deadline.
         let outTradeNo = held.outTradeNo
@@ -95,16 +95,25 @@ extension OrderService {
         let token = signals.token()
         let order = (try? await store.order(held.outTradeNo)) ?? previous
         if order.state.isFinal || held.deadline <= .now {
-            finish(held, order)
+            await finish(held, order)
         } else {
             hold(held, order, since: token)
         }
     }
 
-    private func finish(_ held: HeldWait, _ order: OrderRecord) {
+    private func finish(_ held: HeldWait, _ order: OrderRecord) async {
         metrics.add("wxpay_waits_open", -1)
         held.reservation?.release()
-        held.answer(.success(OrderView(order).json))
+        held.answer(await answer(for: order))
+    }
+
+    /// The order as the API shows it (a paid one with its refunds), or the error to answer.
+    private func answer(for order: OrderRecord) async -> OrderAnswer {
+        do {
+            return .success(try await viewJSON(order))
+        } catch {
+            return .failure(error)
+        }
     }
 }
 

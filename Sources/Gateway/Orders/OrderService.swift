@@ -29,6 +29,8 @@ public final class OrderService: Sendable {
     /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
     /// port 0 reports once it listens (demo mode and tests).
     private let notifyURLOverride = Mutex<String?>(nil)
+    /// Refunds (Refunds/OrderService+Refunds.swift), once a `RefundService` attached itself.
+    let refundService = Mutex<RefundService?>(nil)
     var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
     /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
@@ -276,7 +278,7 @@ public final class OrderService: Sendable {
         else {
             throw .orderNotFound
         }
-        if order.state.isFinal { return OrderView(order).json }
+        if order.state.isFinal { return try await viewJSON(order) }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
@@ -295,14 +297,14 @@ public final class OrderService: Sendable {
             let closed = try await storage { () throws(StorageError) in
                 try await self.settlement.close(order, detail: "closeorder: ORDERNOTEXIST")
             }
-            return OrderView(closed).json
+            return try await viewJSON(closed)
         }
         switch outcome {
         case .closed, .alreadyClosed:
             let closed = try await storage { () throws(StorageError) in
                 try await self.settlement.close(order, detail: "closeorder")
             }
-            return OrderView(closed).json
+            return try await viewJSON(closed)
         case .alreadyPaid:
             // ORDERPAID: settled only on a verified orderquery answer, never on closeorder's word.
             // When that orderquery fails, the outcome is WeChat's to confirm: the client retries.
@@ -311,7 +313,7 @@ public final class OrderService: Sendable {
             else {
                 throw .upstreamUnavailable
             }
-            return OrderView(settled).json
+            return try await viewJSON(settled)
         }
     }
 
@@ -347,7 +349,7 @@ public final class OrderService: Sendable {
         }
         var views: [OrderView] = []
         for order in orders {
-            var view = OrderView(order)
+            var view = try await storage { () throws(StorageError) in try await self.view(order) }
             view.userID = order.userID
             view.prepayID = order.prepayID
             view.flags = order.flags.map(\.rawValue).sorted()
@@ -373,7 +375,7 @@ public final class OrderService: Sendable {
         _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
-        return OrderView(order).json
+        return try await viewJSON(order)
     }
 
     // MARK: - Helpers

@@ -33,6 +33,10 @@ struct OrderView: Sendable {
     var flags: [String]?
     var events: [EventView]?
     var outbox: [OutboxEventView]?
+    /// The sum of the order's successful refunds, in fen, and every refund (Refunds/RefundView);
+    /// 0 and none until `OrderService.view` reads them for a paid order.
+    var refundedAmount = 0
+    var refunds: [RefundView] = []
 
     init(_ record: OrderRecord) {
         outTradeNo = record.outTradeNo
@@ -66,6 +70,8 @@ struct OrderView: Sendable {
         writer.stringOrNull("paid_at", paidAt)
         writer.string("prepay_id", prepayID)
         writer.string("product_id", productID)
+        writer.number("refunded_amount", refundedAmount)
+        writer.array("refunds", refunds.map(\.json))
         writer.string("state", state)
         writer.stringOrNull("transaction_id", transactionID)
         writer.string("user_id", userID)

@@ -44,7 +44,7 @@ final class Upstream: Sendable {
         self.logger = logger
     }
 
-    private func client(for order: OrderRecord) -> WeChatPayClient {
+    func client(for order: OrderRecord) -> WeChatPayClient {
         clients[SignType(rawValue: order.signType) ?? .hmacSHA256]!
     }
 
@@ -123,9 +123,11 @@ final class Upstream: Sendable {
     }
 
     /// Calls `operation`, repeating it (the identical request) while WeChat's answer says so, and
-    /// records each call's outcome and latency.
-    private func withRetries<T>(api: String, attempts: Int = Upstream.attempts,
-                                _ operation: () async throws(WeChatPayError) -> T) async throws(WeChatPayError) -> T {
+    /// records each call's outcome and latency. `failed` sees every failed attempt, the last included
+    /// (a refund needs to know whether any of them may have reached WeChat).
+    func withRetries<T>(api: String, attempts: Int = Upstream.attempts,
+                        failed: (WeChatPayError) -> Void = { _ in },
+                        _ operation: () async throws(WeChatPayError) -> T) async throws(WeChatPayError) -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -136,6 +138,7 @@ final class Upstream: Sendable {
                 return value
             } catch {
                 record(api: api, outcome: error.shortDescription, since: started)
+                failed(error)
                 guard attempt < attempts, Self.shouldRepeat(error) else { throw error }
                 logger.notice("repeating an upstream call with identical parameters",
                               ["api": api, "attempt": String(attempt), "error": error.shortDescription])
@@ -149,7 +152,9 @@ final class Upstream: Sendable {
     static func shouldRepeat(_ error: WeChatPayError) -> Bool {
         if error.advice == .retrySameParameters { return true }
         switch error.kind {
-        case .transport, .httpStatus, .malformedResponse, .badSignature: return true
+        case .transport, .malformedResponse, .badSignature: return true
+        // 5xx is repeated by its advice above; a 4xx is WeChat refusing the request (a refused
+        // client certificate, say), which the same request meets again.
         default: return false
         }
     }

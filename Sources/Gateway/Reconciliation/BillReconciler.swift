@@ -17,7 +17,7 @@ import WeChatPay
 /// print(report.render())
 /// ```
 public struct BillReconciler: Sendable {
-    private let service: OrderService
+    let service: OrderService
     /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
     static let maximumBillBytes = 512 << 20
 
@@ -72,6 +72,7 @@ public struct BillReconciler: Sendable {
         var report = BillReport(day: day)
         let store = service.store
         var billed = Set<String>()
+        var billedRefunds = Set<String>()
         for row in rows {
             guard row.tradeState == "SUCCESS" else {
                 report.billRefunds += 1
@@ -79,6 +80,10 @@ public struct BillReconciler: Sendable {
                     report.differences.append(BillDifference(
                         kind: .unknownOrder, outTradeNo: row.outTradeNo, transactionID: row.transactionID,
                         detail: "a \(row.tradeState) line for an order this gateway never created"))
+                } else if let difference = try await compareRefund(row, billed: &billedRefunds, report: &report) {
+                    // Refund lines against the local refunds: BillReconciler+Refunds.swift.
+                    report.differences.append(difference)
+                    await note(difference, day: day)
                 }
                 continue
             }
@@ -103,6 +108,10 @@ public struct BillReconciler: Sendable {
             throw .storage(error.shortDescription)
         }
         report.localPayments = local.count
+        for difference in try await refundsAbsent(from: billedRefunds, dayStart: dayStart, report: &report) {
+            report.differences.append(difference)
+            await note(difference, day: day)
+        }
         for order in local where !billed.contains(order.outTradeNo) {
             let difference = BillDifference(
                 kind: .paidLocallyNotInBill, outTradeNo: order.outTradeNo, transactionID: order.transactionID,
@@ -161,6 +170,13 @@ public struct BillReconciler: Sendable {
             kind: .notConfirmed, outTradeNo: outTradeNo, transactionID: row.transactionID,
             detail: "bill says paid; orderquery " + (failure.value.map { "failed (\($0))" }
                 ?? "answered \(after?.state.rawValue ?? "nothing")") + "; left \(order.state.rawValue)")
+    }
+
+    /// A finding goes to its order's timeline too.
+    func note(_ difference: BillDifference, day: String) async {
+        _ = try? await service.store.appendEvent(difference.outTradeNo, kind: "bill",
+                                                 detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
+                                                 at: service.now())
     }
 
     private func record(_ report: BillReport) {

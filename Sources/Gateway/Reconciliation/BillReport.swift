@@ -12,6 +12,9 @@ public struct BillReport: Sendable, Hashable {
     public var localPayments = 0
     /// Payments that agree in both.
     public var matched = 0
+    /// Refunds created locally that Beijing day, and refund lines that agree with the local refund.
+    public var localRefunds = 0
+    public var refundsMatched = 0
     public var differences: [BillDifference] = []
 
     public init(day: String) {
@@ -27,10 +30,11 @@ public struct BillReport: Sendable, Hashable {
             "Bill reconciliation for \(day) (Beijing time, 00:00-24:00 +08:00)",
             "  bill: \(billPayments) payments, \(billRefunds) refunds; local payments that day: \(localPayments)",
             "  matched: \(matched)",
+            "  local refunds that day: \(localRefunds); refund lines matched: \(refundsMatched)",
         ]
         let repaired = differences.filter { !$0.kind.needsAttention }
         let attention = differences.filter { $0.kind.needsAttention }
-        lines.append("  settled from the bill (paid at WeChat, confirmed by orderquery): \(repaired.count)")
+        lines.append("  settled from the bill (confirmed by orderquery or refundquery): \(repaired.count)")
         for difference in repaired { lines.append("    " + Self.line(difference)) }
         lines.append("  differences needing a person: \(attention.count)")
         for difference in attention { lines.append("    " + Self.line(difference)) }

@@ -64,7 +64,7 @@ public final class Reconciler: Sendable {
     public let configuration: Configuration
     /// The name this sweeper's leases carry.
     public let claimant: String
-    private let service: OrderService
+    let service: OrderService
     private let limiter: RateLimiter
 
     /// - Parameters:
@@ -87,10 +87,11 @@ public final class Reconciler: Sendable {
         var failedSweeps = 0
         while !Task.isCancelled {
             let report = await sweep()
-            if report.errors > 0 && report.errors * 2 >= report.checked {
+            let errors = report.errors + report.refundErrors
+            if errors > 0 && errors * 2 >= report.checked + report.refundsChecked {
                 failedSweeps = min(failedSweeps + 1, 5)
                 service.logger.warning("reconciler backing off after upstream errors",
-                                       ["errors": String(report.errors), "periods": String(1 << failedSweeps)])
+                                       ["errors": String(errors), "periods": String(1 << failedSweeps)])
             } else {
                 failedSweeps = 0
             }
@@ -99,7 +100,7 @@ public final class Reconciler: Sendable {
         service.logger.notice("reconciler stopped", ["claimant": claimant])
     }
 
-    /// One sweep: lease the due orders, check each (bounded in concurrency and rate), report.
+    /// One sweep: lease the due refunds and orders, check each (bounded in concurrency and rate), report.
     @discardableResult
     public func sweep() async -> SweepReport {
         let metrics = service.metrics
@@ -107,51 +108,30 @@ public final class Reconciler: Sendable {
         let now = service.now()
         let leaseUntil = now.addingTimeInterval(configuration.lease)
         var report = SweepReport()
+        // Refunds first, with at most a quarter of the batch: rarer than orders, and never starved
+        // by a large backlog of unpaid ones (Reconciler+Refunds.swift).
+        let refunds = await claimRefunds(now: now, leaseUntil: leaseUntil, into: &report)
         let claimed: [OrderRecord]
         do {
             claimed = try await service.store.claimOpenOrders(
-                noNotifySince: now.addingTimeInterval(-configuration.after), now: now, limit: configuration.batchLimit,
-                claimant: claimant, leaseUntil: leaseUntil)
+                noNotifySince: now.addingTimeInterval(-configuration.after), now: now,
+                limit: configuration.batchLimit - refunds.count, claimant: claimant, leaseUntil: leaseUntil)
         } catch {
             service.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
             metrics.increment("wxpay_reconcile_errors_total", ["stage": "store"])
-            report.errors = 1
-            return report
+            report.errors += 1
+            claimed = []
         }
         report.claimed = claimed.count
         report.lagSeconds = claimed.map { lag(of: $0, now: now) }.max() ?? 0
 
-        let consecutiveFailures = LockedBox(0)
-        let outcomes = await withTaskGroup(of: Outcome.self) { group -> [Outcome] in
-            var outcomes: [Outcome] = []
-            var pending = claimed[...]
-            func startNext() {
-                guard let order = pending.popFirst() else { return }
-                group.addTask {
-                    if consecutiveFailures.value >= self.configuration.failureLimit {
-                        return await self.skip(order)
-                    }
-                    await self.limiter.acquire()
-                    // Past the lease another sweeper may hold the order: leave it to them.
-                    guard self.service.now() < leaseUntil, !Task.isCancelled else { return await self.skip(order) }
-                    let outcome = await self.check(order, now: self.service.now())
-                    CrashPoint.hit(CrashPoint.midSweep)
-                    if outcome == .failed {
-                        consecutiveFailures.update { $0 += 1 }
-                    } else {
-                        consecutiveFailures.update { $0 = 0 }
-                    }
-                    return outcome
-                }
+        let items = refunds.map(SweepItem.refund) + claimed.map(SweepItem.order)
+        let outcomes = await checkAll(items, leaseUntil: leaseUntil)
+        for (item, outcome) in zip(items, outcomes) {
+            if case .refund = item {
+                report.count(refundOutcome: outcome)
+                continue
             }
-            for _ in 0..<configuration.concurrency { startNext() }
-            while let outcome = await group.next() {
-                outcomes.append(outcome)
-                startNext()
-            }
-            return outcomes
-        }
-        for outcome in outcomes {
             switch outcome {
             case .open: report.checked += 1
             case .settled: report.checked += 1; report.settled += 1
@@ -160,6 +140,7 @@ public final class Reconciler: Sendable {
             case .skipped: report.skipped += 1
             }
         }
+        recordRefundMetrics(report)
         metrics.increment("wxpay_reconcile_sweeps_total")
         metrics.increment("wxpay_reconcile_orders_checked_total", by: Double(report.checked))
         metrics.increment("wxpay_reconcile_orders_settled_total", by: Double(report.settled))
@@ -170,13 +151,69 @@ public final class Reconciler: Sendable {
         let elapsed = ContinuousClock.now - started
         metrics.observe("wxpay_reconcile_sweep_duration_seconds",
                         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
-        if report.claimed > 0 {
+        if report.claimed + report.refundsClaimed > 0 {
             service.logger.info("reconcile sweep", [
                 "claimed": String(report.claimed), "checked": String(report.checked), "settled": String(report.settled),
                 "closed": String(report.closed), "errors": String(report.errors), "skipped": String(report.skipped),
+                "refunds_checked": String(report.refundsChecked), "refunds_settled": String(report.refundsSettled),
             ])
         }
         return report
+    }
+
+    /// What a sweep checks: a leased refund or a leased order.
+    enum SweepItem: Sendable {
+        case refund(RefundRecord)
+        case order(OrderRecord)
+    }
+
+    /// Checks every item, `concurrency` at a time, each after its rate-limiter slot, and answers
+    /// their outcomes in the items' order. After `failureLimit` failed checks in a row, or once the
+    /// lease has run out (another sweeper may hold the item then), the rest are released, skipped.
+    private func checkAll(_ items: [SweepItem], leaseUntil: Date) async -> [Outcome] {
+        let consecutiveFailures = LockedBox(0)
+        return await withTaskGroup(of: (Int, Outcome).self) { group -> [Outcome] in
+            var outcomes = [Outcome](repeating: .skipped, count: items.count)
+            var pending = items.enumerated().makeIterator()
+            func startNext() {
+                guard let (index, item) = pending.next() else { return }
+                group.addTask {
+                    if consecutiveFailures.value >= self.configuration.failureLimit {
+                        return (index, await self.skip(item))
+                    }
+                    await self.limiter.acquire()
+                    guard self.service.now() < leaseUntil, !Task.isCancelled else { return (index, await self.skip(item)) }
+                    let outcome = await self.check(item)
+                    CrashPoint.hit(CrashPoint.midSweep)
+                    if outcome == .failed {
+                        consecutiveFailures.update { $0 += 1 }
+                    } else {
+                        consecutiveFailures.update { $0 = 0 }
+                    }
+                    return (index, outcome)
+                }
+            }
+            for _ in 0..<configuration.concurrency { startNext() }
+            while let (index, outcome) = await group.next() {
+                outcomes[index] = outcome
+                startNext()
+            }
+            return outcomes
+        }
+    }
+
+    private func check(_ item: SweepItem) async -> Outcome {
+        switch item {
+        case .order(let order): await check(order, now: service.now())
+        case .refund(let refund): await check(refund)
+        }
+    }
+
+    private func skip(_ item: SweepItem) async -> Outcome {
+        switch item {
+        case .order(let order): await skip(order)
+        case .refund(let refund): await skip(refund)
+        }
     }
 
     // MARK: - One order

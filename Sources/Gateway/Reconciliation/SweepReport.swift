@@ -17,5 +17,18 @@ public struct SweepReport: Sendable, Hashable {
     /// Seconds the longest-waiting claimed order had been due for a check when the sweep began.
     public var lagSeconds: Double = 0
 
+    // Refunds PROCESSING with no notify (refundquery; Reconciler+Refunds.swift).
+
+    /// Refunds this sweeper leased.
+    public var refundsClaimed = 0
+    /// Refunds asked about (refundquery, and a resend when WeChat never got one).
+    public var refundsChecked = 0
+    /// Refunds this sweep moved to SUCCESS, CHANGE or REFUNDCLOSE.
+    public var refundsSettled = 0
+    /// Refund checks that failed (asked again next sweep).
+    public var refundErrors = 0
+    /// Refunds claimed but left for a later sweep.
+    public var refundsSkipped = 0
+
     public init() {}
 }

@@ -87,6 +87,7 @@ enum SQLiteMigrations {
         Migration(version: 2, name: "drop the unused expiry index", sql: """
             DROP INDEX orders_open_by_expires_at;
             """),
+        Migration(version: 3, name: "refunds", sql: SQLiteOrderStore.refundsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+
+/// The reconciler's refund half: refunds PROCESSING for `GATEWAY_REFUND_QUERY_AFTER` seconds with
+/// no notify are leased like orders and asked about with refundquery (`RefundService.check`), in
+/// the same sweep, under the same lease, concurrency and rate limit as the orders.
+extension Reconciler {
+    /// Leases the due refunds, at most a quarter of the sweep's batch (at least one).
+    func claimRefunds(now: Date, leaseUntil: Date, into report: inout SweepReport) async -> [RefundRecord] {
+        guard let refunds = service.refunds, refunds.isConfigured else { return [] }
+        do {
+            let claimed = try await refunds.store.claimProcessingRefunds(
+                createdAtOrBefore: now.addingTimeInterval(-refunds.configuration.queryAfter), now: now,
+                minimumGap: configuration.lease, limit: max(1, configuration.batchLimit / 4), claimant: claimant,
+                leaseUntil: leaseUntil)
+            report.refundsClaimed = claimed.count
+            return claimed
+        } catch {
+            service.logger.error("reconciler could not claim refunds", ["error": error.shortDescription])
+            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "store"])
+            report.refundErrors += 1
+            return []
+        }
+    }
+
+    /// refundquery (or a resend) for one leased refund.
+    func check(_ refund: RefundRecord) async -> Outcome {
+        guard let refunds = service.refunds else { return .skipped }
+        switch await refunds.check(refund) {
+        case .open: return .open
+        case .settled: return .settled
+        case .failed: return .failed
+        }
+    }
+
+    func skip(_ refund: RefundRecord) async -> Outcome {
+        _ = try? await service.refunds?.store.releaseRefundClaim(refund.outRefundNo, claimant: claimant)
+        return .skipped
+    }
+
+    func recordRefundMetrics(_ report: SweepReport) {
+        let metrics = service.metrics
+        metrics.describe("wxpay_reconcile_refunds_checked_total", type: "counter",
+                         help: "PROCESSING refunds the reconciler asked WeChat about (refundquery, or a resend).")
+        metrics.describe("wxpay_reconcile_refunds_settled_total", type: "counter",
+                         help: "Refunds the reconciler finished: their notify never arrived.")
+        metrics.increment("wxpay_reconcile_refunds_checked_total", by: Double(report.refundsChecked))
+        metrics.increment("wxpay_reconcile_refunds_settled_total", by: Double(report.refundsSettled))
+    }
+}
+
+extension SweepReport {
+    mutating func count(refundOutcome outcome: Reconciler.Outcome) {
+        switch outcome {
+        case .open, .closed: refundsChecked += 1
+        case .settled: refundsChecked += 1; refundsSettled += 1
+        case .failed: refundsChecked += 1; refundErrors += 1
+        case .skipped: refundsSkipped += 1
+        }
+    }
+}

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+import Storage
+import Synchronization
+
+extension OrderService {
+    /// The refund service, once one was made for this order service (`RefundService.init`).
+    public var refunds: RefundService? { refundService.withLock { $0 } }
+
+    func attach(_ refunds: RefundService) {
+        refundService.withLock { $0 = refunds }
+    }
+
+    /// The order as the API shows it: a paid order with its refunds and what they returned
+    /// (`refunded_amount` counts successful refunds), and its flags when it has any
+    /// (`refund_needs_attention`, `paid_after_close`). Only a paid order can have refunds, so no
+    /// other order costs a read.
+    func view(_ order: OrderRecord) async throws(StorageError) -> OrderView {
+        var view = OrderView(order)
+        if !order.flags.isEmpty { view.flags = order.flags.map(\.rawValue).sorted() }
+        guard order.state == .success || order.state == .refund, let refunds else { return view }
+        let records = try await refunds.store.refunds(outTradeNo: order.outTradeNo)
+        view.refunds = records.map(RefundView.init)
+        view.refundedAmount = records.filter { $0.state == .success }.reduce(0) { $0 + $1.amount }
+        return view
+    }
+
+    /// `view(_:)` as JSON, a storage failure answered as a 500.
+    func viewJSON(_ order: OrderRecord) async throws(APIError) -> [UInt8] {
+        try await storage { () throws(StorageError) in try await self.view(order).json }
+    }
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+import Storage
+import WeChatPay
+
+extension RefundService {
+    /// Handles a refund notify (`POST /wechat/refund-notify`): strict XML; `return_code`, `appid` and
+    /// `mch_id`; `req_info` decrypted (AES-256-ECB under the MD5 of the API key, through OpenSSL);
+    /// its `out_refund_no`, `out_trade_no`, `refund_fee` and `total_fee` must be a stored refund's.
+    /// Then the one door. Answers SUCCESS only once the change is durable (or was already made).
+    ///
+    /// A refund notify carries no signature: decrypting under our key is its only proof. One that
+    /// does not decrypt, names an unknown refund or disagrees on the amounts writes nothing at all
+    /// (no timeline line, nothing an attacker can fill a database with); it is counted and logged,
+    /// and answered FAIL.
+    public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
+        let notification: RefundNotification
+        do {
+            let fields = try RefundNotification.decode(body)
+            notification = try RefundNotification.decrypt(
+                fields, merchant: MerchantIdentity(appID: service.configuration.appID, mchID: service.configuration.mchID),
+                key: service.configuration.apiKey)
+        } catch {
+            return rejected(reason: error.shortDescription)
+        }
+        let refund: RefundRecord
+        do {
+            guard let found = try await store.refund(notification.outRefundNo) else { return rejected(reason: "unknown_refund") }
+            refund = found
+        } catch {
+            return rejected(reason: "storage_error")
+        }
+        guard refund.outTradeNo == notification.outTradeNo, refund.amount == notification.refundFee,
+              refund.totalFee == notification.totalFee
+        else { return rejected(reason: "refund_mismatch") }
+
+        let target: RefundState = switch notification.refundStatus {
+        case .success: .success
+        case .change: .change
+        case .refundClose: .refundClose
+        }
+        let result: RefundTransitionResult
+        do {
+            result = try await settle(
+                refund.outRefundNo, to: target, source: "refund_notify", refundID: notification.refundID,
+                succeededAt: notification.successDate, expectedOutTradeNo: notification.outTradeNo,
+                expectedAmount: notification.refundFee, touchesNotify: true)
+        } catch {
+            logger.error("storage failure while settling a refund notify", ["out_refund_no": refund.outRefundNo])
+            metrics.increment("wxpay_refund_notifies_total", ["outcome": "storage_error"])
+            return NotifyReply.fail("try again").bytes
+        }
+        switch result {
+        case .changed:
+            CrashPoint.hit(CrashPoint.refundNotifyCommitted)
+            metrics.increment("wxpay_refund_notifies_total", ["outcome": "settled"])
+            return NotifyReply.success.bytes
+        case .unchanged(let current) where current.state == target:
+            metrics.increment("wxpay_refund_notifies_total", ["outcome": "duplicate"])
+            return NotifyReply.success.bytes
+        case .unchanged(let current):
+            // A verified notify that contradicts a finished refund (SUCCESS, then REFUNDCLOSE):
+            // nothing to change, and WeChat's retries would not help; a person must look.
+            logger.error("a refund notify contradicts the refund's final state",
+                         ["out_refund_no": current.outRefundNo, "state": current.state.rawValue, "notify": target.rawValue])
+            metrics.increment("wxpay_refund_notifies_total", ["outcome": "contradicts_final_state"])
+            _ = try? await service.store.appendEvent(
+                current.outTradeNo, kind: "refund_notify_conflict",
+                detail: "\(current.outRefundNo): notify says \(target.rawValue), the refund is \(current.state.rawValue)", at: now())
+            return NotifyReply.success.bytes
+        case .mismatch, .notFound:
+            return rejected(reason: "refund_mismatch")
+        }
+    }
+
+    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
+    /// second per reason with the number of refusals not logged since (`LogThrottle`).
+    private func rejected(reason: String) -> [UInt8] {
+        metrics.increment("wxpay_refund_notifies_total", ["outcome": "rejected", "reason": reason])
+        if let suppressed = rejectedNotifyLog.admit(reason) {
+            logger.warning("refund notify rejected", ["reason": reason, "suppressed": String(suppressed)])
+        }
+        return NotifyReply.fail("rejected").bytes
+    }
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Synchronization
+import WeChatPay
+
+/// Refunds as a product flow, with the promises payments have: a refund is never lost, never sent
+/// twice, never more than was paid.
+///
+/// - **Request** (`request`): the amount is reserved in the transaction that records the refund
+///   (`RefundStore.createRefund`), so concurrent requests can never together exceed the order;
+///   then `/secapi/pay/refund` over mutual TLS, retried with the same `out_refund_no` and the same
+///   parameters while WeChat's answer says so. The JSON route and the support console both call it.
+/// - **Result**: the refund notify (`handleNotify`) or refundquery (the reconciler's sweeps,
+///   RefundService+Recovery.swift), both through the one door for refunds (`settle`): one
+///   conditional transition plus its `refund.succeeded` / `refund.failed` outbox event.
+///
+/// ```swift
+/// let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
+/// let answer = try await refunds.request(RefundInput(amount: 300, reason: "bought by mistake"), outTradeNo: "T1")
+/// ```
+public final class RefundService: Sendable {
+    /// GATEWAY_REFUND_QUERY_AFTER and the other refund settings.
+    public let configuration: GatewayConfiguration.Refunds
+    /// How refunds reach WeChat (`.off`: they answer 503).
+    public let mode: GatewayConfiguration.RefundMode
+    /// The order service owns this one (`OrderService.refunds`); unowned so neither keeps the other.
+    unowned let service: OrderService
+    let store: any RefundStore
+    /// One refund call to WeChat per refund at a time: a request's attempts and a sweep's resend
+    /// never overlap in this process.
+    let sends = SingleFlight<String, SendOutcome>()
+    private let notifyURLOverride = Mutex<String?>(nil)
+    /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
+    let rejectedNotifyLog = LogThrottle()
+
+    /// - Parameters:
+    ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
+    ///     keeps this refund service as `refunds` from now on.
+    ///   - store: the refunds (the same database as the orders).
+    ///   - mode: how refunds reach WeChat (`GatewayConfiguration.refundMode`).
+    public init(orders: OrderService, store: any RefundStore, mode: GatewayConfiguration.RefundMode) {
+        configuration = orders.configuration.refunds
+        self.mode = mode
+        service = orders
+        self.store = store
+        Self.describeMetrics(orders.metrics)
+        orders.attach(self)
+    }
+
+    /// The `notify_url` sent with new refunds: the configured one, or the address a server bound to
+    /// port 0 reports once it listens (demo mode and tests). A refund keeps the one it was sent with.
+    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? service.configuration.refundNotifyURL }
+
+    /// Sends `url` as the refund `notify_url` from now on (a configured one should not be overridden).
+    public func useNotifyURL(_ url: String) {
+        notifyURLOverride.withLock { $0 = url }
+    }
+
+    /// Whether refunds can be sent at all.
+    public var isConfigured: Bool { mode != .off }
+
+    var metrics: MetricsRegistry { service.metrics }
+    var logger: Logger { service.logger }
+    func now() -> Date { service.now() }
+
+    // MARK: - Request
+
+    /// What `request` answers: the refund and whether this call recorded it (201) or found it (200).
+    public struct Requested: Sendable {
+        public var created: Bool
+        let view: RefundView
+        public var outRefundNo: String { view.outRefundNo }
+        /// `PROCESSING`, `SUCCESS`, `CHANGE` or `REFUNDCLOSE`.
+        public var state: String { view.state }
+        public var json: [UInt8] { view.json }
+    }
+
+    /// Records the refund with its amount reserved and asks WeChat for it; an identical replay
+    /// answers the refund as it stands. Refusals decided locally never reach WeChat.
+    ///
+    /// After WeChat accepted, or after repeated failures that leave the outcome unknown, the refund
+    /// is PROCESSING (the notify or the reconciler finishes it). When WeChat refused it outright
+    /// (a documented error, a refused certificate) and no attempt may have reached it, the refund
+    /// ends REFUNDCLOSE at once with `failure_reason`, and its amount is free again.
+    public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
+        guard isConfigured else { throw .refundsNotConfigured }
+        let at = now()
+        let outRefundNo = input.outRefundNo ?? Self.generateOutRefundNo(at: at)
+        let result = try await service.storage { () throws(StorageError) in
+            try await self.store.createRefund(
+                NewRefund(outRefundNo: outRefundNo, outTradeNo: outTradeNo, amount: input.amount, reason: input.reason,
+                          notifyURL: self.notifyURL, parametersDigest: input.parametersDigest, createdAt: at),
+                maximumPerOrder: self.configuration.maximumPerOrder,
+                event: NewOrderEvent(kind: "refund_requested", detail: "\(outRefundNo): \(input.amount) fen", at: at))
+        }
+        func refused(_ outcome: String, _ error: APIError) -> APIError {
+            metrics.increment("wxpay_refunds_requested_total", ["outcome": outcome])
+            return error
+        }
+        switch result {
+        case .orderNotFound:
+            throw refused("order_not_found", .orderNotFound)
+        case .conflict:
+            throw refused("conflict", .outRefundNoConflict)
+        case .orderNotRefundable(let state):
+            throw refused("not_refundable", .orderNotRefundable(state.rawValue))
+        case .limitReached(let count):
+            throw refused("limit_reached", .refundLimitReached(count))
+        case .exceedsPaid(let refundable):
+            throw refused("exceeds_paid", .refundExceedsPaid(refundable: refundable))
+        case .existing(let refund):
+            metrics.increment("wxpay_refunds_requested_total", ["outcome": "replayed"])
+            return Requested(created: false, view: RefundView(refund))
+        case .created(let refund):
+            metrics.increment("wxpay_refunds_requested_total", ["outcome": "created"])
+            CrashPoint.hit(CrashPoint.refundRecorded)
+            let sent = await send(refund, source: "request")
+            return Requested(created: true, view: RefundView(sent.refund))
+        }
+    }
+
+    /// `GET /v1/refunds/{out_refund_no}[?wait=N]`: the refund, waiting up to `wait` seconds while it
+    /// is PROCESSING for its result (the notify or a sweep moving it). Reads the store only (every
+    /// 100 ms, bounded by the wait); WeChat is asked by the reconciler, never by a waiting client.
+    public func refund(_ outRefundNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
+        guard RefundInput.isValidOutRefundNo(outRefundNo) else { throw .refundNotFound }
+        let deadline = ContinuousClock.now + .seconds(wait)
+        while true {
+            guard let refund = try await service.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
+            else { throw .refundNotFound }
+            if refund.state != .processing || ContinuousClock.now >= deadline || Task.isCancelled {
+                return RefundView(refund).json
+            }
+            try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
+        }
+    }
+
+    /// A fresh out_refund_no: `R`, the Beijing date and time, and 12 random characters (27 in all).
+    static func generateOutRefundNo(at date: Date) -> String {
+        "R" + BeijingTime.format(date) + String(RandomNonceSource().nextNonce().prefix(12))
+    }
+
+    // MARK: - Sending
+
+    /// What one send (with its retries) came to.
+    enum SendOutcome: Sendable {
+        /// WeChat accepted it (its `refund_id` is recorded); the result follows later.
+        case accepted(RefundRecord)
+        /// WeChat refused it before accepting it, and no attempt may have reached it: REFUNDCLOSE.
+        case refused(RefundRecord)
+        /// No answer to rely on: still PROCESSING; the reconciler asks (and, if WeChat never got
+        /// it, sends it again under the same number with the same parameters).
+        case pending(RefundRecord)
+
+        var refund: RefundRecord {
+            switch self {
+            case .accepted(let refund), .refused(let refund), .pending(let refund): refund
+            }
+        }
+    }
+
+    /// `/secapi/pay/refund` with exactly the recorded parameters, one call per refund at a time.
+    func send(_ refund: RefundRecord, source: String) async -> SendOutcome {
+        await sends.run(refund.outRefundNo) { [self] in await self.sendNow(refund, source: source) }
+    }
+
+    private func sendNow(_ refund: RefundRecord, source: String) async -> SendOutcome {
+        let number = refund.outRefundNo
+        guard let order = try? await service.store.order(refund.outTradeNo) else { return .pending(refund) }
+        var reached = false
+        do {
+            let response = try await service.upstream.refund(refund, order: order, failed: { error in
+                if error.mayHaveTakenEffect { reached = true }
+            })
+            guard response.outRefundNo == number, response.outTradeNo == refund.outTradeNo,
+                  response.refundFee == refund.amount
+            else {
+                logger.error("WeChat's refund answer names another refund; left PROCESSING", ["out_refund_no": number])
+                _ = try? await service.store.appendEvent(refund.outTradeNo, kind: "refund_failed",
+                                                         detail: "\(number): the answer names another refund or amount", at: now())
+                return .pending(refund)
+            }
+            let at = now()
+            let accepted = try? await store.recordRefundAccepted(
+                number, refundID: response.refundID, at: at,
+                event: NewOrderEvent(kind: "refund_accepted", detail: "\(number): accepted by WeChat, refund_id \(response.refundID)", at: at))
+            return .accepted(accepted ?? refund)
+        } catch {
+            let label = Self.failureLabel(error)
+            if !reached && Self.isRefusal(error) {
+                metrics.increment("wxpay_refunds_refused_total", ["reason": label])
+                logger.warning("WeChat refused a refund", ["out_refund_no": number, "reason": label])
+                let closed = try? await settle(number, to: .refundClose, from: [.processing], source: "\(source): WeChat refused (\(label))",
+                                               failureReason: label)
+                return .refused(closed?.refund ?? refund)
+            }
+            _ = try? await service.store.appendEvent(
+                refund.outTradeNo, kind: "refund_failed",
+                detail: "\(number): \(source): refund \(error.shortDescription); PROCESSING, the reconciler will ask", at: now())
+            return .pending(refund)
+        }
+    }
+
+    /// Whether WeChat's answer rejects the request for good: it cannot have refunded anything and
+    /// resending it unchanged would fail again (a documented error code, a 4xx such as a refused
+    /// client certificate). Unknown codes and "may have taken effect" answers are left to refundquery.
+    static func isRefusal(_ error: WeChatPayError) -> Bool {
+        !error.mayHaveTakenEffect && !error.isRetryable && error.advice != .query
+    }
+
+    /// `failure_reason`: WeChat's err_code, or the kind of refusal.
+    static func failureLabel(_ error: WeChatPayError) -> String {
+        if let code = error.errorCode { return code.description }
+        if let status = error.httpStatus { return "HTTP_\(status)" }
+        if error.kind == .protocolFailure { return "RETURN_FAIL" }
+        return error.shortDescription.uppercased()
+    }
+
+    // MARK: - The one door for refunds
+
+    /// Moves the refund to `state` through `RefundStore.transitionRefund`, with the `refund.*`
+    /// outbox event made from the changed refund in the same transaction. Only the caller whose
+    /// transition changed it announces it.
+    @discardableResult
+    func settle(_ outRefundNo: String, to state: RefundState, from allowed: Set<RefundState> = [.processing, .change],
+                source: String, refundID: String? = nil, succeededAt: Date? = nil, failureReason: String? = nil,
+                expectedOutTradeNo: String? = nil, expectedAmount: Int? = nil, touchesNotify: Bool = false)
+        async throws(StorageError) -> RefundTransitionResult
+    {
+        let at = now()
+        let result = try await store.transitionRefund(RefundTransition(
+            outRefundNo: outRefundNo, to: state, from: allowed, expectedOutTradeNo: expectedOutTradeNo,
+            expectedAmount: expectedAmount, refundID: refundID, succeededAt: succeededAt, failureReason: failureReason,
+            detail: source, outbox: { RefundEventEncoding.event(for: $0, at: at) }, touchesNotify: touchesNotify, at: at))
+        if case .changed(let refund, _) = result {
+            metrics.increment("wxpay_refund_settlements_total", ["source": Self.label(source), "state": refund.state.rawValue])
+            logger.info("refund state changed", ["out_refund_no": refund.outRefundNo, "out_trade_no": refund.outTradeNo,
+                                                 "state": refund.state.rawValue, "source": source])
+            if refund.state == .change {
+                logger.warning("a refund needs a person (CHANGE)", ["out_refund_no": refund.outRefundNo])
+            }
+        }
+        return result
+    }
+
+    /// Metric labels stay a small fixed set whatever the detail says.
+    private static func label(_ source: String) -> String {
+        for known in ["refund_notify", "refundquery", "reconcile", "request", "bill"] where source.hasPrefix(known) { return known }
+        return "other"
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_refunds_requested_total", type: "counter", help: "Refund requests by outcome.")
+        metrics.describe("wxpay_refunds_refused_total", type: "counter",
+                         help: "Refunds WeChat refused before accepting them (they end REFUNDCLOSE), by reason.")
+        metrics.describe("wxpay_refund_settlements_total", type: "counter", help: "Refund state changes by source and new state.")
+        metrics.describe("wxpay_refund_notifies_total", type: "counter", help: "Refund notifies by outcome.")
+    }
+}
+
+extension APIError {
+    static let refundsNotConfigured = APIError(
+        status: 503, code: "refunds_not_configured",
+        message: "refunds need the merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
+    static let refundNotFound = APIError(status: 404, code: "refund_not_found", message: "no refund with that out_refund_no")
+    static let outRefundNoConflict = APIError(
+        status: 409, code: "out_refund_no_conflict",
+        message: "this out_refund_no was used with different parameters or for another order")
+    static func orderNotRefundable(_ state: String) -> APIError {
+        APIError(status: 409, code: "order_not_refundable", message: "only a paid order can be refunded; this one is \(state)")
+    }
+    static func refundLimitReached(_ count: Int) -> APIError {
+        APIError(status: 409, code: "refund_limit_reached", message: "WeChat takes at most \(count) refunds per order")
+    }
+    static func refundExceedsPaid(refundable: Int) -> APIError {
+        APIError(status: 409, code: "refund_exceeds_paid",
+                 message: "more than is left to refund: at most \(refundable) fen (refunds still processing count)")
+    }
+}

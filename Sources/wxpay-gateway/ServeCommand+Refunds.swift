@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import HTTP
+import WeChatPay
+import WeChatPayHTTPTransport
+
+/// How `serve` and `reconcile` reach WeChat outside demo mode: HTTPS with the merchant
+/// certificate presented on `/secapi/` calls (refunds), and WXPAY_API_CA_FILE, when set, trusted
+/// instead of the system's store (a client of its own, so the business webhook keeps the system's).
+struct WeChatConnection {
+    let transport: any WeChatPayTransport
+    /// The client made for WXPAY_API_CA_FILE, to shut down at the end; nil when the shared one is used.
+    let ownClient: HTTPClient?
+
+    static func open(_ configuration: GatewayConfiguration, sharedClient: HTTPClient) throws(HTTPClientError)
+        -> WeChatConnection
+    {
+        var ownClient: HTTPClient?
+        if let caFile = configuration.refunds.caFile {
+            ownClient = try HTTPClient(configuration: .init(tls: .init(caFile: caFile)))
+        }
+        let transport = WeChatPayHTTPTransport(client: ownClient ?? sharedClient, configuration: .init(
+            primaryBaseURL: configuration.apiBase, backupBaseURL: configuration.apiBackupBase,
+            clientIdentity: configuration.refundMode.clientIdentity))
+        return WeChatConnection(transport: transport, ownClient: ownClient)
+    }
+
+    func close() async {
+        await ownClient?.shutdown()
+    }
+}
+
+extension ServeCommand {
+    /// We warn this long before the merchant certificate expires.
+    static let certificateWarning: TimeInterval = 30 * 86400
+
+    /// Says how refunds reach WeChat and, with a merchant certificate (which the configuration's
+    /// checks have loaded and matched with its key already), keeps `wxpay_client_cert_expiry_seconds`
+    /// current and warns from 30 days before it expires.
+    static func announceRefunds(_ mode: GatewayConfiguration.RefundMode, metrics: MetricsRegistry, logger: Logger) {
+        switch mode {
+        case .off:
+            logger.notice("refunds off: no merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
+        case .embedded:
+            logger.notice("refunds through the embedded simulator (demo mode)")
+        case .mutualTLS(let identity):
+            guard let certificate = try? identity.inspect() else { return }
+            logger.notice("refunds on", ["certificate": certificate.commonName ?? "?",
+                                         "expires": BeijingTime.formatRFC3339(certificate.notAfter)])
+            watchExpiry(of: certificate, metrics: metrics, logger: logger)
+        }
+    }
+
+    /// The gauge once a minute and the warning once a day (and at start-up). An expired certificate
+    /// does not stop the gateway: payments do not need it, and WeChat refuses the refunds.
+    private static func watchExpiry(of certificate: TLSClientCertificate, metrics: MetricsRegistry, logger: Logger) {
+        metrics.describe("wxpay_client_cert_expiry_seconds", type: "gauge",
+                         help: "Seconds until the merchant API certificate (refunds) expires; negative once it has.")
+        @Sendable func check(warn: Bool) {
+            let remaining = certificate.secondsUntilExpiry()
+            metrics.set("wxpay_client_cert_expiry_seconds", to: remaining.rounded(.down))
+            guard warn, remaining < certificateWarning else { return }
+            let metadata = ["expires": BeijingTime.formatRFC3339(certificate.notAfter), "days": String(Int(remaining / 86400))]
+            if remaining <= 0 {
+                logger.error("the merchant certificate has expired: WeChat will refuse every refund", metadata)
+            } else {
+                logger.warning("the merchant certificate expires within 30 days: renew it in the merchant platform", metadata)
+            }
+        }
+        check(warn: true)
+        // For the process's life: a loop of a few lines with nothing to shut down.
+        Task.detached {
+            var minutes = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(60))
+                minutes += 1
+                check(warn: minutes % 1440 == 0)
+            }
+        }
+    }
+}
