@@ -24,7 +24,17 @@ def process(pid):
             key, _, value = line.partition(":")
             status[key] = value.split()[0] if value.split() else ""
     return {"fds": fds, "sockets": sockets, "threads": int(status.get("Threads", 0)),
-            "rss_kib": int(status.get("VmRSS", 0)), "hwm_kib": int(status.get("VmHWM", 0))}
+            "rss_kib": int(status.get("VmRSS", 0)), "hwm_kib": int(status.get("VmHWM", 0)), "cpu_s": cpu_seconds(pid)}
+
+
+def cpu_seconds(pid="self"):
+    """User plus system CPU time a process has used, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')

@@ -52,7 +52,7 @@ class Pollers:
         self.numbers, self.clients, self.seconds, self.seed = numbers, clients, seconds, seed
         self.answers = []       # (client, number, wait, sent, received, status, state)
         self.errors = []
-        self.lag = []           # the loop's own lateness, sampled every 100 ms
+        self.lag = []           # (when, how late) the loop itself was, sampled every 100 ms
 
     def run(self):
         asyncio.run(self.main())
@@ -67,7 +67,7 @@ class Pollers:
         while True:
             planned = time.monotonic() + 0.1
             await asyncio.sleep(0.1)
-            self.lag.append(time.monotonic() - planned)
+            self.lag.append((planned, time.monotonic() - planned))
 
     async def client(self, index):
         rng = random.Random(self.seed * 100003 + index)
@@ -148,8 +148,10 @@ def run(rig, scale, seed, result):
     paying = threading.Thread(target=payer, daemon=True)
     paying.start()
     before = probes.process(gateway.proc.pid)
+    driver_cpu = probes.cpu_seconds()
     pollers = Pollers(gateway.base, numbers, sizes["clients"], sizes["seconds"], seed)
     pollers.run()
+    driver_cpu = probes.cpu_seconds() - driver_cpu
     stop.set()
     paying.join(timeout=10)
     during = probes.process(gateway.proc.pid)
@@ -173,6 +175,7 @@ def run(rig, scale, seed, result):
         notifies_dropped=sum(1 for a in history if a.get("dropped")),
         sweeps=int(probes.total(probes.metrics(rig, gateway), "wxpay_reconcile_sweeps_total")),
         gateway_threads=f"{before.get('threads')}->{during.get('threads')}",
+        gateway_cpu_s=round(during.get("cpu_s", 0) - before.get("cpu_s", 0), 1), driver_cpu_s=round(driver_cpu, 1),
         gateway_sockets_end=during.get("sockets"), loadavg=probes.loadavg().replace(" ", "/"))
 
 
@@ -198,13 +201,26 @@ def check_answers(rig, result, pollers, numbers):
     result.expect(not pollers.errors, f"{len(pollers.errors)} requests failed, e.g. {pollers.errors[:3]}")
     result.expect(not late, f"{len(late)} waits answered later than wait + {LATE_SLACK:.0f} s, "
                             f"the latest {max(late)[0] + 0:.2f} s past its wait" if late else "")
+    # Where the late answers fell: how many distinct seconds, and how late the driver's own loop
+    # was meanwhile (a late loop reads an answer late however early it arrived).
+    lags = sorted(pollers.lag)
+    driver_lag_during_late = []
+    late_windows = [(sent, received) for _, n, wait, sent, received, _, _ in answers if received - sent > wait + LATE_SLACK]
+    for sent, received in late_windows:
+        window = [lag for at, lag in lags if sent <= at <= received]
+        driver_lag_during_late.append(max(window, default=0))
+    result.figures.update(
+        late_answer_seconds=len({int(sent) for sent, _ in late_windows}),
+        driver_lag_during_late_max_s=round(max(driver_lag_during_late, default=0), 3),
+        late_answers_with_driver_lag_over_half_s=sum(1 for lag in driver_lag_during_late if lag > 0.5))
     result.figures.update(
         answers=len(answers), answers_success=sum(1 for a in answers if a[6] == "SUCCESS"),
         answers_after_first_success=sum(1 for a in answers if a[1] in first_success and a[3] > first_success[a[1]]),
         late_answers=len(late), wait_overrun_p99_s=round(probes.percentile(lateness, 0.99), 3),
         wait_overrun_max_s=round(max(lateness, default=0), 3),
-        driver_loop_lag_max_s=round(max(pollers.lag, default=0), 3),
-        driver_loop_lag_p99_s=round(probes.percentile(pollers.lag, 0.99), 3), request_errors=len(pollers.errors))
+        driver_loop_lag_max_s=round(max((lag for _, lag in pollers.lag), default=0), 3),
+        driver_loop_lag_p99_s=round(probes.percentile([lag for _, lag in pollers.lag], 0.99), 3),
+        request_errors=len(pollers.errors))
 
 
 def check_pacing(result, queries, numbers, tolerance=0.005):
