@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -53,10 +54,11 @@ struct BatteryHostileInputTests {
         ]
     }
 
-    @Test func hostileBodiesAtTheNotifyAndCreateRoutesAreRefusedAndWriteNothing() async throws {
-        let rig = try await GatewayRig.start(.sockets)
+    @Test(arguments: StoreKind.all)
+    func hostileBodiesAtTheNotifyAndCreateRoutesAreRefusedAndWriteNothing(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.sockets, store: store)
         #expect(try await rig.createOrder("t5-normal").status == 201)
-        let rows = TableRowCounts.of(rig.databasePath)
+        let rows = await TableRowCounts.of(rig.database)
         var refusals: [String] = []
         for (name, body) in Self.xml() {
             let reply = try await rig.send(.post, "/wechat/notify", token: nil, bytes: body)
@@ -77,7 +79,7 @@ struct BatteryHostileInputTests {
         let huge = try await rig.send(.post, "/wechat/notify", token: nil,
                                       bytes: Array(repeating: UInt8(ascii: "x"), count: 20_000_000))
         #expect(huge.status == 413)
-        #expect(TableRowCounts.of(rig.databasePath) == rows, "hostile input wrote a row")
+        #expect(await TableRowCounts.of(rig.database) == rows, "hostile input wrote a row")
         #expect(try await rig.send(.get, "/v1/orders/t5-normal").json["state"] as? String == "NOTPAY")
         #expect(try await rig.createOrder("t5-after").status == 201, "a normal create right after")
         #expect(refusals.count == Self.xml().count + Self.json().count)

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Synchronization
 import Testing
 import WeChatPay
@@ -27,8 +28,9 @@ struct BatteryPollingChurnTests {
         var state: String?
     }
 
-    @Test func pollersUnderChurnNeverSeeAnOrderGoBackFromSuccessAndWeChatIsAskedAtMostOncePerInterval() async throws {
-        let rig = try await GatewayRig.start(.inProcess, pollInterval: Self.pollInterval)
+    @Test(arguments: StoreKind.all)
+    func pollersUnderChurnNeverSeeAnOrderGoBackFromSuccessAndWeChatIsAskedAtMostOncePerInterval(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store, pollInterval: Self.pollInterval)
         let numbers = (0..<Self.orders).map { String(format: "t8-%04d", $0) }
         for number in numbers { #expect(try await rig.createOrder(number).status == 201) }
         let share = 0.1 / 9

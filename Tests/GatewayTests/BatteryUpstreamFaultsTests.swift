@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Synchronization
 import Testing
 import WeChatPay
@@ -56,8 +57,9 @@ struct BatteryUpstreamFaultsTests {
         var all: [Answer] { answers.withLock { $0 } }
     }
 
-    @Test func everyAnswerUnderAQuarterOfUpstreamFaultsIsTheTruthOrTypedRetryable() async throws {
-        let rig = try await GatewayRig.start(.inProcess, pollInterval: 0.05)
+    @Test(arguments: StoreKind.all)
+    func everyAnswerUnderAQuarterOfUpstreamFaultsIsTheTruthOrTypedRetryable(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store, pollInterval: 0.05)
         let log = Log()
         let numbers = (0..<Self.orders).map { String(format: "t3-%04d", $0) }
         let paid = Set(numbers.enumerated().filter { $0.offset % 2 == 0 }.map(\.element))

@@ -307,11 +307,9 @@ class Trickle:
 
 
 def table_counts(rig, normal_prefix):
-    tables = [r[0] for r in rig.sql("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
     counts = {}
-    for table in tables:
-        columns = {r[1] for r in rig.sql(f'PRAGMA table_info("{table}")')}
-        where = f" WHERE out_trade_no NOT LIKE '{normal_prefix}%'" if "out_trade_no" in columns else ""
+    for table in rig.tables():
+        where = f" WHERE out_trade_no NOT LIKE '{normal_prefix}%'" if "out_trade_no" in rig.columns(table) else ""
         counts[table] = rig.sql(f'SELECT COUNT(*) FROM "{table}"{where}')[0][0]
     return counts
 

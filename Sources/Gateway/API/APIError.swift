@@ -53,6 +53,9 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         retryAfter: upstreamRetryAfter)
     /// Seconds a client waits before repeating a request that got `upstream_unavailable`.
     static let upstreamRetryAfter = 1
+    static let databaseUnavailable = APIError(
+        status: 503, code: "database_unavailable",
+        message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)
     static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
 
     /// The JSON body.
