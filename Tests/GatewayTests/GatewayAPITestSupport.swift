@@ -102,6 +102,19 @@ final class GatewayRig: Sendable {
         notifyLoop = Task { await simulator.run() }
     }
 
+    /// Runs `body` with the rig and stops the rig whether `body` returns or throws: a rig dropped
+    /// while its server runs traps in the server's deinit and takes the whole test process with it
+    /// (a request timing out on a loaded machine must fail one test, not the run).
+    func run(_ body: (GatewayRig) async throws -> Void) async throws {
+        do {
+            try await body(self)
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
+    }
+
     func stop() async {
         notifyLoop.cancel()
         await server?.shutdown(gracePeriod: .seconds(2))
