@@ -57,33 +57,32 @@ struct BatteryHostileInputTests {
     @Test(arguments: StoreKind.all)
     func hostileBodiesAtTheNotifyAndCreateRoutesAreRefusedAndWriteNothing(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
-        try await rig.run { (rig: GatewayRig) async throws in
-            #expect(try await rig.createOrder("t5-normal").status == 201)
-            let rows = await TableRowCounts.of(rig.database)
-            var refusals: [String] = []
-            for (name, body) in Self.xml() {
-                let reply = try await rig.send(.post, "/wechat/notify", token: nil, bytes: body)
-                let text = String(decoding: reply.body, as: UTF8.self)
-                #expect((reply.status == 200 && text.contains("<return_code><![CDATA[FAIL]]></return_code>")) || reply.status == 413,
-                        "notify \(name): \(reply.status) \(text.prefix(80))")
-                #expect(!text.contains(Self.canary), "notify \(name) answered the file's content")
-                refusals.append(name)
-            }
-            for (name, body) in Self.json() {
-                let reply = try await rig.send(.post, "/v1/orders", bytes: body, headers: ["Content-Type": "application/json"])
-                #expect(reply.status == 400 || reply.status == 413, "create \(name): \(reply.status)")
-                let anonymous = try await rig.send(.post, "/v1/orders", token: nil, bytes: body)
-                #expect(anonymous.status == 401 || anonymous.status == 413, "create without a token, \(name): \(anonymous.status)")
-                refusals.append(name)
-            }
-            // 20 MB announced by Content-Length: refused with 413 as soon as the size is known.
-            let huge = try await rig.send(.post, "/wechat/notify", token: nil,
-                                          bytes: Array(repeating: UInt8(ascii: "x"), count: 20_000_000))
-            #expect(huge.status == 413)
-            #expect(await TableRowCounts.of(rig.database) == rows, "hostile input wrote a row")
-            #expect(try await rig.send(.get, "/v1/orders/t5-normal").json["state"] as? String == "NOTPAY")
-            #expect(try await rig.createOrder("t5-after").status == 201, "a normal create right after")
-            #expect(refusals.count == Self.xml().count + Self.json().count)
+        defer { Task { await rig.stop() } }
+        #expect(try await rig.createOrder("t5-normal").status == 201)
+        let rows = await TableRowCounts.of(rig.database)
+        var refusals: [String] = []
+        for (name, body) in Self.xml() {
+            let reply = try await rig.send(.post, "/wechat/notify", token: nil, bytes: body)
+            let text = String(decoding: reply.body, as: UTF8.self)
+            #expect((reply.status == 200 && text.contains("<return_code><![CDATA[FAIL]]></return_code>")) || reply.status == 413,
+                    "notify \(name): \(reply.status) \(text.prefix(80))")
+            #expect(!text.contains(Self.canary), "notify \(name) answered the file's content")
+            refusals.append(name)
         }
+        for (name, body) in Self.json() {
+            let reply = try await rig.send(.post, "/v1/orders", bytes: body, headers: ["Content-Type": "application/json"])
+            #expect(reply.status == 400 || reply.status == 413, "create \(name): \(reply.status)")
+            let anonymous = try await rig.send(.post, "/v1/orders", token: nil, bytes: body)
+            #expect(anonymous.status == 401 || anonymous.status == 413, "create without a token, \(name): \(anonymous.status)")
+            refusals.append(name)
+        }
+        // 20 MB announced by Content-Length: refused with 413 as soon as the size is known.
+        let huge = try await rig.send(.post, "/wechat/notify", token: nil,
+                                      bytes: Array(repeating: UInt8(ascii: "x"), count: 20_000_000))
+        #expect(huge.status == 413)
+        #expect(await TableRowCounts.of(rig.database) == rows, "hostile input wrote a row")
+        #expect(try await rig.send(.get, "/v1/orders/t5-normal").json["state"] as? String == "NOTPAY")
+        #expect(try await rig.createOrder("t5-after").status == 201, "a normal create right after")
+        #expect(refusals.count == Self.xml().count + Self.json().count)
     }
 }

@@ -33,11 +33,12 @@ final class GatewayRig: Sendable {
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
     let service: OrderService
-    let store: any OrderStore
+    let store: TestStore
     private let router: HTTPRouter
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
-    private let base: String
+    /// The gateway's address in `.sockets` mode ("" in process).
+    let base: String
     /// The rig's database (a SQLite file or a PostgreSQL schema), removed by `stop`.
     let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
@@ -87,7 +88,7 @@ final class GatewayRig: Sendable {
     }
 
     private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
-                 store: any OrderStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
+                 store: TestStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
                  base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
@@ -100,19 +101,6 @@ final class GatewayRig: Sendable {
         self.base = base
         self.database = database
         notifyLoop = Task { await simulator.run() }
-    }
-
-    /// Runs `body` with the rig and stops the rig whether `body` returns or throws: a rig dropped
-    /// while its server runs traps in the server's deinit and takes the whole test process with it
-    /// (a request timing out on a loaded machine must fail one test, not the run).
-    func run(_ body: (GatewayRig) async throws -> Void) async throws {
-        do {
-            try await body(self)
-        } catch {
-            await stop()
-            throw error
-        }
-        await stop()
     }
 
     func stop() async {
@@ -148,9 +136,11 @@ final class GatewayRig: Sendable {
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat)
         case .sockets:
+            // Minutes, not seconds: with the whole suite running beside four other sessions (load
+            // 50-90 on two cores) correct requests took over 40 s. A wait is at most 30 s.
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
-                body: bytes, timeouts: .init(connect: .seconds(5), total: .seconds(40))))
+                body: bytes, timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat)

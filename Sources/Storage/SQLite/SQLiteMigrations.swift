@@ -88,6 +88,7 @@ enum SQLiteMigrations {
             DROP INDEX orders_open_by_expires_at;
             """),
         Migration(version: 3, name: "refunds", sql: SQLiteOrderStore.refundsSchema),
+        Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
