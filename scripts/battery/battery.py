@@ -164,10 +164,13 @@ def t2(rig, scale, seed, result):
         return sum(g.kills for g in gateways)
 
     def killer():
-        while not done.is_set() and total_kills() < kills and time.monotonic() < deadline:
+        # Runs until the orders are all in: once the kill count is reached it stops killing but
+        # still brings back every instance a named crash point takes down (else a crash point could
+        # leave no instance up, and the creates would wait for nothing until the deadline).
+        while not done.is_set() and time.monotonic() < deadline:
             time.sleep(rng.uniform(0.1, 0.8))
             victim = rng.choice(gateways)
-            if victim.proc.poll() is None:   # else a named crash point already killed it
+            if total_kills() < kills and victim.proc.poll() is None:   # else a crash point already killed it
                 victim.kill()
             # Every instance a crash point took down comes back too; the others kept serving.
             for gateway in gateways:
@@ -198,7 +201,8 @@ def t2(rig, scale, seed, result):
     while_down = set(numbers[-max(1, orders // 10):])
     created = sum(1 for ok in parallel(numbers, create_and_pay, workers=8, deadline=deadline) if ok)
     # Keep killing until the kill count is reached, with the notifies and the sweeps in flight.
-    killing.join(timeout=max(0, deadline - time.monotonic()))
+    while total_kills() < kills and time.monotonic() < deadline:
+        time.sleep(0.1)
     done.set()
     killing.join()
     run_kills = [gateway.kills for gateway in gateways]
