@@ -60,6 +60,15 @@ enum ServeCommand {
         // Refunds (ServeCommand+Refunds.swift): the routes answer 503 while the mode is off.
         let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
         announceRefunds(refunds.mode, metrics: metrics, logger: logger)
+        // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
+        // what can change without a restart (the catalog file, the console's users).
+        let reloads = ReloadHooks()
+        guard let consoleBanner = await startConsole(configuration, service: service, store: store, reloads: reloads,
+                                                     logger: logger)
+        else {
+            await resources.close()
+            return ExitStatus.configuration
+        }
         var router = HTTPRouter()
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
@@ -92,12 +101,10 @@ enum ServeCommand {
             service.useNotifyURL("\(base)/wechat/notify")
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
         }
-        FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
+        FileHandle.standardOutput.write(Data((banner(configuration, base: base) + consoleBanner.line(base: base)).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
-        // SIGHUP re-reads what can change without a restart (the catalog file).
-        let reloads = ReloadHooks()
         service.addReloadHooks(to: reloads)
         Signals.onHangUp { Task { await reloads.fire() } }
         let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,

@@ -9,6 +9,7 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "serve": { await ServeCommand.run($0) },
     "reconcile": { await ReconcileCommand.run($0) },
     "app-token": { AppTokenCommand.run($0) },
+    "console-user": { ConsoleUserCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -21,6 +22,7 @@ func usage() -> String {
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
+      console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
     """
 }

@@ -83,6 +83,8 @@ public struct GatewayConfiguration: Sendable {
     public var refunds = Refunds()
     /// App tokens, the catalog, per-user limits, trusted proxies (GatewayConfiguration+App.swift).
     public var app = AppConfiguration()
+    /// The support console: its user file and cookie (GatewayConfiguration+Console.swift).
+    public var console = Console()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -99,11 +101,11 @@ public struct GatewayConfiguration: Sendable {
 
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + recoveryVariables
-        + fulfilmentVariables + appVariables + refundVariables
+        + fulfilmentVariables + appVariables + refundVariables + consoleVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks, refundChecks,
+        demoChecks, fulfilmentChecks, refundChecks, consoleChecks,
     ]
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws

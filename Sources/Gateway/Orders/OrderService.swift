@@ -31,6 +31,9 @@ public final class OrderService: Sendable {
     private let notifyURLOverride = Mutex<String?>(nil)
     /// Refunds (Refunds/OrderService+Refunds.swift), once a `RefundService` attached itself.
     let refundService = Mutex<RefundService?>(nil)
+    /// The audit log and the support console (Audit/, Console/), once attached.
+    let auditLog = Mutex<AuditLog?>(nil)
+    let consoleService = Mutex<Console?>(nil)
     var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
     /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
@@ -348,13 +351,22 @@ public final class OrderService: Sendable {
     /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
     /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
     public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        try await viewJSON(try await recheckOrder(outTradeNo).order)
+    }
+
+    /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
+    /// answer WeChat gave is the next `orderquery` (or `orderquery_failed`) entry. `requestedBy`
+    /// names who asked, in that event (`support`, or a console user).
+    func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
+        -> (order: OrderRecord, request: OrderEvent?)
+    {
         guard try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) != nil else {
             throw .orderNotFound
         }
-        _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
+        let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
-        return try await viewJSON(order)
+        return (order, request ?? nil)
     }
 
     // MARK: - Helpers
