@@ -21,6 +21,8 @@ final class GatewayRig: Sendable {
         var status: Int
         var body: [UInt8]
         var headers: [String: String]
+        /// Every Set-Cookie header, in order (`headers` keeps one value per name).
+        var setCookies: [String] = []
         var json: [String: Any] { GatewayHarness.object(body) }
         var error: [String: Any]? { json["error"] as? [String: Any] }
     }
@@ -122,14 +124,16 @@ final class GatewayRig: Sendable {
             let response = await router.respond(to: request)
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         case .sockets:
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
                 body: bytes, timeouts: .init(connect: .seconds(5), total: .seconds(40))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         }
     }
 

@@ -77,6 +77,7 @@ public final class Console: Sendable {
             metrics.increment("wxpay_console_logins_total", ["outcome": "busy"])
             return .busy
         }
+        metrics.increment("wxpay_console_password_checks_total")
         guard matched, let user else {
             metrics.increment("wxpay_console_logins_total", ["outcome": "refused"])
             let until = try await storage { () throws(StorageError) in
@@ -171,6 +172,8 @@ public final class Console: Sendable {
     private static func describeMetrics(_ metrics: MetricsRegistry) {
         metrics.describe("wxpay_console_logins_total", type: "counter",
                          help: "Console login attempts by outcome (ok, refused, locked, busy).")
+        metrics.describe("wxpay_console_password_checks_total", type: "counter",
+                         help: "scrypt password checks of console logins (an unknown name costs one too).")
         metrics.describe("wxpay_console_refusals_total", type: "counter",
                          help: "Console requests refused, by reason (csrf, role, session).")
     }
