@@ -186,7 +186,8 @@ final class Spawned: @unchecked Sendable {
     private var inputWriter: Int32 = -1
 
     /// - Parameter input: a path for standard input, or nil for a pipe the test writes with `feed`.
-    init(_ arguments: [String], input: String?, output: String, errors: String, environment: [String: String]) throws {
+    init(_ arguments: [String], input: String?, output: String, errors: String, environment: [String: String],
+         executable: String = CommandProcess.executable.path) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -202,7 +203,6 @@ final class Spawned: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         var env = environment
         for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        let executable = CommandProcess.executable.path
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

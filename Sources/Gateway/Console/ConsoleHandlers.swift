@@ -166,17 +166,26 @@ extension Console {
                      audited: String?, refundAmount: String = "", refundReason: String = "", refundNumber: String? = nil)
         async throws(APIError) -> HTTPServerResponse
     {
-        guard let order = try await storage({ () throws(StorageError) in try await self.service.store.order(outTradeNo) }) else {
+        let refundService = service.refunds
+        let store = service.store
+        // The order, its timeline, deliveries and refunds are separate reads: the order is read
+        // again after the others, and all of them again (a few times at most) if it changed
+        // meanwhile, so a refund that just succeeded is never shown beside the order before it.
+        var found = try await storage { () throws(StorageError) in try await store.order(outTradeNo) }
+        var (events, outbox, refunds): ([OrderEvent], [OutboxEvent], [RefundRecord]) = ([], [], [])
+        for _ in 0..<4 {
+            guard let before = found else { break }
+            (events, outbox, refunds) = try await storage { () throws(StorageError) in
+                (try await store.events(outTradeNo), try await store.outboxEvents(outTradeNo),
+                 try await refundService?.store.refunds(outTradeNo: outTradeNo) ?? [])
+            }
+            found = try await storage { () throws(StorageError) in try await store.order(outTradeNo) }
+            if found == before { break }
+        }
+        guard let order = found else {
             if let audited { try await record(exchange, action: audited, outTradeNo: outTradeNo, outcome: "order_not_found") }
             return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.notFoundTitle,
                                                          exchange.text.orderNotFound), status: 404)
-        }
-        let (events, outbox) = try await storage { () throws(StorageError) in
-            (try await self.service.store.events(outTradeNo), try await self.service.store.outboxEvents(outTradeNo))
-        }
-        let refundService = service.refunds
-        let refunds = try await storage { () throws(StorageError) in
-            try await refundService?.store.refunds(outTradeNo: outTradeNo) ?? []
         }
         if let audited { try await record(exchange, action: audited, outTradeNo: outTradeNo, outcome: "ok") }
         let model = ConsolePages.Order(

@@ -136,7 +136,7 @@ struct ConsoleText: Sendable {
     var wechatSaid: String { t("微信的回答：", "WeChat said:") }
     var wechatSaidNothing: String { t("这次查询没有得到微信的回答。", "This recheck got no answer from WeChat.") }
     var timelineTitle: String { t("时间线", "Timeline") }
-    var deliveriesTitle: String { t("发货通知（业务 webhook）", "Fulfilment deliveries (business webhook)") }
+    var deliveriesTitle: String { t("业务通知投递（发货与退款 webhook）", "Webhook deliveries (fulfilment and refunds)") }
     var eventID: String { t("事件 ID", "Event id") }
     var type: String { t("类型", "Type") }
     var status: String { t("状态", "Status") }
@@ -154,7 +154,7 @@ struct ConsoleText: Sendable {
     }
     var redeliverButton: String { t("重新投递", "Redeliver") }
     func redelivered(_ id: String) -> String { t("事件 \(id) 已重新排队，马上投递。", "Event \(id) is queued again and will be delivered now.") }
-    var noDeliveries: String { t("没有发货事件（订单未支付，或事件尚未产生）。", "No fulfilment events (the order is not paid, or none was written yet).") }
+    var noDeliveries: String { t("没有业务通知（订单未支付，或事件尚未产生）。", "No webhook events (the order is not paid, or none was written yet).") }
     var refundsTitle: String { t("退款", "Refunds") }
     var outRefundNo: String { t("退款单号", "out_refund_no") }
     var reason: String { t("原因", "Reason") }
@@ -185,7 +185,7 @@ struct ConsoleText: Sendable {
     }
     var notFoundTitle: String { t("找不到", "Not found") }
     var orderNotFound: String { t("没有这笔订单。", "There is no such order.") }
-    var eventNotFound: String { t("这笔订单没有这个发货事件。", "This order has no such fulfilment event.") }
+    var eventNotFound: String { t("这笔订单没有这个业务通知事件。", "This order has no such webhook event.") }
     var errorTitle: String { t("出错了", "Something failed") }
     var internalError: String { t("网关出错，没有完成；可以重试。", "The gateway failed and did not finish; it is safe to try again.") }
     var back: String { t("返回", "Back") }
