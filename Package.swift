@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
+        .library(name: "AppStore", targets: ["AppStore"]),
     ],
     targets: [
         // C shims: module.modulemap + one shim header each.
@@ -39,8 +40,18 @@ let package = Package(
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
+        // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
+        // and verifyReceipt clients over an abstract transport.
+        .target(name: "AppStore", dependencies: ["COpenSSL"]),
+        // The libcurl client as an AppStoreTransport, and the system clock.
+        .target(name: "AppStoreHTTPTransport", dependencies: ["AppStore", "HTTP"]),
+        // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit"]),
+
+        // What both simulators share: scaled time, seeded randomness, the notification scheduler.
+        .target(name: "SimulatorKit", dependencies: ["HTTP"]),
         // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
-        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP"]),
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP", "SimulatorKit"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
@@ -49,11 +60,14 @@ let package = Package(
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+            "AppStore", "AppStoreSimulator", "SimulatorKit",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
+            // The JWS benchmark signs with the App Store simulator's PKI.
+            "AppStore", "AppStoreSimulator",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -79,8 +93,14 @@ let package = Package(
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
         ]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: [
+            "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
+        ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
-        .testTarget(name: "wxpay-gatewayTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "wxpay-gatewayTests", dependencies: [
+            "HTTP", "HTTPClientTestSupport", "AppStore", "AppStoreSimulator",
+        ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),

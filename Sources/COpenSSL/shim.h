@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // OpenSSL for signing (MD5, HMAC-SHA256), constant-time comparison, AES-256-ECB (refund notify)
-// TLS, and reading certificates. Everything used from Swift is a plain function, so no wrappers are
-// needed yet.
+// TLS, and reading certificates; X.509 chains and P-256 ECDSA (x509_ecdsa.h) for the App Store.
 #ifndef WXPAY_COPENSSL_SHIM_H
 #define WXPAY_COPENSSL_SHIM_H
 // Suppress OpenSSL 3's deprecation attributes for the one-shot digests below: `MD5()` runs the
@@ -22,6 +21,7 @@
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
 #include <string.h>
+#include <stdio.h>
 
 /// `OPENSSL_VERSION_TEXT` is a macro Swift cannot see through `OpenSSL_version` alone in every
 /// build; expose the linked library's version string for diagnostics.
@@ -79,4 +79,5 @@ static inline void wxpay_hmac_sha256_keyed(const SHA256_CTX *_Nonnull inner, con
     SHA256_Final(out, &context);
     OPENSSL_cleanse(&context, sizeof context);
 }
+#include "x509_ecdsa.h"
 #endif

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import SimulatorKit
 
 /// Faults injected into one API endpoint's answers. Rates are probabilities from 0 to 1, drawn from
 /// the simulator's seeded generator, so a run with the same seed and the same requests replays.
@@ -38,34 +39,6 @@ public struct EndpointFaults: Codable, Sendable, Hashable {
     var isEmpty: Bool { self == EndpointFaults() }
 }
 
-/// Faults injected into payment and refund notifies on their way to the merchant.
-public struct NotifyFaults: Codable, Sendable, Hashable {
-    /// Drop every attempt of an order's notify: the merchant never hears of the payment and must query.
-    public var dropRate: Double = 0
-    /// Drop a single attempt (WeChat retries on its schedule).
-    public var attemptDropRate: Double = 0
-    /// Send an attempt several times at once (WeChat documents concurrent duplicates).
-    public var duplicateRate: Double = 0
-    /// How many copies a duplicated attempt sends, all concurrently.
-    public var duplicateCopies: Int = 2
-    /// Seconds added before the first attempt.
-    public var delay: Double = 0
-    /// Up to this many extra seconds, drawn per notify, so notifies arrive out of order.
-    public var reorderWindow: Double = 0
-
-    public init(
-        dropRate: Double = 0, attemptDropRate: Double = 0, duplicateRate: Double = 0, duplicateCopies: Int = 2,
-        delay: Double = 0, reorderWindow: Double = 0
-    ) {
-        self.dropRate = dropRate
-        self.attemptDropRate = attemptDropRate
-        self.duplicateRate = duplicateRate
-        self.duplicateCopies = duplicateCopies
-        self.delay = delay
-        self.reorderWindow = reorderWindow
-    }
-}
-
 /// Every fault the simulator injects. Endpoint keys are API paths (`/pay/unifiedorder`) or `*` for all.
 public struct FaultPlan: Codable, Sendable, Hashable {
     public var endpoints: [String: EndpointFaults] = [:]
@@ -100,23 +73,6 @@ extension EndpointFaults {
             missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
             resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0)
-    }
-}
-
-extension NotifyFaults {
-    private enum CodingKeys: String, CodingKey {
-        case dropRate, attemptDropRate, duplicateRate, duplicateCopies, delay, reorderWindow
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(
-            dropRate: try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0,
-            attemptDropRate: try c.decodeIfPresent(Double.self, forKey: .attemptDropRate) ?? 0,
-            duplicateRate: try c.decodeIfPresent(Double.self, forKey: .duplicateRate) ?? 0,
-            duplicateCopies: try c.decodeIfPresent(Int.self, forKey: .duplicateCopies) ?? 2,
-            delay: try c.decodeIfPresent(Double.self, forKey: .delay) ?? 0,
-            reorderWindow: try c.decodeIfPresent(Double.self, forKey: .reorderWindow) ?? 0)
     }
 }
 

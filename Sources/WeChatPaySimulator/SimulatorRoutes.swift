@@ -56,24 +56,3 @@ public enum SimulatorRoutes {
         }
     }
 }
-
-/// Posts notifies to the merchant's notify_url over HTTP, as WeChat does.
-public struct HTTPNotifySender: NotifySender {
-    private let client: HTTPClient
-
-    /// - Parameter client: owned by the caller, who shuts it down.
-    public init(client: HTTPClient) {
-        self.client = client
-    }
-
-    public func post(_ body: [UInt8], to url: String, timeout: TimeInterval) async -> [UInt8]? {
-        let request = HTTPClientRequest(
-            method: .post, url: url, headers: ["Content-Type": "text/xml; charset=utf-8"], body: body,
-            timeouts: HTTPClient.Timeouts(connect: .seconds(min(timeout, 5)), total: .seconds(timeout)),
-            maxResponseBodyBytes: 64 * 1024)
-        guard let response = try? await client.execute(request), (200..<300).contains(response.status) else {
-            return nil
-        }
-        return response.body
-    }
-}

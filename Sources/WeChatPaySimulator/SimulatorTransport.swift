@@ -27,16 +27,3 @@ public struct SimulatorTransport: WeChatPayTransport {
         return TransportResponse(status: response.status, body: response.body)
     }
 }
-
-/// Delivers notifies by calling a closure, for tests and for a gateway running in the same process.
-public struct ClosureNotifySender: NotifySender {
-    private let deliver: @Sendable ([UInt8], String) async -> [UInt8]?
-
-    public init(_ deliver: @escaping @Sendable (_ body: [UInt8], _ url: String) async -> [UInt8]?) {
-        self.deliver = deliver
-    }
-
-    public func post(_ body: [UInt8], to url: String, timeout: TimeInterval) async -> [UInt8]? {
-        await deliver(body, url)
-    }
-}

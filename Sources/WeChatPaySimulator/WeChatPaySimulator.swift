@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Synchronization
+@_exported import SimulatorKit
 import WeChatPay
 
 /// A faithful WeChat Pay v2 merchant API, in memory: the endpoints behave as WeChat documents them
@@ -30,7 +31,9 @@ public final class WeChatPaySimulator: Sendable {
         books = Mutex(Books(seed: configuration.seed))
         notifies = NotifyScheduler(clock: clock, sender: notifySender,
                                    retryIntervals: configuration.notifyRetryIntervals,
-                                   timeout: configuration.notifyTimeout)
+                                   timeout: configuration.notifyTimeout) { reply in
+            (try? FlatXML.decode(reply))?["return_code"] == "SUCCESS"
+        }
     }
 
     /// Starts delivering notifies (and completing refunds, with `refundCompletionDelay`). Runs

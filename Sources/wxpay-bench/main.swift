@@ -9,6 +9,7 @@ import Glibc
 let commands: [BenchmarkCommand] = [
     SignBenchmark.command,
     NotifyVerifyBenchmark.command,
+    JWSBenchmark.command,
     BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
                      arguments: NotifyBenchmark.run),
     BenchmarkCommand(name: "client-pipeline", summary: "sign/encode/decode/verify cost of one WeChat call, no network",

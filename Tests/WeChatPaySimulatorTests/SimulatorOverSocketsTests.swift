@@ -64,7 +64,10 @@ struct SimulatorOverSocketsTests {
 
     @Test func theClientDrivesTheSimulatorOverHTTPSWithAClientCertificate() async throws {
         let clock = ScaledClock(start: Date(), scale: 1)
-        let httpClient = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
+        // Generous timeouts: at the start of a run the heavy synchronous suites hold both threads
+        // of the cooperative pool, where the simulator's handlers wait their turn.
+        let httpClient = try HTTPClient(configuration: .init(
+            timeouts: .init(connect: .seconds(20), total: .seconds(90)), tls: .init(caFile: TestCertificates.ca)))
         let simulator = WeChatPaySimulator(
             configuration: SimulatorConfiguration(appID: SimulatorHarness.appID, mchID: SimulatorHarness.mchID,
                                                   key: SimulatorHarness.key),
@@ -128,7 +131,7 @@ struct SimulatorOverSocketsTests {
     static let generousTimeouts = HTTPClient.Timeouts(connect: .seconds(30), total: .seconds(90))
 
     @Test func notifiesAndResetsTravelOverRealSockets() async throws {
-        let httpClient = try HTTPClient()
+        let httpClient = try HTTPClient(configuration: .init(timeouts: .init(connect: .seconds(20), total: .seconds(90))))
         // The merchant: answers SUCCESS to every notify and keeps what it got.
         let received = Mutex<[Fields]>([])
         var merchantRouter = HTTPRouter()

@@ -64,8 +64,9 @@ struct SimulatorHarness {
         try await body()
     }
 
-    /// Waits (in real time, bounded) until `condition` holds.
-    func eventually(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
+    /// Waits (in real time, bounded generously: the notify loop shares the cooperative pool with
+    /// the whole suite on two cores) until `condition` holds.
+    func eventually(timeout: Double = 120, _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if condition() { return true }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1, T2, T4, T6, T7, T9, and P1) against the real gateway process.
+"""The reliability battery (T1, T2, T4, T6, T7, T9, T11, T12, T13, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|P1|all] [--scale full|reduced] [--seed N]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N]
 """
 import argparse
 import calendar
@@ -16,6 +16,7 @@ import threading
 import time
 
 import checker
+import refunds
 from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
                  payment_notify)
 
@@ -673,12 +674,12 @@ def p1(rig, scale, seed, result):
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, "P1": p1}
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **refunds.TESTS, "P1": p1}
 
 
 def run_one(name, scale, seed):
     result = Result(name)
-    rig = Rig(seed=seed)
+    rig = Rig(seed=seed, **refunds.RIGS.get(name, {}))
     try:
         TESTS[name](rig, scale, seed, result)
     except Exception as error:     # a crashed driver is a failed test, reported like the others

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The processes a battery run drives: a separate WeChat Pay simulator, one or more real gateway
 processes (release build, production mode pointed at the simulator), a fulfilment receiver that
-verifies and deduplicates `order.paid` events, and a sampler of the gateways' peak RSS.
+verifies and deduplicates `order.paid` and `refund.*` events, and a sampler of the gateways' peak RSS.
+
+For refunds (T11-T13) the simulator serves HTTPS and demands the merchant certificate its CA
+signed on /secapi/ (certs/test), and each gateway presents the test client certificate, trusts the
+test CA for WeChat's server and announces its refund-notify URL: mutual TLS as in production.
 
 Everything listens on 127.0.0.1, lives in one temp directory, and is killed by `Rig.close`.
 """
@@ -16,6 +20,7 @@ import re
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -33,6 +38,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # its own scratch path so that .build/release stays a production binary (PRODUCTION_BINARY, for P1).
 BINARY = os.path.join(ROOT, ".build", "battery", "release", "wxpay-gateway")
 PRODUCTION_BINARY = os.path.join(ROOT, ".build", "release", "wxpay-gateway")
+# TEST-ONLY certificates (certs/README.md): the simulator's server certificate, the CA that signs it
+# and the merchant's client certificate.
+CERTS = os.path.join(ROOT, "certs", "test")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,9 +84,13 @@ class Client:
         self.local = threading.local()
         self.timeout = timeout
 
+    # The control panel of an HTTPS simulator: its server certificate is the test CA's.
+    tls = ssl.create_default_context(cafile=os.path.join(CERTS, "ca.crt"))
+
     def request(self, base, method, path, body=None, headers=None, token=None):
         """(status, bytes); status 0 when the connection failed (the gateway may be down)."""
-        host, port = base.replace("http://", "").split(":")
+        secure = base.startswith("https://")
+        host, port = base.replace("https://", "").replace("http://", "").split(":")
         conns = getattr(self.local, "conns", None)
         if conns is None:
             conns = self.local.conns = {}
@@ -89,7 +101,8 @@ class Client:
         for attempt in range(2):
             conn = conns.get(base)
             if conn is None:
-                conn = conns[base] = http.client.HTTPConnection(host, int(port), timeout=self.timeout)
+                conn = conns[base] = (http.client.HTTPSConnection(host, int(port), timeout=self.timeout, context=self.tls)
+                                      if secure else http.client.HTTPConnection(host, int(port), timeout=self.timeout))
             try:
                 conn.request(method, path, body=data, headers=hdrs)
                 response = conn.getresponse()
@@ -128,7 +141,8 @@ class Receiver:
         self.deliveries = 0
         self.invalid = 0
         self.seen = {}            # event id -> out_trade_no
-        self.effects = {}         # out_trade_no -> effects applied
+        self.effects = {}         # out_trade_no -> order.paid effects applied
+        self.refund_effects = {}  # (type, out_refund_no) -> refund.* effects applied
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -149,7 +163,11 @@ class Receiver:
                         if event["id"] not in receiver.seen:    # dedupe on the event id
                             otn = event["data"]["out_trade_no"]
                             receiver.seen[event["id"]] = otn
-                            receiver.effects[otn] = receiver.effects.get(otn, 0) + 1
+                            if event["type"] == "order.paid":
+                                receiver.effects[otn] = receiver.effects.get(otn, 0) + 1
+                            else:
+                                key = (event["type"], event["data"]["out_refund_no"])
+                                receiver.refund_effects[key] = receiver.refund_effects.get(key, 0) + 1
                 self.send_response(status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
@@ -184,6 +202,11 @@ class Receiver:
     def counts(self):
         with self.lock:
             return dict(self.effects), self.deliveries, self.invalid
+
+    def refund_counts(self):
+        """(type, out_refund_no) -> effects of refund.succeeded / refund.failed, deduplicated on the id."""
+        with self.lock:
+            return dict(self.refund_effects)
 
     def close(self):
         self.server.shutdown()
@@ -252,7 +275,10 @@ class Gateway:
 class Rig:
     """One simulator process, gateways added on demand, the receiver, an RSS sampler."""
 
-    def __init__(self, seed=1):
+    def __init__(self, seed=1, tls=False, refund_delay=None):
+        """`tls`: the simulator serves HTTPS and requires the merchant certificate for refunds;
+        `refund_delay`: it completes accepted refunds SUCCESS after that many seconds."""
+        self.tls = tls
         self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
         self.db = os.path.join(self.dir, "gateway.sqlite")
         self.client = Client()
@@ -261,8 +287,13 @@ class Rig:
         self.peak_rss_kib = 0
         self.stopping = threading.Event()
         log = open(os.path.join(self.dir, "simulator.log"), "wb")
-        self.sim_proc = subprocess.Popen([BINARY, "simulate", "--port", "0", "--seed", str(seed)],
-                                         stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
+        command = [BINARY, "simulate", "--port", "0", "--seed", str(seed)]
+        if tls:
+            command += ["--tls-cert", os.path.join(CERTS, "server.crt"), "--tls-key", os.path.join(CERTS, "server.key"),
+                        "--client-ca", os.path.join(CERTS, "ca.crt")]
+        if refund_delay is not None:
+            command += ["--refund-delay", str(refund_delay)]
+        self.sim_proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         line = self.sim_proc.stdout.readline().decode().strip()
         if not line.startswith("listening "):
@@ -292,6 +323,13 @@ class Rig:
         if fulfilment:
             env["GATEWAY_FULFILMENT_URL"] = self.receiver.url
             env["GATEWAY_FULFILMENT_SECRET"] = WEBHOOK_SECRET
+        if self.tls:
+            # Refunds on: the merchant certificate, WeChat's (the simulator's) CA, our refund notify URL.
+            env.update({
+                "WXPAY_CLIENT_CERT": os.path.join(CERTS, "client.crt"), "WXPAY_CLIENT_KEY": os.path.join(CERTS, "client.key"),
+                "WXPAY_API_CA_FILE": os.path.join(CERTS, "ca.crt"),
+                "WXPAY_REFUND_NOTIFY_URL": f"http://127.0.0.1:{port}/wechat/refund-notify",
+            })
         env.update(extra or {})
         gateway = Gateway(self, f"gateway-{len(self.gateways) + 1}", port, env, binary=binary)
         self.gateways.append(gateway)
@@ -329,6 +367,15 @@ class Rig:
         fields["sign"] = wechat_sign(fields)
         status, body = self.client.request(self.sim, "POST", "/pay/unifiedorder", body=to_xml(fields))
         return status == 200 and re.search(rb"<result_code>(<!\[CDATA\[)?SUCCESS\b", body) is not None
+
+    def complete_refund(self, out_refund_no, status="SUCCESS"):
+        return self.client.json(self.sim, "POST", f"/simulator/refunds/{out_refund_no}/complete", {"status": status})
+
+    def sim_refund_requests(self):
+        """out_refund_no -> {"requests": n, "parameterSets": k}: what WeChat received per refund number."""
+        status, body = self.client.json(self.sim, "GET", "/simulator/refundrequests")
+        assert status == 200, f"GET /simulator/refundrequests answered {status}"
+        return body or {}
 
     def sim_order(self, out_trade_no):
         return self.client.json(self.sim, "GET", f"/simulator/orders/{out_trade_no}")[1]
@@ -418,3 +465,22 @@ def parallel(items, work, workers=32, deadline=None):
 
 def seeded(seed):
     return random.Random(seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Refund notifies as WeChat posts them: the outer fields and req_info, AES-256-ECB (PKCS#7) under
+# the lower-case hex MD5 of the API key, through the openssl command line (as the tests check it)
+
+def refund_req_info(fields, key=API_KEY):
+    inner = "<root>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</root>"
+    aes_key = hashlib.md5(key.encode()).hexdigest().encode().hex()
+    out = subprocess.run(["openssl", "enc", "-aes-256-ecb", "-K", aes_key, "-nosalt", "-a", "-A"],
+                         input=inner.encode(), capture_output=True, check=True)
+    return out.stdout.decode().strip()
+
+
+def refund_notify(inner, key=API_KEY, outer=None):
+    fields = {"return_code": "SUCCESS", "appid": APP_ID, "mch_id": MCH_ID, "nonce_str": "battery",
+              "req_info": refund_req_info(inner, key)}
+    fields.update(outer or {})
+    return to_xml(fields)

@@ -2,8 +2,8 @@
 import Foundation
 import Synchronization
 
-/// The simulator's sense of time. Tests cross WeChat's 5-minute close rule, the 2-hour prepay
-/// lifetime or the 24-hour notify schedule in seconds by scaling or advancing it.
+/// A simulator's sense of time. Tests cross WeChat's 5-minute close rule, the 2-hour prepay
+/// lifetime, the 24-hour notify schedule or Apple's 72-hour one in seconds by scaling or advancing it.
 public protocol SimulatorClock: Sendable {
     /// The simulated current time.
     func now() -> Date
@@ -12,7 +12,7 @@ public protocol SimulatorClock: Sendable {
 extension SimulatorClock {
     /// Real seconds to wait for `interval` simulated seconds to pass, capped so that a clock that is
     /// advanced by hand is noticed soon.
-    func realWait(for interval: TimeInterval, cap: TimeInterval = 0.05) -> TimeInterval {
+    public func realWait(for interval: TimeInterval, cap: TimeInterval = 0.05) -> TimeInterval {
         let scale = (self as? ScaledClock)?.scale ?? 1
         return max(0, min(interval / scale, cap))
     }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Synchronization
-import WeChatPay
 
 /// How notifies reach the merchant: HTTP in a real run, a direct call in tests.
 public protocol NotifySender: Sendable {
@@ -12,9 +11,16 @@ public protocol NotifySender: Sendable {
 
 /// One delivery attempt, as the merchant would have seen it.
 public struct NotifyAttempt: Sendable, Hashable {
-    public enum Kind: String, Sendable, Hashable, Codable { case payment, refund }
+    /// What was notified, as the control APIs name it.
+    public struct Kind: RawRepresentable, Sendable, Hashable, Codable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let payment = Kind(rawValue: "payment")
+        public static let refund = Kind(rawValue: "refund")
+    }
     public var kind: Kind
-    /// out_trade_no for payments, out_refund_no for refunds.
+    /// What the notify is about (out_trade_no for payments, out_refund_no for refunds, the
+    /// notificationUUID for App Store notifications).
     public var reference: String
     /// 1 for the first attempt.
     public var number: Int
@@ -27,8 +33,10 @@ public struct NotifyAttempt: Sendable, Hashable {
     public var copies: Int
 }
 
-/// Delivers payment and refund notifies on WeChat's retry schedule until the merchant answers
-/// `SUCCESS`, acting out the notify faults of the plan: drops, concurrent duplicates, delays, reordering.
+/// Delivers notifications on a retry schedule (WeChat's, or the App Store's scaled down) until the
+/// merchant acknowledges one, acting out the notify faults of the plan: drops, concurrent
+/// duplicates, delays, reordering. What counts as an acknowledgement is the caller's: WeChat wants
+/// a `SUCCESS` document, Apple any 200–206 answer.
 ///
 /// One loop polls simulated time and starts due attempts as child tasks, so a scaled or advanced
 /// clock moves the schedule without a sleeping task per notify.
@@ -59,25 +67,31 @@ public final class NotifyScheduler: Sendable {
     private let sender: any NotifySender
     private let retryIntervals: [TimeInterval]
     private let timeout: TimeInterval
+    private let acknowledges: @Sendable ([UInt8]) -> Bool
     private let state: Mutex<State>
     static let historyLimit = 200_000
     static let maximumInFlight = 256
 
-    init(clock: any SimulatorClock, sender: any NotifySender, retryIntervals: [TimeInterval], timeout: TimeInterval,
-         seed: UInt64 = 0x5EED) {
+    /// - Parameters:
+    ///   - retryIntervals: the waits after each failed attempt; after the last one the notify is abandoned.
+    ///   - timeout: how long one attempt waits for the merchant.
+    ///   - acknowledges: whether the body of a 2xx answer acknowledges the notify.
+    public init(clock: any SimulatorClock, sender: any NotifySender, retryIntervals: [TimeInterval], timeout: TimeInterval,
+                seed: UInt64 = 0x5EED, acknowledges: @escaping @Sendable ([UInt8]) -> Bool) {
         self.clock = clock
         self.sender = sender
         self.retryIntervals = retryIntervals
         self.timeout = timeout
+        self.acknowledges = acknowledges
         state = Mutex(State(random: SeededRandom(seed: seed)))
     }
 
-    func setFaults(_ faults: NotifyFaults) {
+    public func setFaults(_ faults: NotifyFaults) {
         state.withLock { $0.faults = faults }
     }
 
     /// Queues a notify; its first attempt goes out at once unless the fault plan delays it.
-    func enqueue(kind: NotifyAttempt.Kind, reference: String, url: String, body: [UInt8]) {
+    public func enqueue(kind: NotifyAttempt.Kind, reference: String, url: String, body: [UInt8]) {
         let now = clock.now()
         state.withLock { state in
             let faults = state.faults
@@ -102,7 +116,7 @@ public final class NotifyScheduler: Sendable {
     public var abandoned: Int { state.withLock { $0.abandoned } }
 
     /// Runs the delivery loop until the surrounding task is cancelled.
-    func run() async {
+    public func run() async {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 for (id, delivery) in takeDue() {
@@ -143,7 +157,7 @@ public final class NotifyScheduler: Sendable {
                     group.addTask {
                         guard let reply = await self.sender.post(delivery.body, to: delivery.url, timeout: self.timeout)
                         else { return false }
-                        return (try? FlatXML.decode(reply))?["return_code"] == "SUCCESS"
+                        return self.acknowledges(reply)
                     }
                 }
                 var any = false

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// A verified, decoded App Store Server Notification V2 (`signedPayload`), with its inner
+/// `signedTransactionInfo` and `signedRenewalInfo` verified by the same rules.
+///
+/// Apple retries a notification until it is answered 200–206, and may send the same one more
+/// than once: ``notificationUUID`` is the idempotency key.
+public struct AppStoreNotification: Sendable, Hashable {
+    public var notificationType: NotificationType
+    public var subtype: Subtype?
+    public var notificationUUID: String
+    public var version: String?
+    public var signedDate: Date
+    public var bundleID: String
+    public var appAppleID: Int64?
+    public var environment: AppStoreEnvironment
+    public var bundleVersion: String?
+    /// The transaction the notification is about (verified), if it carries one.
+    public var transaction: AppStoreTransaction?
+    /// The subscription's renewal info (verified), if it carries one.
+    public var renewalInfo: AppStoreRenewalInfo?
+
+    /// Apple's `notificationType` values (others are kept as they come).
+    public struct NotificationType: OpenStringEnumeration {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
+        public static let subscribed = Self(rawValue: "SUBSCRIBED")
+        public static let didRenew = Self(rawValue: "DID_RENEW")
+        public static let didChangeRenewalStatus = Self(rawValue: "DID_CHANGE_RENEWAL_STATUS")
+        public static let expired = Self(rawValue: "EXPIRED")
+        public static let refund = Self(rawValue: "REFUND")
+        public static let refundDeclined = Self(rawValue: "REFUND_DECLINED")
+        public static let refundReversed = Self(rawValue: "REFUND_REVERSED")
+        public static let revoke = Self(rawValue: "REVOKE")
+        public static let consumptionRequest = Self(rawValue: "CONSUMPTION_REQUEST")
+        public static let test = Self(rawValue: "TEST")
+    }
+
+    /// Apple's `subtype` values (others are kept as they come).
+    public struct Subtype: OpenStringEnumeration {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public static let initialBuy = Self(rawValue: "INITIAL_BUY")
+        public static let resubscribe = Self(rawValue: "RESUBSCRIBE")
+        public static let autoRenewEnabled = Self(rawValue: "AUTO_RENEW_ENABLED")
+        public static let autoRenewDisabled = Self(rawValue: "AUTO_RENEW_DISABLED")
+        public static let voluntary = Self(rawValue: "VOLUNTARY")
+    }
+
+    public init(
+        notificationType: NotificationType, subtype: Subtype? = nil, notificationUUID: String, version: String? = "2.0",
+        signedDate: Date, bundleID: String, appAppleID: Int64?, environment: AppStoreEnvironment,
+        bundleVersion: String? = nil, transaction: AppStoreTransaction? = nil, renewalInfo: AppStoreRenewalInfo? = nil
+    ) {
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.notificationUUID = notificationUUID
+        self.version = version
+        self.signedDate = signedDate
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environment = environment
+        self.bundleVersion = bundleVersion
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+}
+
+/// The outer notification payload before its inner JWS are verified.
+struct NotificationEnvelope {
+    let notificationType: AppStoreNotification.NotificationType
+    let subtype: AppStoreNotification.Subtype?
+    let notificationUUID: String
+    let version: String?
+    let signedDate: Date
+    let bundleID: String
+    let appAppleID: Int64?
+    let environment: AppStoreEnvironment
+    let bundleVersion: String?
+    let signedTransactionInfo: String?
+    let signedRenewalInfo: String?
+
+    init(payload: JSON) throws(SignedDataError) {
+        let reader = try PayloadReader(payload)
+        notificationType = .init(rawValue: try reader.requiredString("notificationType"))
+        subtype = try reader.string("subtype").map(AppStoreNotification.Subtype.init(rawValue:))
+        notificationUUID = try reader.requiredString("notificationUUID")
+        version = try reader.string("version")
+        signedDate = try reader.requiredDate("signedDate")
+        // Subscription-wide notifications (renewal extensions) carry `summary` instead of `data`.
+        guard let data = payload["data"] ?? payload["summary"] else {
+            throw SignedDataError(.malformed, "notification has neither data nor summary")
+        }
+        let inner = try PayloadReader(data)
+        bundleID = try inner.requiredString("bundleId")
+        appAppleID = try inner.integer("appAppleId")
+        environment = try inner.environment()
+        bundleVersion = try inner.string("bundleVersion")
+        signedTransactionInfo = try inner.string("signedTransactionInfo")
+        signedRenewalInfo = try inner.string("signedRenewalInfo")
+    }
+}
+
+extension AppStoreNotification {
+    /// The payload as Apple writes it, given the inner JWS (the simulator signs this).
+    public func payload(signedTransactionInfo: String?, signedRenewalInfo: String?) -> JSON {
+        var data: [String: JSON] = ["bundleId": .string(bundleID), "environment": .string(environment.rawValue)]
+        data["appAppleId"] = appAppleID.map { .integer($0) }
+        data["bundleVersion"] = bundleVersion.map { .string($0) }
+        data["signedTransactionInfo"] = signedTransactionInfo.map { .string($0) }
+        data["signedRenewalInfo"] = signedRenewalInfo.map { .string($0) }
+        var members: [String: JSON] = [
+            "notificationType": .string(notificationType.rawValue), "notificationUUID": .string(notificationUUID),
+            "signedDate": .integer(signedDate.millisecondsSince1970), "data": .object(data),
+        ]
+        members["subtype"] = subtype.map { .string($0.rawValue) }
+        members["version"] = version.map { .string($0) }
+        return .object(members)
+    }
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+import SimulatorKit
+
+/// Faults injected into one endpoint's answers. Rates are probabilities (0…1) drawn from the
+/// seeded generator; `limit` makes a fault plan deterministic: "the next N requests".
+public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
+    /// Answer 500 (Apple's general internal error) or 503.
+    public var http5xxRate: Double = 0
+    /// Answer 429 with `Retry-After: retryAfterSeconds`.
+    public var rateLimitRate: Double = 0
+    public var retryAfterSeconds: Int = 1
+    /// Never answer: the connection is closed after `timeoutSeconds` (a socket client times out
+    /// first); in process, the transport reports a timeout at once.
+    public var timeoutRate: Double = 0
+    public var timeoutSeconds: Double = 30
+    /// Sign the answer's JWS with a rogue chain (a root nobody trusts).
+    public var rogueChainRate: Double = 0
+    /// verifyReceipt only: answer this status instead (21005, 21009, 21100, 21010, 21006…).
+    public var receiptStatus: Int?
+    public var receiptStatusRate: Double = 0
+    /// The `is-retryable` flag sent with a 21100–21199 `receiptStatus`.
+    public var receiptRetryable: Bool = true
+    /// Seconds added before answering.
+    public var latency: Double = 0
+    /// Apply to at most this many more requests, then answer normally. Nil: no limit.
+    public var limit: Int?
+
+    public init(http5xxRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1, timeoutRate: Double = 0,
+                timeoutSeconds: Double = 30, rogueChainRate: Double = 0, receiptStatus: Int? = nil, receiptStatusRate: Double = 0,
+                receiptRetryable: Bool = true, latency: Double = 0, limit: Int? = nil) {
+        self.http5xxRate = http5xxRate
+        self.rateLimitRate = rateLimitRate
+        self.retryAfterSeconds = retryAfterSeconds
+        self.timeoutRate = timeoutRate
+        self.timeoutSeconds = timeoutSeconds
+        self.rogueChainRate = rogueChainRate
+        self.receiptStatus = receiptStatus
+        self.receiptStatusRate = receiptStatus != nil && receiptStatusRate == 0 ? 1 : receiptStatusRate
+        self.receiptRetryable = receiptRetryable
+        self.latency = latency
+        self.limit = limit
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case http5xxRate, rateLimitRate, retryAfterSeconds, timeoutRate, timeoutSeconds, rogueChainRate, receiptStatus,
+             receiptStatusRate, receiptRetryable, latency, limit
+    }
+
+    // Written by hand (tests, the control API): a missing key means "no such fault".
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
+            rateLimitRate: try c.decodeIfPresent(Double.self, forKey: .rateLimitRate) ?? 0,
+            retryAfterSeconds: try c.decodeIfPresent(Int.self, forKey: .retryAfterSeconds) ?? 1,
+            timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
+            timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 30,
+            rogueChainRate: try c.decodeIfPresent(Double.self, forKey: .rogueChainRate) ?? 0,
+            receiptStatus: try c.decodeIfPresent(Int.self, forKey: .receiptStatus),
+            receiptStatusRate: try c.decodeIfPresent(Double.self, forKey: .receiptStatusRate) ?? 0,
+            receiptRetryable: try c.decodeIfPresent(Bool.self, forKey: .receiptRetryable) ?? true,
+            latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
+            limit: try c.decodeIfPresent(Int.self, forKey: .limit))
+    }
+}
+
+/// Every fault the App Store simulator injects. Endpoint keys: `transactions`, `history`,
+/// `refunds`, `lookup`, `verifyReceipt`, or `*` for all.
+public struct AppStoreFaultPlan: Codable, Sendable, Hashable {
+    public var endpoints: [String: AppStoreEndpointFaults]
+    /// Drops, duplicates and delays of Server Notifications V2.
+    public var notify: NotifyFaults
+    /// Sign notifications with the rogue chain.
+    public var notificationRogueChainRate: Double
+
+    public init(endpoints: [String: AppStoreEndpointFaults] = [:], notify: NotifyFaults = NotifyFaults(),
+                notificationRogueChainRate: Double = 0) {
+        self.endpoints = endpoints
+        self.notify = notify
+        self.notificationRogueChainRate = notificationRogueChainRate
+    }
+
+    private enum CodingKeys: String, CodingKey { case endpoints, notify, notificationRogueChainRate }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(endpoints: try c.decodeIfPresent([String: AppStoreEndpointFaults].self, forKey: .endpoints) ?? [:],
+                  notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),
+                  notificationRogueChainRate: try c.decodeIfPresent(Double.self, forKey: .notificationRogueChainRate) ?? 0)
+    }
+}

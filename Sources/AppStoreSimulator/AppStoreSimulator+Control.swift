@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import SimulatorKit
+import Synchronization
+
+/// What a customer buys in the simulated App Store.
+public struct SimulatedPurchase: Sendable, Codable, Hashable {
+    /// The Apple account (history and receipts are per account).
+    public var user: String
+    public var productID: String
+    /// `Consumable`, `Non-Consumable` (default), `Auto-Renewable Subscription`, `Non-Renewing Subscription`.
+    public var type: String
+    /// The token the app set at purchase; nil models the app that set none (or lost it).
+    public var appAccountToken: UUID?
+    public var environment: AppStoreEnvironment
+    /// `PURCHASED` (default) or `FAMILY_SHARED`.
+    public var ownership: String
+    public var quantity: Int
+    /// Milli-units of `currency` (68000 is 68.00).
+    public var price: Int64
+    public var currency: String
+    public var storefront: String
+
+    public init(user: String, productID: String, type: String = "Non-Consumable", appAccountToken: UUID? = nil,
+                environment: AppStoreEnvironment = .production, ownership: String = "PURCHASED", quantity: Int = 1,
+                price: Int64 = 68000, currency: String = "CNY", storefront: String = "CHN") {
+        self.user = user
+        self.productID = productID
+        self.type = type
+        self.appAccountToken = appAccountToken
+        self.environment = environment
+        self.ownership = ownership
+        self.quantity = quantity
+        self.price = price
+        self.currency = currency
+        self.storefront = storefront
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case user, productID = "productId", type, appAccountToken, environment, ownership, quantity, price, currency, storefront
+    }
+
+    // Written by hand in control requests: only user and productId are required.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(user: try c.decode(String.self, forKey: .user), productID: try c.decode(String.self, forKey: .productID),
+                  type: try c.decodeIfPresent(String.self, forKey: .type) ?? "Non-Consumable",
+                  appAccountToken: try c.decodeIfPresent(UUID.self, forKey: .appAccountToken),
+                  environment: try c.decodeIfPresent(AppStoreEnvironment.self, forKey: .environment) ?? .production,
+                  ownership: try c.decodeIfPresent(String.self, forKey: .ownership) ?? "PURCHASED",
+                  quantity: try c.decodeIfPresent(Int.self, forKey: .quantity) ?? 1,
+                  price: try c.decodeIfPresent(Int64.self, forKey: .price) ?? 68000,
+                  currency: try c.decodeIfPresent(String.self, forKey: .currency) ?? "CNY",
+                  storefront: try c.decodeIfPresent(String.self, forKey: .storefront) ?? "CHN")
+    }
+}
+
+/// What the device (and a test) learns from a completed purchase.
+public struct PurchaseReceipt: Sendable, Codable, Hashable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var orderID: String
+    public var environment: AppStoreEnvironment
+    public var productID: String
+    public var appAccountToken: UUID?
+    /// What StoreKit 2 hands the app (`Transaction.jsonRepresentation`'s JWS).
+    public var signedTransactionInfo: String
+    /// What StoreKit 1 hands the app: the account's base64 app receipt.
+    public var receipt: String
+
+    private enum CodingKeys: String, CodingKey {
+        case transactionID = "transactionId", originalTransactionID = "originalTransactionId", orderID = "orderId",
+             environment, productID = "productId", appAccountToken, signedTransactionInfo, receipt
+    }
+}
+
+/// Why a control action could not happen.
+public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case transactionNotFound = "transaction_not_found"
+        case alreadyRevoked = "already_revoked"
+        case invalidPurchase = "invalid_purchase"
+    }
+
+    public let code: Code
+    public var description: String {
+        switch code {
+        case .transactionNotFound: "no such transaction"
+        case .alreadyRevoked: "the transaction was already refunded or revoked"
+        case .invalidPurchase: "user and productId must be non-empty and quantity 1-10"
+        }
+    }
+}
+
+extension AppStoreSimulator {
+    /// The customer buys: a transaction is recorded and signed, and its notification queued
+    /// (ONE_TIME_CHARGE, or SUBSCRIBED/INITIAL_BUY for an auto-renewable subscription).
+    @discardableResult
+    public func purchase(_ purchase: SimulatedPurchase) throws(AppStoreSimulatorControlError) -> PurchaseReceipt {
+        guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity) else {
+            throw AppStoreSimulatorControlError(code: .invalidPurchase)
+        }
+        let now = clock.now()
+        let (receipt, notification) = state.withLock { store -> (PurchaseReceipt, PendingNotification) in
+            let id = store.newTransactionID(purchase.environment)
+            let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
+            // Renewals share the first purchase's id; everything else is its own original.
+            let original = type == .autoRenewableSubscription
+                ? store.transactions(of: purchase.user, purchase.environment)
+                    .first { $0.transaction.productID == purchase.productID }?.transaction.originalTransactionID ?? id
+                : id
+            let transaction = AppStoreTransaction(
+                transactionID: id, originalTransactionID: original, bundleID: configuration.bundleID,
+                productID: purchase.productID, type: type, quantity: purchase.quantity,
+                appAccountToken: purchase.appAccountToken, inAppOwnershipType: .init(rawValue: purchase.ownership),
+                environment: purchase.environment, purchaseDate: now, originalPurchaseDate: now,
+                expiresDate: type == .autoRenewableSubscription ? now.addingTimeInterval(30 * 86400) : nil, signedDate: now,
+                price: purchase.price, currency: purchase.currency, transactionReason: .purchase,
+                storefront: purchase.storefront,
+                webOrderLineItemID: type == .autoRenewableSubscription ? String(UInt64(id)! - 1_000_000_000_000) : nil)
+            let record = SimulatedTransaction(transaction: transaction, user: purchase.user, orderID: store.newOrderID())
+            store.transactions[id] = record
+            store.chronology.append(id)
+            store.count("purchases")
+            let receipt = PurchaseReceipt(
+                transactionID: id, originalTransactionID: original, orderID: record.orderID, environment: purchase.environment,
+                productID: purchase.productID, appAccountToken: purchase.appAccountToken,
+                signedTransactionInfo: signedTransaction(record, now: now, store: store),
+                receipt: store.receipt(for: purchase.user, purchase.environment))
+            let subscribed = type == .autoRenewableSubscription
+            return (receipt, notificationFor(record, type: subscribed ? .subscribed : .oneTimeCharge,
+                                              subtype: subscribed ? .initialBuy : nil, now: now, store: &store))
+        }
+        deliver(notification)
+        return receipt
+    }
+
+    /// An interrupted purchase, as the write-ups describe: the first attempt fails (terms to
+    /// accept, a card to bind) carrying the app's token, then StoreKit completes a new one
+    /// **without** the token. Returns the failure and the purchase that went through.
+    public func interruptedPurchase(_ purchase: SimulatedPurchase) throws(AppStoreSimulatorControlError)
+        -> (failed: FailedPurchase, completed: PurchaseReceipt)
+    {
+        let failed = FailedPurchase(user: purchase.user, productID: purchase.productID,
+                                    appAccountToken: purchase.appAccountToken, environment: purchase.environment,
+                                    reason: "interrupted: terms and conditions")
+        state.withLock { $0.failedPurchases.append(failed) }
+        var second = purchase
+        second.appAccountToken = nil
+        return (failed, try self.purchase(second))
+    }
+
+    /// Apple refunds the transaction: `revocationDate` and `revocationReason` are set and a REFUND
+    /// notification goes out.
+    @discardableResult
+    public func refund(transactionID: String, reason: Int = 0) throws(AppStoreSimulatorControlError) -> AppStoreTransaction {
+        try revoke(transactionID, reason: reason, type: .refund)
+    }
+
+    /// Family Sharing access ends (or Apple revokes): a REVOKE notification.
+    @discardableResult
+    public func revoke(transactionID: String) throws(AppStoreSimulatorControlError) -> AppStoreTransaction {
+        try revoke(transactionID, reason: 0, type: .revoke)
+    }
+
+    private func revoke(_ id: String, reason: Int, type: AppStoreNotification.NotificationType)
+        throws(AppStoreSimulatorControlError) -> AppStoreTransaction
+    {
+        let now = clock.now()
+        let (transaction, notification) = try state.withLock {
+            store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
+            guard var record = store.transactions[id] else { throw AppStoreSimulatorControlError(code: .transactionNotFound) }
+            guard record.transaction.revocationDate == nil else { throw AppStoreSimulatorControlError(code: .alreadyRevoked) }
+            record.transaction.revocationDate = now
+            record.transaction.revocationReason = reason
+            store.transactions[id] = record
+            store.count(type == .refund ? "refunds" : "revocations")
+            return (record.transaction, notificationFor(record, type: type, subtype: nil, now: now, store: &store))
+        }
+        deliver(notification)
+        return transaction
+    }
+
+    /// A TEST notification (what "Request a Test Notification" sends).
+    @discardableResult
+    public func sendTestNotification(environment: AppStoreEnvironment = .production) -> String {
+        let now = clock.now()
+        let notification = state.withLock { store -> PendingNotification in
+            let uuid = UUID(uuid: Self.uuidBytes(&store.random)).uuidString.lowercased()
+            let payload = AppStoreNotification(
+                notificationType: .test, notificationUUID: uuid, signedDate: now, bundleID: configuration.bundleID,
+                appAppleID: configuration.appAppleID, environment: environment
+            ).payload(signedTransactionInfo: nil, signedRenewalInfo: nil)
+            return PendingNotification(uuid: uuid, environment: environment,
+                                       body: Self.body(signNotification({ _ in payload }, store: &store)))
+        }
+        deliver(notification)
+        return notification.uuid
+    }
+
+    /// The transaction as the App Store holds it now.
+    public func transaction(_ id: String) -> AppStoreTransaction? {
+        state.withLock { $0.transactions[id]?.transaction }
+    }
+
+    /// The invoice order id (Look Up Order ID's key) of a transaction.
+    public func orderID(of transactionID: String) -> String? {
+        state.withLock { $0.transactions[transactionID]?.orderID }
+    }
+
+    /// Purchases that failed on the device, oldest first.
+    public var failedPurchases: [FailedPurchase] { state.withLock { $0.failedPurchases } }
+
+    /// The fault plan in force.
+    public var faults: AppStoreFaultPlan { state.withLock { $0.faults } }
+
+    /// Replaces the fault plan (endpoint limits start afresh).
+    public func apply(_ plan: AppStoreFaultPlan) {
+        state.withLock { store in
+            store.faults = plan
+            store.faultBudget = plan.endpoints.compactMapValues(\.limit)
+        }
+        notifications.setFaults(plan.notify)
+    }
+
+    /// Counters: requests per environment and endpoint, statuses, refusals by reason, faults.
+    public var counters: [String: Int] {
+        var counters = state.withLock { $0.counters }
+        let history = notifications.history
+        counters["notification attempts"] = history.count
+        counters["notifications acknowledged"] = history.filter(\.acknowledged).count
+        counters["notifications dropped"] = history.filter(\.dropped).count
+        counters["notifications pending"] = notifications.pending
+        counters["notifications abandoned"] = notifications.abandoned
+        return counters
+    }
+
+    /// Every notification attempt so far (reference: the notificationUUID).
+    public var notificationHistory: [NotifyAttempt] { notifications.history }
+
+    /// Notifications still waiting for a 2xx.
+    public var pendingNotifications: Int { notifications.pending }
+
+    // MARK: - Notifications
+
+    struct PendingNotification: Sendable {
+        var uuid: String
+        var environment: AppStoreEnvironment
+        var body: [UInt8]
+    }
+
+    private func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
+                                 subtype: AppStoreNotification.Subtype?, now: Date, store: inout StoreState) -> PendingNotification {
+        let uuid = UUID(uuid: Self.uuidBytes(&store.random)).uuidString.lowercased()
+        let environment = record.transaction.environment
+        var renewal: String?
+        if record.transaction.type == .autoRenewableSubscription {
+            let info = AppStoreRenewalInfo(
+                originalTransactionID: record.transaction.originalTransactionID, productID: record.transaction.productID,
+                autoRenewProductID: record.transaction.productID, autoRenewStatus: type == .refund ? 0 : 1,
+                environment: environment, signedDate: now, renewalDate: record.transaction.expiresDate,
+                recentSubscriptionStartDate: record.transaction.originalPurchaseDate, renewalPrice: record.transaction.price,
+                currency: record.transaction.currency, appAccountToken: record.transaction.appAccountToken)
+            renewal = sign(info.payload, store: store)
+        }
+        let notification = AppStoreNotification(
+            notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: now,
+            bundleID: configuration.bundleID, appAppleID: configuration.appAppleID, environment: environment,
+            bundleVersion: "1")
+        // The rogue-chain fault signs the inner transaction with the same rogue chain as the outside.
+        let signed = signNotification({ store in
+            notification.payload(signedTransactionInfo: signedTransaction(record, now: now, store: store), signedRenewalInfo: renewal)
+        }, store: &store)
+        return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
+    }
+
+    /// Signs a notification, with the rogue chain when the fault plan picks it (drawn here, once).
+    private func signNotification(_ payload: (StoreState) -> JSON, store: inout StoreState) -> String {
+        let rogue = store.random.chance(store.faults.notificationRogueChainRate)
+        if rogue { store.count("fault notification_rogue_chain") }
+        store.signWithRogueChain = rogue
+        defer { store.signWithRogueChain = false }
+        return sign(payload(store), store: store)
+    }
+
+    private static func body(_ signedPayload: String) -> [UInt8] {
+        JSON.object(["signedPayload": .string(signedPayload)]).bytes()
+    }
+
+    private func deliver(_ notification: PendingNotification) {
+        let url = notification.environment == .production
+            ? configuration.productionNotificationURL : configuration.sandboxNotificationURL ?? configuration.productionNotificationURL
+        guard let url else {
+            state.withLock { $0.count("notifications without a URL") }
+            return
+        }
+        notifications.enqueue(kind: NotifyAttempt.Kind(rawValue: "appstore"), reference: notification.uuid, url: url,
+                               body: notification.body)
+    }
+
+    private static func uuidBytes(_ random: inout SeededRandom) -> uuid_t {
+        var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        bytes[6] = bytes[6] & 0x0F | 0x40  // version 4
+        bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 4122 variant
+        return (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])
+    }
+}

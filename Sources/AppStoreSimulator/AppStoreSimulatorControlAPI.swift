@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import SimulatorKit
+
+/// The control panel: what customers and Apple do, as JSON over HTTP under `/appstore-simulator/`.
+///
+/// | method | path | does |
+/// |---|---|---|
+/// | POST | /appstore-simulator/purchases | a purchase (body: ``SimulatedPurchase``: `user`, `productId`, optional `type`, `appAccountToken`, `environment`, `ownership`, `quantity`, `price`, `currency`, `storefront`) |
+/// | POST | /appstore-simulator/purchases/interrupted | a failed purchase with the token, then a successful one without it |
+/// | GET | /appstore-simulator/transactions/{id} | the transaction as the App Store holds it |
+/// | POST | /appstore-simulator/transactions/{id}/refund | refund (body: optional `{"reason":0\|1}`): REFUND notification |
+/// | POST | /appstore-simulator/transactions/{id}/revoke | revoke (Family Sharing ended): REVOKE notification |
+/// | POST | /appstore-simulator/notifications/test | a TEST notification (body: optional `{"environment":"Sandbox"}`) |
+/// | GET | /appstore-simulator/notifications | every notification attempt |
+/// | GET, PUT | /appstore-simulator/faults | the fault plan (``AppStoreFaultPlan``) |
+/// | POST | /appstore-simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
+/// | GET | /appstore-simulator/stats | counters |
+/// | GET | /appstore-simulator/root | the root certificate (PEM) to trust |
+public struct AppStoreSimulatorControlAPI: Sendable {
+    public let simulator: AppStoreSimulator
+
+    public init(simulator: AppStoreSimulator) {
+        self.simulator = simulator
+    }
+
+    /// The control routes, for the HTTP front to register.
+    public static let routes: [(method: String, template: String)] = [
+        ("POST", "/appstore-simulator/purchases"), ("POST", "/appstore-simulator/purchases/interrupted"),
+        ("GET", "/appstore-simulator/transactions/{id}"), ("POST", "/appstore-simulator/transactions/{id}/refund"),
+        ("POST", "/appstore-simulator/transactions/{id}/revoke"), ("POST", "/appstore-simulator/notifications/test"),
+        ("GET", "/appstore-simulator/notifications"), ("GET", "/appstore-simulator/faults"), ("PUT", "/appstore-simulator/faults"),
+        ("POST", "/appstore-simulator/clock/advance"), ("GET", "/appstore-simulator/stats"), ("GET", "/appstore-simulator/root"),
+    ]
+
+    /// Answers one control request: a status, a content type and a body.
+    public func handle(method: String, path: String, body: [UInt8]) -> (status: Int, contentType: String, body: [UInt8]) {
+        let parts = path.split(separator: "/").map(String.init)
+        guard parts.first == "appstore-simulator" else { return error(404, "not_found", "no such control route") }
+        let route = Array(parts.dropFirst())
+        let decoder = JSONDecoder()
+        switch (method, route.count, route.first, route.last) {
+        case ("POST", 1, "purchases", _), ("POST", 2, "purchases", "interrupted"):
+            guard let purchase = try? decoder.decode(SimulatedPurchase.self, from: Data(body)) else {
+                return error(400, "invalid_request", "the body must be a purchase: {\"user\":…,\"productId\":…}")
+            }
+            do throws(AppStoreSimulatorControlError) {
+                if route.count == 1 { return ok(try simulator.purchase(purchase)) }
+                let (failed, completed) = try simulator.interruptedPurchase(purchase)
+                return ok(Interrupted(failed: failed, completed: completed))
+            } catch {
+                return self.error(400, error.code.rawValue, error.description)
+            }
+        case ("GET", 2, "transactions", _):
+            guard let transaction = simulator.transaction(route[1]) else {
+                return error(404, "transaction_not_found", "no such transaction")
+            }
+            return (200, "application/json", transaction.payload.bytes())
+        case ("POST", 3, "transactions", "refund"), ("POST", 3, "transactions", "revoke"):
+            let reason = (try? JSONDecoder().decode(RefundBody.self, from: Data(body)))?.reason ?? 0
+            do throws(AppStoreSimulatorControlError) {
+                let transaction = route[2] == "refund"
+                    ? try simulator.refund(transactionID: route[1], reason: reason) : try simulator.revoke(transactionID: route[1])
+                return (200, "application/json", transaction.payload.bytes())
+            } catch {
+                return self.error(error.code == .transactionNotFound ? 404 : 409, error.code.rawValue, error.description)
+            }
+        case ("POST", 2, "notifications", "test"):
+            let environment = (try? decoder.decode(TestBody.self, from: Data(body)))?.environment ?? .production
+            return ok(["notificationUUID": simulator.sendTestNotification(environment: environment)])
+        case ("GET", 1, "notifications", _):
+            return ok(simulator.notificationHistory.map {
+                Attempt(notificationUUID: $0.reference, number: $0.number, at: $0.at.millisecondsSince1970,
+                        acknowledged: $0.acknowledged, dropped: $0.dropped, copies: $0.copies)
+            })
+        case ("GET", 1, "faults", _):
+            return ok(simulator.faults)
+        case ("PUT", 1, "faults", _):
+            guard let plan = try? decoder.decode(AppStoreFaultPlan.self, from: Data(body)) else {
+                return error(400, "invalid_request", "the body must be a fault plan")
+            }
+            simulator.apply(plan)
+            return ok(plan)
+        case ("POST", 2, "clock", "advance"):
+            guard let clock = simulator.clock as? ScaledClock else {
+                return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            }
+            guard let seconds = (try? decoder.decode(AdvanceBody.self, from: Data(body)))?.seconds,
+                  seconds >= 0, seconds <= 400 * 86400 else {
+                return error(400, "invalid_request", "seconds must be between 0 and 34560000")
+            }
+            clock.advance(by: seconds)
+            return ok(["now": clock.now().millisecondsSince1970])
+        case ("GET", 1, "stats", _):
+            return ok(simulator.counters)
+        case ("GET", 1, "root", _):
+            return (200, "application/x-pem-file", Array(simulator.pki.root.pem.utf8))
+        default:
+            return error(404, "not_found", "no such control route")
+        }
+    }
+
+    private struct Interrupted: Encodable { var failed: FailedPurchase; var completed: PurchaseReceipt }
+    private struct RefundBody: Decodable { var reason: Int? }
+    private struct TestBody: Decodable { var environment: AppStoreEnvironment? }
+    private struct AdvanceBody: Decodable { var seconds: Double }
+    private struct Attempt: Encodable {
+        var notificationUUID: String, number: Int, at: Int64, acknowledged: Bool, dropped: Bool, copies: Int
+    }
+
+    private func ok(_ value: some Encodable) -> (status: Int, contentType: String, body: [UInt8]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (200, "application/json", (try? Array(encoder.encode(value))) ?? Array("{}".utf8))
+    }
+
+    private func error(_ status: Int, _ code: String, _ message: String) -> (status: Int, contentType: String, body: [UInt8]) {
+        (status, "application/json", JSON.object(["error": ["code": .string(code), "message": .string(message)]]).bytes())
+    }
+}

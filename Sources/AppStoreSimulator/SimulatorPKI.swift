@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import COpenSSL
+import Foundation
+
+/// A certificate chain shaped like Apple's, made at start with OpenSSL: a self-signed P-384 root
+/// (like Apple Root CA - G3), a P-384 intermediate carrying the WWDR marker OID
+/// 1.2.840.113635.100.6.2.1 (like Apple Worldwide Developer Relations CA - G6), and a P-256 leaf
+/// carrying the receipt-signing OID 1.2.840.113635.100.6.11.1, which signs the JWS.
+///
+/// Every certificate passes OpenSSL's X509_STRICT checks (basic constraints, key usage, key
+/// identifiers), as Apple's do, so verifiers that insist on them — ours and Apple's own library —
+/// accept the simulator's data. ``Options`` bends one rule at a time, for the tests' hostile chains.
+///
+/// ```swift
+/// let pki = SimulatorPKI()
+/// try Data(pki.root.pem.utf8).write(to: rootFile)        // what the gateway trusts
+/// let jws = pki.sign(payload: transaction.payload)
+/// ```
+public struct SimulatorPKI: Sendable {
+    /// What to make; the defaults make a valid chain for 2000–2100.
+    public struct Options: Sendable {
+        /// Prefix of the certificates' common names (at most 40 characters: X.509 allows 64).
+        public var name: String
+        public var rootValidity: ClosedRange<Date>
+        public var intermediateValidity: ClosedRange<Date>
+        public var leafValidity: ClosedRange<Date>
+        /// Whether the intermediate carries 1.2.840.113635.100.6.2.1.
+        public var intermediateOID: Bool
+        /// Whether the leaf carries 1.2.840.113635.100.6.11.1.
+        public var leafOID: Bool
+        /// The leaf's key curve: P-256 (the only one ES256 allows) unless a test wants another.
+        public var leafCurveNID: Int32
+
+        public static let longAgo = Date(timeIntervalSince1970: 946_684_800)  // 2000-01-01
+        public static let farAway = Date(timeIntervalSince1970: 4_102_444_800)  // 2100-01-01
+
+        public init(name: String = "App Store Simulator", rootValidity: ClosedRange<Date> = longAgo...farAway,
+                    intermediateValidity: ClosedRange<Date> = longAgo...farAway,
+                    leafValidity: ClosedRange<Date> = longAgo...farAway, intermediateOID: Bool = true, leafOID: Bool = true,
+                    leafCurveNID: Int32 = NID_X9_62_prime256v1) {
+            self.name = name
+            self.rootValidity = rootValidity
+            self.intermediateValidity = intermediateValidity
+            self.leafValidity = leafValidity
+            self.intermediateOID = intermediateOID
+            self.leafOID = leafOID
+            self.leafCurveNID = leafCurveNID
+        }
+    }
+
+    public let root: Certificate
+    public let intermediate: Certificate
+    public let leaf: Certificate
+    /// The leaf's private key (nil when a test asked for a curve ES256 cannot use).
+    public let leafKey: ES256PrivateKey?
+    /// The root's key, to issue further certificates under it (a second leaf, a second intermediate).
+    let rootKey: PKIKey
+    let intermediateKey: PKIKey
+
+    /// Makes a fresh chain (new keys every time).
+    public init(_ options: Options = Options()) {
+        let rootKey = PKIKey(curve: NID_secp384r1)
+        let intermediateKey = PKIKey(curve: NID_secp384r1)
+        let leafKey = PKIKey(curve: options.leafCurveNID)
+        var serial = UInt64(Date().timeIntervalSince1970 * 1000)
+        func next() -> UInt64 { serial += 1; return serial }
+        let root = Self.issue(subject: rootKey, name: "\(options.name) Root CA", issuer: nil, issuerKey: rootKey,
+                              serial: next(), validity: options.rootValidity, ca: true, pathLength: -1, oid: nil)
+        let intermediate = Self.issue(
+            subject: intermediateKey, name: "\(options.name) WWDR CA", issuer: root,
+            issuerKey: rootKey, serial: next(), validity: options.intermediateValidity, ca: true, pathLength: 0,
+            oid: options.intermediateOID ? SignedDataVerifier.intermediateOID : nil)
+        let leaf = Self.issue(
+            subject: leafKey, name: "\(options.name) Receipt Signing",
+            issuer: intermediate, issuerKey: intermediateKey, serial: next(), validity: options.leafValidity, ca: false,
+            pathLength: -1, oid: options.leafOID ? SignedDataVerifier.leafOID : nil)
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
+        self.leafKey = try? ES256PrivateKey(pem: leafKey.privateKeyPEM)
+    }
+
+    /// The `x5c` header value: leaf, intermediate, root, as standard base64 DER.
+    public var x5c: [String] { [leaf, intermediate, root].map { Base64.encode($0.der, .standardPadded) } }
+
+    /// The payload signed as App Store signed data: `{"alg":"ES256","x5c":[…]}` and the leaf's key.
+    public func sign(payload: JSON) -> String {
+        guard let leafKey else { preconditionFailure("this chain's leaf cannot make ES256 signatures") }
+        return JWSSigner.sign(header: ["x5c": .array(x5c.map(JSON.string))], payload: payload, with: leafKey)
+    }
+
+    static func issue(subject: PKIKey, name: String, issuer: Certificate?, issuerKey: PKIKey, serial: UInt64,
+                      validity: ClosedRange<Date>, ca: Bool, pathLength: Int32, oid: String?) -> Certificate {
+        let issuerX509: OpaquePointer? = issuer.flatMap { certificate in
+            certificate.der.withUnsafeBufferPointer { wxpay_x509_from_der($0.baseAddress!, $0.count) }
+        }
+        defer { if let issuerX509 { X509_free(issuerX509) } }
+        guard let x509 = wxpay_x509_issue(
+            subject.pointer, name, "App Store Simulator (not Apple)", "US", issuerX509, issuerKey.pointer, serial,
+            Int64(validity.lowerBound.timeIntervalSince1970), Int64(validity.upperBound.timeIntervalSince1970),
+            ca ? 1 : 0, pathLength, oid, 1)
+        else { preconditionFailure("OpenSSL could not issue a certificate") }
+        defer { X509_free(x509) }
+        var buffer: UnsafeMutablePointer<UInt8>?
+        let length = wxpay_x509_to_der(x509, &buffer)
+        defer { wxpay_openssl_free(buffer) }
+        guard length > 0, let buffer, let certificate = Certificate(der: Array(UnsafeBufferPointer(start: buffer, count: Int(length))))
+        else { preconditionFailure("OpenSSL could not encode a certificate") }
+        return certificate
+    }
+}
+
+/// An EC key pair for the PKI (P-384 for the CAs, P-256 for leaves).
+final class PKIKey: @unchecked Sendable {
+    // @unchecked: created once, then only read by X509_sign.
+    let pointer: OpaquePointer
+
+    init(curve: Int32) {
+        guard let key = wxpay_ec_generate(curve) else { preconditionFailure("EC key generation failed") }
+        pointer = key
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    var privateKeyPEM: String {
+        var buffer: UnsafeMutablePointer<CChar>?
+        let length = wxpay_pkey_to_pem(pointer, 1, &buffer)
+        defer { wxpay_openssl_free(buffer) }
+        guard length > 0, let buffer else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: Int(length)), as: UTF8.self)
+    }
+}
