@@ -97,6 +97,13 @@ struct ConsoleTests {
             #expect(browser.cookies["wxpay_console_session"] == nil)
             #expect(rig.rig.service.metrics.counter("wxpay_console_password_checks_total") == checks)
         }
+        // Each refused password is on record under the name typed, and so is the failure that
+        // locked it; the answers to a locked name (no password check) are not.
+        for name in ["rita", "ghost"] {
+            let attempts = try await rig.auditEntries(AuditQuery(actor: name, action: "login"))
+            #expect(attempts.map(\.outcome) == ["locked", "refused", "refused", "refused", "refused"], "\(name)")
+            #expect(attempts.allSatisfy { $0.channel == "console" && $0.role == "-" && $0.address != nil })
+        }
         // Another name is not locked.
         #expect(try await rig.browser().signIn("vera").status == 303)
         rig.rig.clock.advance(by: 15 * 60 + 1)

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The support console in a real browser: headless Chromium through WebDriver (selenium), against a
 demo gateway with the simulator, every flow of the console's contract. Run by the Swift test
-`ConsoleBrowserTests` (so by scripts/test), or alone:
+`ConsoleBrowserTests.everyConsoleFlowWorksInHeadlessChromium` (so by scripts/test), which starts the
+gateway and chromedriver on loopback, makes the users and passes their addresses:
 
-    .build/test-tools-venv/bin/python scripts/console/browser_test.py [--binary .build/debug/wxpay-gateway]
+    swift test --skip-build --filter ConsoleBrowserTests
 
 The steps run in order against one gateway (each builds on the orders and entries before it).
 """
@@ -16,15 +17,15 @@ from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 
-from console_rig import PASSWORD, SUPPORT, ConsoleRig
+from console_rig import PASSWORD, SUPPORT, ConsoleRig, arguments
 
-BINARY = None
+OPTIONS = None
 
 
 class ConsoleInABrowser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rig = ConsoleRig(BINARY)
+        cls.rig = ConsoleRig(OPTIONS.gateway, OPTIONS.webdriver, OPTIONS.work)
         cls.paid = cls.rig.paid_order("browser-0001", amount=990, user_id="u-42")
         cls.other = cls.rig.paid_order("browser-0002", amount=500, user_id="u-77")
         # A refund made through the JSON API, to be found by its number.
@@ -222,6 +223,8 @@ class ConsoleInABrowser(unittest.TestCase):
             self.assertIn(action, {entry[0] for entry in seen}, action)
         self.assertIn(("refund", "forbidden"), seen)
         self.assertIn(("view_audit", "forbidden"), seen)
+        self.assertIn(("login", "refused"), seen)
+        self.assertIn(("login", "locked"), seen)
         self.assertIn("rita", table.text)
         self.assertIn("vera", table.text)
         self.assertIn("support token", table.text)
@@ -235,11 +238,8 @@ class ConsoleInABrowser(unittest.TestCase):
 
 
 def main():
-    global BINARY
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--binary", help="the wxpay-gateway executable (default: .build/debug)")
-    arguments = parser.parse_args()
-    BINARY = arguments.binary
+    global OPTIONS
+    OPTIONS = arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0])).parse_args()
     result = unittest.TextTestRunner(verbosity=2).run(unittest.defaultTestLoader.loadTestsFromTestCase(ConsoleInABrowser))
     failed = len(result.failures) + len(result.errors)
     print("%d passed, %d failed" % (result.testsRun - failed, failed))

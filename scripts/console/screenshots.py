@@ -3,14 +3,14 @@
 """Screenshots of every support console page, in Chinese and in English, into docs/console/:
 a demo gateway with a few orders (one paid with a refund back and a refund in CHANGE, its
 fulfilment event dead), headless Chromium, one PNG per page and language. scripts/console-screenshots
-builds the gateway and runs this.
+runs this through ConsoleBrowserTests, which starts the gateway and chromedriver and makes the users.
 """
 import argparse
 import os
 
 from selenium.webdriver.common.by import By
 
-from console_rig import ROOT, ConsoleRig
+from console_rig import ROOT, ConsoleRig, arguments
 
 PAGES = ["login", "search", "order", "audit"]
 
@@ -23,12 +23,11 @@ def full_page(rig, driver, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--binary", help="the wxpay-gateway executable (default: .build/debug)")
+    parser = arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "console"))
-    arguments = parser.parse_args()
-    os.makedirs(arguments.out, exist_ok=True)
-    rig = ConsoleRig(arguments.binary)
+    options = parser.parse_args()
+    os.makedirs(options.out, exist_ok=True)
+    rig = ConsoleRig(options.gateway, options.webdriver, options.work)
     try:
         rig.paid_order("demo-0001", amount=990, user_id="u-42", description="Swift 入门课")
         rig.paid_order("demo-0002", amount=1990, user_id="u-42", description="Go 并发实战")
@@ -48,19 +47,19 @@ def main():
             driver = rig.browser(language=language)
             driver.get(rig.base + "/console/login")
             rig.element(driver, "#login").find_element(By.NAME, "username").send_keys("adam")
-            full_page(rig, driver, os.path.join(arguments.out, "login-%s.png" % suffix))
+            full_page(rig, driver, os.path.join(options.out, "login-%s.png" % suffix))
             rig.sign_in(driver, "adam")
             driver.get(rig.base + "/console/")
             rig.submit(driver, "#search", [("q", "u-42")])
             rig.element(driver, "#results")
-            full_page(rig, driver, os.path.join(arguments.out, "search-%s.png" % suffix))
+            full_page(rig, driver, os.path.join(options.out, "search-%s.png" % suffix))
             driver.get(rig.base + "/console/orders/demo-0001")
             rig.submit(driver, "#recheck")
             rig.element(driver, "#notice")
-            full_page(rig, driver, os.path.join(arguments.out, "order-%s.png" % suffix))
+            full_page(rig, driver, os.path.join(options.out, "order-%s.png" % suffix))
             driver.get(rig.base + "/console/audit")
             rig.element(driver, "#audit")
-            full_page(rig, driver, os.path.join(arguments.out, "audit-%s.png" % suffix))
+            full_page(rig, driver, os.path.join(options.out, "audit-%s.png" % suffix))
         print("screenshots: %s" % ", ".join("%s-%s.png" % (page, suffix) for suffix in ("zh-CN", "en") for page in PAGES))
     finally:
         rig.close()

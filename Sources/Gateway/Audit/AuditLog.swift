@@ -33,9 +33,12 @@ public final class AuditLog: Sendable {
                 target: String? = nil, address: String?, outcome: String, detail: String = "") async throws(APIError)
         -> AuditEntry
     {
-        let entry = NewAuditEntry(at: now(), actor: actor, channel: channel, role: role, action: action,
-                                  outTradeNo: outTradeNo, target: target.map { String($0.prefix(200)) }, address: address,
-                                  outcome: outcome, detail: String(detail.prefix(500)))
+        // What a request carried (a search's words, a typed name) may hold control characters, and
+        // no store keeps U+0000: they are shown as U+FFFD, so every look can be recorded.
+        let entry = NewAuditEntry(at: now(), actor: Self.printable(actor, 128), channel: channel, role: role, action: action,
+                                  outTradeNo: outTradeNo.map { Self.printable($0, 64) },
+                                  target: target.map { Self.printable($0, 200) }, address: address.map { Self.printable($0, 64) },
+                                  outcome: Self.printable(outcome, 64), detail: Self.printable(detail, 500))
         do {
             let stored = try await store.appendAudit(entry)
             metrics.increment("wxpay_audit_entries_total", ["channel": channel])
@@ -45,6 +48,15 @@ public final class AuditLog: Sendable {
             logger.error("audit entry not written", ["action": action, "actor": actor, "error": error.shortDescription])
             throw .internalError
         }
+    }
+
+    /// `text` cut to `limit` characters, every control character (C0, DEL, C1) as U+FFFD.
+    static func printable(_ text: String, _ limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(limit) {
+            out.append(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar)
+        }
+        return String(out)
     }
 
     /// A page of entries, newest first.

@@ -59,8 +59,9 @@ public final class Console: Sendable {
         case success(token: String, session: ConsoleSession, user: ConsoleUser)
         /// A wrong name or password: one answer for both.
         case refused
-        /// Locked until then (after `lockThreshold` failures in `lockWindow`).
-        case locked(until: Date)
+        /// Locked until then (after `lockThreshold` failures in `lockWindow`); `now` when this
+        /// attempt's failure started the lock (it was a password check; the ones after are not).
+        case locked(until: Date, now: Bool)
         /// Too many password checks queued: try again shortly.
         case busy
     }
@@ -70,7 +71,7 @@ public final class Console: Sendable {
         let at = now
         if let until = try await storage({ () throws(StorageError) in try await self.store.loginLock(username: name, at: at) }) {
             metrics.increment("wxpay_console_logins_total", ["outcome": "locked"])
-            return .locked(until: until)
+            return .locked(until: until, now: false)
         }
         let user = ConsoleUser.isValidName(name) ? users.user(name) : nil
         guard let matched = await passwords.check(password, against: user?.password ?? absentUser) else {
@@ -86,7 +87,7 @@ public final class Console: Sendable {
             }
             if let until {
                 logger.warning("console login locked after repeated failures", ["username": name, "address": address ?? "?"])
-                return .locked(until: until)
+                return .locked(until: until, now: true)
             }
             return .refused
         }
@@ -154,9 +155,11 @@ public final class Console: Sendable {
 
     // MARK: - Helpers
 
-    /// What the login form's name becomes: trimmed and lowercased (ASCII), at most 64 bytes.
+    /// What the login form's name becomes: trimmed, lowercased, without control characters (no
+    /// user name has one, and no store keeps U+0000), at most 64 bytes.
     static func normalizedName(_ name: String) -> String {
-        let trimmed = name.trimmingWhitespace().lowercased()
+        let printable = String(String.UnicodeScalarView(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
+        let trimmed = printable.trimmingWhitespace().lowercased()
         var bytes = Array(trimmed.utf8.prefix(64))
         while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
         return String(decoding: bytes, as: UTF8.self)

@@ -103,7 +103,9 @@ extension Console {
         await signedInPage(request, right: .search, action: "search") { (exchange) throws(APIError) in
             let query = request.query
             var model = ConsolePages.Search()
-            model.q = String((query["q"] ?? "").trimmingWhitespace().prefix(128))
+            // No identifier holds a control character (and no store keeps U+0000): they go.
+            let typed = (query["q"] ?? "").unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }
+            model.q = String(String(String.UnicodeScalarView(typed)).trimmingWhitespace().prefix(128))
             model.from = query["from"] ?? ""
             model.to = query["to"] ?? ""
             var search = OrderSearch(identifier: model.q.isEmpty ? nil : model.q)
@@ -382,9 +384,11 @@ extension Console {
                     ConsoleHTTP.cookie(Self.loginCookie, "", secure: secureCookie, maxAge: 0),
                 ])
             case .refused:
+                await recordFailedLogin(exchange, name: name, outcome: "refused")
                 return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginRefused), status: 403,
                                  username: Self.normalizedName(name))
-            case .locked(let until):
+            case .locked(let until, let startedNow):
+                if startedNow { await recordFailedLogin(exchange, name: name, outcome: "locked") }
                 return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginLocked(until: until)), status: 429,
                                  username: Self.normalizedName(name), retryAfter: max(1, Int(until.timeIntervalSince(now).rounded(.up))))
             case .busy:
@@ -395,6 +399,15 @@ extension Console {
             return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: text.errorTitle, text.internalError,
                                                          back: "/console/login"), status: 500)
         }
+    }
+
+    /// A refused password is on record under the name typed (no role: nobody is signed in), and
+    /// so is the failure that locks a name. Answers to a name already locked are not: they cost no
+    /// password check, so recording each would let anyone grow the log as fast as they can send.
+    private func recordFailedLogin(_ exchange: Exchange, name: String, outcome: String) async {
+        guard let audit = service.audit else { return }
+        _ = try? await audit.record(actor: Self.normalizedName(name), channel: "console", role: "-", action: "login",
+                                    address: exchange.address, outcome: outcome)
     }
 
     func logoutSubmit(_ request: HTTPServerRequest) async -> HTTPServerResponse {
