@@ -35,8 +35,8 @@ let package = Package(
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (COpenSSL: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
-        // The durable order store (SQLite now); knows nothing of the protocol.
-        .target(name: "Storage", dependencies: ["CSQLite"]),
+        // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
+        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
@@ -72,20 +72,26 @@ let package = Package(
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
         .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
-        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference"]),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite"]),
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport"]),
+        // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
+        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
+                path: "Tests/StoreTestSupport"),
+        // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
+        .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
         ]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
         ]),
         // Loopback Python servers and the test certificates, shared by the client's test targets.
-        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP"], path: "Tests/HTTPClientTestSupport",
+        .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport",
+            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "ChildProcessSupport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
@@ -95,11 +101,11 @@ let package = Package(
         ]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
-            "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit",
+            "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
-            "HTTP", "HTTPClientTestSupport", "AppStore", "AppStoreSimulator",
+            "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

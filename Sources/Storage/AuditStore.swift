@@ -6,9 +6,10 @@ import Foundation
 /// gateway's own code included. Every console search, order view and action and every call of
 /// the JSON support API is one entry.
 ///
-/// Implementations: `SQLiteOrderStore`.
+/// Implementations: `SQLiteOrderStore`, `PostgresOrderStore`.
 public protocol AuditStore: Sendable {
-    /// Appends an entry. Returns it with its id (increasing in commit order).
+    /// Appends an entry. Returns it with its id (increasing; on PostgreSQL, ids are taken at the
+    /// insert, so two instances' entries may commit in the other order).
     func appendAudit(_ entry: NewAuditEntry) async throws(StorageError) -> AuditEntry
 
     /// A page of the entries `query` matches, newest first (by id), with ids below `before`.
@@ -85,5 +86,36 @@ public struct AuditPage: Sendable, Hashable {
     public init(entries: [AuditEntry], nextBefore: Int64?) {
         self.entries = entries
         self.nextBefore = nextBefore
+    }
+}
+
+// What both stores share: the column lists, the decoder, the page, and the text no store keeps.
+
+extension AuditEntry {
+    static let insertColumns: SQL = "at, actor, channel, role, action, out_trade_no, target, address, outcome, detail"
+    static let columns: SQL = "id, " + insertColumns
+
+    init(row: some StoreRow) throws(StorageError) {
+        self.init(
+            id: try row.int64(0),
+            entry: NewAuditEntry(
+                at: try row.date(1), actor: try row.text(2), channel: try row.text(3), role: try row.text(4),
+                action: try row.text(5), outTradeNo: try row.optionalText(6), target: try row.optionalText(7),
+                address: try row.optionalText(8), outcome: try row.text(9), detail: try row.text(10)))
+    }
+}
+
+extension NewAuditEntry {
+    func validate() throws(StorageError) {
+        try StoreText.validate(actor, channel, role, action, outTradeNo, target, address, outcome, detail)
+    }
+}
+
+extension AuditPage {
+    /// The page made from up to `limit + 1` entries read newest first: the extra one only says
+    /// that there is more.
+    init(rows: [AuditEntry], limit: Int) {
+        let entries = Array(rows.prefix(limit))
+        self.init(entries: entries, nextBefore: rows.count > limit ? entries.last?.id : nil)
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// The store keeps facts; the rules (how long a session lives, how many failures lock a name) are
 /// the console's, passed in. Every method is atomic; writes return only once durable.
-/// Implementations: `SQLiteOrderStore`.
+/// Implementations: `SQLiteOrderStore`, `PostgresOrderStore`.
 public protocol ConsoleStore: Sendable {
     // MARK: Sessions
 
@@ -96,5 +96,22 @@ public struct OrderSearch: Sendable, Hashable {
         self.states = states
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
+    }
+}
+
+// What both stores share: the column list, its decoder, and the text no store keeps.
+
+extension ConsoleSession {
+    static let columns: SQL = "id, username, credential_stamp, csrf_token, created_at, last_seen_at, expires_at, address"
+
+    init(row: some StoreRow) throws(StorageError) {
+        self.init(
+            id: try row.text(0), username: try row.text(1), credentialStamp: try row.text(2), csrfToken: try row.text(3),
+            createdAt: try row.date(4), lastSeenAt: try row.date(5), expiresAt: try row.date(6),
+            address: try row.optionalText(7))
+    }
+
+    func validate() throws(StorageError) {
+        try StoreText.validate(id, username, credentialStamp, csrfToken, address)
     }
 }

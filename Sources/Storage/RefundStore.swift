@@ -9,8 +9,9 @@ import Foundation
 /// and the insert are one transaction (and the database refuses an insert that breaks it); and a
 /// refund's parameters never change after it is recorded, so every retry sends the same ones.
 ///
-/// Every method is atomic; writes return only once durable. Implementations: `SQLiteOrderStore`.
-/// (A PostgreSQL store takes the order row `FOR UPDATE` in `createRefund` for the same effect.)
+/// Every method is atomic; writes return only once durable. Implementations: `SQLiteOrderStore`,
+/// `PostgresOrderStore` (which takes the order's row lock first in `createRefund` and the door, for
+/// the same effect across instances).
 public protocol RefundStore: Sendable {
     /// Records a refund request and reserves its amount, in one transaction with its `event` in the
     /// order's timeline, idempotently on `refund.outRefundNo`. Checked in this order: the order

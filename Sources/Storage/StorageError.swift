@@ -18,22 +18,28 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case schemaTooNew
         case invalidArgument
         case unexpectedRow
+        case unavailable
         case other
     }
 
     let code: Code
     /// The SQLite extended result code, when SQLite reported the failure.
     public let sqliteCode: Int32?
+    /// The SQLSTATE, when PostgreSQL reported the failure.
+    public let postgresCode: String?
     /// What the store was doing, a static phrase such as `step` or `commit`.
     let context: String
     /// A phrase written by us (never data from a request or a row), shown in `description`.
     let detail: String?
-    /// `sqlite3_errmsg`, never part of `description`.
+    /// `sqlite3_errmsg`, or PostgreSQL's primary message when it names no value; never part of
+    /// `description`.
     let message: String?
 
-    init(code: Code, sqliteCode: Int32? = nil, context: String = "", detail: String? = nil, message: String? = nil) {
+    init(code: Code, sqliteCode: Int32? = nil, postgresCode: String? = nil, context: String = "",
+         detail: String? = nil, message: String? = nil) {
         self.code = code
         self.sqliteCode = sqliteCode
+        self.postgresCode = postgresCode
         self.context = context
         self.detail = detail
         self.message = message
@@ -69,13 +75,18 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
     }
     /// A row did not have the shape the schema promises (a NULL or unknown value where none can be).
     static let unexpectedRow = StorageError(code: .unexpectedRow)
-    /// Any other SQLite failure.
+    /// The database server cannot be reached, refused the connection, or went away during the
+    /// operation (restart, failover, network). Retryable; a write that failed this way may or may
+    /// not have committed only when the connection broke during COMMIT, and every write is safe to
+    /// repeat (idempotent create, conditional transitions).
+    public static let unavailable = StorageError(code: .unavailable)
+    /// Any other database failure.
     public static let other = StorageError(code: .other)
 
     /// Whether trying again later may succeed.
     public var isRetryable: Bool {
         switch code {
-        case .busy, .io, .full: true
+        case .busy, .io, .full, .unavailable: true
         default: false
         }
     }
@@ -94,6 +105,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .schemaTooNew: "schema_too_new"
         case .invalidArgument: "invalid_argument"
         case .unexpectedRow: "unexpected_row"
+        case .unavailable: "unavailable"
         case .other: "other"
         }
     }
@@ -112,11 +124,13 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .schemaTooNew: text = "storage schema is newer than this program"
         case .invalidArgument: text = "invalid storage request"
         case .unexpectedRow: text = "storage row does not match the schema"
+        case .unavailable: text = "database unavailable"
         case .other: text = "storage error"
         }
         if let detail { text += ": \(detail)" }
         if !context.isEmpty { text += " during \(context)" }
         if let sqliteCode { text += " (SQLite code \(sqliteCode))" }
+        if let postgresCode { text += " (SQLSTATE \(postgresCode))" }
         return text
     }
 

@@ -10,7 +10,8 @@ import Storage
 struct GatewayResources {
     let configuration: GatewayConfiguration
     let logger: Logger
-    let store: SQLiteOrderStore
+    /// Every storage protocol both stores implement.
+    let store: any OrderStore & RefundStore & ConsoleStore & AuditStore
     let client: HTTPClient
 
     /// An exit status with its message already printed.
@@ -33,14 +34,13 @@ struct GatewayResources {
         }
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler())
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
-        let store: SQLiteOrderStore
-        switch configuration.database {
-        case .sqlite(let path):
-            do {
-                store = try await SQLiteOrderStore.open(path: path)
-            } catch {
-                return fail("cannot open the database \(path): \(error)", ExitStatus.database)
-            }
+        /// Every storage protocol both stores implement.
+    let store: any OrderStore & RefundStore & ConsoleStore & AuditStore
+        do {
+            store = try await openStore(configuration)
+        } catch {
+            // The description names the database without its password, and the error no value.
+            return fail("cannot open the database \(configuration.databaseDescription): \(error)", ExitStatus.database)
         }
         do {
             return .success(GatewayResources(configuration: configuration, logger: logger, store: store,
@@ -48,6 +48,15 @@ struct GatewayResources {
         } catch {
             await store.close()
             return fail("cannot start the HTTP client: \(error)", ExitStatus.internal)
+        }
+    }
+
+    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & ConsoleStore & AuditStore {
+        switch configuration.database {
+        case .sqlite(let path):
+            try await SQLiteOrderStore.open(path: path)
+        case .postgres(let settings):
+            try await PostgresOrderStore.open(settings, configuration: .init(poolSize: configuration.databasePool))
         }
     }
 

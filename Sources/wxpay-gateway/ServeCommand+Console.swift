@@ -9,7 +9,7 @@ extension ServeCommand {
     /// configured (or in demo mode), the support console with its reload hook. Demo mode puts a
     /// `demo` admin with a fresh random password into the file, for the banner to print. Nil when
     /// the console's users could not be read or written (start-up stops).
-    static func startConsole(_ configuration: GatewayConfiguration, service: OrderService, store: SQLiteOrderStore,
+    static func startConsole(_ configuration: GatewayConfiguration, service: OrderService, store: any ConsoleStore & AuditStore,
                              reloads: ReloadHooks, logger: Logger) async -> ConsoleBanner? {
         _ = AuditLog(orders: service, store: store)
         guard let path = configuration.consoleUsersPath else {
@@ -18,7 +18,7 @@ extension ServeCommand {
         }
         var demoPassword: String?
         if configuration.demo {
-            let password = Base64URLText.random(bytes: 12)
+            let password = PasswordHash.randomPassword()
             let hash = await withCheckedContinuation { continuation in
                 // scrypt: hundreds of milliseconds, off the cooperative pool.
                 DispatchQueue.global().async { continuation.resume(returning: PasswordHash.make(password)) }
@@ -66,15 +66,5 @@ struct ConsoleBanner {
         guard enabled else { return "" }
         guard let demoPassword else { return "support console: \(base)/console/\n" }
         return "support console: \(base)/console/   user: \(ServeCommand.demoConsoleUser)   password: \(demoPassword)\n"
-    }
-}
-
-/// Random text for demo passwords: base64url, so it can be typed and pasted.
-enum Base64URLText {
-    static func random(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 }

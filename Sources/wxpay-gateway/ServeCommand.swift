@@ -102,7 +102,8 @@ enum ServeCommand {
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
         }
         FileHandle.standardOutput.write(Data((banner(configuration, base: base) + consoleBanner.line(base: base)).utf8))
-        logger.notice("listening", ["address": base, "demo": String(configuration.demo)])
+        logger.notice("listening", ["address": base, "demo": String(configuration.demo),
+                                    "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
         service.addReloadHooks(to: reloads)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
 import HTTP
 import SimulatorKit
@@ -148,25 +149,19 @@ struct ReferenceAgreementTests {
         let errors = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [root.appendingPathComponent("scripts/appstore/reference_agreement.py").path, input.path]
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         environment.removeValue(forKey: "REQUESTS_CA_BUNDLE")
         environment["NO_PROXY"] = "127.0.0.1"
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(300)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let child = try ChildProcess(python.path, [root.appendingPathComponent("scripts/appstore/reference_agreement.py").path,
+                                                   input.path],
+                                     environment: environment, output: output.path, errors: errors.path)
+        let status = await child.wait(timeout: .seconds(300))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         guard let report = try? JSON.parse(Array(text.utf8)) else {
             let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            throw ScriptFailure(description: "reference_agreement.py printed no report (exit \(process.terminationStatus)): \(stderr.suffix(2000))")
+            throw ScriptFailure(description: "reference_agreement.py printed no report (exit \(status)): \(stderr.suffix(2000))")
         }
         return report
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -79,17 +80,9 @@ struct ServerAPITokenTests {
 
     /// Polls instead of blocking a thread of the suite's small cooperative pool.
     static func openssl(_ arguments: [String]) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        try await ChildProcess.run("/usr/bin/env", ["openssl"] + arguments, environment: ProcessInfo.processInfo.environment,
+                                   timeout: .seconds(60)).status
     }
 
     // MARK: - The simulator's checks

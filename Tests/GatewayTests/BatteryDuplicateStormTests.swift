@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -14,8 +15,8 @@ struct BatteryDuplicateStormTests {
     static let orders = 30
     static let copies = 12
 
-    @Test func aDuplicateStormIsAcknowledgedEveryTimeAndSettlesEachOrderOnce() async throws {
-        let rig = try await GatewayRig.start(.inProcess, pollInterval: 0.05)
+    @Test(arguments: StoreKind.all) func aDuplicateStormIsAcknowledgedEveryTimeAndSettlesEachOrderOnce(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store, pollInterval: 0.05)
         let receiver = try await WebhookReceiver.start(answering: 200)
         let client = try HTTPClient()
         let dispatcher = FulfilmentDispatcher(store: rig.store, configuration: FulfilmentTests.configuration(receiver),

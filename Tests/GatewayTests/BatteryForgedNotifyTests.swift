@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -11,8 +12,8 @@ import WeChatPaySimulator
 /// malformed and replayed notifies are refused, counted and logged (throttled), and an
 /// unauthenticated one writes nothing: every table has as many rows after as before.
 struct BatteryForgedNotifyTests {
-    @Test func forgeriesAndReplaysChangeNoOrderAndAreAllRefused() async throws {
-        let rig = try await GatewayRig.start(.sockets)
+    @Test(arguments: StoreKind.all) func forgeriesAndReplaysChangeNoOrderAndAreAllRefused(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.sockets, store: store)
         _ = try await rig.createOrder("forge-0001", amount: 990)
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
@@ -33,7 +34,7 @@ struct BatteryForgedNotifyTests {
             ("Host: localhost", rig.forgedNotify("forge-0001", amount: 990) { $0["sign"] = "" }, ["Host": "localhost"]),
             ("unknown out_trade_no", rig.forgedNotify("forge-9999", amount: 990), [:]),
         ]
-        let rowsBefore = TableRowCounts.of(rig.databasePath)
+        let rowsBefore = await TableRowCounts.of(rig.database)
         for (name, body, headers) in forgeries {
             for _ in 0..<3 {
                 let reply = try await rig.send(.post, "/wechat/notify", token: nil, body: body, headers: headers)
@@ -42,7 +43,7 @@ struct BatteryForgedNotifyTests {
                 #expect(text.contains("<return_code><![CDATA[FAIL]]></return_code>"), "\(name) was acknowledged")
             }
         }
-        #expect(TableRowCounts.of(rig.databasePath) == rowsBefore, "an unauthenticated notify wrote a row")
+        #expect(await TableRowCounts.of(rig.database) == rowsBefore, "an unauthenticated notify wrote a row")
 
         // The leaked-key case: our signature on another amount is authenticated, so it is on the
         // order's timeline for a person, and it settles nothing.
@@ -92,7 +93,7 @@ struct BatteryForgedNotifyTests {
                 $0["sign"] = Signer(key: key).signature(for: $0, type: .hmacSHA256)
             } }),
         ]
-        let rowsBefore = TableRowCounts.of(rig.databasePath)
+        let rowsBefore = await TableRowCounts.of(rig.database)
         #expect(Set(rowsBefore.keys).isSuperset(of: ["orders", "order_events", "outbox"]), "tables: \(rowsBefore.keys)")
         let started = ContinuousClock.now
         for kind in kinds {
@@ -105,7 +106,7 @@ struct BatteryForgedNotifyTests {
             }
         }
         let elapsed = ContinuousClock.now - started
-        #expect(TableRowCounts.of(rig.databasePath) == rowsBefore, "a forged notify wrote a row")
+        #expect(await TableRowCounts.of(rig.database) == rowsBefore, "a forged notify wrote a row")
         #expect(try await rig.store.events("forge-1000").map(\.kind) == ["created", "prepay"])
 
         let metrics = rig.service.metrics

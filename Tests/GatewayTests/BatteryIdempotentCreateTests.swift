@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import StoreTestSupport
 import Testing
 import WeChatPaySimulator
 
@@ -10,9 +11,9 @@ struct BatteryIdempotentCreateTests {
     static let identical = 60
     static let changed = 15
 
-    @Test(arguments: GatewayRig.Mode.allCases)
-    func concurrentIdenticalCreatesMakeOneOrderAndChangedOnesAreRefusedLocally(mode: GatewayRig.Mode) async throws {
-        let rig = try await GatewayRig.start(mode)
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func concurrentIdenticalCreatesMakeOneOrderAndChangedOnesAreRefusedLocally(mode: GatewayRig.Mode, store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
         let answers = await withTaskGroup(of: GatewayRig.Response?.self) { group -> [GatewayRig.Response?] in
             for _ in 0..<Self.identical {
                 group.addTask { try? await rig.createOrder("idem-0001", amount: 990) }

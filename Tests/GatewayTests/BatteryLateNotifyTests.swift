@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -9,8 +10,8 @@ import WeChatPaySimulator
 /// reliability.md T9's first case at reduced scale (the script's full version waits WeChat's
 /// 5-minute close window in real time): here the gateway's clock is the simulator's and is moved by hand.
 struct BatteryLateNotifyTests {
-    @Test func aNotifyAfterALocalCloseSettlesPaidFlaggedAndOnceHoweverOftenItArrives() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aNotifyAfterALocalCloseSettlesPaidFlaggedAndOnceHoweverOftenItArrives(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         _ = try await harness.create(
             #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"late-0001"}"#)
         harness.clock.advance(by: 301)
@@ -36,8 +37,8 @@ struct BatteryLateNotifyTests {
 
     /// The scripted T9's second path: the reconciler closes an expired order with closeorder, then
     /// WeChat lets the payment that raced the close through and sends its own notify, three times.
-    @Test func anExpiredOrderClosedByTheReconcilerThenPaidAtWeChatSettlesFlaggedAndOnce() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func anExpiredOrderClosedByTheReconcilerThenPaidAtWeChatSettlesFlaggedAndOnce(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         _ = try await harness.create(
             #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"late-0002","expires_in":300}"#)
         harness.clock.advance(by: 301)

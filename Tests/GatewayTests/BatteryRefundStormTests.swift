@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -13,9 +14,9 @@ import WeChatPaySimulator
 /// each refund number reaches WeChat with one parameter set, and every accepted refund ends SUCCESS
 /// with one refund.succeeded event.
 struct BatteryRefundStormTests {
-    @Test(arguments: RefundRig.Mode.allCases)
-    func aStormOfRefundsAskingOneAndAHalfTimesEachOrderNeverRefundsMoreThanWasPaid(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode, completeRefundsAfter: 0.2)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aStormOfRefundsAskingOneAndAHalfTimesEachOrderNeverRefundsMoreThanWasPaid(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store, completeRefundsAfter: 0.2)
         defer { Task { await rig.stop() } }
         let orders = (0..<8).map { "storm-\(mode == .sockets ? "s" : "p")-\($0)" }
         let amount = { (index: Int) in 1000 + 20 * index }

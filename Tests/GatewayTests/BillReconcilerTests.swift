@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -42,8 +43,8 @@ struct BillReconcilerTests {
         return "\(compact.prefix(4))-\(compact.dropFirst(4).prefix(2))-\(compact.suffix(2))"
     }
 
-    @Test func aBillWithADroppedPaymentAndDisagreementsSettlesTheOneAndReportsTheOthers() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aBillWithADroppedPaymentAndDisagreementsSettlesTheOneAndReportsTheOthers(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         // Keep every payment on one Beijing day, whatever time the test runs.
         let secondOfDay = (Int(harness.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
@@ -110,8 +111,8 @@ struct BillReconcilerTests {
         #expect(!again.differences.contains { $0.kind == .settledFromBill })
     }
 
-    @Test func aDayWithoutTransactionsStillReportsLocalPaymentsAbsentFromTheBill() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aDayWithoutTransactionsStillReportsLocalPaymentsAbsentFromTheBill(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(harness.clock.now())))
         try await Self.localOrder(harness, "ghost-0001", amount: 100, paidAt: dayStart + 3600)
@@ -121,8 +122,8 @@ struct BillReconcilerTests {
         #expect(report.differences.map(\.kind) == [.paidLocallyNotInBill])
     }
 
-    @Test func aMalformedDayIsRefusedBeforeAnythingIsDownloaded() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aMalformedDayIsRefusedBeforeAnythingIsDownloaded(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         for day in ["2026-13-01", "20261130", "2026-11-3", "yesterday"] {
             await #expect(throws: BillReconciliationError.invalidDay) {

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Synchronization
 import WeChatPaySimulator
 
@@ -29,10 +30,11 @@ final class ConsoleRig: Sendable {
     static let users: [(String, ConsoleRole)] = [("vera", .viewer), ("rita", .refunder), ("adam", .admin)]
 
     /// - Parameter console: false leaves the console off (no user file).
-    static func start(_ mode: GatewayRig.Mode = .inProcess, refundsOn: Bool = true, secureCookie: Bool = false)
-        async throws -> ConsoleRig
+    static func start(_ mode: GatewayRig.Mode = .inProcess, store: StoreKind = .sqlite, refundsOn: Bool = true,
+                      secureCookie: Bool = false) async throws -> ConsoleRig
     {
-        let rig = try await GatewayRig.start(mode, environment: secureCookie ? ["GATEWAY_CONSOLE_SECURE_COOKIE": "on"] : [:])
+        let rig = try await GatewayRig.start(mode, store: store,
+                                             environment: secureCookie ? ["GATEWAY_CONSOLE_SECURE_COOKIE": "on"] : [:])
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("console-users-\(UUID().uuidString)").path
         let hash = Self.hash(password)
         try ConsoleUserFile.update(path: file) { users in

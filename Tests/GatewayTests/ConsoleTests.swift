@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPaySimulator
 
@@ -160,9 +161,9 @@ struct ConsoleTests {
         #expect(try await rig.browser().signIn("rita").status == 403)
     }
 
-    @Test(arguments: GatewayRig.Mode.allCases)
-    func signingOutEndsTheSessionInTheDatabase(_ mode: GatewayRig.Mode) async throws {
-        let rig = try await ConsoleRig.start(mode)
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func signingOutEndsTheSessionInTheDatabase(_ mode: GatewayRig.Mode, _ store: StoreKind) async throws {
+        let rig = try await ConsoleRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         let browser = rig.browser()
         try await browser.signIn("vera")
@@ -179,9 +180,9 @@ struct ConsoleTests {
 
     // MARK: - CSRF and roles
 
-    @Test(arguments: GatewayRig.Mode.allCases)
-    func aPostWithoutItsCsrfTokenIs403AndWritesNothing(_ mode: GatewayRig.Mode) async throws {
-        let rig = try await ConsoleRig.start(mode)
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func aPostWithoutItsCsrfTokenIs403AndWritesNothing(_ mode: GatewayRig.Mode, _ store: StoreKind) async throws {
+        let rig = try await ConsoleRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("CSRF-0001")
         let browser = rig.browser()
@@ -189,7 +190,7 @@ struct ConsoleTests {
         try await browser.get("/console/orders/CSRF-0001")
         // Long enough for the session's last-seen time to be due for a write.
         rig.rig.clock.advance(by: 60)
-        let counts = TableRowCounts.of(rig.rig.databasePath)
+        let counts = await TableRowCounts.of(rig.rig.database)
         let sessions = try await rig.console.store.session(id: Console.sessionID(browser.cookies["wxpay_console_session"]!))
         let refund = [("amount", "1.00"), ("reason", "test"), ("out_refund_no", "CSRF-R1")]
         for csrf in [ConsoleBrowser.CSRF.none, .value("forged-token"), .value("")] {
@@ -200,7 +201,7 @@ struct ConsoleTests {
                 Self.expectSecured(answer)
             }
         }
-        #expect(TableRowCounts.of(rig.rig.databasePath) == counts)
+        #expect(await TableRowCounts.of(rig.rig.database) == counts)
         #expect(try await rig.console.store.session(id: sessions!.id) == sessions)
         #expect(try await rig.refunds.store.refund("CSRF-R1") == nil)
     }
@@ -241,9 +242,9 @@ struct ConsoleTests {
 
     // MARK: - Search
 
-    @Test(arguments: GatewayRig.Mode.allCases)
-    func theSearchBoxFindsAnOrderByEachOfItsIdentifiers(_ mode: GatewayRig.Mode) async throws {
-        let rig = try await ConsoleRig.start(mode)
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func theSearchBoxFindsAnOrderByEachOfItsIdentifiers(_ mode: GatewayRig.Mode, _ store: StoreKind) async throws {
+        let rig = try await ConsoleRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("FIND-0001")
         _ = try await rig.refunds.request(RefundInput(amount: 100, reason: "test", outRefundNo: "FIND-R1"), outTradeNo: "FIND-0001")

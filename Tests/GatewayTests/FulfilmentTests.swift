@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -62,8 +63,8 @@ struct FulfilmentTests {
 
     // MARK: - Delivery
 
-    @Test func theOutboxRedeliversAfterTheReceiverWasDown() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func theOutboxRedeliversAfterTheReceiverWasDown(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let receiver = try await WebhookReceiver.start(answering: 500)
         let client = try HTTPClient()
@@ -96,8 +97,8 @@ struct FulfilmentTests {
         #expect(events.filter { $0.kind == "fulfilment_delivered" }.count == 1)
     }
 
-    @Test func deliveryContinuesAfterARestartAndEachEventIsAcknowledgedOnce() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func deliveryContinuesAfterARestartAndEachEventIsAcknowledgedOnce(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let receiver = try await WebhookReceiver.start(answering: 200)
         let client = try HTTPClient()
@@ -114,7 +115,7 @@ struct FulfilmentTests {
 
         // The process goes away; a new one opens the same database file.
         await harness.store.close()
-        let reopened = try await SQLiteOrderStore.open(path: harness.directory.appendingPathComponent("orders.sqlite").path)
+        let reopened = try await harness.database.open()
         receiver.answer(200)
         let after = FulfilmentDispatcher(store: reopened, configuration: Self.configuration(receiver), transport: transport)
         let delivering = Task { await after.run() }
@@ -133,8 +134,8 @@ struct FulfilmentTests {
         await reopened.close()
     }
 
-    @Test func anEventFailingForADayIsDeadLetteredShownToSupportAndCanBeRedriven() async throws {
-        let rig = try await GatewayRig.start(.inProcess)
+    @Test(arguments: StoreKind.all) func anEventFailingForADayIsDeadLetteredShownToSupportAndCanBeRedriven(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store)
         let client = try HTTPClient()
         _ = try await rig.createOrder("dead-0001")
         try rig.simulator.pay(outTradeNo: "dead-0001")
@@ -193,8 +194,8 @@ struct FulfilmentTests {
         #expect(events.map(\.kind).contains("fulfilment_redriven"))
     }
 
-    @Test func retriesBackOffExponentiallyWithJitterUpToTheCap() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func retriesBackOffExponentiallyWithJitterUpToTheCap(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         func dispatcher(jitter: Double) -> FulfilmentDispatcher {
             FulfilmentDispatcher(store: harness.store, configuration: .init(url: "http://127.0.0.1:9/", secret: "x",

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Synchronization
 import WeChatPay
 import WeChatPaySimulator
@@ -34,25 +35,30 @@ final class GatewayRig: Sendable {
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
     let service: OrderService
-    let store: SQLiteOrderStore
+    let store: TestStore
     private let router: HTTPRouter
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
     private let base: String
-    private let directory: URL
-    /// The SQLite file of the rig's store.
-    var databasePath: String { directory.appendingPathComponent("orders.sqlite").path }
+    /// The rig's database (a SQLite file or a PostgreSQL schema), removed by `stop`.
+    let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
 
     /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
     /// the demo catalog included).
-    static func start(_ mode: Mode, pollInterval: Double = 0.2, environment: [String: String] = [:],
-                      logger: Logger = .disabled) async throws -> GatewayRig {
+    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
+        try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
+                        environment: environment, logger: logger)
+    }
+
+    /// A rig on a given database (which `stop` removes).
+    static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
         let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwapi-\(UUID().uuidString)")
-        let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
+        let store = try await database.open()
         let clock = ScaledClock(start: Date(), scale: 1)
         let target = NotifyTarget()
         let httpClient = mode == .sockets ? try HTTPClient() : nil
@@ -79,12 +85,12 @@ final class GatewayRig: Sendable {
             server = started
         }
         return GatewayRig(mode: mode, simulator: simulator, clock: clock, service: service, store: store, router: router,
-                          server: server, httpClient: httpClient, base: base, directory: directory)
+                          server: server, httpClient: httpClient, base: base, database: database)
     }
 
     private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
-                 store: SQLiteOrderStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
-                 base: String, directory: URL) {
+                 store: TestStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
+                 base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
         self.clock = clock
@@ -94,7 +100,7 @@ final class GatewayRig: Sendable {
         self.server = server
         self.httpClient = httpClient
         self.base = base
-        self.directory = directory
+        self.database = database
         notifyLoop = Task { await simulator.run() }
     }
 
@@ -103,7 +109,7 @@ final class GatewayRig: Sendable {
         await server?.shutdown(gracePeriod: .seconds(2))
         await httpClient?.shutdown()
         await store.close()
-        try? FileManager.default.removeItem(at: directory)
+        await database.remove()
     }
 
     /// One request to the gateway, by whichever path this rig uses.

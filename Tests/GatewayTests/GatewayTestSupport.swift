@@ -2,37 +2,38 @@
 import Foundation
 import Gateway
 import Storage
+import StoreTestSupport
 import Synchronization
 import WeChatPay
 import WeChatPaySimulator
 
-/// A gateway order service wired to the in-process simulator, with a SQLite store in a temp file.
+/// A gateway order service wired to the in-process simulator, with a store of either kind on a
+/// fresh database (a SQLite file in a temp directory, or a PostgreSQL schema of its own).
 /// Notifies from the simulator go straight into `handleNotify`, as they would over HTTP.
 final class GatewayHarness: Sendable {
     let service: OrderService
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
-    let store: SQLiteOrderStore
+    let store: any OrderStore
     let metrics: MetricsRegistry
-    let directory: URL
+    let database: TestDatabase
     private let notifyTask: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     /// - Parameter clockScale: simulated seconds per real second (0 freezes the clock, so only
     ///   `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
-    static func make(signType: SignType = .hmacSHA256, pollInterval: Double = 0.2,
+    static func make(store kind: StoreKind = .sqlite, signType: SignType = .hmacSHA256, pollInterval: Double = 0.2,
                      environment: [String: String] = [:], clockScale: Double = 1) async throws -> GatewayHarness {
         var env = environment
         env["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
         var configuration = try GatewayConfiguration(environment: Environment(env), demo: true)
         // Demo mode takes no WXPAY_* variable; the tests' merchant signs with either algorithm.
         configuration.signType = signType
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
-        return GatewayHarness(configuration: configuration, store: store, directory: directory, clockScale: clockScale)
+        let database = try await TestDatabase(kind)
+        let store = try await database.open()
+        return GatewayHarness(configuration: configuration, store: store, database: database, clockScale: clockScale)
     }
 
-    private init(configuration: GatewayConfiguration, store: SQLiteOrderStore, directory: URL, clockScale: Double) {
+    private init(configuration: GatewayConfiguration, store: any OrderStore, database: TestDatabase, clockScale: Double) {
         // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
         // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
         let clock = ScaledClock(start: Date(), scale: clockScale)
@@ -52,14 +53,14 @@ final class GatewayHarness: Sendable {
         self.clock = clock
         self.store = store
         self.metrics = metrics
-        self.directory = directory
+        self.database = database
         notifyTask.withLock { $0 = Task { await simulator.run() } }
     }
 
     func shutdown() async {
         notifyTask.withLock { $0?.cancel() }
         await store.close()
-        try? FileManager.default.removeItem(at: directory)
+        await database.remove()
     }
 
     /// Creates an order through the service with a JSON body.

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -9,8 +10,8 @@ import WeChatPaySimulator
 struct OrderServiceTests {
     static let body = #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"course-0001","user_id":"u-42"}"#
 
-    @Test func creatingAnOrderAnswersSignedAppParametersForTheAndroidSDK() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func creatingAnOrderAnswersSignedAppParametersForTheAndroidSDK(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let (created, order) = try await harness.create(Self.body)
         #expect(created)
@@ -30,8 +31,8 @@ struct OrderServiceTests {
         #expect(harness.simulator.order("course-0001")?.state == "NOTPAY")
     }
 
-    @Test func anIdenticalReplayAnswersTheSameOrderAndAChangedOneConflicts() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func anIdenticalReplayAnswersTheSameOrderAndAChangedOneConflicts(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let first = try await harness.create(Self.body)
         let second = try await harness.create(Self.body)
@@ -43,8 +44,8 @@ struct OrderServiceTests {
         #expect(harness.simulator.counters.requests["/pay/unifiedorder"] == 1)
     }
 
-    @Test func concurrentIdenticalCreatesMakeOneOrderAndOneUpstreamCall() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func concurrentIdenticalCreatesMakeOneOrderAndOneUpstreamCall(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let results = await withTaskGroup(of: Bool?.self) { group in
             for _ in 0..<50 { group.addTask { try? await harness.create(Self.body).created } }
@@ -57,8 +58,8 @@ struct OrderServiceTests {
         #expect(harness.simulator.counters.requests["/pay/unifiedorder"] == 1)
     }
 
-    @Test func aPaymentNotifySettlesTheOrderExactlyOnce() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aPaymentNotifySettlesTheOrderExactlyOnce(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 8)))
@@ -70,20 +71,21 @@ struct OrderServiceTests {
         #expect(try await harness.store.outboxEvents("course-0001").count == 1)
     }
 
-    @Test func aWaitingQueryFindsAPaymentWhoseNotifyWasDropped() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aWaitingQueryFindsAPaymentWhoseNotifyWasDropped(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "course-0001")
-        let order = try await harness.order("course-0001", wait: 5)
+        // The wait is long so that a loaded machine still fits its first orderquery in it.
+        let order = try await harness.order("course-0001", wait: 120)
         #expect(order.string("state") == "SUCCESS")
         #expect(order["final"] as? Bool == true)
         #expect(order.string("transaction_id") != nil)
     }
 
-    @Test func aNotifyWakesAWaitingQueryBeforeItsNextPoll() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 30)
+    @Test(arguments: StoreKind.all) func aNotifyWakesAWaitingQueryBeforeItsNextPoll(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         async let waited = harness.order("course-0001", wait: 20)
@@ -95,8 +97,8 @@ struct OrderServiceTests {
         #expect(ContinuousClock.now - started < .seconds(15))
     }
 
-    @Test func aWaitEndsAtItsDeadlineWithTheLatestKnownState() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aWaitEndsAtItsDeadlineWithTheLatestKnownState(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         let started = ContinuousClock.now
@@ -106,8 +108,8 @@ struct OrderServiceTests {
         #expect(ContinuousClock.now - started >= .seconds(1))
     }
 
-    @Test func aSystemErrorIsRetriedWithIdenticalParameters() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aSystemErrorIsRetriedWithIdenticalParameters(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/unifiedorder": EndpointFaults(systemErrorRate: 0.5)]))
         var unavailable: [String] = []
@@ -138,8 +140,8 @@ struct OrderServiceTests {
         #expect(harness.simulator.counters.requests["/pay/unifiedorder"]! > 10)
     }
 
-    @Test func closingInsideFiveMinutesIsRefusedWithRetryAfter() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func closingInsideFiveMinutesIsRefusedWithRetryAfter(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         do {
@@ -154,8 +156,8 @@ struct OrderServiceTests {
         #expect(closed.string("state") == "CLOSED")
     }
 
-    @Test func closingAnOrderWeChatSaysIsPaidSettlesItAsPaid() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func closingAnOrderWeChatSaysIsPaidSettlesItAsPaid(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))

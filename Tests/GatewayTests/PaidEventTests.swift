@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -9,8 +10,8 @@ import WeChatPaySimulator
 /// The `order.paid` outbox event, written by hand rather than by JSONEncoder: it must still be
 /// valid JSON carrying exactly the order's values, whatever characters the client sent.
 struct PaidEventTests {
-    @Test func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         let description = "Swift \"course\" \\ 课程 / end"
         let body = try JSONSerialization.data(withJSONObject: [
@@ -41,8 +42,8 @@ struct PaidEventTests {
 
     /// The webhook's `data` is the order as `GET /v1/orders/{id}` shows it, plus what only the
     /// business needs: one writer for the order's shape, so the two never drift apart.
-    @Test func theWebhookDataIsTheOrderAsTheQueryShowsItPlusAttachUserAndProduct() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func theWebhookDataIsTheOrderAsTheQueryShowsItPlusAttachUserAndProduct(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(#"{"amount":1990,"description":"Swift","client_ip":"203.0.113.7","#
             + #""out_trade_no":"paid-evt-02","attach":"cart=7","user_id":"u-7","product_id":"swift-101"}"#)
@@ -63,8 +64,8 @@ struct PaidEventTests {
         #expect(data["paid_after_close"] == nil)
     }
 
-    @Test func eventIDsAreUniqueAndOrderedByTimeOfCreation() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func eventIDsAreUniqueAndOrderedByTimeOfCreation(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         var ids: [String] = []
         for index in 0..<3 {

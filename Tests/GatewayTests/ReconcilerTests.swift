@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -22,8 +23,8 @@ struct ReconcilerTests {
         try await harness.store.events(outTradeNo)
     }
 
-    @Test func aPaymentWhoseNotifyWasDroppedIsRecoveredByTheReconcilerAlone() async throws {
-        let harness = try await GatewayHarness.make(environment: Self.fast)
+    @Test(arguments: StoreKind.all) func aPaymentWhoseNotifyWasDroppedIsRecoveredByTheReconcilerAlone(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("dropped-0001"))
@@ -32,7 +33,7 @@ struct ReconcilerTests {
         let reconciler = Reconciler(service: harness.service)
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
-        let settled = await harness.eventually(timeout: 20) {
+        let settled = await harness.eventually(timeout: 120) {
             (try? await harness.store.order("dropped-0001"))??.state == .success
         }
         #expect(settled)
@@ -50,8 +51,8 @@ struct ReconcilerTests {
         #expect(harness.metrics.exposition().contains("wxpay_reconcile_lag_seconds"))
     }
 
-    @Test func anOrderIsNotAskedAboutBeforeItHasGoneWithoutANotifyForTheConfiguredTime() async throws {
-        let harness = try await GatewayHarness.make(environment: ["GATEWAY_RECONCILE_AFTER": "60"])
+    @Test(arguments: StoreKind.all) func anOrderIsNotAskedAboutBeforeItHasGoneWithoutANotifyForTheConfiguredTime(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.order("young-0001"))
         let reconciler = Reconciler(service: harness.service)
@@ -64,8 +65,8 @@ struct ReconcilerTests {
         #expect(try await harness.store.order("young-0001")?.state == .notPay)
     }
 
-    @Test func anExpiredOrderPaidWithItsNotifyDroppedIsClosedGetsORDERPAIDAndEndsSuccess() async throws {
-        let harness = try await GatewayHarness.make(environment: Self.fast)
+    @Test(arguments: StoreKind.all) func anExpiredOrderPaidWithItsNotifyDroppedIsClosedGetsORDERPAIDAndEndsSuccess(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("expired-paid", expiresIn: 300))
@@ -90,8 +91,8 @@ struct ReconcilerTests {
         #expect(events[settled].detail.contains("NOTPAY -> SUCCESS"))
     }
 
-    @Test func aPaymentArrivingAfterALocalCloseIsStillRecordedAndFlagged() async throws {
-        let harness = try await GatewayHarness.make(environment: Self.fast)
+    @Test(arguments: StoreKind.all) func aPaymentArrivingAfterALocalCloseIsStillRecordedAndFlagged(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("late-0001"))
@@ -107,8 +108,8 @@ struct ReconcilerTests {
         #expect(order.flags.contains(.paidAfterClose))
     }
 
-    @Test func severalSweepersAtOnceQueryEachOrderAtMostOncePerSweep() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func severalSweepersAtOnceQueryEachOrderAtMostOncePerSweep(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<30).map { String(format: "multi-%04d", $0) }
@@ -141,9 +142,9 @@ struct ReconcilerTests {
         #expect(again.claimed == 0)
     }
 
-    @Test func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved() async throws {
+    @Test(arguments: StoreKind.all) func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved(store: StoreKind) async throws {
         // Frozen: on a loaded machine nine paced calls can outlast a real-time 0.9 s lease.
-        let harness = try await GatewayHarness.make(clockScale: 0)
+        let harness = try await GatewayHarness.make(store: store, clockScale: 0)
         defer { Task { await harness.shutdown() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<20).map { String(format: "backlog-%02d", $0) }
@@ -178,8 +179,8 @@ struct ReconcilerTests {
         #expect(queries.values.allSatisfy { $0 <= 2 })
     }
 
-    @Test func aSweepWhoseCallsKeepFailingStopsEarlyAndLeavesTheRestForLater() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func aSweepWhoseCallsKeepFailingStopsEarlyAndLeavesTheRestForLater(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         for index in 0..<15 { _ = try await harness.create(Self.order("failing-\(index)")) }
         harness.clock.advance(by: 120)
@@ -201,8 +202,8 @@ struct ReconcilerTests {
         #expect(events.contains { $0.kind == "reconcile_failed" })
     }
 
-    @Test func theRateLimitSpacesCallsToWeChat() async throws {
-        let harness = try await GatewayHarness.make()
+    @Test(arguments: StoreKind.all) func theRateLimitSpacesCallsToWeChat(store: StoreKind) async throws {
+        let harness = try await GatewayHarness.make(store: store)
         defer { Task { await harness.shutdown() } }
         for index in 0..<6 { _ = try await harness.create(Self.order("paced-\(index)")) }
         harness.clock.advance(by: 120)

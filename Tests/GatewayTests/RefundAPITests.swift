@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -10,9 +11,9 @@ import WeChatPaySimulator
 /// The refund contract, each test run in process and over sockets (gateway HTTP, WeChat HTTPS with
 /// the merchant certificate, notifies back over HTTP).
 struct RefundAPITests {
-    @Test(arguments: RefundRig.Mode.allCases)
-    func aFullRefundSucceedsThroughItsNotifyAndTheOrderTurnsRefund(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aFullRefundSucceedsThroughItsNotifyAndTheOrderTurnsRefund(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-full", amount: 990)
         let requested = try await rig.refund("rf-full", amount: 990, number: "rf-full-r1")
@@ -44,9 +45,9 @@ struct RefundAPITests {
         #expect(kinds.suffix(4) == ["refund_requested", "refund_accepted", "refund_state_changed", "state_changed"])
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func partialRefundsAddUpToTheTotalAndTheNextIsRefusedWithoutAskingWeChat(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func partialRefundsAddUpToTheTotalAndTheNextIsRefusedWithoutAskingWeChat(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-part", amount: 1000)
         for (number, amount) in [("rf-part-1", 300), ("rf-part-2", 300), ("rf-part-3", 400)] {
@@ -73,9 +74,9 @@ struct RefundAPITests {
         #expect(try await rig.events("rf-part", type: "refund.failed").count == 1)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func anIdenticalReplayIsTheSameRefundAndAnythingElseUnderItsNumberAConflict(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func anIdenticalReplayIsTheSameRefundAndAnythingElseUnderItsNumberAConflict(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-idem")
         try await rig.paidOrder("rf-idem-other")
@@ -98,9 +99,9 @@ struct RefundAPITests {
         #expect((generated.json["out_refund_no"] as? String)?.count == 27)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func refusalsAreDecidedLocallyAndNeverReachWeChat(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func refusalsAreDecidedLocallyAndNeverReachWeChat(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-local", amount: 500)
         _ = try await rig.send(.post, "/v1/orders", body: #"{"amount":500,"description":"d","client_ip":"203.0.113.7","out_trade_no":"rf-unpaid"}"#)
@@ -138,9 +139,9 @@ struct RefundAPITests {
         #expect(try await rig.store.refunds(outTradeNo: "rf-local").isEmpty)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func concurrentRefundsOfOneOrderNeverTogetherExceedWhatWasPaid(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func concurrentRefundsOfOneOrderNeverTogetherExceedWhatWasPaid(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-race", amount: 1000)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -158,9 +159,9 @@ struct RefundAPITests {
         #expect(rig.upstreamRefundRequests == 6)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func aWaitingReadAnswersOnceTheRefundHasItsResultOrWhenTheWaitRunsOut(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aWaitingReadAnswersOnceTheRefundHasItsResultOrWhenTheWaitRunsOut(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-wait")
         _ = try await rig.refund("rf-wait", amount: 90, number: "rf-wait-r1")

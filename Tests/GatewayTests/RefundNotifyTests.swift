@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -29,9 +30,9 @@ struct RefundNotifyTests {
         return lines
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func forgedRefundNotifiesAreRefusedAndWriteNothing(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func forgedRefundNotifiesAreRefusedAndWriteNothing(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("fn-ord-a", amount: 900)
         try await rig.paidOrder("fn-ord-b", amount: 900)
@@ -84,9 +85,9 @@ struct RefundNotifyTests {
         #expect(rig.metrics.counter("wxpay_refund_notifies_total", ["outcome": "duplicate"]) == 1)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func duplicateConcurrentRefundNotifiesSettleOnceAndAreAllAcknowledged(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func duplicateConcurrentRefundNotifiesSettleOnceAndAreAllAcknowledged(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("fn-dup", amount: 500)
         _ = try await rig.refund("fn-dup", amount: 500, number: "fn-dup-r1")

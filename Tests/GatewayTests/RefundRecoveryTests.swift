@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Storage
+import StoreTestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -15,9 +16,9 @@ struct RefundRecoveryTests {
         Reconciler(service: rig.service, configuration: .init(interval: 30, after: 3600))
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func aRefundWhoseNotifyWasDroppedIsFinishedByRefundquery(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aRefundWhoseNotifyWasDroppedIsFinishedByRefundquery(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rc-drop")
         #expect(try await rig.refund("rc-drop", amount: 990, number: "rc-drop-r1").status == 201)
@@ -39,9 +40,9 @@ struct RefundRecoveryTests {
         #expect(await Self.reconciler(rig).sweep().refundsClaimed == 0)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func systemErrorsAreRetriedWithTheSameNumberAndParametersAndAFreshNonce(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func systemErrorsAreRetriedWithTheSameNumberAndParametersAndAFreshNonce(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rc-syserr", amount: 700)
         rig.simulator.apply(FaultPlan(endpoints: ["/secapi/pay/refund": EndpointFaults(systemErrorRate: 1)]))
@@ -65,9 +66,9 @@ struct RefundRecoveryTests {
         #expect(rig.simulator.refundRequests["rc-syserr-r1"]?.parameterSets.count == 1)
     }
 
-    @Test(arguments: RefundRig.Mode.allCases)
-    func aRefundRecordedButNeverSentIsSentAgainUnderItsNumberByTheReconciler(mode: RefundRig.Mode) async throws {
-        let rig = try await RefundRig.start(mode)
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aRefundRecordedButNeverSentIsSentAgainUnderItsNumberByTheReconciler(mode: RefundRig.Mode, store: StoreKind) async throws {
+        let rig = try await RefundRig.start(mode, store: store)
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rc-crash", amount: 600)
         // What a crash right after recording leaves: the refund, reserved, that WeChat never saw.

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Storage
+import StoreTestSupport
 import Synchronization
 import WeChatPay
 import WeChatPayHTTPTransport
@@ -33,25 +34,25 @@ final class RefundRig: Sendable {
     let clock: ScaledClock
     let service: OrderService
     let refunds: RefundService
-    let store: SQLiteOrderStore
+    let store: TestStore
     let metrics: MetricsRegistry
     private let router: HTTPRouter
     private let servers: [HTTPServer]
     private let httpClient: HTTPClient?
     private let base: String
-    private let directory: URL
+    private let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
 
     /// - Parameters:
     ///   - refundsOn: false starts the gateway without a certificate (refunds answer 503).
     ///   - completeRefundsAfter: the simulator completes accepted refunds SUCCESS after these seconds.
-    static func start(_ mode: Mode, certificate: Certificate = .pem, refundsOn: Bool = true,
+    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, certificate: Certificate = .pem, refundsOn: Bool = true,
                       completeRefundsAfter: Double? = nil, environment: [String: String] = [:]) async throws -> RefundRig {
         var env = ["GATEWAY_POLL_INTERVAL": "0.2", "GATEWAY_REFUND_QUERY_AFTER": "0"]
         env.merge(environment) { $1 }
         let configuration = try GatewayConfiguration(environment: Environment(env), demo: true)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gwrefund-\(UUID().uuidString)")
-        let store = try await SQLiteOrderStore.open(path: directory.appendingPathComponent("orders.sqlite").path)
+        let database = try await TestDatabase(kind)
+        let store = try await database.open()
         let clock = ScaledClock(start: Date(), scale: 1)
         let target = NotifyTarget()
         let sockets = mode == .sockets
@@ -121,12 +122,12 @@ final class RefundRig: Sendable {
         }
         return RefundRig(mode: mode, simulator: simulator, clock: clock, service: service, refunds: refunds, store: store,
                          metrics: metrics, router: router, servers: servers, httpClient: httpClient, base: base,
-                         directory: directory)
+                         database: database)
     }
 
     private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService, refunds: RefundService,
-                 store: SQLiteOrderStore, metrics: MetricsRegistry, router: HTTPRouter, servers: [HTTPServer],
-                 httpClient: HTTPClient?, base: String, directory: URL) {
+                 store: TestStore, metrics: MetricsRegistry, router: HTTPRouter, servers: [HTTPServer],
+                 httpClient: HTTPClient?, base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
         self.clock = clock
@@ -138,7 +139,7 @@ final class RefundRig: Sendable {
         self.servers = servers
         self.httpClient = httpClient
         self.base = base
-        self.directory = directory
+        self.database = database
         notifyLoop = Task { await simulator.run() }
     }
 
@@ -147,7 +148,7 @@ final class RefundRig: Sendable {
         for server in servers { await server.shutdown(gracePeriod: .seconds(2)) }
         await httpClient?.shutdown()
         await store.close()
-        try? FileManager.default.removeItem(at: directory)
+        await database.remove()
     }
 
     /// One request to the gateway, by whichever path this rig uses.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
 
@@ -58,36 +59,43 @@ public final class PythonTestServer: Sendable {
     public let port: Int
     /// `http://127.0.0.1:<port>` or `https://…`.
     public let baseURL: String
-    private let process: Process
-    private let stdin: Pipe
+    /// A `ChildProcess` (posix_spawn): Foundation's `Process.run()` can crash the test process on Linux.
+    private let child: ChildProcess
+    private let directory: URL
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("test_server.py").path
 
-    private init(port: Int, tls: Bool, process: Process, stdin: Pipe) {
+    private init(port: Int, tls: Bool, child: ChildProcess, directory: URL) {
         self.port = port
         baseURL = "\(tls ? "https" : "http")://127.0.0.1:\(port)"
-        self.process = process
-        self.stdin = stdin
+        self.child = child
+        self.directory = directory
     }
 
-    /// Starts a server and waits (at most 20 seconds) for its port.
+    /// Starts a server and waits (at most 2 minutes) for its port.
     public static func start(_ options: Options) async throws -> PythonTestServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script] + options.arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        let line = await readLine(from: stdout.fileHandleForReading.fileDescriptor, timeout: .seconds(20))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-py-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let output = directory.appendingPathComponent("stdout").path
+        let child: ChildProcess
+        do {
+            // The pipe on stdin stays open while the server should run: its EOF ends the server.
+            child = try ChildProcess("python3", [script] + options.arguments, environment: ProcessInfo.processInfo.environment,
+                                     input: .pipe, output: output, errors: "/dev/null")
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        // Generous: at load 30-35 a Python start with ssl took over 20 s.
+        let line = await firstLine(of: output, from: child, timeout: .seconds(120))
         guard let line, line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            child.closeInput()
+            await child.wait(timeout: .zero)
+            try? FileManager.default.removeItem(at: directory)
             throw TestServerError(message: "test server did not report a port: \(line ?? "no output")")
         }
-        return PythonTestServer(port: port, tls: options.tls, process: process, stdin: stdin)
+        return PythonTestServer(port: port, tls: options.tls, child: child, directory: directory)
     }
 
     /// `baseURL` + `path`.
@@ -95,37 +103,22 @@ public final class PythonTestServer: Sendable {
 
     /// Kills the server and reaps it.
     public func stop() async {
-        try? stdin.fileHandleForWriting.close()
-        kill(process.processIdentifier, SIGKILL)
-        // waitUntilExit blocks; keep it off the cooperative pool.
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                self.process.waitUntilExit()
-                done.resume()
-            }
-        }
+        child.closeInput()
+        await child.wait(timeout: .zero)
+        try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Reads one line from `fd`, polling so the wait is bounded; runs on a Dispatch thread.
-    private static func readLine(from fd: Int32, timeout: Duration) async -> String? {
-        await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-            Thread.detachNewThread {
-                let deadline = ContinuousClock.now + timeout
-                var bytes: [UInt8] = []
-                while bytes.count < 512, ContinuousClock.now < deadline {
-                    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&descriptor, 1, 100) > 0 else { continue }
-                    var byte: UInt8 = 0
-                    guard read(fd, &byte, 1) == 1 else { break }
-                    if byte == UInt8(ascii: "\n") {
-                        done.resume(returning: String(decoding: bytes, as: UTF8.self))
-                        return
-                    }
-                    bytes.append(byte)
-                }
-                done.resume(returning: nil)
+    /// The first line the child writes to `path`, polling so the wait is bounded.
+    private static func firstLine(of path: String, from child: ChildProcess, timeout: Duration) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), let newline = text.firstIndex(of: "\n") {
+                return String(text[..<newline])
             }
+            if !child.isRunning { break }
+            try? await Task.sleep(for: .milliseconds(20))
         }
+        return nil
     }
 }
 

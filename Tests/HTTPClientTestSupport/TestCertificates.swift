@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import HTTP
 
@@ -55,23 +56,10 @@ extension TestCertificates {
         return path
     }
 
-    /// Runs a command to completion off the cooperative pool; returns its exit status.
+    /// Runs a command to completion (a `ChildProcess`, not Foundation's `Process`, whose `run()`
+    /// can crash the test process on Linux); returns its exit status.
     private static func run(_ executable: String, _ arguments: [String]) async -> Int32 {
-        await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
-            Thread.detachNewThread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                do {
-                    try process.run()
-                    process.waitUntilExit()
-                    done.resume(returning: process.terminationStatus)
-                } catch {
-                    done.resume(returning: -1)
-                }
-            }
-        }
+        (try? await ChildProcess.run(executable, arguments, environment: ProcessInfo.processInfo.environment,
+                                     timeout: .seconds(120)).status) ?? -1
     }
 }

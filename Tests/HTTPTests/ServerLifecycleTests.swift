@@ -84,10 +84,13 @@ import Testing
 
     @Test func shutdownDrainsASlowRequestWhileRefusingNewConnections() async throws {
         let started = Gate()
+        // The slow request finishes only once shutdown is under way (a fixed sleep could end
+        // before the shutdown began on a loaded machine, and then nothing was drained).
+        let draining = Gate()
         var router = Self.helloRouter()
         router.add(.get, "/slow") { _ in
             started.open()
-            try await Task.sleep(for: .milliseconds(1500))
+            await draining.wait()
             return .text("finished")
         }
         let server = HTTPServer(router: router)
@@ -99,6 +102,7 @@ import Testing
         #expect(
             await eventually { (try? await Self.connectionIsRefused(address)) == true },
             "new connections are refused once shutdown starts")
+        draining.open()
         let response = try await slow.value
         await shutdown.value
         #expect(response.status == 200)

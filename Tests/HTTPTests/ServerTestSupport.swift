@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Dispatch
 import Foundation
 import Glibc
@@ -81,7 +82,7 @@ final class RawConnection: @unchecked Sendable {  // used by one thread at a tim
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(to address: HTTPServerSocketAddress, receiveTimeout: Duration = .seconds(30)) throws {
+    init(to address: HTTPServerSocketAddress, receiveTimeout: Duration = .seconds(120)) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
         var peer = sockaddr_in()
@@ -262,32 +263,15 @@ struct ProcessResult: Sendable {
     var standardError: String
 }
 
-/// Runs a tool to completion (bounded by `timeout`, after which it is terminated).
+/// Runs a tool to completion (bounded by `timeout`, after which it is killed). A `ChildProcess`
+/// (posix_spawn), not Foundation's `Process`, whose `run()` can crash the test process on Linux.
 func runProcess(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws
     -> ProcessResult
 {
-    try await offPool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let timer = DispatchSource.makeTimerSource()
-        timer.schedule(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1000)))
-        timer.setEventHandler { if process.isRunning { process.terminate() } }
-        timer.resume()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        timer.cancel()
-        return ProcessResult(
-            status: process.terminationStatus, standardOutput: String(decoding: outData, as: UTF8.self),
-            standardError: String(decoding: errData, as: UTF8.self))
-    }
+    let result = try await ChildProcess.run(executable, arguments, environment: ProcessInfo.processInfo.environment,
+                                            timeout: timeout)
+    return ProcessResult(status: result.status, standardOutput: String(decoding: result.output, as: UTF8.self),
+                         standardError: String(decoding: result.errors, as: UTF8.self))
 }
 
 /// The number of threads in this process (entries of /proc/self/task).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-import CSQLite
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct ConsoleStoreTests {
@@ -12,8 +12,8 @@ struct ConsoleStoreTests {
 
     // MARK: Sessions
 
-    @Test func aSessionIsStoredReadTouchedForwardOnlyAndDeleted() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aSessionIsStoredReadTouchedForwardOnlyAndDeleted(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await store.createSession(Self.session("s1"))
             #expect(try await store.session(id: "s1") == Self.session("s1"))
             #expect(try await store.session(id: "nope") == nil)
@@ -27,16 +27,16 @@ struct ConsoleStoreTests {
         }
     }
 
-    @Test func aSecondSessionWithTheSameIdIsRefused() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aSecondSessionWithTheSameIdIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await store.createSession(Self.session("s1"))
             await #expect(throws: StorageError.self) { try await store.createSession(Self.session("s1", user: "mallory")) }
             #expect(try await store.session(id: "s1")?.username == "alice")
         }
     }
 
-    @Test func purgingRemovesExpiredAndIdleSessionsOnly() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func purgingRemovesExpiredAndIdleSessionsOnly(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             var expired = Self.session("expired")
             expired.expiresAt = TestTime.at(100)
             try await store.createSession(expired)
@@ -51,12 +51,12 @@ struct ConsoleStoreTests {
 
     // MARK: Failed logins
 
-    static func fail(_ name: String, at seconds: Double, in store: SQLiteOrderStore) async throws -> Date? {
+    static func fail(_ name: String, at seconds: Double, in store: some ConsoleStore) async throws -> Date? {
         try await store.recordLoginFailure(username: name, at: TestTime.at(seconds), window: 900, threshold: 5, lockFor: 900)
     }
 
-    @Test func theFifthFailureWithinFifteenMinutesLocksTheNameForFifteenMinutes() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func theFifthFailureWithinFifteenMinutesLocksTheNameForFifteenMinutes(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for second in [0.0, 60, 120, 180] { #expect(try await Self.fail("alice", at: second, in: store) == nil) }
             #expect(try await store.loginLock(username: "alice", at: TestTime.at(200)) == nil)
             #expect(try await Self.fail("alice", at: 240, in: store) == TestTime.at(1140))
@@ -67,8 +67,8 @@ struct ConsoleStoreTests {
         }
     }
 
-    @Test func failuresOlderThanTheWindowAndClearedFailuresDoNotCount() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func failuresOlderThanTheWindowAndClearedFailuresDoNotCount(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for second in [0.0, 60, 120, 180] { _ = try await Self.fail("alice", at: second, in: store) }
             // 15 minutes after the first, that one has left the window: four remain, no lock.
             #expect(try await Self.fail("alice", at: 900, in: store) == nil)
@@ -78,11 +78,52 @@ struct ConsoleStoreTests {
         }
     }
 
+    @Test(arguments: StoreKind.all) func instancesOnOneDatabaseShareSessionsAndCountFailuresTogether(_ kind: StoreKind)
+        async throws
+    {
+        try await withStore(kind) { first, database async throws in
+            let second = try await database.open()
+            do {
+                // A browser signed in through one instance is signed in on the other, and out on both.
+                try await first.createSession(Self.session("s1"))
+                #expect(try await second.session(id: "s1") == Self.session("s1"))
+                #expect(try await second.deleteSession(id: "s1"))
+                #expect(try await first.session(id: "s1") == nil)
+                // Five failures spread over both lock the name on both.
+                for at in [0.0, 60] { #expect(try await Self.fail("alice", at: at, in: first) == nil) }
+                for at in [120.0, 180] { #expect(try await Self.fail("alice", at: at, in: second) == nil) }
+                #expect(try await Self.fail("alice", at: 240, in: first) == TestTime.at(1140))
+                #expect(try await second.loginLock(username: "alice", at: TestTime.at(300)) == TestTime.at(1140))
+                // Both append to one audit log.
+                _ = try await first.appendAudit(Self.entry("search"))
+                _ = try await second.appendAudit(Self.entry("view_order", order: "O1"))
+                #expect(try await first.auditEntries(AuditQuery(), limit: 10, before: nil).entries.map(\.entry.action)
+                    == ["view_order", "search"])
+            } catch {
+                await second.close()
+                throw error
+            }
+            await second.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func textWithANulCharacterIsRefusedAndNothingIsWritten(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            await #expect(throws: StorageError.self) { try await store.appendAudit(Self.entry("search\u{0}")) }
+            await #expect(throws: StorageError.self) { try await store.createSession(Self.session("s\u{0}1")) }
+            await #expect(throws: StorageError.self) { try await Self.fail("al\u{0}ice", at: 0, in: store) }
+            await #expect(throws: StorageError.self) {
+                try await store.searchOrders(OrderSearch(identifier: "O\u{0}1"), limit: 10, after: nil)
+            }
+            #expect(try await store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.isEmpty)
+        }
+    }
+
     // MARK: Search
 
     /// Orders created a minute apart: O0 oldest; O1 paid (transaction wx-O1) with a refund R-O1;
     /// all of user u-1 but O3 (user u-2).
-    static func seed(_ store: SQLiteOrderStore, count: Int = 6) async throws {
+    static func seed(_ store: TestStore, count: Int = 6) async throws {
         for index in 0..<count {
             try await Fixture.create(Fixture.order("O\(index)", amount: 1000, createdAt: TestTime.at(Double(index) * 60),
                                                    userID: index == 3 ? "u-2" : "u-1"), in: store)
@@ -96,8 +137,8 @@ struct ConsoleStoreTests {
 
     static func numbers(_ page: OrderPage) -> [String] { page.orders.map(\.outTradeNo) }
 
-    @Test func oneIdentifierFindsTheOrderByEachOfItsNumbers() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func oneIdentifierFindsTheOrderByEachOfItsNumbers(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.seed(store)
             func find(_ identifier: String) async throws -> [String] {
                 Self.numbers(try await store.searchOrders(OrderSearch(identifier: identifier), limit: 50, after: nil))
@@ -111,8 +152,8 @@ struct ConsoleStoreTests {
         }
     }
 
-    @Test func stateAndCreationFiltersNarrowTheSearchWithOrWithoutAnIdentifier() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func stateAndCreationFiltersNarrowTheSearchWithOrWithoutAnIdentifier(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.seed(store)
             let paid = try await store.searchOrders(OrderSearch(states: [.success]), limit: 50, after: nil)
             #expect(Self.numbers(paid) == ["O1"])
@@ -124,8 +165,8 @@ struct ConsoleStoreTests {
         }
     }
 
-    @Test func searchPagesCoverEveryMatchOnceNewestFirst() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func searchPagesCoverEveryMatchOnceNewestFirst(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.seed(store, count: 12)
             var seen: [String] = []
             var after: OrderPageKey?
@@ -148,8 +189,8 @@ struct ConsoleStoreTests {
                       outTradeNo: order, target: "t", address: "203.0.113.9", outcome: "ok", detail: "d")
     }
 
-    @Test func auditEntriesListNewestFirstFilteredAndPaged() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func auditEntriesListNewestFirstFilteredAndPaged(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             var stored: [AuditEntry] = []
             for index in 0..<7 {
                 stored.append(try await store.appendAudit(Self.entry(index % 2 == 0 ? "search" : "refund",
@@ -170,14 +211,14 @@ struct ConsoleStoreTests {
         }
     }
 
-    @Test func theDatabaseRefusesToUpdateOrDeleteAnAuditEntry() async throws {
-        try await withStore { store, directory async throws in
+    @Test(arguments: StoreKind.all) func theDatabaseRefusesToUpdateOrDeleteAnAuditEntry(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
             _ = try await store.appendAudit(Self.entry("refund", order: "O1"))
-            let raw = RawSQLite(path: directory.databasePath)
-            defer { raw.close() }
-            #expect(raw.execute("UPDATE audit_log SET outcome = 'nothing happened'") == SQLITE_CONSTRAINT)
-            #expect(raw.execute("DELETE FROM audit_log") == SQLITE_CONSTRAINT)
-            #expect(raw.scalar("SELECT outcome FROM audit_log") == "ok")
+            // Behind the store's back, as anyone with the database's password could: refused.
+            #expect(await !database.execute("UPDATE audit_log SET outcome = 'nothing happened'"))
+            #expect(await !database.execute("DELETE FROM audit_log"))
+            if kind == .postgres { #expect(await !database.execute("TRUNCATE audit_log")) }
+            #expect(await database.scalar("SELECT outcome FROM audit_log") == "ok")
             #expect(try await store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.count == 1)
         }
     }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct CreateTests {
-    @Test func aNewOrderIsStoredWithItsCreationEvent() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aNewOrderIsStoredWithItsCreationEvent(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let result = try await store.create(Fixture.order("A1"), event: Fixture.created)
             guard case .created(let record) = result else {
                 Issue.record("expected .created, got \(result)")
@@ -19,8 +20,8 @@ struct CreateTests {
         }
     }
 
-    @Test func aReplayWithTheSameParametersReturnsTheStoredOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aReplayWithTheSameParametersReturnsTheStoredOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let first = try await Fixture.create(Fixture.order("A2"), in: store)
             let replay = try await store.create(Fixture.order("A2"), event: Fixture.created)
             #expect(replay == .existing(first))
@@ -28,8 +29,8 @@ struct CreateTests {
         }
     }
 
-    @Test func aReplayWithOtherParametersIsAConflictAndChangesNothing() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aReplayWithOtherParametersIsAConflictAndChangesNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let first = try await Fixture.create(Fixture.order("A3"), in: store)
             let changed = Fixture.order("A3", amount: 999, digest: "digest-2")
             #expect(try await store.create(changed, event: Fixture.created) == .conflict(first))
@@ -38,8 +39,8 @@ struct CreateTests {
         }
     }
 
-    @Test func twoHundredConcurrentIdenticalCreatesStoreExactlyOneOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func twoHundredConcurrentIdenticalCreatesStoreExactlyOneOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let results = try await withThrowingTaskGroup(of: CreateResult.self) { group in
                 for _ in 0..<200 {
                     group.addTask { try await store.create(Fixture.order("A4"), event: Fixture.created) }
@@ -55,8 +56,8 @@ struct CreateTests {
         }
     }
 
-    @Test func anOrderCannotBeCreatedAlreadyPaid() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anOrderCannotBeCreatedAlreadyPaid(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             var paid = Fixture.order("A5")
             paid.state = .success
             await #expect(throws: StorageError.invalidArgument) {
@@ -71,8 +72,8 @@ struct CreateTests {
         }
     }
 
-    @Test func aNonPositiveAmountIsRefusedByTheSchema() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aNonPositiveAmountIsRefusedByTheSchema(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             await #expect(throws: StorageError.constraint) {
                 try await store.create(Fixture.order("A6", amount: 0), event: Fixture.created)
             }
@@ -81,11 +82,11 @@ struct CreateTests {
         }
     }
 
-    @Test func everyFieldSurvivesTheRoundTrip() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func everyFieldSurvivesTheRoundTrip(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let order = OrderRecord(
                 outTradeNo: "A7", amount: 1, description: "", clientIP: "::1", attach: "a=b&c=\u{4E2D}\u{6587}",
-                userID: "user-7", productID: "sku\u{0}nul", signType: "MD5", timeExpire: "20240101120000",
+                userID: "user-7", productID: "sku\tç\u{1F4DA}", signType: "MD5", timeExpire: "20240101120000",
                 expiresAt: TestTime.at(3600), createdAt: TestTime.t0, prepayID: "wx2017", prepayIssuedAt: TestTime.at(1),
                 parametersDigest: "digest", lastNotifyAt: TestTime.at(2), lastQueriedAt: TestTime.at(3),
                 flags: ["b_flag", "a_flag"], updatedAt: TestTime.at(4))
@@ -94,8 +95,19 @@ struct CreateTests {
         }
     }
 
-    @Test func timesAreKeptToTheMillisecond() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func textWithANulCharacterIsRefusedByEveryStore(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            var order = Fixture.order("A11")
+            order.productID = "sku\u{0}nul"
+            await #expect(throws: StorageError.invalidArgument) {
+                try await store.create(order, event: Fixture.created)
+            }
+            #expect(try await store.order("A11") == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func timesAreKeptToTheMillisecond(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let order = Fixture.order("A8", createdAt: TestTime.t0.addingTimeInterval(0.123_456_7))
             let record = try await Fixture.create(order, in: store)
             #expect((record.createdAt.timeIntervalSince1970 * 1000).rounded() == 1_700_000_000_123)
@@ -103,8 +115,8 @@ struct CreateTests {
         }
     }
 
-    @Test func ordersAreFoundByUserNewestFirst() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func ordersAreFoundByUserNewestFirst(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for index in 0..<5 {
                 try await Fixture.create(
                     Fixture.order("U\(index)", createdAt: TestTime.at(Double(index)), userID: "alice"), in: store)
@@ -116,8 +128,8 @@ struct CreateTests {
         }
     }
 
-    @Test func thePrepayIDIsRecordedAndReplaced() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func thePrepayIDIsRecordedAndReplaced(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("A9"), in: store)
             let first = try await store.setPrepay("A9", prepayID: "wx-prepay-1", issuedAt: TestTime.at(1))
             #expect(first?.prepayID == "wx-prepay-1")
@@ -129,8 +141,8 @@ struct CreateTests {
         }
     }
 
-    @Test func touchingNeverMovesATimeBackwards() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func touchingNeverMovesATimeBackwards(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("A10"), in: store)
             #expect(try await store.touch("A10", .lastNotify, at: TestTime.at(20)))
             #expect(try await store.touch("A10", .lastNotify, at: TestTime.at(10)))

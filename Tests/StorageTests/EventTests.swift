@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct EventTests {
-    @Test func appendedEventsComeBackInTheOrderTheyWereWritten() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func appendedEventsComeBackInTheOrderTheyWereWritten(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("E1"), in: store)
             // Times deliberately out of order: the timeline follows write order, not the clock.
             let first = try await store.appendEvent("E1", kind: "query", detail: "one", at: TestTime.at(30))
@@ -18,26 +19,24 @@ struct EventTests {
         }
     }
 
-    @Test func anEventForAnUnknownOrderIsNotAppended() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anEventForAnUnknownOrderIsNotAppended(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             #expect(try await store.appendEvent("ghost", kind: "x", detail: "y", at: TestTime.t0) == nil)
             #expect(try await store.events("ghost").isEmpty)
         }
     }
 
-    @Test func theDatabaseRefusesToChangeOrDeleteEvents() async throws {
-        try await withStore { store, directory async throws in
+    @Test(arguments: StoreKind.all) func theDatabaseRefusesToChangeOrDeleteEvents(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
             try await Fixture.create(Fixture.order("E2"), in: store)
-            let raw = RawSQLite(path: directory.databasePath)
-            defer { raw.close() }
-            #expect(raw.execute("UPDATE order_events SET detail = 'rewritten'") != 0)
-            #expect(raw.execute("DELETE FROM order_events") != 0)
+            #expect(await database.execute("UPDATE order_events SET detail = 'rewritten'") == false)
+            #expect(await database.execute("DELETE FROM order_events") == false)
             #expect(try await store.events("E2").map(\.detail) == ["by test"])
         }
     }
 
-    @Test func errorDescriptionsNeverContainTheValuesThatCausedThem() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func errorDescriptionsNeverContainTheValuesThatCausedThem(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("E3a"), in: store)
             try await Fixture.create(Fixture.order("E3b"), in: store)
             let secretish = "evt-4f1d-secret-looking-value"

@@ -40,7 +40,7 @@ struct GroupCommitTests {
     }
 
     @Test func writesQueuedWhileTheWriterIsBusyCommitInOneTransaction() async throws {
-        try await withStore { store, _ async throws in
+        try await withSQLiteStore { store, _ async throws in
             let written = try await paymentsQueuedBehindABusyWriter(20, prefix: "G", in: store)
             #expect(written.transactions == 1)
             #expect(written.operations == 20)
@@ -48,7 +48,7 @@ struct GroupCommitTests {
     }
 
     @Test func aFailingWriteInABatchRollsBackAloneAndTheOthersCommit() async throws {
-        try await withStore { store, _ async throws in
+        try await withSQLiteStore { store, _ async throws in
             for order in ["F1", "F2", "F3"] { try await Fixture.create(Fixture.order(order), in: store) }
             let (blocker, release) = await blockWriter(store)
             let before = store.writeStatistics
@@ -82,13 +82,13 @@ struct GroupCommitTests {
     }
 
     @Test func withGroupCommitOffEveryWriteIsItsOwnTransaction() async throws {
-        try await withStore(configuration: .init(maxBatchSize: 1)) { store, _ async throws in
+        try await withSQLiteStore(configuration: .init(maxBatchSize: 1)) { store, _ async throws in
             #expect(try await paymentsQueuedBehindABusyWriter(5, prefix: "N", in: store).transactions == 5)
         }
     }
 
     @Test func aResultIsDeliveredOnlyAfterItsTransactionCommitted() async throws {
-        try await withStore { store, directory async throws in
+        try await withSQLiteStore { store, directory async throws in
             try await Fixture.create(Fixture.order("C1"), in: store)
             // Another connection sees the change as soon as the caller has the result: nothing is
             // reported before COMMIT.

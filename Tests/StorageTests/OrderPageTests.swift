@@ -6,8 +6,8 @@ import Testing
 /// A user's orders page by page: newest first, no order twice or missed, whatever is inserted
 /// between two pages.
 struct OrderPageTests {
-    @Test func pagesWalkAUsersOrdersNewestFirstAndTheLastHasNoNextKey() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func pagesWalkAUsersOrdersNewestFirstAndTheLastHasNoNextKey(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             // Seven orders, three of them in one millisecond: out_trade_no breaks the tie.
             for (index, second) in [0.0, 1, 2, 2, 2, 3, 4].enumerated() {
                 try await Fixture.create(
@@ -33,8 +33,8 @@ struct OrderPageTests {
         }
     }
 
-    @Test func ordersInsertedBetweenPagesNeitherRepeatNorHideOlderOnes() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func ordersInsertedBetweenPagesNeitherRepeatNorHideOlderOnes(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for index in 0..<6 {
                 try await Fixture.create(
                     Fixture.order("Q\(index)", createdAt: TestTime.at(Double(index * 10)), userID: "alice"), in: store)

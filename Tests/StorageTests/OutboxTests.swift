@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct OutboxTests {
@@ -18,8 +19,8 @@ struct OutboxTests {
         ).map(\.id)
     }
 
-    @Test func aNewEventIsDueAndLeasedToOneDispatcherAtATime() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aNewEventIsDueAndLeasedToOneDispatcherAtATime(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O1", id: "e1", in: store)
             #expect(try await due(store, at: 59).isEmpty)
             #expect(try await due(store, at: 60, claimant: "d1") == ["e1"])
@@ -29,8 +30,8 @@ struct OutboxTests {
         }
     }
 
-    @Test func aRescheduledEventIsNotDueBeforeItsNextAttempt() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aRescheduledEventIsNotDueBeforeItsNextAttempt(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O2", id: "e2", in: store)
             _ = try await due(store, at: 60)
             #expect(try await store.reschedule("e2", nextAttemptAt: TestTime.at(120), attempts: 1, lastError: "HTTP 503"))
@@ -43,8 +44,8 @@ struct OutboxTests {
         }
     }
 
-    @Test func aDeliveredEventIsNeverDueAgainNorRescheduled() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aDeliveredEventIsNeverDueAgainNorRescheduled(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O3", id: "e3", in: store)
             #expect(try await store.markDelivered("e3", at: TestTime.at(61)))
             #expect(try await store.markDelivered("e3", at: TestTime.at(62)) == false)
@@ -56,8 +57,8 @@ struct OutboxTests {
         }
     }
 
-    @Test func aDeadEventWaitsForARedriveThatStartsItsAttemptsAfresh() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aDeadEventWaitsForARedriveThatStartsItsAttemptsAfresh(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O4", id: "e4", in: store)
             #expect(try await store.reschedule("e4", nextAttemptAt: TestTime.at(70), attempts: 8, lastError: "timeout"))
             #expect(try await store.redrive("e4", at: TestTime.at(71)) == false)
@@ -75,8 +76,8 @@ struct OutboxTests {
         }
     }
 
-    @Test func countsDescribeOrdersAndOutbox() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func countsDescribeOrdersAndOutbox(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O5", id: "e5", in: store)
             try await paidOrder("O6", id: "e6", in: store)
             try await Fixture.create(Fixture.order("O7"), in: store)
@@ -91,8 +92,8 @@ struct OutboxTests {
         }
     }
 
-    @Test func aNegativeAttemptCountIsRefused() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aNegativeAttemptCountIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await paidOrder("O8", id: "e8", in: store)
             await #expect(throws: StorageError.constraint) {
                 try await store.reschedule("e8", nextAttemptAt: TestTime.at(70), attempts: -1, lastError: "")

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct ReconciliationTests {
-    @Test func concurrentSweepersNeverClaimTheSameOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func concurrentSweepersNeverClaimTheSameOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for index in 0..<40 {
                 try await Fixture.create(Fixture.order("R\(index)", createdAt: TestTime.at(Double(index))), in: store)
             }
@@ -26,8 +27,8 @@ struct ReconciliationTests {
         }
     }
 
-    @Test func aLeaseKeepsAnOrderFromOtherSweepersUntilItExpires() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aLeaseKeepsAnOrderFromOtherSweepersUntilItExpires(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R1"), in: store)
             let first = try await store.claimOpenOrders(
                 noNotifySince: TestTime.at(100), now: TestTime.at(100), limit: 10, claimant: "a",
@@ -44,8 +45,8 @@ struct ReconciliationTests {
         }
     }
 
-    @Test func onlyTheHolderCanReleaseAClaim() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func onlyTheHolderCanReleaseAClaim(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R2"), in: store)
             _ = try await store.claimOpenOrders(
                 noNotifySince: TestTime.at(100), now: TestTime.at(100), limit: 1, claimant: "a",
@@ -61,8 +62,8 @@ struct ReconciliationTests {
         }
     }
 
-    @Test func onlyOpenOrdersOlderThanTheCutoffWithoutARecentNotifyAreClaimed() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func onlyOpenOrdersOlderThanTheCutoffWithoutARecentNotifyAreClaimed(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("old-open", createdAt: TestTime.at(0)), in: store)
             try await Fixture.create(Fixture.order("old-paid", createdAt: TestTime.at(0)), in: store)
             try await Fixture.create(Fixture.order("old-notified", createdAt: TestTime.at(0)), in: store)
@@ -76,8 +77,8 @@ struct ReconciliationTests {
         }
     }
 
-    @Test func claimsComeOldestFirstAndRespectTheLimit() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func claimsComeOldestFirstAndRespectTheLimit(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             for (name, at) in [("c", 30.0), ("a", 10.0), ("b", 20.0)] {
                 try await Fixture.create(Fixture.order(name, createdAt: TestTime.at(at)), in: store)
             }

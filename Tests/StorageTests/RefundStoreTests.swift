@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct RefundStoreTests {
@@ -35,8 +36,8 @@ struct RefundStoreTests {
             }, at: at))
     }
 
-    @Test func aRefundOfAPaidOrderIsRecordedProcessingWithTheOrdersAmountAndATimelineEvent() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aRefundOfAPaidOrderIsRecordedProcessingWithTheOrdersAmountAndATimelineEvent(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             guard case .created(let refund) = try await Self.create(Self.request("R1", amount: 300), in: store) else {
                 Issue.record("not created")
@@ -52,8 +53,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func anUnknownOrAnUnpaidOrderIsRefusedAndNothingIsWritten() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anUnknownOrAnUnpaidOrderIsRefusedAndNothingIsWritten(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             #expect(try await Self.create(Self.request("R1", order: "nobody", amount: 1), in: store) == .orderNotFound)
             try await Fixture.create(Fixture.order("O2"), in: store)
             #expect(try await Self.create(Self.request("R2", order: "O2", amount: 1), in: store)
@@ -64,8 +65,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func theSameNumberWithTheSameParametersIsAReplayAndAnythingElseAConflict() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func theSameNumberWithTheSameParametersIsAReplayAndAnythingElseAConflict(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             try await Self.paidOrder("O2", in: store)
             guard case .created(let first) = try await Self.create(Self.request("R1", amount: 300), in: store) else {
@@ -80,8 +81,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func moreThanIsLeftToRefundIsRefusedAndAClosedRefundGivesItsAmountBack() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func moreThanIsLeftToRefundIsRefusedAndAClosedRefundGivesItsAmountBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             #expect(try await Self.create(Self.request("R1", amount: 700), in: store).isCreated)
             #expect(try await Self.create(Self.request("R2", amount: 301), in: store) == .exceedsPaid(refundable: 300))
@@ -95,8 +96,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func concurrentRequestsNeverReserveMoreThanWasPaid() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func concurrentRequestsNeverReserveMoreThanWasPaid(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(amount: 1000, in: store)
             // 40 requests of 60 fen at once ask for 2,400: exactly 16 fit.
             let results = try await withThrowingTaskGroup(of: RefundCreateResult.self) { group in
@@ -111,16 +112,16 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func anOrderTakesAtMostTheConfiguredNumberOfRefunds() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anOrderTakesAtMostTheConfiguredNumberOfRefunds(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             for n in 0..<3 { #expect(try await Self.create(Self.request("R\(n)", amount: 1), in: store, limit: 3).isCreated) }
             #expect(try await Self.create(Self.request("R3", amount: 1), in: store, limit: 3) == .limitReached(3))
         }
     }
 
-    @Test func theDoorChangesARefundOnceWritesOneOutboxEventAndMovesTheOrderToRefund() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func theDoorChangesARefundOnceWritesOneOutboxEventAndMovesTheOrderToRefund(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 300), in: store)
             let results = try await withThrowingTaskGroup(of: RefundTransitionResult.self) { group in
@@ -145,8 +146,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func aTransitionNamingAnotherOrderOrAnotherAmountWritesNothing() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransitionNamingAnotherOrderOrAnotherAmountWritesNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 300), in: store)
             let before = try await store.events("O1")
@@ -167,8 +168,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func aChangeRefundFlagsTheOrderUntilItIsResolvedAndKeepsItsAmountReserved() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aChangeRefundFlagsTheOrderUntilItIsResolvedAndKeepsItsAmountReserved(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 600), in: store)
             let change = try await store.transitionRefund(RefundTransition(
@@ -189,8 +190,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func finishedRefundsAndTheirParametersCannotChangeEvenBehindTheStoresBack() async throws {
-        try await withStore { store, directory async throws in
+    @Test(arguments: StoreKind.all) func finishedRefundsAndTheirParametersCannotChangeEvenBehindTheStoresBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 300), in: store)
             _ = try await Self.succeed("R1", in: store)
@@ -198,23 +199,29 @@ struct RefundStoreTests {
             let back = try await store.transitionRefund(RefundTransition(
                 outRefundNo: "R1", to: .refundClose, from: [.success, .processing], at: TestTime.at(300)))
             #expect(back == .unchanged(try #require(try await store.refund("R1"))))
-            let raw = RawSQLite(path: directory.databasePath)
-            defer { raw.close() }
-            #expect(raw.execute("UPDATE refunds SET state = 'REFUNDCLOSE' WHERE out_refund_no = 'R1'") == 19)  // SQLITE_CONSTRAINT
+            // Behind the store's back, the database itself refuses.
+            #expect(await database.execute("UPDATE refunds SET state = 'REFUNDCLOSE' WHERE out_refund_no = 'R1'") == false)
             _ = try await Self.create(Self.request("R2", amount: 100), in: store)
-            #expect(raw.execute("UPDATE refunds SET amount = 1 WHERE out_refund_no = 'R2'") == 19)
-            #expect(raw.execute("UPDATE refunds SET notify_url = 'https://evil.example/' WHERE out_refund_no = 'R2'") == 19)
+            #expect(await database.execute("UPDATE refunds SET amount = 1 WHERE out_refund_no = 'R2'") == false)
+            #expect(await database.execute("UPDATE refunds SET notify_url = 'https://evil.example/' WHERE out_refund_no = 'R2'")
+                == false)
             // Nor can an insert behind the store's back take more than was paid.
-            #expect(raw.execute("""
+            let time = kind == .sqlite ? "0" : "now()"
+            #expect(await database.execute("""
                 INSERT INTO refunds (out_refund_no, out_trade_no, amount, total_fee, reason, parameters_digest, state,
-                    created_at, updated_at) VALUES ('R3', 'O1', 601, 1000, 'x', 'd', 'PROCESSING', 0, 0)
-                """) == 19)
+                    created_at, updated_at) VALUES ('R3', 'O1', 601, 1000, 'x', 'd', 'PROCESSING', \(time), \(time))
+                """) == false)
+            // The same insert within the amount is accepted: the refusals above were the rules, not the SQL.
+            #expect(await database.execute("""
+                INSERT INTO refunds (out_refund_no, out_trade_no, amount, total_fee, reason, parameters_digest, state,
+                    created_at, updated_at) VALUES ('R4', 'O1', 600, 1000, 'x', 'd', 'PROCESSING', \(time), \(time))
+                """))
             #expect(try await store.refund("R2")?.amount == 100)
         }
     }
 
-    @Test func acceptanceRecordsTheRefundIDOnceAndLeavesTheStateAlone() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func acceptanceRecordsTheRefundIDOnceAndLeavesTheStateAlone(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 300), in: store)
             let event = NewOrderEvent(kind: "refund_accepted", detail: "R1", at: TestTime.at(121))
@@ -227,8 +234,8 @@ struct RefundStoreTests {
         }
     }
 
-    @Test func processingRefundsAreLeasedToOneSweeperAtATimeAndReleasable() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func processingRefundsAreLeasedToOneSweeperAtATimeAndReleasable(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
             _ = try await Self.create(Self.request("R1", amount: 100, at: TestTime.at(100)), in: store)
             _ = try await Self.create(Self.request("R2", amount: 100, at: TestTime.at(110)), in: store)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-import CSQLite
 import Dispatch
 import Foundation
 import Storage
+@_exported import StoreTestSupport
 
 /// Whole-millisecond times, so records compare equal after the store's millisecond rounding.
 enum TestTime {
@@ -74,9 +74,10 @@ struct TemporaryDirectory {
     }
 }
 
-/// Opens a store on a temporary file, runs `body`, and closes the store and removes the file
-/// whether or not `body` throws.
-func withStore(
+/// Opens a SQLite store on a temporary file, runs `body`, and closes the store and removes the
+/// file whether or not `body` throws. (Store behaviour common to both stores uses
+/// `withStore(_:_:)` with a `StoreKind`.)
+func withSQLiteStore(
     configuration: SQLiteOrderStore.Configuration = SQLiteOrderStore.Configuration(),
     _ body: (SQLiteOrderStore, TemporaryDirectory) async throws -> Void
 ) async throws {
@@ -108,39 +109,5 @@ func eventually(within seconds: Double = 20, _ condition: () -> Bool) async thro
     while !condition() {
         guard Date() < deadline else { throw FixtureError.timedOut }
         try await Task.sleep(for: .milliseconds(5))
-    }
-}
-
-/// A second, independent connection to a database file: to look behind the store's back.
-final class RawSQLite {
-    private var handle: OpaquePointer?
-
-    init(path: String) {
-        sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil)
-        sqlite3_busy_timeout(handle, 5000)
-    }
-
-    deinit {
-        sqlite3_close_v2(handle)
-    }
-
-    /// The primary result code of running `sql`.
-    @discardableResult
-    func execute(_ sql: String) -> Int32 {
-        sqlite3_exec(handle, sql, nil, nil, nil) & 0xFF
-    }
-
-    /// The first column of the first row, as text.
-    func scalar(_ sql: String) -> String? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else { return nil }
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return nil }
-        return String(cString: text)
-    }
-
-    func close() {
-        sqlite3_close_v2(handle)
-        handle = nil
     }
 }

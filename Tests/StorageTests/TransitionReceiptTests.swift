@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct TransitionReceiptTests {
     static let notifyReceipt = TransitionReceipt(
         kind: "notify_received", changedDetail: "settled", unchangedDetail: "duplicate", touching: .lastNotify)
 
-    @Test func aChangingTransitionWritesItsReceiptAfterTheStateChangeInTheSameWrite() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aChangingTransitionWritesItsReceiptAfterTheStateChangeInTheSameWrite(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R1"), in: store)
             let result = try await store.transition(
                 "R1", to: .success, from: OrderState.open, transactionID: "wx-R1", expectedAmount: 100,
@@ -25,8 +26,8 @@ struct TransitionReceiptTests {
         }
     }
 
-    @Test func anUnchangedTransitionStillWritesItsReceiptButNoStateChangeOrOutbox() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anUnchangedTransitionStillWritesItsReceiptButNoStateChangeOrOutbox(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R2"), in: store)
             #expect(try await Fixture.pay("R2", in: store).didChange)
             let again = try await store.transition(
@@ -42,8 +43,8 @@ struct TransitionReceiptTests {
         }
     }
 
-    @Test func aReceiptIsNotWrittenWhenTheUnchangedOrderIsInADeferredState() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aReceiptIsNotWrittenWhenTheUnchangedOrderIsInADeferredState(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R3"), in: store)
             #expect(try await store.transition("R3", to: .closed, from: OrderState.open, at: TestTime.at(10)).didChange)
             var receipt = Self.notifyReceipt
@@ -57,8 +58,8 @@ struct TransitionReceiptTests {
         }
     }
 
-    @Test func aReceiptForAnUnknownOrderWritesNothing() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aReceiptForAnUnknownOrderWritesNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let result = try await store.transition(
                 "R4", to: .success, from: OrderState.open, at: TestTime.at(20), receipt: Self.notifyReceipt)
             #expect(result == .notFound)
@@ -66,8 +67,8 @@ struct TransitionReceiptTests {
         }
     }
 
-    @Test func setPrepayWritesItsEventInTheSameWriteAndNothingForAnUnknownOrder() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func setPrepayWritesItsEventInTheSameWriteAndNothingForAnUnknownOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("R5"), in: store)
             let event = NewOrderEvent(kind: "prepay", detail: "prepay_id issued", at: TestTime.at(5))
             let updated = try await store.setPrepay("R5", prepayID: "wx-prepay-R5", issuedAt: TestTime.at(5), event: event)

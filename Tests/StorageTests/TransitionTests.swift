@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Storage
+import StoreTestSupport
 import Testing
 
 struct TransitionTests {
-    @Test func aTransitionFromAnAllowedStateChangesTheOrderAndWritesEventAndOutbox() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransitionFromAnAllowedStateChangesTheOrderAndWritesEventAndOutbox(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T1"), in: store)
             let outbox = Fixture.paid("T1", id: "evt-T1")
             let result = try await store.transition(
@@ -28,8 +29,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func aTransitionFromAStateNotAllowedChangesNothing() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransitionFromAStateNotAllowedChangesNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T2"), in: store)
             let result = try await store.transition(
                 "T2", to: .closed, from: [.userPaying], outbox: Fixture.paid("T2"), at: TestTime.at(10))
@@ -39,8 +40,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func aTransitionExpectingAnotherAmountChangesNothing() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransitionExpectingAnotherAmountChangesNothing(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T3", amount: 100), in: store)
             let result = try await store.transition(
                 "T3", to: .success, from: OrderState.open, transactionID: "wx-T3", expectedAmount: 1,
@@ -52,8 +53,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func aRepeatedTransitionIsUnchangedEvenWhenItsTargetIsListedAsAllowed() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aRepeatedTransitionIsUnchangedEvenWhenItsTargetIsListedAsAllowed(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T4"), in: store)
             #expect(try await Fixture.pay("T4", in: store).didChange)
             let again = try await store.transition(
@@ -65,15 +66,15 @@ struct TransitionTests {
         }
     }
 
-    @Test func aTransitionOfAnUnknownOrderIsNotFound() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aTransitionOfAnUnknownOrderIsNotFound(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             #expect(try await Fixture.pay("missing", in: store) == .notFound)
             #expect(try await store.outboxEvents("missing").isEmpty)
         }
     }
 
-    @Test func fiftyConcurrentTransitionsToSuccessHaveExactlyOneWinner() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func fiftyConcurrentTransitionsToSuccessHaveExactlyOneWinner(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T5"), in: store)
             let results = try await withThrowingTaskGroup(of: TransitionResult.self) { group in
                 for attempt in 0..<50 {
@@ -94,8 +95,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func concurrentPaymentsOfManyOrdersEachHaveOneWinner() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func concurrentPaymentsOfManyOrdersEachHaveOneWinner(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             let orders = (0..<20).map { "M\($0)" }
             for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
             let changed = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -112,8 +113,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func aFailingOutboxInsertRollsTheWholeTransitionBack() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aFailingOutboxInsertRollsTheWholeTransitionBack(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T6a"), in: store)
             try await Fixture.create(Fixture.order("T6b"), in: store)
             _ = try await store.transition(
@@ -130,8 +131,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func anOutboxEventForAnotherOrderIsRefused() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func anOutboxEventForAnotherOrderIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T7"), in: store)
             await #expect(throws: StorageError.invalidArgument) {
                 try await store.transition(
@@ -141,8 +142,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func flagsAreAddedOnlyByTheTransitionThatChangesTheState() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func flagsAreAddedOnlyByTheTransitionThatChangesTheState(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T8"), in: store)
             _ = try await store.transition("T8", to: .closed, from: OrderState.open, at: TestTime.at(10))
             // The settle pattern for a notify after a local close: first the ordinary door, then
@@ -159,8 +160,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func aPaidOrderCannotBecomeUnpaidWhateverTheCallerAllows() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func aPaidOrderCannotBecomeUnpaidWhateverTheCallerAllows(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T9"), in: store)
             _ = try await Fixture.pay("T9", in: store)
             await #expect(throws: StorageError.constraint) {
@@ -172,8 +173,8 @@ struct TransitionTests {
         }
     }
 
-    @Test func flagsCanBeAddedOutsideATransition() async throws {
-        try await withStore { store, _ async throws in
+    @Test(arguments: StoreKind.all) func flagsCanBeAddedOutsideATransition(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T10"), in: store)
             #expect(try await store.addFlags("T10", ["amount_mismatch"], at: TestTime.at(5))?.flags == ["amount_mismatch"])
             #expect(try await store.addFlags("T10", [.paidAfterClose], at: TestTime.at(6))?.flags

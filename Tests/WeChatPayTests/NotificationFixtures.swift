@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import ChildProcessSupport
 import Foundation
 import Testing
 import WeChatPay
@@ -39,29 +40,11 @@ enum ExternalTool {
     }
 
     static func run(_ path: String, _ arguments: [String], input: [UInt8]) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-        defer { watchdog.cancel() }
-        // Feed stdin from another thread so a large output cannot deadlock against a full input pipe.
-        let writer = DispatchWorkItem {
-            stdin.fileHandleForWriting.write(Data(input))
-            try? stdin.fileHandleForWriting.close()
-        }
-        DispatchQueue.global().async(execute: writer)
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        writer.wait()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(status: process.terminationStatus) }
-        return [UInt8](output)
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking(path, arguments, environment: ProcessInfo.processInfo.environment,
+                                                  input: input, timeout: .seconds(30))
+        guard result.status == 0 else { throw Failure(status: result.status) }
+        return result.output
     }
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Testing
 import WeChatPay
@@ -155,30 +156,14 @@ struct SignCommandRun {
     /// `environment`: the child's whole environment (nil: this process's, without WXPAY_API_KEY,
     /// so a developer's own key never changes a test's outcome).
     init(_ arguments: [String], input: [UInt8] = [], environment: [String: String]? = nil) throws {
-        let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
-        process.environment = environment ?? ProcessInfo.processInfo.environment.filter { $0.key != "WXPAY_API_KEY" }
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
-        // Only runs that read standard input get any: writing to a child that exited without
-        // reading would raise SIGPIPE in the test process.
-        if !input.isEmpty { stdin.fileHandleForWriting.write(Data(input)) }
-        try stdin.fileHandleForWriting.close()
-        // The command writes a line or a usage message, far below a pipe's buffer, so reading
-        // one pipe after the other cannot block the child.
-        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errorOutput = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        watchdog.cancel()
-        status = process.terminationStatus
-        output = String(decoding: outputData, as: UTF8.self)
-        errors = String(decoding: errorOutput, as: UTF8.self)
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking(
+            try Self.executable().path, arguments,
+            environment: environment ?? ProcessInfo.processInfo.environment.filter { $0.key != "WXPAY_API_KEY" },
+            input: input, timeout: .seconds(30))
+        status = result.status
+        output = String(decoding: result.output, as: UTF8.self)
+        errors = String(decoding: result.errors, as: UTF8.self)
     }
 
     struct MissingExecutable: Error, CustomStringConvertible {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import ChildProcessSupport
 import Foundation
 import HTTP
 import Testing
@@ -29,20 +30,12 @@ struct AppStoreCommandTests {
         let files = ["stdin", "stdout", "stderr"].map { directory.appendingPathComponent($0) }
         try Data(input.utf8).write(to: files[0])
         for file in files.dropFirst() { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let process = Process()
-        process.executableURL = CommandProcess.executable
-        process.arguments = arguments
-        process.environment = Self.environment
-        process.standardInput = try FileHandle(forReadingFrom: files[0])
-        process.standardOutput = try FileHandle(forWritingTo: files[1])
-        process.standardError = try FileHandle(forWritingTo: files[2])
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let child = try ChildProcess(CommandProcess.executable.path, arguments, environment: Self.environment,
+                                     input: .file(files[0].path), output: files[1].path, errors: files[2].path)
+        let status = await child.wait(timeout: .seconds(120))
         func read(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
-        return (process.terminationStatus, read(files[1]), read(files[2]))
+        return (status, read(files[1]), read(files[2]))
     }
 
     /// The test chain's root in a temporary PEM file, removed after `body`.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
 import HTTP
@@ -8,7 +9,8 @@ import HTTP
 /// files of a temp directory, stopped with SIGTERM (then SIGKILL) and the directory removed by `stop`.
 final class CommandProcess: @unchecked Sendable {
     // Touched only by the test that owns it, one step at a time.
-    let process = Process()
+    /// A `ChildProcess` (posix_spawn), not Foundation's `Process`, whose `run()` can crash on Linux.
+    let child: ChildProcess
     let directory: URL
     let stdoutURL: URL
     let stderrURL: URL
@@ -30,29 +32,23 @@ final class CommandProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
         stderrURL = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
-        process.executableURL = Self.executable
-        process.arguments = arguments
         var env = environment
         for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        process.environment = env
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
-        try process.run()
+        child = try ChildProcess(Self.executable.path, arguments, environment: env, output: stdoutURL.path,
+                                 errors: stderrURL.path, directory: directory.path)
     }
 
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+    var isRunning: Bool { child.isRunning }
+    var processIdentifier: pid_t { child.pid }
 
     /// The exit status once the process has ended by itself, waiting at most `timeout` seconds; nil
     /// if it is still running then.
     func exitStatus(within timeout: Double = 60) async -> Int32? {
         let deadline = ContinuousClock.now + .seconds(timeout)
-        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.isRunning ? nil : process.terminationStatus
+        while child.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return child.exitStatus
     }
 
     /// The first stdout line starting with `prefix`, waiting (bounded) for it.
@@ -60,7 +56,7 @@ final class CommandProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
-            if !process.isRunning { break }
+            if !child.isRunning { break }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return stdout.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
@@ -69,13 +65,16 @@ final class CommandProcess: @unchecked Sendable {
     /// SIGTERM, then SIGKILL after `grace` seconds; returns the exit status; removes the directory.
     @discardableResult
     func stop(grace: Double = 20) async -> Int32 {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            if await exitStatus(within: grace) == nil { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
+        child.send(SIGTERM)
+        let status = await child.wait(timeout: .seconds(grace))
         try? FileManager.default.removeItem(at: directory)
-        return process.terminationStatus
+        return status
+    }
+
+    /// SIGKILL, as a crash or a power cut would end it; returns once it is gone.
+    func kill() async {
+        child.send(SIGKILL)
+        await child.wait(timeout: .seconds(30))
     }
 }
 

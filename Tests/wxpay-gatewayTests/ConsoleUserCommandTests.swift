@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Glibc
 import HTTP
@@ -28,11 +29,36 @@ struct ConsoleUserCommandTests {
     {
         let folder = try Folder()
         defer { folder.remove() }
-        let process = try Spawned(["console-user"] + arguments, input: input ?? "/dev/null",
-                                  output: folder.path + "/out", errors: folder.path + "/err", environment: environment)
-        let status = await process.wait(timeout: 60)
+        let process = try ChildProcess(CommandProcess.executable.path, ["console-user"] + arguments,
+                                       environment: Self.environment(environment), input: input.map { .file($0) } ?? .none,
+                                       output: folder.path + "/out", errors: folder.path + "/err")
+        let status = await process.wait(timeout: .seconds(60))
         return (status, (try? String(contentsOfFile: folder.path + "/out", encoding: .utf8)) ?? "",
                 (try? String(contentsOfFile: folder.path + "/err", encoding: .utf8)) ?? "")
+    }
+
+    /// What the command runs with: PATH and HOME, and `extra`.
+    static func environment(_ extra: [String: String]) -> [String: String] {
+        var environment = extra
+        for name in ["PATH", "HOME"] { environment[name] = ProcessInfo.processInfo.environment[name] }
+        return environment
+    }
+
+    /// A whole /proc file: they claim a size of 0, so they are read to their end, not by their size
+    /// (and with read(2), retried on EINTR: FileHandle's readDataToEndOfFile traps on it).
+    static func proc(_ pid: pid_t, _ name: String) -> String {
+        let fd = open("/proc/\(pid)/\(name)", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func passwordFile(in folder: Folder, _ text: String = password + "\n") throws -> String {
@@ -110,19 +136,18 @@ struct ConsoleUserCommandTests {
     @Test func thePasswordIsNeverInTheProcessListWhileTheCommandRuns() async throws {
         let folder = try Folder()
         defer { folder.remove() }
-        let process = try Spawned(["console-user", "add", "erin", "--role", "refunder", "--file", folder.users], input: nil,
-                                  output: folder.path + "/out", errors: folder.path + "/err", environment: [:])
+        let process = try ChildProcess(CommandProcess.executable.path,
+                                       ["console-user", "add", "erin", "--role", "refunder", "--file", folder.users],
+                                       environment: Self.environment([:]), input: .pipe,
+                                       output: folder.path + "/out", errors: folder.path + "/err")
         // The command runs (waiting for its password on standard input) while ps would look at it.
-        // /proc files claim a size of 0: read them to their end rather than by their size.
-        func proc(_ name: String) -> String {
-            String(decoding: FileHandle(forReadingAtPath: "/proc/\(process.pid)/\(name)")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
-        }
-        let commandLine = proc("cmdline")
-        let environment = proc("environ")
+        let commandLine = Self.proc(process.pid, "cmdline")
+        let environment = Self.proc(process.pid, "environ")
         #expect(commandLine.contains("console-user") && commandLine.contains("erin"))
         #expect(!commandLine.contains(Self.password) && !environment.contains(Self.password))
-        process.feed(Self.password + "\n")
-        #expect(await process.wait(timeout: 60) == 0)
+        process.write(Array((Self.password + "\n").utf8))
+        process.closeInput()
+        #expect(await process.wait(timeout: .seconds(60)) == 0)
         #expect(Self.lines(folder.users).first?.hasPrefix("erin:refunder:") == true)
     }
 
@@ -145,7 +170,7 @@ struct ConsoleUserCommandTests {
         #expect(try await Self.run(["add", "frank", "--file", folder.users], input: input).status == 0)
         #expect(try await ConsoleSignIn.status(base: base, name: "frank", password: Self.password) == 303,
                 "the new user signs in without a restart or a signal")
-        kill(gateway.process.processIdentifier, SIGHUP)
+        kill(gateway.processIdentifier, SIGHUP)
         var reloaded = false
         for _ in 0..<1200 where !reloaded {
             reloaded = gateway.stderr.contains("console users reloaded")
@@ -172,82 +197,5 @@ enum ConsoleSignIn {
             headers: ["Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"], body: Array(body.utf8),
             timeouts: timeouts))
         return answer.status
-    }
-}
-
-/// A child with its standard input from a path (a file, or a FIFO the test writes), started with
-/// posix_spawn; output to files. The environment is PATH and HOME plus `environment`.
-final class Spawned: @unchecked Sendable {
-    let pid: pid_t
-    private var status: Int32?
-    private let lock = NSLock()
-
-    /// The write end of the child's standard input, when `input` was nil (a pipe).
-    private var inputWriter: Int32 = -1
-
-    /// - Parameter input: a path for standard input, or nil for a pipe the test writes with `feed`.
-    init(_ arguments: [String], input: String?, output: String, errors: String, environment: [String: String],
-         executable: String = CommandProcess.executable.path) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var pipeEnds: [Int32] = [-1, -1]
-        if let input {
-            posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        } else {
-            guard pipe(&pipeEnds) == 0 else { throw POSIXError(.EMFILE) }
-            posix_spawn_file_actions_adddup2(&actions, pipeEnds[0], 0)
-            posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
-        }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        var env = environment
-        for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        if pipeEnds[0] >= 0 { close(pipeEnds[0]) }
-        guard code == 0 else {
-            if pipeEnds[1] >= 0 { close(pipeEnds[1]) }
-            throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-        }
-        self.pid = pid
-        inputWriter = pipeEnds[1]
-    }
-
-    /// Writes `text` to the child's standard input and closes it.
-    func feed(_ text: String) {
-        guard inputWriter >= 0 else { return }
-        let bytes = Array(text.utf8)
-        _ = write(inputWriter, bytes, bytes.count)
-        close(inputWriter)
-        inputWriter = -1
-    }
-
-    var exitStatus: Int32? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let status { return status }
-        var raw: Int32 = 0
-        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-        let signal = raw & 0x7F
-        status = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
-        return status
-    }
-
-    /// Waits (polling) up to `timeout` seconds, then kills it.
-    func wait(timeout: Double) async -> Int32 {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while exitStatus == nil, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        if exitStatus == nil {
-            kill(pid, SIGKILL)
-            while exitStatus == nil { try? await Task.sleep(for: .milliseconds(10)) }
-        }
-        return exitStatus ?? -1
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
 import Foundation
 import Testing
 
@@ -39,19 +40,11 @@ struct ReadmeCommandsTests {
     }
 
     private static func runBash(_ script: String, environment: [String: String]) throws -> (status: Int32, stdout: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script]
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("WXPAY_") && !$0.key.hasPrefix("GATEWAY_") }
         env.merge(environment) { $1 }
-        process.environment = env
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
+        let result = try ChildProcess.runBlocking("/bin/bash", ["-c", script], environment: env, timeout: .seconds(600))
+        return (result.status, String(decoding: result.output, as: UTF8.self))
     }
 
     @Test func theSignExamplesPrintWhatTheREADMESays() async throws {

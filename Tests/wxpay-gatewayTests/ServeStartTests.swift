@@ -149,7 +149,7 @@ struct ServeStartTests {
         #expect(state == "SUCCESS")
         let metrics = try await client.send(.get, base + "/metrics").body
         #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
-        #expect(running.process.isRunning, "the gateway died at the crash point")
+        #expect(running.isRunning, "the gateway died at the crash point")
         #expect(try await client.send(.get, base + "/healthz").status == 200)
         #expect(!running.stderr.contains("crash point "))
         #expect(await running.stop() == 0)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The reliability battery (T1, T2, T4, T6, T7, T9, T11, T12, T13, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
 """
 import argparse
 import calendar
@@ -55,8 +55,11 @@ def create_all(rig, gateway, numbers, amount_of, deadline, **extra):
 # ------------------------------------------------------------------------------------------------
 def t1(rig, scale, seed, result):
     """Duplicate storm: N orders paid at WeChat with their notify lost, then each genuine notify
-    `copies` times in one shuffled burst, while sweeps and `wait` queries run."""
+    `copies` times in one shuffled burst, while sweeps and `wait` queries run. On PostgreSQL the
+    database is also crash-restarted (immediate stop, WAL recovery) in the middle of the burst:
+    a notify refused meanwhile (FAIL) is sent again, as WeChat does, until acknowledged."""
     orders, copies = SCALES[scale]["t1"]
+    restart = rig.store == "postgres"
     gateway = rig.gateway(reconcile_interval=0.5, reconcile_after=1)
     deadline = time.monotonic() + 600
     numbers = [f"t1-{seed}-{i:05d}" for i in range(orders)]
@@ -78,9 +81,40 @@ def t1(rig, scale, seed, result):
     waiting = threading.Thread(target=lambda: parallel(numbers, poll, workers=32, deadline=deadline), daemon=True)
     waiting.start()
 
+    refused = [0]
+    sent = [0]
+
     def send(body):
-        return rig.client.request(gateway.base, "POST", "/wechat/notify", body=body)
+        while True:
+            reply = rig.client.request(gateway.base, "POST", "/wechat/notify", body=body)
+            with lock:
+                sent[0] += 1
+            if not restart or (reply[0] == 200 and ACK in reply[1].decode(errors="replace")) \
+                    or time.monotonic() > deadline:
+                return reply
+            with lock:
+                refused[0] += 1
+            time.sleep(0.2)
+
+    outage = {}
+
+    def restarter():
+        # In the middle of the burst: once a third of its notifies are out.
+        while sent[0] < len(burst) // 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        began = time.monotonic()
+        rig.restart_database(crash=True)
+        outage["restart_s"] = round(time.monotonic() - began, 2)
+        outage["at_notify"] = sent[0]
+    restarting = threading.Thread(target=restarter, daemon=True)
+    if restart:
+        restarting.start()
     replies = parallel(burst, send, workers=96, deadline=deadline)
+    if restart:
+        restarting.join()
+        result.expect("restart_s" in outage, "the database was not restarted")
+        result.figures.update(db_restart_s=outage.get("restart_s"), db_restart_at_notify=outage.get("at_notify"),
+                              notifies_refused_during_restart=refused[0])
     waiting.join()
     acked = sum(1 for r in replies if r and r[0] == 200 and ACK in r[1].decode(errors="replace"))
     figures, failures = checker.check(rig, numbers, reported)
@@ -96,7 +130,9 @@ def t1(rig, scale, seed, result):
 # ------------------------------------------------------------------------------------------------
 def t2(rig, scale, seed, result):
     """Crash: orders created and paid (30% of notifies dropped) while the gateway is SIGKILLed at
-    random moments and restarted; then one more start and a sweep must settle everything."""
+    random moments and restarted; then one more start and a sweep must settle everything. On
+    PostgreSQL three instances serve behind a load balancer (WeChat's notify URL and the clients'
+    requests go through it) and the kills land on any of them while the others keep serving."""
     orders, kills = SCALES[scale]["t2"]
     rng = random.Random(seed)
     # The test-only hook (Sources/Gateway/Observability/CrashPoint.swift) kills the gateway exactly
@@ -104,28 +140,43 @@ def t2(rig, scale, seed, result):
     crash_points = os.environ.get("BATTERY_CRASH_POINTS",
                                   "notify_committed:0.03,outbox_delivered:0.03,mid_sweep:0.005")
     extra = {"GATEWAY_CRASH_POINT": crash_points} if crash_points else None
-    gateway = rig.gateway(reconcile_interval=1, reconcile_after=2, extra=extra)
+    several = rig.store == "postgres"
+    if several:
+        front = rig.balanced()
+        gateways = [rig.gateway(reconcile_interval=1, reconcile_after=2, extra=extra,
+                                notify_url=front.base + "/wechat/notify") for _ in range(3)]
+        base = front.base
+    else:
+        gateways = [rig.gateway(reconcile_interval=1, reconcile_after=2, extra=extra)]
+        base = gateways[0].base
     rig.faults({"notify": {"dropRate": 0.3}})
     deadline = time.monotonic() + 900
     numbers = [f"t2-{seed}-{i:05d}" for i in range(orders)]
     done = threading.Event()
 
+    def total_kills():
+        return sum(g.kills for g in gateways)
+
     def killer():
-        while not done.is_set() and gateway.kills < kills and time.monotonic() < deadline:
+        while not done.is_set() and total_kills() < kills and time.monotonic() < deadline:
             time.sleep(rng.uniform(0.1, 0.8))
-            if gateway.proc.poll() is None:   # else a named crash point already killed it
-                gateway.kill()
-            try:
-                gateway.start()
-            except RuntimeError:
-                time.sleep(0.2)
+            victim = rng.choice(gateways)
+            if victim.proc.poll() is None:   # else a named crash point already killed it
+                victim.kill()
+            # Every instance a crash point took down comes back too; the others kept serving.
+            for gateway in gateways:
+                if gateway.proc.poll() is not None:
+                    try:
+                        gateway.start()
+                    except RuntimeError:
+                        time.sleep(0.2)
 
     killing = threading.Thread(target=killer, daemon=True)
     killing.start()
 
     def create_and_pay(number):
         while time.monotonic() < deadline:
-            status, _ = rig.client.json(gateway.base, "POST", "/v1/orders", create_body(number, 100 + len(number)),
+            status, _ = rig.client.json(base, "POST", "/v1/orders", create_body(number, 100 + len(number)),
                                         token=CLIENT_TOKEN)
             if status in (200, 201):
                 break
@@ -136,7 +187,7 @@ def t2(rig, scale, seed, result):
             return True
         status, _ = rig.pay(number)
         return status == 200
-    # The last tenth is paid while the gateway is down for good, with every notify lost: only the
+    # The last tenth is paid while every gateway is down for good, with every notify lost: only the
     # sweep after the final start can find those payments, which is what C5 is about.
     while_down = set(numbers[-max(1, orders // 10):])
     created = sum(1 for ok in parallel(numbers, create_and_pay, workers=8, deadline=deadline) if ok)
@@ -144,25 +195,32 @@ def t2(rig, scale, seed, result):
     killing.join(timeout=max(0, deadline - time.monotonic()))
     done.set()
     killing.join()
-    gateway.kill()
+    run_kills = [gateway.kills for gateway in gateways]
+    for gateway in gateways:
+        gateway.kill()
     rig.faults({"notify": {"dropRate": 1}})
     paid_while_down = sum(1 for answer in parallel(sorted(while_down), rig.pay, workers=8) if answer[0] == 200)
     result.expect(paid_while_down == len(while_down), f"only {paid_while_down} paid while the gateway was down")
-    gateway.env.pop("GATEWAY_CRASH_POINT", None)
-    gateway.start()   # the final start, after which one sweep must be enough (C5)
+    for gateway in gateways:
+        gateway.env.pop("GATEWAY_CRASH_POINT", None)
+        gateway.start()   # the final start, after which one sweep must be enough (C5)
     restarted = time.monotonic()
     settled = checker.wait_until_paid(rig, numbers, timeout=120)
     result.figures["settled_after_restart_s"] = round(time.monotonic() - restarted, 1)
     figures, failures = checker.check(rig, numbers)
     result.failures += failures
     result.expect(created == orders, f"only {created} orders were created and paid")
-    result.expect(gateway.kills >= kills, f"only {gateway.kills} kills")
+    result.expect(sum(run_kills) >= kills, f"only {sum(run_kills)} kills")
     result.expect(settled == orders, f"{settled}/{orders} SUCCESS after the final restart")
     stats = rig.sim_stats()
-    with open(os.path.join(rig.dir, gateway.name + ".log"), errors="replace") as log:
-        fired = [line.split()[2] for line in log if line.startswith("crash point ")]
+    fired = []
+    for gateway in gateways:
+        with open(os.path.join(rig.dir, gateway.name + ".log"), errors="replace") as log:
+            fired += [line.split()[2] for line in log if line.startswith("crash point ")]
     named = {point: fired.count(point) for point in sorted(set(fired))}
-    result.figures.update(figures, paid_while_down=paid_while_down, kills=gateway.kills, crash_point_exits=len(fired),
+    result.figures.update(figures, instances=len(gateways), paid_while_down=paid_while_down,
+                          kills=sum(run_kills), kills_per_instance="/".join(map(str, run_kills)),
+                          crash_point_exits=len(fired),
                           crash_points=",".join(f"{k}:{v}" for k, v in named.items()) or "none",
                           notifies=stats.get("notifyAttempts", 0), notifies_dropped=stats.get("notifiesDropped", 0),
                           faults_injected=stats.get("notifiesDropped", 0))
@@ -236,7 +294,7 @@ def t6(rig, scale, seed, result):
                                  '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><xml><sign>&e;</sign></xml>'][i % 5], {}),
     ]
     copies = 1000 if scale == "full" else 50
-    tables = [row[0] for row in rig.sql("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    tables = rig.tables()
 
     def rows():
         return {table: rig.sql(f'SELECT COUNT(*) FROM "{table}"')[0][0] for table in tables}
@@ -293,7 +351,7 @@ def metric_sum(rig, gateways, prefix):
 
 def t7(rig, scale, seed, result):
     """Reconciliation: 6% paid with the notify dropped, 1% paid during a close (ORDERPAID), 3%
-    closed, the rest unpaid; three gateway processes sweep one SQLite file at once."""
+    closed, the rest unpaid; three gateway processes sweep one store (a SQLite file, or PostgreSQL) at once."""
     orders = SCALES[scale]["t7"]
     sweepers = [rig.gateway(reconcile_interval=2, reconcile_after=5)]
     rig.install_claim_log()     # every lease the sweepers write, for the per-sweep check
@@ -677,9 +735,9 @@ def p1(rig, scale, seed, result):
 TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **refunds.TESTS, "P1": p1}
 
 
-def run_one(name, scale, seed):
+def run_one(name, scale, seed, store="sqlite"):
     result = Result(name)
-    rig = Rig(seed=seed, **refunds.RIGS.get(name, {}))
+    rig = Rig(seed=seed, store=store, **refunds.RIGS.get(name, {}))
     try:
         TESTS[name](rig, scale, seed, result)
     except Exception as error:     # a crashed driver is a failed test, reported like the others
@@ -702,15 +760,18 @@ def main():
     parser.add_argument("test", nargs="?", default="all")
     parser.add_argument("--scale", choices=("full", "reduced"), default="full")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default=os.environ.get("BATTERY_STORE", "sqlite"),
+                        help="the gateways' store: one SQLite file, or a throwaway PostgreSQL server (T2 then runs "
+                             "three instances, T1 restarts the database mid-burst)")
     args = parser.parse_args()
     names = list(TESTS) if args.test.lower() == "all" else [args.test.upper()]
     unknown = [n for n in names if n not in TESTS]
     if unknown:
         parser.error(f"unknown test {unknown[0]}; choose from {', '.join(TESTS)} or all")
-    print(f"battery: {' '.join(names)}  scale={args.scale}  seed={args.seed}", flush=True)
+    print(f"battery: {' '.join(names)}  scale={args.scale}  seed={args.seed}  store={args.store}", flush=True)
     failed = 0
     for name in names:
-        result = run_one(name, args.scale, args.seed)
+        result = run_one(name, args.scale, args.seed, args.store)
         verdict = "PASS" if not result.failures else "FAIL"
         failed += bool(result.failures)
         figures = "  ".join(f"{k}={v}" for k, v in result.figures.items())

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""C1–C5 of reliability.md, checked from outside the gateway: the SQLite file read-only with the
-sqlite3 CLI, the simulator's control panel (what WeChat holds), and the receiver's effects."""
+"""C1–C5 of reliability.md, checked from outside the gateway: the store read with its own client (the
+sqlite3 CLI, read-only, or psql), the simulator's control panel (what WeChat holds), and the
+receiver's effects."""
 import time
 
 from rig import parallel
@@ -43,7 +44,7 @@ def check(rig, numbers, reported_success=(), outbox_timeout=90):
         "SELECT out_trade_no, COUNT(*) FROM order_events WHERE kind = 'state_changed' "
         "AND detail LIKE '%-> SUCCESS%' GROUP BY out_trade_no")}
     outbox = {row[0]: int(row[1]) for row in rig.sql("SELECT out_trade_no, COUNT(*) FROM outbox GROUP BY out_trade_no")}
-    integrity = rig.sql("PRAGMA integrity_check")
+    integrity = rig.integrity()
     sim = dict(zip(numbers, parallel(numbers, rig.sim_order, workers=16)))
     effects, deliveries, invalid = rig.receiver.counts()
 
@@ -86,7 +87,7 @@ def queries_per_sweep(rig, numbers, extra_allowed=None, slack_ms=30000, toleranc
     extra_allowed = extra_allowed or {}
     leases = {}
     for number, kind, claimant, until, at in rig.sql(
-            "SELECT out_trade_no, kind, claimant, until_ms, at_ms FROM battery_claims ORDER BY rowid"):
+            "SELECT out_trade_no, kind, claimant, until_ms, at_ms FROM battery_claims ORDER BY seq"):
         until, at = int(until), int(at)
         if kind == "claim":
             leases.setdefault(number, []).append([at, until, claimant, until, False])

@@ -41,6 +41,7 @@ PRODUCTION_BINARY = os.path.join(ROOT, ".build", "release", "wxpay-gateway")
 # TEST-ONLY certificates (certs/README.md): the simulator's server certificate, the CA that signs it
 # and the merchant's client certificate.
 CERTS = os.path.join(ROOT, "certs", "test")
+POSTGRES_SCRIPT = os.path.join(ROOT, "scripts", "postgres")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,15 +273,88 @@ class Gateway:
                 self.proc.wait()
 
 
-class Rig:
-    """One simulator process, gateways added on demand, the receiver, an RSS sampler."""
+class Balancer:
+    """What stands in front of several instances in production: a plain HTTP forwarder on
+    127.0.0.1 that sends each request to the next instance that is up (round robin), trying the
+    others when one refuses the connection. WeChat's notify URL and the clients point at it."""
 
-    def __init__(self, seed=1, tls=False, refund_delay=None):
+    def __init__(self, rig):
+        self.rig = rig
+        self.next = 0
+        self.lock = threading.Lock()
+        balancer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                answer = balancer.forward(self.command, self.path, body, headers)
+                status, payload, content_type = answer if answer else (502, b"no instance is up", "text/plain")
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = _forward
+
+            def log_message(self, *args):
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                pass
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.client = Client(timeout=40)
+
+    def forward(self, method, path, body, headers):
+        gateways = [g for g in self.rig.gateways if g.proc and g.proc.poll() is None]
+        if not gateways:
+            return None
+        with self.lock:
+            start = self.next
+            self.next += 1
+        for offset in range(len(gateways)):
+            gateway = gateways[(start + offset) % len(gateways)]
+            status, payload = self.client.request(gateway.base, method, path, body=body, headers=headers)
+            if status:
+                return status, payload, "application/json" if payload[:1] in (b"{", b"[") else "text/plain"
+        return None
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Rig:
+    """One simulator process, gateways added on demand, the receiver, an RSS sampler; the store is
+    a SQLite file, or (`store="postgres"`) a throwaway PostgreSQL server in the run's directory."""
+
+    def __init__(self, seed=1, tls=False, refund_delay=None, store="sqlite"):
         """`tls`: the simulator serves HTTPS and requires the merchant certificate for refunds;
         `refund_delay`: it completes accepted refunds SUCCESS after that many seconds."""
         self.tls = tls
+        self.store = store
         self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
         self.db = os.path.join(self.dir, "gateway.sqlite")
+        self.pg_dir = os.path.join(self.dir, "postgres")
+        self.pg_url = None
+        if store == "postgres":
+            # Durable settings (fsync on), like production: the battery restarts and crashes it.
+            out = subprocess.run([POSTGRES_SCRIPT, "start", self.pg_dir, "--durable"], capture_output=True, text=True,
+                                 timeout=180)
+            if out.returncode != 0:
+                raise RuntimeError("PostgreSQL did not start: " + out.stderr.strip()[-500:])
+            self.pg_url = out.stdout.strip().split("=", 1)[1].strip("'")
+        self.database = self.pg_url if store == "postgres" else "sqlite:" + self.db
+        self.balancer = None
         self.client = Client()
         self.receiver = Receiver()
         self.gateways = []
@@ -307,14 +381,21 @@ class Rig:
             for gateway in list(self.gateways):
                 gateway.sample()
 
-    def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None, binary=BINARY):
+    def balanced(self):
+        """The load balancer in front of this rig's gateways (started on first use)."""
+        if self.balancer is None:
+            self.balancer = Balancer(self)
+        return self.balancer
+
+    def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None, binary=BINARY,
+                notify_url=None):
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WXPAY_", "GATEWAY_"))}
         env.update({
             "WXPAY_MCH_ID": MCH_ID, "WXPAY_APP_ID": APP_ID, "WXPAY_API_KEY": API_KEY,
             "WXPAY_API_BASE": self.sim, "WXPAY_API_BACKUP_BASE": self.sim,
-            "WXPAY_NOTIFY_URL": f"http://127.0.0.1:{port}/wechat/notify",
-            "GATEWAY_LISTEN": f"127.0.0.1:{port}", "GATEWAY_DATABASE": "sqlite:" + self.db,
+            "WXPAY_NOTIFY_URL": notify_url or f"http://127.0.0.1:{port}/wechat/notify",
+            "GATEWAY_LISTEN": f"127.0.0.1:{port}", "GATEWAY_DATABASE": self.database,
             "GATEWAY_CLIENT_TOKENS": CLIENT_TOKEN, "GATEWAY_SUPPORT_TOKENS": SUPPORT_TOKEN,
             "GATEWAY_LOG_LEVEL": "warning", "GATEWAY_POLL_INTERVAL": "0.5",
             "GATEWAY_RECONCILE_INTERVAL": str(reconcile_interval), "GATEWAY_RECONCILE_AFTER": str(reconcile_after),
@@ -389,30 +470,87 @@ class Rig:
     # The store, read-only -----------------------------------------------------------------------
 
     def sql(self, query):
-        out = subprocess.run(["sqlite3", "-readonly", "-separator", "|", self.db, query],
-                             capture_output=True, text=True, timeout=120)
+        if self.store == "postgres":
+            command = ["psql", "-X", "-q", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1", self.pg_url, "-c", query]
+        else:
+            command = ["sqlite3", "-readonly", "-separator", "|", self.db, query]
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
-            raise RuntimeError("sqlite3: " + out.stderr.strip())
+            raise RuntimeError(f"{command[0]}: " + out.stderr.strip())
         return [line.split("|") for line in out.stdout.splitlines() if line]
+
+    def integrity(self):
+        """The database's own consistency check, as rows: [["ok"]] when healthy. PostgreSQL: the
+        store's amcheck of its tables and indexes, and no row of a missing order (as the
+        gateway's own integrity check does)."""
+        if self.store != "postgres":
+            return self.sql("PRAGMA integrity_check")
+        heap = self.sql("SELECT COALESCE(wxpay_amcheck(), -1)")[0][0]
+        orphans = self.sql("""
+            SELECT (SELECT COUNT(*) FROM order_events e WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.out_trade_no = e.out_trade_no))
+                 + (SELECT COUNT(*) FROM outbox x WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.out_trade_no = x.out_trade_no))
+            """)[0][0]
+        if heap == "0" and orphans == "0":
+            return [["ok"]]
+        return [[f"amcheck findings {heap} (-1: amcheck not installed), orphan rows {orphans}"]]
+
+    def tables(self):
+        """The store's tables (so a table a later migration adds is counted too)."""
+        if self.store == "postgres":
+            return [row[0] for row in self.sql(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                "AND table_type = 'BASE TABLE' AND table_name <> 'battery_claims'")]
+        return [row[0] for row in self.sql("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+
+    def restart_database(self, crash=False):
+        """Restarts the PostgreSQL server (`crash`: immediate stop, recovery from the WAL at start)."""
+        out = subprocess.run([POSTGRES_SCRIPT, "restart", self.pg_dir] + (["--crash"] if crash else []),
+                             capture_output=True, text=True, timeout=180)
+        if out.returncode != 0:
+            raise RuntimeError("PostgreSQL did not restart: " + out.stderr.strip()[-500:])
 
     def install_claim_log(self):
         """Test instrumentation, not the gateway's: triggers in the store that copy every lease a
         sweeper writes on an order (claim, and early release) into `battery_claims`, with the time
-        SQLite wrote it. Leases are overwritten in place, so without this the per-sweep check could
-        not see them. Run after the first gateway has created the schema."""
+        the database wrote it. Leases are overwritten in place, so without this the per-sweep check
+        could not see them. Run after the first gateway has created the schema."""
+        if self.store == "postgres":
+            self.sql("""
+                CREATE TABLE IF NOT EXISTS battery_claims (
+                    seq bigserial PRIMARY KEY, out_trade_no text NOT NULL, kind text NOT NULL, claimant text,
+                    until_ms bigint, at_ms bigint NOT NULL);
+                CREATE OR REPLACE FUNCTION battery_claim_log() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.claimed_until IS NOT NULL THEN
+                        INSERT INTO battery_claims (out_trade_no, kind, claimant, until_ms, at_ms) VALUES
+                            (NEW.out_trade_no, 'claim', NEW.claimed_by,
+                             round(extract(epoch FROM NEW.claimed_until) * 1000), round(extract(epoch FROM clock_timestamp()) * 1000));
+                    ELSIF OLD.claimed_until IS NOT NULL THEN
+                        INSERT INTO battery_claims (out_trade_no, kind, claimant, until_ms, at_ms) VALUES
+                            (NEW.out_trade_no, 'release', OLD.claimed_by,
+                             round(extract(epoch FROM OLD.claimed_until) * 1000), round(extract(epoch FROM clock_timestamp()) * 1000));
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                DROP TRIGGER IF EXISTS battery_claim ON orders;
+                CREATE TRIGGER battery_claim AFTER UPDATE OF claimed_until ON orders
+                    FOR EACH ROW EXECUTE FUNCTION battery_claim_log();
+                """)
+            return
         now_ms = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000) AS INTEGER)"
         db = sqlite3.connect(self.db, timeout=60)
         try:
             db.executescript(f"""
                 CREATE TABLE IF NOT EXISTS battery_claims (
-                    out_trade_no TEXT NOT NULL, kind TEXT NOT NULL, claimant TEXT, until_ms INTEGER, at_ms INTEGER NOT NULL);
+                    seq INTEGER PRIMARY KEY, out_trade_no TEXT NOT NULL, kind TEXT NOT NULL, claimant TEXT,
+                    until_ms INTEGER, at_ms INTEGER NOT NULL);
                 CREATE TRIGGER IF NOT EXISTS battery_claim AFTER UPDATE OF claimed_until ON orders
                     WHEN NEW.claimed_until IS NOT NULL
-                    BEGIN INSERT INTO battery_claims VALUES
+                    BEGIN INSERT INTO battery_claims (out_trade_no, kind, claimant, until_ms, at_ms) VALUES
                         (NEW.out_trade_no, 'claim', NEW.claimed_by, NEW.claimed_until, {now_ms}); END;
                 CREATE TRIGGER IF NOT EXISTS battery_release AFTER UPDATE OF claimed_until ON orders
                     WHEN NEW.claimed_until IS NULL AND OLD.claimed_until IS NOT NULL
-                    BEGIN INSERT INTO battery_claims VALUES
+                    BEGIN INSERT INTO battery_claims (out_trade_no, kind, claimant, until_ms, at_ms) VALUES
                         (NEW.out_trade_no, 'release', OLD.claimed_by, OLD.claimed_until, {now_ms}); END;
             """)
             db.commit()
@@ -431,6 +569,10 @@ class Rig:
                 self.sim_proc.kill()
                 self.sim_proc.wait()
         self.receiver.close()
+        if self.balancer:
+            self.balancer.close()
+        if self.store == "postgres":
+            subprocess.run([POSTGRES_SCRIPT, "stop", self.pg_dir], capture_output=True, timeout=120)
 
 
 def create_body(out_trade_no, amount, **extra):

@@ -47,6 +47,9 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     static let upstreamUnavailable = APIError(
         status: 503, code: "upstream_unavailable",
         message: "WeChat Pay could not be reached or kept failing; retrying the same request is safe")
+    static let databaseUnavailable = APIError(
+        status: 503, code: "database_unavailable",
+        message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)
     static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
 
     /// The JSON body.

@@ -21,7 +21,8 @@ extension GatewayConfiguration {
     ]
 
     /// The user file the console reads, or nil when the console is off: the configured one, or in
-    /// demo mode `console-users` beside the SQLite database (`data/console-users` by default).
+    /// demo mode `console-users` beside the SQLite database (`data/console-users` by default; on
+    /// PostgreSQL, in the working directory).
     public var consoleUsersPath: String? {
         if let path = console.usersPath { return path }
         guard demo else { return nil }
@@ -29,6 +30,8 @@ extension GatewayConfiguration {
         case .sqlite(let path):
             let directory = (path as NSString).deletingLastPathComponent
             return (directory.isEmpty ? "" : directory + "/") + "console-users"
+        case .postgres:
+            return "console-users"
         }
     }
 

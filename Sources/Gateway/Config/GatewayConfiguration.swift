@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Storage
 import WeChatPay
 
 /// Everything the gateway is configured with, read from the environment (the README's table).
@@ -19,6 +20,8 @@ public struct GatewayConfiguration: Sendable {
     /// Where the order store lives.
     public enum Database: Sendable, Hashable {
         case sqlite(path: String)
+        /// Several instances may share one PostgreSQL database (GatewayConfiguration+Database.swift).
+        case postgres(PostgresSettings)
     }
 
     /// A numeric host and a port (0 picks one).
@@ -50,6 +53,10 @@ public struct GatewayConfiguration: Sendable {
     public var listenPort: Int { listen.port }
     /// GATEWAY_DATABASE, default `sqlite:data/gateway.sqlite`.
     public var database = Database.sqlite(path: "data/gateway.sqlite")
+    /// Connections per instance to PostgreSQL (GATEWAY_DATABASE_POOL, default 8).
+    public var databasePool = 8
+    /// Whether GATEWAY_DATABASE_POOL was given (it is refused with SQLite rather than ignored).
+    var databasePoolIsSet = false
     /// Bearer tokens for the app backend (create, query, close) and for support staff (read, look
     /// up, recheck, redrive): GATEWAY_CLIENT_TOKENS, GATEWAY_SUPPORT_TOKENS.
     public var clientTokens: [String] = []
@@ -100,12 +107,12 @@ public struct GatewayConfiguration: Sendable {
     public static let variablePrefixes = ["WXPAY_", "GATEWAY_", "APPSTORE_"]
 
     /// Every variable the gateway reads.
-    public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + recoveryVariables
-        + fulfilmentVariables + appVariables + refundVariables + consoleVariables
+    public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + databaseVariables
+        + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + consoleVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks, refundChecks, consoleChecks,
+        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks,
     ]
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws
@@ -170,8 +177,6 @@ public struct GatewayConfiguration: Sendable {
     static let serverVariables: [ConfigurationVariable] = [
         ConfigurationVariable("GATEWAY_LISTEN", \.listen,
                               expecting: "a numeric host and a port, e.g. 127.0.0.1:8080 or [::1]:8080", parse: parseListen),
-        ConfigurationVariable("GATEWAY_DATABASE", \.database,
-                              expecting: "sqlite:PATH (PostgreSQL support is not built yet)", parse: parseDatabase),
         ConfigurationVariable("GATEWAY_CLIENT_TOKENS", \.clientTokens, .requiredOutsideDemo,
                               expecting: "the app backend's bearer tokens, comma-separated, at least 8 characters each",
                               parse: ConfigurationVariable.tokens(minimumLength: 8)),
@@ -237,12 +242,6 @@ public struct GatewayConfiguration: Sendable {
         guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
               HTTPServerSocketAddress(host: host, port: UInt16(port)) != nil else { return nil }
         return Listen(host: host, port: port)
-    }
-
-    static func parseDatabase(_ text: String) -> Database? {
-        guard text.hasPrefix("sqlite:") else { return nil }
-        let path = String(text.dropFirst("sqlite:".count))
-        return path.isEmpty ? nil : .sqlite(path: path)
     }
 
     static func parseBase(_ text: String) -> String? {

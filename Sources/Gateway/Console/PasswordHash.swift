@@ -46,6 +46,12 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
         return PasswordHash(parameters: parameters, salt: salt, hash: hash)
     }
 
+    /// A fresh random password that can be typed and pasted (base64url of `bytes` random bytes):
+    /// demo mode's own user gets one.
+    public static func randomPassword(bytes: Int = 12) -> String {
+        Base64URL.encode(RandomBytes.take(bytes))
+    }
+
     /// Whether `password` is the one hashed here, compared in constant time. Runs scrypt on the
     /// calling thread.
     public func matches(_ password: String) -> Bool {

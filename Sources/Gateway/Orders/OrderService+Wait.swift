@@ -79,7 +79,7 @@ extension OrderService {
         // most 64 at a time), so a hanging WeChat never holds this answer past its deadline.
         let outTradeNo = held.outTradeNo
         let nextPoll = upstream.scheduleQuery(outTradeNo, interval: configuration.pollInterval) { [self] in
-            _ = await self.refresh(outTradeNo, reason: "wait")
+            await self.poll(outTradeNo)
         }
         let sleep = min(remaining, nextPoll)
         let seconds = Double(sleep.components.seconds) + Double(sleep.components.attoseconds) * 1e-18

@@ -65,6 +65,7 @@ public final class OrderService: Sendable {
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
         Self.describeMetrics(metrics)
+        listenForChangesElsewhere()
     }
 
     // MARK: - Create
@@ -125,17 +126,30 @@ public final class OrderService: Sendable {
         return view
     }
 
-    private func hasLivePrepay(_ order: OrderRecord) -> Bool {
+    func hasLivePrepay(_ order: OrderRecord) -> Bool {
         guard order.prepayID != nil, let issuedAt = order.prepayIssuedAt else { return false }
         return now().timeIntervalSince(issuedAt) < Self.prepayLifetime
     }
 
-    /// One unifiedorder (with retries on the same parameters) for the order as stored.
+    /// The order with a live prepay_id: one unifiedorder (with retries on the same parameters) for
+    /// the order as stored, unless a concurrent caller stored one meanwhile. With several instances
+    /// on one store, one of them calls (OrderService+Instances.swift).
     private func requestPrepay(_ outTradeNo: String) async -> Result<OrderRecord, APIError> {
+        if let claims = store as? any OrderCallClaims { return await prepayAcrossInstances(outTradeNo, claims: claims) }
         do {
             // Re-read: a concurrent caller may have stored a prepay_id while this one waited.
             guard let order = try await store.order(outTradeNo) else { return .failure(.orderNotFound) }
             if hasLivePrepay(order) { return .success(order) }
+            return await unifiedOrder(order)
+        } catch {
+            return .failure(apiError(for: error))
+        }
+    }
+
+    /// unifiedorder for `order`, and its prepay_id stored.
+    func unifiedOrder(_ order: OrderRecord) async -> Result<OrderRecord, APIError> {
+        let outTradeNo = order.outTradeNo
+        do {
             let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
             let issuedAt = now()
             // The prepay_id and its timeline event in one write (one savepoint in the group commit).
@@ -148,8 +162,10 @@ public final class OrderService: Sendable {
             return .failure(error)
         } catch let error as WeChatPayError {
             return .failure(await upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
+        } catch let error as StorageError {
+            return .failure(apiError(for: error))
         } catch {
-            logger.error("storage failure during create", ["error": "\(error)"])
+            logger.error("unexpected failure during create", ["error": "\(error)"])
             return .failure(.internalError)
         }
     }
@@ -371,15 +387,21 @@ public final class OrderService: Sendable {
 
     // MARK: - Helpers
 
-    /// Runs a store operation, turning a storage failure into a 500 without leaking its details.
+    /// Runs a store operation, turning a storage failure into an API error without leaking its
+    /// details: 503 `database_unavailable` while the database cannot be reached, else 500.
     func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
         do {
             return try await operation()
         } catch {
-            logger.error("storage failure", ["error": error.shortDescription])
-            metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
-            throw .internalError
+            throw apiError(for: error)
         }
+    }
+
+    /// The answer for a storage failure, logged and counted.
+    func apiError(for error: StorageError) -> APIError {
+        logger.error("storage failure", ["error": error.shortDescription])
+        metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
+        return error == .unavailable ? .databaseUnavailable : .internalError
     }
 
     private static func describeMetrics(_ metrics: MetricsRegistry) {

@@ -27,6 +27,8 @@ public final class OrderSignals: Sendable {
         /// Counts wakes; `lastWake[key]` is the count when `key` was last woken.
         var epoch: UInt64 = 0
         var lastWake: [String: UInt64] = [:]
+        /// The count at the last `wakeAll`: a waiter with an older token is woken at once.
+        var allWokenAt: UInt64 = 0
         var deadlines = DeadlineHeap()
         /// Heap entries whose waiter already left (woken or cancelled); dropped in bulk.
         var stale = 0
@@ -139,6 +141,22 @@ public final class OrderSignals: Sendable {
         for resume in woken { resume(true) }
     }
 
+    /// Wakes every waiter of every order: after a gap in which wakes may have been missed (the
+    /// database's change feed reconnected), each re-reads the state it waits for.
+    public func wakeAll() {
+        let woken = state.withLock { state -> [@Sendable (Bool) -> Void] in
+            state.epoch += 1
+            // Every waiter that took its token before now must see a wake, parked or not yet.
+            state.allWokenAt = state.epoch
+            let all = state.waiters.values.flatMap(\.values)
+            state.open -= all.count
+            state.stale += all.count
+            state.waiters.removeAll()
+            return all
+        }
+        for resume in woken { resume(true) }
+    }
+
     // MARK: - Internals
 
     private func reserveID() -> UInt64 {
@@ -158,6 +176,7 @@ public final class OrderSignals: Sendable {
         let deadline = now &+ UInt64(min(seconds, 86_400) * 1e9)
         let missed = state.withLock { state -> Bool in
             if let woken = state.lastWake[key], woken > token { return true }
+            if state.allWokenAt > token { return true }
             state.waiters[key, default: [:]][id] = resume
             state.open += 1
             state.compactIfMostlyStale()

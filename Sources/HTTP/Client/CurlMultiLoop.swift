@@ -191,7 +191,7 @@ final class CurlMultiLoop: Sendable {
                 }
                 for transfer in active.values { nextWatchdogScan = min(nextWatchdogScan, transfer.deadline) }
             }
-            let wait = active.isEmpty ? Duration.seconds(5) : max(.zero, nextWatchdogScan - .now)
+            let wait = active.isEmpty ? configuration.idleSleep : max(.zero, nextWatchdogScan - .now)
             let maySleep = inbox.withLock { inbox in
                 guard inbox.submissions.isEmpty, inbox.cancellations.isEmpty, !inbox.closing else { return false }
                 inbox.sleeping = true
@@ -199,7 +199,7 @@ final class CurlMultiLoop: Sendable {
             }
             // Without new work pending, sleep until a socket, a libcurl timer, the watchdog or a
             // wake-up; with work pending, only collect what is ready.
-            let milliseconds = maySleep ? Int32(clamping: min(wait, .seconds(5)).curlMilliseconds) : 0
+            let milliseconds = maySleep ? Int32(clamping: min(wait, configuration.idleSleep).curlMilliseconds) : 0
             _ = curl_multi_poll(multi.pointer, nil, 0, milliseconds, nil)
         }
 

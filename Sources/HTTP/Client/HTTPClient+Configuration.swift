@@ -66,6 +66,9 @@ extension HTTPClient {
 
         /// Test hook: `false` leaves the timeouts to the watchdog alone, to prove the backstop works.
         var curlEnforcesTimeouts = true
+        /// Test hook: how long the idle transfer thread sleeps when nothing wakes it. A test makes it
+        /// long, so that a lost wake-up costs minutes, which no loaded machine can be mistaken for.
+        var idleSleep: Duration = .seconds(5)
 
         /// Every parameter is optional; the defaults are listed on each property.
         public init(

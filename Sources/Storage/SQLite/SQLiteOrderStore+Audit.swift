@@ -26,18 +26,15 @@ extension SQLiteOrderStore: AuditStore {
         BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
         """
 
-    static let auditColumns: SQL = "id, at, actor, channel, role, action, out_trade_no, target, address, outcome, detail"
-
     public func appendAudit(_ entry: NewAuditEntry) async throws(StorageError) -> AuditEntry {
-        try await write { db throws(StorageError) in
+        try entry.validate()
+        return try await write { db throws(StorageError) in
             guard
                 let stored = try db.row(
-                    """
-                    INSERT INTO audit_log (at, actor, channel, role, action, out_trade_no, target, address, outcome, detail)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING
-                    """ + " " + Self.auditColumns,
+                    "INSERT INTO audit_log (" + AuditEntry.insertColumns
+                        + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING " + AuditEntry.columns,
                     entry.at, entry.actor, entry.channel, entry.role, entry.action, entry.outTradeNo, entry.target,
-                    entry.address, entry.outcome, entry.detail, decode: Self.auditEntry(row:))
+                    entry.address, entry.outcome, entry.detail, decode: AuditEntry.init(row:))
             else { throw .unexpectedRow }
             return stored
         }
@@ -45,25 +42,16 @@ extension SQLiteOrderStore: AuditStore {
 
     public func auditEntries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(StorageError) -> AuditPage {
         guard limit > 0 else { return AuditPage(entries: [], nextBefore: nil) }
+        try StoreText.validate(query.actor, query.outTradeNo, query.action)
         let rows = try await read { db throws(StorageError) in
             try db.rows(
-                "SELECT " + Self.auditColumns + """
+                "SELECT " + AuditEntry.columns + """
                      FROM audit_log WHERE id < ?1 AND (?2 IS NULL OR actor = ?2) AND (?3 IS NULL OR out_trade_no = ?3)
                         AND (?4 IS NULL OR action = ?4)
                     ORDER BY id DESC LIMIT ?5
                     """,
-                before ?? Int64.max, query.actor, query.outTradeNo, query.action, limit + 1, decode: Self.auditEntry(row:))
+                before ?? Int64.max, query.actor, query.outTradeNo, query.action, limit + 1, decode: AuditEntry.init(row:))
         }
-        let entries = Array(rows.prefix(limit))
-        return AuditPage(entries: entries, nextBefore: rows.count > limit ? entries.last?.id : nil)
-    }
-
-    private static func auditEntry(row: SQLiteRow) throws(StorageError) -> AuditEntry {
-        AuditEntry(
-            id: try row.int64(0),
-            entry: NewAuditEntry(
-                at: try row.date(1), actor: try row.text(2), channel: try row.text(3), role: try row.text(4),
-                action: try row.text(5), outTradeNo: try row.optionalText(6), target: try row.optionalText(7),
-                address: try row.optionalText(8), outcome: try row.text(9), detail: try row.text(10)))
+        return AuditPage(rows: rows, limit: limit)
     }
 }

@@ -34,41 +34,34 @@ extension SQLiteOrderStore: ConsoleStore {
         """
 
     public func createSession(_ session: ConsoleSession) async throws(StorageError) {
+        try session.validate()
         try await write { db throws(StorageError) in
             let inserted = try db.run(
-                """
-                INSERT INTO console_sessions (id, username, credential_stamp, csrf_token, created_at, last_seen_at,
-                    expires_at, address) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
-                """, session.id, session.username, session.credentialStamp, session.csrfToken, session.createdAt,
+                "INSERT INTO console_sessions (" + ConsoleSession.columns
+                    + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING", session.id, session.username, session.credentialStamp, session.csrfToken, session.createdAt,
                 session.lastSeenAt, session.expiresAt, session.address)
             guard inserted == 1 else { throw .invalidArgument("a session with this id exists") }
         }
     }
 
     public func session(id: String) async throws(StorageError) -> ConsoleSession? {
-        try await read { db throws(StorageError) in
-            try db.row(
-                """
-                SELECT id, username, credential_stamp, csrf_token, created_at, last_seen_at, expires_at, address
-                FROM console_sessions WHERE id = ?
-                """, id,
-                decode: { row throws(StorageError) in
-                    ConsoleSession(
-                        id: try row.text(0), username: try row.text(1), credentialStamp: try row.text(2),
-                        csrfToken: try row.text(3), createdAt: try row.date(4), lastSeenAt: try row.date(5),
-                        expiresAt: try row.date(6), address: try row.optionalText(7))
-                })
+        try StoreText.validate(id)
+        return try await read { db throws(StorageError) in
+            try db.row("SELECT " + ConsoleSession.columns + " FROM console_sessions WHERE id = ?", id,
+                       decode: ConsoleSession.init(row:))
         }
     }
 
     public func touchSession(id: String, at: Date) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(id)
+        return try await write { db throws(StorageError) in
             try db.run("UPDATE console_sessions SET last_seen_at = MAX(last_seen_at, ?1) WHERE id = ?2", at, id) == 1
         }
     }
 
     public func deleteSession(id: String) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(id)
+        return try await write { db throws(StorageError) in
             try db.run("DELETE FROM console_sessions WHERE id = ?", id) == 1
         }
     }
@@ -81,6 +74,7 @@ extension SQLiteOrderStore: ConsoleStore {
 
     public func recordLoginFailure(username: String, at: Date, window: TimeInterval, threshold: Int,
                                    lockFor: TimeInterval) async throws(StorageError) -> Date? {
+        try StoreText.validate(username)
         let windowStart = at.addingTimeInterval(-window)
         return try await write { db throws(StorageError) in
             // Old failures of every name go here, so the table holds one window's worth at most.
@@ -103,7 +97,8 @@ extension SQLiteOrderStore: ConsoleStore {
     }
 
     public func loginLock(username: String, at: Date) async throws(StorageError) -> Date? {
-        try await read { db throws(StorageError) in
+        try StoreText.validate(username)
+        return try await read { db throws(StorageError) in
             try db.row(
                 "SELECT locked_until FROM console_login_locks WHERE username = ? AND locked_until > ?", username, at,
                 decode: { row throws(StorageError) in try row.date(0) })
@@ -111,6 +106,7 @@ extension SQLiteOrderStore: ConsoleStore {
     }
 
     public func clearLoginFailures(username: String) async throws(StorageError) {
+        try StoreText.validate(username)
         _ = try await write { db throws(StorageError) in
             try db.run("DELETE FROM console_login_failures WHERE username = ?", username)
         }
@@ -120,6 +116,7 @@ extension SQLiteOrderStore: ConsoleStore {
         -> OrderPage
     {
         guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        try StoreText.validate(search.identifier)
         // No filter is a NULL test: the bounds default to the widest ones, so the created_at
         // index serves the range and the order, and a page stops after `limit + 1` rows.
         let states = (search.states.isEmpty ? Set(OrderState.allCases) : search.states).jsonArray

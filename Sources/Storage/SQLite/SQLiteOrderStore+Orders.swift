@@ -3,10 +3,7 @@ import Foundation
 
 extension SQLiteOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
-        // Payment enters an order only through `transition`; a create cannot smuggle it in.
-        guard order.state == .notPay, order.transactionID == nil, order.paidAt == nil else {
-            throw .invalidArgument("an order is created NOTPAY, without payment details")
-        }
+        try order.validateNew()
         return try await write { db throws(StorageError) in
             let inserted = try db.run(
                 "INSERT INTO orders (" + OrderRecord.columns + """
@@ -87,11 +84,8 @@ extension SQLiteOrderStore {
     }
 
     public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
-        if let outbox = transition.outbox, outbox.outTradeNo != transition.outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
-        // A move to the state the order is already in is a duplicate, never a second change.
-        let allowed = transition.allowedFrom.subtracting([transition.to])
+        try transition.validate()
+        let allowed = transition.sourceStates
         return try await write { db throws(StorageError) in
             // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
             // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
@@ -126,11 +120,11 @@ extension SQLiteOrderStore {
                     transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
                     decode: OrderRecord.init(row:))
             else {
-                if let receipt = transition.receipt, let state = OrderState(rawValue: beforeState),
-                    !receipt.deferredWhenUnchangedIn.contains(state)
+                if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
+                    let receipt = transition.receiptEvent(changed: false)
                 {
-                    try Self.insertReceiptEvent(receipt, changed: false, of: transition.outTradeNo, at: transition.at, on: db)
-                    if let timestamp = receipt.touching,
+                    try Self.appendEvent(receipt, to: transition.outTradeNo, on: db)
+                    if let timestamp = transition.receipt?.touching,
                         let touched = try Self.touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
                     {
                         return .unchanged(touched)
@@ -138,20 +132,16 @@ extension SQLiteOrderStore {
                 }
                 return .unchanged(try Self.existingOrder(transition.outTradeNo, on: db))
             }
-            if !transition.addingFlags.isSubset(of: after.flags) {
-                after = try Self.setFlags(
-                    after.flags.union(transition.addingFlags), of: transition.outTradeNo, at: transition.at, on: db)
+            if let flags = transition.flags(after: after.flags) {
+                after = try Self.setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
             }
-            var detail = "\(beforeState) -> \(transition.to.rawValue)"
-            if !transition.detail.isEmpty { detail += ": " + transition.detail }
-            try db.run(
-                "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
-                transition.outTradeNo, transition.at, OrderEvent.stateChangedKind, detail)
+            guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
+            try Self.appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
             if let outbox = transition.outbox {
                 try Self.insertOutbox(outbox, on: db)
             }
-            if let receipt = transition.receipt {
-                try Self.insertReceiptEvent(receipt, changed: true, of: transition.outTradeNo, at: transition.at, on: db)
+            if let receipt = transition.receiptEvent(changed: true) {
+                try Self.appendEvent(receipt, to: transition.outTradeNo, on: db)
             }
             return .changed(after)
         }
@@ -202,13 +192,13 @@ extension SQLiteOrderStore {
             at, outTradeNo, decode: OrderRecord.init(row:))
     }
 
-    /// The timeline event of a transition's receipt.
-    private static func insertReceiptEvent(
-        _ receipt: TransitionReceipt, changed: Bool, of outTradeNo: String, at: Date, on db: SQLiteConnection
-    ) throws(StorageError) {
+    /// Appends an event of an order this transaction has seen (no existence check).
+    private static func appendEvent(_ event: NewOrderEvent, to outTradeNo: String, on db: SQLiteConnection)
+        throws(StorageError)
+    {
         try db.run(
             "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
-            outTradeNo, at, receipt.kind, changed ? receipt.changedDetail : receipt.unchangedDetail)
+            outTradeNo, event.at, event.kind, event.detail)
     }
 
     /// Appends an event if the order exists; `nil` otherwise.

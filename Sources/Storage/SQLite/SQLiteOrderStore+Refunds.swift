@@ -48,7 +48,8 @@ extension SQLiteOrderStore: RefundStore {
     public func createRefund(_ refund: NewRefund, maximumPerOrder: Int, event: NewOrderEvent) async throws(StorageError)
         -> RefundCreateResult
     {
-        try await write { db throws(StorageError) in
+        try refund.validate()
+        return try await write { db throws(StorageError) in
             // Inside the write transaction nobody else writes: the sum read here is the sum the
             // insert joins, so concurrent requests are decided one after the other.
             guard
@@ -56,12 +57,8 @@ extension SQLiteOrderStore: RefundStore {
                     "SELECT state, amount FROM orders WHERE out_trade_no = ?", refund.outTradeNo,
                     decode: { row throws(StorageError) in (try row.text(0), try row.int(1)) })
             else { return .orderNotFound }
-            if let existing = try Self.refund(refund.outRefundNo, on: db) {
-                let same = existing.outTradeNo == refund.outTradeNo && existing.parametersDigest == refund.parametersDigest
-                return same ? .existing(existing) : .conflict(existing)
-            }
             guard let state = OrderState(rawValue: order.0) else { throw .unexpectedRow }
-            guard state == .success || state == .refund else { return .orderNotRefundable(state) }
+            let existing = try Self.refund(refund.outRefundNo, on: db)
             guard
                 let taken = try db.row(
                     """
@@ -69,8 +66,10 @@ extension SQLiteOrderStore: RefundStore {
                     FROM refunds WHERE out_trade_no = ?
                     """, refund.outTradeNo, decode: { row throws(StorageError) in (try row.int(0), try row.int(1)) })
             else { throw .unexpectedRow }
-            guard taken.0 < maximumPerOrder else { return .limitReached(taken.0) }
-            guard refund.amount <= order.1 - taken.1 else { return .exceedsPaid(refundable: max(0, order.1 - taken.1)) }
+            if let answer = refund.decision(orderState: state, orderAmount: order.1, existing: existing, refundCount: taken.0,
+                                            reserved: taken.1, maximumPerOrder: maximumPerOrder) {
+                return answer
+            }
             guard
                 let created = try db.row(
                     "INSERT INTO refunds (" + RefundRecord.insertColumns + """
@@ -126,12 +125,10 @@ extension SQLiteOrderStore: RefundStore {
     }
 
     public func transitionRefund(_ transition: RefundTransition) async throws(StorageError) -> RefundTransitionResult {
-        // A finished refund is never a source (the database would refuse it anyway).
-        let allowed = transition.allowedFrom.subtracting([transition.to]).filter { !$0.isFinal }
+        let allowed = transition.sourceStates
         return try await write { db throws(StorageError) in
             guard let before = try Self.refund(transition.outRefundNo, on: db) else { return .notFound }
-            if let expected = transition.expectedOutTradeNo, expected != before.outTradeNo { return .mismatch(before) }
-            if let expected = transition.expectedAmount, expected != before.amount { return .mismatch(before) }
+            if transition.mismatches(before) { return .mismatch(before) }
             // The door itself: one conditional UPDATE, so two callers can never both see a change.
             guard
                 let after = try db.row(
@@ -147,27 +144,22 @@ extension SQLiteOrderStore: RefundStore {
                     transition.at, transition.outRefundNo, Self.jsonArray(allowed), transition.touchesNotify ? 1 : 0,
                     decode: RefundRecord.init(row:))
             else { return .unchanged(before) }
-            var detail = "\(after.outRefundNo): \(before.state.rawValue) -> \(after.state.rawValue)"
-            if !transition.detail.isEmpty { detail += ": " + transition.detail }
-            try Self.insertRefundEvent(after.outTradeNo, "refund_state_changed", detail, at: transition.at, on: db)
+            let changed = transition.stateChangedEvent(from: before.state, to: after)
+            try Self.insertRefundEvent(after.outTradeNo, changed.kind, changed.detail, at: transition.at, on: db)
             if after.state == .success {
                 // WeChat's trade_state word: an order with a successful refund is REFUND.
                 let moved = try db.run(
                     "UPDATE orders SET state = 'REFUND', updated_at = MAX(updated_at, ?1) WHERE out_trade_no = ?2 AND state = 'SUCCESS'",
                     transition.at, after.outTradeNo)
                 if moved == 1 {
-                    try Self.insertRefundEvent(
-                        after.outTradeNo, OrderEvent.stateChangedKind, "SUCCESS -> REFUND: refund \(after.outRefundNo) succeeded",
-                        at: transition.at, on: db)
+                    let refunded = transition.orderRefundedEvent(after)
+                    try Self.insertRefundEvent(after.outTradeNo, refunded.kind, refunded.detail, at: transition.at, on: db)
                 }
             }
-            if before.state == .change || after.state == .change {
+            if transition.affectsAttention(before: before.state, after: after.state) {
                 try Self.updateAttentionFlag(after.outTradeNo, at: transition.at, on: db)
             }
-            if let outbox = transition.outbox(after) {
-                guard outbox.outTradeNo == after.outTradeNo else {
-                    throw .invalidArgument("the outbox event belongs to another order")
-                }
+            if let outbox = try transition.outboxEvent(for: after) {
                 try db.run(
                     "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     outbox.id, outbox.outTradeNo, outbox.type, outbox.payload, outbox.createdAt, outbox.attempts,
@@ -247,36 +239,12 @@ extension SQLiteOrderStore: RefundStore {
                 FROM orders WHERE out_trade_no = ?1
                 """, outTradeNo, decode: { row throws(StorageError) in (try row.text(0), try row.int(1) == 1) })
         else { throw .unexpectedRow }
-        var flags = try OrderRecord.decodeFlags(current.0)
-        let changed = current.1 ? flags.insert(.refundNeedsAttention).inserted : flags.remove(.refundNeedsAttention) != nil
-        guard changed else { return }
+        guard let flags = OrderRecord.flags(try OrderRecord.decodeFlags(current.0), refundAttention: current.1) else { return }
         try db.run("UPDATE orders SET flags = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3",
                    OrderRecord.encodeFlags(flags), at, outTradeNo)
     }
 
     private static func jsonArray(_ states: Set<RefundState>) -> String {
         "[" + states.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
-    }
-}
-
-extension RefundRecord {
-    static let columns: SQL = """
-        out_refund_no, out_trade_no, amount, total_fee, reason, notify_url, parameters_digest, state, refund_id, \
-        failure_reason, created_at, accepted_at, succeeded_at, updated_at, last_queried_at, last_notify_at
-        """
-
-    /// The columns a new refund is inserted with (state is written as a literal).
-    static let insertColumns: SQL = """
-        out_refund_no, out_trade_no, amount, total_fee, reason, notify_url, parameters_digest, state, created_at, updated_at
-        """
-
-    init(row: SQLiteRow) throws(StorageError) {
-        guard let state = RefundState(rawValue: try row.text(7)) else { throw .unexpectedRow }
-        self.init(
-            outRefundNo: try row.text(0), outTradeNo: try row.text(1), amount: try row.int(2), totalFee: try row.int(3),
-            reason: try row.text(4), notifyURL: try row.optionalText(5), parametersDigest: try row.text(6), state: state,
-            refundID: try row.optionalText(8), failureReason: try row.optionalText(9), createdAt: try row.date(10),
-            acceptedAt: try row.optionalDate(11), succeededAt: try row.optionalDate(12), updatedAt: try row.date(13),
-            lastQueriedAt: try row.optionalDate(14), lastNotifyAt: try row.optionalDate(15))
     }
 }

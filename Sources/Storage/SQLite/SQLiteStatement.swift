@@ -49,7 +49,7 @@ struct SQLiteStatement {
 }
 
 /// The current row of a statement; valid until the next `step`.
-struct SQLiteRow {
+struct SQLiteRow: StoreRow {
     let handle: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool {
@@ -61,14 +61,6 @@ struct SQLiteRow {
         return sqlite3_column_int64(handle, column)
     }
 
-    func int(_ column: Int32) throws(StorageError) -> Int {
-        Int(try int64(column))
-    }
-
-    func optionalInt64(_ column: Int32) throws(StorageError) -> Int64? {
-        isNull(column) ? nil : try int64(column)
-    }
-
     func text(_ column: Int32) throws(StorageError) -> String {
         guard sqlite3_column_type(handle, column) == SQLITE_TEXT else { throw .unexpectedRow }
         // Read the length after the pointer: sqlite3_column_bytes is only reliable in that order.
@@ -77,15 +69,7 @@ struct SQLiteRow {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
-    func optionalText(_ column: Int32) throws(StorageError) -> String? {
-        isNull(column) ? nil : try text(column)
-    }
-
     func date(_ column: Int32) throws(StorageError) -> Date {
-        SQLiteTime.date(milliseconds: try int64(column))
-    }
-
-    func optionalDate(_ column: Int32) throws(StorageError) -> Date? {
-        isNull(column) ? nil : try date(column)
+        StoreTime.date(milliseconds: try int64(column))
     }
 }

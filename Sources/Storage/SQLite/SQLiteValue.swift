@@ -28,7 +28,7 @@ extension Int64: SQLiteBindable {
 extension Date: SQLiteBindable {
     /// Times are stored as integer milliseconds since 1970: sortable, indexable, and readable with
     /// `datetime(x / 1000, 'unixepoch')` in the sqlite3 shell.
-    var sqliteValue: SQLiteValue { .integer(SQLiteTime.milliseconds(self)) }
+    var sqliteValue: SQLiteValue { .integer(StoreTime.milliseconds(self)) }
 }
 
 extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
@@ -37,16 +37,4 @@ extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
 
 extension SQLiteValue: SQLiteBindable {
     var sqliteValue: SQLiteValue { self }
-}
-
-enum SQLiteTime {
-    /// Rounds to the nearest millisecond, so that a stored value read back and stored again is
-    /// unchanged (truncating would drift down by one whenever the Double lands just below).
-    static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
-    }
-
-    static func date(milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-    }
 }

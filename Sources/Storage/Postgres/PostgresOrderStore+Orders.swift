@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+extension PostgresOrderStore {
+    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+        try order.validateNew()
+        try StoreText.validate(event.kind, event.detail)
+        return try await write(key: Self.orderKey(order.outTradeNo)) { db throws(StorageError) in
+            // The primary key decides between racing creates, whichever instance they reach: one
+            // INSERT wins, the others wait for it and do nothing. The second statement has a
+            // snapshot of its own, so it sees the winner even when that committed a moment ago.
+            let results = try db.run([
+                PGQuery(
+                    "WITH created AS (INSERT INTO orders (" + OrderRecord.columns + """
+                        ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                                  $19, $20, $21)
+                        ON CONFLICT (out_trade_no) DO NOTHING
+                        RETURNING out_trade_no),
+                    event AS (INSERT INTO order_events (out_trade_no, at, kind, detail)
+                        SELECT out_trade_no, $22, $23, $24 FROM created)
+                    SELECT out_trade_no FROM created
+                    """,
+                    parameters: Self.orderParameters(order) + [event.at.pgValue, event.kind.pgValue, event.detail.pgValue]),
+                Self.selectOrder(order.outTradeNo),
+            ])
+            guard let stored = try results[1].first(OrderRecord.init(row:)) else { throw .unexpectedRow }
+            if results[0].rowCount == 1 { return (.created(stored), nil) }
+            return (stored.parametersDigest == order.parametersDigest ? .existing(stored) : .conflict(stored), nil)
+        }
+    }
+
+    public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
+        try await read { db throws(StorageError) in try db.run(Self.selectOrder(outTradeNo)).first(OrderRecord.init(row:)) }
+    }
+
+    public func orders(transactionID: String) async throws(StorageError) -> [OrderRecord] {
+        try await read { db throws(StorageError) in
+            try db.run(PGQuery(
+                "SELECT " + OrderRecord.columns
+                    + #" FROM orders WHERE transaction_id = $1 ORDER BY created_at, out_trade_no COLLATE "C""#,
+                transactionID)).rows(OrderRecord.init(row:))
+        }
+    }
+
+    public func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
+        guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        // One row more than asked says whether there is a next page. The keyset comparison runs on
+        // the (user_id, created_at) index; out_trade_no (bytewise, as SQLite compares) breaks ties.
+        let rows = try await read { db throws(StorageError) in
+            if let after {
+                try db.run(PGQuery(
+                    "SELECT " + OrderRecord.columns + """
+                         FROM orders WHERE user_id = $1
+                            AND (created_at < $2 OR (created_at = $2 AND out_trade_no COLLATE "C" < $3))
+                        ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $4
+                        """,
+                    userID, after.createdAt, after.outTradeNo, limit + 1)).rows(OrderRecord.init(row:))
+            } else {
+                try db.run(PGQuery(
+                    "SELECT " + OrderRecord.columns + """
+                         FROM orders WHERE user_id = $1 ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $2
+                        """,
+                    userID, limit + 1)).rows(OrderRecord.init(row:))
+            }
+        }
+        return OrderPage(rows: rows, limit: limit)
+    }
+
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
+    {
+        try StoreText.validate(prepayID, event?.kind, event?.detail)
+        return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            let updated = try db.run(PGQuery(
+                """
+                WITH updated AS (
+                    UPDATE orders SET prepay_id = $1, prepay_issued_at = $2, updated_at = GREATEST(updated_at, $2)
+                    WHERE out_trade_no = $3 RETURNING
+                """ + " " + OrderRecord.columns + """
+                ), event AS (
+                    INSERT INTO order_events (out_trade_no, at, kind, detail)
+                    SELECT out_trade_no, $4, $5, $6 FROM updated WHERE $5 IS NOT NULL)
+                SELECT
+                """ + " " + OrderRecord.columns + " FROM updated",
+                prepayID, issuedAt, outTradeNo, event?.at, event?.kind, event?.detail)).first(OrderRecord.init(row:))
+            // Announced: another instance's identical create may be waiting for this prepay_id.
+            return (updated, updated == nil ? nil : outTradeNo)
+        }
+    }
+
+    public func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool {
+        try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            (try db.run(Self.touchQuery(outTradeNo, timestamp, at: at)).rowCount == 1, nil)
+        }
+    }
+
+    public func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError)
+        -> OrderRecord?
+    {
+        try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            guard let order = try db.run(Self.lockOrder(outTradeNo)).first(OrderRecord.init(row:)) else { return (nil, nil) }
+            guard !flags.isSubset(of: order.flags) else { return (order, nil) }
+            return (try Self.setFlags(order.flags.union(flags), of: outTradeNo, at: at, on: db), nil)
+        }
+    }
+
+    public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
+        try transition.validate()
+        try StoreText.validate(transition.transactionID, transition.detail, transition.receipt?.kind,
+                               transition.receipt?.changedDetail, transition.receipt?.unchangedDetail)
+        return try await write(key: Self.orderKey(transition.outTradeNo)) { db throws(StorageError) in
+            // Locked until COMMIT: the decision below is made on the state the UPDATE will see,
+            // whichever instance is trying the same door at the same moment.
+            guard let current = try db.run(Self.lockOrder(transition.outTradeNo)).first(OrderRecord.init(row:)) else {
+                return (.notFound, nil)
+            }
+            guard transition.changes(current) else {
+                guard transition.writesReceipt(unchangedIn: current.state), let receipt = transition.receiptEvent(changed: false)
+                else { return (.unchanged(current), nil) }
+                var queries = [Self.insertEvent(receipt, of: transition.outTradeNo)]
+                if let timestamp = transition.receipt?.touching {
+                    queries.append(Self.touchQuery(transition.outTradeNo, timestamp, at: transition.at))
+                }
+                let results = try db.run(queries)
+                let touched = try results.count > 1 ? results[1].first(OrderRecord.init(row:)) : nil
+                return (.unchanged(touched ?? current), nil)
+            }
+            let changed = try db.run(Self.change(transition, from: current)).first(OrderRecord.init(row:))
+            // Under the lock the conditional UPDATE cannot disagree with the decision; if it ever
+            // did, failing is right: nothing was written, and the caller may try again.
+            guard let changed else { throw .unexpectedRow }
+            return (.changed(changed), transition.outTradeNo)
+        }
+    }
+
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
+        try StoreText.validate(event.kind, event.detail)
+        return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            let appended = try db.run(PGQuery(
+                """
+                INSERT INTO order_events (out_trade_no, at, kind, detail)
+                SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM orders WHERE out_trade_no = $1)
+                RETURNING
+                """ + " " + OrderEvent.columns,
+                outTradeNo, event.at, event.kind, event.detail)).first(OrderEvent.init(row:))
+            return (appended, nil)
+        }
+    }
+
+    public func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent] {
+        try await read { db throws(StorageError) in
+            try db.run(PGQuery(
+                "SELECT " + OrderEvent.columns + " FROM order_events WHERE out_trade_no = $1 ORDER BY id",
+                outTradeNo)).rows(OrderEvent.init(row:))
+        }
+    }
+
+    // MARK: Statements shared by operations (run inside the caller's transaction)
+
+    static func selectOrder(_ outTradeNo: String) -> PGQuery {
+        PGQuery("SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = $1", outTradeNo)
+    }
+
+    /// The order's row, locked until the transaction ends. NO KEY: the events and outbox rows
+    /// that reference the order (KEY SHARE locks of their foreign keys) can still be inserted.
+    static func lockOrder(_ outTradeNo: String) -> PGQuery {
+        PGQuery("SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = $1 FOR NO KEY UPDATE", outTradeNo)
+    }
+
+    /// Sets a bookkeeping time (never backwards) and returns the order, or no row if unknown.
+    static func touchQuery(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) -> PGQuery {
+        let set: SQL =
+            switch timestamp {
+            case .lastNotify: "UPDATE orders SET last_notify_at = GREATEST(COALESCE(last_notify_at, $1), $1), "
+            case .lastQueried: "UPDATE orders SET last_queried_at = GREATEST(COALESCE(last_queried_at, $1), $1), "
+            }
+        return PGQuery(
+            set + "updated_at = GREATEST(updated_at, $1) WHERE out_trade_no = $2 RETURNING " + OrderRecord.columns,
+            at, outTradeNo)
+    }
+
+    /// The door itself: the conditional UPDATE, and — only if it changed the row, in the same
+    /// statement — the `state_changed` event, the receipt's event after it, and the outbox row.
+    static func change(_ transition: OrderTransition, from current: OrderRecord) -> PGQuery {
+        let events = [transition.stateChangedEvent(from: current.state)] + [transition.receiptEvent(changed: true)].compactMap { $0 }
+        let touch =
+            switch transition.receipt?.touching {
+            case .lastNotify: 1
+            case .lastQueried: 2
+            case nil: 0
+            }
+        let flags = transition.flags(after: current.flags).map(OrderRecord.encodeFlags)
+        let outbox = transition.outbox
+        return PGQuery(
+            """
+            WITH changed AS (
+                UPDATE orders SET state = $2, transaction_id = COALESCE($3, transaction_id),
+                    paid_at = COALESCE($4, paid_at), updated_at = $5, flags = COALESCE($6, flags),
+                    last_notify_at = CASE WHEN $7 = 1 THEN GREATEST(COALESCE(last_notify_at, $5), $5)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN $7 = 2 THEN GREATEST(COALESCE(last_queried_at, $5), $5)
+                        ELSE last_queried_at END
+                WHERE out_trade_no = $1 AND state = ANY($8) AND ($9::bigint IS NULL OR amount = $9)
+                RETURNING
+            """ + " " + OrderRecord.columns + """
+            ), events AS (
+                INSERT INTO order_events (out_trade_no, at, kind, detail)
+                SELECT changed.out_trade_no, $5, e.kind, e.detail
+                FROM changed, (VALUES (1, $10::text, $11::text), (2, $12::text, $13::text)) AS e (n, kind, detail)
+                WHERE e.kind IS NOT NULL ORDER BY e.n
+            ), outbox AS (
+                INSERT INTO outbox (
+            """ + " " + OutboxEvent.columns + """
+                ) SELECT $14, out_trade_no, $15, $16, $17, $18, $19, $20, $21, $22 FROM changed WHERE $14 IS NOT NULL
+            )
+            SELECT
+            """ + " " + OrderRecord.columns + " FROM changed",
+            parameters: [
+                transition.outTradeNo.pgValue, transition.to.rawValue.pgValue, transition.transactionID.pgValue,
+                transition.paidAt.pgValue, transition.at.pgValue, flags.pgValue, touch.pgValue,
+                transition.sourceStates.pgValue, transition.expectedAmount.pgValue,
+                events[0].kind.pgValue, events[0].detail.pgValue,
+                (events.count > 1 ? events[1].kind : nil).pgValue, (events.count > 1 ? events[1].detail : nil).pgValue,
+                outbox?.id.pgValue ?? .null(.text), outbox?.type.pgValue ?? .null(.text),
+                outbox?.payload.pgValue ?? .null(.text), outbox?.createdAt.pgValue ?? .null(.timestamptz),
+                (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
+                outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
+                outbox?.lastError.pgValue ?? .null(.text),
+            ])
+    }
+
+    /// Appends an event of an order this transaction has locked (no existence check).
+    static func insertEvent(_ event: NewOrderEvent, of outTradeNo: String) -> PGQuery {
+        PGQuery(
+            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES ($1, $2, $3, $4)",
+            outTradeNo, event.at, event.kind, event.detail)
+    }
+
+    /// Inserts an outbox event (its order is locked by the caller's transaction).
+    static func insertOutbox(_ event: OutboxEvent) -> PGQuery {
+        PGQuery(
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts, event.nextAttemptAt,
+            event.deliveredAt, event.deadAt, event.lastError)
+    }
+
+    /// Replaces the flags and returns the updated order.
+    static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: PGConnection)
+        throws(StorageError) -> OrderRecord
+    {
+        guard
+            let updated = try db.run(PGQuery(
+                "UPDATE orders SET flags = $1, updated_at = GREATEST(updated_at, $2) WHERE out_trade_no = $3 RETURNING "
+                    + OrderRecord.columns,
+                OrderRecord.encodeFlags(flags), at, outTradeNo)).first(OrderRecord.init(row:))
+        else { throw .unexpectedRow }
+        return updated
+    }
+
+    /// The parameters of an INSERT of `OrderRecord.columns`, in that order.
+    static func orderParameters(_ order: OrderRecord) -> [PGValue] {
+        [
+            order.outTradeNo.pgValue, order.amount.pgValue, order.description.pgValue, order.clientIP.pgValue,
+            order.attach.pgValue, order.userID.pgValue, order.productID.pgValue, order.signType.pgValue,
+            order.timeExpire.pgValue, order.expiresAt.pgValue, order.createdAt.pgValue, order.state.rawValue.pgValue,
+            order.transactionID.pgValue, order.paidAt.pgValue, order.prepayID.pgValue, order.prepayIssuedAt.pgValue,
+            order.parametersDigest.pgValue, order.lastNotifyAt.pgValue, order.lastQueriedAt.pgValue,
+            OrderRecord.encodeFlags(order.flags).pgValue, order.updatedAt.pgValue,
+        ]
+    }
+}

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Synchronization
+
+/// The order store on PostgreSQL, for one or several gateway instances sharing one database.
+///
+/// - A pool of connections (`PostgresPool`), each on its own thread, opened when needed and
+///   replaced with backoff when the server goes away; no libpq call runs on the Swift cooperative
+///   pool. Writes are group-committed: the writes queued when a connection becomes free commit in
+///   one transaction (one WAL flush), results delivered after COMMIT returned.
+/// - Durability: `synchronous_commit` is forced on for every session, so a write that returned is
+///   on the server's disk (and its synchronous standbys, if any).
+/// - The same promises as `SQLiteOrderStore`, across instances: creates race on the primary key
+///   (one winner); the one door locks the order's row, decides with the rules both stores share,
+///   and moves it with one conditional `UPDATE … RETURNING` that inserts the events and the outbox
+///   row in the same statement; reconciler leases and outbox deliveries are claimed with
+///   `FOR UPDATE SKIP LOCKED`; `claimCall` hands out one orderquery or unifiedorder per order at a time.
+/// - Every committed state change (and a new prepay_id, and a released call claim) is announced
+///   with `NOTIFY` (`OrderChangeFeed`), so instances wake their waiters for changes made elsewhere.
+/// - Migrations run at `open`, under an advisory lock, in the connection's current schema (the
+///   URI may choose one: `?options=-csearch_path%3Dgateway`).
+///
+/// ```swift
+/// let store = try await PostgresOrderStore.open(PostgresSettings(url: "postgres://wxpay@db/wxpay"))
+/// // … serve …
+/// await store.close()
+/// ```
+public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallClaims {
+    /// Tuning knobs; the defaults suit the gateway.
+    public struct Configuration: Sendable, Hashable {
+        /// Connections (and threads) at most, per store. Default 8 (`GATEWAY_DATABASE_POOL`).
+        public var poolSize: Int
+        /// The most writes committed in one transaction. Default 64; 1 turns group commit off.
+        public var maxBatchSize: Int
+
+        public init(poolSize: Int = 8, maxBatchSize: Int = 64) {
+            self.poolSize = poolSize
+            self.maxBatchSize = maxBatchSize
+        }
+    }
+
+    /// How much the pool batched: `operations / transactions` is the mean batch.
+    public struct WriteStatistics: Sendable, Hashable {
+        public var transactions: Int
+        public var operations: Int
+    }
+
+    public let settings: PostgresSettings
+    /// The schema the store's tables live in.
+    public let schema: String
+    /// The NOTIFY channel of this schema's order changes.
+    public let channel: String
+    let pool: PostgresPool
+    private let listener: Mutex<PostgresChangeListener?> = Mutex(nil)
+    private let isClosed = Atomic<Bool>(false)
+
+    private init(settings: PostgresSettings, schema: String, channel: String, configuration: Configuration) {
+        self.settings = settings
+        self.schema = schema
+        self.channel = channel
+        pool = PostgresPool(
+            settings: settings, size: configuration.poolSize, maxBatchSize: configuration.maxBatchSize,
+            channel: channel, name: "wxpay.postgres")
+    }
+
+    /// Connects, applies pending migrations, and returns the store. Its connections open as work
+    /// needs them.
+    ///
+    /// - Throws: `unavailable` (the server cannot be reached), `openFailed` (no such database,
+    ///   refused login, bad URI), `schemaTooNew`, `invalidArgument` (a configuration out of range).
+    public static func open(_ settings: PostgresSettings, configuration: Configuration = Configuration())
+        async throws(StorageError) -> PostgresOrderStore
+    {
+        guard configuration.poolSize >= 1, configuration.maxBatchSize >= 1 else {
+            throw .invalidArgument("poolSize and maxBatchSize must be at least 1")
+        }
+        let opened = await Blocking.run { () -> Result<String, StorageError> in
+            do throws(StorageError) {
+                let connection = try PGConnection.connect(settings)
+                defer { connection.close() }
+                try PostgresMigrations.apply(on: connection, now: Date())
+                let schema = try connection.run(PGQuery("SELECT current_schema()::text"))
+                    .first { row throws(StorageError) in try row.text(0) }
+                guard let schema else { throw StorageError.unexpectedRow }
+                return .success(schema)
+            } catch {
+                return .failure(error)
+            }
+        }
+        let schema = try opened.get()
+        return PostgresOrderStore(
+            settings: settings, schema: schema, channel: Self.channel(for: schema), configuration: configuration)
+    }
+
+    /// `wxpay_orders` in the `public` schema, else suffixed with the schema: two deployments in
+    /// one database never wake each other's waiters. (A channel name is at most 63 bytes.)
+    static func channel(for schema: String) -> String {
+        let name = schema == "public" ? "wxpay_orders" : "wxpay_orders." + schema
+        return String(decoding: name.utf8.prefix(63), as: UTF8.self)
+    }
+
+    public func close() async {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let listener = self.listener.withLock { $0 }
+        await listener?.close()
+        await pool.close()
+    }
+
+    /// Counters of the pool's writes since open.
+    public var writeStatistics: WriteStatistics {
+        let (transactions, operations) = pool.statistics
+        return WriteStatistics(transactions: transactions, operations: operations)
+    }
+
+    // MARK: OrderChangeFeed
+
+    public func observeOrderChanges(changed: @escaping @Sendable (String) -> Void, resync: @escaping @Sendable () -> Void) {
+        guard !isClosed.load(ordering: .acquiring) else { return }
+        let listener = self.listener.withLock { listener in
+            if listener == nil {
+                listener = PostgresChangeListener(settings: settings, channel: channel)
+            }
+            return listener!
+        }
+        listener.add(PostgresChangeListener.Observer(changed: changed, resync: resync))
+    }
+
+    public var isFeedConnected: Bool { listener.withLock { $0 }?.isConnected ?? false }
+
+    // MARK: Bridges to the pool's threads
+
+    /// A read, in its own implicit transaction (each statement sees the latest committed state).
+    func read<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws(StorageError) -> T)
+        async throws(StorageError) -> T
+    {
+        try await submit(key: "", { connection throws(StorageError) in (try body(connection), nil) }, to: pool.submitRead)
+    }
+
+    /// A write inside a group-commit transaction; `key` is the one order (`o:`) or outbox event
+    /// (`x:`) whose rows it locks. `body` returns its value and, when it changed an order's state,
+    /// that order, announced at COMMIT. The value is returned after COMMIT.
+    func write<T: Sendable>(
+        key: String, _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
+    ) async throws(StorageError) -> T {
+        try await submit(key: key, body, to: pool.submitWrite)
+    }
+
+    /// A write in a transaction of its own (claims of many rows).
+    func exclusive<T: Sendable>(_ body: @escaping @Sendable (PGConnection) throws(StorageError) -> T)
+        async throws(StorageError) -> T
+    {
+        try await submit(key: "", { connection throws(StorageError) in (try body(connection), nil) }, to: pool.submitExclusive)
+    }
+
+    /// A write in a transaction of its own (not in a group-commit batch), for writes that lock
+    /// rows of more than one kind (a refund and its order: the order first). A changed order it
+    /// returns is announced at COMMIT.
+    func transaction<T: Sendable>(
+        _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
+    ) async throws(StorageError) -> T {
+        let channel = self.channel
+        return try await exclusive { db throws(StorageError) in
+            db.sendAhead(PGQuery("BEGIN"))
+            do throws(StorageError) {
+                let (value, changed) = try body(db)
+                var finish: [PGQuery] = []
+                if let changed { finish.append(PGQuery("SELECT pg_notify($1, $2)", channel, changed)) }
+                finish.append(PGQuery("COMMIT"))
+                _ = try db.run(finish)
+                return value
+            } catch {
+                // Also sends a BEGIN still waiting in front, so nothing is left for the next job.
+                if !db.isBroken { _ = try? db.run([PGQuery("ROLLBACK")]) }
+                throw error
+            }
+        }
+    }
+
+    private func submit<T: Sendable>(
+        key: String, _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?),
+        to queue: (PGJob) -> Void
+    ) async throws(StorageError) -> T {
+        // Not cancellable on purpose: once queued, a write may commit, and its caller must learn
+        // the outcome rather than guess.
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StorageError>, Never>) in
+            queue(PGJob(
+                lockKey: key,
+                perform: { connection in
+                    do throws(StorageError) {
+                        let (value, changed) = try body(connection)
+                        return .success(PGDelivery(changedOrders: changed.map { [$0] } ?? []) {
+                            continuation.resume(returning: .success(value))
+                        })
+                    } catch {
+                        return .failure(error)
+                    }
+                },
+                fail: { error in continuation.resume(returning: .failure(error)) }))
+        }
+        return try result.get()
+    }
+
+    static func orderKey(_ outTradeNo: String) -> String { "o:" + outTradeNo }
+    static func outboxKey(_ id: String) -> String { "x:" + id }
+}

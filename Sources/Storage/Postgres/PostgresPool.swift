@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A job for a pool thread. `perform` runs on the thread with a live connection and returns what
+/// to hand back once the work is durable; `fail` reports any failure.
+struct PGJob: Sendable {
+    /// For batched writes: the order in which the batch takes its row locks (see `PostgresPool`).
+    let lockKey: String
+    let perform: @Sendable (PGConnection) -> Result<PGDelivery, StorageError>
+    let fail: @Sendable (StorageError) -> Void
+}
+
+/// Hands a result to its waiter; for a write, after COMMIT returned.
+struct PGDelivery: Sendable {
+    /// Orders whose state this write changed: other instances hear of them by NOTIFY at commit.
+    var changedOrders: [String] = []
+    let deliver: @Sendable () -> Void
+}
+
+/// Up to `size` threads, each owning at most one connection, opened when first needed and
+/// replaced (with backoff) when it breaks. No libpq call ever runs on the Swift cooperative pool.
+///
+/// - **Reads** run one at a time on any free thread, in their own implicit transaction.
+/// - **Writes** are group-committed: a free thread takes every queued write (up to `maxBatchSize`)
+///   and runs them in one `BEGIN … COMMIT`, so one WAL flush covers the batch. Results are delivered
+///   after COMMIT returned. The batch runs its writes sorted by `lockKey` (each write locks rows
+///   of one order or one outbox event only): every batch of every instance takes its locks in the
+///   same order, so two batches can wait for each other but never deadlock. If a write fails
+///   (a constraint), the transaction is rolled back and the others run again without it; a
+///   deadlock or serialization failure the server reports anyway reruns the batch.
+/// - **Exclusive writes** (claims that lock many rows with `SKIP LOCKED`) run alone, in their own
+///   transaction, so they never hold locks while waiting for another batch.
+/// - When the server is unreachable, jobs fail at once with `unavailable` until the next connection
+///   attempt is due (50 ms, doubling to 5 s), so callers answer 503 instead of hanging.
+final class PostgresPool: Sendable {
+    private enum Kind: Sendable {
+        case read
+        case write
+        case exclusive
+    }
+
+    private struct Queue {
+        var reads: [(Kind, PGJob)] = []
+        var readHead = 0
+        var writes: [PGJob] = []
+        var threads = 0
+        var sleeping = 0
+        var signalled = 0
+        var isClosed = false
+        /// Connection attempts wait until then after a failed one.
+        var retryAt: ContinuousClock.Instant?
+        var backoff: Duration = PostgresPool.firstBackoff
+
+        mutating func takeRead() -> (Kind, PGJob)? {
+            guard readHead < reads.count else { return nil }
+            let job = reads[readHead]
+            readHead += 1
+            if readHead == reads.count {
+                reads.removeAll(keepingCapacity: true)
+                readHead = 0
+            } else if readHead >= 1024 && readHead * 2 >= reads.count {
+                reads.removeFirst(readHead)
+                readHead = 0
+            }
+            return job
+        }
+    }
+
+    private enum Work {
+        case one(Kind, PGJob)
+        case batch([PGJob])
+        case sleep
+        case exit
+    }
+
+    static let firstBackoff: Duration = .milliseconds(50)
+    static let maximumBackoff: Duration = .seconds(5)
+
+    let settings: PostgresSettings
+    private let size: Int
+    private let maxBatchSize: Int
+    private let channel: String
+    private let name: String
+    private let queue = Mutex(Queue())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let exited = DispatchSemaphore(value: 0)
+    private let transactionCount = Atomic<Int>(0)
+    private let operationCount = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - channel: the NOTIFY channel on which committed state changes are announced.
+    init(settings: PostgresSettings, size: Int, maxBatchSize: Int, channel: String, name: String) {
+        precondition(size >= 1 && maxBatchSize >= 1)
+        self.settings = settings
+        self.size = size
+        self.maxBatchSize = maxBatchSize
+        self.channel = channel
+        self.name = name
+    }
+
+    /// Test hook: writes queued and not yet taken by a thread.
+    var queuedWrites: Int { queue.withLock { $0.writes.count } }
+
+    /// Write transactions committed or rolled back, and operations run in them, since start.
+    var statistics: (transactions: Int, operations: Int) {
+        (transactionCount.load(ordering: .relaxed), operationCount.load(ordering: .relaxed))
+    }
+
+    func submitRead(_ job: PGJob) { enqueue(.read, job) }
+    func submitWrite(_ job: PGJob) { enqueue(.write, job) }
+    func submitExclusive(_ job: PGJob) { enqueue(.exclusive, job) }
+
+    /// Refuses new work, finishes what is queued, closes the connections and ends the threads.
+    func close() async {
+        let threads = queue.withLock { queue -> Int? in
+            guard !queue.isClosed else { return nil }
+            queue.isClosed = true
+            return queue.threads
+        }
+        guard let threads else { return }
+        for _ in 0..<threads { wakeup.signal() }
+        await Blocking.run { [exited] in
+            for _ in 0..<threads { exited.wait() }
+        }
+    }
+
+    // MARK: - Queueing
+
+    private func enqueue(_ kind: Kind, _ job: PGJob) {
+        enum Action { case refuse, signal, spawn, none }
+        let action = queue.withLock { queue -> Action in
+            guard !queue.isClosed else { return .refuse }
+            if kind == .write { queue.writes.append(job) } else { queue.reads.append((kind, job)) }
+            if queue.sleeping > queue.signalled {
+                queue.signalled += 1
+                return .signal
+            }
+            if queue.threads < size {
+                queue.threads += 1
+                return .spawn
+            }
+            return .none
+        }
+        switch action {
+        case .refuse: job.fail(.closed)
+        case .signal: wakeup.signal()
+        case .spawn: spawn(index: queue.withLock { $0.threads })
+        case .none: break
+        }
+    }
+
+    private func spawn(index: Int) {
+        let thread = Thread { [self] in self.runLoop() }
+        thread.name = "\(name)-\(index)"
+        thread.start()
+    }
+
+    private func runLoop() {
+        var connection: PGConnection?
+        while true {
+            let work = queue.withLock { queue -> Work in
+                if let (kind, job) = queue.takeRead() { return .one(kind, job) }
+                if !queue.writes.isEmpty {
+                    let count = min(queue.writes.count, maxBatchSize)
+                    let batch = Array(queue.writes.prefix(count))
+                    queue.writes.removeFirst(count)
+                    return .batch(batch)
+                }
+                if queue.isClosed { return .exit }
+                queue.sleeping += 1
+                return .sleep
+            }
+            switch work {
+            case .sleep:
+                wakeup.wait()
+                queue.withLock { queue in
+                    queue.sleeping -= 1
+                    queue.signalled = max(0, queue.signalled - 1)
+                }
+            case .exit:
+                connection?.close()
+                exited.signal()
+                return
+            case .one(let kind, let job):
+                runAlone(job, retrying: kind == .read, connection: &connection)
+            case .batch(let jobs):
+                commit(jobs, connection: &connection)
+            }
+        }
+    }
+
+    // MARK: - Connections
+
+    /// The thread's live connection, opened (or replaced) if needed; nil while connecting fails.
+    private func live(_ connection: inout PGConnection?) -> Result<PGConnection, StorageError> {
+        if let current = connection {
+            if !current.isBroken { return .success(current) }
+            current.close()
+            connection = nil
+        }
+        let now = ContinuousClock.now
+        if let retryAt = queue.withLock({ $0.retryAt }), now < retryAt {
+            return .failure(StorageError(code: .unavailable, context: "connect (backing off)"))
+        }
+        do throws(StorageError) {
+            let opened = try PGConnection.connect(settings)
+            queue.withLock { queue in
+                queue.retryAt = nil
+                queue.backoff = Self.firstBackoff
+            }
+            connection = opened
+            return .success(opened)
+        } catch {
+            queue.withLock { queue in
+                queue.retryAt = ContinuousClock.now + queue.backoff
+                queue.backoff = min(queue.backoff * 2, Self.maximumBackoff)
+            }
+            return .failure(error)
+        }
+    }
+
+    // MARK: - Running jobs
+
+    /// A read or an exclusive write in a transaction of its own. A read whose connection turned out
+    /// to be broken (the server restarted since its last use) is run once more on a fresh one.
+    private func runAlone(_ job: PGJob, retrying: Bool, connection: inout PGConnection?) {
+        var mayRetry = retrying
+        while true {
+            let current: PGConnection
+            switch live(&connection) {
+            case .success(let live): current = live
+            case .failure(let error): return job.fail(error)
+            }
+            switch job.perform(current) {
+            case .success(let delivery):
+                return delivery.deliver()
+            case .failure(let error):
+                if error.breaksConnection && mayRetry {
+                    mayRetry = false
+                    continue
+                }
+                return job.fail(error)
+            }
+        }
+    }
+
+    /// Runs the writes in one transaction (see the type's documentation).
+    private func commit(_ jobs: [PGJob], connection: inout PGConnection?) {
+        var pending = jobs.sorted { $0.lockKey < $1.lockKey }
+        var reconnected = false
+        var races = 0
+        while !pending.isEmpty {
+            let current: PGConnection
+            switch live(&connection) {
+            case .success(let live): current = live
+            case .failure(let error):
+                for job in pending { job.fail(error) }
+                return
+            }
+            transactionCount.add(1, ordering: .relaxed)
+            current.sendAhead(PGQuery("BEGIN"))
+            var succeeded: [(job: PGJob, delivery: PGDelivery)] = []
+            var failure: (index: Int, error: StorageError)?
+            for (index, job) in pending.enumerated() {
+                operationCount.add(1, ordering: .relaxed)
+                switch job.perform(current) {
+                case .success(let delivery): succeeded.append((job, delivery))
+                case .failure(let error): failure = (index, error)
+                }
+                if failure != nil { break }
+            }
+            if let (index, error) = failure {
+                if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
+                if error.breaksConnection || current.isBroken {
+                    // Nothing was committed: the whole batch may run again, once, on a new connection.
+                    if !reconnected {
+                        reconnected = true
+                        continue
+                    }
+                    for job in pending { job.fail(error) }
+                    return
+                }
+                if error.isTransactionRace && races < 3 {
+                    races += 1
+                    continue
+                }
+                pending[index].fail(error)
+                pending.remove(at: index)
+                continue
+            }
+            do throws(StorageError) {
+                _ = try current.run(notifications(succeeded.flatMap(\.delivery.changedOrders)) + [PGQuery("COMMIT")])
+            } catch {
+                // A connection lost during COMMIT leaves the outcome unknown: `unavailable`, which
+                // callers treat as "maybe": every write here is safe to repeat.
+                for job in pending { job.fail(error) }
+                return
+            }
+            for (_, delivery) in succeeded { delivery.deliver() }
+            return
+        }
+    }
+
+    /// `pg_notify` calls for the changed orders, delivered to every listener at COMMIT. Keys are
+    /// joined by newlines into payloads under PostgreSQL's 8,000-byte limit.
+    private func notifications(_ orders: [String]) -> [PGQuery] {
+        guard !orders.isEmpty else { return [] }
+        var queries: [PGQuery] = []
+        var payload = ""
+        for order in Set(orders).sorted() {
+            if !payload.isEmpty && payload.utf8.count + order.utf8.count + 1 > 7900 {
+                queries.append(PGQuery("SELECT pg_notify($1, $2)", channel, payload))
+                payload = ""
+            }
+            payload += payload.isEmpty ? order : "\n" + order
+        }
+        queries.append(PGQuery("SELECT pg_notify($1, $2)", channel, payload))
+        return queries
+    }
+}

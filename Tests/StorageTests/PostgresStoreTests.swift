@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Storage
+
+/// What only the PostgreSQL store does: migrations shared by instances, the pool's group commit
+/// and reconnection, cross-instance query claims, the change feed, outages. (Everything both
+/// stores do is in the suites run with `StoreKind.all`.)
+@Suite(.enabled(if: TestPostgres.url != nil, "needs WXPAY_TEST_POSTGRES (scripts/test starts a server)"))
+struct PostgresStoreTests {
+    private func withPostgresStore(
+        poolSize: Int = 3, _ body: (PostgresOrderStore, TestDatabase) async throws -> Void
+    ) async throws {
+        let database = try await TestDatabase(.postgres)
+        do {
+            let store = try await PostgresOrderStore.open(database.postgresSettings!, configuration: .init(poolSize: poolSize))
+            do {
+                try await body(store, database)
+            } catch {
+                await store.close()
+                throw error
+            }
+            await store.close()
+        } catch {
+            await database.remove()
+            throw error
+        }
+        await database.remove()
+    }
+
+    // MARK: Migrations
+
+    @Test func instancesStartingAtOnceMigrateOnce() async throws {
+        let database = try await TestDatabase(.postgres)
+        let stores = try await withThrowingTaskGroup(of: PostgresOrderStore.self) { group in
+            for _ in 0..<4 {
+                group.addTask { try await PostgresOrderStore.open(database.postgresSettings!) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for store in stores { await store.close() }
+        #expect(await database.scalar("SELECT COUNT(*) FROM schema_migrations") == String(PostgresMigrations.all.count))
+        #expect(await database.scalar("SELECT MAX(version) FROM schema_migrations") == String(PostgresMigrations.latestVersion))
+        await database.remove()
+    }
+
+    @Test func aDatabaseMigratedByANewerProgramIsRefused() async throws {
+        let database = try await TestDatabase(.postgres)
+        await (try await database.open()).close()
+        #expect(await database.execute("INSERT INTO schema_migrations VALUES (999, 'from the future', now())"))
+        await #expect(throws: StorageError.schemaTooNew) {
+            _ = try await PostgresOrderStore.open(database.postgresSettings!)
+        }
+        await database.remove()
+    }
+
+    // MARK: Connections
+
+    @Test func aServerThatCannotBeReachedIsUnavailable() async throws {
+        let settings = PostgresSettings(url: "postgresql://wxpay@/wxpay?host=/nonexistent-\(UUID().uuidString)", connectTimeout: 2)
+        await #expect(throws: StorageError.unavailable) { _ = try await PostgresOrderStore.open(settings) }
+    }
+
+    @Test func aMissingDatabaseFailsToOpenWithoutRetrying() async throws {
+        let url = TestPostgres.url!.replacingOccurrences(of: "/wxpay?", with: "/no_such_database_\(UInt32.random(in: 0...UInt32.max))?")
+        await #expect(throws: StorageError.openFailed) { _ = try await PostgresOrderStore.open(PostgresSettings(url: url)) }
+    }
+
+    @Test func operationsSurviveTheServerEndingEveryConnection() async throws {
+        try await withPostgresStore { store, database async throws in
+            try await Fixture.create(Fixture.order("P1"), in: store)
+            #expect(try await database.terminateConnections() >= 1)
+            // The next read and the next write find their connection gone, reconnect, and succeed.
+            #expect(try await store.order("P1")?.state == .notPay)
+            _ = try await database.terminateConnections()
+            #expect(try await Fixture.pay("P1", in: store).didChange)
+            #expect(try await store.outboxEvents("P1").count == 1)
+        }
+    }
+
+    @Test func thePasswordNeverAppearsInTheRedactedForm() {
+        #expect(PostgresSettings(url: "postgres://gw:s3cr3t@db.example:5432/pay?sslmode=require").redacted
+            == "postgres://gw:***@db.example:5432/pay?sslmode=require")
+        #expect(PostgresSettings(url: "postgresql://db/pay?user=gw&password=s3cr3t&sslmode=verify-full").redacted
+            == "postgresql://db/pay?user=gw&password=***&sslmode=verify-full")
+        #expect(PostgresSettings(url: "host=db user=gw password=s3cr3t dbname=pay").redacted
+            == "host=db user=gw password=*** dbname=pay")
+        #expect(PostgresSettings(url: "postgres://gw@db/pay").redacted == "postgres://gw@db/pay")
+    }
+
+    // MARK: Group commit
+
+    /// Holds the pool's only connection until `release` is signalled, so that later writes queue up.
+    private func occupy(_ store: PostgresOrderStore) async -> (Task<Int, any Error>, DispatchSemaphore) {
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let blocker = Task {
+            try await store.write(key: "") { _ throws(StorageError) in
+                started.signal()
+                release.wait()
+                return (0, nil)
+            }
+        }
+        await onThread { started.wait() }
+        return (blocker, release)
+    }
+
+    @Test func writesQueuedWhileEveryConnectionIsBusyCommitInOneTransaction() async throws {
+        try await withPostgresStore(poolSize: 1) { store, _ async throws in
+            let orders = (0..<20).map { "G\($0)" }
+            for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
+            let (blocker, release) = await occupy(store)
+            let before = store.writeStatistics
+            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
+            try await eventually { store.pool.queuedWrites == orders.count }
+            release.signal()
+            _ = try await blocker.value
+            for payment in payments { #expect(try await payment.value.didChange) }
+            let after = store.writeStatistics
+            #expect(after.transactions - before.transactions == 1)
+            #expect(after.operations - before.operations == orders.count)
+        }
+    }
+
+    @Test func aFailingWriteInABatchRollsBackAloneAndTheOthersCommit() async throws {
+        try await withPostgresStore(poolSize: 1) { store, _ async throws in
+            try await Fixture.create(Fixture.order("F0"), in: store)
+            _ = try await store.transition("F0", to: .success, from: OrderState.open, outbox: Fixture.paid("F0", id: "taken"),
+                                           at: TestTime.at(1))
+            try await Fixture.create(Fixture.order("F1"), in: store)
+            let (blocker, release) = await occupy(store)
+            let creates = (2..<12).map { index in Task { try await Fixture.create(Fixture.order("F\(index)"), in: store) } }
+            let clash = Task {
+                try await store.transition("F1", to: .success, from: OrderState.open, outbox: Fixture.paid("F1", id: "taken"),
+                                           at: TestTime.at(2))
+            }
+            try await eventually { store.pool.queuedWrites == 11 }
+            release.signal()
+            _ = try await blocker.value
+            for create in creates { _ = try await create.value }
+            await #expect(throws: StorageError.constraint) { try await clash.value }
+            #expect(try await store.order("F1")?.state == .notPay)
+            #expect(try await store.counts().ordersByState[.notPay] == 11)
+        }
+    }
+
+    // MARK: Query claims
+
+    @Test(arguments: ClaimedCall.allCases)
+    func oneInstanceAtATimeMayMakeACallAboutAnOrder(_ call: ClaimedCall) async throws {
+        try await withPostgresStore { first, database async throws in
+            let second = try await PostgresOrderStore.open(database.postgresSettings!)
+            try await Fixture.create(Fixture.order("Q1"), in: first)
+            let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for attempt in 0..<20 {
+                    let store = attempt.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.claimCall(call, for: "Q1", now: TestTime.at(10), until: TestTime.at(15)) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(granted.filter { $0 }.count == 1)
+            // The other kind of call is claimed on its own.
+            let other = ClaimedCall.allCases.first { $0 != call }!
+            #expect(try await second.claimCall(other, for: "Q1", now: TestTime.at(10), until: TestTime.at(15)))
+            #expect(try await second.claimCall(call, for: "Q1", now: TestTime.at(14.9), until: TestTime.at(20)) == false)
+            #expect(try await second.claimCall(call, for: "Q1", now: TestTime.at(15), until: TestTime.at(20)))
+            // A release ends only the claim it names; then anyone may claim at once.
+            try await first.releaseCall(call, for: "Q1", claimedUntil: TestTime.at(15))
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(16), until: TestTime.at(21)) == false)
+            try await second.releaseCall(call, for: "Q1", claimedUntil: TestTime.at(20))
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(16), until: TestTime.at(21)))
+            _ = try await Fixture.pay("Q1", in: first)
+            #expect(try await first.claimCall(call, for: "Q1", now: TestTime.at(100), until: TestTime.at(105)) == false)
+            #expect(try await first.claimCall(call, for: "unknown", now: TestTime.at(100), until: TestTime.at(105)) == false)
+            await second.close()
+        }
+    }
+
+    @Test func aNewPrepayAndAReleasedClaimAreAnnouncedToTheOtherInstances() async throws {
+        try await withPostgresStore { first, database async throws in
+            let second = try await PostgresOrderStore.open(database.postgresSettings!)
+            let heard = Mutex<[String]>([])
+            first.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } }, resync: {})
+            try await eventually { first.isFeedConnected }
+            try await Fixture.create(Fixture.order("A1"), in: second)
+            try await Fixture.create(Fixture.order("A2"), in: second)
+            _ = try await second.setPrepay("A1", prepayID: "wx-prepay", issuedAt: TestTime.at(1))
+            #expect(try await second.claimCall(.unifiedOrder, for: "A2", now: TestTime.at(1), until: TestTime.at(30)))
+            try await second.releaseCall(.unifiedOrder, for: "A2", claimedUntil: TestTime.at(30))
+            try await eventually { Set(heard.withLock { $0 }) == ["A1", "A2"] }
+            await second.close()
+        }
+    }
+
+    // MARK: Change feed
+
+    @Test func aStateChangeOnOneInstanceIsAnnouncedToTheOther() async throws {
+        try await withPostgresStore { first, database async throws in
+            let second = try await PostgresOrderStore.open(database.postgresSettings!)
+            let heard = Mutex<[String]>([])
+            first.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } }, resync: {})
+            try await eventually { first.isFeedConnected }
+            for index in 0..<3 { try await Fixture.create(Fixture.order("N\(index)"), in: second) }
+            _ = try await Fixture.pay("N0", in: second)
+            _ = try await Fixture.pay("N1", in: first)
+            // A transition that changes nothing announces nothing.
+            _ = try await Fixture.pay("N0", in: second)
+            try await eventually { Set(heard.withLock { $0 }) == ["N0", "N1"] }
+            await second.close()
+            #expect(heard.withLock { $0 }.filter { $0 == "N2" }.isEmpty)
+        }
+    }
+
+    @Test func theChangeFeedReconnectsAndAsksObserversToResync() async throws {
+        try await withPostgresStore { store, database async throws in
+            let heard = Mutex<[String]>([])
+            let resyncs = Atomic<Int>(0)
+            store.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } },
+                                      resync: { resyncs.add(1, ordering: .relaxed) })
+            try await eventually { store.isFeedConnected }
+            #expect(resyncs.load(ordering: .relaxed) == 0)
+            _ = try await database.terminateConnections()
+            try await eventually { resyncs.load(ordering: .relaxed) >= 1 && store.isFeedConnected }
+            try await Fixture.create(Fixture.order("R1"), in: store)
+            _ = try await Fixture.pay("R1", in: store)
+            try await eventually { heard.withLock { $0 }.contains("R1") }
+        }
+    }
+
+    // MARK: Outages
+
+    @Test(.timeLimit(.minutes(3)))
+    func duringAnOutageOperationsFailFastAsUnavailableAndTheStoreRecovers() async throws {
+        let server = try await TestPostgresServer.start()
+        do {
+            let store = try await PostgresOrderStore.open(PostgresSettings(url: server.url, connectTimeout: 2))
+            try await Fixture.create(Fixture.order("O1"), in: store)
+            _ = try await Fixture.pay("O1", in: store)
+            try await server.halt()
+            await #expect(throws: StorageError.unavailable) { try await store.order("O1") }
+            await #expect(throws: StorageError.unavailable) {
+                try await store.create(Fixture.order("O2"), event: Fixture.created)
+            }
+            #expect(await store.isHealthy() == false)
+            try await server.resume()
+            // Connections come back (after the backoff): the retried create is the first.
+            try await eventuallyAsync(within: 60) { (try? await store.create(Fixture.order("O2"), event: Fixture.created)) != nil }
+            #expect(await store.isHealthy())
+            #expect(try await store.order("O1")?.state == .success)
+            #expect(try await store.outboxEvents("O1").count == 1)
+            await store.close()
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func aServerCrashLosesNoCommittedWrite() async throws {
+        let server = try await TestPostgresServer.start()
+        do {
+            let store = try await PostgresOrderStore.open(PostgresSettings(url: server.url, connectTimeout: 2))
+            let orders = (0..<40).map { "C\($0)" }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for order in orders {
+                    group.addTask {
+                        try await Fixture.create(Fixture.order(order), in: store)
+                        _ = try await Fixture.pay(order, in: store)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await server.halt(crash: true)
+            try await server.resume()
+            try await eventuallyAsync(within: 60) { await store.isHealthy() }
+            #expect(try await store.counts().ordersByState[.success] == orders.count)
+            #expect(try await store.counts().outboxPending == orders.count)
+            #expect(try await store.integrityCheck() == "ok")
+            await store.close()
+        } catch {
+            await server.remove()
+            throw error
+        }
+        await server.remove()
+    }
+}
+
+/// Polls an async condition every 50 ms for at most `seconds`; throws if it never holds.
+func eventuallyAsync(within seconds: Double = 20, _ condition: () async -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !(await condition()) {
+        guard Date() < deadline else { throw FixtureError.timedOut }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}

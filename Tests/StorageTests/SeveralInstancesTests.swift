@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Testing
+
+/// Two stores on one database behave as one: what several gateway instances rely on. SQLite keeps
+/// these promises for several processes on one file; PostgreSQL for several instances anywhere.
+struct SeveralInstancesTests {
+    /// Opens a second store on the test's database, runs `body` with both, and closes the second.
+    private func withTwoStores(
+        _ kind: StoreKind, _ body: (any OrderStore, any OrderStore, TestDatabase) async throws -> Void
+    ) async throws {
+        try await withStore(kind) { first, database async throws in
+            let second = try await database.open()
+            do {
+                try await body(first, second, database)
+            } catch {
+                await second.close()
+                throw error
+            }
+            await second.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func identicalCreatesRacingOnTwoInstancesStoreOneOrder(_ kind: StoreKind) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            let results = try await withThrowingTaskGroup(of: CreateResult.self) { group in
+                for attempt in 0..<60 {
+                    let store = attempt.isMultiple(of: 2) ? first : second
+                    group.addTask { try await store.create(Fixture.order("S1"), event: Fixture.created) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { if case .created = $0 { true } else { false } }.count == 1)
+            #expect(results.filter { if case .existing = $0 { true } else { false } }.count == 59)
+            #expect(try await first.events("S1").count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func theDoorHasOneWinnerAcrossInstances(_ kind: StoreKind) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            let orders = (0..<12).map { "S2-\($0)" }
+            for order in orders { try await Fixture.create(Fixture.order(order), in: first) }
+            // Each instance pays the orders in the opposite order: batches lock rows in key order,
+            // so they wait for each other but never deadlock.
+            let changed = try await withThrowingTaskGroup(of: Int.self) { group in
+                for (store, sequence) in [(first, orders), (second, Array(orders.reversed()))] {
+                    for order in sequence {
+                        for _ in 0..<4 {
+                            group.addTask { try await Fixture.pay(order, in: store).didChange ? 1 : 0 }
+                        }
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(changed == orders.count)
+            for order in orders {
+                #expect(try await second.outboxEvents(order).count == 1)
+                #expect(try await first.events(order).filter { $0.kind == OrderEvent.stateChangedKind }.count == 1)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func sweepersOnTwoInstancesNeverClaimTheSameOrder(_ kind: StoreKind) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            for index in 0..<60 {
+                try await Fixture.create(Fixture.order("S3-\(index)", createdAt: TestTime.at(Double(index))), in: first)
+            }
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for sweeper in 0..<8 {
+                    let store = sweeper.isMultiple(of: 2) ? first : second
+                    group.addTask {
+                        try await store.claimOpenOrders(
+                            noNotifySince: TestTime.at(1000), now: TestTime.at(1000), limit: 10,
+                            claimant: "sweeper-\(sweeper)", leaseUntil: TestTime.at(1060)
+                        ).map(\.outTradeNo)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let all = claims.flatMap { $0 }
+            #expect(all.count == 60)
+            #expect(Set(all).count == 60)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func dispatchersOnTwoInstancesNeverClaimTheSameEvent(_ kind: StoreKind) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            for index in 0..<30 {
+                try await Fixture.create(Fixture.order("S4-\(index)"), in: first)
+                _ = try await Fixture.pay("S4-\(index)", in: second)
+            }
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for dispatcher in 0..<6 {
+                    let store = dispatcher.isMultiple(of: 2) ? first : second
+                    group.addTask {
+                        try await store.dueOutboxEvents(
+                            now: TestTime.at(100), limit: 8, claimant: "d\(dispatcher)", leaseUntil: TestTime.at(130)
+                        ).map(\.id)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let all = claims.flatMap { $0 }
+            #expect(all.count == 30)
+            #expect(Set(all).count == 30)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func whatOneInstanceCommittedTheOtherReadsAtOnce(_ kind: StoreKind) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            try await Fixture.create(Fixture.order("S5"), in: first)
+            #expect(try await second.order("S5")?.state == .notPay)
+            _ = try await Fixture.pay("S5", in: second)
+            #expect(try await first.order("S5")?.state == .success)
+            #expect(try await first.outboxEvents("S5").count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func dataSurvivesCloseAndReopen(_ kind: StoreKind) async throws {
+        let database = try await TestDatabase(kind)
+        defer { Task { await database.remove() } }
+        let first = try await database.open()
+        try await Fixture.create(Fixture.order("S6"), in: first)
+        _ = try await Fixture.pay("S6", in: first)
+        await first.close()
+        let second = try await database.open()
+        #expect(try await second.order("S6")?.state == .success)
+        #expect(try await second.outboxEvents("S6").count == 1)
+        #expect(try await second.integrityCheck() == "ok")
+        await second.close()
+        await database.remove()
+    }
+
+    @Test(arguments: StoreKind.all) func aClosedStoreRefusesWorkAndIsNotHealthy(_ kind: StoreKind) async throws {
+        let database = try await TestDatabase(kind)
+        let store = try await database.open()
+        #expect(await store.isHealthy())
+        await store.close()
+        await store.close()
+        #expect(await store.isHealthy() == false)
+        await #expect(throws: StorageError.closed) { try await store.order("x") }
+        await #expect(throws: StorageError.closed) { try await store.create(Fixture.order("x"), event: Fixture.created) }
+        await database.remove()
+    }
+
+    @Test(arguments: StoreKind.all) func theIntegrityCheckOfAWorkingStoreIsOk(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for index in 0..<20 {
+                try await Fixture.create(Fixture.order("I\(index)"), in: store)
+                _ = try await Fixture.pay("I\(index)", in: store)
+            }
+            #expect(try await store.integrityCheck() == "ok")
+            #expect(await store.isHealthy())
+        }
+    }
+}
