@@ -135,8 +135,12 @@ public final class ChildProcess: @unchecked Sendable {
 
     public var isRunning: Bool { exitStatus == nil }
 
+    /// Sends `signal` unless the child has been reaped: checked and sent under the lock that
+    /// reaping takes, so a signal can never reach a recycled pid (another thread may be reaping it).
     public func send(_ signal: Int32) {
-        if isRunning { kill(pid, signal) }
+        lock.lock()
+        defer { lock.unlock() }
+        if status == nil { kill(pid, signal) }
     }
 
     /// Sends `signal` to the child's whole process group (`ownGroup`), whatever is left of it:
@@ -152,7 +156,7 @@ public final class ChildProcess: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         if isRunning {
-            kill(pid, SIGKILL)
+            send(SIGKILL)
             while isRunning { try? await Task.sleep(for: .milliseconds(10)) }
         }
         return exitStatus ?? -1
@@ -173,19 +177,9 @@ public final class ChildProcess: @unchecked Sendable {
                            input: [UInt8]? = nil, timeout: Duration = .seconds(60)) async throws
         -> (status: Int32, output: [UInt8], errors: [UInt8])
     {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-child-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let inputPath = directory.appendingPathComponent("stdin").path
-        if let input { _ = FileManager.default.createFile(atPath: inputPath, contents: Data(input)) }
-        let outputPath = directory.appendingPathComponent("stdout").path
-        let errorsPath = directory.appendingPathComponent("stderr").path
-        let child = try ChildProcess(executable, arguments, environment: environment,
-                                     input: input == nil ? .none : .file(inputPath), output: outputPath, errors: errorsPath)
-        let status = await child.wait(timeout: timeout)
-        let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))).map { [UInt8]($0) } ?? []
-        let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorsPath))).map { [UInt8]($0) } ?? []
-        return (status, output, errors)
+        let run = try Captured(executable, arguments, environment: environment, input: input)
+        defer { run.remove() }
+        return run.result(status: await run.child.wait(timeout: timeout))
     }
 
     /// The same, for a caller that is not async; blocks the calling thread until the child ends.
@@ -193,23 +187,47 @@ public final class ChildProcess: @unchecked Sendable {
                                    input: [UInt8]? = nil, timeout: Duration = .seconds(60)) throws
         -> (status: Int32, output: [UInt8], errors: [UInt8])
     {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-child-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let inputPath = directory.appendingPathComponent("stdin").path
-        if let input { _ = FileManager.default.createFile(atPath: inputPath, contents: Data(input)) }
-        let outputPath = directory.appendingPathComponent("stdout").path
-        let errorsPath = directory.appendingPathComponent("stderr").path
-        let child = try ChildProcess(executable, arguments, environment: environment,
-                                     input: input == nil ? .none : .file(inputPath), output: outputPath, errors: errorsPath)
+        let run = try Captured(executable, arguments, environment: environment, input: input)
+        defer { run.remove() }
+        let child = run.child
         let deadline = ContinuousClock.now + timeout
         while child.isRunning, ContinuousClock.now < deadline { usleep(5_000) }
         if child.isRunning {
-            kill(child.pid, SIGKILL)
+            child.send(SIGKILL)
             while child.isRunning { usleep(5_000) }
         }
-        let output = (try? Data(contentsOf: URL(fileURLWithPath: outputPath))).map { [UInt8]($0) } ?? []
-        let errors = (try? Data(contentsOf: URL(fileURLWithPath: errorsPath))).map { [UInt8]($0) } ?? []
-        return (child.exitStatus ?? -1, output, errors)
+        return run.result(status: child.exitStatus ?? -1)
+    }
+
+    /// A child of `run`/`runBlocking`: its input, output and errors in files of a temporary
+    /// directory of its own (files, not pipes, so a chatty child can never block on a full pipe).
+    private struct Captured {
+        let directory: URL
+        let child: ChildProcess
+
+        init(_ executable: String, _ arguments: [String], environment: [String: String], input: [UInt8]?) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-child-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let inputPath = directory.appendingPathComponent("stdin").path
+            if let input { _ = FileManager.default.createFile(atPath: inputPath, contents: Data(input)) }
+            do {
+                child = try ChildProcess(executable, arguments, environment: environment,
+                                         input: input == nil ? .none : .file(inputPath),
+                                         output: directory.appendingPathComponent("stdout").path,
+                                         errors: directory.appendingPathComponent("stderr").path)
+            } catch {
+                try? FileManager.default.removeItem(at: directory)
+                throw error
+            }
+        }
+
+        func result(status: Int32) -> (status: Int32, output: [UInt8], errors: [UInt8]) {
+            func read(_ name: String) -> [UInt8] {
+                (try? Data(contentsOf: directory.appendingPathComponent(name))).map { [UInt8]($0) } ?? []
+            }
+            return (status, read("stdout"), read("stderr"))
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
     }
 }

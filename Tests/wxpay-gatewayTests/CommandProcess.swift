@@ -3,6 +3,8 @@ import ChildProcessSupport
 import Foundation
 import Glibc
 import HTTP
+import HTTPClientTestSupport
+import Testing
 
 /// The built `wxpay-gateway` executable run as a child process, the way an operator runs it: its
 /// own environment (none of the test runner's WXPAY_/GATEWAY_ variables), stdout and stderr in
@@ -93,5 +95,47 @@ extension HTTPClient {
             method: method, url: url, headers: HTTPHeaders(headers), body: Array(body.utf8),
             timeouts: .init(connect: .seconds(10), total: .seconds(60))))
         return Exchange(status: response.status, body: String(decoding: response.body, as: UTF8.self))
+    }
+
+    /// Creates a 990-fen order on the gateway at `base`, has the user pay it at the simulator at
+    /// `wechat`, and reads the order (plain reads: no `wait`, so no orderquery) until WeChat's
+    /// notify settled it, for at most a minute. Returns the order's last state.
+    func createAndPay(_ outTradeNo: String, base: String, wechat: String, token: String) async throws -> String? {
+        let created = try await send(.post, base + "/v1/orders", token: token, body:
+            #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
+        #expect(created.status == 201, "\(created.body)")
+        #expect(try await send(.post, wechat + "/simulator/orders/\(outTradeNo)/pay").status == 200)
+        var state: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while state != "SUCCESS" && ContinuousClock.now < deadline {
+            state = try await send(.get, base + "/v1/orders/" + outTradeNo, token: token).json["state"] as? String
+            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        return state
+    }
+}
+
+/// The production gateway once it started, for the test's clean-up.
+final class StartedGateway: @unchecked Sendable {
+    // Set once by the test before the clean-up reads it.
+    var gateway: CommandProcess?
+    var base = ""
+
+    /// Starts `serve` with `environment(port)` on a free loopback port, the port chosen before the
+    /// start because the notify URLs name it; a port taken meanwhile by another test (exit 69) is
+    /// retried. Returns the running process, or nil after five refused attempts.
+    func start(_ environment: (Int) -> [String: String]) async throws -> CommandProcess? {
+        for _ in 0..<5 {
+            let port = closedLoopbackPort()
+            base = "http://127.0.0.1:\(port)"
+            let attempt = try CommandProcess(["serve"], environment: environment(port))
+            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
+                gateway = attempt
+                return attempt
+            }
+            #expect(await attempt.exitStatus(within: 5) == 69, "stderr: \(attempt.stderr)")
+            await attempt.stop()
+        }
+        return nil
     }
 }

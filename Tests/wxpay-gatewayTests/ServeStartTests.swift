@@ -105,26 +105,14 @@ struct ServeStartTests {
         defer { Task { await started.gateway?.stop(); await simulator.stop(); await client.shutdown() } }
         let simulatorLine = try #require(await simulator.line(startingWith: "listening "))
         let wechat = String(simulatorLine.split(separator: " ")[1])
-        var base = ""
-        // The notify URL is needed before the start; a port taken meanwhile by another test is retried.
-        for _ in 0..<5 {
-            let port = closedLoopbackPort()
-            base = "http://127.0.0.1:\(port)"
-            let attempt = try CommandProcess(["serve"], environment: [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": base + "/wechat/notify",
-                "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
-                "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
-                "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
-            ])
-            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
-                started.gateway = attempt
-                break
-            }
-            #expect(await attempt.exitStatus(within: 5) == 69, "stderr: \(attempt.stderr)")
-            await attempt.stop()
-        }
-        let running = try #require(started.gateway, "the production gateway did not start")
+        let running = try #require(await started.start { port in [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
+            "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
+            "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
+        ] }, "the production gateway did not start")
+        let base = started.base
         #expect(running.stderr.contains("GATEWAY_CRASH_POINT is set but ignored"))
 
         let unknown = try await client.send(.post, base + "/no/such/path")
@@ -134,19 +122,8 @@ struct ServeStartTests {
             #expect(answer.status == 404 && answer.body == unknown.body, "\(path) exists outside demo mode")
         }
 
-        let created = try await client.send(.post, base + "/v1/orders", token: Self.clientToken,
-                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-prod-1"}"#)
-        #expect(created.status == 201)
-        // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway. Plain
-        // reads (no `wait`, so no orderquery) until the notify has settled the order.
-        #expect(try await client.send(.post, wechat + "/simulator/orders/start-prod-1/pay").status == 200)
-        var state: String?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while state != "SUCCESS" && ContinuousClock.now < deadline {
-            state = try await client.send(.get, base + "/v1/orders/start-prod-1", token: Self.clientToken).json["state"] as? String
-            if state != "SUCCESS" { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(state == "SUCCESS")
+        // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway.
+        #expect(try await client.createAndPay("start-prod-1", base: base, wechat: wechat, token: Self.clientToken) == "SUCCESS")
         let metrics = try await client.send(.get, base + "/metrics").body
         #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
         #expect(running.isRunning, "the gateway died at the crash point")
@@ -156,8 +133,3 @@ struct ServeStartTests {
     }
 }
 
-/// The production gateway once it started, for the test's clean-up.
-private final class StartedGateway: @unchecked Sendable {
-    // Set once by the test before the clean-up reads it.
-    var gateway: CommandProcess?
-}
