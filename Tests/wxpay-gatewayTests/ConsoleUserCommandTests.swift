@@ -37,6 +37,13 @@ struct ConsoleUserCommandTests {
                 (try? String(contentsOfFile: folder.path + "/err", encoding: .utf8)) ?? "")
     }
 
+    /// The status of a sign-in by a fresh client (303: signed in).
+    static func signInStatus(_ base: String, _ name: String, password: String) async throws -> Int {
+        let browser = try ConsoleFormClient()
+        defer { Task { await browser.shutdown() } }
+        return try await browser.signIn(base, name: name, password: password)
+    }
+
     /// What the command runs with: PATH and HOME, and `extra`.
     static func environment(_ extra: [String: String]) -> [String: String] {
         var environment = extra
@@ -163,12 +170,12 @@ struct ConsoleUserCommandTests {
         let demoPassword = try #require(banner.components(separatedBy: "password: ").last)
         #expect(banner.contains("user: demo"))
         #expect(Self.mode(folder.users) == 0o600 && Self.lines(folder.users).first?.hasPrefix("demo:admin:") == true)
-        #expect(try await ConsoleSignIn.status(base: base, name: "demo", password: demoPassword) == 303)
+        #expect(try await Self.signInStatus(base, "demo", password: demoPassword) == 303)
 
-        #expect(try await ConsoleSignIn.status(base: base, name: "frank", password: Self.password) == 403)
+        #expect(try await Self.signInStatus(base, "frank", password: Self.password) == 403)
         let input = try Self.passwordFile(in: folder)
         #expect(try await Self.run(["add", "frank", "--file", folder.users], input: input).status == 0)
-        #expect(try await ConsoleSignIn.status(base: base, name: "frank", password: Self.password) == 303,
+        #expect(try await Self.signInStatus(base, "frank", password: Self.password) == 303,
                 "the new user signs in without a restart or a signal")
         kill(gateway.processIdentifier, SIGHUP)
         var reloaded = false
@@ -177,25 +184,5 @@ struct ConsoleUserCommandTests {
             if !reloaded { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(reloaded, "SIGHUP re-reads the file")
-    }
-}
-
-/// Signs in over HTTP as a browser does: the form (for its pre-login cookie and token), then the POST.
-enum ConsoleSignIn {
-    static func status(base: String, name: String, password: String) async throws -> Int {
-        let client = try HTTPClient()
-        defer { Task { await client.shutdown() } }
-        let timeouts = HTTPClient.Timeouts(connect: .seconds(5), total: .seconds(60))
-        let form = try await client.execute(HTTPClientRequest(method: .get, url: base + "/console/login", timeouts: timeouts))
-        let cookie = form.headers.values(for: "Set-Cookie").first?.split(separator: ";").first.map(String.init) ?? ""
-        let page = String(decoding: form.body, as: UTF8.self)
-        let token = page.components(separatedBy: "name=\"csrf\" value=\"").dropFirst().first?.split(separator: "\"").first ?? ""
-        func encode(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text }
-        let body = "username=\(encode(name))&password=\(encode(password))&csrf=\(encode(String(token)))"
-        let answer = try await client.execute(HTTPClientRequest(
-            method: .post, url: base + "/console/login",
-            headers: ["Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"], body: Array(body.utf8),
-            timeouts: timeouts))
-        return answer.status
     }
 }

@@ -35,6 +35,7 @@ enum ConsoleStyle {
         button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
         form.inline { display: inline; margin: 0; }
         .hint { color: var(--muted); font-size: 13px; margin: 4px 0; }
+        section { overflow-x: auto; }
         table { border-collapse: collapse; width: 100%; background: var(--paper); border: 1px solid var(--line); }
         th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { background: var(--wash); font-weight: 600; font-size: 13px; }
