@@ -135,7 +135,9 @@ final class GatewayRig: Sendable {
         case .sockets:
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
-                body: bytes, timeouts: .init(connect: .seconds(5), total: .seconds(40))))
+                // Patient: at a load of 78 on this 2-core machine, a console sign-in over sockets
+                // (an scrypt check queued behind others) took more than 40 s.
+                body: bytes, timeouts: .init(connect: .seconds(30), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat,
