@@ -32,7 +32,7 @@ struct ConsoleUserCommandTests {
         let process = try ChildProcess(CommandProcess.executable.path, ["console-user"] + arguments,
                                        environment: Self.environment(environment), input: input.map { .file($0) } ?? .none,
                                        output: folder.path + "/out", errors: folder.path + "/err")
-        let status = await process.wait(timeout: .seconds(60))
+        let status = await process.wait(timeout: .seconds(300))
         return (status, (try? String(contentsOfFile: folder.path + "/out", encoding: .utf8)) ?? "",
                 (try? String(contentsOfFile: folder.path + "/err", encoding: .utf8)) ?? "")
     }
@@ -154,7 +154,7 @@ struct ConsoleUserCommandTests {
         #expect(!commandLine.contains(Self.password) && !environment.contains(Self.password))
         process.write(Array((Self.password + "\n").utf8))
         process.closeInput()
-        #expect(await process.wait(timeout: .seconds(60)) == 0)
+        #expect(await process.wait(timeout: .seconds(300)) == 0)
         #expect(Self.lines(folder.users).first?.hasPrefix("erin:refunder:") == true)
     }
 
