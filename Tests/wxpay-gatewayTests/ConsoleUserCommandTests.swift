@@ -147,8 +147,14 @@ struct ConsoleUserCommandTests {
                                        ["console-user", "add", "erin", "--role", "refunder", "--file", folder.users],
                                        environment: Self.environment([:]), input: .pipe,
                                        output: folder.path + "/out", errors: folder.path + "/err")
-        // The command runs (waiting for its password on standard input) while ps would look at it.
-        let commandLine = Self.proc(process.pid, "cmdline")
+        // The command runs (waiting for its password on standard input) while ps would look at it;
+        // the kernel may show the new program's command line a moment after the spawn returned.
+        var commandLine = Self.proc(process.pid, "cmdline")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !commandLine.contains("console-user"), process.isRunning, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            commandLine = Self.proc(process.pid, "cmdline")
+        }
         let environment = Self.proc(process.pid, "environ")
         #expect(commandLine.contains("console-user") && commandLine.contains("erin"))
         #expect(!commandLine.contains(Self.password) && !environment.contains(Self.password))
