@@ -55,12 +55,12 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
@@ -98,6 +98,8 @@ let package = Package(
             "COpenSSL",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
+            // iOS purchases against the App Store simulator, in process and over sockets.
+            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit",
         ]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -13,6 +13,11 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// order is settled as SUCCESS and must be delivered or refunded by a person.
     public static let paidAfterClose: OrderFlag = "paid_after_close"
 
+    /// An App Store purchase credited to an order made for it: no open order of its user and product
+    /// was found (the app never created one, or it had expired). Paid, never dropped; for support to
+    /// look at.
+    public static let matchedWithoutOrder: OrderFlag = "matched_without_order"
+
     /// Returns `nil` unless `rawValue` is a valid flag name.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }

@@ -39,9 +39,20 @@ public struct OrderRecord: Sendable, Hashable {
     public var lastQueriedAt: Date?
     public var flags: Set<OrderFlag>
     public var updatedAt: Date
+    /// WeChat Pay or the App Store. The fields below are the App Store's, nil for WeChat orders.
+    public var channel: OrderChannel
+    /// The App Store product id the order sells (the catalog's `apple_product_id` at creation).
+    public var appleProductID: String?
+    /// The UUID the app passes to StoreKit as `appAccountToken`, unique to this order (lowercase).
+    public var appAccountToken: String?
+    /// Once paid: `Production` or `Sandbox`.
+    public var environment: String?
+    /// Once paid: the App Store transaction that paid it (unique among orders).
+    public var appleTransactionID: String?
+    public var originalTransactionID: String?
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
-    ///   accepts), `updatedAt` to `createdAt`, and every optional to `nil`.
+    ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
     public init(
         outTradeNo: String,
         amount: Int,
@@ -63,7 +74,13 @@ public struct OrderRecord: Sendable, Hashable {
         lastNotifyAt: Date? = nil,
         lastQueriedAt: Date? = nil,
         flags: Set<OrderFlag> = [],
-        updatedAt: Date? = nil
+        updatedAt: Date? = nil,
+        channel: OrderChannel = .wechat,
+        appleProductID: String? = nil,
+        appAccountToken: String? = nil,
+        environment: String? = nil,
+        appleTransactionID: String? = nil,
+        originalTransactionID: String? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -86,5 +103,11 @@ public struct OrderRecord: Sendable, Hashable {
         self.lastQueriedAt = lastQueriedAt
         self.flags = flags
         self.updatedAt = updatedAt ?? createdAt
+        self.channel = channel
+        self.appleProductID = appleProductID
+        self.appAccountToken = appAccountToken
+        self.environment = environment
+        self.appleTransactionID = appleTransactionID
+        self.originalTransactionID = originalTransactionID
     }
 }

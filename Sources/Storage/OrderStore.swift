@@ -16,7 +16,9 @@ public protocol OrderStore: Sendable {
     /// `parametersDigest`, `.conflict` (nothing written) when the digest differs.
     ///
     /// Throws `invalidArgument` when `order.state` is not NOTPAY or the order carries a
-    /// transaction id or payment time: payment can only be recorded by `transition`.
+    /// transaction id (WeChat's or Apple's), an environment or a payment time: payment can only be
+    /// recorded by `transition`. Its `channel`, `appleProductID` and `appAccountToken` are stored as
+    /// given; another order with the same `appAccountToken` makes it fail with `.constraint`.
     func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult
 
     /// The order, or `nil`.
@@ -44,9 +46,11 @@ public protocol OrderStore: Sendable {
     func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError) -> OrderRecord?
 
     /// THE door: in one transaction, moves the order to `transition.to` if it is in one of
-    /// `transition.allowedFrom` (and has `expectedAmount`, when given); only if the row changed,
-    /// appends a `state_changed` event and inserts `transition.outbox`. A `transition.receipt` is
-    /// written in the same transaction, changed or not (after the `state_changed` event).
+    /// `transition.allowedFrom` (and has `expectedAmount`, when given), storing its payment details
+    /// (WeChat's transaction id, the payment time, the App Store transaction); only if the row
+    /// changed, appends a `state_changed` event and inserts `transition.outbox`. A
+    /// `transition.receipt` is written in the same transaction, changed or not (after the
+    /// `state_changed` event). `IAPStore.creditAppleTransaction` passes through this same door.
     func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult
 
     // MARK: Timeline
@@ -129,13 +133,14 @@ extension OrderStore {
         outbox: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
         at: Date,
-        receipt: TransitionReceipt? = nil
+        receipt: TransitionReceipt? = nil,
+        apple: AppleTransactionFields? = nil
     ) async throws(StorageError) -> TransitionResult {
         try await transition(
             OrderTransition(
                 outTradeNo: outTradeNo, to: to, from: allowedFrom, transactionID: transactionID, paidAt: paidAt,
                 expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at,
-                receipt: receipt))
+                receipt: receipt, apple: apple))
     }
 
     /// `appendEvent(_:_:)` with the event's fields as arguments.

@@ -8,11 +8,13 @@ extension OrderRecord {
     /// `create` accepts only a new, unpaid order: payment enters an order only through
     /// `transition`, so a create cannot smuggle it in.
     func validateNew() throws(StorageError) {
-        guard state == .notPay, transactionID == nil, paidAt == nil else {
+        guard state == .notPay, transactionID == nil, paidAt == nil, appleTransactionID == nil,
+              originalTransactionID == nil, environment == nil
+        else {
             throw .invalidArgument("an order is created NOTPAY, without payment details")
         }
         try StoreText.validate(outTradeNo, description, clientIP, signType, timeExpire, parametersDigest)
-        try StoreText.validate(attach, userID, productID)
+        try StoreText.validate(attach, userID, productID, appleProductID, appAccountToken)
     }
 }
 

@@ -36,6 +36,10 @@ public struct OrderTransition: Sendable, Hashable {
     public var at: Date
     /// Written in the same transaction whether or not the state changed (see `TransitionReceipt`).
     public var receipt: TransitionReceipt?
+    /// Stored when the change happens: the App Store transaction that paid the order. An order
+    /// keeps the first one it got; another order already holding the same transaction id makes the
+    /// database refuse the change (`.constraint`).
+    public var apple: AppleTransactionFields?
 
     public init(
         outTradeNo: String,
@@ -48,7 +52,8 @@ public struct OrderTransition: Sendable, Hashable {
         outbox: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
         at: Date,
-        receipt: TransitionReceipt? = nil
+        receipt: TransitionReceipt? = nil,
+        apple: AppleTransactionFields? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.to = to
@@ -61,5 +66,6 @@ public struct OrderTransition: Sendable, Hashable {
         self.addingFlags = addingFlags
         self.at = at
         self.receipt = receipt
+        self.apple = apple
     }
 }

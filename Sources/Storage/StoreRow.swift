@@ -37,11 +37,13 @@ extension OrderRecord {
     static let columns: SQL = """
         out_trade_no, amount, description, client_ip, attach, user_id, product_id, sign_type, time_expire, \
         expires_at, created_at, state, transaction_id, paid_at, prepay_id, prepay_issued_at, parameters_digest, \
-        last_notify_at, last_queried_at, flags, updated_at
+        last_notify_at, last_queried_at, flags, updated_at, channel, apple_product_id, app_account_token, \
+        environment, apple_transaction_id, original_transaction_id
         """
 
     init(row: some StoreRow) throws(StorageError) {
-        guard let state = OrderState(rawValue: try row.text(11)) else { throw .unexpectedRow }
+        guard let state = OrderState(rawValue: try row.text(11)), let channel = OrderChannel(rawValue: try row.text(21))
+        else { throw .unexpectedRow }
         self.init(
             outTradeNo: try row.text(0),
             amount: try row.int(1),
@@ -63,7 +65,13 @@ extension OrderRecord {
             lastNotifyAt: try row.optionalDate(17),
             lastQueriedAt: try row.optionalDate(18),
             flags: try Self.decodeFlags(row.text(19)),
-            updatedAt: try row.date(20)
+            updatedAt: try row.date(20),
+            channel: channel,
+            appleProductID: try row.optionalText(22),
+            appAccountToken: try row.optionalText(23),
+            environment: try row.optionalText(24),
+            appleTransactionID: try row.optionalText(25),
+            originalTransactionID: try row.optionalText(26)
         )
     }
 

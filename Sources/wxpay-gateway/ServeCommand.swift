@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStoreSimulator
 import Foundation
 import Glibc
 import Gateway
@@ -60,6 +61,15 @@ enum ServeCommand {
         // Refunds (ServeCommand+Refunds.swift): the routes answer 503 while the mode is off.
         let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
         announceRefunds(refunds.mode, metrics: metrics, logger: logger)
+        // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
+        let appStore: AppStoreConnection?
+        do {
+            appStore = try AppStoreConnection.open(configuration, service: service, store: store, client: client)
+        } catch {
+            FileHandle.standardError.write(Data("serve: App Store purchases cannot start: \(error)\n".utf8))
+            await resources.close()
+            return ExitStatus.configuration
+        }
         // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
         // what can change without a restart (the catalog file, the console's users).
         let reloads = ReloadHooks()
@@ -72,6 +82,7 @@ enum ServeCommand {
         var router = HTTPRouter()
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
+        if let simulator = appStore?.simulator { AppStoreSimulatorRoutes.registerControl(simulator, in: &router) }
 
         let connections: Int
         do {
@@ -100,19 +111,26 @@ enum ServeCommand {
         if configuration.demo {
             service.useNotifyURL("\(base)/wechat/notify")
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
+            appStore?.listening(at: base)
         }
         FileHandle.standardOutput.write(Data((banner(configuration, base: base) + consoleBanner.line(base: base)).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
+        let appStoreNotifyLoop = appStore?.simulator.map { simulator in Task { await simulator.run() } }
         service.addReloadHooks(to: reloads)
         Signals.onHangUp { Task { await reloads.fire() } }
-        let services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
+        var services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
                                      logger: logger)
+        if let iap = appStore?.iap, iap.clients.serverAPI != nil {
+            let refundCheck = DailyAppStoreRefundCheck(iap: iap)
+            services.append(Task { await refundCheck.run() })
+        }
         let signal = await Signals.waitForTermination()
         logger.notice("shutting down", ["signal": String(signal)])
         notifyLoop?.cancel()
+        appStoreNotifyLoop?.cancel()
         await server.shutdown(gracePeriod: .seconds(10))
         // The recovery services finish their current call and stop before the store closes.
         for task in services.reversed() { task.cancel() }
@@ -193,7 +211,7 @@ enum ServeCommand {
               curl -s -X POST \(base)/v1/orders/demo-0001/refunds -H 'Authorization: Bearer \(token)' \\
                    -d '{"amount":300,"reason":"bought by mistake","out_refund_no":"demo-r1"}'
               curl -s -X POST \(base)/simulator/refunds/demo-r1/complete -d '{"status":"SUCCESS"}'
-            \(appBanner(configuration, base: base))
+            \(appBanner(configuration, base: base))\(iosBanner(configuration, base: base))
             """
     }
 }

@@ -251,10 +251,17 @@ struct AppClientAPITests {
         let forwarded = ["X-Forwarded-For": "192.0.2.1, 198.51.100.7, 10.0.0.5"]
         let direct = try await GatewayRig.start(mode)
         let token = TestTokens.minted("alice")
-        _ = try await Self.create(direct, token, #"{"product_id":"swift-101"}"#, headers: forwarded)
-        #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
-        _ = try await Self.create(direct, token, #"{"product_id":"swift-101","client_ip":"203.0.113.9"}"#, headers: forwarded)
-        #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "203.0.113.9")
+        // Stopped on every path: a rig whose server still runs must not be released (HTTPServer's
+        // deinit traps, and a request timing out on a loaded machine took the whole run down).
+        do {
+            _ = try await Self.create(direct, token, #"{"product_id":"swift-101"}"#, headers: forwarded)
+            #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
+            _ = try await Self.create(direct, token, #"{"product_id":"swift-101","client_ip":"203.0.113.9"}"#, headers: forwarded)
+            #expect(direct.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "203.0.113.9")
+        } catch {
+            await direct.stop()
+            throw error
+        }
         await direct.stop()
 
         let proxied = try await GatewayRig.start(mode, environment: ["GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32, 10.0.0.0/8"])

@@ -14,6 +14,7 @@ import WeChatPaySimulator
 struct BatteryForgedNotifyTests {
     @Test(arguments: StoreKind.all) func forgeriesAndReplaysChangeNoOrderAndAreAllRefused(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
+        defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("forge-0001", amount: 990)
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
@@ -65,7 +66,6 @@ struct BatteryForgedNotifyTests {
         #expect(try await rig.store.order("forge-9999") == nil)
         let counted = Battery.sum(rig.service.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
         #expect(counted == Double(forgeries.count * 3 + 3), "each refusal is counted")
-        await rig.stop()
     }
 
     /// The issue's count: 1,000 of each kind, and row counts of every table (found in the schema)
@@ -73,6 +73,7 @@ struct BatteryForgedNotifyTests {
     @Test func aThousandForgeriesOfEachKindWriteNoRowToAnyTable() async throws {
         let log = InMemoryLogHandler()
         let rig = try await GatewayRig.start(.inProcess, logger: Logger(label: "test", level: .info, handler: log))
+        defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("forge-1000", amount: 990)
         let copies = 1_000
         let key = APIKey(GatewayConfiguration.demoKey)
@@ -124,7 +125,6 @@ struct BatteryForgedNotifyTests {
         let accounted = lines.reduce(0) { $0 + 1 + (Int($1.metadata["suppressed"] ?? "") ?? 0) }
         #expect(accounted <= kinds.count * copies)
         #expect(lines.allSatisfy { $0.level == .warning && $0.metadata["reason"] != nil })
-        await rig.stop()
     }
 
     static func state(_ rig: GatewayRig, _ outTradeNo: String) async -> String? {

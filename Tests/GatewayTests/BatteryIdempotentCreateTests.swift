@@ -14,6 +14,7 @@ struct BatteryIdempotentCreateTests {
     @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
     func concurrentIdenticalCreatesMakeOneOrderAndChangedOnesAreRefusedLocally(mode: GatewayRig.Mode, store: StoreKind) async throws {
         let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
         let answers = await withTaskGroup(of: GatewayRig.Response?.self) { group -> [GatewayRig.Response?] in
             for _ in 0..<Self.identical {
                 group.addTask { try? await rig.createOrder("idem-0001", amount: 990) }
@@ -45,6 +46,5 @@ struct BatteryIdempotentCreateTests {
         let orders = try #require(lookup.json["orders"] as? [[String: Any]])
         #expect(orders.count == 1)
         #expect(orders.first?["amount"] as? Int == 990)
-        await rig.stop()
     }
 }

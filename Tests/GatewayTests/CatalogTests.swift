@@ -13,18 +13,21 @@ struct CatalogTests {
         }
     }
 
-    @Test func aValidCatalogKeepsItsProductsInOrderAndUnknownKeys() throws {
+    @Test func aValidCatalogKeepsItsProductsInOrderTheirAppleIdsAndUnknownKeys() throws {
         let catalog = try Self.parse(#"""
-            {"products":[{"id":"swift-101","amount":990,"description":"Swift 入门课","active":true,"apple_product_id":"com.x.swift101"},
+            {"products":[{"id":"swift-101","amount":990,"description":"Swift 入门课","active":true,"apple_product_id":"com.x.swift101","tier":3},
                          {"id":"old.1","amount":1,"description":"d","active":false},
                          {"id":"A_b-9","amount":1000000000,"description":"max"}],"version":3}
             """#).get()
         #expect(catalog.products.map(\.id) == ["swift-101", "old.1", "A_b-9"])
-        #expect(catalog.product("swift-101")?.extra["apple_product_id"] == .string("com.x.swift101"))
+        #expect(catalog.product("swift-101")?.appleProductID == "com.x.swift101")
+        #expect(catalog.product(appleProductID: "com.x.swift101")?.id == "swift-101")
+        #expect(catalog.product(appleProductID: "swift-101") == nil)
+        #expect(catalog.product("swift-101")?.extra == ["tier": .int(3)])
         #expect(catalog.product("old.1")?.active == false)
         #expect(catalog.product("A_b-9")?.active == true)
         #expect(String(decoding: catalog.json, as: UTF8.self)
-            == #"{"products":[{"amount":990,"description":"Swift 入门课","id":"swift-101"},{"amount":1000000000,"description":"max","id":"A_b-9"}]}"#)
+            == #"{"products":[{"amount":990,"apple_product_id":"com.x.swift101","description":"Swift 入门课","id":"swift-101"},{"amount":1000000000,"description":"max","id":"A_b-9"}]}"#)
     }
 
     @Test(arguments: [
@@ -36,6 +39,10 @@ struct CatalogTests {
         (#"{"products":[{"id":"a","amount":1,"description":""}]}"#, #"product "a": description"#),
         (#"{"products":[{"id":"a","amount":1,"description":"\#(String(repeating: "课", count: 43))"}]}"#, #"product "a": description"#),
         (#"{"products":[{"id":"a","amount":1,"description":"d","active":"yes"}]}"#, #"product "a": active"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","apple_product_id":"com x"}]}"#, #"product "a": apple_product_id"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","apple_product_id":7}]}"#, #"product "a": apple_product_id"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","apple_product_id":"p"},{"id":"b","amount":1,"description":"d","apple_product_id":"p"}]}"#,
+         #"product "b": apple_product_id is another product's too"#),
         (#"{"products":[{"id":"a b","amount":1,"description":"d"}]}"#, "product #1: id"),
         (#"{"products":[{"id":"\#(String(repeating: "x", count: 33))","amount":1,"description":"d"}]}"#, "product #1: id"),
         (#"{"products":[{"amount":1,"description":"d"}]}"#, "product #1: id"),

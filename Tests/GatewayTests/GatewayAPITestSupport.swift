@@ -39,7 +39,8 @@ final class GatewayRig: Sendable {
     private let router: HTTPRouter
     private let server: HTTPServer?
     private let httpClient: HTTPClient?
-    private let base: String
+    /// The gateway's address in `.sockets` mode ("" in process).
+    let base: String
     /// The rig's database (a SQLite file or a PostgreSQL schema), removed by `stop`.
     let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
@@ -133,11 +134,11 @@ final class GatewayRig: Sendable {
             return Response(status: response.status, body: response.body, headers: flat,
                             setCookies: response.headers.values(for: "Set-Cookie"))
         case .sockets:
+            // Minutes, not seconds: with the whole suite running beside four other sessions (load
+            // 50-90 on two cores) correct requests took over 40 s. A wait is at most 30 s.
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(allHeaders.map { ($0.key, $0.value) }),
-                // Patient: at a load of 78 on this 2-core machine, a console sign-in over sockets
-                // (an scrypt check queued behind others) took more than 40 s.
-                body: bytes, timeouts: .init(connect: .seconds(30), total: .seconds(180))))
+                body: bytes, timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
             return Response(status: response.status, body: response.body, headers: flat,

@@ -3,7 +3,9 @@ import ChildProcessSupport
 import Foundation
 @testable import Gateway
 import HTTP
+import Storage
 import Testing
+import WeChatPaySimulator
 
 /// docs/openapi.json against the gateway: every route described (so a new route cannot be
 /// forgotten), a valid OpenAPI 3.1 document, and schemathesis finding no 5xx and no response that
@@ -56,6 +58,52 @@ struct OpenAPITests {
         }
         #expect(codes.count >= 15)
         for code in codes { #expect(text.contains(#""\#(code)""#), "error code \(code) is not in docs/openapi.json") }
+    }
+
+    /// The `webhooks` section is the contract of the business backend's fulfilment endpoint: the
+    /// `order.paid`, `refund.succeeded` and `refund.failed` events of a real payment and refunds
+    /// have exactly the documented envelope, every required member of their `data` and nothing
+    /// undocumented, and their type is one the `Gateway-Event-Type` header names.
+    @Test func theWebhookEventsAreDescribedAsTheGatewayWritesThem() async throws {
+        let document = try Self.document()
+        let webhooks = try #require(document["webhooks"] as? [String: Any])
+        #expect(Set(webhooks.keys) == ["order.paid", "refund.succeeded", "refund.failed"])
+        let components = try #require(document["components"] as? [String: Any])
+        let schemas = try #require(components["schemas"] as? [String: [String: Any]])
+        let parameters = try #require(components["parameters"] as? [String: [String: Any]])
+        let eventTypes = Set(((parameters["GatewayEventType"]?["schema"] as? [String: Any])?["enum"] as? [String]) ?? [])
+        #expect(eventTypes == Set(webhooks.keys))
+        func properties(_ schema: [String: Any]?) -> Set<String> { Set((schema?["properties"] as? [String: Any] ?? [:]).keys) }
+        func required(_ schema: [String: Any]?) -> Set<String> { Set(schema?["required"] as? [String] ?? []) }
+        let paidData = (schemas["OrderPaidEvent"]?["properties"] as? [String: Any])?["data"] as? [String: Any]
+        // What each event's `data` must have, and may have.
+        let dataMembers: [String: (required: Set<String>, allowed: Set<String>)] = [
+            "order.paid": (required(schemas["Order"]), properties(schemas["Order"]).union(properties(paidData))),
+            "refund.succeeded": (required(schemas["Refund"]), properties(schemas["Refund"])),
+            "refund.failed": (required(schemas["Refund"]), properties(schemas["Refund"])),
+        ]
+
+        let rig = try await RefundRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("openapi-hooks", amount: 800)
+        #expect(try await rig.refund("openapi-hooks", amount: 500, number: "openapi-hooks-r1").status == 201)
+        try rig.simulator.completeRefund(outRefundNo: "openapi-hooks-r1")
+        #expect(await rig.eventually("openapi-hooks-r1", is: .success))
+        #expect(try await rig.refund("openapi-hooks", amount: 300, number: "openapi-hooks-r2").status == 201)
+        try rig.simulator.completeRefund(outRefundNo: "openapi-hooks-r2", status: "CHANGE")
+        #expect(await rig.eventually("openapi-hooks-r2", is: .change))
+        for type in ["order.paid", "refund.succeeded", "refund.failed"] {
+            let event = try #require(try await rig.events("openapi-hooks", type: type).first, "no \(type) event")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
+            let schema = schemas[type == "order.paid" ? "OrderPaidEvent" : "RefundEvent"]
+            #expect(Set(object.keys) == properties(schema) && required(schema) == properties(schema), "\(type): \(object.keys.sorted())")
+            #expect(object["type"] as? String == type)
+            #expect((object["id"] as? String)?.wholeMatch(of: /evt_[0-9a-f]{32}/) != nil)
+            let data = try #require(object["data"] as? [String: Any])
+            let members = try #require(dataMembers[type])
+            #expect(members.required.subtracting(data.keys).isEmpty, "\(type) lacks \(members.required.subtracting(data.keys).sorted())")
+            #expect(Set(data.keys).subtracting(members.allowed).isEmpty, "\(type) has undocumented \(Set(data.keys).subtracting(members.allowed).sorted())")
+        }
     }
 
     @Test func theDocumentIsValidOpenAPI31() async throws {

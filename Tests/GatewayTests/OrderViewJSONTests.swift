@@ -24,7 +24,7 @@ struct OrderViewJSONTests {
         try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
     }
 
-    static let plainKeys: Set<String> = ["amount", "created_at", "description", "expires_at", "final", "out_trade_no",
+    static let plainKeys: Set<String> = ["amount", "channel", "created_at", "description", "expires_at", "final", "out_trade_no",
                                          "paid_at", "state", "transaction_id", "refunded_amount", "refunds"]
 
     @Test(arguments: [false, true])
@@ -91,6 +91,40 @@ struct OrderViewJSONTests {
         view.outbox = []
         let empty = try Self.object(view.json)
         #expect((empty["events"] as? [Any])?.isEmpty == true && (empty["outbox"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test(arguments: [false, true])
+    func anAppStoreOrderCarriesItsAppleMembersWithNullsUntilPaid(paid: Bool) throws {
+        var record = Self.record(paid: false)
+        record.channel = .apple
+        record.appleProductID = "com.example.courses.swift101"
+        record.appAccountToken = "6a2f41b0-8f3e-4f1c-9d3a-1d2e3f405060"
+        if paid {
+            record.state = .success
+            record.paidAt = record.createdAt.addingTimeInterval(60)
+            record.environment = "Sandbox"
+            record.appleTransactionID = "2000000100000001"
+            record.originalTransactionID = "2000000100000000"
+        }
+        let object = try Self.object(OrderView(record).json)
+        #expect(Set(object.keys) == Self.plainKeys.union(["app_account_token", "apple_product_id", "environment",
+                                                          "apple_transaction_id", "original_transaction_id"]))
+        #expect(object["channel"] as? String == "apple")
+        #expect(object["apple_product_id"] as? String == "com.example.courses.swift101")
+        #expect(object["app_account_token"] as? String == "6a2f41b0-8f3e-4f1c-9d3a-1d2e3f405060")
+        #expect(object["transaction_id"] is NSNull)
+        if paid {
+            #expect(object["environment"] as? String == "Sandbox")
+            #expect(object["apple_transaction_id"] as? String == "2000000100000001")
+            #expect(object["original_transaction_id"] as? String == "2000000100000000")
+        } else {
+            #expect(object["environment"] is NSNull && object["apple_transaction_id"] is NSNull
+                    && object["original_transaction_id"] is NSNull)
+        }
+        // A WeChat order says its channel and nothing of Apple's.
+        let wechat = try Self.object(OrderView(Self.record(paid: paid)).json)
+        #expect(wechat["channel"] as? String == "wechat")
+        #expect(wechat["environment"] == nil && wechat["apple_transaction_id"] == nil)
     }
 
     /// The writer's string escaping is RFC 8259's as JSONEncoder writes it, for every character

@@ -170,7 +170,7 @@ final class RefundRig: Sendable {
         case .sockets:
             let response = try await httpClient!.execute(HTTPClientRequest(
                 method: method, url: base + path, headers: HTTPHeaders(headers.map { ($0.key, $0.value) }), body: bytes,
-                timeouts: .init(connect: .seconds(5), total: .seconds(60))))
+                timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             return GatewayRig.Response(status: response.status, body: response.body, headers: [:])
         }
     }

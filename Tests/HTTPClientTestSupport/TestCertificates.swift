@@ -40,11 +40,11 @@ public enum TestCertificates {
 }
 
 extension TestCertificates {
-    /// Re-exports the test client certificate as an old-style PKCS#12 (RC2-40, SHA-1 MAC; the format
-    /// of pre-OpenSSL-3 tools) into a temporary file, with the same password. Needs the `openssl` tool.
     /// The path of a file in certs/test.
     public static func file(_ name: String) -> String { directory + "/" + name }
 
+    /// Re-exports the test client certificate as an old-style PKCS#12 (RC2-40, SHA-1 MAC; the format
+    /// of pre-OpenSSL-3 tools) into a temporary file, with the same password. Needs the `openssl` tool.
     public static func makeLegacyPKCS12() async throws -> String {
         let path = FileManager.default.temporaryDirectory
             .appendingPathComponent("wxpay-legacy-\(UInt64.random(in: 0...UInt64.max)).p12").path
@@ -53,6 +53,23 @@ extension TestCertificates {
             "-passout", "pass:\(clientPKCS12Password)", "-out", path,
         ])
         guard status == 0 else { throw TestServerError(message: "openssl pkcs12 -export -legacy failed (\(status))") }
+        return path
+    }
+
+    /// A client certificate for the test client key, signed by the test CA like `clientCertificate`
+    /// but valid for only `days` days from now, in a temporary file (for the expiry warning).
+    /// Needs the `openssl` tool.
+    public static func makeClientCertificate(validForDays days: Int) async throws -> String {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("wxpay-client-\(days)d-\(UInt64.random(in: 0...UInt64.max)).crt").path
+        let status = await run("/usr/bin/env", [
+            "openssl", "req", "-x509", "-key", clientKey, "-CA", ca, "-CAkey", file("ca.key"), "-sha256",
+            "-days", String(days), "-subj", "/CN=\(clientCommonName)/O=wxpay-gateway tests",
+            "-addext", "basicConstraints=critical,CA:FALSE",
+            "-addext", "keyUsage=critical,digitalSignature,keyEncipherment",
+            "-addext", "extendedKeyUsage=clientAuth", "-out", path,
+        ])
+        guard status == 0 else { throw TestServerError(message: "openssl req -x509 -CA failed (\(status))") }
         return path
     }
 

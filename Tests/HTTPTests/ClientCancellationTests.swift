@@ -19,7 +19,9 @@ struct ClientCancellationTests {
                 let error = await task.value
                 #expect(error == .cancelled)
                 #expect(error?.mayHaveBeenDelivered == true)
-                #expect(ContinuousClock.now - started < .seconds(20))
+                // Cancelled, not timed out: it ends before the request's 60 s limit could have ended
+                // it (20 s was exceeded at load 50-90 on two cores, with the cancellation working).
+                #expect(ContinuousClock.now - started < .seconds(55))
             }
         }
     }

@@ -75,5 +75,25 @@ struct ServeRefundsStartTests {
         #expect(order.json["state"] as? String == "REFUND" && order.json["refunded_amount"] as? Int == 300)
         #expect(await running.stop() == 0)
     }
-}
 
+    /// WeChat's merchant certificates last a few years and must be renewed in the merchant platform:
+    /// from 30 days before it expires, the start says so (and again once a day), and the gauge
+    /// shows the seconds left. The start itself goes on: payments do not need the certificate.
+    @Test func aCertificateThatExpiresWithinThirtyDaysIsWarnedAboutAtTheStart() async throws {
+        let certificate = try await TestCertificates.makeClientCertificate(validForDays: 10)
+        defer { try? FileManager.default.removeItem(atPath: certificate) }
+        let client = try HTTPClient()
+        let started = StartedGateway()
+        defer { Task { await started.gateway?.stop(); await client.shutdown() } }
+        let running = try #require(await started.start { port in Self.production(port: port, wechat: "https://127.0.0.1:9", [
+            "WXPAY_CLIENT_CERT": certificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,
+        ]) }, "the production gateway did not start")
+        #expect(running.stderr.contains("refunds on"))
+        #expect(running.stderr.contains("the merchant certificate expires within 30 days"), "stderr: \(running.stderr)")
+        let metrics = try await client.send(.get, started.base + "/metrics").body
+        let expiry = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("wxpay_client_cert_expiry_seconds ") })
+        let seconds = Double(expiry.split(separator: " ")[1]) ?? 0
+        #expect(seconds > 9 * 86400 && seconds <= 10 * 86400)
+        #expect(await running.stop() == 0)
+    }
+}

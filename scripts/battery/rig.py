@@ -347,6 +347,9 @@ class Rig:
         self.pg_dir = os.path.join(self.dir, "postgres")
         self.pg_url = None
         if store == "postgres":
+            # The server runs as an unprivileged user when the battery runs as root (CI): it must be
+            # able to pass through mkdtemp's 0700 directory to its own (traverse only, no listing).
+            os.chmod(self.dir, 0o711)
             # Durable settings (fsync on), like production: the battery restarts and crashes it.
             out = subprocess.run([POSTGRES_SCRIPT, "start", self.pg_dir, "--durable"], capture_output=True, text=True,
                                  timeout=180)

@@ -15,15 +15,19 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     public var retryAfter: Int?
     /// WeChat's err_code (or return_code) when WeChat refused the request.
     public var wechatCode: String?
+    /// iOS purchase reports: whether the app may now finish the StoreKit transaction, written beside
+    /// `error` as `finish_transaction` (APIError+IAP.swift).
+    public var finishTransaction: Bool?
 
     public init(status: Int, code: String, message: String, field: String? = nil, retryAfter: Int? = nil,
-                wechatCode: String? = nil) {
+                wechatCode: String? = nil, finishTransaction: Bool? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
         self.retryAfter = retryAfter
         self.wechatCode = wechatCode
+        self.finishTransaction = finishTransaction
     }
 
     public var description: String { "\(status) \(code): \(message)" }
@@ -58,6 +62,8 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         if let field { error["field"] = field }
         if let retryAfter { error["retry_after"] = retryAfter }
         if let wechatCode { error["wechat_code"] = wechatCode }
-        return (try? Array(JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys, .withoutEscapingSlashes]))) ?? []
+        var body: [String: Any] = ["error": error]
+        if let finishTransaction { body["finish_transaction"] = finishTransaction }
+        return (try? Array(JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))) ?? []
     }
 }

@@ -20,7 +20,10 @@ import WeChatPay
 /// | POST /v1/orders/{out_trade_no}/refunds | client |
 /// | GET /v1/refunds/{out_refund_no} | client or support |
 /// | POST /wechat/refund-notify | WeChat (encrypted `req_info`) |
-/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=… | support |
+/// | POST /v1/iap/orders | client, or app (a catalog product with an apple_product_id) |
+/// | POST /v1/iap/transactions | client or app (the token's user, or `user_id` with a client token) |
+/// | POST /appstore/notifications | Apple (signed JWS) |
+/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=… | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | GET /healthz, /readyz, /metrics | none |
@@ -67,7 +70,8 @@ public struct GatewayAPI: Sendable {
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.service.supportLookup(
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
-                    userID: request.query["user_id"],
+                    userID: request.query["user_id"], appleTransactionID: request.query["apple_transaction_id"],
+                    originalTransactionID: request.query["original_transaction_id"],
                     page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                            defaultLimit: 100, maximum: 100)))
             }
@@ -87,6 +91,8 @@ public struct GatewayAPI: Sendable {
         registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.
         registerApp(in: &router)
+        // iOS orders, transaction reports and App Store notifications: GatewayAPI+IAP.swift.
+        registerIAP(in: &router)
         // The support console (404 unless one is attached): Console/GatewayAPI+Console.swift.
         registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }

@@ -11,26 +11,32 @@ public struct CatalogProduct: Sendable, Hashable {
     public var description: String
     /// Only active products are listed and sold to app tokens.
     public var active: Bool
-    /// The keys this version does not read (e.g. `apple_product_id`), kept as they were for the
-    /// features that will.
+    /// The product's id in App Store Connect, when the iOS app sells it: 1–100 of
+    /// `[0-9A-Za-z_.-]`, unique in the catalog (a transaction's `productId` names one product).
+    public var appleProductID: String?
+    /// The keys this version does not read, kept as they were for the features that will.
     var extra: [String: JSONValue]
 
-    public init(id: String, amount: Int, description: String, active: Bool = true) {
-        self.init(id: id, amount: amount, description: description, active: active, extra: [:])
+    public init(id: String, amount: Int, description: String, active: Bool = true, appleProductID: String? = nil) {
+        self.init(id: id, amount: amount, description: description, active: active, appleProductID: appleProductID,
+                  extra: [:])
     }
 
-    init(id: String, amount: Int, description: String, active: Bool, extra: [String: JSONValue]) {
+    init(id: String, amount: Int, description: String, active: Bool, appleProductID: String? = nil,
+         extra: [String: JSONValue]) {
         self.id = id
         self.amount = amount
         self.description = description
         self.active = active
+        self.appleProductID = appleProductID
         self.extra = extra
     }
 
-    /// `{"amount","description","id"}`: what `GET /v1/catalog` shows of it.
+    /// `{"amount","apple_product_id"?,"description","id"}`: what `GET /v1/catalog` shows of it.
     var json: [UInt8] {
         var writer = JSONObjectWriter(capacity: 128)
         writer.number("amount", amount)
+        writer.string("apple_product_id", appleProductID)
         writer.string("description", description)
         writer.string("id", id)
         return writer.finish()
@@ -49,6 +55,7 @@ public struct CatalogError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct Catalog: Sendable, Hashable {
     public private(set) var products: [CatalogProduct]
     private var index: [String: Int]
+    private var appleIndex: [String: Int]
 
     /// The largest catalog file read (a catalog is a few hundred products, not megabytes).
     public static let maximumFileBytes = 4 * 1024 * 1024
@@ -56,6 +63,9 @@ public struct Catalog: Sendable, Hashable {
     public init(products: [CatalogProduct]) {
         self.products = products
         index = Dictionary(products.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        appleIndex = Dictionary(products.enumerated().compactMap { position, product in
+            product.appleProductID.map { ($0, position) }
+        }, uniquingKeysWith: { first, _ in first })
     }
 
     public static let empty = Catalog(products: [])
@@ -63,6 +73,11 @@ public struct Catalog: Sendable, Hashable {
     /// The product with `id`, active or not.
     public func product(_ id: String) -> CatalogProduct? {
         index[id].map { products[$0] }
+    }
+
+    /// The product whose App Store product id is `appleProductID`, active or not.
+    public func product(appleProductID: String) -> CatalogProduct? {
+        appleIndex[appleProductID].map { products[$0] }
     }
 
     /// `{"products":[…]}` with the active products, in file order.
@@ -100,10 +115,14 @@ public struct Catalog: Sendable, Hashable {
         }
         var products: [CatalogProduct] = []
         var seen: Set<String> = []
+        var seenApple: Set<String> = []
         for (position, entry) in entries.enumerated() {
             let product = try self.product(entry, position: position)
             guard seen.insert(product.id).inserted else {
                 throw CatalogError(message: "product \"\(product.id)\": id appears more than once")
+            }
+            if let apple = product.appleProductID, !seenApple.insert(apple).inserted {
+                throw CatalogError(message: "product \"\(product.id)\": apple_product_id is another product's too")
             }
             products.append(product)
         }
@@ -132,7 +151,15 @@ public struct Catalog: Sendable, Hashable {
             guard case .bool(let flag) = value else { throw CatalogError(message: "\(name): active must be true or false") }
             active = flag
         }
-        return CatalogProduct(id: id, amount: amount, description: description, active: active, extra: fields)
+        var appleProductID: String?
+        if let value = fields.removeValue(forKey: "apple_product_id") {
+            guard let text = value.string, isValidAppleProductID(text) else {
+                throw CatalogError(message: "\(name): apple_product_id must be 1 to 100 of 0-9 A-Z a-z _ . -")
+            }
+            appleProductID = text
+        }
+        return CatalogProduct(id: id, amount: amount, description: description, active: active,
+                              appleProductID: appleProductID, extra: fields)
     }
 
     static func isValidID(_ id: String) -> Bool {
@@ -142,11 +169,21 @@ public struct Catalog: Sendable, Hashable {
         }
     }
 
-    /// What demo mode sells when no GATEWAY_CATALOG is given.
+    /// App Store product ids follow App Store Connect's rule (letters, digits, `_`, `.`; `-` too here).
+    static func isValidAppleProductID(_ id: String) -> Bool {
+        (1...100).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+        }
+    }
+
+    /// What demo mode sells when no GATEWAY_CATALOG is given (to both apps: each product has its
+    /// App Store twin in the embedded App Store simulator's app).
     public static let demo = Catalog(products: [
-        CatalogProduct(id: "swift-101", amount: 990, description: "Swift 入门课"),
-        CatalogProduct(id: "swift-201", amount: 4990, description: "Swift 并发进阶"),
-        CatalogProduct(id: "ios-iap-301", amount: 9900, description: "iOS 内购实战"),
-        CatalogProduct(id: "retired-100", amount: 100, description: "已下架课程", active: false),
+        CatalogProduct(id: "swift-101", amount: 990, description: "Swift 入门课", appleProductID: "com.example.courses.swift101"),
+        CatalogProduct(id: "swift-201", amount: 4990, description: "Swift 并发进阶", appleProductID: "com.example.courses.swift201"),
+        CatalogProduct(id: "ios-iap-301", amount: 9900, description: "iOS 内购实战", appleProductID: "com.example.courses.iap301"),
+        CatalogProduct(id: "retired-100", amount: 100, description: "已下架课程", active: false,
+                       appleProductID: "com.example.courses.retired100"),
     ])
 }

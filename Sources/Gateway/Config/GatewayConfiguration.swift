@@ -90,6 +90,8 @@ public struct GatewayConfiguration: Sendable {
     public var refunds = Refunds()
     /// App tokens, the catalog, per-user limits, trusted proxies (GatewayConfiguration+App.swift).
     public var app = AppConfiguration()
+    /// Apple In-App Purchase: the iOS app's purchases (GatewayConfiguration+AppStore.swift).
+    public var appStore = AppStoreConfiguration()
     /// The support console: its user file and cookie (GatewayConfiguration+Console.swift).
     public var console = Console()
 
@@ -108,7 +110,7 @@ public struct GatewayConfiguration: Sendable {
 
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + databaseVariables
-        + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + consoleVariables
+        + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables + consoleVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
@@ -142,6 +144,8 @@ public struct GatewayConfiguration: Sendable {
         }
         // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
         problems += app.complete(demo: demo)
+        // The App Store's root and key, loaded and checked (GatewayConfiguration+AppStore.swift).
+        problems += Self.appStoreChecks(&self, environment)
         for check in Self.checks { problems += check(self, environment) }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }

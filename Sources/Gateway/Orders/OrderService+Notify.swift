@@ -27,6 +27,8 @@ extension OrderService {
         let order: OrderRecord
         do {
             guard let found = try await store.order(outTradeNo) else { return rejected(reason: "unknown_order") }
+            // An iOS order is paid by the App Store only, whatever a notify says.
+            guard found.channel == .wechat else { return rejected(reason: "not_a_wechat_order") }
             order = found
         } catch {
             return rejected(reason: "storage_error")

@@ -31,6 +31,8 @@ public final class OrderService: Sendable {
     private let notifyURLOverride = Mutex<String?>(nil)
     /// Refunds (Refunds/OrderService+Refunds.swift), once a `RefundService` attached itself.
     let refundService = Mutex<RefundService?>(nil)
+    /// iOS purchases (IAP/OrderService+IAP.swift), once an `IAPService` attached itself.
+    let iapService = Mutex<IAPService?>(nil)
     /// The audit log and the support console (Audit/, Console/), once attached.
     let auditLog = Mutex<AuditLog?>(nil)
     let consoleService = Mutex<Console?>(nil)
@@ -254,6 +256,8 @@ public final class OrderService: Sendable {
                         failure: LockedBox<String?>? = nil, includingFinal: Bool = false) async -> OrderRecord? {
         guard let order = try? await store.order(outTradeNo) else { return nil }
         guard includingFinal || !order.state.isFinal else { return order }
+        // WeChat knows nothing of an iOS order: the App Store's side is IAPService's.
+        guard order.channel == .wechat else { return order }
         do {
             let response = try await upstream.orderQuery(for: order)
             let at = now()
@@ -290,6 +294,12 @@ public final class OrderService: Sendable {
             throw .orderNotFound
         }
         if order.state.isFinal { return try await viewJSON(order) }
+        if order.channel == .apple {
+            // There is nothing to close at Apple: a transaction arriving later still settles it,
+            // flagged paid_after_close.
+            let closed = (try? await settlement.close(order, detail: "closed on request (iOS order: closed locally)")) ?? order
+            return try await viewJSON(closed)
+        }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
@@ -319,20 +329,34 @@ public final class OrderService: Sendable {
 
     /// Orders found by exactly one identifier, each with its event timeline. A `user_id` lookup
     /// answers one page (`page`, default the 100 newest) and `next_cursor` when there are more.
-    public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?) async throws(APIError) -> [UInt8] {
+    public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?,
+                              appleTransactionID: String? = nil, originalTransactionID: String? = nil) async throws(APIError)
+        -> [UInt8]
+    {
         try await supportLookup(outTradeNo: outTradeNo, transactionID: transactionID, userID: userID,
+                                appleTransactionID: appleTransactionID, originalTransactionID: originalTransactionID,
                                 page: OrderPageRequest(limit: nil, cursor: nil, defaultLimit: 100, maximum: 100))
     }
 
-    func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, page: OrderPageRequest)
-        async throws(APIError) -> [UInt8]
+    /// With `apple_transaction_id` or `original_transaction_id` (App Store ids), the answer also
+    /// lists `apple_transactions`: the ledger's rows for them, credited or not yet (an unmatched
+    /// purchase has no order to show).
+    func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, appleTransactionID: String? = nil,
+                       originalTransactionID: String? = nil, page: OrderPageRequest) async throws(APIError) -> [UInt8]
     {
-        guard [outTradeNo, transactionID, userID].compactMap({ $0 }).count == 1 else {
-            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id or user_id")
+        let given = [outTradeNo, transactionID, userID, appleTransactionID, originalTransactionID].compactMap { $0 }
+        guard given.count == 1 else {
+            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id, user_id, apple_transaction_id or "
+                           + "original_transaction_id")
         }
         let orders: [OrderRecord]
         var next: OrderPageKey?
-        if let outTradeNo {
+        var ledger: [[UInt8]]?
+        if appleTransactionID != nil || originalTransactionID != nil {
+            guard let iap else { throw .invalid(nil, "App Store purchases are off (APPSTORE_BUNDLE_ID is unset)") }
+            (orders, ledger) = try await iap.lookup(appleTransactionID: appleTransactionID,
+                                                    originalTransactionID: originalTransactionID)
+        } else if let outTradeNo {
             orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
         } else if let transactionID {
             orders = try await storage { () throws(StorageError) in try await self.store.orders(transactionID: transactionID) }
@@ -359,6 +383,7 @@ public final class OrderService: Sendable {
             views.append(view)
         }
         var lookup = JSONObjectWriter(capacity: 1024)
+        if let ledger { lookup.array("apple_transactions", ledger) }
         lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
         lookup.array("orders", views.map(\.json))
         return lookup.finish()
@@ -371,15 +396,20 @@ public final class OrderService: Sendable {
     }
 
     /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
-    /// answer WeChat gave is the next `orderquery` (or `orderquery_failed`) entry. `requestedBy`
-    /// names who asked, in that event (`support`, or a console user).
+    /// answer WeChat (or the App Store) gave is the next `orderquery` (or `orderquery_failed`)
+    /// entry. `requestedBy` names who asked, in that event (`support`, or a console user).
     func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
         -> (order: OrderRecord, request: OrderEvent?)
     {
-        guard try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) != nil else {
+        guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
         let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
+        if found.channel == .apple {
+            // The App Store is asked instead of WeChat (IAP/IAPService+Support.swift).
+            guard let iap else { return (found, request ?? nil) }
+            return (await iap.recheck(found), request ?? nil)
+        }
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
         return (order, request ?? nil)

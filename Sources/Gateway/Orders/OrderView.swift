@@ -8,8 +8,12 @@ import WeChatPay
 /// `json`. Timestamps are RFC 3339 with an offset; `state` is WeChat's trade_state vocabulary;
 /// `final` says whether it can still change. `transaction_id` and `paid_at` are always written
 /// (null until paid), so clients see one shape; the optional members appear only where they apply.
+/// `channel` is `wechat` or `apple`; an App Store order also carries `apple_product_id`,
+/// `app_account_token`, and `environment`, `apple_transaction_id` and `original_transaction_id`
+/// (null until paid). `transaction_id` is WeChat's, so it stays null for an App Store order.
 struct OrderView: Sendable {
     var outTradeNo: String
+    var channel: String
     var state: String
     var amount: Int
     var description: String
@@ -37,9 +41,26 @@ struct OrderView: Sendable {
     /// 0 and none until `OrderService.view` reads them for a paid order.
     var refundedAmount = 0
     var refunds: [RefundView] = []
+    /// App Store orders only (all nil for WeChat's).
+    var apple: AppleView?
+
+    /// The App Store members of an order's view.
+    struct AppleView: Sendable {
+        var appleProductID: String?
+        var appAccountToken: String?
+        var environment: String?
+        var appleTransactionID: String?
+        var originalTransactionID: String?
+    }
 
     init(_ record: OrderRecord) {
         outTradeNo = record.outTradeNo
+        channel = record.channel.rawValue
+        if record.channel == .apple {
+            apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
+                              environment: record.environment, appleTransactionID: record.appleTransactionID,
+                              originalTransactionID: record.originalTransactionID)
+        }
         state = record.state.rawValue
         amount = record.amount
         description = record.description
@@ -56,14 +77,22 @@ struct OrderView: Sendable {
     var json: [UInt8] {
         var writer = JSONObjectWriter(capacity: appParams == nil ? 320 : 640)
         writer.number("amount", amount)
+        if let apple { writer.string("app_account_token", apple.appAccountToken) }
         if let appParams { writer.raw("app_params", Self.json(appParams)) }
+        if let apple {
+            writer.string("apple_product_id", apple.appleProductID)
+            writer.stringOrNull("apple_transaction_id", apple.appleTransactionID)
+        }
         writer.string("attach", attach)
+        writer.string("channel", channel)
         writer.string("created_at", createdAt)
         writer.string("description", description)
+        if let apple { writer.stringOrNull("environment", apple.environment) }
         if let events { writer.array("events", events.map(\.json)) }
         writer.string("expires_at", expiresAt)
         writer.bool("final", final)
         if let flags { writer.strings("flags", flags) }
+        if let apple { writer.stringOrNull("original_transaction_id", apple.originalTransactionID) }
         writer.string("out_trade_no", outTradeNo)
         if let outbox { writer.array("outbox", outbox.map(\.json)) }
         if let paidAfterClose { writer.bool("paid_after_close", paidAfterClose) }

@@ -24,13 +24,14 @@ enum PaidEventEncoding {
         return String(decoding: hex, as: UTF8.self)
     }
 
-    /// The event's JSON around `data`, one complete JSON object (the order's view).
-    static func payload(id: String, createdAt: String, data: [UInt8]) -> String {
+    /// The event's JSON around `data`, one complete JSON object (the order's view). `type` is
+    /// `order.paid`, or `order.refunded` for an order Apple (or WeChat, found by orderquery) refunded.
+    static func payload(id: String, createdAt: String, data: [UInt8], type: String = "order.paid") -> String {
         var event = JSONObjectWriter(capacity: data.count + 96)
         event.string("created_at", createdAt)
         event.raw("data", data)
         event.string("id", id)
-        event.string("type", "order.paid")
+        event.string("type", type)
         return String(decoding: event.finish(), as: UTF8.self)
     }
 

@@ -74,9 +74,7 @@ struct Settlement: Sendable {
                 var result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
                                                   amount: totalFee, source: source)
                 if response.tradeState == .refund, let paid = result.record, paid.state == .success {
-                    result = try await store.transition(order.outTradeNo, to: .refund, from: [.success],
-                                                        detail: source, at: now())
-                    announce(result, source: source)
+                    result = try await refunded(paid, source: source)
                 }
                 return result.record
             case .closed:
@@ -115,7 +113,9 @@ struct Settlement: Sendable {
 
     /// Metric labels stay a small fixed set whatever the detail text says.
     private static func label(_ source: String) -> String {
-        for known in ["notify", "orderquery", "closeorder", "reconcile", "bill"] where source.hasPrefix(known) { return known }
+        for known in ["notify", "orderquery", "closeorder", "reconcile", "bill", "appstore"] where source.hasPrefix(known) {
+            return known
+        }
         return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"
     }
 
@@ -124,20 +124,59 @@ struct Settlement: Sendable {
     /// plus what only the business needs (`PaidEventEncoding`).
     private func paidEvent(_ order: OrderRecord, transactionID: String, paidAt: Date, at: Date,
                            paidAfterClose: Bool = false) -> OutboxEvent {
-        let id = PaidEventEncoding.newID(at: at)
         var paid = order
         paid.state = .success
         paid.transactionID = transactionID
         // As the store keeps it (the nearest millisecond), so the webhook and GET show the same instant.
         paid.paidAt = Date(timeIntervalSince1970: (paidAt.timeIntervalSince1970 * 1000).rounded() / 1000)
-        var data = OrderView(paid)
+        if paidAfterClose { paid.flags.insert(.paidAfterClose) }
+        return Self.event("order.paid", for: paid, at: at)
+    }
+
+    /// An order event (`order.paid`, `order.refunded`) whose `data` is `order` as GET shows it, plus
+    /// `attach`, `user_id`, `product_id` and, when flagged so, `paid_after_close`. An App Store
+    /// order's flags come too (`matched_without_order`), since its view shows them.
+    static func event(_ type: String, for order: OrderRecord, at: Date) -> OutboxEvent {
+        let id = PaidEventEncoding.newID(at: at)
+        var data = OrderView(order)
         data.attach = order.attach
         data.userID = order.userID
         data.productID = order.productID
-        if paidAfterClose { data.paidAfterClose = true }
-        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: data.json)
-        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: "order.paid",
-                           payload: payload, createdAt: at,
-                           nextAttemptAt: at)
+        if order.flags.contains(.paidAfterClose) { data.paidAfterClose = true }
+        if order.channel == .apple {
+            if !order.flags.isEmpty { data.flags = order.flags.map(\.rawValue).sorted() }
+            // Apple refunds the whole purchase.
+            if order.state == .refund { data.refundedAmount = order.amount }
+        }
+        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: data.json, type: type)
+        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
+    }
+
+    // MARK: - App Store
+
+    /// Credits a verified App Store transaction to its order (`IAPStore.creditAppleTransaction`:
+    /// the matching and the door's conditional transition in one transaction), with the
+    /// `order.paid` event made from the order as credited. Only the call that credited announces it.
+    func creditApple(_ credit: AppleCredit, in store: any IAPStore) async throws(StorageError) -> AppleCreditResult {
+        var credit = credit
+        let at = credit.at
+        credit.outbox = { paid in Self.event("order.paid", for: paid, at: at) }
+        let result = try await store.creditAppleTransaction(credit)
+        if case .credited(let order, _) = result { announce(.changed(order), source: "appstore") }
+        return result
+    }
+
+    /// Moves a paid order to REFUND through the door, with an `order.refunded` event whose `data` is
+    /// the order as GET shows it afterwards: Apple refunded or revoked the purchase, or WeChat's
+    /// orderquery says a refund made outside the gateway went through. (Refunds the gateway makes
+    /// itself move the order in `RefundStore.transitionRefund`, with their `refund.succeeded`.)
+    func refunded(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
+        let at = now()
+        var refunded = order
+        refunded.state = .refund
+        let result = try await store.transition(order.outTradeNo, to: .refund, from: [.success], detail: source,
+                                                outbox: Self.event("order.refunded", for: refunded, at: at), at: at)
+        announce(result, source: source)
+        return result
     }
 }

@@ -103,7 +103,9 @@ public struct BillReconciler: Sendable {
 
         let local: [OrderRecord]
         do {
+            // WeChat's bill lists WeChat's payments; the App Store's are never on it.
             local = try await store.paidOrders(from: dayStart, to: dayStart.addingTimeInterval(86400))
+                .filter { $0.channel == .wechat }
         } catch {
             throw .storage(error.shortDescription)
         }

@@ -127,6 +127,7 @@ public final class Reconciler: Sendable {
 
         let items = refunds.map(SweepItem.refund) + claimed.map(SweepItem.order)
         let outcomes = await checkAll(items, leaseUntil: leaseUntil)
+        report.settled += await retryUnmatchedApplePurchases(now: now)
         for (item, outcome) in zip(items, outcomes) {
             if case .refund = item {
                 report.count(refundOutcome: outcome)
@@ -241,6 +242,8 @@ public final class Reconciler: Sendable {
     }
 
     private func check(_ order: OrderRecord, now: Date) async -> Outcome {
+        // An iOS order is the App Store's to find (Reconciler+AppStore.swift), never WeChat's.
+        if order.channel == .apple { return await checkApple(order, now: now) }
         if order.expiresAt <= now { return await closeExpired(order) }
         return await query(order, reason: "reconcile")
     }

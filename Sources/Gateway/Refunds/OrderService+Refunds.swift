@@ -17,6 +17,11 @@ extension OrderService {
     func view(_ order: OrderRecord) async throws(StorageError) -> OrderView {
         var view = OrderView(order)
         if !order.flags.isEmpty { view.flags = order.flags.map(\.rawValue).sorted() }
+        // Apple refunds a purchase whole, and the gateway makes no refunds of its own on them.
+        if order.channel == .apple {
+            if order.state == .refund { view.refundedAmount = order.amount }
+            return view
+        }
         guard order.state == .success || order.state == .refund, let refunds else { return view }
         let records = try await refunds.store.refunds(outTradeNo: order.outTradeNo)
         view.refunds = records.map(RefundView.init)

@@ -84,6 +84,12 @@ public final class RefundService: Sendable {
     /// (a documented error, a refused certificate) and no attempt may have reached it, the refund
     /// ends REFUNDCLOSE at once with `failure_reason`, and its amount is free again.
     public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
+        // Apple refunds App Store purchases itself (the customer asks Apple); its notification
+        // moves the order to REFUND. True whether or not WeChat refunds are configured.
+        if let order = try? await service.store.order(outTradeNo), order.channel == .apple {
+            metrics.increment("wxpay_refunds_requested_total", ["outcome": "not_refundable"])
+            throw .orderNotRefundableByGateway()
+        }
         guard isConfigured else { throw .refundsNotConfigured }
         let at = now()
         let outRefundNo = input.outRefundNo ?? Self.generateOutRefundNo(at: at)
@@ -267,6 +273,11 @@ extension APIError {
     static let outRefundNoConflict = APIError(
         status: 409, code: "out_refund_no_conflict",
         message: "this out_refund_no was used with different parameters or for another order")
+    static func orderNotRefundableByGateway() -> APIError {
+        APIError(status: 409, code: "order_not_refundable",
+                 message: "an App Store purchase is refunded by Apple (the customer asks Apple); its REFUND notification updates the order")
+    }
+
     static func orderNotRefundable(_ state: String) -> APIError {
         APIError(status: 409, code: "order_not_refundable", message: "only a paid order can be refunded; this one is \(state)")
     }

@@ -146,11 +146,42 @@ enum PostgresMigrations {
             """,
         ]),
         Migration(version: 2, name: "refunds", statements: PostgresOrderStore.refundsSchema),
-        Migration(version: 3, name: "console sessions and logins, audit log, orders by creation",
+        Migration(version: 3, name: "App Store purchases", statements: PostgresOrderStore.appStoreSchema),
+        Migration(version: 4, name: "console sessions and logins, audit log, orders by creation",
                   statements: PostgresOrderStore.consoleSchema + PostgresOrderStore.auditSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
+
+    /// `wxpay_amcheck()`: amcheck's B-tree and heap checks of `relations` (the store's tables),
+    /// wherever the extension is installed; NULL when it is not. A migration that adds a table
+    /// replaces the function with the longer list.
+    static func amcheckFunction(relations: [SQL]) -> SQL {
+        let list = relations.dropFirst().reduce("'" + relations[0] + "'::regclass") { $0 + ", '" + $1 + "'::regclass" }
+        return """
+            CREATE OR REPLACE FUNCTION wxpay_amcheck() RETURNS bigint LANGUAGE plpgsql AS $$
+            DECLARE
+                extension_schema text;
+                findings bigint;
+                relations regclass[] := ARRAY[
+            """ + list + """
+            ];
+            BEGIN
+                SELECT extnamespace::regnamespace::text INTO extension_schema FROM pg_extension WHERE extname = 'amcheck';
+                IF extension_schema IS NULL THEN
+                    RETURN NULL;
+                END IF;
+                EXECUTE format(
+                    'SELECT count(%I.bt_index_check(c.oid, true)) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid '
+                    'JOIN pg_am am ON am.oid = c.relam WHERE am.amname = ''btree'' AND i.indrelid = ANY ($1)',
+                    extension_schema) USING relations;
+                EXECUTE format(
+                    'SELECT count(*) FROM unnest($1) AS t (relation), LATERAL %I.verify_heapam(t.relation) AS finding',
+                    extension_schema) INTO findings USING relations;
+                RETURN findings;
+            END $$
+            """
+    }
 
     /// Applies the missing migrations in one transaction; a failure leaves the schema as it was.
     /// The advisory lock is keyed by the schema, so deployments in two schemas of one database do

@@ -13,11 +13,11 @@ extension PostgresOrderStore {
                 PGQuery(
                     "WITH created AS (INSERT INTO orders (" + OrderRecord.columns + """
                         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                                  $19, $20, $21)
+                                  $19, $20, $21, $22, $23, $24, $25, $26, $27)
                         ON CONFLICT (out_trade_no) DO NOTHING
                         RETURNING out_trade_no),
                     event AS (INSERT INTO order_events (out_trade_no, at, kind, detail)
-                        SELECT out_trade_no, $22, $23, $24 FROM created)
+                        SELECT out_trade_no, $28, $29, $30 FROM created)
                     SELECT out_trade_no FROM created
                     """,
                     parameters: Self.orderParameters(order) + [event.at.pgValue, event.kind.pgValue, event.detail.pgValue]),
@@ -109,28 +109,35 @@ extension PostgresOrderStore {
         try StoreText.validate(transition.transactionID, transition.detail, transition.receipt?.kind,
                                transition.receipt?.changedDetail, transition.receipt?.unchangedDetail)
         return try await write(key: Self.orderKey(transition.outTradeNo)) { db throws(StorageError) in
-            // Locked until COMMIT: the decision below is made on the state the UPDATE will see,
-            // whichever instance is trying the same door at the same moment.
-            guard let current = try db.run(Self.lockOrder(transition.outTradeNo)).first(OrderRecord.init(row:)) else {
-                return (.notFound, nil)
-            }
-            guard transition.changes(current) else {
-                guard transition.writesReceipt(unchangedIn: current.state), let receipt = transition.receiptEvent(changed: false)
-                else { return (.unchanged(current), nil) }
-                var queries = [Self.insertEvent(receipt, of: transition.outTradeNo)]
-                if let timestamp = transition.receipt?.touching {
-                    queries.append(Self.touchQuery(transition.outTradeNo, timestamp, at: transition.at))
-                }
-                let results = try db.run(queries)
-                let touched = try results.count > 1 ? results[1].first(OrderRecord.init(row:)) : nil
-                return (.unchanged(touched ?? current), nil)
-            }
-            let changed = try db.run(Self.change(transition, from: current)).first(OrderRecord.init(row:))
-            // Under the lock the conditional UPDATE cannot disagree with the decision; if it ever
-            // did, failing is right: nothing was written, and the caller may try again.
-            guard let changed else { throw .unexpectedRow }
-            return (.changed(changed), transition.outTradeNo)
+            let result = try Self.transition(transition, on: db)
+            return (result, result.didChange ? transition.outTradeNo : nil)
         }
+    }
+
+    /// The door, inside the caller's transaction: `transition(_:)` and `creditAppleTransaction`
+    /// both change an order's state only through here.
+    static func transition(_ transition: OrderTransition, on db: PGConnection) throws(StorageError) -> TransitionResult {
+        // Locked until COMMIT: the decision below is made on the state the UPDATE will see,
+        // whichever instance is trying the same door at the same moment.
+        guard let current = try db.run(lockOrder(transition.outTradeNo)).first(OrderRecord.init(row:)) else {
+            return .notFound
+        }
+        guard transition.changes(current) else {
+            guard transition.writesReceipt(unchangedIn: current.state), let receipt = transition.receiptEvent(changed: false)
+            else { return .unchanged(current) }
+            var queries = [insertEvent(receipt, of: transition.outTradeNo)]
+            if let timestamp = transition.receipt?.touching {
+                queries.append(touchQuery(transition.outTradeNo, timestamp, at: transition.at))
+            }
+            let results = try db.run(queries)
+            let touched = try results.count > 1 ? results[1].first(OrderRecord.init(row:)) : nil
+            return .unchanged(touched ?? current)
+        }
+        let changed = try db.run(change(transition, from: current)).first(OrderRecord.init(row:))
+        // Under the lock the conditional UPDATE cannot disagree with the decision; if it ever
+        // did, failing is right: nothing was written, and the caller may try again.
+        guard let changed else { throw .unexpectedRow }
+        return .changed(changed)
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
@@ -199,7 +206,10 @@ extension PostgresOrderStore {
                     last_notify_at = CASE WHEN $7 = 1 THEN GREATEST(COALESCE(last_notify_at, $5), $5)
                         ELSE last_notify_at END,
                     last_queried_at = CASE WHEN $7 = 2 THEN GREATEST(COALESCE(last_queried_at, $5), $5)
-                        ELSE last_queried_at END
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, $23),
+                    original_transaction_id = COALESCE(original_transaction_id, $24),
+                    environment = COALESCE(environment, $25)
                 WHERE out_trade_no = $1 AND state = ANY($8) AND ($9::bigint IS NULL OR amount = $9)
                 RETURNING
             """ + " " + OrderRecord.columns + """
@@ -226,6 +236,9 @@ extension PostgresOrderStore {
                 (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
                 outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
                 outbox?.lastError.pgValue ?? .null(.text),
+                transition.apple?.transactionID.pgValue ?? .null(.text),
+                transition.apple?.originalTransactionID.pgValue ?? .null(.text),
+                transition.apple?.environment.pgValue ?? .null(.text),
             ])
     }
 
@@ -265,7 +278,9 @@ extension PostgresOrderStore {
             order.timeExpire.pgValue, order.expiresAt.pgValue, order.createdAt.pgValue, order.state.rawValue.pgValue,
             order.transactionID.pgValue, order.paidAt.pgValue, order.prepayID.pgValue, order.prepayIssuedAt.pgValue,
             order.parametersDigest.pgValue, order.lastNotifyAt.pgValue, order.lastQueriedAt.pgValue,
-            OrderRecord.encodeFlags(order.flags).pgValue, order.updatedAt.pgValue,
+            OrderRecord.encodeFlags(order.flags).pgValue, order.updatedAt.pgValue, order.channel.rawValue.pgValue,
+            order.appleProductID.pgValue, order.appAccountToken.pgValue, order.environment.pgValue,
+            order.appleTransactionID.pgValue, order.originalTransactionID.pgValue,
         ]
     }
 }

@@ -74,28 +74,7 @@ extension PostgresOrderStore: RefundStore {
             FOR EACH ROW EXECUTE FUNCTION wxpay_refunds_stay_as_sent()
         """,
         // The integrity check covers the new table.
-        """
-        CREATE OR REPLACE FUNCTION wxpay_amcheck() RETURNS bigint LANGUAGE plpgsql AS $$
-        DECLARE
-            extension_schema text;
-            findings bigint;
-            relations regclass[] := ARRAY['orders'::regclass, 'order_events'::regclass, 'outbox'::regclass,
-                                          'refunds'::regclass];
-        BEGIN
-            SELECT extnamespace::regnamespace::text INTO extension_schema FROM pg_extension WHERE extname = 'amcheck';
-            IF extension_schema IS NULL THEN
-                RETURN NULL;
-            END IF;
-            EXECUTE format(
-                'SELECT count(%I.bt_index_check(c.oid, true)) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid '
-                'JOIN pg_am am ON am.oid = c.relam WHERE am.amname = ''btree'' AND i.indrelid = ANY ($1)',
-                extension_schema) USING relations;
-            EXECUTE format(
-                'SELECT count(*) FROM unnest($1) AS t (relation), LATERAL %I.verify_heapam(t.relation) AS finding',
-                extension_schema) INTO findings USING relations;
-            RETURN findings;
-        END $$
-        """,
+        PostgresMigrations.amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds"]),
     ]
 
     public func createRefund(_ refund: NewRefund, maximumPerOrder: Int, event: NewOrderEvent) async throws(StorageError)

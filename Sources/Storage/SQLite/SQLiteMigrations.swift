@@ -88,7 +88,8 @@ enum SQLiteMigrations {
             DROP INDEX orders_open_by_expires_at;
             """),
         Migration(version: 3, name: "refunds", sql: SQLiteOrderStore.refundsSchema),
-        Migration(version: 4, name: "console sessions and logins, audit log, orders by creation",
+        Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
+        Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
                   sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
     ]
 

@@ -5,17 +5,7 @@ extension SQLiteOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
         try order.validateNew()
         return try await write { db throws(StorageError) in
-            let inserted = try db.run(
-                "INSERT INTO orders (" + OrderRecord.columns + """
-                    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (out_trade_no) DO NOTHING
-                    """,
-                order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
-                order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
-                order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
-                order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
-                OrderRecord.encodeFlags(order.flags), order.updatedAt)
-            if inserted == 1 {
+            if try Self.insert(order, on: db) {
                 _ = try Self.insertEvent(order.outTradeNo, event, on: db)
                 return .created(try Self.existingOrder(order.outTradeNo, on: db))
             }
@@ -85,66 +75,77 @@ extension SQLiteOrderStore {
 
     public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
         try transition.validate()
+        return try await write { db throws(StorageError) in try Self.transition(transition, on: db) }
+    }
+
+    /// The door itself, inside the caller's write transaction: `transition(_:)` and
+    /// `creditAppleTransaction` both change an order's state only through here.
+    static func transition(_ transition: OrderTransition, on db: SQLiteConnection) throws(StorageError)
+        -> TransitionResult
+    {
         let allowed = transition.sourceStates
-        return try await write { db throws(StorageError) in
-            // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
-            // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
-            guard
-                let beforeState = try db.row(
-                    "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
-                    decode: { row throws(StorageError) in try row.text(0) })
-            else { return .notFound }
-            // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
-            let touchCode =
-                switch transition.receipt?.touching {
-                case .lastNotify: 1
-                case .lastQueried: 2
-                case nil: 0
-                }
-            // The door itself: a conditional UPDATE, so even a second process writing the same file
-            // could not make two callers both see a change.
-            guard
-                var after = try db.row(
-                    """
-                    UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                        paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                        last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                            ELSE last_notify_at END,
-                        last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                            ELSE last_queried_at END
-                    WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
-                        AND (?7 IS NULL OR amount = ?7)
-                    RETURNING
-                    """ + " " + OrderRecord.columns,
-                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                    transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
-                    decode: OrderRecord.init(row:))
-            else {
-                if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
-                    let receipt = transition.receiptEvent(changed: false)
+        // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
+        // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
+        guard
+            let beforeState = try db.row(
+                "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
+                decode: { row throws(StorageError) in try row.text(0) })
+        else { return .notFound }
+        // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
+        let touchCode =
+            switch transition.receipt?.touching {
+            case .lastNotify: 1
+            case .lastQueried: 2
+            case nil: 0
+            }
+        // The door itself: a conditional UPDATE, so even a second process writing the same file
+        // could not make two callers both see a change. An App Store transaction is stored only
+        // where none is (COALESCE), and the unique index refuses one another order holds.
+        guard
+            var after = try db.row(
+                """
+                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+                    original_transaction_id = COALESCE(original_transaction_id, ?10),
+                    environment = COALESCE(environment, ?11)
+                WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
+                    AND (?7 IS NULL OR amount = ?7)
+                RETURNING
+                """ + " " + OrderRecord.columns,
+                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
+                transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment,
+                decode: OrderRecord.init(row:))
+        else {
+            if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
+                let receipt = transition.receiptEvent(changed: false)
+            {
+                try appendEvent(receipt, to: transition.outTradeNo, on: db)
+                if let timestamp = transition.receipt?.touching,
+                    let touched = try touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
                 {
-                    try Self.appendEvent(receipt, to: transition.outTradeNo, on: db)
-                    if let timestamp = transition.receipt?.touching,
-                        let touched = try Self.touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
-                    {
-                        return .unchanged(touched)
-                    }
+                    return .unchanged(touched)
                 }
-                return .unchanged(try Self.existingOrder(transition.outTradeNo, on: db))
             }
-            if let flags = transition.flags(after: after.flags) {
-                after = try Self.setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
-            }
-            guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
-            try Self.appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
-            if let outbox = transition.outbox {
-                try Self.insertOutbox(outbox, on: db)
-            }
-            if let receipt = transition.receiptEvent(changed: true) {
-                try Self.appendEvent(receipt, to: transition.outTradeNo, on: db)
-            }
-            return .changed(after)
+            return .unchanged(try existingOrder(transition.outTradeNo, on: db))
         }
+        if let flags = transition.flags(after: after.flags) {
+            after = try setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
+        }
+        guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
+        try appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
+        if let outbox = transition.outbox {
+            try insertOutbox(outbox, on: db)
+        }
+        if let receipt = transition.receiptEvent(changed: true) {
+            try appendEvent(receipt, to: transition.outTradeNo, on: db)
+        }
+        return .changed(after)
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
@@ -161,6 +162,21 @@ extension SQLiteOrderStore {
 
     // MARK: Statements shared by operations (run inside the caller's transaction)
 
+    /// Inserts a new order unless its out_trade_no exists; returns whether it did.
+    static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
+        try db.run(
+            "INSERT INTO orders (" + OrderRecord.columns + """
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (out_trade_no) DO NOTHING
+                """,
+            order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
+            order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
+            order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
+            order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
+            OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
+            order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID) == 1
+    }
+
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
         try db.row(
             "SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = ?", outTradeNo,
@@ -168,7 +184,7 @@ extension SQLiteOrderStore {
     }
 
     /// For an order this transaction just saw: its absence means the database broke a promise.
-    private static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
+    static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
         -> OrderRecord
     {
         guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
@@ -176,7 +192,7 @@ extension SQLiteOrderStore {
     }
 
     /// Sets a bookkeeping time; returns the order afterwards, or `nil` if unknown.
-    private static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
+    static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
         throws(StorageError) -> OrderRecord?
     {
         // MAX: a late, out-of-order touch never moves a time backwards.
@@ -193,7 +209,7 @@ extension SQLiteOrderStore {
     }
 
     /// Appends an event of an order this transaction has seen (no existence check).
-    private static func appendEvent(_ event: NewOrderEvent, to outTradeNo: String, on db: SQLiteConnection)
+    static func appendEvent(_ event: NewOrderEvent, to outTradeNo: String, on db: SQLiteConnection)
         throws(StorageError)
     {
         try db.run(
@@ -202,7 +218,7 @@ extension SQLiteOrderStore {
     }
 
     /// Appends an event if the order exists; `nil` otherwise.
-    private static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
+    static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
         throws(StorageError) -> OrderEvent?
     {
         try db.row(
@@ -215,7 +231,7 @@ extension SQLiteOrderStore {
     }
 
     /// Replaces the flags and returns the updated order.
-    private static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
+    static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
         throws(StorageError) -> OrderRecord
     {
         guard
@@ -227,7 +243,7 @@ extension SQLiteOrderStore {
         return updated
     }
 
-    private static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
+    static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
         try db.run(
             "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts,

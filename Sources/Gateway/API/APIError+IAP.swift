@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// The error answers of iOS purchases. Every answer to a transaction report says whether the app
+/// may finish the StoreKit transaction (`finish_transaction`): true only when nothing more can be
+/// credited with it — it was credited already, or it never can be.
+extension APIError {
+    /// 404 for every iOS route while App Store purchases are off (APPSTORE_BUNDLE_ID unset).
+    static let notFound = APIError(status: 404, code: "not_found", message: "no such route")
+
+    /// 400: the product is not in the catalog, not active, or has no `apple_product_id`.
+    static let unknownAppleProduct = APIError(
+        status: 400, code: "unknown_product", message: "no active catalog product with an apple_product_id has that product_id",
+        field: "product_id")
+
+    /// 409: the transaction credited another user's order before (finish: it is spent).
+    static let transactionAlreadyUsed = APIError(
+        status: 409, code: "transaction_already_used",
+        message: "this App Store transaction was credited to another user's order; it credits one order only",
+        finishTransaction: true)
+
+    /// 422: a transaction that can never be credited (another app's, revoked, a product not in the
+    /// catalog, the sandbox when it is not accepted, a family member's purchase): finish it.
+    static func transactionNotCreditable(_ reason: String) -> APIError {
+        APIError(status: 422, code: "transaction_not_creditable", message: "this transaction can never be credited: \(reason)",
+                 finishTransaction: true)
+    }
+
+    /// 422: the receipt Apple verified does not contain the transaction (`status` 0 is not proof).
+    static let transactionNotInReceipt = APIError(
+        status: 422, code: "transaction_not_in_receipt",
+        message: "the receipt is valid but does not contain this transaction_id; report it again with a fresh receipt",
+        finishTransaction: false)
+
+    /// 422: signed data that does not verify (a forgery, or a receipt Apple could not authenticate).
+    static func invalidSignedData(_ rule: String) -> APIError {
+        APIError(status: 422, code: "invalid_signed_data", message: "the signed data did not verify (\(rule)); nothing was changed",
+                 finishTransaction: false)
+    }
+
+    /// 422: Apple knows no transaction with this id (in either environment asked).
+    static let transactionNotFound = APIError(
+        status: 422, code: "transaction_not_found", message: "the App Store knows no transaction with this transaction_id",
+        finishTransaction: false)
+
+    /// 400: `transaction_id` alone needs the Server API, which is not configured.
+    static let transactionLookupUnavailable = APIError(
+        status: 400, code: "invalid_request",
+        message: "transaction_id alone needs the App Store Server API (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, "
+            + "APPSTORE_PRIVATE_KEY_FILE); send signed_transaction, or receipt with transaction_id",
+        field: "transaction_id", finishTransaction: false)
+
+    /// 503: Apple could not be reached after a few retries: keep the transaction, report it again.
+    static let appStoreUnavailable = APIError(
+        status: 503, code: "appstore_unavailable",
+        message: "the App Store could not be reached or kept failing; keep the transaction and report it again later",
+        finishTransaction: false)
+
+    /// A report's validation error (400), which never lets the app finish.
+    static func invalidReport(_ field: String?, _ message: String) -> APIError {
+        var error = APIError.invalid(field, message)
+        error.finishTransaction = false
+        return error
+    }
+
+    /// The same error, saying the transaction must be kept (storage failures while reporting, 401/403).
+    func keepingTransaction() -> APIError {
+        var error = self
+        if error.finishTransaction == nil { error.finishTransaction = false }
+        return error
+    }
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+
+/// The iOS app's routes: create an order for StoreKit, report a transaction, and Apple's
+/// notifications. All three are 404 while App Store purchases are off (APPSTORE_BUNDLE_ID unset).
+extension GatewayAPI {
+    /// A report may carry a StoreKit 1 app receipt (up to 512 KiB of base64) in its JSON.
+    static let reportBodyLimit = 640 * 1024
+
+    func registerIAP(in router: inout HTTPRouter) {
+        router.add(.post, "/v1/iap/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
+            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            return try await self.handle(request, scopes: [.client, .app]) { caller in
+                let input = try IAPOrderInput(json: request.body, user: caller.appUser, peerIP: self.peer(request))
+                if let user = caller.appUser, let retryAfter = self.service.userLimits.admitCreate(user) {
+                    self.service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "creates"])
+                    throw APIError.rateLimited(retryAfter: retryAfter,
+                                               "this user created \(self.service.userLimits.createsPerMinute) orders in the last minute")
+                }
+                let result = try await iap.createOrder(input)
+                return Self.json(result.json, status: result.created ? 201 : 200)
+            }
+        }
+        router.add(.post, "/v1/iap/transactions", options: HTTPRouteOptions(maxBodyBytes: Self.reportBodyLimit)) { request in
+            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            var response = try await self.handle(request, scopes: [.client, .app]) { caller in
+                Self.json(try await iap.report(try IAPReportInput(json: request.body, user: caller.appUser)))
+            }
+            // A refused token or scope says nothing about the transaction: the app keeps it.
+            if response.status == 401 || response.status == 403 || response.status == 500 {
+                response = Self.keepingTransaction(response)
+            }
+            return response
+        }
+        router.add(.post, "/appstore/notifications", options: HTTPRouteOptions(maxBodyBytes: IAPService.notificationBodyLimit)) {
+            request in
+            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            let (status, body) = await iap.handleNotification(request.body)
+            return Self.json(body, status: status)
+        }
+    }
+
+    /// The app's address: the TCP peer, or what a trusted proxy says.
+    func peer(_ request: HTTPServerRequest) -> String? {
+        clientAddresses.clientIP(peer: request.remoteAddress?.host, forwardedFor: request.headers.values(for: "X-Forwarded-For"))
+    }
+
+    /// Adds `"finish_transaction":false` to an error answer that lacks it.
+    static func keepingTransaction(_ response: HTTPServerResponse) -> HTTPServerResponse {
+        guard var object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
+              object["finish_transaction"] == nil else { return response }
+        object["finish_transaction"] = false
+        guard let body = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return response }
+        var changed = response
+        changed.body = Array(body)
+        return changed
+    }
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+public import AppStore
+import Foundation
+
+/// Apple In-App Purchase: the iOS app's purchases verified with the App Store (README, "iOS").
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `APPSTORE_BUNDLE_ID` | the iOS app's bundle id; unset: the iOS routes are 404 | unset; demo: the simulator's app |
+/// | `APPSTORE_APP_APPLE_ID` | the app's numeric Apple id; required with the bundle id (production data names it) | — |
+/// | `APPSTORE_ROOT_CA_FILE` | Apple Root CA - G3 (PEM or DER), SHA-256-fingerprint-checked; required with the bundle id | — |
+/// | `APPSTORE_ALLOW_UNTRUSTED_ROOT` | `1`/`on`: accept another root (a simulator's) | off |
+/// | `APPSTORE_ISSUER_ID`, `APPSTORE_KEY_ID`, `APPSTORE_PRIVATE_KEY_FILE` | the Server API's In-App Purchase key (`.p8`); all three or none | none: no Server API |
+/// | `APPSTORE_SHARED_SECRET` | verifyReceipt's `password` (legacy receipts) | none |
+/// | `APPSTORE_API_BASE`, `APPSTORE_SANDBOX_API_BASE` | the Server API's bases (a path prefix allowed) | Apple's |
+/// | `APPSTORE_RECEIPT_URL`, `APPSTORE_SANDBOX_RECEIPT_URL` | verifyReceipt | Apple's |
+/// | `APPSTORE_ACCEPT_SANDBOX` | `on`/`off`: credit sandbox purchases (App Review buys there), marked `Sandbox` | `on` |
+public struct AppStoreConfiguration: Sendable {
+    /// APPSTORE_BUNDLE_ID; nil: App Store purchases are off (the iOS routes are 404).
+    public var bundleID: String?
+    public var appAppleID: Int64?
+    public var rootCAFile: String?
+    public var allowUntrustedRoot = false
+    public var issuerID: String?
+    public var keyID: String?
+    public var privateKeyFile: String?
+    public var sharedSecret: String?
+    public var apiBase = AppStoreServerAPIClient.Configuration.appleProductionBaseURL
+    public var sandboxAPIBase = AppStoreServerAPIClient.Configuration.appleSandboxBaseURL
+    public var receiptURL = "https://buy.itunes.apple.com/verifyReceipt"
+    public var sandboxReceiptURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+    public var acceptSandbox = true
+    /// The root loaded from `rootCAFile` and the key from `privateKeyFile`, at start (production).
+    public var roots: TrustedRoots?
+    public var privateKey: ES256PrivateKey?
+
+    /// Demo mode's app: the embedded App Store simulator's defaults.
+    public static let demoBundleID = "com.example.courses"
+    public static let demoAppAppleID: Int64 = 1_234_567_890
+
+    public init() {}
+
+    /// Whether the iOS routes exist.
+    public var isEnabled: Bool { bundleID != nil }
+
+    /// The Server API's credentials, when all three variables are set (and the key loaded).
+    public var serverAPICredentials: ServerAPICredentials? {
+        guard let bundleID, let privateKey, let keyID, let issuerID else { return nil }
+        return ServerAPICredentials(key: privateKey, keyID: keyID, issuerID: issuerID, bundleID: bundleID)
+    }
+}
+
+extension GatewayConfiguration {
+    static let appStoreVariables: [ConfigurationVariable] = [
+        .optional("APPSTORE_BUNDLE_ID", \.appStore.bundleID,
+                  expecting: "the iOS app's bundle id (1 to 155 of A-Z a-z 0-9 . -)") { text in
+            (1...155).contains(text.utf8.count)
+                && text.utf8.allSatisfy { Self.isBundleIDByte($0) } ? text : nil
+        },
+        .optional("APPSTORE_APP_APPLE_ID", \.appStore.appAppleID, expecting: "the app's numeric Apple id") { text in
+            Int64(text).flatMap { $0 > 0 && text.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? $0 : nil }
+        },
+        .optional("APPSTORE_ROOT_CA_FILE", \.appStore.rootCAFile,
+                  expecting: "a readable file holding Apple Root CA - G3 (AppleRootCA-G3.cer, PEM or DER)", parse: readableFile),
+        ConfigurationVariable("APPSTORE_ALLOW_UNTRUSTED_ROOT", \.appStore.allowUntrustedRoot,
+                              expecting: "1 or on to accept a root other than Apple Root CA - G3 (a simulator's)",
+                              parse: ConfigurationVariable.flag),
+        .optional("APPSTORE_ISSUER_ID", \.appStore.issuerID,
+                  expecting: "the issuer id of the In-App Purchase key (a UUID from App Store Connect)") { text in
+            UUID(uuidString: text) != nil ? text.lowercased() : nil
+        },
+        .optional("APPSTORE_KEY_ID", \.appStore.keyID, expecting: "the In-App Purchase key's id (10 letters and digits)") { text in
+            (1...32).contains(text.utf8.count) && text.unicodeScalars.allSatisfy({ $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) })
+                ? text : nil
+        },
+        .optional("APPSTORE_PRIVATE_KEY_FILE", \.appStore.privateKeyFile,
+                  expecting: "a readable .p8 file: the In-App Purchase key (PKCS#8, P-256)", parse: readableFile),
+        .optional("APPSTORE_SHARED_SECRET", \.appStore.sharedSecret,
+                  expecting: "the app-specific shared secret for verifyReceipt (letters and digits)") { text in
+            (8...64).contains(text.utf8.count) && text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) })
+                ? text : nil
+        },
+        ConfigurationVariable("APPSTORE_API_BASE", \.appStore.apiBase,
+                              expecting: "an http(s) URL (a path prefix allowed, no query)", parse: parseBaseWithPath),
+        ConfigurationVariable("APPSTORE_SANDBOX_API_BASE", \.appStore.sandboxAPIBase,
+                              expecting: "an http(s) URL (a path prefix allowed, no query)", parse: parseBaseWithPath),
+        ConfigurationVariable("APPSTORE_RECEIPT_URL", \.appStore.receiptURL, expecting: "an http(s) URL without a query",
+                              parse: ConfigurationVariable.url(query: false)),
+        ConfigurationVariable("APPSTORE_SANDBOX_RECEIPT_URL", \.appStore.sandboxReceiptURL,
+                              expecting: "an http(s) URL without a query", parse: ConfigurationVariable.url(query: false)),
+        ConfigurationVariable("APPSTORE_ACCEPT_SANDBOX", \.appStore.acceptSandbox, expecting: "on or off",
+                              parse: ConfigurationVariable.flag),
+    ]
+
+    static func isBundleIDByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == UInt8(ascii: ".")
+            || byte == UInt8(ascii: "-")
+    }
+
+    /// A base URL that may carry a path prefix (`http://127.0.0.1:9000/sandbox`); a trailing slash is dropped.
+    static func parseBaseWithPath(_ text: String) -> String? {
+        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
+              url.query == nil, url.fragment == nil else { return nil }
+        var base = text
+        while base.hasSuffix("/") { base.removeLast() }
+        return base
+    }
+
+    /// Demo mode embeds the App Store simulator (its own app, root and key: nothing to set); in
+    /// production the bundle id needs its app id and Apple's root, a root other than Apple Root CA -
+    /// G3 needs the explicit flag, the Server API key comes whole, and no App Store variable is set
+    /// without the bundle id (it would silently do nothing).
+    static func appStoreChecks(_ configuration: inout GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        let set = environment.names(withPrefixes: ["APPSTORE_"]).filter { environment.get($0) != nil }
+        if configuration.demo {
+            configuration.appStore.bundleID = AppStoreConfiguration.demoBundleID
+            configuration.appStore.appAppleID = AppStoreConfiguration.demoAppAppleID
+            return set.map {
+                ConfigurationProblem($0, .conflict, expected: "not allowed with --demo (demo mode embeds the App Store "
+                                     + "simulator and its app; unset it, or start without --demo for production)")
+            }
+        }
+        let appStore = configuration.appStore
+        guard appStore.bundleID != nil else {
+            return set.isEmpty ? [] : [ConfigurationProblem(
+                "APPSTORE_BUNDLE_ID", .conflict,
+                expected: "required with \(set.sorted().joined(separator: ", ")): without it App Store purchases are off")]
+        }
+        var problems: [ConfigurationProblem] = []
+        if appStore.appAppleID == nil && environment.get("APPSTORE_APP_APPLE_ID") == nil {
+            problems.append(ConfigurationProblem("APPSTORE_APP_APPLE_ID", .missing,
+                                                 expected: "required with APPSTORE_BUNDLE_ID: the app's numeric Apple id, "
+                                                     + "which production notifications must name"))
+        }
+        if let file = appStore.rootCAFile {
+            do {
+                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
+                    throw AppStoreConfigurationError("cannot read the root certificate file")
+                }
+                configuration.appStore.roots = try TrustedRoots.load(Array(bytes), allowUntrustedRoot: appStore.allowUntrustedRoot)
+            } catch {
+                problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .conflict,
+                                                     expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
+            }
+        } else if environment.get("APPSTORE_ROOT_CA_FILE") == nil {
+            problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .missing,
+                                                 expected: "required with APPSTORE_BUNDLE_ID: Apple Root CA - G3 (AppleRootCA-G3.cer "
+                                                     + "from Apple), which every signed transaction must chain to"))
+        }
+        let keyParts = ["APPSTORE_ISSUER_ID", "APPSTORE_KEY_ID", "APPSTORE_PRIVATE_KEY_FILE"]
+        let given = keyParts.filter { environment.get($0) != nil }
+        if !given.isEmpty && given.count < keyParts.count {
+            for missing in keyParts where !given.contains(missing) {
+                problems.append(ConfigurationProblem(missing, .conflict,
+                                                     expected: "required with \(given.joined(separator: ", ")) (the Server API key comes whole)"))
+            }
+        } else if let file = appStore.privateKeyFile {
+            do {
+                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 16 * 1024 else {
+                    throw AppStoreConfigurationError("cannot read the key file")
+                }
+                configuration.appStore.privateKey = try ES256PrivateKey(pem: String(decoding: bytes, as: UTF8.self))
+            } catch {
+                problems.append(ConfigurationProblem("APPSTORE_PRIVATE_KEY_FILE", .conflict,
+                                                     expected: "a PKCS#8 P-256 key (.p8) that loads: \(error)"))
+            }
+        }
+        return problems
+    }
+}

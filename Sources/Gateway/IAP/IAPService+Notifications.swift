@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import Storage
+
+/// App Store Server Notifications V2 at `POST /appstore/notifications`: iOS's answer to the lost
+/// callback. A purchase the app never reported is credited by its notification; a refund or a
+/// revocation moves its order to REFUND.
+///
+/// Nothing is written before the `signedPayload` (and the transaction inside it) verified: a
+/// forgery is answered 400, only counted and logged (the line throttled). A verified notification
+/// that is not this gateway's (another app, an environment not accepted) is acknowledged 200 and
+/// ignored. Every other one is handled once per `notificationUUID`, and answered 200 only once its
+/// effect is durable; Apple retries anything else (after 1, 12, 24, 48 and 72 hours).
+extension IAPService {
+    /// The largest body taken: a signedPayload carries two JWS of three certificates each.
+    public static let notificationBodyLimit = 256 * 1024
+
+    /// Handles one notification; returns the HTTP status and body to answer.
+    public func handleNotification(_ body: [UInt8]) async -> (status: Int, body: [UInt8]) {
+        guard let object = try? JSONObjectReader.members(of: body, duplicates: .refused),
+              case .string(let signedPayload)? = object["signedPayload"]
+        else { return rejected("malformed") }
+        let notification: AppStoreNotification
+        do {
+            notification = try clients.verifier.verifyNotification(signedPayload)
+        } catch where [.bundleMismatch, .environmentMismatch, .appAppleIDMismatch].contains(error.rule) {
+            // Apple signed it, for another app or an environment this gateway does not take.
+            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "ignored", "reason": error.rule.rawValue])
+            if let suppressed = rejectedNotificationLog.admit(error.rule.rawValue) {
+                logger.warning("App Store notification for another app or environment ignored",
+                               ["rule": error.rule.rawValue, "suppressed": String(suppressed)])
+            }
+            return (200, Array(#"{"status":"ignored"}"#.utf8))
+        } catch {
+            return rejected(error.rule.rawValue)
+        }
+        do {
+            if try await store.appStoreNotification(notification.notificationUUID) != nil {
+                metrics.increment("wxpay_appstore_notifications_total", ["outcome": "duplicate"])
+                return (200, Array(#"{"status":"duplicate"}"#.utf8))
+            }
+        } catch {
+            return (500, APIError.internalError.json)
+        }
+        let outcome: String
+        do {
+            outcome = try await apply(notification)
+        } catch {
+            logger.error("App Store notification not handled; Apple retries it", ["error": error.code])
+            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "error"])
+            return (error.status >= 500 ? error.status : 500, error.json)
+        }
+        let record = AppStoreNotificationRecord(
+            notificationUUID: notification.notificationUUID, notificationType: notification.notificationType.rawValue,
+            subtype: notification.subtype?.rawValue, environment: notification.environment.rawValue,
+            transactionID: notification.transaction?.transactionID, signedDate: notification.signedDate, receivedAt: now(),
+            outcome: outcome)
+        do {
+            let first = try await store.recordAppStoreNotification(record)
+            metrics.increment("wxpay_appstore_notifications_total", ["outcome": first ? "handled" : "duplicate"])
+        } catch {
+            // The effect is durable and idempotent: Apple's retry finds it done.
+            return (500, APIError.internalError.json)
+        }
+        return (200, Array(#"{"status":"ok"}"#.utf8))
+    }
+
+    /// The notification's effect, made durable; returns what it did in a few words.
+    private func apply(_ notification: AppStoreNotification) async throws(APIError) -> String {
+        let type = notification.notificationType.rawValue + (notification.subtype.map { "/\($0.rawValue)" } ?? "")
+        guard let transaction = notification.transaction else { return "recorded (\(type), no transaction)" }
+        let source = "notification \(type)"
+        let purchase = VerifiedPurchase(
+            transaction, via: source,
+            verification: "App Store Server Notification V2 \(type) (\(notification.notificationUUID)) verified, with its "
+                + "signedTransactionInfo")
+        let isRevocation = notification.notificationType == .refund || notification.notificationType == .revoke
+            || transaction.revocationDate != nil
+        if isRevocation {
+            let reason = transaction.revocationReason.map { "revocationReason \($0)" }
+            let order = try await recordRevocation(purchase, source: source, reason: reason)
+            guard let order else { return "revocation recorded (\(transaction.transactionID) credits no order)" }
+            return "\(type): \(order.outTradeNo) is \(order.state.rawValue)"
+        }
+        if let known = try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
+           let credited = known.outTradeNo {
+            // Credited already (the app reported it, or an earlier notification): only the timeline hears of it.
+            _ = try? await service.store.appendEvent(
+                credited, kind: "appstore_notification",
+                detail: "\(type) (\(notification.notificationUUID)) about transaction \(purchase.transactionID), which "
+                    + "credited this order already", at: now())
+            return "recorded on \(credited)"
+        }
+        do {
+            // The token, if any, names the order; else whose purchase it is must be inferred.
+            if let answer = try await credit(purchase, user: nil, outTradeNo: nil, source: source) {
+                return "credited \(purchase.transactionID) to \(answer.order.outTradeNo) (\(answer.matchedBy.rawValue))"
+            }
+            if let (user, how) = await inferUser(purchase),
+               let answer = try await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)") {
+                return "credited \(purchase.transactionID) to \(answer.order.outTradeNo) (\(answer.matchedBy.rawValue))"
+            }
+        } catch where error.code == "transaction_not_creditable" {
+            logger.warning("App Store notification carries a transaction that can never be credited",
+                           ["transaction_id": purchase.transactionID, "reason": error.message])
+            return "not creditable: \(error.message)"
+        }
+        // Recorded in the ledger: the app's next report (it keeps the unfinished transaction) or
+        // the reconciler credits it once its user is known.
+        logger.warning("App Store purchase without a known order or user; waiting for the app's report",
+                       ["transaction_id": purchase.transactionID, "product_id": purchase.productID])
+        return "unmatched: \(purchase.transactionID) waits for its user"
+    }
+
+    /// A notification that did not verify: 400, nothing written, counted, logged at most once a second.
+    private func rejected(_ reason: String) -> (status: Int, body: [UInt8]) {
+        metrics.increment("wxpay_appstore_notifications_total", ["outcome": "rejected", "reason": reason])
+        if let suppressed = rejectedNotificationLog.admit(reason) {
+            logger.warning("App Store notification rejected", ["reason": reason, "suppressed": String(suppressed)])
+        }
+        return (400, APIError.invalid("signedPayload", "the notification did not verify (\(reason)); nothing was changed").json)
+    }
+}

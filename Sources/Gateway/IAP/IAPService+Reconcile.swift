@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import Storage
+
+/// The reconciler's App Store half: what the app never reported and no notification brought is
+/// found by asking the App Store about the user's account, and Apple's refunds that no
+/// notification brought by the daily Get Refund History.
+///
+/// An iOS order has no id at Apple to ask about; what the App Store can be asked about is an
+/// account, through any of its transactions. So an open iOS order is checked when its user has a
+/// transaction the gateway credited before: Get Transaction History from that transaction, for the
+/// order's product, not revoked — every purchase there that credits no order yet is credited
+/// through the same checks and matching as a report.
+extension IAPService {
+    /// One leased open iOS order in a sweep: past its expiry it is checked once more and then closed
+    /// locally (there is nothing to close at Apple); otherwise its user's account is asked about.
+    func reconcile(_ order: OrderRecord, now: Date) async -> Reconciler.Outcome {
+        let outcome = await checkHistory(of: order, reason: "reconcile", recordNothingFound: order.lastQueriedAt == nil)
+        _ = try? await service.store.touch(order.outTradeNo, .lastQueried, at: self.now())
+        let after = (try? await service.store.order(order.outTradeNo)) ?? order
+        if after.state == .success { return .settled }
+        if outcome == .failed { return .failed }
+        guard order.expiresAt <= now, OrderState.open.contains(after.state) else { return .open }
+        let closed = try? await service.settlement.close(
+            after, detail: "reconcile: expired unpaid, closed locally (an iOS order has nothing to close at Apple; a "
+                + "transaction arriving later still settles it, flagged paid_after_close)")
+        return closed?.state == .closed ? .closed : .open
+    }
+
+    /// Get Transaction History of the order's user's account for its product (at most 3 pages of 20,
+    /// newest first); every verified purchase there that credits nothing yet is credited. Returns
+    /// `.settled` when one was, `.failed` when the App Store could not be asked, `.open` otherwise.
+    func checkHistory(of order: OrderRecord, reason: String, recordNothingFound: Bool) async -> Reconciler.Outcome {
+        guard let api = clients.serverAPI, let user = order.userID, let product = order.appleProductID else { return .open }
+        let anchor: AppleAnchor?
+        do {
+            anchor = try await store.latestAppleTransaction(userID: user)
+        } catch {
+            return .failed
+        }
+        guard let anchor else {
+            if recordNothingFound {
+                _ = try? await service.store.appendEvent(
+                    order.outTradeNo, kind: reason,
+                    detail: "no App Store transaction of \(user) credited yet: no account to ask Get Transaction History about",
+                    at: now())
+            }
+            return .open
+        }
+        var credited: [String] = []
+        var seen = 0
+        var revision: String?
+        var environment = AppStoreEnvironment(rawValue: anchor.environment)
+        for _ in 0..<3 {
+            let page: TransactionHistoryPage
+            do {
+                page = try await api.transactionHistory(
+                    anchor.transactionID,
+                    query: TransactionHistoryQuery(revision: revision, productIDs: [product], sort: .descending, revoked: false),
+                    environment: environment)
+            } catch {
+                metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_history", "error": error.kind.rawValue])
+                metrics.increment("wxpay_reconcile_errors_total", ["stage": "transaction_history", "error": error.kind.rawValue])
+                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "\(reason)_failed",
+                                                         detail: "Get Transaction History: \(error.kind.rawValue)", at: now())
+                return .failed
+            }
+            for signed in page.signedTransactions {
+                seen += 1
+                guard let transaction = try? clients.verifier.verifyTransaction(signed) else {
+                    metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_history", "error": "invalid_signed_data"])
+                    continue
+                }
+                let purchase = VerifiedPurchase(
+                    transaction, via: "transaction history",
+                    verification: "found with Get Transaction History of \(user)'s App Store account (from transaction "
+                        + "\(anchor.transactionID), \(reason)); its signed transaction verified")
+                if let known = try? await store.appleTransaction(purchase.transactionID), known.outTradeNo != nil || known.isRevoked {
+                    continue
+                }
+                if let answer = try? await credit(purchase, user: user, outTradeNo: nil, source: "\(reason) (Get Transaction History)"),
+                   answer.outcome == "credited" {
+                    credited.append("\(purchase.transactionID) → \(answer.order.outTradeNo)")
+                }
+            }
+            guard page.hasMore, let next = page.revision else { break }
+            revision = next
+            environment = page.environment
+        }
+        if !credited.isEmpty || recordNothingFound {
+            let found = credited.isEmpty ? "no purchase of \(product) that credits nothing yet" : "credited \(credited.joined(separator: ", "))"
+            _ = try? await service.store.appendEvent(
+                order.outTradeNo, kind: reason,
+                detail: "Get Transaction History of \(user)'s account (\(seen) transactions of \(product)): \(found)", at: now())
+        }
+        return credited.isEmpty ? .open : .settled
+    }
+
+    /// Purchases a notification could not match (no token, no user known) are tried again, a few a
+    /// sweep: their user may be known by now (another purchase of the same App Store account, a
+    /// renewal of the same original transaction). Returns how many were credited.
+    func retryUnmatched(now: Date, olderThan age: TimeInterval, limit: Int) async -> Int {
+        guard let rows = try? await store.unmatchedAppleTransactions(before: now.addingTimeInterval(-age), limit: limit) else {
+            return 0
+        }
+        var credited = 0
+        for row in rows {
+            _ = try? await store.markAppleTransactionChecked(row.transactionID, at: self.now())
+            let purchase = VerifiedPurchase(facts: row.facts, via: row.source,
+                                            verification: "verified when first seen (\(row.source)); tried again by the reconciler")
+            guard let (user, how) = await inferUser(purchase) else { continue }
+            if let answer = try? await credit(purchase, user: user, outTradeNo: nil, source: "reconcile (unmatched purchase; \(how))"),
+               answer.outcome == "credited" {
+                credited += 1
+            }
+        }
+        return credited
+    }
+
+    /// Whose purchase a transaction without a usable token is: the user of an order credited by the
+    /// same original transaction (a subscription's renewals), else of one credited by another
+    /// purchase of the same App Store account (Get Transaction History from this transaction).
+    func inferUser(_ purchase: VerifiedPurchase) async -> (user: String, how: String)? {
+        if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
+           let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
+            return (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
+        }
+        guard let api = clients.serverAPI else { return nil }
+        var revision: String?
+        var environment = AppStoreEnvironment(rawValue: purchase.environment)
+        for _ in 0..<3 {
+            guard let page = try? await api.transactionHistory(
+                purchase.transactionID, query: TransactionHistoryQuery(revision: revision, sort: .descending),
+                environment: environment)
+            else { return nil }
+            for signed in page.signedTransactions {
+                guard let other = try? clients.verifier.verifyTransaction(signed), other.transactionID != purchase.transactionID,
+                      let row = try? await store.appleTransaction(other.transactionID), let credited = row.outTradeNo,
+                      let order = try? await service.store.order(credited), let user = order.userID
+                else { continue }
+                return (user, "another purchase of the same App Store account (\(other.transactionID)) credited \(user)'s order "
+                            + "\(order.outTradeNo)")
+            }
+            guard page.hasMore, let next = page.revision else { break }
+            revision = next
+            environment = page.environment
+        }
+        return nil
+    }
+
+    /// What one Get Refund History run found.
+    public struct RefundHistoryReport: Sendable, Hashable {
+        public var accounts = 0
+        public var refunded = 0
+        public var errors = 0
+    }
+
+    /// Get Refund History for every App Store account with an order paid (and not refunded) in the
+    /// last `lookback` seconds (90 days by default): each refunded or revoked transaction that
+    /// credited an order still SUCCESS moves it to REFUND with `order.refunded`. The daily
+    /// backstop for refund notifications that never arrived.
+    public func checkRefundHistory(lookback: TimeInterval = 90 * 86400) async -> RefundHistoryReport {
+        var report = RefundHistoryReport()
+        guard let api = clients.serverAPI,
+              let anchors = try? await store.appleRefundAnchors(paidSince: now().addingTimeInterval(-lookback), limit: 100_000)
+        else { return report }
+        for anchor in anchors {
+            report.accounts += 1
+            var revision: String?
+            var environment = AppStoreEnvironment(rawValue: anchor.environment)
+            for _ in 0..<10 {
+                let page: TransactionHistoryPage
+                do {
+                    page = try await api.refundHistory(anchor.transactionID, revision: revision, environment: environment)
+                } catch {
+                    report.errors += 1
+                    metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "refund_history", "error": error.kind.rawValue])
+                    break
+                }
+                for signed in page.signedTransactions {
+                    guard let transaction = try? clients.verifier.verifyTransaction(signed), transaction.revocationDate != nil else {
+                        continue
+                    }
+                    let purchase = VerifiedPurchase(transaction, via: "refund history",
+                                                    verification: "found with Get Refund History (daily check)")
+                    let before = try? await store.appleTransaction(purchase.transactionID)
+                    let order = try? await recordRevocation(
+                        purchase, source: "daily Get Refund History",
+                        reason: transaction.revocationReason.map { "revocationReason \($0)" })
+                    if let order, order.state == .refund, before?.isRevoked != true { report.refunded += 1 }
+                }
+                guard page.hasMore, let next = page.revision else { break }
+                revision = next
+                environment = page.environment
+            }
+        }
+        logger.notice("App Store refund history checked", ["accounts": String(report.accounts),
+                                                          "refunded": String(report.refunded), "errors": String(report.errors)])
+        return report
+    }
+}

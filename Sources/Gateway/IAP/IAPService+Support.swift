@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import Storage
+
+/// What support staff need of iOS purchases: the look-up by Apple's ids (a service call the JSON
+/// route and the console share) and a recheck that asks the App Store.
+extension IAPService {
+    /// The orders credited by the App Store transaction (or by the transactions sharing the original
+    /// transaction id), and the ledger's rows for them as JSON — credited or not: a purchase whose
+    /// user was never known shows up here even without an order.
+    func lookup(appleTransactionID: String?, originalTransactionID: String?) async throws(APIError)
+        -> (orders: [OrderRecord], ledger: [[UInt8]])
+    {
+        for id in [appleTransactionID, originalTransactionID].compactMap({ $0 })
+        where id.isEmpty || id.utf8.count > 32 || !id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+            throw .invalid(appleTransactionID != nil ? "apple_transaction_id" : "original_transaction_id",
+                           "an App Store transaction id is 1 to 32 digits")
+        }
+        return try await service.storage { () throws(StorageError) in
+            if let appleTransactionID {
+                let orders = try await self.store.orders(appleTransactionID: appleTransactionID)
+                let rows = try await self.store.appleTransaction(appleTransactionID).map { [$0] } ?? []
+                return (orders, rows.map(Self.json))
+            }
+            let original = originalTransactionID ?? ""
+            let orders = try await self.store.orders(originalTransactionID: original)
+            let rows = try await self.store.appleTransactions(originalTransactionID: original)
+            return (orders, rows.map(Self.json))
+        }
+    }
+
+    /// A ledger row as the support lookup shows it (keys sorted).
+    static func json(_ row: AppleTransactionRecord) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 384)
+        writer.string("app_account_token", row.facts.appAccountToken)
+        writer.stringOrNull("credited_at", row.creditedAt.map(Timestamp.rfc3339))
+        writer.string("environment", row.facts.environment)
+        writer.string("first_seen_at", Timestamp.rfc3339(row.firstSeenAt))
+        writer.stringOrNull("matched_by", row.matchedBy?.rawValue)
+        writer.string("original_transaction_id", row.facts.originalTransactionID)
+        writer.stringOrNull("out_trade_no", row.outTradeNo)
+        writer.string("product_id", row.facts.productID)
+        writer.string("purchase_date", Timestamp.rfc3339(row.facts.purchaseDate))
+        writer.stringOrNull("revocation_date", row.facts.revocationDate.map(Timestamp.rfc3339))
+        writer.string("source", row.source)
+        writer.string("transaction_id", row.facts.transactionID)
+        return writer.finish()
+    }
+
+    /// Support's recheck of an iOS order: a credited one is looked up with Get Transaction Info
+    /// (a refund Apple made and no notification brought is applied); an open or closed one is
+    /// checked like the reconciler does, with Get Transaction History of its user's account. What
+    /// the App Store said goes on the timeline. Returns the order afterwards.
+    func recheck(_ order: OrderRecord) async -> OrderRecord {
+        let at = now()
+        guard let api = clients.serverAPI else {
+            _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+                                                     detail: "the App Store Server API is not configured: nothing to ask", at: at)
+            return order
+        }
+        if let transactionID = order.appleTransactionID {
+            do {
+                let purchase = try await lookUp(transactionID, api: api,
+                                                environment: order.environment.flatMap(AppStoreEnvironment.init(rawValue:)))
+                if purchase.facts.revocationDate != nil {
+                    let after = try await recordRevocation(purchase, source: "support recheck (Get Transaction Info)")
+                    _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+                                                             detail: "Get Transaction Info: \(purchase.summary); revoked", at: now())
+                    return after ?? order
+                }
+                _ = try? await service.store.appendEvent(
+                    order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
+            } catch {
+                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
+                                                         detail: "Get Transaction Info: \(error.code)", at: now())
+            }
+            return (try? await service.store.order(order.outTradeNo)) ?? order
+        }
+        _ = await checkHistory(of: order, reason: "support recheck", recordNothingFound: true)
+        return (try? await service.store.order(order.outTradeNo)) ?? order
+    }
+}

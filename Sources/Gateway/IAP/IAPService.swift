@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Foundation
+import Storage
+import Synchronization
+import WeChatPay
+
+/// iOS purchases through the gateway, with the dropped order solved: the app creates an order
+/// (with an `appAccountToken` for StoreKit), buys, and reports the transaction; the gateway
+/// verifies it with the App Store, matches it to its order (token, out_trade_no, 凑单 by user and
+/// product, else a flagged new order), credits it through the one door, and tells the app whether
+/// it may finish the transaction. Notifications V2 (IAPService+Notifications.swift) and the
+/// reconciler's history look-ups (IAPService+Reconcile.swift) credit what the app never reported.
+///
+/// One order model with WeChat's: `channel` apple on the same orders, the same door to SUCCESS
+/// (`Settlement.creditApple`), the same outbox and webhook. **A transaction id credits one order,
+/// ever** (`IAPStore`, held by the database too).
+///
+/// ```swift
+/// let iap = IAPService(orders: service, store: store, clients: try AppStoreClients.production(
+///     configuration.appStore, transport: AppStoreHTTPTransport(client: http), clock: SystemAppStoreClock()))
+/// let answer = try await iap.report(IAPReportInput(json: body, user: "u-42"))
+/// ```
+public final class IAPService: Sendable {
+    /// The order service owns this one (`OrderService.iap`); unowned so neither keeps the other.
+    unowned let service: OrderService
+    let store: any IAPStore
+    public let clients: AppStoreClients
+    /// Refused notifications are logged at most once a second per reason (anyone can post them).
+    let rejectedNotificationLog = LogThrottle()
+
+    /// - Parameters:
+    ///   - orders: the order service whose store, settlement, catalog, metrics and clock iOS orders
+    ///     share; it keeps this service as `iap` from now on, and its iOS routes answer.
+    ///   - store: the App Store ledger (the same database as the orders).
+    public init(orders: OrderService, store: any IAPStore, clients: AppStoreClients) {
+        service = orders
+        self.store = store
+        self.clients = clients
+        Self.describeMetrics(orders.metrics)
+        orders.attach(self)
+    }
+
+    var metrics: MetricsRegistry { service.metrics }
+    var logger: Logger { service.logger }
+    func now() -> Date { service.now() }
+
+    // MARK: - Create
+
+    /// Creates an iOS order for a catalog product with an App Store product id: NOTPAY, with a
+    /// fresh `app_account_token` unique to it, closed locally if unpaid after `expires_in`.
+    /// Idempotent on out_trade_no as WeChat creates are (same parameters: 200 and the same order,
+    /// token included; others: 409).
+    func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderService.Created {
+        guard let product = service.catalog.catalog.product(input.productID), product.active,
+              let appleProductID = product.appleProductID
+        else { throw .unknownAppleProduct }
+        let createdAt = now()
+        let outTradeNo = input.outTradeNo ?? OrderService.generateOutTradeNo(at: createdAt)
+        let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
+        let record = OrderRecord(
+            outTradeNo: outTradeNo, amount: product.amount, description: product.description, clientIP: input.clientIP,
+            attach: input.attach, userID: input.userID, productID: product.id, signType: "",
+            timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt, createdAt: createdAt,
+            parametersDigest: input.parametersDigest, channel: .apple, appleProductID: appleProductID,
+            appAccountToken: UUID().uuidString.lowercased())
+        let result = try await service.storage { () throws(StorageError) in
+            try await self.service.store.create(record, event: NewOrderEvent(
+                kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
+                    + "app_account_token \(record.appAccountToken ?? "")", at: createdAt))
+        }
+        switch result {
+        case .created(let order):
+            metrics.increment("wxpay_orders_created_total", ["outcome": "created", "channel": "apple"])
+            return OrderService.Created(created: true, view: try await service.apiView(order))
+        case .existing(let order):
+            guard !order.state.isFinal else {
+                metrics.increment("wxpay_orders_created_total", ["outcome": "conflict", "channel": "apple"])
+                throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
+            }
+            metrics.increment("wxpay_orders_created_total", ["outcome": "replayed", "channel": "apple"])
+            return OrderService.Created(created: false, view: try await service.apiView(order))
+        case .conflict:
+            metrics.increment("wxpay_orders_created_total", ["outcome": "conflict", "channel": "apple"])
+            throw .conflict("this out_trade_no was used with different parameters")
+        }
+    }
+
+    // MARK: - Report
+
+    /// Verifies the reported transaction, checks it (bundle id, environment, not revoked, a catalog
+    /// product, not a family member's), matches and credits it, and answers
+    /// `{"order","finish_transaction":true,"matched_by","credited_user_id"}` — or the error that
+    /// says whether to finish (`APIError+IAP.swift`). A repeat report is 200 and changes nothing.
+    func report(_ input: IAPReportInput) async throws(APIError) -> [UInt8] {
+        let purchase: VerifiedPurchase
+        do {
+            purchase = try await withDeadline(clients.deadline) { () async throws(APIError) in try await self.verify(input.evidence) }
+        } catch {
+            metrics.increment("wxpay_appstore_reports_total", ["outcome": error.code])
+            throw error
+        }
+        let answer: ReportAnswer
+        do throws(APIError) {
+            // A report always knows its user, so it never leaves a purchase unmatched.
+            guard let credited = try await credit(purchase, user: input.userID, outTradeNo: input.outTradeNo,
+                                                  source: "App Store report (\(input.evidence.name))")
+            else { throw APIError.internalError }
+            answer = credited
+        } catch {
+            metrics.increment("wxpay_appstore_reports_total", ["outcome": error.code])
+            throw error.keepingTransaction()
+        }
+        metrics.increment("wxpay_appstore_reports_total", ["outcome": answer.outcome])
+        return try await answer.json(service)
+    }
+
+    /// What a credit answered: the order, how it was matched, whether this call credited it.
+    struct ReportAnswer: Sendable {
+        var order: OrderRecord
+        var matchedBy: AppleMatch
+        var outcome: String
+
+        func json(_ service: OrderService) async throws(APIError) -> [UInt8] {
+            let view = try await service.viewJSON(order)
+            var writer = JSONObjectWriter(capacity: view.count + 128)
+            writer.string("credited_user_id", order.userID)
+            writer.bool("finish_transaction", true)
+            writer.string("matched_by", matchedBy.rawValue)
+            writer.raw("order", view)
+            return writer.finish()
+        }
+    }
+
+    /// The checks and the credit every verified purchase goes through (reports, notifications, the
+    /// reconciler, recheck): revoked → the revocation recorded (and a credited order refunded);
+    /// not creditable → 422; otherwise matched and credited, or found credited before. Nil: no
+    /// order has its token and no user is known (a notification's purchase), its ledger row waits.
+    func credit(_ purchase: VerifiedPurchase, user: String?, outTradeNo: String?, source: String) async throws(APIError)
+        -> ReportAnswer?
+    {
+        // Credited before: the same answer (a redelivered transaction), or 409 for another user's.
+        if let known = try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
+           let credited = known.outTradeNo {
+            if purchase.facts.revocationDate != nil { _ = try await recordRevocation(purchase, source: source) }
+            guard let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) }) else {
+                throw .internalError
+            }
+            return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
+        }
+        if purchase.facts.revocationDate != nil {
+            _ = try await recordRevocation(purchase, source: source)
+            throw .transactionNotCreditable("Apple refunded or revoked it")
+        }
+        if purchase.ownership == "FAMILY_SHARED" {
+            throw .transactionNotCreditable("a family member's purchase (FAMILY_SHARED): it paid no order here")
+        }
+        guard let product = service.catalog.catalog.product(appleProductID: purchase.productID) else {
+            throw .transactionNotCreditable("its product \(purchase.productID) is not in the catalog")
+        }
+        let at = now()
+        let newOrder = user.map { user in
+            AppleNewOrder(order: OrderRecord(
+                outTradeNo: OrderService.generateOutTradeNo(at: at), amount: product.amount, description: product.description,
+                clientIP: "", userID: user, productID: product.id, signType: "",
+                timeExpire: BeijingTime.format(at), expiresAt: at, createdAt: at,
+                parametersDigest: "apple|matched|\(purchase.transactionID)", channel: .apple, appleProductID: purchase.productID,
+                appAccountToken: UUID().uuidString.lowercased()),
+                event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: "
+                    + "no open order of \(user) for \(purchase.productID)", at: at))
+        }
+        let reporter = user
+        let summary = purchase.summary
+        let credit = AppleCredit(
+            transaction: purchase.facts, userID: user, outTradeNo: outTradeNo, newOrder: newOrder, source: source,
+            outbox: { _ in nil },
+            events: { decision in
+                [NewOrderEvent(kind: "appstore_verified", detail: summary, at: at),
+                 NewOrderEvent(kind: "appstore_match", detail: Self.words(decision, reporter: reporter, source: source), at: at)]
+            }, at: at)
+        let result = try await service.storage { () throws(StorageError) in
+            try await self.service.settlement.creditApple(credit, in: self.store)
+        }
+        switch result {
+        case .credited(let order, let how):
+            metrics.increment("wxpay_appstore_credits_total", ["matched_by": how.rawValue, "environment": purchase.environment])
+            logger.info("App Store transaction credited", [
+                "out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID, "matched_by": how.rawValue,
+                "environment": purchase.environment,
+            ])
+            return ReportAnswer(order: order, matchedBy: how, outcome: "credited")
+        case .alreadyCredited(let order, let how):
+            return try await repeated(order, how, purchase: purchase, user: user)
+        case .revoked:
+            throw .transactionNotCreditable("Apple refunded or revoked it")
+        case .unmatched:
+            return nil
+        }
+    }
+
+    /// A transaction credited before: 200 with its order for the same user, or for anyone when its
+    /// own token names the order (the account switch, reported again); else 409, on the timeline.
+    private func repeated(_ order: OrderRecord, _ how: AppleMatch, purchase: VerifiedPurchase, user: String?)
+        async throws(APIError) -> ReportAnswer
+    {
+        let tokenNamesOrder = purchase.facts.appAccountToken != nil && purchase.facts.appAccountToken == order.appAccountToken
+        guard let user else { return ReportAnswer(order: order, matchedBy: how, outcome: "repeated") }
+        if order.userID == user || tokenNamesOrder {
+            // The app reports until it may finish: bounded, and what support wants to see.
+            _ = try? await service.store.appendEvent(
+                order.outTradeNo, kind: "appstore_report",
+                detail: "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via)): credited to this order "
+                    + "before; answered 200, finish_transaction true", at: now())
+            return ReportAnswer(order: order, matchedBy: how, outcome: "repeated")
+        }
+        _ = try? await service.store.appendEvent(
+            order.outTradeNo, kind: "appstore_report",
+            detail: "transaction \(purchase.transactionID) reported again by \(user) (\(purchase.via)): refused 409 "
+                + "transaction_already_used, it credited this order of \(order.userID ?? "nobody")", at: now())
+        metrics.increment("wxpay_appstore_reports_total", ["outcome": "transaction_already_used"])
+        throw .transactionAlreadyUsed
+    }
+
+    /// How the order was found, in words for the support timeline.
+    static func words(_ decision: AppleMatchDecision, reporter: String?, source: String) -> String {
+        let order = decision.order
+        let owner = order.userID ?? "nobody"
+        let product = order.appleProductID ?? "?"
+        var text: String
+        switch decision.matchedBy {
+        case .appAccountToken:
+            text = "matched by app_account_token: the transaction carries this order's token"
+            if let reporter, reporter != owner {
+                text += "; \(source) came from \(reporter) but the token names this order of \(owner) "
+                    + "(the account was switched): credited to \(owner)"
+            }
+        case .outTradeNo:
+            text = "matched by out_trade_no: the transaction carries no usable token; the app named this open order of "
+                + "\(owner) for \(product)"
+        case .userProduct:
+            text = "matched by user and product (凑单): no usable token or out_trade_no; the oldest open order of "
+                + "\(owner) for \(product)"
+        case .newOrder:
+            text = "no open order of \(owner) for \(product): this order was made for the purchase and flagged "
+                + "matched_without_order (never dropped; for support to look at)"
+        }
+        if decision.previousState == .closed {
+            text += "; the order had been closed locally (unpaid at its expiry): paid after close, flagged paid_after_close"
+        }
+        for note in decision.notes {
+            switch note {
+            case .tokenOrderOtherProduct(let other, let otherProduct):
+                text += "; its token names order \(other), which sells \(otherProduct ?? "another product"): passed over"
+            case .tokenOrderAlreadyPaid(let other):
+                text += "; its token names order \(other), which another transaction paid already: passed over"
+            case .tokenUnknown:
+                text += "; its appAccountToken names no order of this gateway"
+            case .outTradeNoNotUsable(let other):
+                text += "; the out_trade_no given (\(other)) is not an open iOS order of \(owner) for \(product): passed over"
+            }
+        }
+        return text + "; via \(source)"
+    }
+
+    // MARK: - Verification
+
+    /// The reported evidence, verified: the JWS locally, a transaction id with Get Transaction
+    /// Info (its answer verified like a JWS from the app), a receipt with verifyReceipt and the
+    /// transaction found in it. Apple unreachable after a few retries: 503, finish false.
+    func verify(_ evidence: IAPReportInput.Evidence) async throws(APIError) -> VerifiedPurchase {
+        switch evidence {
+        case .signedTransaction(let jws):
+            do {
+                return VerifiedPurchase(try clients.verifier.verifyTransaction(jws), via: "signed_transaction",
+                                        verification: "signed_transaction (StoreKit 2 JWS) verified locally: chain to the "
+                                            + "configured root, Apple's OIDs, ES256, bundle id")
+            } catch {
+                throw Self.refusal(error)
+            }
+        case .transactionID(let id):
+            guard let api = clients.serverAPI else { throw .transactionLookupUnavailable }
+            return try await lookUp(id, api: api)
+        case .receipt(let receipt, let id):
+            do {
+                let (transaction, verified) = try await clients.receipts.transaction(id, inReceipt: receipt)
+                return VerifiedPurchase(transaction, receipt: verified)
+            } catch {
+                throw receiptRefusal(error)
+            }
+        }
+    }
+
+    /// Get Transaction Info (production, then the sandbox when accepted), its JWS verified.
+    func lookUp(_ id: String, api: AppStoreServerAPIClient, environment: AppStoreEnvironment? = nil) async throws(APIError)
+        -> VerifiedPurchase
+    {
+        let info: TransactionInfoResponse
+        do {
+            info = try await api.transactionInfo(id, environment: environment)
+        } catch {
+            throw serverAPIRefusal(error)
+        }
+        do {
+            return VerifiedPurchase(try clients.verifier.verifyTransaction(info.signedTransactionInfo), via: "transaction_id",
+                                    verification: "looked up with the App Store Server API (Get Transaction Info, "
+                                        + "\(info.environment.rawValue)); its signedTransactionInfo verified")
+        } catch where error.rule == .bundleMismatch || error.rule == .environmentMismatch {
+            throw Self.refusal(error)
+        } catch {
+            // Apple's own answer did not verify: a man in the middle or a fault, never the app's doing.
+            logger.error("the App Store Server API answered signed data that does not verify", ["rule": error.rule.rawValue])
+            metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_info", "error": error.rule.rawValue])
+            throw .appStoreUnavailable
+        }
+    }
+
+    /// A signed transaction that did not verify: another app's or the wrong environment can never be
+    /// credited (finish); anything else is a forgery or damage (keep it, nothing changed).
+    static func refusal(_ error: SignedDataError) -> APIError {
+        switch error.rule {
+        case .bundleMismatch: return .transactionNotCreditable("it belongs to another app (bundle id)")
+        case .environmentMismatch, .appAppleIDMismatch:
+            return .transactionNotCreditable("it is from the sandbox, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
+        default: return .invalidSignedData(error.rule.rawValue)
+        }
+    }
+
+    func serverAPIRefusal(_ error: AppStoreServerAPIError) -> APIError {
+        metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_info", "error": error.kind.rawValue])
+        switch error.kind {
+        case .notFound, .invalidRequest: return .transactionNotFound
+        case .apiError where error.status == 400 || error.status == 404: return .transactionNotFound
+        case .unauthorized:
+            logger.error("the App Store Server API refused our token (401): check APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, "
+                         + "APPSTORE_PRIVATE_KEY_FILE and APPSTORE_BUNDLE_ID")
+            return .appStoreUnavailable
+        default: return .appStoreUnavailable
+        }
+    }
+
+    func receiptRefusal(_ error: ReceiptError) -> APIError {
+        metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "verify_receipt", "error": error.kind.rawValue])
+        switch error.kind {
+        case .transactionNotInReceipt: return .transactionNotInReceipt
+        case .bundleMismatch: return .transactionNotCreditable("the receipt belongs to another app (bundle id)")
+        case .invalidRequest: return .invalidReport("receipt", "receipt must be the app receipt, base64, at most 512 KiB")
+        case .status:
+            switch error.status {
+            case .sandboxReceipt?:
+                return .transactionNotCreditable("a sandbox receipt, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
+            case .notAuthenticated?, .malformedOrTemporary?, .accountNotFound?:
+                return .invalidSignedData("verifyReceipt status \(error.status?.rawValue ?? 0)")
+            case .sharedSecretMismatch?:
+                logger.error("verifyReceipt refused our shared secret (21004): check APPSTORE_SHARED_SECRET")
+                return .appStoreUnavailable
+            default:
+                return .appStoreUnavailable
+            }
+        case .transport, .httpStatus, .malformedResponse: return .appStoreUnavailable
+        }
+    }
+
+    // MARK: - Revocations
+
+    /// Records Apple's refund or revocation and moves the order it credited, if still SUCCESS, to
+    /// REFUND (with `order.refunded`). Returns the order afterwards, if the transaction credited one.
+    @discardableResult
+    func recordRevocation(_ purchase: VerifiedPurchase, source: String, reason: String? = nil) async throws(APIError)
+        -> OrderRecord?
+    {
+        var facts = purchase.facts
+        let at = now()
+        if facts.revocationDate == nil { facts.revocationDate = at }
+        let row = try await service.storage { () throws(StorageError) in
+            try await self.store.recordAppleRevocation(facts, source: source, at: at)
+        }
+        guard let credited = row.outTradeNo,
+              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
+        else { return nil }
+        guard order.state == .success else { return order }
+        let detail = "Apple refunded or revoked transaction \(purchase.transactionID)"
+            + (reason.map { " (\($0))" } ?? "") + "; via \(source)"
+        let result = try await service.storage { () throws(StorageError) in
+            try await self.service.settlement.refunded(order, source: detail)
+        }
+        if result.didChange {
+            metrics.increment("wxpay_appstore_refunds_total", ["environment": purchase.environment])
+            logger.info("App Store refund applied", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
+        }
+        return result.record ?? order
+    }
+
+    // MARK: - Helpers
+
+    /// Runs `operation`, or answers 503 `appstore_unavailable` once `deadline` has passed.
+    func withDeadline<T: Sendable>(_ deadline: Duration, _ operation: @escaping @Sendable () async throws(APIError) -> T)
+        async throws(APIError) -> T
+    {
+        let result = await withTaskGroup(of: Result<T, APIError>?.self) { group -> Result<T, APIError> in
+            group.addTask {
+                do throws(APIError) {
+                    return .success(try await operation())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: deadline)
+                return Task.isCancelled ? nil : .failure(.appStoreUnavailable)
+            }
+            var first: Result<T, APIError> = .failure(.appStoreUnavailable)
+            if let answer = await group.next() { first = answer ?? .failure(.appStoreUnavailable) }
+            group.cancelAll()
+            return first
+        }
+        return try result.get()
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_appstore_reports_total", type: "counter",
+                         help: "iOS transaction reports by outcome (credited, repeated, or the error code).")
+        metrics.describe("wxpay_appstore_credits_total", type: "counter",
+                         help: "App Store transactions credited to an order, by how the order was found and environment.")
+        metrics.describe("wxpay_appstore_refunds_total", type: "counter",
+                         help: "Orders moved to REFUND because Apple refunded or revoked their transaction.")
+        metrics.describe("wxpay_appstore_upstream_errors_total", type: "counter",
+                         help: "Failed calls to the App Store (Server API, verifyReceipt) by API and error.")
+    }
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+
+/// The reconciler's App Store half: leased iOS orders are checked with the App Store instead of
+/// WeChat (`IAPService.reconcile`: Get Transaction History of the user's account, and a local close
+/// at expiry), and a few purchases no notification could match are tried again each sweep.
+extension Reconciler {
+    /// Unmatched purchases tried per sweep, and how long each waits between tries.
+    static let unmatchedPerSweep = 10
+    static let unmatchedRetryAge: TimeInterval = 300
+
+    func checkApple(_ order: OrderRecord, now: Date) async -> Outcome {
+        guard let iap = service.iap else {
+            // App Store purchases were turned off: nothing can pay it, but it is closed at its expiry.
+            guard order.expiresAt <= now else { return .open }
+            let closed = try? await service.settlement.close(order, detail: "reconcile: expired, closed locally")
+            return closed?.state == .closed ? .closed : .open
+        }
+        return await iap.reconcile(order, now: now)
+    }
+
+    /// Returns how many were credited.
+    func retryUnmatchedApplePurchases(now: Date) async -> Int {
+        guard let iap = service.iap else { return 0 }
+        return await iap.retryUnmatched(now: now, olderThan: max(configuration.after, Self.unmatchedRetryAge),
+                                        limit: Self.unmatchedPerSweep)
+    }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import AppStoreHTTPTransport
+import AppStoreSimulator
+import Foundation
+import Gateway
+import HTTP
+import SimulatorKit
+import Storage
+import Synchronization
+
+/// How `serve` reaches the App Store: in production the Server API and verifyReceipt over HTTPS
+/// (APPSTORE_*), in demo mode the embedded App Store simulator in process, whose notifications
+/// come to this gateway's `/appstore/notifications` over HTTP once it listens.
+struct AppStoreConnection {
+    let iap: IAPService
+    /// Demo mode's simulator: its control panel is mounted, its notification loop run.
+    let simulator: AppStoreSimulator?
+    private let notificationBase: LockedBase
+
+    /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
+    static func open(_ configuration: GatewayConfiguration, service: OrderService, store: any IAPStore,
+                     client: HTTPClient) throws(AppStoreConfigurationError) -> AppStoreConnection? {
+        guard configuration.appStore.isEnabled else { return nil }
+        let base = LockedBase()
+        guard configuration.demo else {
+            // A report waits at most about 10 s for Apple: three tries of at most 3 s each.
+            let transport = AppStoreHTTPTransport(client: client, timeouts: .init(connect: .seconds(2), total: .seconds(3)))
+            let clients = try AppStoreClients.production(configuration.appStore, transport: transport, clock: SystemAppStoreClock())
+            return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients), simulator: nil,
+                                      notificationBase: base)
+        }
+        let placeholder = "http://gateway.demo/appstore/notifications"
+        let http = HTTPNotifySender(client: client, contentType: "application/json")
+        let simulator = try AppStoreSimulator(
+            configuration: AppStoreSimulatorConfiguration(
+                bundleID: AppStoreConfiguration.demoBundleID, appAppleID: AppStoreConfiguration.demoAppAppleID,
+                productionNotificationURL: placeholder, sandboxNotificationURL: placeholder,
+                // Apple retries after hours; the demo after seconds.
+                notificationRetryScale: 3600, seed: UInt64.random(in: 1...UInt64.max)),
+            notificationSender: ClosureNotifySender { body, _ in
+                guard let target = base.value else { return nil }
+                return await http.post(body, to: target + "/appstore/notifications", timeout: 5)
+            })
+        guard let key = simulator.generatedAPIKey else { throw AppStoreConfigurationError("the simulator made no API key") }
+        let clients = try AppStoreClients(
+            bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID,
+            roots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true), acceptSandbox: true,
+            credentials: ServerAPICredentials(key: key, keyID: simulator.configuration.keyID,
+                                              issuerID: simulator.configuration.issuerID, bundleID: simulator.configuration.bundleID),
+            apiBases: (AppStoreSimulatorTransport.productionBaseURL, AppStoreSimulatorTransport.sandboxBaseURL),
+            receiptURLs: (AppStoreSimulatorTransport.productionBaseURL + "/verifyReceipt",
+                          AppStoreSimulatorTransport.sandboxBaseURL + "/verifyReceipt"),
+            transport: AppStoreSimulatorTransport(simulator: simulator), clock: SystemAppStoreClock())
+        return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients), simulator: simulator,
+                                  notificationBase: base)
+    }
+
+    /// Demo mode: where the simulator's notifications go, once the server knows its address.
+    func listening(at base: String) {
+        notificationBase.set(base)
+    }
+
+    /// The bound address, shared with the simulator's sender.
+    final class LockedBase: Sendable {
+        private let storage = Mutex<String?>(nil)
+        var value: String? { storage.withLock { $0 } }
+        func set(_ base: String) { storage.withLock { $0 = base } }
+    }
+}
+
+extension ServeCommand {
+    /// Demo mode's lines for the iOS app: an iOS order for the demo user, a purchase in the
+    /// simulated App Store with the order's token, and the report StoreKit 2's app makes.
+    static func iosBanner(_ configuration: GatewayConfiguration, base: String) -> String {
+        guard configuration.demo, configuration.appStore.isEnabled, let secret = configuration.app.tokenSecrets.first,
+              let product = configuration.app.catalog.products.first(where: { $0.active && $0.appleProductID != nil }),
+              let appleProductID = product.appleProductID
+        else { return "" }
+        let token = AppTokenMinter(secret: secret).token(subject: AppConfiguration.demoUser, now: Date(),
+                                                          ttl: AppTokenVerifier.maximumLifetime)
+        return """
+            the iOS app (the embedded App Store simulator plays the App Store; its control panel is /appstore-simulator/):
+              A='Authorization: Bearer \(token)'
+              curl -s -X POST \(base)/v1/iap/orders -H "$A" -d '{"product_id":"\(product.id)","out_trade_no":"demo-ios-0001"}'
+              # buy with the order's app_account_token, then report the signed transaction StoreKit 2 gives the app:
+              curl -s -X POST \(base)/appstore-simulator/purchases -d '{"user":"demo-apple-id","productId":"\(appleProductID)","appAccountToken":"<app_account_token>"}'
+              curl -s -X POST \(base)/v1/iap/transactions -H "$A" -d '{"signed_transaction":"<signedTransactionInfo>"}'
+
+            """
+    }
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import StoreTestSupport
+import Testing
+
+/// The App Store ledger and the matching of a transaction to its order (IAPStore), on both stores.
+struct IAPStoreTests {
+    static let product = "com.example.courses.swift101"
+
+    static func appleOrder(_ outTradeNo: String, user: String? = "u-a", product: String = IAPStoreTests.product,
+                           token: String? = nil, createdAt: Date = TestTime.t0) -> OrderRecord {
+        OrderRecord(
+            outTradeNo: outTradeNo, amount: 990, description: "Swift 入门课", clientIP: "", userID: user,
+            productID: "swift-101", signType: "", timeExpire: "20231115061320", expiresAt: createdAt.addingTimeInterval(7200),
+            createdAt: createdAt, parametersDigest: "apple|\(outTradeNo)", channel: .apple, appleProductID: product,
+            appAccountToken: token ?? UUID().uuidString.lowercased())
+    }
+
+    static func facts(_ id: String, token: String? = nil, product: String = IAPStoreTests.product,
+                      revoked: Date? = nil, original: String? = nil) -> AppleTransactionFacts {
+        AppleTransactionFacts(transactionID: id, originalTransactionID: original ?? id, productID: product,
+                              environment: "Production", appAccountToken: token, purchaseDate: TestTime.at(30),
+                              revocationDate: revoked)
+    }
+
+    static func credit(_ facts: AppleTransactionFacts, user: String?, outTradeNo: String? = nil, newOrder: String? = nil,
+                       at: Date = TestTime.at(40)) -> AppleCredit {
+        AppleCredit(
+            transaction: facts, userID: user, outTradeNo: outTradeNo,
+            newOrder: newOrder.map { AppleNewOrder(order: appleOrder($0, user: user, createdAt: at),
+                                                   event: NewOrderEvent(kind: "created", detail: "for \(facts.transactionID)", at: at)) },
+            source: "test", outbox: { order in Fixture.paid(order.outTradeNo, id: "evt-\(order.outTradeNo)", at: at) },
+            events: { decision in [NewOrderEvent(kind: "appstore_match", detail: decision.matchedBy.rawValue, at: at)] },
+            at: at)
+    }
+
+    @Test(arguments: StoreKind.all) func theOrderWhoseTokenTheTransactionCarriesIsCreditedWithItsAppleFields(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("A1", token: token), in: store)
+            try await Fixture.create(Self.appleOrder("A0", createdAt: TestTime.at(-100)), in: store)
+            let result = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000001", token: token), user: "u-a"))
+            guard case .credited(let order, .appAccountToken) = result else { Issue.record("\(result)"); return }
+            #expect(order.outTradeNo == "A1")
+            #expect(order.state == .success)
+            #expect(order.appleTransactionID == "2000000000000001")
+            #expect(order.originalTransactionID == "2000000000000001")
+            #expect(order.environment == "Production")
+            #expect(order.paidAt == TestTime.at(30))
+            #expect(order.channel == .apple)
+            let events = try await store.events("A1")
+            #expect(events.map(\.kind) == ["created", "state_changed", "appstore_match"])
+            #expect(events[1].detail == "NOTPAY -> SUCCESS: test")
+            #expect(try await store.outboxEvents("A1").count == 1)
+            let ledger = try #require(try await store.appleTransaction("2000000000000001"))
+            #expect(ledger.outTradeNo == "A1")
+            #expect(ledger.matchedBy == .appAccountToken)
+            #expect(try await store.orders(appleTransactionID: "2000000000000001").map(\.outTradeNo) == ["A1"])
+            #expect(try await store.order(appAccountToken: token)?.outTradeNo == "A1")
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aTransactionCreditedBeforeIsAlreadyCreditedAndWritesNothingMore(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(Self.appleOrder("B1"), in: store)
+            try await Fixture.create(Self.appleOrder("B2", createdAt: TestTime.at(5)), in: store)
+            let facts = Self.facts("2000000000000002")
+            guard case .credited(let first, .userProduct) = try await store.creditAppleTransaction(Self.credit(facts, user: "u-a")) else {
+                Issue.record("not credited"); return
+            }
+            #expect(first.outTradeNo == "B1")
+            // Again, by another user and with another order named: still the one order.
+            let again = try await store.creditAppleTransaction(Self.credit(facts, user: "u-b", outTradeNo: "B2", newOrder: "B9"))
+            guard case .alreadyCredited(let order, .userProduct) = again else { Issue.record("\(again)"); return }
+            #expect(order.outTradeNo == "B1")
+            #expect(try await store.order("B2")?.state == .notPay)
+            #expect(try await store.order("B9") == nil)
+            #expect(try await store.outboxEvents("B1").count == 1)
+            #expect(try await store.events("B1").count == 3)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func withoutATokenTheNamedOrderWinsThenTheUsersOldestOpenOrderForTheProduct(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(Self.appleOrder("C1", createdAt: TestTime.at(1)), in: store)
+            try await Fixture.create(Self.appleOrder("C2", createdAt: TestTime.at(2)), in: store)
+            try await Fixture.create(Self.appleOrder("C3", createdAt: TestTime.at(3)), in: store)
+            try await Fixture.create(Self.appleOrder("C0", product: "com.example.other", createdAt: TestTime.at(0)), in: store)
+            try await Fixture.create(Self.appleOrder("Cx", user: "u-b", createdAt: TestTime.at(-1)), in: store)
+            let named = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000010"), user: "u-a", outTradeNo: "C2"))
+            #expect(named == .credited(try #require(try await store.order("C2")), .outTradeNo))
+            // Another user's order, or another product's, is never the one named or the oldest.
+            let oldest = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000011"), user: "u-a", outTradeNo: "Cx"))
+            #expect(oldest == .credited(try #require(try await store.order("C1")), .userProduct))
+            #expect(try await store.events("C1").map(\.kind) == ["created", "state_changed", "appstore_match"])
+            #expect(try await store.order("Cx")?.state == .notPay)
+            #expect(try await store.order("C0")?.state == .notPay)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func theTokensOrderWinsOverTheUserWhoReportsIt(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("D1", user: "u-a", token: token), in: store)
+            try await Fixture.create(Self.appleOrder("D2", user: "u-b"), in: store)
+            let result = try await store.creditAppleTransaction(
+                Self.credit(Self.facts("2000000000000020", token: token), user: "u-b", outTradeNo: "D2"))
+            guard case .credited(let order, .appAccountToken) = result else { Issue.record("\(result)"); return }
+            #expect(order.outTradeNo == "D1")
+            #expect(order.userID == "u-a")
+            #expect(try await store.order("D2")?.state == .notPay)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aTokenOrderClosedAtItsExpiryIsPaidAfterCloseAndFlagged(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("E1", token: token), in: store)
+            _ = try await store.transition("E1", to: .closed, from: OrderState.open, detail: "expired", at: TestTime.at(10))
+            let result = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000030", token: token), user: "u-a"))
+            guard case .credited(let order, .appAccountToken) = result else { Issue.record("\(result)"); return }
+            #expect(order.state == .success)
+            #expect(order.flags == [.paidAfterClose])
+            #expect(try await store.events("E1").map(\.detail).contains("CLOSED -> SUCCESS: test (paid after close)"))
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aPaidTransactionWithNoOpenOrderGetsAFlaggedNewOrderOrWaitsWhenNoUserIsKnown(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            // A token naming no order, and nobody known: recorded, credits nothing yet.
+            let facts = Self.facts("2000000000000040", token: UUID().uuidString.lowercased())
+            let waiting = try await store.creditAppleTransaction(Self.credit(facts, user: nil, newOrder: nil))
+            guard case .unmatched(let row) = waiting else { Issue.record("\(waiting)"); return }
+            #expect(row.outTradeNo == nil)
+            #expect(try await store.unmatchedAppleTransactionCount() == 1)
+            #expect(try await store.unmatchedAppleTransactions(before: TestTime.at(100), limit: 10).map(\.transactionID)
+                    == ["2000000000000040"])
+            // Then its user reports it: a new order, flagged for support.
+            let made = try await store.creditAppleTransaction(Self.credit(facts, user: "u-a", newOrder: "F9"))
+            guard case .credited(let order, .newOrder) = made else { Issue.record("\(made)"); return }
+            #expect(order.outTradeNo == "F9")
+            #expect(order.userID == "u-a")
+            #expect(order.flags == [.matchedWithoutOrder])
+            #expect(try await store.events("F9").map(\.kind) == ["created", "state_changed", "appstore_match"])
+            #expect(try await store.unmatchedAppleTransactionCount() == 0)
+            #expect(try await store.latestAppleTransaction(userID: "u-a")
+                    == AppleAnchor(userID: "u-a", transactionID: "2000000000000040", environment: "Production"))
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aRevokedTransactionNeverCreditsAnOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(Self.appleOrder("G1"), in: store)
+            // Apple's refund notification came before anyone reported the purchase.
+            let revoked = try await store.recordAppleRevocation(Self.facts("2000000000000050", revoked: TestTime.at(35)),
+                                                                source: "notification REFUND", at: TestTime.at(36))
+            #expect(revoked.facts.revocationDate == TestTime.at(35))
+            let result = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000050"), user: "u-a"))
+            guard case .revoked = result else { Issue.record("\(result)"); return }
+            // A transaction that says so itself is recorded as revoked too.
+            let itself = try await store.creditAppleTransaction(
+                Self.credit(Self.facts("2000000000000051", revoked: TestTime.at(31)), user: "u-a"))
+            guard case .revoked(let row) = itself else { Issue.record("\(itself)"); return }
+            #expect(row.isRevoked)
+            #expect(try await store.order("G1")?.state == .notPay)
+            #expect(try await store.unmatchedAppleTransactionCount() == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func concurrentCreditsOfOneTransactionCreditExactlyOneOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for index in 0..<10 {
+                try await Fixture.create(Self.appleOrder("H\(index)", user: "u-\(index % 3)", createdAt: TestTime.at(Double(index))), in: store)
+            }
+            let facts = Self.facts("2000000000000060")
+            let results = await withTaskGroup(of: AppleCreditResult?.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        try? await store.creditAppleTransaction(Self.credit(
+                            facts, user: "u-\(index % 4)", outTradeNo: "H\(index % 10)", newOrder: "H-new-\(index)"))
+                    }
+                }
+                var all: [AppleCreditResult?] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            let credited = results.filter { if case .credited = $0 { true } else { false } }
+            #expect(credited.count == 1)
+            #expect(results.allSatisfy { $0 != nil })
+            let paid = try await store.orders(appleTransactionID: "2000000000000060")
+            #expect(paid.count == 1)
+            for result in results {
+                if case .alreadyCredited(let order, _) = result { #expect(order.outTradeNo == paid.first?.outTradeNo) }
+            }
+            #expect(try await store.outboxEvents(try #require(paid.first).outTradeNo).count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func theDatabaseItselfRefusesASecondOrderForOneTransaction(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
+            try await Fixture.create(Self.appleOrder("J1"), in: store)
+            try await Fixture.create(Self.appleOrder("J2", user: "u-b"), in: store)
+            _ = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000070"), user: "u-a"))
+            // Whatever code runs against the database: the orders' unique index, the ledger's set-once
+            // order, the append-only ledger, the door's own column never rewritten.
+            #expect(await database.execute("UPDATE orders SET apple_transaction_id = '2000000000000070' WHERE out_trade_no = 'J2'") == false)
+            #expect(await database.execute("UPDATE apple_transactions SET out_trade_no = 'J2' WHERE transaction_id = '2000000000000070'") == false)
+            #expect(await database.execute("DELETE FROM apple_transactions") == false)
+            #expect(await database.execute("UPDATE orders SET apple_transaction_id = '2000000000000099' WHERE out_trade_no = 'J1'") == false)
+            #expect(await database.execute("UPDATE orders SET app_account_token = NULL WHERE out_trade_no = 'J2'") == false)
+            #expect(try await store.order("J2")?.state == .notPay)
+            #expect(try await store.orders(appleTransactionID: "2000000000000070").map(\.outTradeNo) == ["J1"])
+            // Through the door as well: a transition carrying a transaction another order holds.
+            do throws(StorageError) {
+                _ = try await store.transition(
+                    "J2", to: .success, from: OrderState.open, at: TestTime.at(50),
+                    apple: AppleTransactionFields(transactionID: "2000000000000070", originalTransactionID: "2000000000000070",
+                                                  environment: "Production"))
+                Issue.record("the unique index must refuse it")
+            } catch {
+                #expect(error == .constraint)
+            }
+            #expect(try await store.order("J2")?.state == .notPay)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aTokenNamesOneOrder(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("K1", token: token), in: store)
+            do throws(StorageError) {
+                _ = try await store.create(Self.appleOrder("K2", token: token), event: Fixture.created)
+                Issue.record("a second order with the same token must be refused")
+            } catch {
+                #expect(error == .constraint)
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aNotificationIsRecordedOncePerUUID(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let record = AppStoreNotificationRecord(
+                notificationUUID: "6f0c3b2e-0000-4000-8000-000000000001", notificationType: "ONE_TIME_CHARGE", subtype: nil,
+                environment: "Production", transactionID: "2000000000000080", signedDate: TestTime.at(1),
+                receivedAt: TestTime.at(2), outcome: "credited")
+            #expect(try await store.appStoreNotification(record.notificationUUID) == nil)
+            #expect(try await store.recordAppStoreNotification(record))
+            var again = record
+            again.outcome = "something else"
+            #expect(try await store.recordAppStoreNotification(again) == false)
+            #expect(try await store.appStoreNotification(record.notificationUUID) == record)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func refundAnchorsNameOneTransactionPerUserAndEnvironment(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for (index, user) in ["u-a", "u-a", "u-b"].enumerated() {
+                try await Fixture.create(Self.appleOrder("L\(index)", user: user, createdAt: TestTime.at(Double(index))), in: store)
+                _ = try await store.creditAppleTransaction(Self.credit(Self.facts("200000000000009\(index)"), user: user))
+            }
+            let anchors = try await store.appleRefundAnchors(paidSince: TestTime.t0, limit: 10)
+            #expect(anchors.map(\.userID) == ["u-a", "u-b"])
+            #expect(anchors.first?.transactionID == "2000000000000091")
+            #expect(try await store.appleRefundAnchors(paidSince: TestTime.at(31), limit: 10).isEmpty)
+            // WeChat orders stay WeChat's.
+            try await Fixture.create(Fixture.order("W1"), in: store)
+            #expect(try await store.order("W1")?.channel == .wechat)
+        }
+    }
+}
