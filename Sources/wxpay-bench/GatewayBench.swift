@@ -38,6 +38,10 @@ enum GatewayBench {
         var token = "client"
         /// App users the creates are spread over (each a token minted before the clock starts).
         var users = 1000
+        /// `wakeup`: the instance the notifies go to (the waits are held on `url`), and how many
+        /// waits are held at once.
+        var notifyURL = ""
+        var batch = 100
     }
 
     static let clientToken = "demo-client-token"
@@ -58,6 +62,7 @@ enum GatewayBench {
             case "create": try create(options)
             case "notify": try notify(options)
             case "wait": try await GatewayWaitLoad.run(options)
+            case "wakeup": try await GatewayWakeupBench.run(options)
             default: return usage()
             }
             return 0
@@ -104,7 +109,7 @@ enum GatewayBench {
             status == 201 && contains(body, prepay) && contains(body, appParams)
         }
         try Result(outcome, name: options.token == "client" ? "create" : "create-\(options.token)", expected: options.orders)
-            .report(unit: "orders created/s (201, through unifiedorder to the simulator and the SQLite commit)")
+            .report(unit: "orders created/s (201, through unifiedorder to the simulator and the store's commit)")
     }
 
     private static func notify(_ options: Options) throws {
@@ -167,12 +172,21 @@ enum GatewayBench {
         var description: String
     }
 
+    /// `--url` names one instance, or several separated by commas (same host): the connections are
+    /// spread over them.
     private static func loadGenerator(_ options: Options) throws -> (GatewayLoadGenerator, host: String) {
-        guard let parsed = URL(string: options.url), let host = parsed.host, let port = parsed.port,
-              parsed.scheme == "http"
-        else { throw Failed(description: "--url must be http://IPv4:PORT") }
-        return (GatewayLoadGenerator(host: host, port: UInt16(port), connections: options.concurrency,
-                                     timeout: options.timeout), "\(host):\(port)")
+        var host = ""
+        var ports: [UInt16] = []
+        for base in options.url.split(separator: ",") {
+            guard let parsed = URL(string: String(base)), let name = parsed.host, let port = parsed.port,
+                  parsed.scheme == "http", host.isEmpty || host == name
+            else { throw Failed(description: "--url must be http://IPv4:PORT[,http://IPv4:PORT…] on one host") }
+            host = name
+            ports.append(UInt16(port))
+        }
+        guard !ports.isEmpty else { throw Failed(description: "--url is empty") }
+        return (GatewayLoadGenerator(host: host, ports: ports, connections: options.concurrency,
+                                     timeout: options.timeout), host)
     }
 
     private static func contains(_ body: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
@@ -182,9 +196,10 @@ enum GatewayBench {
     // MARK: Arguments
 
     private static func usage() -> Int32 {
-        print("usage: wxpay-bench gateway create|notify|wait --url BASE [--orders N] [--prefix P] [--concurrency C]")
+        print("usage: wxpay-bench gateway create|notify|wait|wakeup --url BASE[,BASE…] [--orders N] [--prefix P] [--concurrency C]")
         print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
         print("                                              [--token client|client-catalog|app] [--users N]")
+        print("                                              [--notify-url BASE] [--batch N]   (wakeup)")
         return 64
     }
 
@@ -195,6 +210,8 @@ enum GatewayBench {
             let value = iterator.next() ?? ""
             switch argument {
             case "--url": options.url = value
+            case "--notify-url": options.notifyURL = value
+            case "--batch": options.batch = Int(value) ?? 0
             case "--orders": options.orders = Int(value) ?? 0
             case "--concurrency": options.concurrency = Int(value) ?? 0
             case "--prefix": options.prefix = value

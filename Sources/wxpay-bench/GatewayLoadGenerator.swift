@@ -42,7 +42,9 @@ struct GatewayLoadGenerator {
     }
 
     let host: String
-    let port: UInt16
+    /// The instances' ports: connection `i` goes to `ports[i % ports.count]`, so several gateway
+    /// instances share the load as behind a round-robin balancer.
+    let ports: [UInt16]
     let connections: Int
     let timeout: Double
 
@@ -57,7 +59,7 @@ struct GatewayLoadGenerator {
         var pool: [Connection] = []
         defer { pool.forEach { $0.close() } }
         for slot in 0..<min(connections, requests.count) {
-            let connection = try Connection(host: host, port: port, poller: poller, slot: slot)
+            let connection = try Connection(host: host, port: ports[slot % ports.count], poller: poller, slot: slot)
             pool.append(connection)
         }
         let events = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * GatewayEpoll.eventSize, alignment: 8)

@@ -20,6 +20,11 @@ struct BatteryForgedNotifyTests {
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
         let paid = try rig.simulator.pay(outTradeNo: "forge-0002")
         #expect(await Battery.eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
+        // And WeChat has its answer, with no retry left to send: a retry of a reply that was slow
+        // (a loaded machine) lands as a duplicate, whose timeline row is not the forgeries' doing.
+        #expect(await Battery.eventually(timeout: 120) {
+            rig.simulator.pendingNotifies == 0 && rig.simulator.counters.notifiesAcknowledged >= 1
+        })
         let genuine = String(decoding: Battery.genuineNotify(paid, nonce: "replayed"), as: UTF8.self)
         let key = APIKey(GatewayConfiguration.demoKey)
         let resign: (inout Fields) -> Void = { $0["sign"] = Signer(key: key).signature(for: $0, type: .hmacSHA256) }

@@ -53,7 +53,8 @@ final class ServedGateway: Sendable {
         return environment
     }
 
-    /// Starts `serve` and waits (up to 60 s) for its banner; throws with its output if it exits.
+    /// Starts `serve` and waits (up to 3 minutes: a loaded machine took over 60 s) for its banner;
+    /// throws with its output if it exits.
     static func start(environment extra: [String: String] = [:], arguments: [String] = demoArguments) async throws
         -> ServedGateway
     {
@@ -63,7 +64,7 @@ final class ServedGateway: Sendable {
                          "GATEWAY_LOG_LEVEL": "notice", "GATEWAY_RECONCILE_INTERVAL": "0"]
         for (name, value) in extra { variables[name] = value }
         let process = try launch(arguments, variables: variables, output: directory)
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(180)
         while ContinuousClock.now < deadline {
             let output = read(directory, "out")
             if let base = line(after: "listening on ", in: output)?.split(separator: " ").first {

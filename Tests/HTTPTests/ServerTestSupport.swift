@@ -48,7 +48,8 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
 }
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(60), _ condition: @Sendable () async -> Bool) async -> Bool {
+// Three minutes: at load 60+ other suites held the cooperative pool long enough to starve a minute.
+func eventually(timeout: Duration = .seconds(180), _ condition: @Sendable () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
@@ -234,7 +235,10 @@ func rawRequest(_ address: HTTPServerSocketAddress, _ head: String, body: [UInt8
 func urlSessionRequest(_ request: URLRequest, session: URLSession = .shared) async throws -> (
     Int, [String: String], Data
 ) {
-    try await withCheckedThrowingContinuation { continuation in
+    // URLSession's own 60 s timed out (-1001) on a machine at load 60+; a hung server still fails.
+    var request = request
+    request.timeoutInterval = max(request.timeoutInterval, 300)
+    return try await withCheckedThrowingContinuation { continuation in
         let task = session.dataTask(with: request) { data, response, error in
             if let error {
                 continuation.resume(throwing: error)

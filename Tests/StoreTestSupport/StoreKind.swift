@@ -31,7 +31,10 @@ public enum TestPostgres {
     /// `application_name`, so a test can find (and cut) exactly its own connections.
     public static func url(schema: String, base: String? = nil) -> String? {
         guard let url = base ?? url else { return nil }
+        // connect_timeout: a shared machine at load 100+ took over the stores' default 5 s to start
+        // a server process for a new connection, which a test then saw as database_unavailable.
         return url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema + "&application_name=" + schema
+            + "&connect_timeout=60"
     }
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1, T2, T4, T6, T7, T9, T11, T12, T13, and P1) against the real gateway process.
+"""The reliability battery (T1, T2, T4, T6, T7, T9, T10, T11, T12, T13, and P1) against the real gateway process.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T10|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
 """
 import argparse
 import calendar
@@ -16,6 +16,7 @@ import threading
 import time
 
 import checker
+import ios
 import refunds
 from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
                  payment_notify)
@@ -158,10 +159,13 @@ def t2(rig, scale, seed, result):
         return sum(g.kills for g in gateways)
 
     def killer():
-        while not done.is_set() and total_kills() < kills and time.monotonic() < deadline:
+        # Runs until the orders are all in: once the kill count is reached it stops killing but
+        # still brings back every instance a named crash point takes down (else a crash point could
+        # leave no instance up, and the creates would wait for nothing until the deadline).
+        while not done.is_set() and time.monotonic() < deadline:
             time.sleep(rng.uniform(0.1, 0.8))
             victim = rng.choice(gateways)
-            if victim.proc.poll() is None:   # else a named crash point already killed it
+            if total_kills() < kills and victim.proc.poll() is None:   # else a crash point already killed it
                 victim.kill()
             # Every instance a crash point took down comes back too; the others kept serving.
             for gateway in gateways:
@@ -192,7 +196,8 @@ def t2(rig, scale, seed, result):
     while_down = set(numbers[-max(1, orders // 10):])
     created = sum(1 for ok in parallel(numbers, create_and_pay, workers=8, deadline=deadline) if ok)
     # Keep killing until the kill count is reached, with the notifies and the sweeps in flight.
-    killing.join(timeout=max(0, deadline - time.monotonic()))
+    while total_kills() < kills and time.monotonic() < deadline:
+        time.sleep(0.1)
     done.set()
     killing.join()
     run_kills = [gateway.kills for gateway in gateways]
@@ -732,7 +737,7 @@ def p1(rig, scale, seed, result):
 
 
 # ------------------------------------------------------------------------------------------------
-TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **refunds.TESTS, "P1": p1}
+TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **ios.TESTS, **refunds.TESTS, "P1": p1}
 
 
 def run_one(name, scale, seed, store="sqlite"):

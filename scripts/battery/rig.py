@@ -391,8 +391,9 @@ class Rig:
         return self.balancer
 
     def gateway(self, reconcile_interval=1, reconcile_after=2, fulfilment=True, extra=None, binary=BINARY,
-                notify_url=None):
-        port = free_port()
+                notify_url=None, port=None):
+        """`port`: one chosen before (T10: the App Store simulator posts its notifications there)."""
+        port = port or free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WXPAY_", "GATEWAY_"))}
         env.update({
             "WXPAY_MCH_ID": MCH_ID, "WXPAY_APP_ID": APP_ID, "WXPAY_API_KEY": API_KEY,
