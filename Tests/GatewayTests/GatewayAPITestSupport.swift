@@ -22,6 +22,8 @@ final class GatewayRig: Sendable {
         var status: Int
         var body: [UInt8]
         var headers: [String: String]
+        /// Every Set-Cookie header, in order (`headers` keeps one value per name).
+        var setCookies: [String] = []
         var json: [String: Any] { GatewayHarness.object(body) }
         var error: [String: Any]? { json["error"] as? [String: Any] }
     }
@@ -134,7 +136,8 @@ final class GatewayRig: Sendable {
             let response = await router.respond(to: request)
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         case .sockets:
             // Minutes, not seconds: with the whole suite running beside four other sessions (load
             // 50-90 on two cores) correct requests took over 40 s. A wait is at most 30 s.
@@ -143,7 +146,8 @@ final class GatewayRig: Sendable {
                 body: bytes, timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         }
     }
 

@@ -33,6 +33,9 @@ public final class OrderService: Sendable {
     let refundService = Mutex<RefundService?>(nil)
     /// iOS purchases (IAP/OrderService+IAP.swift), once an `IAPService` attached itself.
     let iapService = Mutex<IAPService?>(nil)
+    /// The audit log and the support console (Audit/, Console/), once attached.
+    let auditLog = Mutex<AuditLog?>(nil)
+    let consoleService = Mutex<Console?>(nil)
     var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
     /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
@@ -410,18 +413,27 @@ public final class OrderService: Sendable {
     /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
     /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
     public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        try await viewJSON(try await recheckOrder(outTradeNo).order)
+    }
+
+    /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
+    /// answer WeChat (or the App Store) gave is the next `orderquery` (or `orderquery_failed`)
+    /// entry. `requestedBy` names who asked, in that event (`support`, or a console user).
+    func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
+        -> (order: OrderRecord, request: OrderEvent?)
+    {
         guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
-        _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
+        let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
         if found.channel == .apple {
             // The App Store is asked instead of WeChat (IAP/IAPService+Support.swift).
-            guard let iap else { return try await viewJSON(found) }
-            return try await viewJSON(await iap.recheck(found))
+            guard let iap else { return (found, request ?? nil) }
+            return (await iap.recheck(found), request ?? nil)
         }
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
-        return try await viewJSON(order)
+        return (order, request ?? nil)
     }
 
     // MARK: - Helpers
