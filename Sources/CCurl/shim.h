@@ -44,6 +44,11 @@ static inline CURLcode wxpay_curl_setopt_data_callback(CURL *_Nonnull h, CURLopt
                                                        wxpay_curl_data_callback _Nullable f) {
     return curl_easy_setopt(h, o, f);
 }
+// The read callback has the same shape; the seek callback (CURLOPT_SEEKFUNCTION) its own.
+typedef int (*wxpay_curl_seek_callback)(void *_Nullable, curl_off_t, int);
+static inline CURLcode wxpay_curl_setopt_seek_callback(CURL *_Nonnull h, wxpay_curl_seek_callback _Nullable f) {
+    return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, f);
+}
 static inline CURLMcode wxpay_curl_multi_setopt_long(CURLM *_Nonnull m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }

@@ -21,10 +21,21 @@ public struct EndpointFaults: Codable, Sendable, Hashable {
     public var resetRate: Double = 0
     /// Seconds added before answering.
     public var latency: Double = 0
+    /// Hold the connection `timeoutSeconds` and close it without answering (the request took
+    /// effect): the caller's own timeout fires first, as when WeChat or the path to it hangs.
+    public var timeoutRate: Double = 0
+    /// How long a timed-out answer is held. Default 15 s, past the 10 s most clients wait.
+    public var timeoutSeconds: Double = 15
+    /// Answer, correctly signed, about another order than the one asked about (an orderquery
+    /// answer is the other order's whole status, a paid one's when there is one; other answers
+    /// naming an `out_trade_no` get the other order's number): what a proxy or a connection pool
+    /// that mixes up answers produces. Only answers that name an order can carry it.
+    public var otherOrderRate: Double = 0
 
     public init(
         systemErrorRate: Double = 0, http5xxRate: Double = 0, truncatedRate: Double = 0, nonUTF8Rate: Double = 0,
-        badSignatureRate: Double = 0, missingSignatureRate: Double = 0, resetRate: Double = 0, latency: Double = 0
+        badSignatureRate: Double = 0, missingSignatureRate: Double = 0, resetRate: Double = 0, latency: Double = 0,
+        timeoutRate: Double = 0, timeoutSeconds: Double = 15, otherOrderRate: Double = 0
     ) {
         self.systemErrorRate = systemErrorRate
         self.http5xxRate = http5xxRate
@@ -34,6 +45,9 @@ public struct EndpointFaults: Codable, Sendable, Hashable {
         self.missingSignatureRate = missingSignatureRate
         self.resetRate = resetRate
         self.latency = latency
+        self.timeoutRate = timeoutRate
+        self.timeoutSeconds = timeoutSeconds
+        self.otherOrderRate = otherOrderRate
     }
 
     var isEmpty: Bool { self == EndpointFaults() }
@@ -59,7 +73,7 @@ public struct FaultPlan: Codable, Sendable, Hashable {
 extension EndpointFaults {
     private enum CodingKeys: String, CodingKey {
         case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
-             resetRate, latency
+             resetRate, latency, timeoutRate, timeoutSeconds, otherOrderRate
     }
 
     public init(from decoder: any Decoder) throws {
@@ -72,7 +86,10 @@ extension EndpointFaults {
             badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
             missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
             resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
-            latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0)
+            latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
+            timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
+            timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 15,
+            otherOrderRate: try c.decodeIfPresent(Double.self, forKey: .otherOrderRate) ?? 0)
     }
 }
 

@@ -106,6 +106,11 @@ public struct LoggedRequest: Sendable {
 public struct SimulatorCounters: Sendable, Codable {
     public var requests: [String: Int] = [:]
     public var faultsInjected: [String: Int] = [:]
+    /// The same faults by API path, then kind (what a merchant's per-endpoint metrics should add up to).
+    public var faultsByEndpoint: [String: [String: Int]] = [:]
+    /// Signed business failures answered (`result_code=FAIL`), by err_code, injected ones apart:
+    /// e.g. `OUT_TRADE_NO_USED`, which a merchant repeating its requests exactly never causes.
+    public var businessFailures: [String: Int] = [:]
     public var reusedNonces = 0
     public var paymentsMade = 0
     public var notifyAttempts = 0

@@ -27,14 +27,18 @@ public struct SimulatorResponse: Sendable {
     public var delay: Double
     /// Close the connection instead of answering (injected reset).
     public var resetConnection: Bool
+    /// Close the connection without answering after `delay` seconds, by which time the caller
+    /// should have given up (an injected timeout); an in-process caller gets a timeout error.
+    public var timesOut: Bool
 
     public init(status: Int = 200, body: [UInt8], contentType: String = "text/xml; charset=utf-8",
-                delay: Double = 0, resetConnection: Bool = false) {
+                delay: Double = 0, resetConnection: Bool = false, timesOut: Bool = false) {
         self.status = status
         self.body = body
         self.contentType = contentType
         self.delay = delay
         self.resetConnection = resetConnection
+        self.timesOut = timesOut
     }
 }
 

@@ -27,7 +27,7 @@ public enum SimulatorRoutes {
                         method: request.method.rawValue, path: path, body: request.body,
                         clientCertificateVerified: request.hasVerifiedClientCertificate))
                     if response.delay > 0 { try? await Task.sleep(for: .seconds(response.delay)) }
-                    if response.resetConnection { return .connectionAborted }
+                    if response.resetConnection || response.timesOut { return .connectionAborted }
                     return HTTPServerResponse(status: response.status, headers: ["Content-Type": response.contentType],
                                               body: response.body)
                 }

@@ -3,8 +3,9 @@ import Foundation
 import WeChatPay
 
 /// The simulator as a `WeChatPayTransport`, with no socket in between: the in-process half of
-/// "one test body, two transports". Injected latency is slept in real time and an injected reset
-/// becomes the transport error a dropped connection gives.
+/// "one test body, two transports". Injected latency is slept in real time, an injected reset
+/// becomes the transport error a dropped connection gives, and an injected timeout the one a
+/// client gets when it stops waiting (after the fault's `timeoutSeconds`).
 public struct SimulatorTransport: WeChatPayTransport {
     public let simulator: WeChatPaySimulator
     /// Whether requests count as carrying a verified client certificate (as a correctly configured
@@ -23,6 +24,7 @@ public struct SimulatorTransport: WeChatPayTransport {
         if response.delay > 0 {
             do { try await Task.sleep(for: .seconds(response.delay)) } catch { throw TransportError(kind: .timeout, mayHaveBeenDelivered: true) }
         }
+        if response.timesOut { throw TransportError(kind: .timeout, mayHaveBeenDelivered: true) }
         if response.resetConnection { throw TransportError(kind: .connectionReset, mayHaveBeenDelivered: true) }
         return TransportResponse(status: response.status, body: response.body)
     }

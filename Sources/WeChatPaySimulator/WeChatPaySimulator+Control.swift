@@ -105,6 +105,8 @@ extension WeChatPaySimulator {
             let sandbox = books.sandbox.counters
             merged.requests.merge(sandbox.requests, uniquingKeysWith: +)
             merged.faultsInjected.merge(sandbox.faultsInjected, uniquingKeysWith: +)
+            merged.businessFailures.merge(sandbox.businessFailures, uniquingKeysWith: +)
+            merged.faultsByEndpoint.merge(sandbox.faultsByEndpoint) { $0.merging($1, uniquingKeysWith: +) }
             merged.reusedNonces += sandbox.reusedNonces
             merged.paymentsMade += sandbox.paymentsMade
             return merged

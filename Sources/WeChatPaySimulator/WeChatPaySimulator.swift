@@ -91,7 +91,7 @@ public final class WeChatPaySimulator: Sendable {
         } catch {
             response = SimulatorResponse(body: encode(ResponseEnvelope.protocolFailure(message: error.message)))
         }
-        return inject(book.faults.faults(for: request.path), into: response, book: &book)
+        return inject(book.faults.faults(for: request.path), into: response, path: request.path, book: &book)
     }
 
     /// Whether `/secapi/` requests must present a verified client certificate. The HTTP front turns
@@ -161,6 +161,7 @@ public final class WeChatPaySimulator: Sendable {
                 business, appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
                 signer: signer, signType: envelope.signType)))
         } catch {
+            book.counters.businessFailures[error.code, default: 0] += 1
             return SimulatorResponse(body: encode(ResponseEnvelope.businessFailure(
                 WeChatPayErrorCode(rawValue: error.code), description: error.description,
                 appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,

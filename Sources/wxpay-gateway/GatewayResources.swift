@@ -11,7 +11,7 @@ struct GatewayResources {
     let configuration: GatewayConfiguration
     let logger: Logger
     /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore
+    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
     let client: HTTPClient
 
     /// An exit status with its message already printed.
@@ -35,7 +35,7 @@ struct GatewayResources {
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler())
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore
+    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
         do {
             store = try await openStore(configuration)
         } catch {
@@ -51,7 +51,7 @@ struct GatewayResources {
         }
     }
 
-    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & IAPStore {
+    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore {
         switch configuration.database {
         case .sqlite(let path):
             try await SQLiteOrderStore.open(path: path)

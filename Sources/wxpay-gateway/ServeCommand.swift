@@ -70,6 +70,15 @@ enum ServeCommand {
             await resources.close()
             return ExitStatus.configuration
         }
+        // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
+        // what can change without a restart (the catalog file, the console's users).
+        let reloads = ReloadHooks()
+        guard let consoleBanner = await startConsole(configuration, service: service, store: store, reloads: reloads,
+                                                     logger: logger)
+        else {
+            await resources.close()
+            return ExitStatus.configuration
+        }
         var router = HTTPRouter()
         GatewayAPI(service: service, logger: logger).register(in: &router)
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
@@ -104,14 +113,12 @@ enum ServeCommand {
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
             appStore?.listening(at: base)
         }
-        FileHandle.standardOutput.write(Data(banner(configuration, base: base).utf8))
+        FileHandle.standardOutput.write(Data((banner(configuration, base: base) + consoleBanner.line(base: base)).utf8))
         logger.notice("listening", ["address": base, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
         let appStoreNotifyLoop = appStore?.simulator.map { simulator in Task { await simulator.run() } }
-        // SIGHUP re-reads what can change without a restart (the catalog file).
-        let reloads = ReloadHooks()
         service.addReloadHooks(to: reloads)
         Signals.onHangUp { Task { await reloads.fire() } }
         var services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,

@@ -9,6 +9,7 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "serve": { await ServeCommand.run($0) },
     "reconcile": { await ReconcileCommand.run($0) },
     "app-token": { AppTokenCommand.run($0) },
+    "console-user": { ConsoleUserCommand.run($0) },
     "appstore": { AppStoreCommand.run($0) },
     "simulate-appstore": { await SimulateAppStoreCommand.run($0) },
 ]
@@ -23,6 +24,7 @@ func usage() -> String {
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
+      console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
       appstore  verify App Store signed data (appstore verify) or make a Server API token (appstore token)
       simulate-appstore  run the App Store simulator (Server API, verifyReceipt, notifications) on a port

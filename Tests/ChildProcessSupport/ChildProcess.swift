@@ -15,6 +15,8 @@ import Glibc
 /// never holds a pipe open that some other test reads to its end.
 public final class ChildProcess: @unchecked Sendable {
     public let pid: pid_t
+    /// Whether the child leads its own process group (`init(…ownGroup:)`).
+    public let ownGroup: Bool
     private var status: Int32?
     private let lock = NSLock()
     /// The write end of the child's standard input, for `.pipe`; closing it is the child's EOF.
@@ -38,11 +40,22 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` (looked up on PATH when it has no slash) with `arguments`, the whole
     /// `environment`, standard input from /dev/null and output appended to `output` and `errors`.
+    ///
+    /// With `ownGroup`, the child leads a process group of its own (its pid), so `sendToGroup`
+    /// reaches what it starts too: a chromedriver's browsers, which outlive it otherwise.
     public init(_ executable: String, _ arguments: [String], environment: [String: String], input: Input = .none,
-                output: String, errors: String, directory: String? = nil) throws {
+                output: String, errors: String, directory: String? = nil, ownGroup: Bool = false) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        self.ownGroup = ownGroup
         var pipeEnds: [Int32] = [-1, -1]
         switch input {
         case .none:
@@ -67,8 +80,8 @@ public final class ChildProcess: @unchecked Sendable {
         }
         var pid: pid_t = 0
         let code = executable.contains("/")
-            ? posix_spawn(&pid, executable, &actions, nil, argv, envp)
-            : posix_spawnp(&pid, executable, &actions, nil, argv, envp)
+            ? posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+            : posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
         if pipeEnds[0] >= 0 { close(pipeEnds[0]) }
         guard code == 0 else {
             if pipeEnds[1] >= 0 { close(pipeEnds[1]) }
@@ -128,6 +141,13 @@ public final class ChildProcess: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if status == nil { kill(pid, signal) }
+    }
+
+    /// Sends `signal` to the child's whole process group (`ownGroup`), whatever is left of it:
+    /// the processes it started may outlive it.
+    public func sendToGroup(_ signal: Int32) {
+        precondition(ownGroup, "the child was not started in a group of its own")
+        kill(-pid, signal)
     }
 
     /// Waits (polling, without blocking a cooperative thread) up to `timeout`, then kills it.

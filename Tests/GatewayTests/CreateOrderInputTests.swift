@@ -56,6 +56,20 @@ struct CreateOrderInputTests {
         }
     }
 
+    /// Found by the battery's T5: the first of two "amount" members silently won.
+    @Test func aMemberNameGivenTwiceIsRefusedAtAnyDepth() {
+        for body in [#"{"amount":990,"description":"d","client_ip":"1.2.3.4","amount":1}"#,
+                     #"{"amount":990,"description":"d","description":"e","client_ip":"1.2.3.4"}"#,
+                     #"{"amount":990,"description":"d","client_ip":"1.2.3.4","attach":"x","x":{"a":1,"a":2}}"#] {
+            do {
+                _ = try parse(body)
+                Issue.record("accepted \(body)")
+            } catch {
+                #expect(error.code == "invalid_request" && error.message == "the body gives a member name twice")
+            }
+        }
+    }
+
     @Test func theDigestSeparatesDifferentParameterSets() throws {
         let a = try parse(#"{"amount":1,"description":"ab","client_ip":"1.2.3.4","attach":"c"}"#)
         let b = try parse(#"{"amount":1,"description":"a","client_ip":"1.2.3.4","attach":"bc"}"#)

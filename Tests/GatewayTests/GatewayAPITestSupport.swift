@@ -22,6 +22,8 @@ final class GatewayRig: Sendable {
         var status: Int
         var body: [UInt8]
         var headers: [String: String]
+        /// Every Set-Cookie header, in order (`headers` keeps one value per name).
+        var setCookies: [String] = []
         var json: [String: Any] { GatewayHarness.object(body) }
         var error: [String: Any]? { json["error"] as? [String: Any] }
     }
@@ -114,9 +116,14 @@ final class GatewayRig: Sendable {
     /// One request to the gateway, by whichever path this rig uses.
     func send(_ method: HTTPMethod, _ path: String, token: String? = GatewayRig.client, body: String? = nil,
               headers: [String: String] = [:]) async throws -> Response {
+        try await send(method, path, token: token, bytes: Array((body ?? "").utf8), headers: headers)
+    }
+
+    /// One request with a body of any bytes (not necessarily UTF-8).
+    func send(_ method: HTTPMethod, _ path: String, token: String? = GatewayRig.client, bytes: [UInt8],
+              headers: [String: String] = [:]) async throws -> Response {
         var allHeaders = headers
         if let token { allHeaders["Authorization"] = "Bearer \(token)" }
-        let bytes = Array((body ?? "").utf8)
         switch mode {
         case .inProcess:
             let parts = path.split(separator: "?", maxSplits: 1)
@@ -129,7 +136,8 @@ final class GatewayRig: Sendable {
             let response = await router.respond(to: request)
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         case .sockets:
             // Minutes, not seconds: with the whole suite running beside four other sessions (load
             // 50-90 on two cores) correct requests took over 40 s. A wait is at most 30 s.
@@ -138,7 +146,8 @@ final class GatewayRig: Sendable {
                 body: bytes, timeouts: .init(connect: .seconds(60), total: .seconds(180))))
             var flat: [String: String] = [:]
             for field in response.headers { flat[field.name] = field.value }
-            return Response(status: response.status, body: response.body, headers: flat)
+            return Response(status: response.status, body: response.body, headers: flat,
+                            setCookies: response.headers.values(for: "Set-Cookie"))
         }
     }
 

@@ -108,6 +108,10 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, str(answered_before).encode())
         elif self.path == "/client-cert":
             self.send_client_cert()
+        elif self.path == "/drop":
+            # Read the request, then close without a byte of answer (a peer that dropped it).
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
         elif self.path.startswith("/inspect/"):
             summary = "%s %s %s\n" % (self.command, self.path, self.headers.get("Content-Type", ""))
             self.send(200, summary.encode() + body)

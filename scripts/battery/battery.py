@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1, T2, T4, T6, T7, T9, T10, T11, T12, T13, and P1) against the real gateway process.
+"""The reliability battery (T1–T13 and P1) against the real gateway process. T3, T5 and T8
+are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T10 in ios.py, T11–T13 in
+refunds.py, each with its own TESTS table.
 
-usage: scripts/battery/run [T1|T2|T4|T6|T7|T9|T10|T11|T12|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+usage: scripts/battery/run [T1|…|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
 """
 import argparse
 import calendar
@@ -18,6 +20,9 @@ import time
 import checker
 import ios
 import refunds
+import t3_upstream_faults
+import t5_hostile
+import t8_polling_churn
 from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
                  payment_notify)
 
@@ -738,6 +743,8 @@ def p1(rig, scale, seed, result):
 
 # ------------------------------------------------------------------------------------------------
 TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **ios.TESTS, **refunds.TESTS, "P1": p1}
+for module in (t3_upstream_faults, t5_hostile, t8_polling_churn):
+    TESTS.update(module.TESTS)
 
 
 def run_one(name, scale, seed, store="sqlite"):

@@ -90,6 +90,11 @@ class Client:
 
     def request(self, base, method, path, body=None, headers=None, token=None):
         """(status, bytes); status 0 when the connection failed (the gateway may be down)."""
+        status, payload, _ = self.exchange(base, method, path, body=body, headers=headers, token=token)
+        return status, payload
+
+    def exchange(self, base, method, path, body=None, headers=None, token=None):
+        """(status, bytes, headers with lowercase names); status 0 when the connection failed."""
         secure = base.startswith("https://")
         host, port = base.replace("https://", "").replace("http://", "").split(":")
         conns = getattr(self.local, "conns", None)
@@ -111,11 +116,17 @@ class Client:
                 if response.getheader("Connection", "").lower() == "close":
                     conn.close()
                     conns.pop(base, None)
-                return response.status, payload
+                return response.status, payload, {k.lower(): v for k, v in response.getheaders()}
             except (OSError, http.client.HTTPException):
                 conn.close()
                 conns.pop(base, None)
-        return 0, b""
+        return 0, b"", {}
+
+    def close_all(self):
+        """Closes this thread's keep-alive connections (before counting the gateway's sockets)."""
+        for conn in getattr(self.local, "conns", {}).values():
+            conn.close()
+        self.local.conns = {}
 
     def json(self, base, method, path, body=None, token=None):
         status, payload = self.request(base, method, path,
@@ -505,6 +516,14 @@ class Rig:
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
                 "AND table_type = 'BASE TABLE' AND table_name <> 'battery_claims'")]
         return [row[0] for row in self.sql("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+
+    def columns(self, table):
+        """The names of a table's columns."""
+        if self.store == "postgres":
+            return [row[0] for row in self.sql(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                f"AND table_name = '{table}'")]
+        return [row[1] for row in self.sql(f'PRAGMA table_info("{table}")')]
 
     def restart_database(self, crash=False):
         """Restarts the PostgreSQL server (`crash`: immediate stop, recovery from the WAL at start)."""

@@ -48,9 +48,15 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     static func upstreamRejected(_ wechatCode: String, _ message: String) -> APIError {
         APIError(status: 502, code: "upstream_rejected", message: message, wechatCode: wechatCode)
     }
+    /// WeChat failed in a way the same request may get past (a timeout, a reset, SYSTEMERROR, a
+    /// garbled or badly signed answer) and the gateway's own repeats did not: the client retries
+    /// the identical request after `retry_after` seconds, which is what makes a retry safe to ask for.
     static let upstreamUnavailable = APIError(
         status: 503, code: "upstream_unavailable",
-        message: "WeChat Pay could not be reached or kept failing; retrying the same request is safe")
+        message: "WeChat Pay could not be reached or kept failing; retrying the same request is safe",
+        retryAfter: upstreamRetryAfter)
+    /// Seconds a client waits before repeating a request that got `upstream_unavailable`.
+    static let upstreamRetryAfter = 1
     static let databaseUnavailable = APIError(
         status: 503, code: "database_unavailable",
         message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)

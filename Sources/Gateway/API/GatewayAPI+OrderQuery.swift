@@ -40,11 +40,16 @@ extension GatewayAPI {
         } catch {
             return reply(Self.error(error))
         }
+        let audited = caller.scopes.contains(.support)
         service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner) { answer in
-            switch answer {
-            case .success(let body): reply(Self.json(body))
-            case .failure(let error): reply(Self.error(error))
-            }
+            let (response, outcome): (HTTPServerResponse, String) =
+                switch answer {
+                case .success(let body): (Self.json(body), "ok")
+                case .failure(let error): (Self.error(error), error.code)
+                }
+            guard audited else { return reply(response) }
+            // Support's reads are on record before they are answered (Audit/GatewayAPI+Audit.swift).
+            Task { reply(await self.auditSupportCall(request, caller: caller, outcome: outcome) ?? response) }
         }
     }
 }

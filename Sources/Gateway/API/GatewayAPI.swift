@@ -93,6 +93,8 @@ public struct GatewayAPI: Sendable {
         registerApp(in: &router)
         // iOS orders, transaction reports and App Store notifications: GatewayAPI+IAP.swift.
         registerIAP(in: &router)
+        // The support console (404 unless one is attached): Console/GatewayAPI+Console.swift.
+        registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
             await self.service.isReady()
@@ -119,19 +121,29 @@ public struct GatewayAPI: Sendable {
         // above (the benchmarks' level) it would run for every request and write nothing.
         let logsRequests = logger.isEnabled(.info)
         let started = logsRequests ? ContinuousClock.now : nil
-        let response: HTTPServerResponse
+        var response: HTTPServerResponse
         switch authorize(request, scopes: allowed) {
         case .failure(let refused):
             response = Self.error(refused)
         case .success(let caller):
+            var outcome = "ok"
             do {
                 response = try await body(caller)
             } catch let error as APIError {
                 response = Self.error(error)
+                outcome = error.code
             } catch {
                 logger.with("request_id", String(request.requestID))
                     .error("unexpected failure", ["route": request.routeTemplate])
                 response = Self.error(.internalError)
+                outcome = APIError.internalError.code
+            }
+            // Support's calls are on record (Audit/GatewayAPI+Audit.swift); a look that cannot be
+            // recorded is not answered.
+            if allowed.contains(.support), caller.scopes.contains(.support),
+               let refused = await auditSupportCall(request, caller: caller, outcome: outcome)
+            {
+                response = refused
             }
         }
         if let started {

@@ -15,6 +15,9 @@ struct Caller: Sendable, Hashable {
     var scopes: Set<Scope>
     /// The app user (`sub`) of an app token; nil for client and support tokens.
     var appUser: String?
+    /// Who a static token is, for the audit log: `support token 1a2b3c4d` (the first 8 hex digits
+    /// of the token's SHA-256, never the token itself).
+    var tokenName: String?
 }
 
 /// Checks `Authorization: Bearer …`. Client and support tokens are compared with the configured
@@ -31,11 +34,12 @@ struct Authenticator: Sendable {
         case invalid(AppTokenError)
     }
 
-    private let tokens: [(token: [UInt8], scope: Scope)]
+    private let tokens: [(token: [UInt8], scope: Scope, name: String)]
     private let appTokens: AppTokenVerifier?
 
     init(clientTokens: [String], supportTokens: [String], appTokenSecrets: [String] = []) {
-        tokens = clientTokens.map { (Array($0.utf8), .client) } + supportTokens.map { (Array($0.utf8), .support) }
+        tokens = clientTokens.map { (Array($0.utf8), .client, "client token " + Self.fingerprint($0)) }
+            + supportTokens.map { (Array($0.utf8), .support, "support token " + Self.fingerprint($0)) }
         appTokens = appTokenSecrets.isEmpty ? nil : AppTokenVerifier(secrets: appTokenSecrets)
     }
 
@@ -61,10 +65,19 @@ struct Authenticator: Sendable {
         guard presented.count <= 512 else { return nil }
         let bytes = Array(presented)
         var scopes = Set<Scope>()
+        var name: String?
         for entry in tokens where !entry.token.isEmpty && constantTimeEqual(entry.token, bytes) {
             scopes.insert(entry.scope)
+            // A token listed as both is named by its support side: that is what the audit is about.
+            if name == nil || entry.scope == .support { name = entry.name }
         }
-        return scopes.isEmpty ? nil : Caller(scopes: scopes)
+        return scopes.isEmpty ? nil : Caller(scopes: scopes, tokenName: name)
+    }
+
+    /// The first 8 hex digits of the token's SHA-256: enough to tell configured tokens apart in
+    /// the audit log, nothing to guess a token from.
+    static func fingerprint(_ token: String) -> String {
+        String(sha256Hex(token).prefix(8))
     }
 }
 

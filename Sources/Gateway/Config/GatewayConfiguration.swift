@@ -92,6 +92,8 @@ public struct GatewayConfiguration: Sendable {
     public var app = AppConfiguration()
     /// Apple In-App Purchase: the iOS app's purchases (GatewayConfiguration+AppStore.swift).
     public var appStore = AppStoreConfiguration()
+    /// The support console: its user file and cookie (GatewayConfiguration+Console.swift).
+    public var console = Console()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -108,11 +110,11 @@ public struct GatewayConfiguration: Sendable {
 
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + databaseVariables
-        + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables
+        + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables + consoleVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks, refundChecks, databaseChecks,
+        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks,
     ]
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws

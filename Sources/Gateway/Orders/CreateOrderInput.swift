@@ -60,12 +60,16 @@ public struct CreateOrderInput: Sendable, Hashable {
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
     }
 
-    /// The members of a body that must be one JSON object.
+    /// The members of a body that must be one JSON object. A name given twice is refused, as in
+    /// app tokens and the catalog: `{"amount":990,…,"amount":1}` means one amount to one reader
+    /// and another to the next (a proxy, a log, the backend's own validation), and the battery's
+    /// T5 found the first silently winning.
     static func members(of body: [UInt8]) throws(APIError) -> [String: JSONValue] {
-        guard let object = try? JSONObjectReader.members(of: body) else {
-            throw .invalid(nil, "the body must be a JSON object")
+        do {
+            return try JSONObjectReader.members(of: body, duplicates: .refused)
+        } catch {
+            throw .invalid(nil, error.duplicateName ? "the body gives a member name twice" : "the body must be a JSON object")
         }
-        return object
     }
 
     static func outTradeNo(_ object: [String: JSONValue]) throws(APIError) -> String? {

@@ -41,7 +41,7 @@ extension OrderService {
             }
         }
         metrics.increment("wxpay_wait_polls_total", ["outcome": "queried"])
-        _ = await refresh(outTradeNo, reason: "wait")
+        _ = await refresh(outTradeNo, reason: "wait", paced: true)
     }
 
     /// How long an instance may take over unifiedorder for an order before another may try: its

@@ -33,6 +33,9 @@ public final class OrderService: Sendable {
     let refundService = Mutex<RefundService?>(nil)
     /// iOS purchases (IAP/OrderService+IAP.swift), once an `IAPService` attached itself.
     let iapService = Mutex<IAPService?>(nil)
+    /// The audit log and the support console (Audit/, Console/), once attached.
+    let auditLog = Mutex<AuditLog?>(nil)
+    let consoleService = Mutex<Console?>(nil)
     var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
     /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
@@ -225,12 +228,13 @@ public final class OrderService: Sendable {
     /// - Parameters:
     ///   - fresh: the answer must come from a query sent now, not one already in flight.
     ///   - includingFinal: ask even when the order is final (a support recheck).
+    ///   - paced: ask only if no orderquery about the order ended within the poll interval (polls).
     @discardableResult
-    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false, includingFinal: Bool = false) async
-        -> OrderRecord?
+    func refresh(_ outTradeNo: String, reason: String, fresh: Bool = false, includingFinal: Bool = false,
+                 paced: Bool = false) async -> OrderRecord?
     {
         let ask = { @Sendable [self] in
-            await self.queryAndSettle(outTradeNo, reason: reason, includingFinal: includingFinal)
+            await self.queryAndSettle(outTradeNo, reason: reason, includingFinal: includingFinal, paced: paced)
         }
         if fresh && upstream.queries.isRunning(outTradeNo) {
             // The query in flight may have left before the news that prompted this one
@@ -249,12 +253,19 @@ public final class OrderService: Sendable {
     /// A final order is asked about only with `includingFinal` (support's recheck): WeChat may
     /// hold a CLOSED order paid (it then settles as paid after close), and a SUCCESS order stays
     /// SUCCESS whatever the answer, as the one door allows no way out of it but REFUND.
+    ///
+    /// With `paced` (the waits' polls and the sweeps: routine checks, no news behind them) nothing
+    /// is asked when an orderquery about the order ended within the poll interval: its answer is
+    /// already settled, and WeChat hears about an order at most once per poll interval from this
+    /// process. Queries prompted by news (closeorder's ORDERPAID, a support recheck, the bill) ask.
     func queryAndSettle(_ outTradeNo: String, reason: String, source: String = "orderquery",
-                        failure: LockedBox<String?>? = nil, includingFinal: Bool = false) async -> OrderRecord? {
+                        failure: LockedBox<String?>? = nil, includingFinal: Bool = false,
+                        paced: Bool = false) async -> OrderRecord? {
         guard let order = try? await store.order(outTradeNo) else { return nil }
         guard includingFinal || !order.state.isFinal else { return order }
         // WeChat knows nothing of an iOS order: the App Store's side is IAPService's.
         guard order.channel == .wechat else { return order }
+        if paced && upstream.isPaced(outTradeNo, interval: configuration.pollInterval) { return order }
         do {
             let response = try await upstream.orderQuery(for: order)
             let at = now()
@@ -301,25 +312,38 @@ public final class OrderService: Sendable {
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))
         }
-        let result: OrderRecord
+        // A close answers a final order or an error, never the order as it was: the client asked
+        // for an outcome, and "still open" would read as "not paid, not closed" when WeChat may
+        // hold it either.
+        let outcome: CloseOrderResponse.Outcome
         do {
-            let response = try await upstream.closeOrder(for: order)
-            switch response.outcome {
-            case .closed, .alreadyClosed:
-                result = (try? await settlement.close(order, detail: "closeorder")) ?? order
-            case .alreadyPaid:
-                // ORDERPAID: settled only on a verified orderquery answer, never on closeorder's word.
-                result = await refresh(outTradeNo, reason: "closeorder answered ORDERPAID", fresh: true) ?? order
-            }
+            outcome = try await upstream.closeOrder(for: order).outcome
         } catch {
-            if error.errorCode == .orderNotExist {
-                // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
-                result = (try? await settlement.close(order, detail: "closeorder: ORDERNOTEXIST")) ?? order
-            } else {
+            guard error.errorCode == .orderNotExist else {
                 throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
             }
+            // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
+            let closed = try await storage { () throws(StorageError) in
+                try await self.settlement.close(order, detail: "closeorder: ORDERNOTEXIST")
+            }
+            return try await viewJSON(closed)
         }
-        return try await viewJSON(result)
+        switch outcome {
+        case .closed, .alreadyClosed:
+            let closed = try await storage { () throws(StorageError) in
+                try await self.settlement.close(order, detail: "closeorder")
+            }
+            return try await viewJSON(closed)
+        case .alreadyPaid:
+            // ORDERPAID: settled only on a verified orderquery answer, never on closeorder's word.
+            // When that orderquery fails, the outcome is WeChat's to confirm: the client retries.
+            guard let settled = await refresh(outTradeNo, reason: "closeorder answered ORDERPAID", fresh: true),
+                  settled.state.isFinal
+            else {
+                throw .upstreamUnavailable
+            }
+            return try await viewJSON(settled)
+        }
     }
 
     // MARK: - Support
@@ -389,18 +413,27 @@ public final class OrderService: Sendable {
     /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
     /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
     public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        try await viewJSON(try await recheckOrder(outTradeNo).order)
+    }
+
+    /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
+    /// answer WeChat (or the App Store) gave is the next `orderquery` (or `orderquery_failed`)
+    /// entry. `requestedBy` names who asked, in that event (`support`, or a console user).
+    func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
+        -> (order: OrderRecord, request: OrderEvent?)
+    {
         guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
-        _ = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by support", at: now())
+        let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
         if found.channel == .apple {
             // The App Store is asked instead of WeChat (IAP/IAPService+Support.swift).
-            guard let iap else { return try await viewJSON(found) }
-            return try await viewJSON(await iap.recheck(found))
+            guard let iap else { return (found, request ?? nil) }
+            return (await iap.recheck(found), request ?? nil)
         }
         let order = await refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
         guard let order else { throw .orderNotFound }
-        return try await viewJSON(order)
+        return (order, request ?? nil)
     }
 
     // MARK: - Helpers

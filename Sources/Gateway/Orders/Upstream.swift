@@ -17,8 +17,15 @@ final class Upstream: Sendable {
     let queries = SingleFlight<String, OrderRecord?>()
     /// The polls of waiting queries, at most 64 at a time (see `BoundedWork`).
     let polls = BoundedWork(width: 64)
-    /// When each order was last asked about, so polling asks at most once per poll interval.
-    private let lastQueried = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// When each order's last poll was scheduled and its last orderquery ended, so that WeChat
+    /// hears about an order at most once per poll interval from this process (see `isPaced`).
+    private let queryTimes = Mutex<[String: QueryTimes]>([:])
+
+    private struct QueryTimes {
+        var scheduled: ContinuousClock.Instant?
+        var ended: ContinuousClock.Instant?
+        var latest: ContinuousClock.Instant? { [scheduled, ended].compactMap { $0 }.max() }
+    }
 
     /// Attempts for a call whose failure says "same request again" (SYSTEMERROR, timeouts, 5xx).
     static let attempts = 3
@@ -53,10 +60,29 @@ final class Upstream: Sendable {
         }
     }
 
+    /// One orderquery (not repeated: the next poll or sweep is the retry). When it ends, answered
+    /// or not, is remembered for the pacing of polls and sweeps.
     func orderQuery(for order: OrderRecord) async throws(WeChatPayError) -> OrderQueryResponse {
-        try await withRetries(api: "orderquery", attempts: 1) { () throws(WeChatPayError) in
+        defer {
+            let now = ContinuousClock.now
+            queryTimes.withLock { times in
+                times[order.outTradeNo, default: QueryTimes()].ended = now
+                Self.forgetOld(&times, now: now)
+            }
+        }
+        return try await withRetries(api: "orderquery", attempts: 1) { () throws(WeChatPayError) in
             try await self.client(for: order).send(OrderQueryRequest(outTradeNo: order.outTradeNo))
         }
+    }
+
+    /// Whether an orderquery about `key` ended less than `interval` seconds ago: a poll or a sweep
+    /// then has its answer already (settled in the store) and asks nothing. Checked inside the
+    /// per-order single-flight (`queries`), where calls about one order run one after another, so
+    /// two paced calls are never closer than `interval` at WeChat: the second starts after the
+    /// first ended, which was after the first reached WeChat.
+    func isPaced(_ key: String, interval: Double) -> Bool {
+        let now = ContinuousClock.now
+        return queryTimes.withLock { $0[key]?.ended.map { now - $0 < .seconds(interval) } ?? false }
     }
 
     func closeOrder(for order: OrderRecord) async throws(WeChatPayError) -> CloseOrderResponse {
@@ -73,21 +99,27 @@ final class Upstream: Sendable {
         }
     }
 
-    /// Starts `query` for `key` unless one ran within `interval` seconds or is running; returns how
-    /// long until the next poll is due.
+    /// Starts `query` for `key` unless a poll was scheduled or a query ended within `interval`
+    /// seconds, or one is running; returns how long until the next poll is due.
     func scheduleQuery(_ key: String, interval: Double, _ query: @escaping @Sendable () async -> Void) -> Duration {
         let period = Duration.seconds(interval)
         let now = ContinuousClock.now
-        let start = lastQueried.withLock { last -> Bool in
-            if let previous = last[key], now - previous < period { return false }
-            if queries.isRunning(key) { return false }
-            last[key] = now
-            if last.count > 50_000 { last = last.filter { now - $0.value < period } }
-            return true
+        let (start, latest) = queryTimes.withLock { times -> (Bool, ContinuousClock.Instant) in
+            if let latest = times[key]?.latest, now - latest < period { return (false, latest) }
+            if queries.isRunning(key) { return (false, now) }
+            times[key, default: QueryTimes()].scheduled = now
+            Self.forgetOld(&times, now: now)
+            return (true, now)
         }
         if start { polls.submit(query) }
-        let previous = lastQueried.withLock { $0[key] } ?? now
-        return max(.milliseconds(1), period - (now - previous))
+        return max(.milliseconds(1), period - (now - latest))
+    }
+
+    /// Keeps the pacing table small: past 50,000 orders, those not asked about for a minute (far
+    /// more than any poll interval) are forgotten.
+    private static func forgetOld(_ times: inout [String: QueryTimes], now: ContinuousClock.Instant) {
+        guard times.count > 50_000 else { return }
+        times = times.filter { ($0.value.latest ?? now) > now - .seconds(60) }
     }
 
     /// Calls `operation`, repeating it (the identical request) while WeChat's answer says so, and

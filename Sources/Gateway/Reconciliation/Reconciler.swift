@@ -260,8 +260,10 @@ public final class Reconciler: Sendable {
                 await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
             }
         }
+        // A routine check is paced like the waits' polls (an order a wait asked about moments ago
+        // is not asked again); the check after ORDERPAID is news and asks.
         let after = await service.upstream.queries.run(outTradeNo) {
-            await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
         }
         if let error = failure.value {
             service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": error])

@@ -32,6 +32,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var responseHeaders = HTTPHeaders()
     private var responseHeaderBytes = 0
     private var responseBody: [UInt8] = []
+    /// How much of the request body libcurl has taken (the read callback).
+    private var uploaded = 0
     private(set) var exceededSizeCap = false
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
@@ -117,19 +119,31 @@ final class CurlTransfer: @unchecked Sendable {
             guard code == CURLE_OK, method != .get else { return code }
             return wxpay_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
         }
-        // The body goes in as POSTFIELDS (copied by libcurl, size first so NUL bytes survive), not
-        // through a read callback: libcurl then writes a small body in the same send as the
-        // headers, and can resend it by itself after a stale keep-alive connection.
+        // The body goes through a read callback whose seek refuses to go back over bytes already
+        // taken. With POSTFIELDS, libcurl resends a request by itself, on a fresh connection, when
+        // the reused one closes before any answer byte, and reports the second answer as the only
+        // one: a request the server had read and dropped reached it twice with the same bytes
+        // (WeChat's nonce_str and sign), and the caller never heard of the first. The battery's T3
+        // and T8 saw it as faults missing from the metrics and orderqueries 1 ms apart. Now that
+        // is a `receiveFailed` the caller decides about (the pipeline resends with a new nonce).
+        // A connection that closed while idle is still caught before reuse (libcurl checks it).
         var code = wxpay_curl_setopt_long(easy, CURLOPT_POST, 1)
         if code == CURLE_OK {
             code = wxpay_curl_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
         }
+        let context = Unmanaged.passUnretained(self).toOpaque()
         if code == CURLE_OK {
-            code = request.body.withUnsafeBytes { bytes in
-                guard let base = bytes.baseAddress else { return wxpay_curl_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "") }
-                return wxpay_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: base))
+            code = wxpay_curl_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buffer, size, count, context in
+                Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().sendBody(buffer, size * count)
             }
         }
+        if code == CURLE_OK { code = wxpay_curl_setopt_pointer(easy, CURLOPT_READDATA, context) }
+        if code == CURLE_OK {
+            code = wxpay_curl_setopt_seek_callback(easy) { context, offset, origin in
+                Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue().rewindBody(offset, origin)
+            }
+        }
+        if code == CURLE_OK { code = wxpay_curl_setopt_pointer(easy, CURLOPT_SEEKDATA, context) }
         if code == CURLE_OK, method != .post {
             code = wxpay_curl_setopt_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
         }
@@ -214,6 +228,25 @@ final class CurlTransfer: @unchecked Sendable {
         }
         responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
         return count
+    }
+
+    /// Hands libcurl the next part of the request body.
+    private func sendBody(_ buffer: UnsafeMutablePointer<CChar>?, _ capacity: Int) -> Int {
+        guard let buffer, capacity > 0 else { return 0 }
+        let count = min(capacity, request.body.count - uploaded)
+        guard count > 0 else { return 0 }
+        request.body.withUnsafeBytes { bytes in
+            UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + uploaded, byteCount: count)
+        }
+        uploaded += count
+        return count
+    }
+
+    /// libcurl asks to go back to `offset` to send the body again: only allowed before any of it
+    /// was taken, so a request is never resent behind the caller's back (see `configureMethod`).
+    private func rewindBody(_ offset: curl_off_t, _ origin: Int32) -> Int32 {
+        guard offset == 0, origin == 0 /* SEEK_SET */, uploaded == 0 else { return CURL_SEEKFUNC_CANTSEEK }
+        return CURL_SEEKFUNC_OK
     }
 
     private func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {

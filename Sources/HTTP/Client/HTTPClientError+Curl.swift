@@ -38,10 +38,14 @@ extension HTTPClientError {
              CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED:
             base = .tlsFailure
-        case CURLE_SEND_ERROR, CURLE_SEND_FAIL_REWIND:
+        case CURLE_SEND_ERROR:
             // With TLS 1.3 the server checks the client certificate after the client has finished
             // its handshake, so a refusal surfaces as a TLS alert on the first read or write.
             base = Self.isTLSAlert(message) ? .tlsFailure : .sendFailed
+        case CURLE_SEND_FAIL_REWIND:
+            // libcurl wanted to send the body again on a fresh connection because the one it had
+            // sent it on closed without an answer; the transfer refuses (CurlTransfer.rewindBody).
+            base = .receiveFailed
         case CURLE_RECV_ERROR:
             base = Self.isTLSAlert(message) ? .tlsFailure : .receiveFailed
         case CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
@@ -56,7 +60,7 @@ extension HTTPClientError {
             base = .internalFailure
         }
         // A size-cap refusal means the server answered, so it certainly got the request.
-        let delivered = base == .responseTooLarge || sent
+        let delivered = base == .responseTooLarge || sent || result == CURLE_SEND_FAIL_REWIND
         return base.with(mayHaveBeenDelivered: delivered, curlCode: Int32(bitPattern: result.rawValue), detail: message)
     }
 

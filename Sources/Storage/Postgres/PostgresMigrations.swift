@@ -147,6 +147,8 @@ enum PostgresMigrations {
         ]),
         Migration(version: 2, name: "refunds", statements: PostgresOrderStore.refundsSchema),
         Migration(version: 3, name: "App Store purchases", statements: PostgresOrderStore.appStoreSchema),
+        Migration(version: 4, name: "console sessions and logins, audit log, orders by creation",
+                  statements: PostgresOrderStore.consoleSchema + PostgresOrderStore.auditSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

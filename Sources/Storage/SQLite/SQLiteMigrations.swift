@@ -89,6 +89,8 @@ enum SQLiteMigrations {
             """),
         Migration(version: 3, name: "refunds", sql: SQLiteOrderStore.refundsSchema),
         Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
+        Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
+                  sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

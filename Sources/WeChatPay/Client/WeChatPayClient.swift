@@ -13,7 +13,9 @@
 ///    one the response asks for — and a SUCCESS without `sign` is refused;
 /// 8. `appid`/`mch_id` must echo the merchant's;
 /// 9. `result_code=FAIL` becomes a business error with advice (or an outcome, for closeorder);
-/// 10. the typed response is decoded, keeping every received field.
+/// 10. the typed response is decoded, keeping every received field;
+/// 11. it must be about what was asked (``WeChatPayRequest/mismatchedField(in:)``): a signed
+///     answer about another order is refused, never believed.
 ///
 /// downloadbill differs only where WeChat does: a successful bill is a file, returned as is.
 ///
@@ -65,7 +67,9 @@ public struct WeChatPayClient: Sendable {
         } catch {
             throw .transport(error, api: Request.api)
         }
-        return try decodeResponse(incoming, for: Request.self)
+        let response = try decodeResponse(incoming, for: Request.self)
+        if let field = request.mismatchedField(in: response) { throw .answerMismatch(field: field, api: Request.api) }
+        return response
     }
 
     /// The key and algorithm requests to `api` are signed with, and the only ones its responses

@@ -6,7 +6,8 @@
 /// the request could not be built, the transport failed, the HTTP status was not 2xx, the body
 /// was not a valid document, `return_code` was FAIL (protocol failure), the response signature
 /// was missing or wrong, the response named another merchant, `result_code` was FAIL with an
-/// `err_code` (business error), or the fields could not be decoded.
+/// `err_code` (business error), the fields could not be decoded, or the answer is about another
+/// order than the one asked about.
 ///
 /// Two questions answer what the caller should do: ``advice`` (retry as is, query, settle, use a
 /// new `out_trade_no`, fix something) and ``mayHaveTakenEffect`` (whether WeChat may have acted on
@@ -36,6 +37,8 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case merchantMismatch = "merchant_mismatch"
         case invalidResponse = "invalid_response"
         case business
+        /// A signed, well-formed answer about another order (or refund) than the request's.
+        case answerMismatch = "answer_mismatch"
     }
 
     private enum Code: Sendable, Hashable {
@@ -51,6 +54,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case merchantMismatch(field: String)
         case invalidResponse(WeChatPayMessageError)
         case business(WeChatPayErrorCode, description: String?)
+        case answerMismatch(field: String)
     }
 
     private let code: Code
@@ -95,6 +99,11 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
     public static func invalidResponse(_ error: WeChatPayMessageError, api: WeChatPayAPI) -> Self {
         Self(.invalidResponse(error), api: api)
     }
+    /// The signed response is about another order or refund than the request asked about: its
+    /// `field` (`out_trade_no`, `transaction_id`, `out_refund_no`) differs from the request's.
+    public static func answerMismatch(field: String, api: WeChatPayAPI) -> Self {
+        Self(.answerMismatch(field: FlatXML.isPlainName(field) && field.utf8.count <= 40 ? field : "<field>"), api: api)
+    }
     /// `result_code=FAIL`; `description` (`err_code_des`) is sanitized and shortened here.
     public static func business(_ code: WeChatPayErrorCode, description: String?, api: WeChatPayAPI) -> Self {
         Self(.business(code, description: description.map { DisplayText.sanitized($0) }), api: api)
@@ -113,6 +122,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case .merchantMismatch: .merchantMismatch
         case .invalidResponse: .invalidResponse
         case .business: .business
+        case .answerMismatch: .answerMismatch
         }
     }
 
@@ -127,6 +137,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
     /// | other HTTP statuses | fix the configuration (certificate, URL) |
     /// | malformed or undecodable body, bad or missing signature | retry with the same parameters: the outcome is unknown and an identical resend is safe |
     /// | merchant mismatch | fix the configuration |
+    /// | an answer about another order or refund | retry with the same parameters: what was asked has no answer yet |
     /// | `return_code=FAIL` | by `return_msg`: "No Bill Exist" → does not exist, "Bill Creating" → retry later, system busy → retry; otherwise fix the configuration |
     /// | `result_code=FAIL` | ``WeChatPayErrorCode/advice(for:)`` of the err_code on this endpoint |
     public var advice: WeChatPayAdvice {
@@ -137,7 +148,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case .httpStatus(let status):
             if status >= 500 && status < 600 { return .retrySameParameters }
             return status == 429 ? .retryLater : .fixConfiguration
-        case .malformedResponse, .invalidResponse, .signature: return .retrySameParameters
+        case .malformedResponse, .invalidResponse, .signature, .answerMismatch: return .retrySameParameters
         case .merchantMismatch: return .fixConfiguration
         case .protocolFailure(let message): return Self.advice(forReturnMessage: message)
         case .business(let errorCode, _): return errorCode.advice(for: api)
@@ -156,7 +167,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case .invalidRequest, .invalidConfiguration, .invalidNonce, .unencodableRequest: false
         case .transport(let error): error.mayHaveBeenDelivered
         case .httpStatus(let status): !(400..<500).contains(status)
-        case .malformedResponse, .invalidResponse, .signature, .merchantMismatch: true
+        case .malformedResponse, .invalidResponse, .signature, .merchantMismatch, .answerMismatch: true
         // WeChat refused to process the request, unless it reports being busy, which is read
         // conservatively: the request may have gone through before the error.
         case .protocolFailure: advice == .retrySameParameters
@@ -233,6 +244,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case .merchantMismatch: "merchant_mismatch"
         case .invalidResponse: "invalid_response"
         case .business: "business_error"
+        case .answerMismatch: "answer_mismatch"
         }
     }
 
@@ -260,6 +272,7 @@ public struct WeChatPayError: Error, Sendable, Hashable, CustomStringConvertible
         case .merchantMismatch(let field): "response names another merchant (\(field))"
         case .invalidResponse(let error): "undecodable response: \(error)"
         case .business(let errorCode, _): "business error \(errorCode)"
+        case .answerMismatch(let field): "response is about another \(field) than the request's"
         }
     }
 

@@ -26,6 +26,15 @@ public struct OrderQueryRequest: WeChatPayRequest {
         additionalFields = reader.additionalFields(excluding: OrderReference.fieldNames)
     }
 
+    /// The answer must name the order asked about: the same out_trade_no, or the same
+    /// transaction_id (which every answer about a paid order carries).
+    public func mismatchedField(in response: OrderQueryResponse) -> String? {
+        switch order {
+        case .outTradeNo(let number): response.outTradeNo == number ? nil : "out_trade_no"
+        case .transactionID(let id): response.transactionID == id ? nil : "transaction_id"
+        }
+    }
+
     public func businessFields() -> Fields {
         var writer = FieldWriter()
         writer.add(order.field.name, order.field.value)

@@ -58,6 +58,15 @@ public struct RefundRequest: WeChatPayRequest {
         additionalFields = reader.additionalFields(excluding: Self.knownFields)
     }
 
+    /// The answer must name this refund of this order.
+    public func mismatchedField(in response: RefundResponse) -> String? {
+        if response.outRefundNo != outRefundNo { return "out_refund_no" }
+        switch order {
+        case .outTradeNo(let number): return response.outTradeNo == number ? nil : "out_trade_no"
+        case .transactionID(let id): return response.transactionID == id ? nil : "transaction_id"
+        }
+    }
+
     public func businessFields() -> Fields {
         var writer = FieldWriter()
         writer.add(order.field.name, order.field.value)

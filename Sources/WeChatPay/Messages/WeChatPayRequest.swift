@@ -25,6 +25,16 @@ public protocol WeChatPayRequest: Sendable, Hashable {
 
     /// The request's own fields, without the envelope, absent and empty values left out.
     func businessFields() -> Fields
+
+    /// The field by which a verified `response` is about something else than this request asked
+    /// about (another order's answer, mixed in by a proxy or a confused connection pool), or nil
+    /// when it is about the same thing. The pipeline refuses such an answer
+    /// (``WeChatPayError/Kind/answerMismatch``). Default: nil (the answer names nothing to compare).
+    func mismatchedField(in response: Response) -> String?
+}
+
+extension WeChatPayRequest {
+    public func mismatchedField(in response: Response) -> String? { nil }
 }
 
 extension WeChatPayRequest {

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import Synchronization
+
+/// The one writer of the audit log: the console's searches, order views and actions, and every
+/// call of the JSON support API, each one entry (who, what, which order, when, from where, the
+/// outcome). The store keeps the log append-only; nothing here can change or remove an entry.
+///
+/// Made once per order service (`AuditLog(orders:store:)` attaches itself as `OrderService.audit`);
+/// without one, support calls are answered without a record, which only tests do.
+public final class AuditLog: Sendable {
+    let store: any AuditStore
+    private let now: @Sendable () -> Date
+    private let metrics: MetricsRegistry
+    private let logger: Logger
+
+    public init(orders: OrderService, store: any AuditStore) {
+        self.store = store
+        now = orders.now
+        metrics = orders.metrics
+        logger = orders.logger
+        metrics.describe("wxpay_audit_entries_total", type: "counter", help: "Audit log entries written, by channel.")
+        metrics.describe("wxpay_audit_failures_total", type: "counter",
+                         help: "Audit log entries that could not be written (the request was refused or, after an action, logged).")
+        orders.attach(self)
+    }
+
+    /// Appends an entry stamped now. Throws when it could not be written: a look that cannot be
+    /// recorded is not shown.
+    @discardableResult
+    func record(actor: String, channel: String, role: String, action: String, outTradeNo: String? = nil,
+                target: String? = nil, address: String?, outcome: String, detail: String = "") async throws(APIError)
+        -> AuditEntry
+    {
+        // What a request carried (a search's words, a typed name) may hold control characters, and
+        // no store keeps U+0000: they are shown as U+FFFD, so every look can be recorded.
+        let entry = NewAuditEntry(at: now(), actor: Self.printable(actor, 128), channel: channel, role: role, action: action,
+                                  outTradeNo: outTradeNo.map { Self.printable($0, 64) },
+                                  target: target.map { Self.printable($0, 200) }, address: address.map { Self.printable($0, 64) },
+                                  outcome: Self.printable(outcome, 64), detail: Self.printable(detail, 500))
+        do {
+            let stored = try await store.appendAudit(entry)
+            metrics.increment("wxpay_audit_entries_total", ["channel": channel])
+            return stored
+        } catch {
+            metrics.increment("wxpay_audit_failures_total", ["channel": channel])
+            logger.error("audit entry not written", ["action": action, "actor": actor, "error": error.shortDescription])
+            throw .internalError
+        }
+    }
+
+    /// `text` cut to `limit` characters, every control character (C0, DEL, C1) as U+FFFD.
+    static func printable(_ text: String, _ limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(limit) {
+            out.append(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar)
+        }
+        return String(out)
+    }
+
+    /// A page of entries, newest first.
+    func entries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(APIError) -> AuditPage {
+        do {
+            return try await store.auditEntries(query, limit: limit, before: before)
+        } catch {
+            logger.error("audit log unreadable", ["error": error.shortDescription])
+            throw .internalError
+        }
+    }
+}
+
+extension OrderService {
+    /// The audit log, once one attached itself.
+    public var audit: AuditLog? { auditLog.withLock { $0 } }
+
+    func attach(_ audit: AuditLog) {
+        auditLog.withLock { $0 = audit }
+    }
+}

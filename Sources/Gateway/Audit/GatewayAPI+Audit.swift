@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+import HTTP
+
+extension GatewayAPI {
+    /// Appends the audit entry of a call made with a support token: which token (its
+    /// fingerprint), which route, which order, from where, and how it ended. Answers the response
+    /// to send instead when a read could not be recorded (500: a look off the record is not
+    /// given); an action already done keeps its answer, and the failure is logged and counted.
+    func auditSupportCall(_ request: HTTPServerRequest, caller: Caller, outcome: String) async -> HTTPServerResponse? {
+        guard let audit = service.audit else { return nil }
+        let parameters = request.pathParameters
+        let query = request.query
+        let (action, outTradeNo, target): (String, String?, String?) =
+            switch request.routeTemplate {
+            case "/v1/support/orders":
+                ("api_lookup", query["out_trade_no"], query["transaction_id"].map { "transaction_id=\($0)" }
+                    ?? query["user_id"].map { "user_id=\($0)" })
+            case "/v1/support/orders/{out_trade_no}/recheck": ("api_recheck", parameters["out_trade_no"], nil)
+            case "/v1/support/outbox/{id}/redrive": ("api_redrive", nil, parameters["id"])
+            case "/v1/orders/{out_trade_no}": ("api_read_order", parameters["out_trade_no"], nil)
+            case "/v1/refunds/{out_refund_no}": ("api_read_refund", nil, parameters["out_refund_no"])
+            default: ("api " + request.method.rawValue + " " + request.routeTemplate, nil, nil)
+            }
+        let address = clientAddresses.clientIP(peer: request.remoteAddress?.host,
+                                               forwardedFor: request.headers.values(for: "X-Forwarded-For"))
+        do {
+            try await audit.record(actor: caller.tokenName ?? "support token", channel: "api", role: "support",
+                                   action: action, outTradeNo: outTradeNo.map { String($0.prefix(64)) }, target: target,
+                                   address: address, outcome: outcome)
+            return nil
+        } catch {
+            return request.method == .get ? Self.error(error) : nil
+        }
+    }
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+import COpenSSL
+import Foundation
+import Storage
+import Synchronization
+
+/// The support console: accounts from the user file, sessions and failed logins in the database
+/// (so several instances share them), and the pages (`GatewayAPI+Console.swift` routes them,
+/// `ConsoleHandlers.swift` answers them, `ConsolePages.swift` renders them).
+///
+/// The rules: a session lasts 30 minutes without a request and 12 hours at most; five failed
+/// logins for one name within 15 minutes lock that name for 15 minutes, whether or not the name
+/// exists, and an unknown name costs the same password check as a wrong password, so neither the
+/// answer nor its time says which names exist.
+public final class Console: Sendable {
+    public static let idleTimeout: TimeInterval = 30 * 60
+    public static let absoluteTimeout: TimeInterval = 12 * 3600
+    public static let lockThreshold = 5
+    public static let lockWindow: TimeInterval = 15 * 60
+    public static let lockDuration: TimeInterval = 15 * 60
+    /// A session's last-seen time is written at most this often (one write per request otherwise).
+    static let touchInterval: TimeInterval = 30
+
+    static let sessionCookie = "wxpay_console_session"
+    static let loginCookie = "wxpay_console_login"
+    static let languageCookie = "wxpay_console_lang"
+
+    public let users: ConsoleUserDirectory
+    let store: any ConsoleStore
+    /// The order service owns this console (`OrderService.console`); unowned so neither keeps the other.
+    unowned let service: OrderService
+    let secureCookie: Bool
+    let passwords: PasswordChecks
+    let addresses: ClientAddressResolver
+    /// Checked instead of a real hash for a name nobody has: the same scrypt work, never a match.
+    private let absentUser: PasswordHash
+
+    public init(orders: OrderService, store: any ConsoleStore, users: ConsoleUserDirectory,
+                passwords: PasswordChecks = PasswordChecks()) {
+        self.users = users
+        self.store = store
+        service = orders
+        secureCookie = orders.configuration.console.secureCookie
+        self.passwords = passwords
+        addresses = ClientAddressResolver(trustedProxies: orders.configuration.app.trustedProxies)
+        absentUser = PasswordHash(unmatchable: .standard)
+        Self.describeMetrics(orders.metrics)
+        orders.attach(self)
+    }
+
+    var now: Date { service.now() }
+    var metrics: MetricsRegistry { service.metrics }
+    var logger: Logger { service.logger }
+
+    // MARK: - Login
+
+    enum LoginOutcome: Sendable {
+        /// The browser gets `token` as its session cookie.
+        case success(token: String, session: ConsoleSession, user: ConsoleUser)
+        /// A wrong name or password: one answer for both.
+        case refused
+        /// Locked until then (after `lockThreshold` failures in `lockWindow`); `now` when this
+        /// attempt's failure started the lock (it was a password check; the ones after are not).
+        case locked(until: Date, now: Bool)
+        /// Too many password checks queued: try again shortly.
+        case busy
+    }
+
+    func login(name rawName: String, password: String, address: String?) async throws(APIError) -> LoginOutcome {
+        let name = Self.normalizedName(rawName)
+        let at = now
+        if let until = try await storage({ () throws(StorageError) in try await self.store.loginLock(username: name, at: at) }) {
+            metrics.increment("wxpay_console_logins_total", ["outcome": "locked"])
+            return .locked(until: until, now: false)
+        }
+        let user = ConsoleUser.isValidName(name) ? users.user(name) : nil
+        guard let matched = await passwords.check(password, against: user?.password ?? absentUser) else {
+            metrics.increment("wxpay_console_logins_total", ["outcome": "busy"])
+            return .busy
+        }
+        metrics.increment("wxpay_console_password_checks_total")
+        guard matched, let user else {
+            metrics.increment("wxpay_console_logins_total", ["outcome": "refused"])
+            let until = try await storage { () throws(StorageError) in
+                try await self.store.recordLoginFailure(username: name, at: self.now, window: Self.lockWindow,
+                                                        threshold: Self.lockThreshold, lockFor: Self.lockDuration)
+            }
+            if let until {
+                logger.warning("console login locked after repeated failures", ["username": name, "address": address ?? "?"])
+                return .locked(until: until, now: true)
+            }
+            return .refused
+        }
+        let started = now
+        let token = Base64URL.encode(RandomBytes.take(32))
+        let session = ConsoleSession(
+            id: Self.sessionID(token), username: user.name, credentialStamp: user.credentialStamp,
+            csrfToken: Base64URL.encode(RandomBytes.take(32)), createdAt: started, lastSeenAt: started,
+            expiresAt: started.addingTimeInterval(Self.absoluteTimeout), address: address)
+        try await storage { () throws(StorageError) in
+            try await self.store.clearLoginFailures(username: name)
+            _ = try await self.store.purgeSessions(now: started, idleBefore: started.addingTimeInterval(-Self.idleTimeout))
+            try await self.store.createSession(session)
+        }
+        metrics.increment("wxpay_console_logins_total", ["outcome": "ok"])
+        return .success(token: token, session: session, user: user)
+    }
+
+    // MARK: - Sessions
+
+    /// A signed-in request: its session and the user as the file says now.
+    struct SignedIn: Sendable {
+        var session: ConsoleSession
+        var user: ConsoleUser
+        var address: String?
+    }
+
+    /// The session the request's cookie names, if it is still good: not past 12 hours, not idle
+    /// for 30 minutes, and its user still in the file with the same password. With `writing`, a
+    /// session that is no longer good is deleted and a good one's last-seen time kept current;
+    /// without (a POST before its CSRF token is checked), nothing is written.
+    func signedIn(_ cookies: [String: String], address: String?, writing: Bool) async throws(APIError) -> SignedIn? {
+        guard let token = cookies[Self.sessionCookie], !token.isEmpty, token.utf8.count <= 128 else { return nil }
+        let id = Self.sessionID(token)
+        guard let session = try await storage({ () throws(StorageError) in try await self.store.session(id: id) }) else {
+            return nil
+        }
+        let at = now
+        let user = users.user(session.username)
+        guard at < session.expiresAt, at.timeIntervalSince(session.lastSeenAt) < Self.idleTimeout, let user,
+              user.credentialStamp == session.credentialStamp
+        else {
+            if writing { _ = try? await store.deleteSession(id: id) }
+            return nil
+        }
+        let signedIn = SignedIn(session: session, user: user, address: address)
+        return writing ? try await touch(signedIn) : signedIn
+    }
+
+    /// Keeps the session's last-seen time current (written at most every `touchInterval`).
+    @discardableResult
+    func touch(_ signedIn: SignedIn) async throws(APIError) -> SignedIn {
+        let at = now
+        guard at.timeIntervalSince(signedIn.session.lastSeenAt) >= Self.touchInterval else { return signedIn }
+        let id = signedIn.session.id
+        _ = try await storage { () throws(StorageError) in try await self.store.touchSession(id: id, at: at) }
+        var touched = signedIn
+        touched.session.lastSeenAt = at
+        return touched
+    }
+
+    func logout(_ session: ConsoleSession) async throws(APIError) {
+        _ = try await storage { () throws(StorageError) in try await self.store.deleteSession(id: session.id) }
+    }
+
+    // MARK: - Helpers
+
+    /// What the login form's name becomes: trimmed, lowercased, without control characters (no
+    /// user name has one, and no store keeps U+0000), at most 64 bytes.
+    static func normalizedName(_ name: String) -> String {
+        let printable = String(String.UnicodeScalarView(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
+        let trimmed = printable.trimmingWhitespace().lowercased()
+        var bytes = Array(trimmed.utf8.prefix(64))
+        while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The database's id of a session: the SHA-256 of its token, in hex.
+    static func sessionID(_ token: String) -> String { sha256Hex(token) }
+
+    func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
+        try await service.storage(operation)
+    }
+
+    private static func describeMetrics(_ metrics: MetricsRegistry) {
+        metrics.describe("wxpay_console_logins_total", type: "counter",
+                         help: "Console login attempts by outcome (ok, refused, locked, busy).")
+        metrics.describe("wxpay_console_password_checks_total", type: "counter",
+                         help: "scrypt password checks of console logins (an unknown name costs one too).")
+        metrics.describe("wxpay_console_refusals_total", type: "counter",
+                         help: "Console requests refused, by reason (csrf, role, session).")
+    }
+}
+
+extension OrderService {
+    /// The support console, once one attached itself (`Console.init`).
+    public var console: Console? { consoleService.withLock { $0 } }
+
+    func attach(_ console: Console) {
+        consoleService.withLock { $0 = console }
+    }
+}
+
+extension PasswordHash {
+    /// A hash no password matches (random bytes, never derived): what an unknown name is checked
+    /// against, with the real cost.
+    init(unmatchable parameters: Parameters) {
+        self.init(parameters: parameters, salt: RandomBytes.take(Self.saltBytes), hash: RandomBytes.take(Self.hashBytes))
+    }
+}

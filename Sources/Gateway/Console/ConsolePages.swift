@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+
+/// What every console page shows around its content: the language, who is signed in (with the
+/// session's CSRF token for the sign-out form), and where the language switch returns to.
+struct ConsoleChrome: Sendable {
+    var language: ConsoleLanguage
+    var user: ConsoleUser?
+    var csrf: String?
+    /// The current path and query, for the language switch to come back to.
+    var here: String
+    var text: ConsoleText { language.text }
+}
+
+/// A message at the top of a page.
+struct ConsoleNotice: Sendable {
+    enum Kind: String, Sendable { case info, success, error }
+    var kind: Kind
+    var text: String
+    /// Shown under the text in monospace (what WeChat said, say).
+    var detail: String?
+}
+
+/// The console's pages as pure functions of what they show: no request, no store, no clock, so
+/// each is tested by rendering it (`ConsolePagesTests`). Every page is complete HTML with no
+/// script and one stylesheet served by the gateway; every form works without JavaScript.
+enum ConsolePages {
+    // MARK: - The frame
+
+    static func document(_ chrome: ConsoleChrome, title: String, _ content: HTML) -> HTML {
+        let text = chrome.text
+        var nav: [HTML] = []
+        if let user = chrome.user {
+            nav.append("<a href=\"/console/\" id=\"nav-search\">\(text.navSearch)</a>")
+            if user.role.allows(.audit) { nav.append("<a href=\"/console/audit\" id=\"nav-audit\">\(text.navAudit)</a>") }
+            nav.append("<span class=\"who\" id=\"who\">\(text.signedIn(as: user.name, user.role))</span>")
+            nav.append("""
+                <form method="post" action="/console/logout" class="inline" id="logout">\(csrfField(chrome.csrf))\
+                <button type="submit">\(text.logout)</button></form>
+                """)
+        }
+        let switchURL = "/console/language" + HTML.query([("to", chrome.language.other.rawValue), ("back", chrome.here)])
+        nav.append("<a href=\"\(switchURL)\" id=\"language\" lang=\"\(chrome.language.other.rawValue)\">\(text.switchLanguage)</a>")
+        return """
+            <!DOCTYPE html>
+            <html lang="\(chrome.language.rawValue)">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(title) · \(text.brand)</title>
+            <link rel="stylesheet" href="/console/console.css">
+            </head>
+            <body>
+            <header><a class="brand" href="/console/">\(text.brand)</a><nav>\(nav)</nav></header>
+            <main>
+            <h1>\(title)</h1>
+            \(content)
+            </main>
+            <footer>\(text.footer)</footer>
+            </body>
+            </html>
+
+            """
+    }
+
+    static func csrfField(_ token: String?) -> HTML {
+        guard let token else { return .empty }
+        return "<input type=\"hidden\" name=\"csrf\" value=\"\(token)\">"
+    }
+
+    static func notice(_ notice: ConsoleNotice?) -> HTML {
+        guard let notice else { return .empty }
+        let detail: HTML = notice.detail.map { "<pre>\($0)</pre>" } ?? .empty
+        let role = notice.kind == .error ? "alert" : "status"
+        return "<div class=\"notice \(notice.kind.rawValue)\" id=\"notice\" role=\"\(role)\"><p>\(notice.text)</p>\(detail)</div>\n"
+    }
+
+    /// A page that only says something (a refusal, an error).
+    static func message(_ chrome: ConsoleChrome, title: String, _ text: String, back: String? = "/console/") -> HTML {
+        let link: HTML = back.map { "<p><a href=\"\($0)\">\(chrome.text.back)</a></p>" } ?? .empty
+        return document(chrome, title: title, "<div class=\"notice error\" id=\"notice\" role=\"alert\"><p>\(text)</p></div>\n\(link)")
+    }
+
+    // MARK: - Login
+
+    static func login(_ chrome: ConsoleChrome, csrf: String, username: String, next: String = "/console/",
+                      notice: ConsoleNotice?) -> HTML {
+        let text = chrome.text
+        let nextField: HTML = next == "/console/" ? .empty : "<input type=\"hidden\" name=\"next\" value=\"\(next)\">"
+        return document(chrome, title: text.loginTitle, """
+            \(self.notice(notice))<form method="post" action="/console/login" id="login" class="card">
+            \(csrfField(csrf))\(nextField)
+            <label for="username">\(text.username)</label>
+            <input id="username" name="username" autocomplete="username" required maxlength="64" value="\(username)" autofocus>
+            <label for="password">\(text.password)</label>
+            <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+            <button type="submit">\(text.loginButton)</button>
+            </form>
+            """)
+    }
+
+    // MARK: - Search
+
+    struct Search: Sendable {
+        var q = ""
+        var state: OrderState?
+        var from = ""
+        var to = ""
+        var orders: [OrderRecord] = []
+        /// The cursor of the next page, when there is one.
+        var nextCursor: String?
+        /// This page's cursor (nil on the first page).
+        var cursor: String?
+        /// How many orders the pages before this one held (for "orders 51–100").
+        var offset = 0
+        var notice: ConsoleNotice?
+    }
+
+    static func search(_ chrome: ConsoleChrome, _ model: Search) -> HTML {
+        let text = chrome.text
+        let options: [HTML] = [HTML("<option value=\"\"\(model.state == nil ? " selected" : "")>\(text.anyState)</option>")]
+            + OrderState.allCases.map { state in
+                "<option value=\"\(state.rawValue)\"\(model.state == state ? " selected" : "")>\(text.stateLabel(state))</option>"
+            }
+        let form: HTML = """
+            <form method="get" action="/console/" id="search" class="card">
+            <label for="q">\(text.searchLabel)</label>
+            <input id="q" name="q" value="\(model.q)" maxlength="128" autofocus>
+            <div class="filters">
+            <label>\(text.stateLabel) <select name="state" id="state">\(options)</select></label>
+            <label>\(text.fromLabel) <input type="date" name="from" id="from" value="\(model.from)"></label>
+            <label>\(text.toLabel) <input type="date" name="to" id="to" value="\(model.to)"></label>
+            <span class="hint">\(text.beijingDateHint)</span>
+            </div>
+            <button type="submit">\(text.searchButton)</button>
+            </form>
+            """
+        let keep: [(String, String?)] = [("q", model.q), ("state", model.state?.rawValue), ("from", model.from), ("to", model.to)]
+        var results: HTML
+        if model.orders.isEmpty {
+            results = "<p id=\"no-results\">\(text.noResults)</p>"
+        } else {
+            let rows: [HTML] = model.orders.map { order in
+                """
+                <tr><td><a href="/console/orders/\(HTML.segment(order.outTradeNo))">\(order.outTradeNo)</a></td>\
+                <td>\(stateBadge(order.state, text))</td><td class="amount">\(ConsoleFormat.yuan(order.amount))</td>\
+                <td>\(order.userID ?? "")</td><td class="mono">\(order.transactionID ?? "")</td>\
+                <td>\(ConsoleFormat.time(order.createdAt))</td><td>\(order.paidAt.map(ConsoleFormat.time) ?? "")</td></tr>
+                """
+            }
+            results = """
+                <p id="results-range">\(text.showing(model.offset + 1, model.offset + model.orders.count, more: model.nextCursor != nil))</p>
+                <table id="results"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.state)</th><th>\(text.amount)</th>\
+                <th>\(text.userID)</th><th>\(text.transactionID)</th><th>\(text.created)</th><th>\(text.paid)</th></tr></thead>
+                <tbody>
+                \(rows)
+                </tbody></table>
+                """
+        }
+        var pages: [HTML] = []
+        if model.cursor != nil {
+            pages.append("<a href=\"/console/\(HTML.query(keep))\" id=\"first-page\">\(text.firstPage)</a>")
+        }
+        if let next = model.nextCursor {
+            let link = "/console/" + HTML.query(keep + [("cursor", next), ("offset", String(model.offset + model.orders.count))])
+            pages.append("<a href=\"\(link)\" id=\"next-page\" rel=\"next\">\(text.nextPage)</a>")
+        }
+        let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
+        return document(chrome, title: text.searchTitle, "\(notice(model.notice))\(form)\n\(results)\n\(pager)")
+    }
+
+    // MARK: - The order
+
+    struct Order: Sendable {
+        var order: OrderRecord
+        var events: [OrderEvent]
+        var outbox: [OutboxEvent]
+        var refunds: [RefundRecord]
+        var refundsConfigured: Bool
+        var notice: ConsoleNotice?
+        /// The refund form's values, kept when it is shown again with an error.
+        var refundAmount = ""
+        var refundReason = ""
+        /// A fresh number per rendering: a form posted twice is one refund.
+        var refundNumber: String
+
+        /// What is left to refund: the amount less every refund that is not REFUNDCLOSE.
+        var refundable: Int {
+            order.amount - refunds.filter { $0.state != .refundClose }.reduce(0) { $0 + $1.amount }
+        }
+    }
+
+    static func order(_ chrome: ConsoleChrome, _ model: Order) -> HTML {
+        let text = chrome.text
+        let order = model.order
+        let role = chrome.user?.role ?? .viewer
+        let path = "/console/orders/" + HTML.segment(order.outTradeNo)
+        let refundedFen = model.refunds.filter { $0.state == .success }.reduce(0) { $0 + $1.amount }
+        func fact(_ name: String, _ value: String?, id: String? = nil, mono: Bool = false) -> HTML {
+            let idAttribute: HTML = id.map { " id=\"\($0)\"" } ?? .empty
+            let classAttribute: HTML = mono ? " class=\"mono\"" : .empty
+            return "<dt>\(name)</dt><dd\(idAttribute)\(classAttribute)>\(value ?? text.none)</dd>"
+        }
+        let facts: [HTML] = [
+            fact(text.outTradeNo, order.outTradeNo, id: "fact-out-trade-no", mono: true),
+            "<dt>\(text.state)</dt><dd id=\"fact-state\">\(stateBadge(order.state, text))</dd>",
+            fact(text.amount, ConsoleFormat.yuan(order.amount), id: "fact-amount"),
+            fact(text.description, order.description),
+            fact(text.userID, order.userID, id: "fact-user-id"),
+            fact(text.product, order.productID),
+            fact(text.transactionID, order.transactionID, id: "fact-transaction-id", mono: true),
+            fact(text.created, ConsoleFormat.time(order.createdAt)),
+            fact(text.paid, order.paidAt.map(ConsoleFormat.time), id: "fact-paid-at"),
+            fact(text.expires, ConsoleFormat.time(order.expiresAt)),
+            fact(text.prepayID, order.prepayID, mono: true),
+            fact(text.signType, order.signType),
+            fact(text.attach, order.attach),
+            fact(text.refunded, ConsoleFormat.yuan(refundedFen), id: "fact-refunded"),
+        ]
+        var sections: [HTML] = [notice(model.notice)]
+        let warnings = self.warnings(model, text)
+        if !warnings.isEmpty {
+            sections.append("""
+                <section class="warnings"><h2>\(text.warningsTitle)</h2><ul id="warnings">\(warnings.map { HTML("<li>\($0)</li>") })</ul></section>
+                """)
+        }
+        sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(facts)</dl></section>")
+        if role.allows(.recheck) {
+            sections.append("""
+                <section><h2>\(text.recheckTitle)</h2><p class="hint">\(text.recheckHelp)</p>
+                <form method="post" action="\(path)/recheck" id="recheck" class="inline">\(csrfField(chrome.csrf))\
+                <button type="submit">\(text.recheckButton)</button></form></section>
+                """)
+        }
+        let timeline: [HTML] = model.events.map { event in
+            """
+            <li data-kind="\(event.kind)"><time>\(ConsoleFormat.time(event.at))</time> \
+            <span class="kind">\(text.eventName(event.kind)) <code>\(event.kind)</code></span> \
+            <span class="detail">\(event.detail)</span></li>
+            """
+        }
+        sections.append("<section><h2>\(text.timelineTitle)</h2><ol id=\"timeline\">\n\(timeline)\n</ol></section>")
+        sections.append(deliveries(model, chrome, path: path))
+        sections.append(refunds(model, chrome, path: path))
+        if role.allows(.audit) {
+            sections.append("<p><a href=\"/console/audit\(HTML.query([("order", order.outTradeNo)]))\" id=\"order-audit\">\(text.auditForOrder)</a></p>")
+        }
+        return document(chrome, title: text.orderTitle(order.outTradeNo), HTML("\(sections.map { HTML("\($0)\n") })"))
+    }
+
+    /// The order's flags and troubling timeline entries, in plain words.
+    static func warnings(_ model: Order, _ text: ConsoleText) -> [String] {
+        var warnings: [String] = []
+        for flag in model.order.flags.sorted() {
+            switch flag {
+            case .paidAfterClose: warnings.append(text.paidAfterClose)
+            case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
+            default: warnings.append(text.otherFlag(flag.rawValue))
+            }
+        }
+        let kinds = Set(model.events.map(\.kind))
+        if kinds.contains("amount_mismatch") { warnings.append(text.amountMismatch) }
+        if kinds.contains("refund_amount_mismatch") || kinds.contains("refund_notify_conflict") {
+            warnings.append(text.refundDisagreement)
+        }
+        return warnings
+    }
+
+    private static func deliveries(_ model: Order, _ chrome: ConsoleChrome, path: String) -> HTML {
+        let text = chrome.text
+        let mayRedeliver = chrome.user?.role.allows(.redeliver) ?? false
+        guard !model.outbox.isEmpty else {
+            return "<section><h2>\(text.deliveriesTitle)</h2><p id=\"deliveries-none\">\(text.noDeliveries)</p></section>"
+        }
+        let rows: [HTML] = model.outbox.map { event in
+            let status = event.deliveredAt != nil ? "delivered" : event.deadAt != nil ? "dead" : "pending"
+            let action: HTML = status == "dead" && mayRedeliver
+                ? """
+                  <form method="post" action="\(path)/outbox/\(HTML.segment(event.id))/redeliver" class="inline redeliver">\
+                  \(csrfField(chrome.csrf))<button type="submit">\(text.redeliverButton)</button></form>
+                  """
+                : .empty
+            return """
+                <tr data-status="\(status)"><td class="mono">\(event.id)</td><td>\(event.type)</td>\
+                <td>\(text.deliveryStatus(status))</td><td>\(event.attempts)</td><td>\(ConsoleFormat.time(event.createdAt))</td>\
+                <td>\(event.isPending ? ConsoleFormat.time(event.nextAttemptAt) : "")</td>\
+                <td>\(event.deliveredAt.map(ConsoleFormat.time) ?? "")</td><td>\(event.deadAt.map(ConsoleFormat.time) ?? "")</td>\
+                <td>\(event.lastError ?? "")</td><td>\(action)</td></tr>
+                """
+        }
+        return """
+            <section><h2>\(text.deliveriesTitle)</h2>
+            <table id="deliveries"><thead><tr><th>\(text.eventID)</th><th>\(text.type)</th><th>\(text.status)</th>\
+            <th>\(text.attempts)</th><th>\(text.created)</th><th>\(text.nextAttempt)</th><th>\(text.delivered)</th>\
+            <th>\(text.dead)</th><th>\(text.lastError)</th><th></th></tr></thead>
+            <tbody>
+            \(rows)
+            </tbody></table></section>
+            """
+    }
+
+    private static func refunds(_ model: Order, _ chrome: ConsoleChrome, path: String) -> HTML {
+        let text = chrome.text
+        var parts: [HTML] = []
+        if model.refunds.isEmpty {
+            parts.append("<p id=\"refunds-none\">\(text.noRefunds)</p>")
+        } else {
+            let rows: [HTML] = model.refunds.map { refund in
+                """
+                <tr data-state="\(refund.state.rawValue)"><td class="mono">\(refund.outRefundNo)</td>\
+                <td class="amount">\(ConsoleFormat.yuan(refund.amount))</td><td>\(refund.reason)</td>\
+                <td>\(text.refundStateLabel(refund.state))</td><td class="mono">\(refund.refundID ?? "")</td>\
+                <td>\(ConsoleFormat.time(refund.createdAt))</td><td>\(refund.succeededAt.map(ConsoleFormat.time) ?? "")</td>\
+                <td>\(refund.failureReason ?? "")</td></tr>
+                """
+            }
+            parts.append("""
+                <table id="refunds"><thead><tr><th>\(text.outRefundNo)</th><th>\(text.amount)</th><th>\(text.reason)</th>\
+                <th>\(text.state)</th><th>\(text.refundID)</th><th>\(text.created)</th><th>\(text.succeeded)</th>\
+                <th>\(text.failure)</th></tr></thead>
+                <tbody>
+                \(rows)
+                </tbody></table>
+                """)
+        }
+        let paid = model.order.state == .success || model.order.state == .refund
+        if chrome.user?.role.allows(.refund) ?? false {
+            if !model.refundsConfigured {
+                parts.append("<p class=\"hint\" id=\"refunds-off\">\(text.refundsOff)</p>")
+            } else if !paid {
+                parts.append("<p class=\"hint\" id=\"refunds-unpaid\">\(text.notRefundable)</p>")
+            } else {
+                let refundable = max(0, model.refundable)
+                parts.append("""
+                    <form method="post" action="\(path)/refunds" id="refund" class="card">
+                    <h3>\(text.refundFormTitle)</h3>
+                    \(csrfField(chrome.csrf))<input type="hidden" name="out_refund_no" value="\(model.refundNumber)">
+                    <p class="hint">\(text.refundable): <span id="refundable">\(ConsoleFormat.yuan(refundable))</span></p>
+                    <label for="refund-amount">\(text.amountYuan)</label>
+                    <input id="refund-amount" name="amount" inputmode="decimal" required maxlength="16" value="\(model.refundAmount)" placeholder="\(ConsoleFormat.yuan(refundable).dropFirst().description)">
+                    <label for="refund-reason">\(text.reasonVisible)</label>
+                    <input id="refund-reason" name="reason" required maxlength="80" value="\(model.refundReason)">
+                    <button type="submit">\(text.refundButton)</button>
+                    </form>
+                    """)
+            }
+        }
+        return "<section><h2>\(text.refundsTitle)</h2>\n\(parts)</section>"
+    }
+
+    static func stateBadge(_ state: OrderState, _ text: ConsoleText) -> HTML {
+        "<span class=\"state state-\(state.rawValue.lowercased())\">\(text.stateLabel(state))</span>"
+    }
+
+    // MARK: - The audit log
+
+    struct Audit: Sendable {
+        var actor = ""
+        var order = ""
+        var action = ""
+        var entries: [AuditEntry] = []
+        var nextBefore: Int64?
+        var before: Int64?
+    }
+
+    static func audit(_ chrome: ConsoleChrome, _ model: Audit) -> HTML {
+        let text = chrome.text
+        let form: HTML = """
+            <form method="get" action="/console/audit" id="audit-filter" class="card filters">
+            <label>\(text.actor) <input name="actor" value="\(model.actor)" maxlength="128"></label>
+            <label>\(text.order) <input name="order" value="\(model.order)" maxlength="64"></label>
+            <label>\(text.action) <input name="action" value="\(model.action)" maxlength="32"></label>
+            <button type="submit">\(text.filterButton)</button>
+            </form>
+            """
+        var table: HTML
+        if model.entries.isEmpty {
+            table = "<p id=\"audit-none\">\(text.noEntries)</p>"
+        } else {
+            let rows: [HTML] = model.entries.map { stored in
+                let entry = stored.entry
+                let order: HTML = entry.outTradeNo.map {
+                    "<a href=\"/console/orders/\(HTML.segment($0))\">\($0)</a>"
+                } ?? .empty
+                return """
+                    <tr data-action="\(entry.action)" data-outcome="\(entry.outcome)"><td>\(ConsoleFormat.time(entry.at))</td>\
+                    <td>\(entry.actor)</td><td>\(entry.role)</td><td>\(entry.channel)</td>\
+                    <td>\(text.actionName(entry.action)) <code>\(entry.action)</code></td><td class="mono">\(order)</td>\
+                    <td class="mono">\(entry.target ?? "")</td><td>\(entry.address ?? "")</td><td>\(entry.outcome)</td>\
+                    <td>\(entry.detail)</td></tr>
+                    """
+            }
+            table = """
+                <table id="audit"><thead><tr><th>\(text.time)</th><th>\(text.actor)</th><th>\(text.role)</th>\
+                <th>\(text.channel)</th><th>\(text.action)</th><th>\(text.order)</th><th>\(text.target)</th>\
+                <th>\(text.address)</th><th>\(text.outcome)</th><th>\(text.detail)</th></tr></thead>
+                <tbody>
+                \(rows)
+                </tbody></table>
+                """
+        }
+        let keep: [(String, String?)] = [("actor", model.actor), ("order", model.order), ("action", model.action)]
+        var pages: [HTML] = []
+        if model.before != nil { pages.append("<a href=\"/console/audit\(HTML.query(keep))\" id=\"first-page\">\(text.firstPage)</a>") }
+        if let next = model.nextBefore {
+            pages.append("<a href=\"/console/audit\(HTML.query(keep + [("before", String(next))]))\" id=\"next-page\" rel=\"next\">\(text.nextPage)</a>")
+        }
+        let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
+        return document(chrome, title: text.auditTitle, "\(form)\n\(table)\n\(pager)")
+    }
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+
+/// The console's two languages: Chinese (zh-CN) by default, English when the browser prefers it
+/// (`Accept-Language`) or the person chose it with the switch on every page (a cookie).
+enum ConsoleLanguage: String, Sendable, Hashable, CaseIterable {
+    case chinese = "zh-CN"
+    case english = "en"
+
+    /// The cookie's choice, else the first of Accept-Language's languages (by q) that is Chinese
+    /// or English, else Chinese.
+    static func choose(cookie: String?, acceptLanguage: String?) -> ConsoleLanguage {
+        if let cookie, let chosen = ConsoleLanguage(rawValue: cookie) { return chosen }
+        guard let acceptLanguage else { return .chinese }
+        var ranges: [(tag: String, q: Double, position: Int)] = []
+        for (position, item) in acceptLanguage.split(separator: ",").prefix(32).enumerated() {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let tag = parts.first?.lowercased(), !tag.isEmpty else { continue }
+            var q = 1.0
+            for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+                q = Double(parameter.dropFirst(2)) ?? 0
+            }
+            if q > 0 { ranges.append((tag, q, position)) }
+        }
+        for range in ranges.sorted(by: { ($0.q, -$0.position) > ($1.q, -$1.position) }) {
+            if range.tag == "zh" || range.tag.hasPrefix("zh-") { return .chinese }
+            if range.tag == "en" || range.tag.hasPrefix("en-") { return .english }
+        }
+        return .chinese
+    }
+
+    var other: ConsoleLanguage { self == .chinese ? .english : .chinese }
+    var text: ConsoleText { ConsoleText(language: self) }
+}
+
+/// Every word the console shows, in both languages side by side (`t(chinese, english)`), so
+/// neither can be forgotten.
+struct ConsoleText: Sendable {
+    let language: ConsoleLanguage
+
+    private func t(_ chinese: String, _ english: String) -> String { language == .chinese ? chinese : english }
+
+    // MARK: Chrome
+    var brand: String { t("wxpay-gateway 客服控制台", "wxpay-gateway support console") }
+    var switchLanguage: String { t("English", "中文") }
+    var navSearch: String { t("查找订单", "Find orders") }
+    var navAudit: String { t("审计日志", "Audit log") }
+    var logout: String { t("退出登录", "Sign out") }
+    func signedIn(as name: String, _ role: ConsoleRole) -> String { t("已登录：\(name)（\(roleName(role))）", "Signed in: \(name) (\(roleName(role)))") }
+    func roleName(_ role: ConsoleRole) -> String {
+        switch role {
+        case .viewer: t("查看员 viewer", "viewer")
+        case .refunder: t("退款员 refunder", "refunder")
+        case .admin: t("管理员 admin", "admin")
+        }
+    }
+    var footer: String { t("所有时间均为北京时间（UTC+8），金额单位为元。每一次查找、查看和操作都记入审计日志。",
+                           "All times are Beijing time (UTC+8); amounts are in yuan. Every search, view and action is recorded in the audit log.") }
+
+    // MARK: Login
+    var loginTitle: String { t("登录", "Sign in") }
+    var username: String { t("用户名", "User name") }
+    var password: String { t("密码", "Password") }
+    var loginButton: String { t("登录", "Sign in") }
+    var loginRefused: String { t("用户名或密码不正确。", "Wrong user name or password.") }
+    func loginLocked(until: Date) -> String {
+        t("这个用户名 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）。",
+          "Five failed sign-ins for this name within 15 minutes: it is locked until \(ConsoleFormat.time(until)) (Beijing time).")
+    }
+    var loginBusy: String { t("同时登录的人太多，请稍后再试。", "Too many sign-ins at once; try again in a moment.") }
+    var loggedOut: String { t("你已退出登录。", "You are signed out.") }
+    var signInAgain: String { t("请登录（会话不存在或已过期）。", "Please sign in (no session, or it ended).") }
+
+    // MARK: Search
+    var searchTitle: String { t("查找订单", "Find orders") }
+    var searchLabel: String { t("商户订单号、微信支付单号、用户 ID 或退款单号", "out_trade_no, WeChat transaction_id, user id or out_refund_no") }
+    var stateLabel: String { t("状态", "State") }
+    var anyState: String { t("全部", "Any") }
+    var fromLabel: String { t("创建日期从", "Created from") }
+    var toLabel: String { t("至", "to") }
+    var beijingDateHint: String { t("北京时间日期，含首尾两天", "Beijing dates, both days included") }
+    var searchButton: String { t("查找", "Search") }
+    var outTradeNo: String { t("商户订单号", "out_trade_no") }
+    var state: String { t("状态", "State") }
+    var amount: String { t("金额", "Amount") }
+    var userID: String { t("用户 ID", "User id") }
+    var transactionID: String { t("微信支付单号", "transaction_id") }
+    var created: String { t("创建时间", "Created") }
+    var paid: String { t("支付时间", "Paid") }
+    var noResults: String { t("没有符合条件的订单。", "No order matches.") }
+    func showing(_ first: Int, _ last: Int, more: Bool) -> String {
+        more ? t("第 \(first)–\(last) 条，还有更多。", "Orders \(first)–\(last); there are more.")
+            : t("第 \(first)–\(last) 条，已全部列出。", "Orders \(first)–\(last); that is all.")
+    }
+    var nextPage: String { t("下一页", "Next page") }
+    var firstPage: String { t("回到第一页", "First page") }
+    var invalidDate: String { t("日期应写作 YYYY-MM-DD。", "Dates are written YYYY-MM-DD.") }
+    var invalidState: String { t("没有这个状态。", "There is no such state.") }
+    var invalidCursor: String { t("翻页参数无效，已回到第一页。", "The page link is not valid; showing the first page.") }
+
+    // MARK: Order
+    func orderTitle(_ outTradeNo: String) -> String { t("订单 \(outTradeNo)", "Order \(outTradeNo)") }
+    var factsTitle: String { t("订单信息", "Facts") }
+    var description: String { t("商品描述", "Description") }
+    var product: String { t("产品", "Product") }
+    var prepayID: String { t("预支付 ID", "prepay_id") }
+    var expires: String { t("过期时间", "Expires") }
+    var refunded: String { t("已退款", "Refunded") }
+    var refundable: String { t("可退金额", "Left to refund") }
+    var signType: String { t("签名方式", "Sign type") }
+    var attach: String { t("附加数据", "attach") }
+    var none: String { t("无", "none") }
+    var warningsTitle: String { t("需要注意", "Needs attention") }
+    var paidAfterClose: String {
+        t("订单关闭后，微信仍收到了这笔付款：钱已到账，请为用户开通课程，或为其退款。",
+          "WeChat took this payment after the order was closed: the money arrived, so deliver the course or refund it.")
+    }
+    var amountMismatch: String {
+        t("微信报告的金额与订单金额不一致，订单没有按已支付处理：请在微信支付商户平台核对这笔交易。",
+          "WeChat reported a different amount than the order's, so the order was not settled as paid: check this transaction in the WeChat Pay merchant platform.")
+    }
+    var refundNeedsAttention: String {
+        t("有一笔退款为 CHANGE（退款异常）：微信无法原路退回（例如银行卡已冻结或注销），请在商户平台人工处理。",
+          "A refund ended CHANGE: WeChat could not pay it back (a frozen or closed card, say). A person must handle it in the merchant platform.")
+    }
+    var refundDisagreement: String {
+        t("微信关于一笔退款的回答与我们的记录不一致，没有采用：请人工核对。",
+          "WeChat's answer about a refund disagreed with our record and was not applied: check it by hand.")
+    }
+    func otherFlag(_ flag: String) -> String { t("标记：\(flag)", "Flag: \(flag)") }
+    var recheckTitle: String { t("向微信重新查询", "Recheck with WeChat") }
+    var recheckHelp: String { t("立即调用 orderquery，并按微信的回答更新订单（已关闭但其实已支付的订单会变为支付成功）。",
+                                "Calls orderquery now and settles what WeChat says (a closed order WeChat holds paid becomes paid).") }
+    var recheckButton: String { t("重新查询", "Recheck") }
+    var wechatSaid: String { t("微信的回答：", "WeChat said:") }
+    var wechatSaidNothing: String { t("这次查询没有得到微信的回答。", "This recheck got no answer from WeChat.") }
+    var timelineTitle: String { t("时间线", "Timeline") }
+    var deliveriesTitle: String { t("业务通知投递（发货与退款 webhook）", "Webhook deliveries (fulfilment and refunds)") }
+    var eventID: String { t("事件 ID", "Event id") }
+    var type: String { t("类型", "Type") }
+    var status: String { t("状态", "Status") }
+    var attempts: String { t("尝试次数", "Attempts") }
+    var nextAttempt: String { t("下次尝试", "Next attempt") }
+    var delivered: String { t("送达时间", "Delivered") }
+    var dead: String { t("放弃时间", "Gave up") }
+    var lastError: String { t("最近错误", "Last error") }
+    func deliveryStatus(_ status: String) -> String {
+        switch status {
+        case "delivered": t("已送达 delivered", "delivered")
+        case "dead": t("已放弃 dead", "dead (given up)")
+        default: t("待投递 pending", "pending")
+        }
+    }
+    var redeliverButton: String { t("重新投递", "Redeliver") }
+    func redelivered(_ id: String) -> String { t("事件 \(id) 已重新排队，马上投递。", "Event \(id) is queued again and will be delivered now.") }
+    var noDeliveries: String { t("没有业务通知（订单未支付，或事件尚未产生）。", "No webhook events (the order is not paid, or none was written yet).") }
+    var refundsTitle: String { t("退款", "Refunds") }
+    var outRefundNo: String { t("退款单号", "out_refund_no") }
+    var reason: String { t("原因", "Reason") }
+    var refundID: String { t("微信退款单号", "refund_id") }
+    var succeeded: String { t("退款成功时间", "Succeeded") }
+    var failure: String { t("失败原因", "Failure") }
+    var noRefunds: String { t("没有退款。", "No refunds.") }
+    var refundFormTitle: String { t("发起退款", "Refund") }
+    var amountYuan: String { t("金额（元）", "Amount (yuan)") }
+    var reasonVisible: String { t("原因（用户可见，必填）", "Reason (the payer sees it; required)") }
+    var refundButton: String { t("退款", "Refund") }
+    var refundsOff: String { t("退款未配置（没有商户 API 证书），这里不能退款。", "Refunds are not configured (no merchant API certificate), so none can be made here.") }
+    var notRefundable: String { t("只有已支付的订单可以退款。", "Only a paid order can be refunded.") }
+    func refundRecorded(_ number: String, _ state: String) -> String {
+        t("退款 \(number) 已提交，当前状态：\(state)。", "Refund \(number) was made; it is now \(state).")
+    }
+    var amountInvalid: String { t("金额应以元为单位，最多两位小数，例如 3.50。", "Give the amount in yuan with at most two decimals, e.g. 3.50.") }
+    var reasonInvalid: String { t("请填写原因（1 到 80 字节，不含控制字符）。", "Give a reason (1 to 80 bytes, no control characters).") }
+    var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }
+
+    // MARK: Refusals and errors
+    var forbiddenTitle: String { t("没有权限", "Not allowed") }
+    var forbidden: String { t("你的角色没有这项权限，什么都没有改变。", "Your role does not allow this; nothing was changed.") }
+    var csrfTitle: String { t("请求被拒绝", "Request refused") }
+    var csrfRefused: String {
+        t("这个表单已失效或不是本页面提交的（CSRF 校验失败），什么都没有改变。请回到页面刷新后再试。",
+          "This form is stale or did not come from this console (the CSRF check failed); nothing was changed. Go back, reload the page and try again.")
+    }
+    var notFoundTitle: String { t("找不到", "Not found") }
+    var orderNotFound: String { t("没有这笔订单。", "There is no such order.") }
+    var eventNotFound: String { t("这笔订单没有这个业务通知事件。", "This order has no such webhook event.") }
+    var errorTitle: String { t("出错了", "Something failed") }
+    var internalError: String { t("网关出错，没有完成；可以重试。", "The gateway failed and did not finish; it is safe to try again.") }
+    var back: String { t("返回", "Back") }
+
+    // MARK: Audit
+    var auditTitle: String { t("审计日志", "Audit log") }
+    var actor: String { t("操作人", "Who") }
+    var role: String { t("角色", "Role") }
+    var channel: String { t("渠道", "Channel") }
+    var action: String { t("操作", "Action") }
+    var order: String { t("订单", "Order") }
+    var target: String { t("对象", "Target") }
+    var address: String { t("来源地址", "From") }
+    var outcome: String { t("结果", "Outcome") }
+    var detail: String { t("详情", "Detail") }
+    var time: String { t("时间", "When") }
+    var filterButton: String { t("筛选", "Filter") }
+    var noEntries: String { t("没有记录。", "No entries.") }
+    func actionName(_ action: String) -> String {
+        switch action {
+        case "login": t("登录", "sign in")
+        case "logout": t("退出", "sign out")
+        case "search": t("查找", "search")
+        case "view_order": t("查看订单", "view order")
+        case "recheck": t("重新查询", "recheck")
+        case "refund": t("退款", "refund")
+        case "redeliver": t("重新投递", "redeliver")
+        case "view_audit": t("查看审计日志", "view audit log")
+        case "api_lookup": t("API 查找", "API lookup")
+        case "api_recheck": t("API 重新查询", "API recheck")
+        case "api_redrive": t("API 重新投递", "API redrive")
+        case "api_read_order": t("API 读取订单", "API read order")
+        case "api_read_refund": t("API 读取退款", "API read refund")
+        default: action
+        }
+    }
+
+    // MARK: Timeline
+    /// A plain-language name for a timeline kind (the kind itself is shown beside it).
+    func eventName(_ kind: String) -> String {
+        switch kind {
+        case "created": t("订单创建", "order created")
+        case "prepay": t("微信下单成功", "prepay issued by WeChat")
+        case "unifiedorder_failed": t("微信下单失败", "unifiedorder failed")
+        case "closeorder_failed": t("关单失败", "closeorder failed")
+        case "notify_received": t("收到支付通知", "payment notify received")
+        case "amount_mismatch": t("金额不一致", "amount mismatch")
+        case "orderquery": t("向微信查询", "asked WeChat (orderquery)")
+        case "orderquery_failed": t("查询失败", "orderquery failed")
+        case "recheck": t("客服要求重新查询", "support asked for a recheck")
+        case "reconcile": t("对账查询", "reconciler asked WeChat")
+        case "reconcile_failed": t("对账查询失败", "reconciler query failed")
+        case "bill": t("对账单差异", "bill difference")
+        case "bill_failed": t("对账单处理失败", "bill check failed")
+        case "fulfilment_delivered": t("发货通知已送达", "fulfilment delivered")
+        case "fulfilment_dead": t("发货通知已放弃", "fulfilment given up")
+        case "fulfilment_redriven": t("发货通知重新投递", "fulfilment redriven")
+        case "state_changed": t("状态变化", "state changed")
+        case "refund_requested": t("退款已记录", "refund recorded")
+        case "refund_accepted": t("微信受理退款", "refund accepted by WeChat")
+        case "refund_failed": t("退款请求失败", "refund call failed")
+        case "refund_state_changed": t("退款状态变化", "refund state changed")
+        case "refund_amount_mismatch": t("退款金额不一致", "refund amount mismatch")
+        case "refund_notify_conflict": t("退款通知与记录不符", "refund notify disagreed")
+        default: kind
+        }
+    }
+
+    /// `SUCCESS 支付成功`, with the English gloss in English.
+    func stateLabel(_ state: OrderState) -> String {
+        let english: String =
+            switch state {
+            case .notPay: "not paid"
+            case .success: "paid"
+            case .refund: "refunded"
+            case .closed: "closed"
+            case .revoked: "revoked"
+            case .payError: "payment failed"
+            case .userPaying: "paying"
+            }
+        return t("\(state.rawValue) \(ConsoleFormat.chinese(state))", "\(state.rawValue) \(ConsoleFormat.chinese(state)) · \(english)")
+    }
+
+    func refundStateLabel(_ state: RefundState) -> String {
+        let english: String =
+            switch state {
+            case .processing: "processing"
+            case .success: "refunded"
+            case .change: "needs a person"
+            case .refundClose: "closed"
+            }
+        return t("\(state.rawValue) \(ConsoleFormat.chinese(state))", "\(state.rawValue) \(ConsoleFormat.chinese(state)) · \(english)")
+    }
+}

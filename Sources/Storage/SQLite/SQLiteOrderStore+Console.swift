@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+extension SQLiteOrderStore: ConsoleStore {
+    /// Migration 4, with the audit log (SQLiteOrderStore+Audit.swift): console sessions, failed
+    /// logins and locks, and the index the console's date-ordered search walks.
+    static let consoleSchema: SQL = """
+        CREATE TABLE console_sessions (
+            id TEXT PRIMARY KEY NOT NULL,
+            username TEXT NOT NULL,
+            credential_stamp TEXT NOT NULL,
+            csrf_token TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_seen_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            address TEXT
+        ) STRICT;
+        CREATE INDEX console_sessions_by_expiry ON console_sessions (expires_at);
+        CREATE INDEX console_sessions_by_last_seen ON console_sessions (last_seen_at);
+
+        CREATE TABLE console_login_failures (
+            username TEXT NOT NULL,
+            at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX console_login_failures_by_user ON console_login_failures (username, at);
+        CREATE INDEX console_login_failures_by_time ON console_login_failures (at);
+
+        CREATE TABLE console_login_locks (
+            username TEXT PRIMARY KEY NOT NULL,
+            locked_until INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE INDEX orders_by_created_at ON orders (created_at, out_trade_no);
+        """
+
+    public func createSession(_ session: ConsoleSession) async throws(StorageError) {
+        try session.validate()
+        try await write { db throws(StorageError) in
+            let inserted = try db.run(
+                "INSERT INTO console_sessions (" + ConsoleSession.columns
+                    + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING", session.id, session.username, session.credentialStamp, session.csrfToken, session.createdAt,
+                session.lastSeenAt, session.expiresAt, session.address)
+            guard inserted == 1 else { throw .invalidArgument("a session with this id exists") }
+        }
+    }
+
+    public func session(id: String) async throws(StorageError) -> ConsoleSession? {
+        try StoreText.validate(id)
+        return try await read { db throws(StorageError) in
+            try db.row("SELECT " + ConsoleSession.columns + " FROM console_sessions WHERE id = ?", id,
+                       decode: ConsoleSession.init(row:))
+        }
+    }
+
+    public func touchSession(id: String, at: Date) async throws(StorageError) -> Bool {
+        try StoreText.validate(id)
+        return try await write { db throws(StorageError) in
+            try db.run("UPDATE console_sessions SET last_seen_at = MAX(last_seen_at, ?1) WHERE id = ?2", at, id) == 1
+        }
+    }
+
+    public func deleteSession(id: String) async throws(StorageError) -> Bool {
+        try StoreText.validate(id)
+        return try await write { db throws(StorageError) in
+            try db.run("DELETE FROM console_sessions WHERE id = ?", id) == 1
+        }
+    }
+
+    public func purgeSessions(now: Date, idleBefore: Date) async throws(StorageError) -> Int {
+        try await write { db throws(StorageError) in
+            try db.run("DELETE FROM console_sessions WHERE expires_at <= ?1 OR last_seen_at < ?2", now, idleBefore)
+        }
+    }
+
+    public func recordLoginFailure(username: String, at: Date, window: TimeInterval, threshold: Int,
+                                   lockFor: TimeInterval) async throws(StorageError) -> Date? {
+        try StoreText.validate(username)
+        let windowStart = at.addingTimeInterval(-window)
+        return try await write { db throws(StorageError) in
+            // Old failures of every name go here, so the table holds one window's worth at most.
+            try db.run("DELETE FROM console_login_failures WHERE at <= ?", windowStart)
+            try db.run("DELETE FROM console_login_locks WHERE locked_until <= ?", at)
+            try db.run("INSERT INTO console_login_failures (username, at) VALUES (?, ?)", username, at)
+            let failures = try db.row(
+                "SELECT COUNT(*) FROM console_login_failures WHERE username = ? AND at > ?", username, windowStart,
+                decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            guard failures >= threshold else { return nil }
+            let until = at.addingTimeInterval(lockFor)
+            try db.run(
+                """
+                INSERT INTO console_login_locks (username, locked_until) VALUES (?1, ?2)
+                ON CONFLICT (username) DO UPDATE SET locked_until = MAX(locked_until, ?2)
+                """, username, until)
+            try db.run("DELETE FROM console_login_failures WHERE username = ?", username)
+            return until
+        }
+    }
+
+    public func loginLock(username: String, at: Date) async throws(StorageError) -> Date? {
+        try StoreText.validate(username)
+        return try await read { db throws(StorageError) in
+            try db.row(
+                "SELECT locked_until FROM console_login_locks WHERE username = ? AND locked_until > ?", username, at,
+                decode: { row throws(StorageError) in try row.date(0) })
+        }
+    }
+
+    public func clearLoginFailures(username: String) async throws(StorageError) {
+        try StoreText.validate(username)
+        _ = try await write { db throws(StorageError) in
+            try db.run("DELETE FROM console_login_failures WHERE username = ?", username)
+        }
+    }
+
+    public func searchOrders(_ search: OrderSearch, limit: Int, after: OrderPageKey?) async throws(StorageError)
+        -> OrderPage
+    {
+        guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        try StoreText.validate(search.identifier)
+        // No filter is a NULL test: the bounds default to the widest ones, so the created_at
+        // index serves the range and the order, and a page stops after `limit + 1` rows.
+        let states = (search.states.isEmpty ? Set(OrderState.allCases) : search.states).jsonArray
+        let from = search.createdFrom ?? Date(timeIntervalSince1970: 0)
+        let before = search.createdBefore ?? Date.distantFuture
+        let cursorTime = after?.createdAt ?? Date.distantFuture
+        let cursorNumber = after?.outTradeNo ?? ""
+        // `(created_at, out_trade_no) < (t, o)` with the default cursor (far future, "") holds for
+        // every row with created_at before the far future: all of them.
+        let filters: SQL = """
+             AND state IN (SELECT value FROM json_each(?2)) AND created_at >= ?3 AND created_at < ?4
+             AND (created_at < ?5 OR (created_at = ?5 AND out_trade_no < ?6))
+             ORDER BY created_at DESC, out_trade_no DESC LIMIT ?7
+            """
+        let rows = try await read { db throws(StorageError) in
+            if let identifier = search.identifier {
+                // Each identifier has its own index; the union is a handful of rows for any but a
+                // user with many orders, and those come out paged like every other search.
+                try db.rows(
+                    "SELECT " + OrderRecord.columns + """
+                         FROM orders WHERE out_trade_no IN (
+                            SELECT out_trade_no FROM orders WHERE out_trade_no = ?1
+                            UNION SELECT out_trade_no FROM orders WHERE transaction_id = ?1
+                            UNION SELECT out_trade_no FROM orders WHERE user_id = ?1
+                            UNION SELECT out_trade_no FROM refunds WHERE out_refund_no = ?1)
+                        """ + filters,
+                    identifier, states, from, before, cursorTime, cursorNumber, limit + 1, decode: OrderRecord.init(row:))
+            } else {
+                try db.rows(
+                    "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL" + filters,
+                    Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1,
+                    decode: OrderRecord.init(row:))
+            }
+        }
+        return OrderPage(rows: rows, limit: limit)
+    }
+}

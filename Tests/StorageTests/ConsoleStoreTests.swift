@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Storage
+import StoreTestSupport
+import Testing
+
+struct ConsoleStoreTests {
+    static func session(_ id: String, user: String = "alice", at: Date = TestTime.t0) -> ConsoleSession {
+        ConsoleSession(id: id, username: user, credentialStamp: "stamp", csrfToken: "csrf-\(id)", createdAt: at,
+                       lastSeenAt: at, expiresAt: at.addingTimeInterval(12 * 3600), address: "203.0.113.9")
+    }
+
+    // MARK: Sessions
+
+    @Test(arguments: StoreKind.all) func aSessionIsStoredReadTouchedForwardOnlyAndDeleted(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await store.createSession(Self.session("s1"))
+            #expect(try await store.session(id: "s1") == Self.session("s1"))
+            #expect(try await store.session(id: "nope") == nil)
+            #expect(try await store.touchSession(id: "s1", at: TestTime.at(60)))
+            #expect(try await store.touchSession(id: "s1", at: TestTime.at(30)))
+            #expect(try await store.session(id: "s1")?.lastSeenAt == TestTime.at(60))
+            #expect(try await !store.touchSession(id: "nope", at: TestTime.at(60)))
+            #expect(try await store.deleteSession(id: "s1"))
+            #expect(try await !store.deleteSession(id: "s1"))
+            #expect(try await store.session(id: "s1") == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aSecondSessionWithTheSameIdIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await store.createSession(Self.session("s1"))
+            await #expect(throws: StorageError.self) { try await store.createSession(Self.session("s1", user: "mallory")) }
+            #expect(try await store.session(id: "s1")?.username == "alice")
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func purgingRemovesExpiredAndIdleSessionsOnly(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            var expired = Self.session("expired")
+            expired.expiresAt = TestTime.at(100)
+            try await store.createSession(expired)
+            try await store.createSession(Self.session("idle"))
+            try await store.createSession(Self.session("fresh", at: TestTime.at(1000)))
+            #expect(try await store.purgeSessions(now: TestTime.at(1000), idleBefore: TestTime.at(500)) == 2)
+            #expect(try await store.session(id: "fresh") != nil)
+            #expect(try await store.session(id: "idle") == nil)
+            #expect(try await store.session(id: "expired") == nil)
+        }
+    }
+
+    // MARK: Failed logins
+
+    static func fail(_ name: String, at seconds: Double, in store: some ConsoleStore) async throws -> Date? {
+        try await store.recordLoginFailure(username: name, at: TestTime.at(seconds), window: 900, threshold: 5, lockFor: 900)
+    }
+
+    @Test(arguments: StoreKind.all) func theFifthFailureWithinFifteenMinutesLocksTheNameForFifteenMinutes(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for second in [0.0, 60, 120, 180] { #expect(try await Self.fail("alice", at: second, in: store) == nil) }
+            #expect(try await store.loginLock(username: "alice", at: TestTime.at(200)) == nil)
+            #expect(try await Self.fail("alice", at: 240, in: store) == TestTime.at(1140))
+            #expect(try await store.loginLock(username: "alice", at: TestTime.at(1139)) == TestTime.at(1140))
+            #expect(try await store.loginLock(username: "alice", at: TestTime.at(1140)) == nil)
+            // Another name is untouched.
+            #expect(try await store.loginLock(username: "bob", at: TestTime.at(300)) == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func failuresOlderThanTheWindowAndClearedFailuresDoNotCount(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for second in [0.0, 60, 120, 180] { _ = try await Self.fail("alice", at: second, in: store) }
+            // 15 minutes after the first, that one has left the window: four remain, no lock.
+            #expect(try await Self.fail("alice", at: 900, in: store) == nil)
+            try await store.clearLoginFailures(username: "alice")
+            for second in [901.0, 902, 903, 904] { #expect(try await Self.fail("alice", at: second, in: store) == nil) }
+            #expect(try await Self.fail("alice", at: 905, in: store) != nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func instancesOnOneDatabaseShareSessionsAndCountFailuresTogether(_ kind: StoreKind)
+        async throws
+    {
+        try await withStore(kind) { first, database async throws in
+            let second = try await database.open()
+            do {
+                // A browser signed in through one instance is signed in on the other, and out on both.
+                try await first.createSession(Self.session("s1"))
+                #expect(try await second.session(id: "s1") == Self.session("s1"))
+                #expect(try await second.deleteSession(id: "s1"))
+                #expect(try await first.session(id: "s1") == nil)
+                // Five failures spread over both lock the name on both.
+                for at in [0.0, 60] { #expect(try await Self.fail("alice", at: at, in: first) == nil) }
+                for at in [120.0, 180] { #expect(try await Self.fail("alice", at: at, in: second) == nil) }
+                #expect(try await Self.fail("alice", at: 240, in: first) == TestTime.at(1140))
+                #expect(try await second.loginLock(username: "alice", at: TestTime.at(300)) == TestTime.at(1140))
+                // Both append to one audit log.
+                _ = try await first.appendAudit(Self.entry("search"))
+                _ = try await second.appendAudit(Self.entry("view_order", order: "O1"))
+                #expect(try await first.auditEntries(AuditQuery(), limit: 10, before: nil).entries.map(\.entry.action)
+                    == ["view_order", "search"])
+            } catch {
+                await second.close()
+                throw error
+            }
+            await second.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func textWithANulCharacterIsRefusedAndNothingIsWritten(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            await #expect(throws: StorageError.self) { try await store.appendAudit(Self.entry("search\u{0}")) }
+            await #expect(throws: StorageError.self) { try await store.createSession(Self.session("s\u{0}1")) }
+            await #expect(throws: StorageError.self) { try await Self.fail("al\u{0}ice", at: 0, in: store) }
+            await #expect(throws: StorageError.self) {
+                try await store.searchOrders(OrderSearch(identifier: "O\u{0}1"), limit: 10, after: nil)
+            }
+            #expect(try await store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.isEmpty)
+        }
+    }
+
+    // MARK: Search
+
+    /// Orders created a minute apart: O0 oldest; O1 paid (transaction wx-O1) with a refund R-O1;
+    /// all of user u-1 but O3 (user u-2).
+    static func seed(_ store: TestStore, count: Int = 6) async throws {
+        for index in 0..<count {
+            try await Fixture.create(Fixture.order("O\(index)", amount: 1000, createdAt: TestTime.at(Double(index) * 60),
+                                                   userID: index == 3 ? "u-2" : "u-1"), in: store)
+        }
+        _ = try await Fixture.pay("O1", in: store, at: TestTime.at(90))
+        _ = try await store.createRefund(
+            NewRefund(outRefundNo: "R-O1", outTradeNo: "O1", amount: 100, reason: "test", notifyURL: nil,
+                      parametersDigest: "d", createdAt: TestTime.at(120)),
+            maximumPerOrder: 50, event: NewOrderEvent(kind: "refund_requested", detail: "", at: TestTime.at(120)))
+    }
+
+    static func numbers(_ page: OrderPage) -> [String] { page.orders.map(\.outTradeNo) }
+
+    @Test(arguments: StoreKind.all) func oneIdentifierFindsTheOrderByEachOfItsNumbers(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Self.seed(store)
+            func find(_ identifier: String) async throws -> [String] {
+                Self.numbers(try await store.searchOrders(OrderSearch(identifier: identifier), limit: 50, after: nil))
+            }
+            #expect(try await find("O1") == ["O1"])
+            #expect(try await find("wx-O1") == ["O1"])
+            #expect(try await find("R-O1") == ["O1"])
+            #expect(try await find("u-2") == ["O3"])
+            #expect(try await find("u-1") == ["O5", "O4", "O2", "O1", "O0"])
+            #expect(try await find("nothing").isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func stateAndCreationFiltersNarrowTheSearchWithOrWithoutAnIdentifier(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Self.seed(store)
+            let paid = try await store.searchOrders(OrderSearch(states: [.success]), limit: 50, after: nil)
+            #expect(Self.numbers(paid) == ["O1"])
+            let window = OrderSearch(createdFrom: TestTime.at(60), createdBefore: TestTime.at(240))
+            #expect(Self.numbers(try await store.searchOrders(window, limit: 50, after: nil)) == ["O3", "O2", "O1"])
+            let both = OrderSearch(identifier: "u-1", states: [.notPay], createdFrom: TestTime.at(60))
+            #expect(Self.numbers(try await store.searchOrders(both, limit: 50, after: nil)) == ["O5", "O4", "O2"])
+            #expect(Self.numbers(try await store.searchOrders(OrderSearch(), limit: 50, after: nil)).count == 6)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func searchPagesCoverEveryMatchOnceNewestFirst(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Self.seed(store, count: 12)
+            var seen: [String] = []
+            var after: OrderPageKey?
+            var pages = 0
+            repeat {
+                let page = try await store.searchOrders(OrderSearch(identifier: "u-1"), limit: 4, after: after)
+                seen += Self.numbers(page)
+                after = page.next
+                pages += 1
+            } while after != nil && pages < 10
+            #expect(pages == 3)
+            #expect(seen == (0..<12).reversed().filter { $0 != 3 }.map { "O\($0)" })
+        }
+    }
+
+    // MARK: Audit
+
+    static func entry(_ action: String, actor: String = "alice", order: String? = nil, at seconds: Double = 0) -> NewAuditEntry {
+        NewAuditEntry(at: TestTime.at(seconds), actor: actor, channel: "console", role: "admin", action: action,
+                      outTradeNo: order, target: "t", address: "203.0.113.9", outcome: "ok", detail: "d")
+    }
+
+    @Test(arguments: StoreKind.all) func auditEntriesListNewestFirstFilteredAndPaged(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            var stored: [AuditEntry] = []
+            for index in 0..<7 {
+                stored.append(try await store.appendAudit(Self.entry(index % 2 == 0 ? "search" : "refund",
+                                                                     actor: index < 4 ? "alice" : "bob",
+                                                                     order: index == 5 ? "O5" : nil, at: Double(index))))
+            }
+            #expect(stored.map(\.id) == stored.map(\.id).sorted())
+            #expect(stored[2].entry == Self.entry("search", at: 2))
+            let first = try await store.auditEntries(AuditQuery(), limit: 3, before: nil)
+            #expect(first.entries.map(\.entry.at) == [TestTime.at(6), TestTime.at(5), TestTime.at(4)])
+            let second = try await store.auditEntries(AuditQuery(), limit: 3, before: first.nextBefore)
+            let third = try await store.auditEntries(AuditQuery(), limit: 3, before: second.nextBefore)
+            #expect(third.entries.count == 1 && third.nextBefore == nil)
+            #expect(try await store.auditEntries(AuditQuery(actor: "bob"), limit: 10, before: nil).entries.count == 3)
+            #expect(try await store.auditEntries(AuditQuery(outTradeNo: "O5"), limit: 10, before: nil).entries.map(\.entry.actor) == ["bob"])
+            #expect(try await store.auditEntries(AuditQuery(actor: "alice", action: "refund"), limit: 10, before: nil)
+                .entries.count == 2)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func theDatabaseRefusesToUpdateOrDeleteAnAuditEntry(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
+            _ = try await store.appendAudit(Self.entry("refund", order: "O1"))
+            // Behind the store's back, as anyone with the database's password could: refused.
+            #expect(await !database.execute("UPDATE audit_log SET outcome = 'nothing happened'"))
+            #expect(await !database.execute("DELETE FROM audit_log"))
+            if kind == .postgres { #expect(await !database.execute("TRUNCATE audit_log")) }
+            #expect(await database.scalar("SELECT outcome FROM audit_log") == "ok")
+            #expect(try await store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.count == 1)
+        }
+    }
+}
