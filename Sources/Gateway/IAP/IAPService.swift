@@ -206,11 +206,15 @@ public final class IAPService: Sendable {
         let tokenNamesOrder = purchase.facts.appAccountToken != nil && purchase.facts.appAccountToken == order.appAccountToken
         guard let user else { return ReportAnswer(order: order, matchedBy: how, outcome: "repeated") }
         if order.userID == user || tokenNamesOrder {
-            // The app reports until it may finish: bounded, and what support wants to see.
+            // The app reports until it may finish: bounded, and what support wants to see. When a
+            // notification credited the order first, this report is where support learns that
+            // another account of the app reported it.
+            let switched = order.userID == user ? ""
+                : " (the account was switched: its token names this order of \(order.userID ?? "nobody"))"
             _ = try? await service.store.appendEvent(
                 order.outTradeNo, kind: "appstore_report",
-                detail: "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via)): credited to this order "
-                    + "before; answered 200, finish_transaction true", at: now())
+                detail: "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via))\(switched): credited to "
+                    + "this order before; answered 200, finish_transaction true", at: now())
             return ReportAnswer(order: order, matchedBy: how, outcome: "repeated")
         }
         _ = try? await service.store.appendEvent(
