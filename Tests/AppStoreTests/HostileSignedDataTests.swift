@@ -182,7 +182,6 @@ struct HostileSignedDataTests {
             ("four segments", jws + "." + parts[2]),
             ("empty payload", parts[0] + ".." + parts[2]),
             ("padding", parts[0] + "." + parts[1] + "=." + parts[2]),
-            ("standard alphabet", jws.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")),
             ("whitespace", parts[0] + ". " + parts[1] + "." + parts[2]),
             ("newline", parts[0] + "." + parts[1] + "\n." + parts[2]),
             ("oversized", F.token(header: F.header(x5c: F.pki.x5c),
@@ -199,6 +198,13 @@ struct HostileSignedDataTests {
                                                                   + Array(F.pki.x5c.dropFirst())), payload: payload)),
             ("no x5c", F.token(header: #"{"alg":"ES256"}"#, payload: payload)),
         ]
+        // The standard alphabet's '+' and '/' are refused wherever they stand. A random signature may
+        // hold no '-' or '_' to swap, so one character is always replaced too, by the standard-alphabet
+        // character a lax decoder would NOT read as the one it replaces.
+        let standard = jws.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        if standard != jws { cases.append(("standard alphabet", standard)) }
+        let swapped = parts[2].first == "-" ? "/" : "+"
+        cases.append(("standard alphabet in the signature", parts[0] + "." + parts[1] + "." + swapped + parts[2].dropFirst()))
         // A last character with non-zero unused bits decodes to the same bytes in lax decoders.
         var payloadText = parts[1]
         if let last = payloadText.last, payloadText.utf8.count % 4 != 0, let index = "AEIMQUYcgkosw048".firstIndex(of: last) {
