@@ -139,7 +139,7 @@ struct BatteryUpstreamFaultsTests {
                 Issue.record("\(answer.kind) of \(answer.number) answered \(answer.status) \(answer.code ?? "")")
             }
         }
-        // A 503 needs three faults in a row on one call (~1.6 % of creates at 25 %): whether one
+        // A 503 needs three faults in a row on one call (about 1.6 % of calls at 25 %): whether one
         // reached a client this run is chance, that the faults reached the gateway is not.
         #expect(rig.simulator.counters.faultsInjected.values.reduce(0, +) > 0, "faults were injected")
 
