@@ -139,7 +139,9 @@ struct BatteryUpstreamFaultsTests {
                 Issue.record("\(answer.kind) of \(answer.number) answered \(answer.status) \(answer.code ?? "")")
             }
         }
-        #expect(log.all.contains { $0.status == 503 }, "the faults reached the clients at least once")
+        // A 503 needs three faults in a row on one call (about 1.6 % of calls at 25 %): whether one
+        // reached a client this run is chance, that the faults reached the gateway is not.
+        #expect(rig.simulator.counters.faultsInjected.values.reduce(0, +) > 0, "faults were injected")
 
         // Each order created once, with one parameter set, as WeChat holds it.
         #expect(rig.simulator.counters.businessFailures["OUT_TRADE_NO_USED"] == nil)
