@@ -134,13 +134,14 @@ extension OrderStore {
         addingFlags: Set<OrderFlag> = [],
         at: Date,
         receipt: TransitionReceipt? = nil,
-        apple: AppleTransactionFields? = nil
+        apple: AppleTransactionFields? = nil,
+        lastRead: OrderRecord? = nil
     ) async throws(StorageError) -> TransitionResult {
         try await transition(
             OrderTransition(
                 outTradeNo: outTradeNo, to: to, from: allowedFrom, transactionID: transactionID, paidAt: paidAt,
                 expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at,
-                receipt: receipt, apple: apple))
+                receipt: receipt, apple: apple, lastRead: lastRead))
     }
 
     /// `appendEvent(_:_:)` with the event's fields as arguments.

@@ -40,6 +40,11 @@ public struct OrderTransition: Sendable, Hashable {
     /// keeps the first one it got; another order already holding the same transaction id makes the
     /// database refuse the change (`.constraint`).
     public var apple: AppleTransactionFields?
+    /// The order as the caller last read it, if it did. A store may then make the change in one
+    /// statement that applies only while the order still stands as read (the same state and
+    /// flags), and otherwise decides under the order's lock as it always does: a hint for speed,
+    /// the result is the same either way.
+    public var lastRead: OrderRecord?
 
     public init(
         outTradeNo: String,
@@ -53,7 +58,8 @@ public struct OrderTransition: Sendable, Hashable {
         addingFlags: Set<OrderFlag> = [],
         at: Date,
         receipt: TransitionReceipt? = nil,
-        apple: AppleTransactionFields? = nil
+        apple: AppleTransactionFields? = nil,
+        lastRead: OrderRecord? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.to = to
@@ -67,5 +73,6 @@ public struct OrderTransition: Sendable, Hashable {
         self.at = at
         self.receipt = receipt
         self.apple = apple
+        self.lastRead = lastRead
     }
 }

@@ -209,6 +209,11 @@ struct IAPStoreTests {
             #expect(await database.execute("DELETE FROM apple_transactions") == false)
             #expect(await database.execute("UPDATE orders SET apple_transaction_id = '2000000000000099' WHERE out_trade_no = 'J1'") == false)
             #expect(await database.execute("UPDATE orders SET app_account_token = NULL WHERE out_trade_no = 'J2'") == false)
+            #expect(await database.execute("UPDATE orders SET state = 'NOTPAY' WHERE out_trade_no = 'J1'") == false)
+            // The guards refuse only what they must: an update that keeps those columns passes.
+            #expect(await database.execute(
+                "UPDATE orders SET state = state, channel = channel, app_account_token = app_account_token WHERE out_trade_no = 'J1'"))
+            #expect(try await store.order("J1")?.state == .success)
             #expect(try await store.order("J2")?.state == .notPay)
             #expect(try await store.orders(appleTransactionID: "2000000000000070").map(\.outTradeNo) == ["J1"])
             // Through the door as well: a transition carrying a transaction another order holds.

@@ -125,6 +125,88 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test func paymentsOnFreshReadsQueuedTogetherCommitAsOneStatementEachInOneTransaction() async throws {
+        try await withPostgresStore(poolSize: 1) { store, _ async throws in
+            let orders = (0..<20).map { "P\($0)" }
+            var reads: [OrderRecord] = []
+            for order in orders {
+                try await Fixture.create(Fixture.order(order), in: store)
+                reads.append(try #require(try await store.order(order)))
+            }
+            let (blocker, release) = await occupy(store)
+            let before = store.writeStatistics
+            let payments = reads.map { read in
+                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
+            }
+            try await eventually { store.pool.queuedWrites == orders.count }
+            release.signal()
+            _ = try await blocker.value
+            for payment in payments { #expect(try await payment.value.didChange) }
+            let after = store.writeStatistics
+            #expect(after.transactions - before.transactions == 1)
+            #expect(after.oneStatement - before.oneStatement == orders.count)
+            #expect(try await store.counts().ordersByState[.success] == orders.count)
+        }
+    }
+
+    @Test func aPaymentWhoseOrderChangedSinceItsReadRunsTheUsualWayAfterItsBatchCommitted() async throws {
+        try await withPostgresStore(poolSize: 1) { store, _ async throws in
+            var reads: [OrderRecord] = []
+            for index in 0..<10 {
+                try await Fixture.create(Fixture.order("Q\(index)"), in: store)
+                reads.append(try #require(try await store.order("Q\(index)")))
+            }
+            #expect(try await store.transition("Q0", to: .closed, from: OrderState.open, detail: "close", at: TestTime.at(55)).didChange)
+            let (blocker, release) = await occupy(store)
+            let before = store.writeStatistics
+            let payments = reads.map { read in
+                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
+            }
+            try await eventually { store.pool.queuedWrites == reads.count }
+            release.signal()
+            _ = try await blocker.value
+            var results: [TransitionResult] = []
+            for payment in payments { results.append(try await payment.value) }
+            #expect(results.dropFirst().allSatisfy { $0.didChange })
+            let closed = try #require(try await store.order("Q0"))
+            #expect(results[0] == .unchanged(closed))
+            #expect(try await store.order("Q0")?.state == .closed)
+            #expect(try await store.events("Q0").last?.detail == "duplicate")
+            let after = store.writeStatistics
+            #expect(after.oneStatement - before.oneStatement == 9)
+            #expect(after.transactions - before.transactions == 2)
+        }
+    }
+
+    @Test func aFailingStatementInABatchOfPaymentsFailsAloneAndTheOthersCommit() async throws {
+        try await withPostgresStore(poolSize: 1) { store, _ async throws in
+            try await Fixture.create(Fixture.order("S0"), in: store)
+            _ = try await store.transition("S0", to: .success, from: OrderState.open, outbox: Fixture.paid("S0", id: "taken"),
+                                           at: TestTime.at(1))
+            var reads: [OrderRecord] = []
+            for index in 1..<8 {
+                try await Fixture.create(Fixture.order("S\(index)"), in: store)
+                reads.append(try #require(try await store.order("S\(index)")))
+            }
+            let clashing = reads[0]
+            let (blocker, release) = await occupy(store)
+            let payments = reads.dropFirst().map { read in
+                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
+            }
+            let clash = Task {
+                try await store.transition("S1", to: .success, from: OrderState.open, outbox: Fixture.paid("S1", id: "taken"),
+                                           at: TestTime.at(2), lastRead: clashing)
+            }
+            try await eventually { store.pool.queuedWrites == reads.count }
+            release.signal()
+            _ = try await blocker.value
+            for payment in payments { #expect(try await payment.value.didChange) }
+            await #expect(throws: StorageError.constraint) { try await clash.value }
+            #expect(try await store.order("S1")?.state == .notPay)
+            #expect(try await store.counts().ordersByState[.success] == 7)
+        }
+    }
+
     @Test func aFailingWriteInABatchRollsBackAloneAndTheOthersCommit() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
             try await Fixture.create(Fixture.order("F0"), in: store)

@@ -30,7 +30,8 @@ struct Settlement: Sendable {
         deferring?.deferredWhenUnchangedIn.insert(.closed)
         var result = try await store.transition(
             order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
-            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at, receipt: deferring)
+            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at, receipt: deferring,
+            lastRead: order)
         if case .unchanged(let current) = result, current.state == .closed {
             // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person,
             // and the business backend hears it too (deliver, or refund: its decision).

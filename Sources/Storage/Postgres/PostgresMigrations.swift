@@ -149,6 +149,26 @@ enum PostgresMigrations {
         Migration(version: 3, name: "App Store purchases", statements: PostgresOrderStore.appStoreSchema),
         Migration(version: 4, name: "console sessions and logins, audit log, orders by creation",
                   statements: PostgresOrderStore.consoleSchema + PostgresOrderStore.auditSchema),
+        // The orders' guard triggers fire only for an update they refuse: the same rules, but a
+        // payment no longer runs two PL/pgSQL calls that let it through.
+        Migration(version: 5, name: "orders' guard triggers only when they refuse", statements: [
+            "DROP TRIGGER orders_paid_stays_paid ON orders",
+            """
+            CREATE TRIGGER orders_paid_stays_paid BEFORE UPDATE OF state ON orders FOR EACH ROW
+                WHEN (OLD.state IN ('SUCCESS', 'REFUND') AND NEW.state NOT IN ('SUCCESS', 'REFUND'))
+                EXECUTE FUNCTION wxpay_paid_stays_paid()
+            """,
+            "DROP TRIGGER orders_apple_fixed ON orders",
+            """
+            CREATE TRIGGER orders_apple_fixed BEFORE UPDATE OF apple_transaction_id, channel, app_account_token
+                ON orders FOR EACH ROW
+                WHEN ((OLD.apple_transaction_id IS NOT NULL
+                           AND NEW.apple_transaction_id IS DISTINCT FROM OLD.apple_transaction_id)
+                      OR NEW.channel IS DISTINCT FROM OLD.channel
+                      OR NEW.app_account_token IS DISTINCT FROM OLD.app_account_token)
+                EXECUTE FUNCTION wxpay_orders_apple_fixed()
+            """,
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

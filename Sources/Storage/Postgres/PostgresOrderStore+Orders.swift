@@ -30,7 +30,7 @@ extension PostgresOrderStore {
     }
 
     public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
-        try await read { db throws(StorageError) in try db.run(Self.selectOrder(outTradeNo)).first(OrderRecord.init(row:)) }
+        try await read(Self.selectOrder(outTradeNo)) { result throws(StorageError) in try result.first(OrderRecord.init(row:)) }
     }
 
     public func orders(transactionID: String) async throws(StorageError) -> [OrderRecord] {
@@ -108,9 +108,20 @@ extension PostgresOrderStore {
         try transition.validate()
         try StoreText.validate(transition.transactionID, transition.detail, transition.receipt?.kind,
                                transition.receipt?.changedDetail, transition.receipt?.unchangedDetail)
-        return try await write(key: Self.orderKey(transition.outTradeNo)) { db throws(StorageError) in
+        let outTradeNo = transition.outTradeNo
+        // When the caller read the order and the door would change it as read, the change is
+        // tried as one statement that applies only while the order still stands so: most payments
+        // settle in one round trip shared by the whole batch, without reading under the lock first.
+        let statement = transition.lastRead.flatMap { read -> OneStatement<TransitionResult>? in
+            guard read.outTradeNo == outTradeNo, transition.changes(read) else { return nil }
+            return OneStatement(query: Self.change(transition, from: read, onlyIfStillSo: true)) { result throws(StorageError) in
+                guard let changed = try result.first(OrderRecord.init(row:)) else { return nil }
+                return (.changed(changed), outTradeNo)
+            }
+        }
+        return try await write(key: Self.orderKey(outTradeNo), statement: statement) { db throws(StorageError) in
             let result = try Self.transition(transition, on: db)
-            return (result, result.didChange ? transition.outTradeNo : nil)
+            return (result, result.didChange ? outTradeNo : nil)
         }
     }
 
@@ -188,7 +199,10 @@ extension PostgresOrderStore {
 
     /// The door itself: the conditional UPDATE, and — only if it changed the row, in the same
     /// statement — the `state_changed` event, the receipt's event after it, and the outbox row.
-    static func change(_ transition: OrderTransition, from current: OrderRecord) -> PGQuery {
+    ///
+    /// `onlyIfStillSo`: `current` was read without the lock, so the UPDATE also requires the
+    /// state and flags it was decided on; it changes nothing (and returns no row) otherwise.
+    static func change(_ transition: OrderTransition, from current: OrderRecord, onlyIfStillSo: Bool = false) -> PGQuery {
         let events = [transition.stateChangedEvent(from: current.state)] + [transition.receiptEvent(changed: true)].compactMap { $0 }
         let touch =
             switch transition.receipt?.touching {
@@ -198,6 +212,25 @@ extension PostgresOrderStore {
             }
         let flags = transition.flags(after: current.flags).map(OrderRecord.encodeFlags)
         let outbox = transition.outbox
+        let stillSo: SQL = onlyIfStillSo ? " AND state = $26 AND flags = $27 " : " "
+        var parameters: [PGValue] = [
+            transition.outTradeNo.pgValue, transition.to.rawValue.pgValue, transition.transactionID.pgValue,
+            transition.paidAt.pgValue, transition.at.pgValue, flags.pgValue, touch.pgValue,
+            transition.sourceStates.pgValue, transition.expectedAmount.pgValue,
+            events[0].kind.pgValue, events[0].detail.pgValue,
+            (events.count > 1 ? events[1].kind : nil).pgValue, (events.count > 1 ? events[1].detail : nil).pgValue,
+            outbox?.id.pgValue ?? .null(.text), outbox?.type.pgValue ?? .null(.text),
+            outbox?.payload.pgValue ?? .null(.text), outbox?.createdAt.pgValue ?? .null(.timestamptz),
+            (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
+            outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
+            outbox?.lastError.pgValue ?? .null(.text),
+            transition.apple?.transactionID.pgValue ?? .null(.text),
+            transition.apple?.originalTransactionID.pgValue ?? .null(.text),
+            transition.apple?.environment.pgValue ?? .null(.text),
+        ]
+        if onlyIfStillSo {
+            parameters += [current.state.rawValue.pgValue, OrderRecord.encodeFlags(current.flags).pgValue]
+        }
         return PGQuery(
             """
             WITH changed AS (
@@ -211,8 +244,7 @@ extension PostgresOrderStore {
                     original_transaction_id = COALESCE(original_transaction_id, $24),
                     environment = COALESCE(environment, $25)
                 WHERE out_trade_no = $1 AND state = ANY($8) AND ($9::bigint IS NULL OR amount = $9)
-                RETURNING
-            """ + " " + OrderRecord.columns + """
+            """ + stillSo + "RETURNING " + OrderRecord.columns + """
             ), events AS (
                 INSERT INTO order_events (out_trade_no, at, kind, detail)
                 SELECT changed.out_trade_no, $5, e.kind, e.detail
@@ -225,21 +257,7 @@ extension PostgresOrderStore {
             )
             SELECT
             """ + " " + OrderRecord.columns + " FROM changed",
-            parameters: [
-                transition.outTradeNo.pgValue, transition.to.rawValue.pgValue, transition.transactionID.pgValue,
-                transition.paidAt.pgValue, transition.at.pgValue, flags.pgValue, touch.pgValue,
-                transition.sourceStates.pgValue, transition.expectedAmount.pgValue,
-                events[0].kind.pgValue, events[0].detail.pgValue,
-                (events.count > 1 ? events[1].kind : nil).pgValue, (events.count > 1 ? events[1].detail : nil).pgValue,
-                outbox?.id.pgValue ?? .null(.text), outbox?.type.pgValue ?? .null(.text),
-                outbox?.payload.pgValue ?? .null(.text), outbox?.createdAt.pgValue ?? .null(.timestamptz),
-                (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
-                outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
-                outbox?.lastError.pgValue ?? .null(.text),
-                transition.apple?.transactionID.pgValue ?? .null(.text),
-                transition.apple?.originalTransactionID.pgValue ?? .null(.text),
-                transition.apple?.environment.pgValue ?? .null(.text),
-            ])
+            parameters: parameters)
     }
 
     /// Appends an event of an order this transaction has locked (no existence check).

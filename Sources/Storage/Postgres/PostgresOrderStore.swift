@@ -32,10 +32,14 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         public var poolSize: Int
         /// The most writes committed in one transaction. Default 64; 1 turns group commit off.
         public var maxBatchSize: Int
+        /// Connections committing a batch of writes at once, at most. Default 2: while one batch
+        /// commits, the next fills up.
+        public var maxWritingConnections: Int
 
-        public init(poolSize: Int = 8, maxBatchSize: Int = 64) {
+        public init(poolSize: Int = 8, maxBatchSize: Int = 64, maxWritingConnections: Int = 2) {
             self.poolSize = poolSize
             self.maxBatchSize = maxBatchSize
+            self.maxWritingConnections = maxWritingConnections
         }
     }
 
@@ -43,6 +47,9 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     public struct WriteStatistics: Sendable, Hashable {
         public var transactions: Int
         public var operations: Int
+        /// Writes committed as one statement sent with their batch's others (a payment made on
+        /// the order as the caller read it), without a read under the lock first.
+        public var oneStatement: Int
     }
 
     public let settings: PostgresSettings
@@ -60,6 +67,7 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         self.channel = channel
         pool = PostgresPool(
             settings: settings, size: configuration.poolSize, maxBatchSize: configuration.maxBatchSize,
+            maxWritingThreads: min(configuration.maxWritingConnections, configuration.poolSize),
             channel: channel, name: "wxpay.postgres")
     }
 
@@ -71,8 +79,8 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     public static func open(_ settings: PostgresSettings, configuration: Configuration = Configuration())
         async throws(StorageError) -> PostgresOrderStore
     {
-        guard configuration.poolSize >= 1, configuration.maxBatchSize >= 1 else {
-            throw .invalidArgument("poolSize and maxBatchSize must be at least 1")
+        guard configuration.poolSize >= 1, configuration.maxBatchSize >= 1, configuration.maxWritingConnections >= 1 else {
+            throw .invalidArgument("poolSize, maxBatchSize and maxWritingConnections must be at least 1")
         }
         let opened = await Blocking.run { () -> Result<String, StorageError> in
             do throws(StorageError) {
@@ -108,8 +116,8 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
 
     /// Counters of the pool's writes since open.
     public var writeStatistics: WriteStatistics {
-        let (transactions, operations) = pool.statistics
-        return WriteStatistics(transactions: transactions, operations: operations)
+        let (transactions, operations, oneStatement) = pool.statistics
+        return WriteStatistics(transactions: transactions, operations: operations, oneStatement: oneStatement)
     }
 
     // MARK: OrderChangeFeed
@@ -136,13 +144,33 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         try await submit(key: "", { connection throws(StorageError) in (try body(connection), nil) }, to: pool.submitRead)
     }
 
+    /// A read that is one statement: queued reads like it share one round trip.
+    func read<T: Sendable>(
+        _ query: PGQuery, _ decode: @escaping @Sendable (PGResult) throws(StorageError) -> T
+    ) async throws(StorageError) -> T {
+        try await submit(
+            key: "", statement: OneStatement(query: query) { result throws(StorageError) in (try decode(result), nil) },
+            { connection throws(StorageError) in (try decode(connection.run(query)), nil) }, to: pool.submitRead)
+    }
+
     /// A write inside a group-commit transaction; `key` is the one order (`o:`) or outbox event
     /// (`x:`) whose rows it locks. `body` returns its value and, when it changed an order's state,
     /// that order, announced at COMMIT. The value is returned after COMMIT.
+    ///
+    /// With `statement`, the write is first tried as that one statement, sent with the batch's
+    /// others without waiting: its `decode` returns the value (and the changed order), or nil
+    /// when the statement did not apply — it must then have written nothing, and `body` runs.
     func write<T: Sendable>(
-        key: String, _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
+        key: String, statement: OneStatement<T>? = nil,
+        _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
     ) async throws(StorageError) -> T {
-        try await submit(key: key, body, to: pool.submitWrite)
+        try await submit(key: key, statement: statement, body, to: pool.submitWrite)
+    }
+
+    /// A job as one statement (see `write(key:statement:_:)`).
+    struct OneStatement<T: Sendable>: Sendable {
+        let query: PGQuery
+        let decode: @Sendable (PGResult) throws(StorageError) -> (T, changed: String?)?
     }
 
     /// A write in a transaction of its own (claims of many rows).
@@ -177,7 +205,8 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     }
 
     private func submit<T: Sendable>(
-        key: String, _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?),
+        key: String, statement: OneStatement<T>? = nil,
+        _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?),
         to queue: (PGJob) -> Void
     ) async throws(StorageError) -> T {
         // Not cancellable on purpose: once queued, a write may commit, and its caller must learn
@@ -185,6 +214,18 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StorageError>, Never>) in
             queue(PGJob(
                 lockKey: key,
+                statement: statement.map { statement in
+                    PGStatement(query: statement.query) { result in
+                        do throws(StorageError) {
+                            guard let (value, changed) = try statement.decode(result) else { return nil }
+                            return .success(PGDelivery(changedOrders: changed.map { [$0] } ?? []) {
+                                continuation.resume(returning: .success(value))
+                            })
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                },
                 perform: { connection in
                     do throws(StorageError) {
                         let (value, changed) = try body(connection)

@@ -8,8 +8,19 @@ import Synchronization
 struct PGJob: Sendable {
     /// For batched writes: the order in which the batch takes its row locks (see `PostgresPool`).
     let lockKey: String
+    /// The job as one statement, when it can be: sent with other jobs' statements without waiting
+    /// for each answer, so a batch of them costs one round trip instead of one per statement.
+    var statement: PGStatement? = nil
     let perform: @Sendable (PGConnection) -> Result<PGDelivery, StorageError>
     let fail: @Sendable (StorageError) -> Void
+}
+
+/// A job's one statement, and what its result means.
+struct PGStatement: Sendable {
+    let query: PGQuery
+    /// The job's outcome from the statement's result; nil when the statement did not apply (a
+    /// write whose condition no longer held): the job then runs through `perform`, as it would have.
+    let complete: @Sendable (PGResult) -> Result<PGDelivery, StorageError>?
 }
 
 /// Hands a result to its waiter; for a write, after COMMIT returned.
@@ -22,14 +33,23 @@ struct PGDelivery: Sendable {
 /// Up to `size` threads, each owning at most one connection, opened when first needed and
 /// replaced (with backoff) when it breaks. No libpq call ever runs on the Swift cooperative pool.
 ///
-/// - **Reads** run one at a time on any free thread, in their own implicit transaction.
+/// - **Reads** run on any free thread, in their own implicit transaction. Reads that are one
+///   statement each (`PGStatement`) and are queued together go in one pipeline: one round trip.
 /// - **Writes** are group-committed: a free thread takes every queued write (up to `maxBatchSize`)
-///   and runs them in one `BEGIN … COMMIT`, so one WAL flush covers the batch. Results are delivered
+///   and runs them in one `BEGIN … COMMIT`, so one WAL flush covers the batch. At most
+///   `maxWritingThreads` threads commit at once, so writes queue up behind a commit in flight
+///   and the next batch is larger: fewer, fuller transactions cost the server and the gateway
+///   less per write (reads and exclusive writes still have the other threads). Results are delivered
 ///   after COMMIT returned. The batch runs its writes sorted by `lockKey` (each write locks rows
 ///   of one order or one outbox event only): every batch of every instance takes its locks in the
 ///   same order, so two batches can wait for each other but never deadlock. If a write fails
 ///   (a constraint), the transaction is rolled back and the others run again without it; a
 ///   deadlock or serialization failure the server reports anyway reruns the batch.
+/// - **Writes that are one statement** (`PGStatement`: a conditional change made on what the
+///   caller read before) are sent together, sorted by `lockKey`, in one pipeline after `BEGIN`;
+///   then `COMMIT`: two round trips for the whole batch. Those whose condition no longer held
+///   wrote nothing and then run the usual way, in a transaction of their own after the COMMIT;
+///   on any failure the whole batch runs the usual way.
 /// - **Exclusive writes** (claims that lock many rows with `SKIP LOCKED`) run alone, in their own
 ///   transaction, so they never hold locks while waiting for another batch.
 /// - When the server is unreachable, jobs fail at once with `unavailable` until the next connection
@@ -46,12 +66,18 @@ final class PostgresPool: Sendable {
         var readHead = 0
         var writes: [PGJob] = []
         var threads = 0
+        /// Threads committing a batch of writes now.
+        var writing = 0
         var sleeping = 0
         var signalled = 0
         var isClosed = false
         /// Connection attempts wait until then after a failed one.
         var retryAt: ContinuousClock.Instant?
         var backoff: Duration = PostgresPool.firstBackoff
+
+        func peekRead() -> (Kind, PGJob)? {
+            readHead < reads.count ? reads[readHead] : nil
+        }
 
         mutating func takeRead() -> (Kind, PGJob)? {
             guard readHead < reads.count else { return nil }
@@ -70,6 +96,7 @@ final class PostgresPool: Sendable {
 
     private enum Work {
         case one(Kind, PGJob)
+        case reads([PGJob])
         case batch([PGJob])
         case sleep
         case exit
@@ -81,6 +108,7 @@ final class PostgresPool: Sendable {
     let settings: PostgresSettings
     private let size: Int
     private let maxBatchSize: Int
+    private let maxWritingThreads: Int
     private let channel: String
     private let name: String
     private let queue = Mutex(Queue())
@@ -88,11 +116,13 @@ final class PostgresPool: Sendable {
     private let exited = DispatchSemaphore(value: 0)
     private let transactionCount = Atomic<Int>(0)
     private let operationCount = Atomic<Int>(0)
+    private let oneStatementCount = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - channel: the NOTIFY channel on which committed state changes are announced.
-    init(settings: PostgresSettings, size: Int, maxBatchSize: Int, channel: String, name: String) {
-        precondition(size >= 1 && maxBatchSize >= 1)
+    init(settings: PostgresSettings, size: Int, maxBatchSize: Int, maxWritingThreads: Int, channel: String, name: String) {
+        precondition(size >= 1 && maxBatchSize >= 1 && maxWritingThreads >= 1)
+        self.maxWritingThreads = maxWritingThreads
         self.settings = settings
         self.size = size
         self.maxBatchSize = maxBatchSize
@@ -103,9 +133,11 @@ final class PostgresPool: Sendable {
     /// Test hook: writes queued and not yet taken by a thread.
     var queuedWrites: Int { queue.withLock { $0.writes.count } }
 
-    /// Write transactions committed or rolled back, and operations run in them, since start.
-    var statistics: (transactions: Int, operations: Int) {
-        (transactionCount.load(ordering: .relaxed), operationCount.load(ordering: .relaxed))
+    /// Write transactions committed or rolled back, operations run in them, and writes committed
+    /// as one statement (`PGStatement`), since start.
+    var statistics: (transactions: Int, operations: Int, oneStatement: Int) {
+        (transactionCount.load(ordering: .relaxed), operationCount.load(ordering: .relaxed),
+         oneStatementCount.load(ordering: .relaxed))
     }
 
     func submitRead(_ job: PGJob) { enqueue(.read, job) }
@@ -161,8 +193,18 @@ final class PostgresPool: Sendable {
         var connection: PGConnection?
         while true {
             let work = queue.withLock { queue -> Work in
-                if let (kind, job) = queue.takeRead() { return .one(kind, job) }
-                if !queue.writes.isEmpty {
+                if let (kind, job) = queue.takeRead() {
+                    guard kind == .read, job.statement != nil else { return .one(kind, job) }
+                    var reads = [job]
+                    while reads.count < maxBatchSize, let (nextKind, next) = queue.peekRead(),
+                          nextKind == .read, next.statement != nil {
+                        _ = queue.takeRead()
+                        reads.append(next)
+                    }
+                    return reads.count == 1 ? .one(kind, job) : .reads(reads)
+                }
+                if !queue.writes.isEmpty && queue.writing < maxWritingThreads {
+                    queue.writing += 1
                     let count = min(queue.writes.count, maxBatchSize)
                     let batch = Array(queue.writes.prefix(count))
                     queue.writes.removeFirst(count)
@@ -185,8 +227,11 @@ final class PostgresPool: Sendable {
                 return
             case .one(let kind, let job):
                 runAlone(job, retrying: kind == .read, connection: &connection)
+            case .reads(let jobs):
+                read(jobs, connection: &connection)
             case .batch(let jobs):
                 commit(jobs, connection: &connection)
+                queue.withLock { $0.writing -= 1 }
             }
         }
     }
@@ -246,8 +291,89 @@ final class PostgresPool: Sendable {
         }
     }
 
-    /// Runs the writes in one transaction (see the type's documentation).
+    /// Reads that are one statement each, in one pipeline; if it fails, each runs on its own.
+    private func read(_ jobs: [PGJob], connection: inout PGConnection?) {
+        let current: PGConnection
+        switch live(&connection) {
+        case .success(let live): current = live
+        case .failure(let error):
+            for job in jobs { job.fail(error) }
+            return
+        }
+        let results: [PGResult]
+        do throws(StorageError) {
+            results = try current.run(jobs.map { $0.statement!.query })
+        } catch {
+            for job in jobs { runAlone(job, retrying: true, connection: &connection) }
+            return
+        }
+        for (job, result) in zip(jobs, results) {
+            switch job.statement!.complete(result) {
+            case .success(let delivery)?: delivery.deliver()
+            case .failure(let error)?: job.fail(error)
+            case nil: runAlone(job, retrying: true, connection: &connection)
+            }
+        }
+    }
+
+    /// Runs the writes (see the type's documentation): those that are one statement together,
+    /// then the others, and those whose statement did not apply, in one transaction.
     private func commit(_ jobs: [PGJob], connection: inout PGConnection?) {
+        var usual = jobs.filter { $0.statement == nil }
+        let statements = jobs.filter { $0.statement != nil }
+        if !statements.isEmpty {
+            usual += commit(statements: statements, connection: &connection)
+        }
+        if !usual.isEmpty { commitOneByOne(usual, connection: &connection) }
+    }
+
+    /// The one-statement writes in one transaction; returns the jobs still to run the usual way.
+    private func commit(statements jobs: [PGJob], connection: inout PGConnection?) -> [PGJob] {
+        let jobs = jobs.sorted { $0.lockKey < $1.lockKey }
+        let current: PGConnection
+        switch live(&connection) {
+        case .success(let live): current = live
+        case .failure(let error):
+            for job in jobs { job.fail(error) }
+            return []
+        }
+        transactionCount.add(1, ordering: .relaxed)
+        current.sendAhead(PGQuery("BEGIN"))
+        let results: [PGResult]
+        do throws(StorageError) {
+            results = try current.run(jobs.map { $0.statement!.query })
+        } catch {
+            // Nothing was committed: every job runs again the usual way, which deals with a
+            // constraint, a race or a lost connection one job at a time.
+            if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
+            return jobs
+        }
+        var applied: [(job: PGJob, delivery: PGDelivery)] = []
+        var missed: [PGJob] = []
+        for (job, result) in zip(jobs, results) {
+            switch job.statement!.complete(result) {
+            case .success(let delivery)?: applied.append((job, delivery))
+            case .failure?:
+                if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
+                return jobs
+            case nil: missed.append(job)
+            }
+        }
+        do throws(StorageError) {
+            _ = try current.run(notifications(applied.flatMap(\.delivery.changedOrders)) + [PGQuery("COMMIT")])
+        } catch {
+            // Unknown outcome for the applied ones (see `commitOneByOne`); the missed wrote nothing.
+            for (job, _) in applied { job.fail(error) }
+            return missed
+        }
+        operationCount.add(applied.count, ordering: .relaxed)
+        oneStatementCount.add(applied.count, ordering: .relaxed)
+        for (_, delivery) in applied { delivery.deliver() }
+        return missed
+    }
+
+    /// Runs the writes in one transaction, one after the other (see the type's documentation).
+    private func commitOneByOne(_ jobs: [PGJob], connection: inout PGConnection?) {
         var pending = jobs.sorted { $0.lockKey < $1.lockKey }
         var reconnected = false
         var races = 0
