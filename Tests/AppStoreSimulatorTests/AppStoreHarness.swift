@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
 import SimulatorHarnessSupport
 import SimulatorKit
 import Synchronization
@@ -100,6 +101,6 @@ final class NotificationInbox: Sendable {
 
     /// The `signedPayload` of each arrival.
     var signedPayloads: [String] {
-        items.withLock { $0.compactMap { (try? JSON.parse($0.body))?["signedPayload"]?.stringValue } }
+        items.withLock { $0.compactMap { (try? JSONValue.parse($0.body))?["signedPayload"]?.stringValue } }
     }
 }
