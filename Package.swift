@@ -30,6 +30,9 @@ let package = Package(
         systemLibrary("CLibPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
         systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
 
+        // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
+        .target(name: "JSON"),
+
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
@@ -42,11 +45,11 @@ let package = Package(
 
         // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
         // and verifyReceipt clients over an abstract transport.
-        .target(name: "AppStore", dependencies: ["COpenSSL"]),
+        .target(name: "AppStore", dependencies: ["COpenSSL", "JSON"]),
         // The libcurl client as an AppStoreTransport, and the system clock.
         .target(name: "AppStoreHTTPTransport", dependencies: ["AppStore", "HTTP"]),
         // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
-        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit"]),
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit", "JSON"]),
 
         // What both simulators share: scaled time, seeded randomness, the notification scheduler.
         .target(name: "SimulatorKit", dependencies: ["HTTP"]),
@@ -55,19 +58,19 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore", "JSON"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
-            "AppStore", "AppStoreSimulator",
+            "AppStore", "AppStoreSimulator", "JSON",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -79,8 +82,11 @@ let package = Package(
                 path: "Tests/StoreTestSupport"),
         // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
         .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
+        // What both simulators' test harnesses share (running the notify loop, waiting on it).
+        .target(name: "SimulatorHarnessSupport", path: "Tests/SimulatorHarnessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
+            "SimulatorHarnessSupport",
         ]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
@@ -99,15 +105,17 @@ let package = Package(
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
-            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit",
+            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON",
         ]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
+            "SimulatorHarnessSupport", "JSON",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
-            "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator",
+            "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 import SimulatorKit
 import Synchronization
 
@@ -276,7 +277,7 @@ extension AppStoreSimulator {
     }
 
     /// Signs a notification, with the rogue chain when the fault plan picks it (drawn here, once).
-    private func signNotification(_ payload: (StoreState) -> JSON, store: inout StoreState) -> String {
+    private func signNotification(_ payload: (StoreState) -> JSONValue, store: inout StoreState) -> String {
         let rogue = store.random.chance(store.faults.notificationRogueChainRate)
         if rogue { store.count("fault notification_rogue_chain") }
         store.signWithRogueChain = rogue
@@ -285,7 +286,7 @@ extension AppStoreSimulator {
     }
 
     private static func body(_ signedPayload: String) -> [UInt8] {
-        JSON.object(["signedPayload": .string(signedPayload)]).bytes()
+        JSONValue.object(["signedPayload": .string(signedPayload)]).bytes()
     }
 
     private func deliver(_ notification: PendingNotification) {

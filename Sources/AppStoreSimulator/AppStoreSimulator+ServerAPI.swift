@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import HTTP
+import JSON
 
 extension AppStoreSimulator {
     static let pageSize = 20
@@ -40,7 +41,7 @@ extension AppStoreSimulator {
         }
         if query["sort"] == "DESCENDING" { list.reverse() }
         return page(list, revision: query["revision"], now: now, store: store, extra: [
-            "bundleId": .string(configuration.bundleID), "appAppleId": .integer(configuration.appAppleID),
+            "bundleId": .string(configuration.bundleID), "appAppleId": .int(Int(configuration.appAppleID)),
             "environment": .string(environment.rawValue),
         ])
     }
@@ -72,7 +73,7 @@ extension AppStoreSimulator {
     }
 
     private func page(_ list: [SimulatedTransaction], revision: String?, now: Date, store: StoreState,
-                      extra: [String: JSON]) -> AppStoreSimulatorResponse {
+                      extra: [String: JSONValue]) -> AppStoreSimulatorResponse {
         var offset = 0
         if let revision {
             guard let bytes = Base64.decode(revision, .urlUnpadded), let text = String(validating: bytes, as: UTF8.self),
@@ -99,12 +100,12 @@ extension AppStoreSimulator {
                        store: inout StoreState) -> AppStoreSimulatorResponse {
         func status(_ code: Int, retryable: Bool? = nil) -> AppStoreSimulatorResponse {
             store.count("receipt status \(code)")
-            var body: [String: JSON] = ["status": .integer(Int64(code)), "environment": .string(environment.rawValue)]
+            var body: [String: JSONValue] = ["status": .int(code), "environment": .string(environment.rawValue)]
             if let retryable { body["is-retryable"] = .bool(retryable) }
             return Self.json(.object(body))
         }
         guard request.method == "POST" else { return status(21000) }
-        guard let json = try? JSON.parse(request.body), let data = json["receipt-data"]?.stringValue,
+        guard let json = try? JSONValue.parse(request.body), let data = json["receipt-data"]?.stringValue,
               let decoded = Base64.decode(data, .standardPadded), !decoded.isEmpty else { return status(21002) }
         if let (code, retryable) = store.receiptOverride {
             if code == 0 || code == 21006 {
@@ -125,12 +126,12 @@ extension AppStoreSimulator {
         return receiptAnswer(0, owner: owner, token: data, password: json["password"], now: now, store: &store)
     }
 
-    private func receiptAnswer(_ code: Int, owner: StoreState.ReceiptOwner, token: String, password: JSON?, now: Date,
+    private func receiptAnswer(_ code: Int, owner: StoreState.ReceiptOwner, token: String, password: JSONValue?, now: Date,
                                store: inout StoreState) -> AppStoreSimulatorResponse {
         store.count("receipt status \(code)")
         let purchases = store.transactions(of: owner.user, owner.environment).map { Self.receiptEntry($0.transaction) }
-        var body: [String: JSON] = [
-            "status": .integer(Int64(code)), "environment": .string(owner.environment.rawValue),
+        var body: [String: JSONValue] = [
+            "status": .int(code), "environment": .string(owner.environment.rawValue),
             "receipt": [
                 "bundle_id": .string(configuration.bundleID), "application_version": "1",
                 "receipt_type": owner.environment == .production ? "Production" : "ProductionSandbox",

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import HTTP
+import JSON
 import SimulatorKit
 import Synchronization
 
@@ -147,7 +148,7 @@ public final class AppStoreSimulator: Sendable {
         guard parts.count == 3, let headerBytes = Base64.decode(Array(parts[0].utf8), .urlUnpadded),
               let claimsBytes = Base64.decode(Array(parts[1].utf8), .urlUnpadded),
               let signature = Base64.decode(Array(parts[2].utf8), .urlUnpadded),
-              let header = try? JSON.parse(headerBytes), let claims = try? JSON.parse(claimsBytes)
+              let header = try? JSONValue.parse(headerBytes), let claims = try? JSONValue.parse(claimsBytes)
         else { return "malformed" }
         guard header["alg"] == "ES256" else { return "alg" }
         guard header["kid"]?.stringValue == configuration.keyID else { return "kid" }
@@ -158,10 +159,10 @@ public final class AppStoreSimulator: Sendable {
         guard claims["aud"]?.stringValue == "appstoreconnect-v1" else { return "aud" }
         guard claims["bid"]?.stringValue == configuration.bundleID else { return "bid" }
         let now = tokenClock().timeIntervalSince1970
-        guard let expires = claims["exp"]?.integerValue else { return "exp_missing" }
+        guard let expires = claims["exp"]?.intValue else { return "exp_missing" }
         guard Double(expires) > now else { return "expired" }
         // Apple's libraries omit iat (the Python one does); when present it must not be ahead.
-        let issued = claims["iat"]?.integerValue.map(Double.init)
+        let issued = claims["iat"]?.intValue.map(Double.init)
         if let issued, issued > now { return "iat_in_future" }
         guard Double(expires) - (issued ?? now) <= 3600, Double(expires) - now <= 3600 else { return "exp_too_far" }
         return nil
@@ -170,7 +171,7 @@ public final class AppStoreSimulator: Sendable {
     // MARK: - Signing
 
     /// `payload` signed by the simulator's chain, or the rogue one while that fault is on.
-    func sign(_ payload: JSON, store: StoreState) -> String {
+    func sign(_ payload: JSONValue, store: StoreState) -> String {
         (store.signWithRogueChain ? roguePKI : pki).sign(payload: payload)
     }
 
@@ -181,12 +182,12 @@ public final class AppStoreSimulator: Sendable {
         return sign(transaction.payload, store: store)
     }
 
-    static func json(_ value: JSON, status: Int = 200) -> AppStoreSimulatorResponse {
+    static func json(_ value: JSONValue, status: Int = 200) -> AppStoreSimulatorResponse {
         AppStoreSimulatorResponse(status: status, contentType: "application/json", body: value.bytes())
     }
 
     static func apiError(_ status: Int, _ code: Int, _ message: String) -> AppStoreSimulatorResponse {
-        json(["errorCode": .integer(Int64(code)), "errorMessage": .string(message)], status: status)
+        json(["errorCode": .int(code), "errorMessage": .string(message)], status: status)
     }
 }
 

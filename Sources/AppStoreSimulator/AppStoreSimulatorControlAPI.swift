@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 import SimulatorKit
 
 /// The control panel: what customers and Apple do, as JSON over HTTP under `/appstore-simulator/`.
@@ -116,6 +117,6 @@ public struct AppStoreSimulatorControlAPI: Sendable {
     }
 
     private func error(_ status: Int, _ code: String, _ message: String) -> (status: Int, contentType: String, body: [UInt8]) {
-        (status, "application/json", JSON.object(["error": ["code": .string(code), "message": .string(message)]]).bytes())
+        (status, "application/json", JSONValue.object(["error": ["code": .string(code), "message": .string(message)]]).bytes())
     }
 }

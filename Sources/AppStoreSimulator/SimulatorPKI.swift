@@ -2,6 +2,7 @@
 import AppStore
 import COpenSSL
 import Foundation
+import JSON
 
 /// A certificate chain shaped like Apple's, made at start with OpenSSL: a self-signed P-384 root
 /// (like Apple Root CA - G3), a P-384 intermediate carrying the WWDR marker OID
@@ -87,9 +88,9 @@ public struct SimulatorPKI: Sendable {
     public var x5c: [String] { [leaf, intermediate, root].map { Base64.encode($0.der, .standardPadded) } }
 
     /// The payload signed as App Store signed data: `{"alg":"ES256","x5c":[…]}` and the leaf's key.
-    public func sign(payload: JSON) -> String {
+    public func sign(payload: JSONValue) -> String {
         guard let leafKey else { preconditionFailure("this chain's leaf cannot make ES256 signatures") }
-        return JWSSigner.sign(header: ["x5c": .array(x5c.map(JSON.string))], payload: payload, with: leafKey)
+        return JWSSigner.sign(header: ["x5c": .array(x5c.map(JSONValue.string))], payload: payload, with: leafKey)
     }
 
     static func issue(subject: PKIKey, name: String, issuer: Certificate?, issuerKey: PKIKey, serial: UInt64,

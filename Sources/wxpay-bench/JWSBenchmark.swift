@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
 
 /// `wxpay-bench jws`: App Store signed-transaction verifications per second on one thread, with
 /// the verified chain cached (the steady state: Apple rotates leaves rarely) and uncached (a full

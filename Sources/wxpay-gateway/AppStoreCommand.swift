@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 
 /// `wxpay-gateway appstore verify|token`: App Store signed data and Server API tokens by hand.
 enum AppStoreCommand {
@@ -11,7 +12,7 @@ enum AppStoreCommand {
         verify reads one JWS from standard input — a signedTransactionInfo, a signedRenewalInfo or a
         notification signedPayload, told apart by its payload — checks it (chain to the root in FILE,
         PEM or DER, at the payload's signedDate; both Apple OIDs; ES256; bundle id, environment, app
-        id) and prints the verified payload as JSON (a notification with its transaction and renewal
+        id) and prints the verified payload as JSONValue (a notification with its transaction and renewal
         info decoded too). Without --environment either is accepted and the output names it. A root
         other than Apple Root CA - G3 needs --allow-untrusted-root (simulators, tests).
         Exit status: 0 verified; 1 refused (the rule is named on standard error); 2 usage or
@@ -97,7 +98,7 @@ enum AppStoreCommand {
 
     /// The verified payloads as JSON: `kind`, `environment`, `payload`, and for a notification its
     /// `transaction` and `renewalInfo` payloads.
-    private static func output(_ verified: SignedDataVerifier.Verified, token: String, verifier: SignedDataVerifier) -> JSON {
+    private static func output(_ verified: SignedDataVerifier.Verified, token: String, verifier: SignedDataVerifier) -> JSONValue {
         // Every token here was verified a moment ago; reading the payloads again cannot fail.
         let payload = (try? verifier.verifiedPayload(token)) ?? .null
         switch verified {
@@ -106,7 +107,7 @@ enum AppStoreCommand {
         case .renewalInfo(let info):
             return ["kind": "renewal_info", "environment": .string(info.environment.rawValue), "payload": payload]
         case .notification(let notification):
-            var result: [String: JSON] = [
+            var result: [String: JSONValue] = [
                 "kind": "notification", "environment": .string(notification.environment.rawValue), "payload": payload,
             ]
             let data = payload["data"] ?? payload["summary"]

@@ -2,12 +2,14 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
+import SimulatorHarnessSupport
 import SimulatorKit
 import Synchronization
 
 /// A simulator on a frozen clock, with clients wired to it in process, a verifier that trusts its
 /// root, and an inbox for the notifications it sends.
-struct AppStoreHarness {
+struct AppStoreHarness: NotifyLoopHarness {
     static let bundleID = "com.example.courses"
     static let appAppleID: Int64 = 1_234_567_890
 
@@ -71,23 +73,7 @@ struct AppStoreHarness {
                                                  environment: environment))
     }
 
-    /// Runs the notification loop for the duration of `body`.
-    func withNotificationLoop(_ body: () async throws -> Void) async rethrows {
-        let task = Task { await simulator.run() }
-        defer { task.cancel() }
-        try await body()
-    }
-
-    /// Waits (in real time, bounded generously: the notification loop shares two cores and the
-    /// cooperative pool with the whole suite) until `condition` holds.
-    func eventually(timeout: Double = 120, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
+    var notifyLoop: @Sendable () async -> Void { { [simulator] in await simulator.run() } }
 }
 
 /// Records every wait the clients ask for, without waiting; `now` is real time, as tokens need.
@@ -115,6 +101,6 @@ final class NotificationInbox: Sendable {
 
     /// The `signedPayload` of each arrival.
     var signedPayloads: [String] {
-        items.withLock { $0.compactMap { (try? JSON.parse($0.body))?["signedPayload"]?.stringValue } }
+        items.withLock { $0.compactMap { (try? JSONValue.parse($0.body))?["signedPayload"]?.stringValue } }
     }
 }

@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
 import Testing
 
 /// The verifyReceipt client against the simulator: every status of Apple's table, each path.
@@ -99,10 +100,10 @@ struct ReceiptClientTests {
         #expect(error?.status == .sharedSecretMismatch)
         // 21000: not a POST.
         let get = harness.simulator.handle(AppStoreSimulatorRequest(method: "GET", path: "/verifyReceipt"))
-        #expect((try? JSON.parse(get.body))?["status"] == 21000)
+        #expect((try? JSONValue.parse(get.body))?["status"] == 21000)
         // 21002: not base64 / not JSON.
         let junk = harness.simulator.handle(AppStoreSimulatorRequest(method: "POST", path: "/verifyReceipt", body: Array("{".utf8)))
-        #expect((try? JSON.parse(junk.body))?["status"] == 21002)
+        #expect((try? JSONValue.parse(junk.body))?["status"] == 21002)
         // The right secret gives latest_receipt_info too.
         let receipt = try await harness.receiptClient(sharedSecret: "0123456789abcdef0123456789abcdef").verify(purchase.receipt)
         #expect(receipt.latestReceiptInfo.map(\.transactionID) == [purchase.transactionID])

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
 import HTTP
+import JSON
 import SimulatorKit
 import Synchronization
 import Testing
@@ -63,20 +64,20 @@ struct ReferenceAgreementTests {
                 key: simulator.generatedAPIKey!, keyID: simulator.configuration.keyID, issuerID: simulator.configuration.issuerID,
                 bundleID: simulator.configuration.bundleID).token(issuedAt: Date())]))
         simulator.apply(AppStoreFaultPlan())
-        let rogueJWS = try #require(try JSON.parse(rogue.body)["signedTransactionInfo"]?.stringValue)
+        let rogueJWS = try #require(try JSONValue.parse(rogue.body)["signedTransactionInfo"]?.stringValue)
 
         let loop = Task { await simulator.run() }
         defer { loop.cancel() }
         let deadline = ContinuousClock.now + .seconds(60)
         while notifications.withLock({ $0.count }) < 28 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        let signedPayloads = notifications.withLock { $0 }.compactMap { (try? JSON.parse($0))?["signedPayload"]?.stringValue }
+        let signedPayloads = notifications.withLock { $0 }.compactMap { (try? JSONValue.parse($0))?["signedPayload"]?.stringValue }
         #expect(signedPayloads.count == 28)  // 26 purchases, a refund, a test
 
         var router = HTTPRouter()
         AppStoreSimulatorRoutes.registerAPI(simulator, in: &router)
         let server = HTTPServer(router: router)
         let address = try await server.start()
-        let report: JSON
+        let report: JSONValue
         do {
             report = try await Self.runScript(input: Self.input(
                 simulator: simulator, directory: directory, base: "http://127.0.0.1:\(address.port)",
@@ -84,7 +85,7 @@ struct ReferenceAgreementTests {
                             sandboxSubscription.transactionID],
                 notifications: signedPayloads, rogue: rogueJWS,
                 ids: ["production": .string(history[0]), "sandbox": .string(sandbox.transactionID),
-                      "history": .array(history.map(JSON.string)), "refunded": .string(history[5]),
+                      "history": .array(history.map(JSONValue.string)), "refunded": .string(history[5]),
                       "order": .string(try #require(Self.orderID(simulator, history[3]))), "filter_product": "vip.year"]),
                 directory: directory)
         } catch {
@@ -105,22 +106,22 @@ struct ReferenceAgreementTests {
     }
 
     static func input(simulator: AppStoreSimulator, directory: URL, base: String, purchases: [String], notifications: [String],
-                      rogue: String, ids: [String: JSON]) throws -> URL {
+                      rogue: String, ids: [String: JSONValue]) throws -> URL {
         let rootFile = directory.appendingPathComponent("root.der")
         try Data(simulator.pki.root.der).write(to: rootFile)
         let keyFile = directory.appendingPathComponent("AuthKey.p8")
         try Data(simulator.generatedAPIKey!.pkcs8PEM.utf8).write(to: keyFile)
         let verifier = try SignedDataVerifier(roots: TrustedRoots([simulator.pki.root], allowUntrustedRoot: true),
                                               bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID)
-        var transactions: [JSON] = []
-        var renewals: [JSON] = []
+        var transactions: [JSONValue] = []
+        var renewals: [JSONValue] = []
         for id in purchases {
             let transaction = try #require(simulator.transaction(id))
             let jws = simulator.pki.sign(payload: transaction.payload)
             transactions.append(["kind": "transaction", "environment": .string(transaction.environment.rawValue),
                                  "jws": .string(jws), "transaction_id": .string(id)])
         }
-        var items: [JSON] = []
+        var items: [JSONValue] = []
         for payload in notifications {
             let notification = try verifier.verifyNotification(payload)
             items.append(["kind": "notification", "environment": .string(notification.environment.rawValue),
@@ -131,10 +132,10 @@ struct ReferenceAgreementTests {
                                  "jws": .string(renewal)])
             }
         }
-        let input: JSON = [
+        let input: JSONValue = [
             "root_der": .string(rootFile.path), "key_p8": .string(keyFile.path), "key_id": .string(simulator.configuration.keyID),
             "issuer_id": .string(simulator.configuration.issuerID), "bundle_id": .string(simulator.configuration.bundleID),
-            "app_apple_id": .integer(simulator.configuration.appAppleID), "base_url": .string(base),
+            "app_apple_id": .int(Int(simulator.configuration.appAppleID)), "base_url": .string(base),
             "transactions": .array(transactions), "renewal_infos": .array(renewals), "notifications": .array(items),
             "rogue_transaction": .string(rogue), "ids": .object(ids),
         ]
@@ -144,7 +145,7 @@ struct ReferenceAgreementTests {
     }
 
     /// Runs the script with the test tools' Python, off the cooperative pool, bounded in time.
-    static func runScript(input: URL, directory: URL) async throws -> JSON {
+    static func runScript(input: URL, directory: URL) async throws -> JSONValue {
         let output = directory.appendingPathComponent("report.json")
         let errors = directory.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
@@ -159,7 +160,7 @@ struct ReferenceAgreementTests {
                                      environment: environment, output: output.path, errors: errors.path)
         let status = await child.wait(timeout: .seconds(300))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        guard let report = try? JSON.parse(Array(text.utf8)) else {
+        guard let report = try? JSONValue.parse(Array(text.utf8)) else {
             let stderr = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             throw ScriptFailure(description: "reference_agreement.py printed no report (exit \(status)): \(stderr.suffix(2000))")
         }

@@ -3,6 +3,7 @@ import AppStore
 import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
+import JSON
 import Testing
 
 /// The Server API's bearer token: its claims read by Foundation, its signature checked by
@@ -88,17 +89,17 @@ struct ServerAPITokenTests {
     // MARK: - The simulator's checks
 
     /// A token with the given header and claims, signed by the simulator's generated key.
-    static func token(_ harness: AppStoreHarness, header: JSON? = nil, claims: [String: JSON] = [:],
+    static func token(_ harness: AppStoreHarness, header: JSONValue? = nil, claims: [String: JSONValue] = [:],
                       removing: [String] = [], key: ES256PrivateKey? = nil) -> String {
-        let now = Int64(Date().timeIntervalSince1970)
-        var all: [String: JSON] = [
-            "iss": .string(harness.simulator.configuration.issuerID), "iat": .integer(now), "exp": .integer(now + 300),
+        let now = Int(Date().timeIntervalSince1970)
+        var all: [String: JSONValue] = [
+            "iss": .string(harness.simulator.configuration.issuerID), "iat": .int(now), "exp": .int(now + 300),
             "aud": "appstoreconnect-v1", "bid": .string(AppStoreHarness.bundleID),
         ]
         for (name, value) in claims { all[name] = value }
         for name in removing { all[name] = nil }
         let header = header ?? ["alg": "ES256", "kid": .string(harness.simulator.configuration.keyID), "typ": "JWT"]
-        return JWSSigner.sign(headerBytes: header.bytes(), payloadBytes: JSON.object(all).bytes(),
+        return JWSSigner.sign(headerBytes: header.bytes(), payloadBytes: JSONValue.object(all).bytes(),
                               with: key ?? harness.simulator.generatedAPIKey!)
     }
 
@@ -110,7 +111,7 @@ struct ServerAPITokenTests {
     @Test func theSimulatorRefusesWhatAppleRefuses() throws {
         let harness = try AppStoreHarness()
         let id = try harness.buy().transactionID
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Int(Date().timeIntervalSince1970)
         #expect(Self.status(harness, Self.token(harness), id: id) == 200)
         // Apple's own Python library sends no iat at all.
         #expect(Self.status(harness, Self.token(harness, removing: ["iat"]), id: id) == 200)
@@ -118,11 +119,11 @@ struct ServerAPITokenTests {
             ("aud", Self.token(harness, claims: ["aud": "appstoreconnect-v2"])),
             ("bid", Self.token(harness, claims: ["bid": "com.example.other"])),
             ("iss", Self.token(harness, claims: ["iss": "someone"])),
-            ("exp_too_far", Self.token(harness, claims: ["exp": .integer(now + 3700)])),
-            ("exp_too_far", Self.token(harness, claims: ["iat": .integer(now - 10), "exp": .integer(now + 3595)])),
-            ("expired", Self.token(harness, claims: ["exp": .integer(now - 1)])),
+            ("exp_too_far", Self.token(harness, claims: ["exp": .int(now + 3700)])),
+            ("exp_too_far", Self.token(harness, claims: ["iat": .int(now - 10), "exp": .int(now + 3595)])),
+            ("expired", Self.token(harness, claims: ["exp": .int(now - 1)])),
             ("exp_missing", Self.token(harness, removing: ["exp"])),
-            ("iat_in_future", Self.token(harness, claims: ["iat": .integer(now + 30), "exp": .integer(now + 330)])),
+            ("iat_in_future", Self.token(harness, claims: ["iat": .int(now + 30), "exp": .int(now + 330)])),
             ("kid", Self.token(harness, header: ["alg": "ES256", "kid": "OTHERKEY00", "typ": "JWT"])),
             ("alg", Self.token(harness, header: ["alg": "none", "kid": .string(harness.simulator.configuration.keyID)])),
             ("signature", Self.token(harness, key: ES256PrivateKey.generate())),

@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import SimulatorHarnessSupport
 import SimulatorKit
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 struct SimulatorNotificationTests {
     @Test func aPurchaseSendsAOneTimeChargeTheVerifierAccepts() async throws {
         let harness = try AppStoreHarness()
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             let token = UUID()
             let purchase = try harness.buy(token: token)
             #expect(await harness.eventually { harness.inbox.count == 1 })
@@ -27,7 +28,7 @@ struct SimulatorNotificationTests {
 
     @Test func sandboxSubscriptionsRefundsRevocationsAndTestsEachSendTheirType() async throws {
         let harness = try AppStoreHarness()
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             let subscription = try harness.buy(product: "vip.monthly", type: "Auto-Renewable Subscription", environment: .sandbox)
             let course = try harness.buy()
             let shared = try harness.buy(product: "course.family")
@@ -53,7 +54,7 @@ struct SimulatorNotificationTests {
     @Test func aFailedDeliveryIsRetriedOnApplesScheduleThenAbandoned() async throws {
         // The merchant answers 500 to everything; Apple tries at 0, 1, 12, 24, 48 and 72 hours after.
         let harness = try AppStoreHarness(retryScale: 1) { _ in 500 }
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             try harness.buy()
             #expect(await harness.eventually { harness.inbox.count == 1 })
             for (hours, expected) in [(1.0, 2), (12, 3), (24, 4), (48, 5), (72, 6)] {
@@ -70,7 +71,7 @@ struct SimulatorNotificationTests {
 
     @Test func aDeliveryAcknowledgedOnTheSecondAttemptStops() async throws {
         let harness = try AppStoreHarness(retryScale: 1) { number in number == 1 ? 503 : 204 }
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             try harness.buy()
             #expect(await harness.eventually { harness.inbox.count == 1 })
             harness.clock.advance(by: 3600)
@@ -83,7 +84,7 @@ struct SimulatorNotificationTests {
 
     @Test func duplicatesDropsAndDelaysComeFromTheFaultPlan() async throws {
         let harness = try AppStoreHarness(retryScale: 1)
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             harness.simulator.apply(AppStoreFaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 3)))
             try harness.buy()
             #expect(await harness.eventually { harness.inbox.count == 3 })
@@ -105,7 +106,7 @@ struct SimulatorNotificationTests {
 
     @Test func aNotificationSignedByTheRogueChainIsRefused() async throws {
         let harness = try AppStoreHarness()
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             harness.simulator.apply(AppStoreFaultPlan(notificationRogueChainRate: 1))
             try harness.buy()
             #expect(await harness.eventually { harness.inbox.count == 1 })
@@ -116,7 +117,7 @@ struct SimulatorNotificationTests {
 
     @Test func anInterruptedPurchaseNotifiesOnlyTheSecondTransactionWithoutItsToken() async throws {
         let harness = try AppStoreHarness()
-        try await harness.withNotificationLoop {
+        try await harness.withNotifyLoop {
             let (_, completed) = try harness.simulator.interruptedPurchase(
                 SimulatedPurchase(user: "alice", productID: "course.swift.basics", appAccountToken: UUID()))
             #expect(await harness.eventually { harness.inbox.count == 1 })

@@ -4,6 +4,7 @@ import AppStoreHTTPTransport
 import AppStoreSimulator
 import Foundation
 import HTTP
+import JSON
 import SimulatorKit
 import Synchronization
 import Testing
@@ -76,7 +77,7 @@ struct AppStoreSimulatorOverSocketsTests {
             let deadline = ContinuousClock.now + .seconds(30)
             while received.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
             let body = try #require(received.withLock { $0.first })
-            let signedPayload = try #require(try JSON.parse(body)["signedPayload"]?.stringValue)
+            let signedPayload = try #require(try JSONValue.parse(body)["signedPayload"]?.stringValue)
             #expect(try verifier.verifyNotification(signedPayload).transaction?.transactionID == purchase.transactionID)
         } catch {
             Issue.record("over sockets: \(error)")

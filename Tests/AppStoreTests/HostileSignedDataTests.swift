@@ -3,6 +3,7 @@ import AppStore
 import AppStoreSimulator
 import COpenSSL
 import Foundation
+import JSON
 import Testing
 
 /// The hostile corpus: every way a forged or broken token is refused, each with its named rule,
@@ -48,10 +49,10 @@ struct HostileSignedDataTests {
         let jws = Self.genuine
         var payload = F.transaction().payload.objectValue!
         payload["price"] = 1
-        let tamperedPayload = Self.replacing(jws, segment: 1, with: Base64.encode(JSON.object(payload).bytes(), .urlUnpadded))
+        let tamperedPayload = Self.replacing(jws, segment: 1, with: Base64.encode(JSONValue.object(payload).bytes(), .urlUnpadded))
         #expect(Self.rule(tamperedPayload) == .invalidSignature)
 
-        let header = JSON.object(["alg": "ES256", "kid": "x", "x5c": .array(F.pki.x5c.map(JSON.string))])
+        let header = JSONValue.object(["alg": "ES256", "kid": "x", "x5c": .array(F.pki.x5c.map(JSONValue.string))])
         let tamperedHeader = Self.replacing(jws, segment: 0, with: Base64.encode(header.bytes(), .urlUnpadded))
         #expect(Self.rule(tamperedHeader) == .invalidSignature)
 
@@ -226,7 +227,7 @@ struct HostileSignedDataTests {
         #expect(Self.rule(jws) == .malformed)
         let header = "{\"alg\":\"none\"," + F.header(x5c: F.pki.x5c).dropFirst()
         #expect(Self.rule(F.token(header: header, payload: F.transaction().payload)) == .malformed)
-        let nested = JSON.object(["signedDate": 1, "data": .object(["a": 1])]).serialized()
+        let nested = JSONValue.object(["signedDate": 1, "data": .object(["a": 1])]).serialized()
             .replacingOccurrences(of: "{\"a\":1}", with: "{\"a\":1,\"a\":2}")
         let nestedJWS = JWSSigner.sign(headerBytes: Array(F.header(x5c: F.pki.x5c).utf8), payloadBytes: Array(nested.utf8),
                                        with: F.pki.leafKey!)

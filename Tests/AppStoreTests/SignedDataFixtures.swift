@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
 
 /// Chains and signed payloads for the verifier's tests, built like Apple's with the simulator's
 /// PKI. Key generation is the slow part, so the common chains are made once per test process.
@@ -50,13 +51,13 @@ enum SignedDataFixtures {
     }
 
     /// A token with its header and payload given as exact bytes, signed by `pki`'s leaf.
-    static func token(header: String, payload: JSON, pki: SimulatorPKI = SignedDataFixtures.pki) -> String {
+    static func token(header: String, payload: JSONValue, pki: SimulatorPKI = SignedDataFixtures.pki) -> String {
         JWSSigner.sign(headerBytes: Array(header.utf8), payloadBytes: payload.bytes(), with: pki.leafKey!)
     }
 
     /// The standard header with `x5c` as given.
     static func header(x5c: [String], alg: String = "ES256") -> String {
-        JSON.object(["alg": .string(alg), "x5c": .array(x5c.map(JSON.string))]).serialized()
+        JSONValue.object(["alg": .string(alg), "x5c": .array(x5c.map(JSONValue.string))]).serialized()
     }
 
     /// Splits a compact JWS into its three segments.

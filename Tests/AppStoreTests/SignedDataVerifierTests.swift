@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
+import JSON
 import Testing
 
 /// What a genuine App Store token decodes to, and how the environment and app checks apply.

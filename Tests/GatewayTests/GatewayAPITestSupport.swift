@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Gateway
+@testable import Gateway
 import HTTP
+import HTTPClientTestSupport
 import Storage
 import StoreTestSupport
 import Synchronization
 import WeChatPay
+import WeChatPayHTTPTransport
 import WeChatPaySimulator
 
 /// The whole gateway API (router, service, SQLite store) with the simulator as WeChat, reachable
@@ -37,7 +39,8 @@ final class GatewayRig: Sendable {
     let service: OrderService
     let store: TestStore
     private let router: HTTPRouter
-    private let server: HTTPServer?
+    /// The gateway's server (`.sockets`), and WeChat's (`.mutualTLS`).
+    private let servers: [HTTPServer]
     private let httpClient: HTTPClient?
     /// The gateway's address in `.sockets` mode ("" in process).
     let base: String
@@ -45,52 +48,91 @@ final class GatewayRig: Sendable {
     let database: TestDatabase
     private let notifyLoop: Task<Void, Never>
 
+    /// How the gateway reaches WeChat (the simulator).
+    enum WeChatLink: Sendable {
+        /// In process (the simulator's own transport), in either mode.
+        case inProcess
+        /// Over HTTPS on 127.0.0.1 (`.sockets` only): the simulator requires a client certificate its
+        /// CA signed for `/secapi/` calls, and the gateway presents `identity`. With none at all the
+        /// request still goes out (as from a client that forgot to attach one), so what is tested is
+        /// the simulator's refusal, not the transport's.
+        case mutualTLS(TLSClientIdentity?)
+    }
+
     /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
     /// the demo catalog included).
     static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
+                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+                      simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
-                        environment: environment, logger: logger)
+                        environment: environment, logger: logger, wechat: wechat, simulator: tune)
     }
 
-    /// A rig on a given database (which `stop` removes).
+    /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings.
     static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled) async throws -> GatewayRig {
+                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+                      simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
         let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
         let store = try await database.open()
         let clock = ScaledClock(start: Date(), scale: 1)
         let target = NotifyTarget()
-        let httpClient = mode == .sockets ? try HTTPClient() : nil
+        var tls = false
+        if case .mutualTLS = wechat {
+            precondition(mode == .sockets, "WeChat over HTTPS needs the sockets mode")
+            tls = true
+        }
+        let httpClient = mode == .sockets
+            ? try HTTPClient(configuration: tls ? .init(tls: .init(caFile: TestCertificates.ca)) : .init()) : nil
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
-            ?? ClosureNotifySender { body, _ in await target.deliver(body) }
-        let simulator = WeChatPaySimulator(
-            configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                  key: configuration.apiKey),
-            clock: clock, notifySender: sender)
-        let service = OrderService(configuration: configuration, store: store,
-                                   transport: SimulatorTransport(simulator: simulator), logger: logger,
+            ?? ClosureNotifySender { body, url in await target.deliver(body, url: url) }
+        var simulatorConfiguration = SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
+                                                            key: configuration.apiKey)
+        tune(&simulatorConfiguration)
+        let simulator = WeChatPaySimulator(configuration: simulatorConfiguration, clock: clock, notifySender: sender)
+        var servers: [HTTPServer] = []
+        let transport: any WeChatPayTransport
+        switch wechat {
+        case .inProcess:
+            transport = SimulatorTransport(simulator: simulator)
+        case .mutualTLS(let identity):
+            simulator.setRequiresClientCertificates(true)
+            var wechatRouter = HTTPRouter()
+            SimulatorRoutes.registerAPI(simulator, in: &wechatRouter)
+            let wechatServer = HTTPServer(router: wechatRouter, configuration: HTTPServerConfiguration().with {
+                $0.tls = HTTPServerConfiguration.TLS(
+                    certificatePEM: try! String(contentsOfFile: TestCertificates.serverCertificate, encoding: .utf8),
+                    privateKeyPEM: try! String(contentsOfFile: TestCertificates.serverKey, encoding: .utf8),
+                    clientCAPEM: try! String(contentsOfFile: TestCertificates.ca, encoding: .utf8))
+            })
+            let address = try await wechatServer.start()
+            servers.append(wechatServer)
+            let https = WeChatPayHTTPTransport(client: httpClient!, configuration: .init(
+                primaryBaseURL: "https://127.0.0.1:\(address.port)", backupBaseURL: nil, clientIdentity: identity,
+                timeouts: .init(connect: .seconds(10), total: .seconds(60))))
+            transport = identity == nil ? WithoutClientCertificate(https) : https
+        }
+        let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger,
                                    now: { clock.now() })
         target.set(service)
         var router = HTTPRouter()
         GatewayAPI(service: service).register(in: &router)
         SimulatorRoutes.registerControl(simulator, in: &router)
-        var server: HTTPServer?
         var base = ""
         if mode == .sockets {
-            let started = HTTPServer(router: router)
-            let address = try await started.start()
+            let gateway = HTTPServer(router: router)
+            let address = try await gateway.start()
             base = "http://127.0.0.1:\(address.port)"
             service.useNotifyURL(base + "/wechat/notify")
-            server = started
+            servers.append(gateway)
         }
         return GatewayRig(mode: mode, simulator: simulator, clock: clock, service: service, store: store, router: router,
-                          server: server, httpClient: httpClient, base: base, database: database)
+                          servers: servers, httpClient: httpClient, base: base, database: database)
     }
 
     private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
-                 store: TestStore, router: HTTPRouter, server: HTTPServer?, httpClient: HTTPClient?,
+                 store: TestStore, router: HTTPRouter, servers: [HTTPServer], httpClient: HTTPClient?,
                  base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
@@ -98,7 +140,7 @@ final class GatewayRig: Sendable {
         self.service = service
         self.store = store
         self.router = router
-        self.server = server
+        self.servers = servers
         self.httpClient = httpClient
         self.base = base
         self.database = database
@@ -107,7 +149,7 @@ final class GatewayRig: Sendable {
 
     func stop() async {
         notifyLoop.cancel()
-        await server?.shutdown(gracePeriod: .seconds(2))
+        for server in servers { await server.shutdown(gracePeriod: .seconds(2)) }
         await httpClient?.shutdown()
         await store.close()
         await database.remove()
@@ -168,5 +210,25 @@ final class GatewayRig: Sendable {
         var fields = builder.fields(signedWith: Signer(key: key), signType: signType, declaresSignType: false)
         change(&fields)
         return String(decoding: (try? FlatXML.encode(fields)) ?? [], as: UTF8.self)
+    }
+}
+
+extension NotifyTarget {
+    /// Payment notifies to the order service, refund notifies to its refund service, by URL.
+    func deliver(_ body: [UInt8], url: String) async -> [UInt8]? {
+        if url.hasSuffix("/wechat/refund-notify") { return await orderService?.refunds?.handleNotify(body) }
+        return await deliver(body)
+    }
+}
+
+/// Sends `/secapi/` requests without the client certificate they need.
+struct WithoutClientCertificate: WeChatPayTransport {
+    let wrapped: any WeChatPayTransport
+    init(_ wrapped: any WeChatPayTransport) { self.wrapped = wrapped }
+
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        var anonymous = request
+        anonymous.needsClientCertificate = false
+        return try await wrapped.send(anonymous)
     }
 }

@@ -232,6 +232,18 @@ struct IAPAPITests {
         }
     }
 
+    @Test func supportsRecheckOfAnOpenIOSOrderGoesOnItsTimelineAsARecheck() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            let created = try await rig.createOrder("user-r")
+            let rechecked = try await rig.gateway.send(.post, "/v1/support/orders/\(E2E.number(created))/recheck",
+                                                       token: GatewayRig.support)
+            #expect(rechecked.status == 200 && rechecked.json["state"] as? String == "NOTPAY")
+            // The history check's words say why ("support recheck"); its kind is the documented one.
+            let lines = try await rig.store.events(E2E.number(created)).filter { $0.detail.contains("no App Store transaction") }
+            #expect(lines.map(\.kind) == ["recheck"])
+        }
+    }
+
     @Test func theDailyRefundHistoryFindsARefundWhoseNotificationWasLost() async throws {
         try await E2E.withRig(.inProcess) { rig in
             E2E.dropNotifications(rig)

@@ -4,7 +4,9 @@ import Foundation
 
 /// A PostgreSQL server of one test's own (`scripts/postgres`), for the tests that stop, crash or
 /// restart the database under a running store. It listens only on a Unix socket in its own
-/// temporary directory; `remove()` stops it and deletes everything.
+/// temporary directory; `remove()` stops it and deletes everything. It is tied to this test
+/// process (`scripts/postgres start --parent`): if the process dies without removing it (SIGKILL,
+/// a crash), the script's watchdog stops the server and deletes its directory.
 public final class TestPostgresServer: Sendable {
     public let directory: String
     /// The server's libpq URI (database `wxpay`).
@@ -20,7 +22,13 @@ public final class TestPostgresServer: Sendable {
 
     public static func start() async throws -> TestPostgresServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-pg-\(UUID().uuidString.prefix(8))").path
-        let output = try await script(["start", directory])
+        let output: String
+        do {
+            output = try await script(["start", directory, "--parent", String(getpid())])
+        } catch {
+            _ = try? await script(["stop", directory])
+            throw error
+        }
         guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("export WXPAY_TEST_POSTGRES=") }) else {
             throw TestDatabaseError.failed("scripts/postgres start printed no URI")
         }
@@ -42,7 +50,8 @@ public final class TestPostgresServer: Sendable {
         _ = try? await Self.script(["stop", directory])
     }
 
-    private static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    /// `scripts/postgres` of this checkout.
+    public static let scriptPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/postgres").path
 
     /// Runs `scripts/postgres` (a `ChildProcess`, not Foundation's `Process`) and returns its

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import SimulatorHarnessSupport
 import Synchronization
 import WeChatPay
 @testable import WeChatPaySimulator
 
 /// A simulator on a frozen clock (only `advance` moves it), driven with hand-signed requests, so
 /// every test reads like the documentation's request and response tables.
-struct SimulatorHarness {
+struct SimulatorHarness: NotifyLoopHarness {
     static let appID = "wxd930ea5d5a258f4f"
     static let mchID = "10000100"
     static let key = APIKey("192006250b4c09247ec02edce69f6a2d")
@@ -57,23 +58,7 @@ struct SimulatorHarness {
         return fields
     }
 
-    /// Runs the notify loop for the duration of `body`.
-    func withNotifyLoop(_ body: () async throws -> Void) async rethrows {
-        let task = Task { await simulator.run() }
-        defer { task.cancel() }
-        try await body()
-    }
-
-    /// Waits (in real time, bounded generously: the notify loop shares the cooperative pool with
-    /// the whole suite on two cores) until `condition` holds.
-    func eventually(timeout: Double = 120, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
+    var notifyLoop: @Sendable () async -> Void { { [simulator] in await simulator.run() } }
 }
 
 /// The notifies the fake merchant received, in arrival order.

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
 import HTTP
+import JSON
 import Testing
 
 /// `wxpay-gateway appstore verify|token` and `simulate-appstore`, run as the built binary.
@@ -65,7 +66,7 @@ struct AppStoreCommandTests {
             let run = try await Self.run(["appstore", "verify", "--root-ca", root, "--allow-untrusted-root", "--bundle-id", Self.bundleID],
                                    input: jws + "\n")
             #expect(run.status == 0, "\(run.stderr)")
-            let output = try JSON.parse(Array(run.stdout.utf8))
+            let output = try JSONValue.parse(Array(run.stdout.utf8))
             #expect(output["kind"] == "transaction")
             #expect(output["environment"] == "Sandbox")
             #expect(output["payload"]?["transactionId"] == "2000000500000001")
@@ -83,7 +84,7 @@ struct AppStoreCommandTests {
             let run = try await Self.run(["appstore", "verify", "--root-ca", root, "--allow-untrusted-root", "--bundle-id", Self.bundleID,
                                     "--environment", "Production", "--app-apple-id", "1234567890"], input: jws)
             #expect(run.status == 0, "\(run.stderr)")
-            let output = try JSON.parse(Array(run.stdout.utf8))
+            let output = try JSONValue.parse(Array(run.stdout.utf8))
             #expect(output["kind"] == "notification")
             #expect(output["payload"]?["notificationType"] == "REFUND")
             #expect(output["transaction"]?["productId"] == "course.swift.basics")
@@ -137,9 +138,9 @@ struct AppStoreCommandTests {
         let parts = token.split(separator: ".").map(String.init)
         try #require(parts.count == 3)
         #expect(key.publicKey.isValidSignature(Base64.decode(parts[2], .urlUnpadded)!, for: Array((parts[0] + "." + parts[1]).utf8)))
-        let claims = try JSON.parse(Base64.decode(parts[1], .urlUnpadded)!)
+        let claims = try JSONValue.parse(Base64.decode(parts[1], .urlUnpadded)!)
         #expect(claims["aud"] == "appstoreconnect-v1" && claims["bid"] == .string(Self.bundleID))
-        #expect(try JSON.parse(Base64.decode(parts[0], .urlUnpadded)!)["kid"] == "2X9R4HXF34")
+        #expect(try JSONValue.parse(Base64.decode(parts[0], .urlUnpadded)!)["kid"] == "2X9R4HXF34")
         #expect(try await Self.run(["appstore", "token", "--key-file", "/nonexistent", "--key-id", "K", "--issuer", "I",
                               "--bundle-id", "B"]).status == 2)
     }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import JSON
 
 /// A JWS in compact serialization, split and decoded but not yet verified.
 ///
@@ -11,8 +12,8 @@ struct CompactJWS {
     /// Apple's certificates are under 1.5 KiB of DER.
     static let maximumCertificateSize = 8 * 1024
 
-    let header: JSON
-    let payload: JSON
+    let header: JSONValue
+    let payload: JSONValue
     /// DER of x5c[0], x5c[1], x5c[2].
     let chain: [[UInt8]]
     /// The raw r‖s signature (64 bytes).
@@ -49,9 +50,9 @@ struct CompactJWS {
               let signature = Base64.decode(signatureText, .urlUnpadded)
         else { throw SignedDataError(.malformed, "a segment is not strict unpadded base64url") }
 
-        let header: JSON
+        let header: JSONValue
         do {
-            header = try JSON.parse(headerBytes)
+            header = try JSONValue.parse(headerBytes)
         } catch {
             throw error.reason == .duplicateKey
                 ? SignedDataError(.malformed, "duplicate key in the header") : SignedDataError(.malformed, "header is not JSON")
@@ -79,9 +80,9 @@ struct CompactJWS {
         // accepting both would give one signature two encodings.
         guard signature.count == 64 else { throw SignedDataError(.invalidSignature, "signature is not 64 raw bytes (r‖s)") }
 
-        let payload: JSON
+        let payload: JSONValue
         do {
-            payload = try JSON.parse(payloadBytes)
+            payload = try JSONValue.parse(payloadBytes)
         } catch {
             throw error.reason == .duplicateKey
                 ? SignedDataError(.malformed, "duplicate key in the payload") : SignedDataError(.malformed, "payload is not JSON")
@@ -100,10 +101,10 @@ struct CompactJWS {
 /// simulator.
 public enum JWSSigner {
     /// `base64url(header) "." base64url(payload) "." base64url(r‖s)`. `header` gets `alg` ES256.
-    public static func sign(header: JSON, payload: JSON, with key: ES256PrivateKey) -> String {
+    public static func sign(header: JSONValue, payload: JSONValue, with key: ES256PrivateKey) -> String {
         var header = header.objectValue ?? [:]
         header["alg"] = "ES256"
-        return sign(headerBytes: JSON.object(header).bytes(), payloadBytes: payload.bytes(), with: key)
+        return sign(headerBytes: JSONValue.object(header).bytes(), payloadBytes: payload.bytes(), with: key)
     }
 
     /// Signs exactly these header and payload bytes (tests build hostile headers this way).

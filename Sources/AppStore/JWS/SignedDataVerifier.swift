@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import COpenSSL
 import Foundation
+import JSON
 
 /// Verifies App Store signed data — `signedTransactionInfo`, `signedRenewalInfo` and notification
 /// `signedPayload` — and decodes it into typed values.
@@ -107,20 +108,20 @@ public final class SignedDataVerifier: Sendable {
         throw SignedDataError(.malformed, "payload is neither a transaction, renewal info nor a notification")
     }
 
-    private func transaction(from payload: JSON) throws(SignedDataError) -> AppStoreTransaction {
+    private func transaction(from payload: JSONValue) throws(SignedDataError) -> AppStoreTransaction {
         let transaction = try AppStoreTransaction(payload: payload)
         guard transaction.bundleID == bundleID else { throw SignedDataError(.bundleMismatch, "bundleId is not the app's") }
         try check(transaction.environment)
         return transaction
     }
 
-    private func renewalInfo(from payload: JSON) throws(SignedDataError) -> AppStoreRenewalInfo {
+    private func renewalInfo(from payload: JSONValue) throws(SignedDataError) -> AppStoreRenewalInfo {
         let info = try AppStoreRenewalInfo(payload: payload)
         try check(info.environment)
         return info
     }
 
-    private func notification(from payload: JSON, now: Date?) throws(SignedDataError) -> AppStoreNotification {
+    private func notification(from payload: JSONValue, now: Date?) throws(SignedDataError) -> AppStoreNotification {
         let envelope = try NotificationEnvelope(payload: payload)
         guard envelope.bundleID == bundleID else { throw SignedDataError(.bundleMismatch, "data.bundleId is not the app's") }
         if envelope.environment == .production, let appAppleID, envelope.appAppleID != appAppleID {
@@ -154,16 +155,16 @@ public final class SignedDataVerifier: Sendable {
 
     /// Rules 1–4: the payload of a JWS whose chain and signature are valid, before any check of
     /// what it says.
-    public func verifiedPayload(_ jws: String, now: Date? = nil) throws(SignedDataError) -> JSON {
+    public func verifiedPayload(_ jws: String, now: Date? = nil) throws(SignedDataError) -> JSONValue {
         let token = try CompactJWS(jws)
         let time: Date
         if let now {
             time = now
         } else {
-            guard let signed = token.payload["signedDate"]?.integerValue else {
+            guard let signed = token.payload["signedDate"]?.intValue else {
                 throw SignedDataError(.malformed, "payload has no signedDate to validate the chain at")
             }
-            time = Date(millisecondsSince1970: signed)
+            time = Date(millisecondsSince1970: Int64(signed))
         }
         let key = try leafKey(token.chain, at: time)
         guard key.isValidSignature(token.signature, digest: token.signingInputDigest) else {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// A verified, decoded App Store Server Notification V2 (`signedPayload`), with its inner
 /// `signedTransactionInfo` and `signedRenewalInfo` verified by the same rules.
@@ -82,7 +83,7 @@ struct NotificationEnvelope {
     let signedTransactionInfo: String?
     let signedRenewalInfo: String?
 
-    init(payload: JSON) throws(SignedDataError) {
+    init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
         notificationType = .init(rawValue: try reader.requiredString("notificationType"))
         subtype = try reader.string("subtype").map(AppStoreNotification.Subtype.init(rawValue:))
@@ -105,15 +106,15 @@ struct NotificationEnvelope {
 
 extension AppStoreNotification {
     /// The payload as Apple writes it, given the inner JWS (the simulator signs this).
-    public func payload(signedTransactionInfo: String?, signedRenewalInfo: String?) -> JSON {
-        var data: [String: JSON] = ["bundleId": .string(bundleID), "environment": .string(environment.rawValue)]
-        data["appAppleId"] = appAppleID.map { .integer($0) }
+    public func payload(signedTransactionInfo: String?, signedRenewalInfo: String?) -> JSONValue {
+        var data: [String: JSONValue] = ["bundleId": .string(bundleID), "environment": .string(environment.rawValue)]
+        data["appAppleId"] = appAppleID.map { .int(Int($0)) }
         data["bundleVersion"] = bundleVersion.map { .string($0) }
         data["signedTransactionInfo"] = signedTransactionInfo.map { .string($0) }
         data["signedRenewalInfo"] = signedRenewalInfo.map { .string($0) }
-        var members: [String: JSON] = [
+        var members: [String: JSONValue] = [
             "notificationType": .string(notificationType.rawValue), "notificationUUID": .string(notificationUUID),
-            "signedDate": .integer(signedDate.millisecondsSince1970), "data": .object(data),
+            "signedDate": .int(Int(signedDate.millisecondsSince1970)), "data": .object(data),
         ]
         members["subtype"] = subtype.map { .string($0.rawValue) }
         members["version"] = version.map { .string($0) }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// A verified, decoded `signedRenewalInfo` (Apple's JWSRenewalInfoDecodedPayload): what an
 /// auto-renewable subscription will do at its next renewal. It carries no bundle id; Apple's own
@@ -45,7 +46,7 @@ public struct AppStoreRenewalInfo: Sendable, Hashable {
     }
 
     /// Decodes a payload whose signature was verified.
-    public init(payload: JSON) throws(SignedDataError) {
+    public init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
         self.init(
             originalTransactionID: try reader.requiredString("originalTransactionId"),
@@ -65,20 +66,20 @@ public struct AppStoreRenewalInfo: Sendable, Hashable {
     }
 
     /// The payload as Apple writes it.
-    public var payload: JSON {
-        var members: [String: JSON] = [
+    public var payload: JSONValue {
+        var members: [String: JSONValue] = [
             "originalTransactionId": .string(originalTransactionID), "environment": .string(environment.rawValue),
-            "signedDate": .integer(signedDate.millisecondsSince1970),
+            "signedDate": .int(Int(signedDate.millisecondsSince1970)),
         ]
         members["productId"] = productID.map { .string($0) }
         members["autoRenewProductId"] = autoRenewProductID.map { .string($0) }
-        members["autoRenewStatus"] = autoRenewStatus.map { .integer(Int64($0)) }
-        members["expirationIntent"] = expirationIntent.map { .integer(Int64($0)) }
+        members["autoRenewStatus"] = autoRenewStatus.map { .int($0) }
+        members["expirationIntent"] = expirationIntent.map { .int($0) }
         members["isInBillingRetryPeriod"] = isInBillingRetryPeriod.map { .bool($0) }
-        members["gracePeriodExpiresDate"] = gracePeriodExpiresDate.map { .integer($0.millisecondsSince1970) }
-        members["renewalDate"] = renewalDate.map { .integer($0.millisecondsSince1970) }
-        members["recentSubscriptionStartDate"] = recentSubscriptionStartDate.map { .integer($0.millisecondsSince1970) }
-        members["renewalPrice"] = renewalPrice.map { .integer($0) }
+        members["gracePeriodExpiresDate"] = gracePeriodExpiresDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["renewalDate"] = renewalDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["recentSubscriptionStartDate"] = recentSubscriptionStartDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["renewalPrice"] = renewalPrice.map { .int(Int($0)) }
         members["currency"] = currency.map { .string($0) }
         members["appAccountToken"] = appAccountToken.map { .string($0.uuidString.lowercased()) }
         return .object(members)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// A verified, decoded `signedTransactionInfo` (Apple's JWSTransactionDecodedPayload).
 ///
@@ -93,7 +94,7 @@ public struct AppStoreTransaction: Sendable, Hashable {
     }
 
     /// Decodes a payload whose signature was verified.
-    public init(payload: JSON) throws(SignedDataError) {
+    public init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
         let quantity = try reader.integer("quantity") ?? 1
         guard quantity >= 1, quantity <= 1_000_000 else { throw SignedDataError(.malformed, "quantity out of range") }
@@ -121,21 +122,21 @@ public struct AppStoreTransaction: Sendable, Hashable {
     }
 
     /// The payload as Apple writes it (the simulator signs this; the CLI prints it).
-    public var payload: JSON {
-        var members: [String: JSON] = [
+    public var payload: JSONValue {
+        var members: [String: JSONValue] = [
             "transactionId": .string(transactionID), "originalTransactionId": .string(originalTransactionID),
-            "bundleId": .string(bundleID), "productId": .string(productID), "quantity": .integer(Int64(quantity)),
-            "environment": .string(environment.rawValue), "purchaseDate": .integer(purchaseDate.millisecondsSince1970),
-            "signedDate": .integer(signedDate.millisecondsSince1970),
+            "bundleId": .string(bundleID), "productId": .string(productID), "quantity": .int(quantity),
+            "environment": .string(environment.rawValue), "purchaseDate": .int(Int(purchaseDate.millisecondsSince1970)),
+            "signedDate": .int(Int(signedDate.millisecondsSince1970)),
         ]
         members["type"] = type.map { .string($0.rawValue) }
         members["appAccountToken"] = appAccountToken.map { .string($0.uuidString.lowercased()) }
         members["inAppOwnershipType"] = inAppOwnershipType.map { .string($0.rawValue) }
-        members["originalPurchaseDate"] = originalPurchaseDate.map { .integer($0.millisecondsSince1970) }
-        members["expiresDate"] = expiresDate.map { .integer($0.millisecondsSince1970) }
-        members["revocationDate"] = revocationDate.map { .integer($0.millisecondsSince1970) }
-        members["revocationReason"] = revocationReason.map { .integer(Int64($0)) }
-        members["price"] = price.map { .integer($0) }
+        members["originalPurchaseDate"] = originalPurchaseDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["expiresDate"] = expiresDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["revocationDate"] = revocationDate.map { .int(Int($0.millisecondsSince1970)) }
+        members["revocationReason"] = revocationReason.map { .int($0) }
+        members["price"] = price.map { .int(Int($0)) }
         members["currency"] = currency.map { .string($0) }
         members["transactionReason"] = transactionReason.map { .string($0.rawValue) }
         members["storefront"] = storefront.map { .string($0) }

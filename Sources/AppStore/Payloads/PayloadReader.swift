@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// Where a payload is App Store data: production, or the sandbox (TestFlight, App Review, sandbox
 /// testers). Apple's `Xcode` and `LocalTesting` environments are unsigned test data and are never
@@ -12,9 +13,9 @@ public enum AppStoreEnvironment: String, Sendable, Hashable, CaseIterable, Codab
 /// Reads typed members of a verified payload; a member of the wrong type is `malformed`, an
 /// unknown member is ignored (Apple adds fields).
 struct PayloadReader {
-    let object: [String: JSON]
+    let object: [String: JSONValue]
 
-    init(_ json: JSON) throws(SignedDataError) {
+    init(_ json: JSONValue) throws(SignedDataError) {
         guard let object = json.objectValue else { throw SignedDataError(.malformed, "payload is not a JSON object") }
         self.object = object
     }
@@ -36,8 +37,8 @@ struct PayloadReader {
         switch object[name] {
         case nil, .null?: return nil
         case let value?:
-            guard let integer = value.integerValue else { throw SignedDataError(.malformed, "a payload member has the wrong type") }
-            return integer
+            guard let integer = value.intValue else { throw SignedDataError(.malformed, "a payload member has the wrong type") }
+            return Int64(integer)
         }
     }
 

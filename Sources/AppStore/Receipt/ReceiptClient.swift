@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The legacy `verifyReceipt` endpoint, for apps still on StoreKit 1 that send a base64 app receipt.
 ///
@@ -75,10 +76,10 @@ public struct ReceiptClient: Sendable {
     public func verify(_ receiptData: String) async throws(ReceiptError) -> VerifiedReceipt {
         guard !receiptData.isEmpty, receiptData.utf8.count <= Self.maximumReceiptSize,
               receiptData.utf8.allSatisfy({ Self.isBase64Character($0) }) else { throw ReceiptError(.invalidRequest) }
-        var body: [String: JSON] = ["receipt-data": .string(receiptData)]
+        var body: [String: JSONValue] = ["receipt-data": .string(receiptData)]
         body["password"] = configuration.sharedSecret.map { .string($0) }
         if configuration.excludeOldTransactions { body["exclude-old-transactions"] = true }
-        let bytes = JSON.object(body).bytes()
+        let bytes = JSONValue.object(body).bytes()
 
         var environment = configuration.firstEnvironment
         var redirected: Set<AppStoreEnvironment> = [environment]
@@ -90,7 +91,7 @@ public struct ReceiptClient: Sendable {
                 try await pause(configuration.retry.backoff(after: attempt))
                 continue
             }
-            let status = ReceiptStatus(rawValue: Int(answer["status"]?.integerValue ?? -1))
+            let status = ReceiptStatus(rawValue: Int(answer["status"]?.intValue ?? -1))
             if status.receiptDecoded { return try decode(answer, status: status, environment: environment) }
             let other: AppStoreEnvironment? = switch status {
             case .sandboxReceipt where environment == .production && configuration.allowsSandbox: .sandbox
@@ -114,7 +115,7 @@ public struct ReceiptClient: Sendable {
     }
 
     /// One POST. Returns the answer's JSON, nil for a failure worth retrying (5xx, network), or throws.
-    private func post(_ body: [UInt8], to environment: AppStoreEnvironment, attempt: Int) async throws(ReceiptError) -> JSON? {
+    private func post(_ body: [UInt8], to environment: AppStoreEnvironment, attempt: Int) async throws(ReceiptError) -> JSONValue? {
         let url = environment == .production ? configuration.productionURL : configuration.sandboxURL
         let last = attempt >= configuration.retry.maximumAttempts
         let response: AppStoreResponse
@@ -127,7 +128,7 @@ public struct ReceiptClient: Sendable {
         }
         switch response.status {
         case 200:
-            guard let json = try? JSON.parse(response.body), json["status"]?.integerValue != nil else {
+            guard let json = try? JSONValue.parse(response.body), json["status"]?.intValue != nil else {
                 throw ReceiptError(.malformedResponse)
             }
             return json
@@ -139,12 +140,12 @@ public struct ReceiptClient: Sendable {
         }
     }
 
-    private func decode(_ answer: JSON, status: ReceiptStatus, environment: AppStoreEnvironment) throws(ReceiptError) -> VerifiedReceipt {
+    private func decode(_ answer: JSONValue, status: ReceiptStatus, environment: AppStoreEnvironment) throws(ReceiptError) -> VerifiedReceipt {
         guard let receipt = answer["receipt"], let bundleID = receipt["bundle_id"]?.stringValue else {
             throw ReceiptError(.malformedResponse)
         }
         guard bundleID == configuration.bundleID else { throw ReceiptError(.bundleMismatch) }
-        func transactions(_ json: JSON?) throws(ReceiptError) -> [ReceiptTransaction] {
+        func transactions(_ json: JSONValue?) throws(ReceiptError) -> [ReceiptTransaction] {
             guard let json else { return [] }
             guard let elements = json.arrayValue else { throw ReceiptError(.malformedResponse) }
             var result: [ReceiptTransaction] = []

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// One purchase in a receipt's `in_app` or `latest_receipt_info` (Apple writes every value as a
 /// string, dates as milliseconds).
@@ -36,11 +37,11 @@ public struct ReceiptTransaction: Sendable, Hashable {
         self.webOrderLineItemID = webOrderLineItemID
     }
 
-    init?(_ json: JSON) {
+    init?(_ json: JSONValue) {
         func text(_ name: String) -> String? {
             switch json[name] {
             case .string(let value)?: return value
-            case .integer(let value)?: return String(value)
+            case .int(let value)?: return String(value)
             default: return nil
             }
         }
@@ -57,8 +58,8 @@ public struct ReceiptTransaction: Sendable, Hashable {
     }
 
     /// The JSON Apple writes for it (the simulator answers with this).
-    public var json: JSON {
-        var members: [String: JSON] = [
+    public var json: JSONValue {
+        var members: [String: JSONValue] = [
             "transaction_id": .string(transactionID), "original_transaction_id": .string(originalTransactionID),
             "product_id": .string(productID), "quantity": .string(String(quantity)),
             "purchase_date_ms": .string(String(purchaseDate.millisecondsSince1970)),

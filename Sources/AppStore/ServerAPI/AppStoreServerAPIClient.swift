@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The App Store Server API: transaction info, transaction history, refund history, order look-up.
 ///
@@ -104,7 +105,7 @@ public struct AppStoreServerAPIClient: Sendable {
         guard environment == .production else { throw AppStoreServerAPIError(.unsupportedInSandbox) }
         try Self.checkIdentifier(orderID)
         let (json, _) = try await get("/inApps/v1/lookup/\(orderID)", query: [], environment: .production)
-        guard let status = json["status"]?.integerValue else { throw AppStoreServerAPIError(.malformedResponse) }
+        guard let status = json["status"]?.intValue else { throw AppStoreServerAPIError(.malformedResponse) }
         let signed = (json["signedTransactions"]?.arrayValue ?? []).compactMap(\.stringValue)
         return OrderLookupResponse(status: Int(status), signedTransactions: signed)
     }
@@ -125,7 +126,7 @@ public struct AppStoreServerAPIClient: Sendable {
 
     /// GETs `path` in `environment`, or production then (on 4040010) the sandbox.
     private func get(_ path: String, query: [(String, String)], environment: AppStoreEnvironment?)
-        async throws(AppStoreServerAPIError) -> (JSON, AppStoreEnvironment)
+        async throws(AppStoreServerAPIError) -> (JSONValue, AppStoreEnvironment)
     {
         let order: [AppStoreEnvironment] = environment.map { [$0] }
             ?? (configuration.sandboxFallback ? [.production, .sandbox] : [.production])
@@ -141,7 +142,7 @@ public struct AppStoreServerAPIClient: Sendable {
     }
 
     private func get(_ path: String, query: [(String, String)], in environment: AppStoreEnvironment)
-        async throws(AppStoreServerAPIError) -> JSON
+        async throws(AppStoreServerAPIError) -> JSONValue
     {
         let queryString = query.isEmpty ? "" : "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
         let url = baseURL(environment) + path + queryString
@@ -163,7 +164,7 @@ public struct AppStoreServerAPIClient: Sendable {
             }
             switch response.status {
             case 200..<300:
-                guard let json = try? JSON.parse(response.body), json.objectValue != nil else {
+                guard let json = try? JSONValue.parse(response.body), json.objectValue != nil else {
                     throw AppStoreServerAPIError(.malformedResponse, status: response.status)
                 }
                 return json
@@ -184,7 +185,7 @@ public struct AppStoreServerAPIClient: Sendable {
                 if response.status == 404, code == AppStoreServerAPIError.transactionIDNotFound {
                     throw AppStoreServerAPIError(.notFound, status: 404, errorCode: code)
                 }
-                let message = (try? JSON.parse(response.body))?["errorMessage"]?.stringValue
+                let message = (try? JSONValue.parse(response.body))?["errorMessage"]?.stringValue
                 throw AppStoreServerAPIError(.apiError, status: response.status, errorCode: code, message: message)
             }
         }
@@ -199,7 +200,7 @@ public struct AppStoreServerAPIClient: Sendable {
     }
 
     private static func errorCode(_ response: AppStoreResponse) -> Int? {
-        (try? JSON.parse(response.body))?["errorCode"]?.integerValue.map { Int($0) }
+        (try? JSONValue.parse(response.body))?["errorCode"]?.intValue.map { Int($0) }
     }
 
     /// RFC 3986 unreserved characters stay; everything else is %XX.

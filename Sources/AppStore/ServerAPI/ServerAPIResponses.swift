@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import JSON
 
 /// Get Transaction Info's answer: the transaction as Apple signed it, and where it was found.
 /// Verify `signedTransactionInfo` with ``SignedDataVerifier`` before believing it.
@@ -50,7 +51,7 @@ public struct OrderLookupResponse: Sendable, Hashable {
 }
 
 extension TransactionHistoryPage {
-    init(_ json: JSON, environment: AppStoreEnvironment) throws(AppStoreServerAPIError) {
+    init(_ json: JSONValue, environment: AppStoreEnvironment) throws(AppStoreServerAPIError) {
         guard json.objectValue != nil, let hasMore = json["hasMore"]?.boolValue,
               let signed = json["signedTransactions"]?.arrayValue else { throw AppStoreServerAPIError(.malformedResponse) }
         var transactions: [String] = []
@@ -59,7 +60,7 @@ extension TransactionHistoryPage {
             transactions.append(text)
         }
         self.init(environment: environment, revision: json["revision"]?.stringValue, hasMore: hasMore,
-                  bundleID: json["bundleId"]?.stringValue, appAppleID: json["appAppleId"]?.integerValue,
+                  bundleID: json["bundleId"]?.stringValue, appAppleID: json["appAppleId"]?.intValue.map(Int64.init),
                   signedTransactions: transactions)
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The credentials of App Store Server API calls: the In-App Purchase key from App Store Connect
 /// (`.p8`, P-256), its key id, the team's issuer id, and the app's bundle id.
@@ -28,9 +29,9 @@ public struct ServerAPICredentials: Sendable {
     /// The signature is OpenSSL's DER ECDSA converted to the raw r‖s JWS requires.
     public func token(issuedAt now: Date, lifetime: TimeInterval = defaultTokenLifetime) -> String {
         let issuedAt = Int64(now.timeIntervalSince1970.rounded(.down))
-        let header: JSON = ["alg": "ES256", "kid": .string(keyID), "typ": "JWT"]
-        let claims: JSON = [
-            "iss": .string(issuerID), "iat": .integer(issuedAt), "exp": .integer(issuedAt + Int64(lifetime)),
+        let header: JSONValue = ["alg": "ES256", "kid": .string(keyID), "typ": "JWT"]
+        let claims: JSONValue = [
+            "iss": .string(issuerID), "iat": .int(Int(issuedAt)), "exp": .int(Int(issuedAt + Int64(lifetime))),
             "aud": "appstoreconnect-v1", "bid": .string(bundleID),
         ]
         return JWSSigner.sign(header: header, payload: claims, with: key)

@@ -48,13 +48,10 @@ extension GatewayAPI {
 
     /// Adds `"finish_transaction":false` to an error answer that lacks it.
     static func keepingTransaction(_ response: HTTPServerResponse) -> HTTPServerResponse {
-        guard var object = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any],
-              object["finish_transaction"] == nil else { return response }
+        guard var object = try? JSONValue.parseObject(response.body), object["finish_transaction"] == nil else { return response }
         object["finish_transaction"] = false
-        guard let body = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return response }
         var changed = response
-        changed.body = Array(body)
+        changed.body = JSONValue.object(object).bytes()
         return changed
     }
 }

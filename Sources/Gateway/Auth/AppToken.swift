@@ -111,7 +111,7 @@ public struct AppTokenVerifier: Sendable {
         let header = try Self.object(headerBytes, segment: "header")
         guard header["alg"] == .string("HS256") else { throw .algorithm }
         guard header["crit"] == nil else { throw .criticalHeader }
-        if let type = header["typ"], type.string?.uppercased() != "JWT" { throw .type }
+        if let type = header["typ"], type.stringValue?.uppercased() != "JWT" { throw .type }
         guard let signature = Base64URL.decode(parts[2]) else { throw .badBase64(segment: "signature") }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         var verified = false
@@ -123,14 +123,14 @@ public struct AppTokenVerifier: Sendable {
 
     private static func object(_ bytes: [UInt8], segment: String) throws(AppTokenError) -> [String: JSONValue] {
         do {
-            return try JSONObjectReader.members(of: bytes, duplicates: .refused)
+            return try JSONValue.parseObject(bytes)
         } catch {
-            throw error.duplicateName ? .duplicateKey(segment: segment) : .notJSONObject(segment: segment)
+            throw error.reason == .duplicateKey ? .duplicateKey(segment: segment) : .notJSONObject(segment: segment)
         }
     }
 
     private static func claims(_ payload: [String: JSONValue], now: Int) throws(AppTokenError) -> AppTokenClaims {
-        guard let subject = payload["sub"]?.string, (1...64).contains(subject.utf8.count) else { throw .subject }
+        guard let subject = payload["sub"]?.stringValue, (1...64).contains(subject.utf8.count) else { throw .subject }
         // aud is one string, or (RFC 7519 §4.1.3) an array of them that names this gateway.
         switch payload["aud"] {
         case .string(audience)?: break

@@ -105,9 +105,9 @@ public struct Catalog: Sendable, Hashable {
     public static func parse(_ bytes: [UInt8]) throws(CatalogError) -> Catalog {
         let document: [String: JSONValue]
         do {
-            document = try JSONObjectReader.members(of: bytes, duplicates: .refused)
+            document = try JSONValue.parseObject(bytes)
         } catch {
-            throw CatalogError(message: error.duplicateName
+            throw CatalogError(message: error.reason == .duplicateKey
                 ? "the catalog repeats a JSON key in one object" : "the catalog is not a JSON object")
         }
         guard case .array(let entries)? = document["products"] else {
@@ -133,14 +133,14 @@ public struct Catalog: Sendable, Hashable {
         guard case .object(var fields) = entry else {
             throw CatalogError(message: "product #\(position + 1): must be a JSON object")
         }
-        guard let id = fields.removeValue(forKey: "id")?.string, isValidID(id) else {
+        guard let id = fields.removeValue(forKey: "id")?.stringValue, isValidID(id) else {
             throw CatalogError(message: "product #\(position + 1): id must be 1 to 32 of 0-9 A-Z a-z _ . -")
         }
         let name = "product \"\(id)\""
         guard case .int(let amount)? = fields.removeValue(forKey: "amount"), (1...1_000_000_000).contains(amount) else {
             throw CatalogError(message: "\(name): amount must be an integer number of fen from 1 to 1000000000")
         }
-        guard let description = fields.removeValue(forKey: "description")?.string,
+        guard let description = fields.removeValue(forKey: "description")?.stringValue,
               (1...127).contains(description.utf8.count),
               !description.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
         else {
@@ -153,7 +153,7 @@ public struct Catalog: Sendable, Hashable {
         }
         var appleProductID: String?
         if let value = fields.removeValue(forKey: "apple_product_id") {
-            guard let text = value.string, isValidAppleProductID(text) else {
+            guard let text = value.stringValue, isValidAppleProductID(text) else {
                 throw CatalogError(message: "\(name): apple_product_id must be 1 to 100 of 0-9 A-Z a-z _ . -")
             }
             appleProductID = text

@@ -7,8 +7,8 @@ extension CreateOrderInput {
     /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before.
     init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
         let object = try Self.members(of: body)
-        let product = object["product_id"]?.string.flatMap { catalog.product($0) }
-        if product == nil, object["product_id"]?.string?.isEmpty == false,
+        let product = object["product_id"]?.stringValue.flatMap { catalog.product($0) }
+        if product == nil, object["product_id"]?.stringValue?.isEmpty == false,
            object["amount"] == nil || object["description"] == nil {
             // Neither the backend nor the catalog said what this costs.
             throw .unknownProduct

@@ -82,7 +82,7 @@ struct IAPReportInput: Sendable, Hashable {
     static let maximumSignedTransaction = 64 * 1024
 
     init(json body: [UInt8], user: String?) throws(APIError) {
-        guard let object = try? JSONObjectReader.members(of: body) else {
+        guard let object = try? JSONValue.parseObject(body) else {
             throw .invalidReport(nil, "the body must be a JSON object")
         }
         if user != nil, object["user_id"] != nil {

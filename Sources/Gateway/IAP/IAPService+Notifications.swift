@@ -18,7 +18,7 @@ extension IAPService {
 
     /// Handles one notification; returns the HTTP status and body to answer.
     public func handleNotification(_ body: [UInt8]) async -> (status: Int, body: [UInt8]) {
-        guard let object = try? JSONObjectReader.members(of: body, duplicates: .refused),
+        guard let object = try? JSONValue.parseObject(body),
               case .string(let signedPayload)? = object["signedPayload"]
         else { return rejected("malformed") }
         let notification: AppStoreNotification

@@ -16,7 +16,7 @@ extension IAPService {
     /// One leased open iOS order in a sweep: past its expiry it is checked once more and then closed
     /// locally (there is nothing to close at Apple); otherwise its user's account is asked about.
     func reconcile(_ order: OrderRecord, now: Date) async -> Reconciler.Outcome {
-        let outcome = await checkHistory(of: order, reason: "reconcile", recordNothingFound: order.lastQueriedAt == nil)
+        let outcome = await checkHistory(of: order, reason: "reconcile", kind: "reconcile", recordNothingFound: order.lastQueriedAt == nil)
         _ = try? await service.store.touch(order.outTradeNo, .lastQueried, at: self.now())
         let after = (try? await service.store.order(order.outTradeNo)) ?? order
         if after.state == .success { return .settled }
@@ -31,7 +31,9 @@ extension IAPService {
     /// Get Transaction History of the order's user's account for its product (at most 3 pages of 20,
     /// newest first); every verified purchase there that credits nothing yet is credited. Returns
     /// `.settled` when one was, `.failed` when the App Store could not be asked, `.open` otherwise.
-    func checkHistory(of order: OrderRecord, reason: String, recordNothingFound: Bool) async -> Reconciler.Outcome {
+    /// What it found goes on the timeline as `kind` (`kind_failed` when it could not ask); `reason`
+    /// is the words for people.
+    func checkHistory(of order: OrderRecord, reason: String, kind: String, recordNothingFound: Bool) async -> Reconciler.Outcome {
         guard let api = clients.serverAPI, let user = order.userID, let product = order.appleProductID else { return .open }
         let anchor: AppleAnchor?
         do {
@@ -42,7 +44,7 @@ extension IAPService {
         guard let anchor else {
             if recordNothingFound {
                 _ = try? await service.store.appendEvent(
-                    order.outTradeNo, kind: reason,
+                    order.outTradeNo, kind: kind,
                     detail: "no App Store transaction of \(user) credited yet: no account to ask Get Transaction History about",
                     at: now())
             }
@@ -62,7 +64,7 @@ extension IAPService {
             } catch {
                 metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_history", "error": error.kind.rawValue])
                 metrics.increment("wxpay_reconcile_errors_total", ["stage": "transaction_history", "error": error.kind.rawValue])
-                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "\(reason)_failed",
+                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "\(kind)_failed",
                                                          detail: "Get Transaction History: \(error.kind.rawValue)", at: now())
                 return .failed
             }
@@ -91,7 +93,7 @@ extension IAPService {
         if !credited.isEmpty || recordNothingFound {
             let found = credited.isEmpty ? "no purchase of \(product) that credits nothing yet" : "credited \(credited.joined(separator: ", "))"
             _ = try? await service.store.appendEvent(
-                order.outTradeNo, kind: reason,
+                order.outTradeNo, kind: kind,
                 detail: "Get Transaction History of \(user)'s account (\(seen) transactions of \(product)): \(found)", at: now())
         }
         return credited.isEmpty ? .open : .settled

@@ -77,7 +77,7 @@ extension IAPService {
             }
             return (try? await service.store.order(order.outTradeNo)) ?? order
         }
-        _ = await checkHistory(of: order, reason: "support recheck", recordNothingFound: true)
+        _ = await checkHistory(of: order, reason: "support recheck", kind: "recheck", recordNothingFound: true)
         return (try? await service.store.order(order.outTradeNo)) ?? order
     }
 }
