@@ -149,6 +149,12 @@ enum PostgresMigrations {
         Migration(version: 3, name: "App Store purchases", statements: PostgresOrderStore.appStoreSchema),
         Migration(version: 4, name: "console sessions and logins, audit log, orders by creation",
                   statements: PostgresOrderStore.consoleSchema + PostgresOrderStore.auditSchema),
+        // Migration 4 added tables without adding them to amcheck's list.
+        Migration(version: 5, name: "amcheck of the console tables and the audit log", statements: [
+            amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds", "apple_transactions",
+                                        "appstore_notifications", "console_sessions", "console_login_failures",
+                                        "console_login_locks", "audit_log"]),
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
