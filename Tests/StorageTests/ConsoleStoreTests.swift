@@ -226,7 +226,7 @@ struct ConsoleStoreTests {
     // MARK: Integrity
 
     /// The stores whose integrity check covers the console's tables and the audit log.
-    static let integrityChecked: [StoreKind] = [.sqlite]
+    static let integrityChecked: [StoreKind] = StoreKind.all
 
     /// Breaks one console or audit rule behind the store's back (as a bug, a hand edit or a bad
     /// restore could), and returns the integrity check's report before and after.
@@ -300,5 +300,16 @@ struct ConsoleStoreTests {
         }
         #expect(report.before == "ok")
         #expect(report.after == "the audit log's id sequence is behind its last entry: ids could be handed out again")
+    }
+
+    @Test(.enabled(if: TestPostgres.url != nil, "needs WXPAY_TEST_POSTGRES (scripts/test starts a server)"))
+    func theIntegrityCheckFindsTheAuditLogsTriggerDisabledOnPostgreSQL() async throws {
+        let report = try await Self.integrity(.postgres, breaking: [
+            .postgres: "ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_truncate",
+        ]) { store in
+            _ = try await store.appendAudit(Self.entry("refund"))
+        }
+        #expect(report.before == "ok")
+        #expect(report.after == "the audit log's append-only triggers are missing (1 of 2)")
     }
 }

@@ -169,6 +169,12 @@ enum PostgresMigrations {
                 EXECUTE FUNCTION wxpay_orders_apple_fixed()
             """,
         ]),
+        // Migration 4 added tables without adding them to amcheck's list.
+        Migration(version: 6, name: "amcheck of the console tables and the audit log", statements: [
+            amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds", "apple_transactions",
+                                        "appstore_notifications", "console_sessions", "console_login_failures",
+                                        "console_login_locks", "audit_log"]),
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

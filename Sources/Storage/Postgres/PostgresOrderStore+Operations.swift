@@ -35,6 +35,7 @@ extension PostgresOrderStore {
                             (SELECT 1 FROM orders o WHERE o.out_trade_no = r.out_trade_no))
                 """)).first { row throws(StorageError) in try row.int(0) } ?? 0
             if orphans > 0 { findings.append("\(orphans) event, outbox or refund rows of missing orders") }
+            findings += try Self.consoleFindings(db)
             do throws(StorageError) {
                 let heap = try db.run(PGQuery("SELECT wxpay_amcheck()")).first { row throws(StorageError) in try row.optionalInt64(0) }
                 if let heap = heap ?? nil, heap > 0 { findings.append("verify_heapam: \(heap) findings") }
