@@ -222,4 +222,83 @@ struct ConsoleStoreTests {
             #expect(try await store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.count == 1)
         }
     }
+
+    // MARK: Integrity
+
+    /// The stores whose integrity check covers the console's tables and the audit log.
+    static let integrityChecked: [StoreKind] = [.sqlite]
+
+    /// Breaks one console or audit rule behind the store's back (as a bug, a hand edit or a bad
+    /// restore could), and returns the integrity check's report before and after.
+    static func integrity(_ kind: StoreKind, breaking sql: [StoreKind: String],
+                          setUp: (TestStore) async throws -> Void) async throws -> (before: String, after: String) {
+        var reports = ("", "")
+        try await withStore(kind) { store, database async throws in
+            try await setUp(store)
+            reports.0 = try await store.integrityCheck()
+            let breaking = try #require(sql[kind])
+            #expect(await database.execute(breaking), "the breaking SQL was refused")
+            reports.1 = try await store.integrityCheck()
+        }
+        return reports
+    }
+
+    @Test(arguments: integrityChecked) func theIntegrityCheckFindsASessionSeenAfterItsAbsoluteExpiry(_ kind: StoreKind) async throws {
+        let report = try await Self.integrity(kind, breaking: [
+            .sqlite: "UPDATE console_sessions SET last_seen_at = expires_at + 1",
+            .postgres: "UPDATE console_sessions SET last_seen_at = expires_at + interval '1 second'",
+        ]) { store in
+            try await store.createSession(Self.session("s1"))
+            _ = try await store.touchSession(id: "s1", at: TestTime.at(3600))
+        }
+        #expect(report.before == "ok")
+        #expect(report.after == "1 console sessions seen after their absolute expiry")
+    }
+
+    @Test(arguments: integrityChecked) func theIntegrityCheckFindsASessionEndingBeforeItBegan(_ kind: StoreKind) async throws {
+        let report = try await Self.integrity(kind, breaking: [
+            .sqlite: "UPDATE console_sessions SET expires_at = created_at - 1, last_seen_at = created_at - 2",
+            .postgres: "UPDATE console_sessions SET expires_at = created_at - interval '1 second', last_seen_at = created_at - interval '2 seconds'",
+        ]) { store in
+            try await store.createSession(Self.session("s1"))
+            try await store.createSession(Self.session("s2", at: TestTime.at(60)))
+        }
+        #expect(report.before == "ok")
+        #expect(report.after == "2 console sessions seen before they began or ending before they began")
+    }
+
+    @Test(arguments: integrityChecked) func theIntegrityCheckFindsAnAuditEntryOfAnUnknownChannel(_ kind: StoreKind) async throws {
+        let report = try await Self.integrity(kind, breaking: [
+            .sqlite: "INSERT INTO audit_log (at, actor, channel, role, action, outcome, detail) VALUES (0, 'x', 'backdoor', 'admin', 'refund', 'ok', '')",
+            .postgres: "INSERT INTO audit_log (at, actor, channel, role, action, outcome, detail) VALUES (now(), 'x', 'backdoor', 'admin', 'refund', 'ok', '')",
+        ]) { store in
+            _ = try await store.appendAudit(Self.entry("search"))
+            _ = try await store.appendAudit(NewAuditEntry(at: TestTime.t0, actor: "support token 1a2b3c4d", channel: "api",
+                                                          role: "support", action: "view_order", outcome: "ok"))
+        }
+        #expect(report.before == "ok")
+        #expect(report.after == "1 audit entries of a channel other than console or api")
+    }
+
+    @Test(arguments: integrityChecked) func theIntegrityCheckFindsTheAuditLogNoLongerAppendOnly(_ kind: StoreKind) async throws {
+        let report = try await Self.integrity(kind, breaking: [
+            .sqlite: "DROP TRIGGER audit_log_no_delete",
+            .postgres: "DROP TRIGGER audit_log_no_update_or_delete ON audit_log",
+        ]) { store in
+            _ = try await store.appendAudit(Self.entry("refund"))
+        }
+        #expect(report.before == "ok")
+        #expect(report.after.contains("the audit log's append-only triggers are missing"))
+    }
+
+    @Test(arguments: integrityChecked) func theIntegrityCheckFindsAnAuditIdSequenceThatWouldHandOutIdsAgain(_ kind: StoreKind) async throws {
+        let report = try await Self.integrity(kind, breaking: [
+            .sqlite: "UPDATE sqlite_sequence SET seq = 1 WHERE name = 'audit_log'",
+            .postgres: "SELECT setval(pg_get_serial_sequence('audit_log', 'id'), 1)",
+        ]) { store in
+            for action in ["search", "view_order", "refund"] { _ = try await store.appendAudit(Self.entry(action)) }
+        }
+        #expect(report.before == "ok")
+        #expect(report.after == "the audit log's id sequence is behind its last entry: ids could be handed out again")
+    }
 }

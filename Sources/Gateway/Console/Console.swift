@@ -137,11 +137,14 @@ public final class Console: Sendable {
         return writing ? try await touch(signedIn) : signedIn
     }
 
-    /// Keeps the session's last-seen time current (written at most every `touchInterval`).
+    /// Keeps the session's last-seen time current (written at most every `touchInterval`, and
+    /// never past the session's absolute end: the integrity check counts a session seen after it
+    /// as one honoured too long).
     @discardableResult
     func touch(_ signedIn: SignedIn) async throws(APIError) -> SignedIn {
         let at = now
-        guard at.timeIntervalSince(signedIn.session.lastSeenAt) >= Self.touchInterval else { return signedIn }
+        guard at.timeIntervalSince(signedIn.session.lastSeenAt) >= Self.touchInterval, at < signedIn.session.expiresAt
+        else { return signedIn }
         let id = signedIn.session.id
         _ = try await storage { () throws(StorageError) in try await self.store.touchSession(id: id, at: at) }
         var touched = signedIn

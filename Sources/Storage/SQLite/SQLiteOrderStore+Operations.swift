@@ -17,10 +17,29 @@ extension SQLiteOrderStore {
         }
     }
 
+    /// SQLite's own check of the file (`PRAGMA integrity_check`), then the console's and the audit
+    /// log's rules (`ConsoleIntegrity`), the audit log's append-only triggers, and its id sequence:
+    /// "ok", or one line a finding.
     public func integrityCheck() async throws(StorageError) -> String {
         try await read { db throws(StorageError) in
-            try db.rows("PRAGMA integrity_check", decode: { row throws(StorageError) in try row.text(0) })
-                .joined(separator: "\n")
+            var findings = try db.rows("PRAGMA integrity_check", decode: { row throws(StorageError) in try row.text(0) })
+                .filter { $0 != "ok" }
+            for rule in ConsoleIntegrity.rules {
+                let count = try db.row(rule.violations, decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+                if count > 0 { findings.append(ConsoleIntegrity.line(count, rule)) }
+            }
+            let triggers = try db.row("""
+                SELECT COUNT(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'audit_log'
+                    AND name IN ('audit_log_no_update', 'audit_log_no_delete')
+                """, decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            if triggers != 2 { findings.append("the audit log's append-only triggers are missing (\(2 - triggers) of 2)") }
+            // AUTOINCREMENT never hands out an id twice only while its sequence is at the last id.
+            let behind = try db.row("""
+                SELECT (SELECT COALESCE(MAX(id), 0) FROM audit_log)
+                     > COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'), 0)
+                """, decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            if behind != 0 { findings.append("the audit log's id sequence is behind its last entry: ids could be handed out again") }
+            return findings.isEmpty ? "ok" : findings.joined(separator: "\n")
         }
     }
 
