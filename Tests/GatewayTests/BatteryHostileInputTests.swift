@@ -41,18 +41,30 @@ struct BatteryHostileInputTests {
         ]
     }
 
+    /// scripts/battery/t5_hostile.py's JSON corpus, each with the answer's message (all 400
+    /// `invalid_request`, but the body over the route's 16 KiB: 413): the battery relies on them.
     static func json() -> [(String, [UInt8])] {
         let valid = #"{"amount":990,"description":"battery","client_ip":"203.0.113.7","out_trade_no":"t5-json"}"#
         return [
             ("deep nesting", Array((String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000)).utf8)),
+            ("deep object nesting", Array((String(repeating: #"{"a":"#, count: 2_000) + "1" + String(repeating: "}", count: 2_000)).utf8)),
             ("invalid UTF-8", Array(valid.replacingOccurrences(of: "battery", with: "x").utf8).map { $0 == UInt8(ascii: "x") ? 0xFF : $0 }),
             ("raw NUL", Array(valid.replacingOccurrences(of: "battery", with: "a\u{0}b").utf8)),
+            ("escaped NUL", Array(valid.replacingOccurrences(of: "battery", with: #"a\u0000b"#).utf8)),
             ("duplicate keys", Array((String(valid.dropLast()) + #","amount":1}"#).utf8)),
             ("lone surrogate", Array(valid.replacingOccurrences(of: "battery", with: #"\ud800"#).utf8)),
+            ("an amount of 1e400", Array(valid.replacingOccurrences(of: "990", with: "1e400").utf8)),
             ("unterminated", Array(valid.dropLast(3).utf8)),
+            ("not JSON", Array("amount=990".utf8)),
+            ("an array", Array("[1,2,3]".utf8)),
             ("over 16 KiB", Array((#"{"description":""# + String(repeating: "x", count: 100_000) + #""}"#).utf8)),
         ]
     }
+
+    static let jsonMessages: [String: String] = [
+        "escaped NUL": "description must not contain control characters",
+        "duplicate keys": "the body gives a member name twice",
+    ]
 
     @Test(arguments: StoreKind.all)
     func hostileBodiesAtTheNotifyAndCreateRoutesAreRefusedAndWriteNothing(store: StoreKind) async throws {
@@ -72,6 +84,11 @@ struct BatteryHostileInputTests {
         for (name, body) in Self.json() {
             let reply = try await rig.send(.post, "/v1/orders", bytes: body, headers: ["Content-Type": "application/json"])
             #expect(reply.status == 400 || reply.status == 413, "create \(name): \(reply.status)")
+            if reply.status == 400 {
+                let error = reply.json["error"] as? [String: Any]
+                #expect(error?["code"] as? String == "invalid_request", "create \(name)")
+                #expect(error?["message"] as? String == Self.jsonMessages[name] ?? "the body must be a JSON object", "create \(name)")
+            }
             let anonymous = try await rig.send(.post, "/v1/orders", token: nil, bytes: body)
             #expect(anonymous.status == 401 || anonymous.status == 413, "create without a token, \(name): \(anonymous.status)")
             refusals.append(name)

@@ -62,14 +62,18 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)
     static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
 
-    /// The JSON body.
+    /// The JSON body, keys sorted (`JSONObjectWriter`: T5's hostile bodies are refused by the
+    /// thousand, and `JSONSerialization`'s boxing of `[String: Any]` was its own, third writer).
     public var json: [UInt8] {
-        var error: [String: Any] = ["code": code, "message": message]
-        if let field { error["field"] = field }
-        if let retryAfter { error["retry_after"] = retryAfter }
-        if let wechatCode { error["wechat_code"] = wechatCode }
-        var body: [String: Any] = ["error": error]
-        if let finishTransaction { body["finish_transaction"] = finishTransaction }
-        return (try? Array(JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))) ?? []
+        var error = JSONObjectWriter(capacity: 160)
+        error.string("code", code)
+        error.string("field", field)
+        error.string("message", message)
+        if let retryAfter { error.number("retry_after", retryAfter) }
+        error.string("wechat_code", wechatCode)
+        var body = JSONObjectWriter(capacity: 192)
+        body.raw("error", error.finish())
+        if let finishTransaction { body.bool("finish_transaction", finishTransaction) }
+        return body.finish()
     }
 }

@@ -101,14 +101,24 @@ public struct JSONLinesLogHandler: LogHandler {
     public init() {}
 
     public func write(_ record: LogRecord) {
+        FileHandle.standardError.write(Data(Self.line(record)))
+    }
+
+    /// The record as one line of JSON, names in byte order (as JSONSerialization's `.sortedKeys`
+    /// wrote them before), ending in a newline.
+    static func line(_ record: LogRecord) -> [UInt8] {
         var object: [String: String] = record.metadata
         object["ts"] = Timestamp.rfc3339(record.date)
         object["level"] = record.level.description
         object["logger"] = record.label
         object["msg"] = record.message
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        data.append(0x0A)
-        FileHandle.standardError.write(data)
+        var line = JSONObjectWriter(capacity: 256)
+        for name in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            line.string(name, object[name])
+        }
+        var bytes = line.finish()
+        bytes.append(0x0A)
+        return bytes
     }
 }
 
