@@ -146,6 +146,18 @@ struct PostgresStoreTests {
             #expect(after.transactions - before.transactions == 1)
             #expect(after.oneStatement - before.oneStatement == orders.count)
             #expect(try await store.counts().ordersByState[.success] == orders.count)
+            // The batch's one statement wrote each order's own events and outbox row.
+            for read in reads {
+                let events = try await store.events(read.outTradeNo)
+                #expect(events.map(\.kind) == ["created", OrderEvent.stateChangedKind, "notify_received"])
+                #expect(events.dropFirst().map(\.detail) == ["NOTPAY -> SUCCESS: notify", "settled"])
+                #expect(events.dropFirst().allSatisfy { $0.at == TestTime.at(60) })
+                #expect(try await store.outboxEvents(read.outTradeNo) == [Fixture.paid(read.outTradeNo, id: "evt-\(read.outTradeNo)")])
+                let order = try #require(try await store.order(read.outTradeNo))
+                #expect(order.transactionID == "wx-\(read.outTradeNo)")
+                #expect(order.paidAt == TestTime.at(50))
+                #expect(order.lastNotifyAt == TestTime.at(60))
+            }
         }
     }
 

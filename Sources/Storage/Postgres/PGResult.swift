@@ -41,6 +41,8 @@ struct PGRow: StoreRow {
     let result: OpaquePointer
     let index: Int32
 
+    var columnCount: Int32 { PQnfields(result) }
+
     func isNull(_ column: Int32) -> Bool {
         PQgetisnull(result, index, column) == 1
     }

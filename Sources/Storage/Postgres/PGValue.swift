@@ -9,6 +9,21 @@ enum PGType: UInt32, Sendable, Hashable {
     case text = 25
     case timestamptz = 1184
     case textArray = 1009
+    case int8Array = 1016
+    case timestamptzArray = 1185
+    case boolArray = 1000
+    case int4Array = 1007
+
+    /// The type of a one-dimensional array of this type.
+    var arrayType: PGType {
+        switch self {
+        case .int8, .int8Array: .int8Array
+        case .text, .textArray: .textArray
+        case .timestamptz, .timestamptzArray: .timestamptzArray
+        case .bool, .boolArray: .boolArray
+        case .int4, .int4Array: .int4Array
+        }
+    }
 }
 
 /// A statement parameter. Every value but a text array travels in binary format, so nothing a
@@ -22,6 +37,9 @@ enum PGValue: Sendable, Hashable {
     case bool(Bool)
     /// Sent in text format (`{"A","B"}`), each element quoted and escaped.
     case textArray([String])
+    /// A one-dimensional array of values of one type (or NULL), sent in binary format: one
+    /// parameter per column of a multi-row statement (`unnest`).
+    case array(of: PGType, [PGValue])
 
     var type: PGType {
         switch self {
@@ -31,6 +49,7 @@ enum PGValue: Sendable, Hashable {
         case .timestamp: .timestamptz
         case .bool: .bool
         case .textArray: .textArray
+        case .array(let element, _): element.arrayType
         }
     }
 
@@ -67,6 +86,28 @@ enum PGValue: Sendable, Hashable {
                 bytes.append(UInt8(ascii: "\""))
             }
             bytes.append(UInt8(ascii: "}"))
+            return bytes
+        case .array(let element, let values):
+            // array_recv's format: dimensions, a has-NULL flag, the element type, each dimension's
+            // size and lower bound, then each element as a length (-1: NULL) and its binary value.
+            var bytes: [UInt8] = []
+            func append(_ value: Int32) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
+            let elements = values.map(\.bytes)
+            append(values.isEmpty ? 0 : 1)
+            append(elements.contains { $0 == nil } ? 1 : 0)
+            append(Int32(bitPattern: element.rawValue))
+            if !values.isEmpty {
+                append(Int32(values.count))
+                append(1)
+            }
+            for element in elements {
+                if let element {
+                    append(Int32(element.count))
+                    bytes.append(contentsOf: element)
+                } else {
+                    append(-1)
+                }
+            }
             return bytes
         }
     }

@@ -114,10 +114,18 @@ extension PostgresOrderStore {
         // settle in one round trip shared by the whole batch, without reading under the lock first.
         let statement = transition.lastRead.flatMap { read -> OneStatement<TransitionResult>? in
             guard read.outTradeNo == outTradeNo, transition.changes(read) else { return nil }
-            return OneStatement(query: Self.change(transition, from: read, onlyIfStillSo: true)) { result throws(StorageError) in
+            var statement = OneStatement<TransitionResult>(query: Self.change(transition, from: read, onlyIfStillSo: true)) {
+                result throws(StorageError) in
                 guard let changed = try result.first(OrderRecord.init(row:)) else { return nil }
                 return (.changed(changed), outTradeNo)
             }
+            statement.merge = OneStatement.Merge(
+                kind: "transition", row: Self.changeRow(transition, from: read), many: Self.changeMany
+            ) { row throws(StorageError) in
+                guard let row else { return nil }
+                return (.changed(try OrderRecord(row: row)), outTradeNo)
+            }
+            return statement
         }
         return try await write(key: Self.orderKey(outTradeNo), statement: statement) { db throws(StorageError) in
             let result = try Self.transition(transition, on: db)
@@ -203,34 +211,7 @@ extension PostgresOrderStore {
     /// `onlyIfStillSo`: `current` was read without the lock, so the UPDATE also requires the
     /// state and flags it was decided on; it changes nothing (and returns no row) otherwise.
     static func change(_ transition: OrderTransition, from current: OrderRecord, onlyIfStillSo: Bool = false) -> PGQuery {
-        let events = [transition.stateChangedEvent(from: current.state)] + [transition.receiptEvent(changed: true)].compactMap { $0 }
-        let touch =
-            switch transition.receipt?.touching {
-            case .lastNotify: 1
-            case .lastQueried: 2
-            case nil: 0
-            }
-        let flags = transition.flags(after: current.flags).map(OrderRecord.encodeFlags)
-        let outbox = transition.outbox
         let stillSo: SQL = onlyIfStillSo ? " AND state = $26 AND flags = $27 " : " "
-        var parameters: [PGValue] = [
-            transition.outTradeNo.pgValue, transition.to.rawValue.pgValue, transition.transactionID.pgValue,
-            transition.paidAt.pgValue, transition.at.pgValue, flags.pgValue, touch.pgValue,
-            transition.sourceStates.pgValue, transition.expectedAmount.pgValue,
-            events[0].kind.pgValue, events[0].detail.pgValue,
-            (events.count > 1 ? events[1].kind : nil).pgValue, (events.count > 1 ? events[1].detail : nil).pgValue,
-            outbox?.id.pgValue ?? .null(.text), outbox?.type.pgValue ?? .null(.text),
-            outbox?.payload.pgValue ?? .null(.text), outbox?.createdAt.pgValue ?? .null(.timestamptz),
-            (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
-            outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
-            outbox?.lastError.pgValue ?? .null(.text),
-            transition.apple?.transactionID.pgValue ?? .null(.text),
-            transition.apple?.originalTransactionID.pgValue ?? .null(.text),
-            transition.apple?.environment.pgValue ?? .null(.text),
-        ]
-        if onlyIfStillSo {
-            parameters += [current.state.rawValue.pgValue, OrderRecord.encodeFlags(current.flags).pgValue]
-        }
         return PGQuery(
             """
             WITH changed AS (
@@ -257,7 +238,113 @@ extension PostgresOrderStore {
             )
             SELECT
             """ + " " + OrderRecord.columns + " FROM changed",
+            parameters: changeParameters(transition, from: current, onlyIfStillSo: onlyIfStillSo))
+    }
+
+    /// One input row of `changeMany`: `change`'s parameters with `onlyIfStillSo`, the source states
+    /// joined by commas (a row holds no array).
+    static func changeRow(_ transition: OrderTransition, from current: OrderRecord) -> [PGValue] {
+        var row = changeParameters(transition, from: current, onlyIfStillSo: true)
+        row[7] = transition.sourceStates.map(\.rawValue).sorted().joined(separator: ",").pgValue
+        return row
+    }
+
+    /// The types of `changeRow`'s columns, as `changeMany` casts them.
+    static let changeColumnTypes: [PGType] = [
+        .text, .text, .text, .timestamptz, .timestamptz, .text, .int8, .text, .int8, .text, .text, .text, .text,
+        .text, .text, .text, .timestamptz, .int8, .timestamptz, .timestamptz, .timestamptz, .text,
+        .text, .text, .text, .text, .text,
+    ]
+
+    /// `change` with `onlyIfStillSo` for several orders in one statement: one array parameter per
+    /// column of `changeRow`. Each returned row ends with the position of its input row; an order
+    /// named twice is changed by one of its rows (the other then did not apply).
+    static func changeMany(_ rows: [[PGValue]]) -> PGQuery {
+        let parameters = changeColumnTypes.enumerated().map { column, type in
+            PGValue.array(of: type, rows.map { $0[column] })
+        }
+        return PGQuery(
+            """
+            WITH input AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[],
+                    $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
+                    $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::bigint[],
+                    $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::text[], $23::text[],
+                    $24::text[], $25::text[], $26::text[], $27::text[])
+                WITH ORDINALITY AS i (in_out_trade_no, in_state, in_transaction_id, in_paid_at, in_at, in_flags,
+                    in_touch, in_sources, in_amount, in_kind_1, in_detail_1, in_kind_2, in_detail_2, in_outbox_id,
+                    in_outbox_type, in_outbox_payload, in_outbox_created_at, in_outbox_attempts,
+                    in_outbox_next_attempt_at, in_outbox_delivered_at, in_outbox_dead_at, in_outbox_last_error,
+                    in_apple_transaction_id, in_original_transaction_id, in_environment, in_was_state,
+                    in_was_flags, in_n)
+            ), changed AS (
+                UPDATE orders SET state = in_state, transaction_id = COALESCE(in_transaction_id, transaction_id),
+                    paid_at = COALESCE(in_paid_at, paid_at), updated_at = in_at, flags = COALESCE(in_flags, flags),
+                    last_notify_at = CASE WHEN in_touch = 1 THEN GREATEST(COALESCE(last_notify_at, in_at), in_at)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN in_touch = 2 THEN GREATEST(COALESCE(last_queried_at, in_at), in_at)
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, in_apple_transaction_id),
+                    original_transaction_id = COALESCE(original_transaction_id, in_original_transaction_id),
+                    environment = COALESCE(environment, in_environment)
+                FROM input
+                WHERE out_trade_no = in_out_trade_no AND state = ANY(string_to_array(in_sources, ','))
+                    AND (in_amount IS NULL OR amount = in_amount) AND state = in_was_state AND flags = in_was_flags
+                RETURNING
+            """ + " " + OrderRecord.columns + """
+                    , in_n, in_at, in_kind_1, in_detail_1, in_kind_2, in_detail_2, in_outbox_id, in_outbox_type,
+                    in_outbox_payload, in_outbox_created_at, in_outbox_attempts, in_outbox_next_attempt_at,
+                    in_outbox_delivered_at, in_outbox_dead_at, in_outbox_last_error
+            ), events AS (
+                INSERT INTO order_events (out_trade_no, at, kind, detail)
+                SELECT changed.out_trade_no, in_at, e.kind, e.detail
+                FROM changed, LATERAL (VALUES (1, in_kind_1, in_detail_1), (2, in_kind_2, in_detail_2)) AS e (m, kind, detail)
+                WHERE e.kind IS NOT NULL ORDER BY in_n, e.m
+            ), outbox AS (
+                INSERT INTO outbox (
+            """ + " " + OutboxEvent.columns + """
+                ) SELECT in_outbox_id, out_trade_no, in_outbox_type, in_outbox_payload, in_outbox_created_at,
+                    in_outbox_attempts, in_outbox_next_attempt_at, in_outbox_delivered_at, in_outbox_dead_at,
+                    in_outbox_last_error
+                FROM changed WHERE in_outbox_id IS NOT NULL ORDER BY in_n
+            )
+            SELECT
+            """ + " " + OrderRecord.columns + ", in_n FROM changed",
             parameters: parameters)
+    }
+
+    /// `change`'s parameters, $1 to $25 (and $26, $27 with `onlyIfStillSo`).
+    private static func changeParameters(_ transition: OrderTransition, from current: OrderRecord, onlyIfStillSo: Bool)
+        -> [PGValue]
+    {
+        let events = [transition.stateChangedEvent(from: current.state)] + [transition.receiptEvent(changed: true)].compactMap { $0 }
+        let touch =
+            switch transition.receipt?.touching {
+            case .lastNotify: 1
+            case .lastQueried: 2
+            case nil: 0
+            }
+        let flags = transition.flags(after: current.flags).map(OrderRecord.encodeFlags)
+        let outbox = transition.outbox
+        var parameters: [PGValue] = [
+            transition.outTradeNo.pgValue, transition.to.rawValue.pgValue, transition.transactionID.pgValue,
+            transition.paidAt.pgValue, transition.at.pgValue, flags.pgValue, touch.pgValue,
+            transition.sourceStates.pgValue, transition.expectedAmount.pgValue,
+            events[0].kind.pgValue, events[0].detail.pgValue,
+            (events.count > 1 ? events[1].kind : nil).pgValue, (events.count > 1 ? events[1].detail : nil).pgValue,
+            outbox?.id.pgValue ?? .null(.text), outbox?.type.pgValue ?? .null(.text),
+            outbox?.payload.pgValue ?? .null(.text), outbox?.createdAt.pgValue ?? .null(.timestamptz),
+            (outbox?.attempts ?? 0).pgValue, outbox?.nextAttemptAt.pgValue ?? .null(.timestamptz),
+            outbox?.deliveredAt.pgValue ?? .null(.timestamptz), outbox?.deadAt.pgValue ?? .null(.timestamptz),
+            outbox?.lastError.pgValue ?? .null(.text),
+            transition.apple?.transactionID.pgValue ?? .null(.text),
+            transition.apple?.originalTransactionID.pgValue ?? .null(.text),
+            transition.apple?.environment.pgValue ?? .null(.text),
+        ]
+        if onlyIfStillSo {
+            parameters += [current.state.rawValue.pgValue, OrderRecord.encodeFlags(current.flags).pgValue]
+        }
+        return parameters
     }
 
     /// Appends an event of an order this transaction has locked (no existence check).

@@ -171,6 +171,15 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     struct OneStatement<T: Sendable>: Sendable {
         let query: PGQuery
         let decode: @Sendable (PGResult) throws(StorageError) -> (T, changed: String?)?
+        /// The statement's multi-row form (see `PGMerge`), with `decode` for its row of the result.
+        var merge: Merge? = nil
+
+        struct Merge: Sendable {
+            let kind: String
+            let row: [PGValue]
+            let many: @Sendable ([[PGValue]]) -> PGQuery
+            let decode: @Sendable (PGRow?) throws(StorageError) -> (T, changed: String?)?
+        }
     }
 
     /// A write in a transaction of its own (claims of many rows).
@@ -215,9 +224,12 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
             queue(PGJob(
                 lockKey: key,
                 statement: statement.map { statement in
-                    PGStatement(query: statement.query) { result in
+                    // The delivery of what a statement (or its row) decoded to, or nil.
+                    @Sendable func delivery(_ decoded: () throws(StorageError) -> (T, changed: String?)?)
+                        -> Result<PGDelivery, StorageError>?
+                    {
                         do throws(StorageError) {
-                            guard let (value, changed) = try statement.decode(result) else { return nil }
+                            guard let (value, changed) = try decoded() else { return nil }
                             return .success(PGDelivery(changedOrders: changed.map { [$0] } ?? []) {
                                 continuation.resume(returning: .success(value))
                             })
@@ -225,6 +237,14 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
                             return .failure(error)
                         }
                     }
+                    return PGStatement(
+                        query: statement.query,
+                        complete: { result in delivery { () throws(StorageError) in try statement.decode(result) } },
+                        merge: statement.merge.map { merge in
+                            PGMerge(kind: merge.kind, row: merge.row, many: merge.many) { row in
+                                delivery { () throws(StorageError) in try merge.decode(row) }
+                            }
+                        })
                 },
                 perform: { connection in
                     do throws(StorageError) {

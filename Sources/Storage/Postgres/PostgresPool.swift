@@ -21,6 +21,22 @@ struct PGStatement: Sendable {
     /// The job's outcome from the statement's result; nil when the statement did not apply (a
     /// write whose condition no longer held): the job then runs through `perform`, as it would have.
     let complete: @Sendable (PGResult) -> Result<PGDelivery, StorageError>?
+    /// How the statement joins others of its kind in one multi-row statement, when it can.
+    var merge: PGMerge? = nil
+}
+
+/// Statements of one kind that a batch sends as one multi-row statement: the server plans,
+/// starts and ends it once for the batch instead of once per write.
+struct PGMerge: Sendable {
+    /// Which multi-row statement; statements merge only with their own kind.
+    let kind: String
+    /// This statement's row of the multi-row statement's input.
+    let row: [PGValue]
+    /// The statement for several rows. Each row it returns ends with the 1-based position of the
+    /// input row it belongs to; an input row without one did not apply.
+    let many: @Sendable ([[PGValue]]) -> PGQuery
+    /// The job's outcome from its row of the result (nil: it returned none), as `complete`.
+    let complete: @Sendable (PGRow?) -> Result<PGDelivery, StorageError>?
 }
 
 /// Hands a result to its waiter; for a write, after COMMIT returned.
@@ -46,8 +62,9 @@ struct PGDelivery: Sendable {
 ///   (a constraint), the transaction is rolled back and the others run again without it; a
 ///   deadlock or serialization failure the server reports anyway reruns the batch.
 /// - **Writes that are one statement** (`PGStatement`: a conditional change made on what the
-///   caller read before) are sent together, sorted by `lockKey`, in one pipeline after `BEGIN`;
-///   then `COMMIT`: two round trips for the whole batch. Those whose condition no longer held
+///   caller read before) are sent together, sorted by `lockKey`, in one pipeline after `BEGIN`
+///   (those of one kind merged into one multi-row statement, `PGMerge`); then `COMMIT`: two
+///   round trips for the whole batch. Those whose condition no longer held
 ///   wrote nothing and then run the usual way, in a transaction of their own after the COMMIT;
 ///   on any failure the whole batch runs the usual way.
 /// - **Exclusive writes** (claims that lock many rows with `SKIP LOCKED`) run alone, in their own
@@ -339,19 +356,58 @@ final class PostgresPool: Sendable {
         }
         transactionCount.add(1, ordering: .relaxed)
         current.sendAhead(PGQuery("BEGIN"))
+        // What is sent: each job's statement, or one for several jobs of a kind that merges.
+        var units: [(query: PGQuery, jobs: [Int], merged: Bool)] = []
+        var kinds: [String: [Int]] = [:]
+        for (index, job) in jobs.enumerated() {
+            if let merge = job.statement!.merge {
+                kinds[merge.kind, default: []].append(index)
+            } else {
+                units.append((job.statement!.query, [index], false))
+            }
+        }
+        for indexes in kinds.values.sorted(by: { $0[0] < $1[0] }) {
+            if indexes.count == 1 {
+                units.append((jobs[indexes[0]].statement!.query, indexes, false))
+            } else {
+                let merges = indexes.map { jobs[$0].statement!.merge! }
+                units.append((merges[0].many(merges.map(\.row)), indexes, true))
+            }
+        }
         let results: [PGResult]
         do throws(StorageError) {
-            results = try current.run(jobs.map { $0.statement!.query })
+            results = try current.run(units.map(\.query))
         } catch {
             // Nothing was committed: every job runs again the usual way, which deals with a
             // constraint, a race or a lost connection one job at a time.
             if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
             return jobs
         }
+        var outcomes = [Result<PGDelivery, StorageError>?](repeating: nil, count: jobs.count)
+        for (unit, result) in zip(units, results) {
+            guard unit.merged else {
+                outcomes[unit.jobs[0]] = jobs[unit.jobs[0]].statement!.complete(result)
+                continue
+            }
+            var rows = [PGRow?](repeating: nil, count: unit.jobs.count)
+            for index in 0..<result.rowCount {
+                let row = result.row(index)
+                guard let position = try? row.int64(row.columnCount - 1), position >= 1, position <= rows.count,
+                      rows[Int(position) - 1] == nil
+                else {
+                    if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
+                    return jobs
+                }
+                rows[Int(position) - 1] = row
+            }
+            for (position, index) in unit.jobs.enumerated() {
+                outcomes[index] = jobs[index].statement!.merge!.complete(rows[position])
+            }
+        }
         var applied: [(job: PGJob, delivery: PGDelivery)] = []
         var missed: [PGJob] = []
-        for (job, result) in zip(jobs, results) {
-            switch job.statement!.complete(result) {
+        for (job, outcome) in zip(jobs, outcomes) {
+            switch outcome {
             case .success(let delivery)?: applied.append((job, delivery))
             case .failure?:
                 if !current.isBroken { _ = try? current.run([PGQuery("ROLLBACK")]) }
