@@ -333,8 +333,8 @@ final class PostgresPool: Sendable {
         }
     }
 
-    /// Runs the writes (see the type's documentation): those that are one statement together,
-    /// then the others, and those whose statement did not apply, in one transaction.
+    /// Runs the writes (see the type's documentation): those that are one statement in one
+    /// transaction, then the others and those whose statement did not apply in another.
     private func commit(_ jobs: [PGJob], connection: inout PGConnection?) {
         var usual = jobs.filter { $0.statement == nil }
         let statements = jobs.filter { $0.statement != nil }
