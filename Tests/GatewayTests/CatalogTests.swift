@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+import JSON
 import Testing
 
 /// The catalog file: its rules, unknown keys kept, and a bad file refused at start.

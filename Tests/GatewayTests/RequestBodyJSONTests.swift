@@ -49,7 +49,7 @@ struct RequestBodyJSONTests {
 
     @Test(arguments: wellFormed)
     func aWellFormedBodyReadsAsJSONDecoderReadIt(body: String) throws {
-        let mine = try JSONObjectReader.members(of: Array(body.utf8), duplicates: .refused)
+        let mine = try JSONValue.parseObject(Array(body.utf8))
         #expect(mine == Self.foundation(Array(body.utf8)))
     }
 
@@ -62,7 +62,7 @@ struct RequestBodyJSONTests {
     @Test(arguments: refusedSinceJSONDecoder)
     func whatJSONDecoderResolvedSilentlyIsRefused(body: String) {
         #expect(Self.foundation(Array(body.utf8)) != nil)
-        #expect(throws: JSONError.self) { try JSONObjectReader.members(of: Array(body.utf8), duplicates: .refused) }
+        #expect(throws: JSONError.self) { try JSONValue.parseObject(Array(body.utf8)) }
     }
 
     static let malformed: [String] = [
@@ -77,29 +77,29 @@ struct RequestBodyJSONTests {
     @Test(arguments: malformed)
     func malformedJSONIsRefusedWhole(body: String) {
         do {
-            _ = try JSONObjectReader.members(of: Array(body.utf8), duplicates: .refused)
+            _ = try JSONValue.parseObject(Array(body.utf8))
             Issue.record("accepted")
         } catch {
-            #expect(!error.duplicateName)
+            #expect(error.reason != .duplicateKey)
         }
     }
 
     @Test func aRepeatedNameInAWellFormedBodyIsReportedAsSuch() {
         do {
-            _ = try JSONObjectReader.members(of: Array(#"{"amount":990,"amount":1}"#.utf8), duplicates: .refused)
+            _ = try JSONValue.parseObject(Array(#"{"amount":990,"amount":1}"#.utf8))
             Issue.record("accepted")
         } catch {
-            #expect(error.duplicateName)
+            #expect(error.reason == .duplicateKey)
         }
     }
 
     @Test func invalidUTF8AndExcessiveNestingAreRefused() {
         #expect(throws: JSONError.self) {
-            try JSONObjectReader.members(of: [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], duplicates: .refused)
+            try JSONValue.parseObject([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D])
         }
         let deep = Array("{\"a\":".utf8) + Array(repeating: UInt8(ascii: "["), count: 600)
             + Array(repeating: UInt8(ascii: "]"), count: 600) + [UInt8(ascii: "}")]
-        #expect(throws: JSONError.self) { try JSONObjectReader.members(of: deep, duplicates: .refused) }
+        #expect(throws: JSONError.self) { try JSONValue.parseObject(deep) }
     }
 
     /// Random edits of a valid body: whatever the reader accepts, JSONDecoder read the same way.
@@ -118,7 +118,7 @@ struct RequestBodyJSONTests {
                 default: body.insert(byte, at: index)
                 }
             }
-            guard let mine = try? JSONObjectReader.members(of: body, duplicates: .refused) else { continue }
+            guard let mine = try? JSONValue.parseObject(body) else { continue }
             accepted += 1
             #expect(mine == Self.foundation(body), "\(String(decoding: body, as: UTF8.self))")
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// An error answer of the gateway's JSON API: `{"error":{"code","message",…}}`.
 ///

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import JSON
 
 /// The iOS app's routes: create an order for StoreKit, report a transaction, and Apple's
 /// notifications. All three are 404 while App Store purchases are off (APPSTORE_BUNDLE_ID unset).

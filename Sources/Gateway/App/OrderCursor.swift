@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 import Storage
 
 /// `limit` and `cursor` of a paginated order list (`GET /v1/me/orders`, the support lookup by

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// What a verified app token says: the app user it was minted for, and when it stops being valid.
 public struct AppTokenClaims: Sendable, Hashable {

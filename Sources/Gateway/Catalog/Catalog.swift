@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// One thing the app can buy, with the price the gateway charges for it.
 public struct CatalogProduct: Sendable, Hashable {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import JSON
 
 /// Creates that name a catalog product: the catalog decides the price.
 extension CreateOrderInput {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import JSON
 import Storage
 
 /// The console's request handling: who is asking (session, CSRF, role), what they asked for, the

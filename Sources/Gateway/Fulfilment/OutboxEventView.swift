@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import JSON
 import Storage
 
 /// An outbox event as support sees it (the lookup's `outbox` and the redrive answer): where its

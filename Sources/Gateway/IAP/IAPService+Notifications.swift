@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 import Storage
 
 /// App Store Server Notifications V2 at `POST /appstore/notifications`: iOS's answer to the lost

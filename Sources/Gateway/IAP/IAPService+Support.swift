@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 import Storage
 
 /// What support staff need of iOS purchases: the look-up by Apple's ids (a service call the JSON

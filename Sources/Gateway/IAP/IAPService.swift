@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import JSON
 import Storage
 import Synchronization
 import WeChatPay

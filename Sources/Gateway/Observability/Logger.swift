@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 import Synchronization
 
 /// A small structured logger in swift-log's shape: a value with a label, a level and metadata,

@@ -2,6 +2,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import JSON
 #endif
 
 /// A validated `POST /v1/orders` body. Everything WeChat would refuse is refused here first, so
@@ -66,9 +67,9 @@ public struct CreateOrderInput: Sendable, Hashable {
     /// T5 found the first silently winning.
     static func members(of body: [UInt8]) throws(APIError) -> [String: JSONValue] {
         do {
-            return try JSONObjectReader.members(of: body, duplicates: .refused)
+            return try JSONValue.parseObject(body)
         } catch {
-            throw .invalid(nil, error.duplicateName ? "the body gives a member name twice" : "the body must be a JSON object")
+            throw .invalid(nil, error.reason == .duplicateKey ? "the body gives a member name twice" : "the body must be a JSON object")
         }
     }
 

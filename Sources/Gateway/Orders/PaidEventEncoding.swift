@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The `order.paid` outbox event: `{"created_at","data":{…},"id","type":"order.paid"}`, where
 /// `data` is the order exactly as `GET /v1/orders/{id}` shows it once paid (`OrderView.json`),

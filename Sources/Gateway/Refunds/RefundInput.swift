@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import JSON
 
 /// A validated `POST /v1/orders/{out_trade_no}/refunds` body:
 /// `{"amount": fen, "reason": "1–80 bytes", "out_refund_no"?: "1–64 of [0-9A-Za-z_-|*@]"}`.

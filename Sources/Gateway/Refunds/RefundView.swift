@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 import Storage
 
 /// A refund as the API, the order view and the `refund.*` webhook events show it.
