@@ -75,8 +75,12 @@ struct UpstreamFaultTests {
         #expect(await harness.eventually {
             mismatches() >= 1 && Double(harness.simulator.counters.faultsInjected["other_order"] ?? 0) == mismatches()
         })
-        let failed = try await harness.store.events("asked-0001").filter { $0.kind == "orderquery_failed" }
-        #expect(!failed.isEmpty && failed.allSatisfy { $0.detail.contains("answer_mismatch") })
+        // The timeline's entry follows the call's metric (after the call's last attempt).
+        func failed() async -> [OrderEvent] {
+            ((try? await harness.store.events("asked-0001")) ?? []).filter { $0.kind == "orderquery_failed" }
+        }
+        #expect(await harness.eventually { await !failed().isEmpty })
+        #expect(await failed().allSatisfy { $0.detail.contains("answer_mismatch") })
     }
 
     @Test func aCloseWhoseOrderpaidCannotBeConfirmedYetIsRetryableAndTheRetryAnswersSuccess() async throws {
