@@ -7,13 +7,18 @@ import Synchronization
 /// - A pool of connections (`PostgresPool`), each on its own thread, opened when needed and
 ///   replaced with backoff when the server goes away; no libpq call runs on the Swift cooperative
 ///   pool. Writes are group-committed: the writes queued when a connection becomes free commit in
-///   one transaction (one WAL flush), results delivered after COMMIT returned.
+///   one transaction (one WAL flush; at most two connections commit at once, so batches fill),
+///   results delivered after COMMIT returned.
 /// - Durability: `synchronous_commit` is forced on for every session, so a write that returned is
 ///   on the server's disk (and its synchronous standbys, if any).
 /// - The same promises as `SQLiteOrderStore`, across instances: creates race on the primary key
 ///   (one winner); the one door locks the order's row, decides with the rules both stores share,
 ///   and moves it with one conditional `UPDATE … RETURNING` that inserts the events and the outbox
-///   row in the same statement; reconciler leases and outbox deliveries are claimed with
+///   row in the same statement. A payment made on the order as the caller read it
+///   (`OrderTransition.lastRead`) skips the locked read: a batch's such payments go to the server
+///   as one multi-row statement, each row applying only while its order still stands as read, and
+///   the others take the usual door after the batch committed. Reconciler leases and outbox
+///   deliveries are claimed with
 ///   `FOR UPDATE SKIP LOCKED`; `claimCall` hands out one orderquery or unifiedorder per order at a time.
 /// - Every committed state change (and a new prepay_id, and a released call claim) is announced
 ///   with `NOTIFY` (`OrderChangeFeed`), so instances wake their waiters for changes made elsewhere.
