@@ -108,16 +108,42 @@ struct PostgresStoreTests {
         return (blocker, release)
     }
 
+    /// Calls `submit` while the pool's only connection is held, waits until `count` writes are
+    /// queued, then lets them go, so they commit as one batch. Returns what `submit` returned and
+    /// the write statistics from just before it (the holding write not counted).
+    private func queuedTogether<T>(_ store: PostgresOrderStore, writes count: Int, _ submit: () -> T)
+        async throws -> (T, before: PostgresOrderStore.WriteStatistics)
+    {
+        let (blocker, release) = await occupy(store)
+        let before = store.writeStatistics
+        let submitted = submit()
+        try await eventually { store.pool.queuedWrites == count }
+        release.signal()
+        _ = try await blocker.value
+        return (submitted, before)
+    }
+
+    /// Creates the orders and returns each as read back (a payment's `lastRead`).
+    private func createdAndRead(_ names: [String], in store: PostgresOrderStore) async throws -> [OrderRecord] {
+        var reads: [OrderRecord] = []
+        for name in names {
+            try await Fixture.create(Fixture.order(name), in: store)
+            reads.append(try #require(try await store.order(name)))
+        }
+        return reads
+    }
+
+    private func settling(_ reads: some Sequence<OrderRecord>, in store: PostgresOrderStore) -> [Task<TransitionResult, any Error>] {
+        reads.map { read in Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) } }
+    }
+
     @Test func writesQueuedWhileEveryConnectionIsBusyCommitInOneTransaction() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
             let orders = (0..<20).map { "G\($0)" }
             for order in orders { try await Fixture.create(Fixture.order(order), in: store) }
-            let (blocker, release) = await occupy(store)
-            let before = store.writeStatistics
-            let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
-            try await eventually { store.pool.queuedWrites == orders.count }
-            release.signal()
-            _ = try await blocker.value
+            let (payments, before) = try await queuedTogether(store, writes: orders.count) {
+                orders.map { order in Task { try await Fixture.pay(order, in: store) } }
+            }
             for payment in payments { #expect(try await payment.value.didChange) }
             let after = store.writeStatistics
             #expect(after.transactions - before.transactions == 1)
@@ -128,19 +154,8 @@ struct PostgresStoreTests {
     @Test func paymentsOnFreshReadsQueuedTogetherCommitAsOneStatementEachInOneTransaction() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
             let orders = (0..<20).map { "P\($0)" }
-            var reads: [OrderRecord] = []
-            for order in orders {
-                try await Fixture.create(Fixture.order(order), in: store)
-                reads.append(try #require(try await store.order(order)))
-            }
-            let (blocker, release) = await occupy(store)
-            let before = store.writeStatistics
-            let payments = reads.map { read in
-                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
-            }
-            try await eventually { store.pool.queuedWrites == orders.count }
-            release.signal()
-            _ = try await blocker.value
+            let reads = try await createdAndRead(orders, in: store)
+            let (payments, before) = try await queuedTogether(store, writes: orders.count) { settling(reads, in: store) }
             for payment in payments { #expect(try await payment.value.didChange) }
             let after = store.writeStatistics
             #expect(after.transactions - before.transactions == 1)
@@ -163,20 +178,9 @@ struct PostgresStoreTests {
 
     @Test func aPaymentWhoseOrderChangedSinceItsReadRunsTheUsualWayAfterItsBatchCommitted() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
-            var reads: [OrderRecord] = []
-            for index in 0..<10 {
-                try await Fixture.create(Fixture.order("Q\(index)"), in: store)
-                reads.append(try #require(try await store.order("Q\(index)")))
-            }
+            let reads = try await createdAndRead((0..<10).map { "Q\($0)" }, in: store)
             #expect(try await store.transition("Q0", to: .closed, from: OrderState.open, detail: "close", at: TestTime.at(55)).didChange)
-            let (blocker, release) = await occupy(store)
-            let before = store.writeStatistics
-            let payments = reads.map { read in
-                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
-            }
-            try await eventually { store.pool.queuedWrites == reads.count }
-            release.signal()
-            _ = try await blocker.value
+            let (payments, before) = try await queuedTogether(store, writes: reads.count) { settling(reads, in: store) }
             var results: [TransitionResult] = []
             for payment in payments { results.append(try await payment.value) }
             #expect(results.dropFirst().allSatisfy { $0.didChange })
@@ -195,23 +199,13 @@ struct PostgresStoreTests {
             try await Fixture.create(Fixture.order("S0"), in: store)
             _ = try await store.transition("S0", to: .success, from: OrderState.open, outbox: Fixture.paid("S0", id: "taken"),
                                            at: TestTime.at(1))
-            var reads: [OrderRecord] = []
-            for index in 1..<8 {
-                try await Fixture.create(Fixture.order("S\(index)"), in: store)
-                reads.append(try #require(try await store.order("S\(index)")))
+            let reads = try await createdAndRead((1..<8).map { "S\($0)" }, in: store)
+            let ((payments, clash), _) = try await queuedTogether(store, writes: reads.count) {
+                (settling(reads.dropFirst(), in: store), Task {
+                    try await store.transition("S1", to: .success, from: OrderState.open, outbox: Fixture.paid("S1", id: "taken"),
+                                               at: TestTime.at(2), lastRead: reads[0])
+                })
             }
-            let clashing = reads[0]
-            let (blocker, release) = await occupy(store)
-            let payments = reads.dropFirst().map { read in
-                Task { try await LastReadTransitionTests.settle(read.outTradeNo, lastRead: read, in: store) }
-            }
-            let clash = Task {
-                try await store.transition("S1", to: .success, from: OrderState.open, outbox: Fixture.paid("S1", id: "taken"),
-                                           at: TestTime.at(2), lastRead: clashing)
-            }
-            try await eventually { store.pool.queuedWrites == reads.count }
-            release.signal()
-            _ = try await blocker.value
             for payment in payments { #expect(try await payment.value.didChange) }
             await #expect(throws: StorageError.constraint) { try await clash.value }
             #expect(try await store.order("S1")?.state == .notPay)
@@ -225,15 +219,12 @@ struct PostgresStoreTests {
             _ = try await store.transition("F0", to: .success, from: OrderState.open, outbox: Fixture.paid("F0", id: "taken"),
                                            at: TestTime.at(1))
             try await Fixture.create(Fixture.order("F1"), in: store)
-            let (blocker, release) = await occupy(store)
-            let creates = (2..<12).map { index in Task { try await Fixture.create(Fixture.order("F\(index)"), in: store) } }
-            let clash = Task {
-                try await store.transition("F1", to: .success, from: OrderState.open, outbox: Fixture.paid("F1", id: "taken"),
-                                           at: TestTime.at(2))
+            let ((creates, clash), _) = try await queuedTogether(store, writes: 11) {
+                ((2..<12).map { index in Task { try await Fixture.create(Fixture.order("F\(index)"), in: store) } }, Task {
+                    try await store.transition("F1", to: .success, from: OrderState.open, outbox: Fixture.paid("F1", id: "taken"),
+                                               at: TestTime.at(2))
+                })
             }
-            try await eventually { store.pool.queuedWrites == 11 }
-            release.signal()
-            _ = try await blocker.value
             for create in creates { _ = try await create.value }
             await #expect(throws: StorageError.constraint) { try await clash.value }
             #expect(try await store.order("F1")?.state == .notPay)
