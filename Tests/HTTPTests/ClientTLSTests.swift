@@ -22,7 +22,10 @@ struct ClientTLSTests {
 
     @Test func aServerSignedByAnUntrustedCAIsATLSFailureThatWasNotDelivered() async throws {
         try await withPythonTestServer(.https) { server in
-            try await withHTTPClient { client in  // system trust store: the test CA is unknown
+            // System trust store: the test CA is unknown. Patient timeouts: the refusal must come
+            // from the certificate, not from a handshake that a loaded machine made slow.
+            let patient = HTTPClient.Configuration(timeouts: .init(connect: .seconds(60), total: .seconds(90)))
+            try await withHTTPClient(patient) { client in
                 let error = await failure { try await client.execute(HTTPClientRequest(url: server.url("/echo"))) }
                 #expect(error == .tlsFailure)
                 #expect(error?.mayHaveBeenDelivered == false)
