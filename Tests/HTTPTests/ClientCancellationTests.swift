@@ -14,7 +14,9 @@ struct ClientCancellationTests {
                                                                    timeouts: .init(connect: .seconds(30), total: .seconds(60))))
                     }
                 }
-                try await Task.sleep(for: .milliseconds(300))
+                // Long enough for the request to be on the wire even on a loaded machine (300 ms was
+                // not, once: the cancel then came before the send, rightly "not delivered").
+                try await Task.sleep(for: .seconds(3))
                 task.cancel()
                 let error = await task.value
                 #expect(error == .cancelled)
