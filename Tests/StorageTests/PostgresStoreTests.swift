@@ -47,6 +47,73 @@ struct PostgresStoreTests {
         await database.remove()
     }
 
+    /// Holds the migration lock of `database`'s schema, as an instance applying a long migration
+    /// would, until a connection of the schema has waited for it `seconds` (bounded to a minute
+    /// in all); `body` runs once the lock is held.
+    private func holdingTheMigrationLock(
+        _ database: TestDatabase, afterAWaiterFor seconds: Double, _ body: () async throws -> Void
+    ) async throws {
+        let holder = Task {
+            try await RawPostgres.execute("""
+                DO $$
+                DECLARE started timestamptz := clock_timestamp();
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(hashtext('wxpay-gateway migrations'), hashtext(current_schema()));
+                    LOOP
+                        EXIT WHEN clock_timestamp() > started + interval '60 seconds' OR EXISTS (
+                            SELECT 1 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                            WHERE l.locktype = 'advisory' AND NOT l.granted
+                              AND a.application_name = current_setting('application_name'));
+                        PERFORM pg_sleep(0.02);
+                        -- pg_stat_activity is read once per transaction unless cleared.
+                        PERFORM pg_stat_clear_snapshot();
+                    END LOOP;
+                    PERFORM pg_sleep(\(seconds));
+                END $$
+                """, url: database.location)
+        }
+        let schema = database.schema!
+        do {
+            try await eventuallyAsync(within: 60) {
+                await database.scalar("""
+                    SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                    WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = '\(schema)'
+                    """) == "1"
+            }
+            try await body()
+        } catch {
+            _ = try? await holder.value
+            throw error
+        }
+        try await holder.value
+    }
+
+    @Test func anInstanceWaitsForAnotherInstancesMigrationLongerThanOneExchangeMayTake() async throws {
+        let database = try await TestDatabase(.postgres)
+        // Held 6 s after this instance starts waiting: longer than its 5 s for any one exchange.
+        var settings = database.postgresSettings!
+        settings.statementTimeout = .seconds(5)
+        try await holdingTheMigrationLock(database, afterAWaiterFor: 6) {
+            await (try await PostgresOrderStore.open(settings)).close()
+        }
+        #expect(await database.scalar("SELECT MAX(version) FROM schema_migrations") == String(PostgresMigrations.latestVersion))
+        await database.remove()
+    }
+
+    @Test func anInstanceGivesUpWaitingForAMigrationAfterTheMigrationTimeout() async throws {
+        let database = try await TestDatabase(.postgres)
+        var settings = database.postgresSettings!
+        settings.migrationTimeout = .seconds(1)
+        try await holdingTheMigrationLock(database, afterAWaiterFor: 6) {
+            await #expect(throws: StorageError.unavailable) { _ = try await PostgresOrderStore.open(settings) }
+        }
+        // Nothing was applied by the instance that gave up; the next start migrates.
+        #expect(await database.scalar("SELECT COUNT(*) FROM pg_tables WHERE tablename = 'orders' AND schemaname = current_schema()") == "0")
+        await (try await database.open()).close()
+        #expect(await database.scalar("SELECT MAX(version) FROM schema_migrations") == String(PostgresMigrations.latestVersion))
+        await database.remove()
+    }
+
     @Test func aDatabaseMigratedByANewerProgramIsRefused() async throws {
         let database = try await TestDatabase(.postgres)
         await (try await database.open()).close()

@@ -86,12 +86,13 @@ final class PGConnection: @unchecked Sendable {
 
     /// Runs `queries` as one pipeline and returns one result per query. Throws the first failure
     /// once the pipeline has been read to its sync (so the connection stays usable), or
-    /// `unavailable` when the connection broke or the deadline passed (then it is broken).
-    func run(_ queries: [PGQuery]) throws(StorageError) -> [PGResult] {
+    /// `unavailable` when the connection broke or the deadline passed (then it is broken). The
+    /// deadline is the connection's `timeout` from now unless `timeout` gives another.
+    func run(_ queries: [PGQuery], timeout: Duration? = nil) throws(StorageError) -> [PGResult] {
         guard !isBroken, !isClosed else { throw StorageError(code: .unavailable, context: "closed connection") }
         let all = prefix + queries
         prefix.removeAll()
-        let deadline = ContinuousClock.now + timeout
+        let deadline = ContinuousClock.now + (timeout ?? self.timeout)
         // What each command sent will answer: a prepare, or the execution of all[index].
         var commands: [(query: Int, prepared: SQL?)] = []
         for (index, query) in all.enumerated() {

@@ -212,7 +212,9 @@ enum PostgresMigrations {
     /// Applies the missing migrations in one transaction; a failure leaves the schema as it was.
     /// The advisory lock is keyed by the schema, so deployments in two schemas of one database do
     /// not wait for each other.
-    static func apply(on connection: PGConnection, now: Date) throws(StorageError) {
+    /// Every exchange may take up to `timeout`: the first one waits for the lock while another
+    /// instance migrates.
+    static func apply(on connection: PGConnection, now: Date, timeout: Duration) throws(StorageError) {
         connection.sendAhead(PGQuery("BEGIN"))
         do throws(StorageError) {
             let current = try connection.run([
@@ -225,7 +227,7 @@ enum PostgresMigrations {
                     )
                     """),
                 PGQuery("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations"),
-            ])[2].first { row throws(StorageError) in try row.int(0) } ?? 0
+            ], timeout: timeout)[2].first { row throws(StorageError) in try row.int(0) } ?? 0
             guard current <= latestVersion else {
                 throw StorageError.schemaTooNew(found: current, known: latestVersion)
             }
@@ -233,9 +235,9 @@ enum PostgresMigrations {
                 let record = PGQuery(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1::bigint, $2, $3)",
                     migration.version, migration.name, now)
-                _ = try connection.run(migration.statements.map { PGQuery($0) } + [record])
+                _ = try connection.run(migration.statements.map { PGQuery($0) } + [record], timeout: timeout)
             }
-            _ = try connection.run([PGQuery("COMMIT")])
+            _ = try connection.run([PGQuery("COMMIT")], timeout: timeout)
         } catch {
             if !connection.isBroken { _ = try? connection.run([PGQuery("ROLLBACK")]) }
             throw error

@@ -91,7 +91,7 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
             do throws(StorageError) {
                 let connection = try PGConnection.connect(settings)
                 defer { connection.close() }
-                try PostgresMigrations.apply(on: connection, now: Date())
+                try PostgresMigrations.apply(on: connection, now: Date(), timeout: settings.migrationTimeout)
                 let schema = try connection.run(PGQuery("SELECT current_schema()::text"))
                     .first { row throws(StorageError) in try row.text(0) }
                 guard let schema else { throw StorageError.unexpectedRow }

@@ -13,11 +13,17 @@ public struct PostgresSettings: Sendable, Hashable {
     public var connectTimeout: Int
     /// How long one exchange with the server may take before the connection is given up as broken.
     public var statementTimeout: Duration
+    /// How long applying the migrations at `open` may take, waiting for another instance that is
+    /// applying them included: a migration that rebuilds a large table takes far longer than any
+    /// one exchange of a running store should.
+    public var migrationTimeout: Duration
 
-    public init(url: String, connectTimeout: Int = 5, statementTimeout: Duration = .seconds(30)) {
+    public init(url: String, connectTimeout: Int = 5, statementTimeout: Duration = .seconds(30),
+                migrationTimeout: Duration = .seconds(600)) {
         self.url = url
         self.connectTimeout = connectTimeout
         self.statementTimeout = statementTimeout
+        self.migrationTimeout = migrationTimeout
     }
 
     /// libpq's keyword/value arrays: defaults first (the expanded URI overrides them), then what
