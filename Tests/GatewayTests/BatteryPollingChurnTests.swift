@@ -47,19 +47,31 @@ struct BatteryPollingChurnTests {
                                     configuration: .init(interval: 0.2, after: 0, concurrency: 4, rate: 1000))
         let sweeping = Task { await reconciler.run() }
         let toPay = Array(numbers.prefix(6))
+        let paid = LockedBox(false)
         let paying = Task {
             for number in toPay {
                 try? await Task.sleep(for: .milliseconds(300))
                 _ = try? rig.simulator.pay(outTradeNo: number)
             }
+            paid.update { $0 = true }
         }
         let seen = LockedBox<[Seen]>([])
+        let sawSuccess = LockedBox(false)
+        // Polling goes on for 4 s, and on a starved machine until the payments are made, some client
+        // has seen a SUCCESS and every client has polled twice (what the checks below need), up to
+        // a minute: a slow machine polls longer instead of failing.
         let until = ContinuousClock.now + .seconds(4)
+        let giveUp = ContinuousClock.now + .seconds(60)
+        let enough: @Sendable (_ requests: Int) -> Bool = { requests in
+            ContinuousClock.now >= until && requests >= 2 && paid.value && sawSuccess.value
+        }
         await withTaskGroup(of: Void.self) { group in
             for client in 0..<Self.clients {
                 group.addTask {
                     var index = client
-                    while ContinuousClock.now < until {
+                    var requests = 0
+                    while !enough(requests) && ContinuousClock.now < giveUp {
+                        requests += 1
                         let number = numbers[index % numbers.count]
                         index += 1 + client % 3
                         let sent = ContinuousClock.now
@@ -67,6 +79,7 @@ struct BatteryPollingChurnTests {
                         let answer = Seen(number: number, sent: sent, received: .now, status: response?.status ?? 0,
                                           state: response?.json["state"] as? String)
                         seen.update { $0.append(answer) }
+                        if answer.state == "SUCCESS" { sawSuccess.update { $0 = true } }
                     }
                 }
             }
