@@ -33,11 +33,13 @@ final class FlatXMLParser {
     /// time (the pool hands it out), and the dynamic checks cost 4% of a notify's parse.
     @exclusivity(unchecked) private var names: [String] = []
 
-    /// Whether the context's name dictionary has grown past what honest traffic needs.
-    var isWorn: Bool {
-        guard let dictionary = context.pointee.dict else { return false }
-        return xmlDictSize(dictionary) > Self.maximumInternedNames
+    /// How many names the context's dictionary holds.
+    var internedNames: Int {
+        context.pointee.dict.map { Int(xmlDictSize($0)) } ?? 0
     }
+
+    /// Whether the context's name dictionary has grown past what honest traffic needs.
+    var isWorn: Bool { internedNames > Self.maximumInternedNames }
 
     init() {
         wxpay_xml_check_version()
@@ -181,7 +183,13 @@ final class FlatXMLParserPool: Sendable {
     /// and one taken out is used by exactly one caller until it is put back.
     private struct Idle: @unchecked Sendable { var parsers: [FlatXMLParser] = [] }
     private let idle = Mutex(Idle())
-    private static let maximumIdle = 16
+    static let maximumIdle = 16
+
+    /// The names interned by the idle parsers' dictionaries together: what the pool keeps alive
+    /// between documents, at most `maximumIdle` × `FlatXMLParser.maximumInternedNames`.
+    var internedNames: Int {
+        idle.withLock { $0.parsers.reduce(0) { $0 + $1.internedNames } }
+    }
 
     func withParser<R>(_ body: (FlatXMLParser) -> R) -> R {
         let parser = idle.withLock { $0.parsers.popLast() } ?? FlatXMLParser()
