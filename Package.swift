@@ -75,7 +75,9 @@ let package = Package(
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
         .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
-        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport"]),
+        .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport", "CHeapStatistics"]),
+        // glibc's mallinfo2, for the tests that bound the heap hostile input leaves behind.
+        .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport"]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
         .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
