@@ -196,6 +196,37 @@ struct GatewayAPITests {
         #expect(try await rig.store.outboxEvents("e2e-0008").count == 1)
     }
 
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func copiesOfASettledNotifyWithinAMinuteAreAcknowledgedAndWriteNothing(mode: GatewayRig.Mode, store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0009", amount: 990)
+        let genuine = rig.forgedNotify("e2e-0009", amount: 990)  // correctly signed with our key
+        func notify(_ body: String) async throws -> String {
+            String(decoding: try await rig.send(.post, "/wechat/notify", token: nil, body: body).body, as: UTF8.self)
+        }
+        #expect(try await notify(genuine).contains("SUCCESS"))
+        let settled = try #require(try await rig.store.order("e2e-0009"))
+        let timeline = try await rig.store.events("e2e-0009")
+        #expect(timeline.filter { $0.kind == "notify_received" }.map(\.detail) == ["settled"])
+
+        // A replayed capture, however often and however laid out (its signature covers the
+        // fields, not the bytes): acknowledged, and not one write.
+        let relaidOut = genuine.replacingOccurrences(of: #"(</[a-z_]+>)<"#, with: "$1\n<", options: .regularExpression)
+        #expect(relaidOut.count > genuine.count + 10)
+        for copy in 0..<40 { #expect(try await notify(copy.isMultiple(of: 2) ? genuine : relaidOut).contains("SUCCESS")) }
+        #expect(try await rig.store.events("e2e-0009") == timeline)
+        #expect(try await rig.store.order("e2e-0009") == settled)
+        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate"]) == 40)
+
+        // A minute on, a copy is recorded again: once.
+        rig.clock.advance(by: OrderService.copyQuietPeriod + 1)
+        for _ in 0..<3 { #expect(try await notify(genuine).contains("SUCCESS")) }
+        let after = try await rig.store.events("e2e-0009").filter { $0.kind == "notify_received" }.map(\.detail)
+        #expect(after == ["settled", "duplicate"])
+        #expect(try await rig.store.outboxEvents("e2e-0009").count == 1)
+    }
+
     @Test(arguments: StoreKind.all) func anOversizedNotifyIsRefusedAndTheGatewayStaysUp(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
         defer { Task { await rig.stop() } }

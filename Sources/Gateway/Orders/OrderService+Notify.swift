@@ -56,6 +56,10 @@ extension OrderService {
                 try? await settlement.recordAmountMismatch(order, reported: payment.totalFee, source: "notify")
                 return rejected(reason: "amount_mismatch")
             }
+            if Self.isRecentCopy(payment, of: order, now: now()) {
+                metrics.increment("wxpay_notifies_total", ["outcome": "duplicate"])
+                return NotifyReply.success.bytes
+            }
             do {
                 // One durable write: the transition, last_notify_at and the notify_received event
                 // commit together, so group commit batches one operation per notify.
@@ -78,6 +82,22 @@ extension OrderService {
                 return NotifyReply.fail("try again").bytes
             }
         }
+    }
+
+    /// How long after a payment notify was recorded a copy of it is acknowledged without a write.
+    static let copyQuietPeriod: TimeInterval = 60
+
+    /// Whether `payment` repeats a notify already settled on `order` (as just read) and recorded
+    /// less than `copyQuietPeriod` ago. WeChat's own repeats come further apart than that; a genuine
+    /// notify captured and replayed comes as often as its sender likes. Such a copy is answered
+    /// SUCCESS and writes nothing (it would only add a `duplicate` line and move `last_notify_at`),
+    /// so no number of copies grows an order's timeline by more than a line a minute. A copy with
+    /// another transaction id is no copy: it goes through the door like any notify.
+    static func isRecentCopy(_ payment: PaymentNotification, of order: OrderRecord, now: Date) -> Bool {
+        guard order.state == .success || order.state == .refund, order.transactionID == payment.transactionID,
+              let recorded = order.lastNotifyAt
+        else { return false }
+        return now.timeIntervalSince(recorded) < copyQuietPeriod
     }
 
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a
