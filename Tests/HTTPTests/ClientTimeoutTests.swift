@@ -72,7 +72,9 @@ struct ClientTimeoutTests {
 
     @Test func aClosedPortIsAConnectFailureThatWasNotDelivered() async throws {
         try await withHTTPClient { client in
-            let error = await failure { try await client.execute(quickRequest("http://127.0.0.1:\(closedLoopbackPort())/")) }
+            let port = RefusedLoopbackPort()
+            let error = await failure { try await client.execute(quickRequest(port.baseURL + "/")) }
+            withExtendedLifetime(port) {}
             #expect(error == .connectFailed)
             #expect(error?.mayHaveBeenDelivered == false)
         }

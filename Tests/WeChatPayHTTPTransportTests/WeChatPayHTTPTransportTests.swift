@@ -49,9 +49,11 @@ struct WeChatPayHTTPTransportTests {
         try await withPythonTestServer { backup in
             try await withHTTPClient(.init(timeouts: .init(connect: .seconds(2), total: .seconds(5)))) { client in
                 let clock = ManualClock()
+                let primary = RefusedLoopbackPort()
+                defer { withExtendedLifetime(primary) {} }
                 let transport = WeChatPayHTTPTransport(
                     client: client,
-                    configuration: .init(primaryBaseURL: "http://127.0.0.1:\(closedLoopbackPort())", backupBaseURL: backup.baseURL),
+                    configuration: .init(primaryBaseURL: primary.baseURL, backupBaseURL: backup.baseURL),
                     now: { clock.now() })
                 let request = TransportRequest(path: "/pay/orderquery", body: xml)
                 let refused = TransportError(kind: .connect, mayHaveBeenDelivered: false)
@@ -96,9 +98,11 @@ struct WeChatPayHTTPTransportTests {
     @Test func slowAnswersDoNotCauseFailoverAndMayHaveBeenDelivered() async throws {
         try await withPythonTestServer(.silent) { server in
             try await withHTTPClient { client in
+                let backup = RefusedLoopbackPort()
+                defer { withExtendedLifetime(backup) {} }
                 let transport = WeChatPayHTTPTransport(
                     client: client,
-                    configuration: .init(primaryBaseURL: server.baseURL, backupBaseURL: "http://127.0.0.1:\(closedLoopbackPort())",
+                    configuration: .init(primaryBaseURL: server.baseURL, backupBaseURL: backup.baseURL,
                                          timeouts: .init(connect: .seconds(2), total: .milliseconds(400))))
                 for _ in 0..<4 {
                     await #expect(throws: TransportError(kind: .timeout, mayHaveBeenDelivered: true)) {
