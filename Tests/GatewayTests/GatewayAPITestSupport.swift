@@ -200,13 +200,14 @@ final class GatewayRig: Sendable {
 
     /// A payment notify for `outTradeNo` as WeChat would sign it, with changes applied.
     func forgedNotify(_ outTradeNo: String, amount: Int, key: APIKey = APIKey(GatewayConfiguration.demoKey),
-                      signType: SignType = .hmacSHA256, nonce: String = "forged",
+                      signType: SignType = .hmacSHA256, nonce: String = "forged", result: PaymentNotifyBuilder.ResultCode = .success,
                       change: (inout Fields) -> Void = { _ in }) -> String {
         var builder = PaymentNotifyBuilder(
             merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
             outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: Date(),
             nonce: nonce)
         builder.openid = "oForged"
+        builder.result = result
         var fields = builder.fields(signedWith: Signer(key: key), signType: signType, declaresSignType: false)
         change(&fields)
         return String(decoding: (try? FlatXML.encode(fields)) ?? [], as: UTF8.self)

@@ -227,6 +227,39 @@ struct GatewayAPITests {
         #expect(try await rig.store.outboxEvents("e2e-0009").count == 1)
     }
 
+    @Test(arguments: StoreKind.all)
+    func replayedFailAndOtherAmountNotifiesAddOneTimelineLineAMinute(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0010", amount: 990)
+        let failed = rig.forgedNotify("e2e-0010", amount: 990, result: .fail(errCode: "NOTENOUGH", errCodeDescription: "余额不足"))
+        let otherAmount = rig.forgedNotify("e2e-0010", amount: 1)  // our signature on another amount
+        func notify(_ body: String) async throws -> String {
+            String(decoding: try await rig.send(.post, "/wechat/notify", token: nil, body: body).body, as: UTF8.self)
+        }
+        func lines() async throws -> [String] {
+            try await rig.store.events("e2e-0010").filter { $0.kind != "created" && $0.kind != "prepay" }
+                .map { "\($0.kind): \($0.detail)" }
+        }
+        for _ in 0..<15 {
+            #expect(try await notify(failed).contains("SUCCESS"))
+            #expect(try await notify(otherAmount).contains("FAIL"))
+        }
+        let once = ["notify_received: result_code=FAIL NOTENOUGH", "amount_mismatch: notify reported 1 fen, order is 990 fen"]
+        #expect(try await lines() == once)
+        // Every copy is still counted: the mismatch is what a leaked key looks like.
+        #expect(rig.service.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 15)
+        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "payment_failed"]) == 15)
+
+        rig.clock.advance(by: OrderService.copyQuietPeriod + 1)
+        for _ in 0..<3 {
+            _ = try await notify(failed)
+            _ = try await notify(otherAmount)
+        }
+        #expect(try await lines() == once + once)
+        #expect(try await rig.store.order("e2e-0010")?.state == .notPay)
+    }
+
     @Test(arguments: StoreKind.all) func anOversizedNotifyIsRefusedAndTheGatewayStaysUp(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
         defer { Task { await rig.stop() } }

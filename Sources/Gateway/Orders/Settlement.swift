@@ -47,12 +47,20 @@ struct Settlement: Sendable {
 
     /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
     /// or a bug, never settled. Counted, logged, and on the order's timeline for a person.
-    func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String) async throws(StorageError) {
+    /// Without `onTimeline`, only counted and logged (the same line is on the timeline already).
+    func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
+                              onTimeline: Bool = true) async throws(StorageError) {
         metrics.increment("wxpay_amount_mismatches_total", ["source": source])
         logger.warning("WeChat reported another amount than the order's; not settled",
                        ["out_trade_no": order.outTradeNo, "source": source])
+        guard onTimeline else { return }
         _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
-                                        detail: "\(source) reported \(amount) fen, order is \(order.amount) fen", at: now())
+                                        detail: Self.amountMismatchDetail(order, reported: amount, source: source), at: now())
+    }
+
+    /// The timeline line of a mismatch, e.g. `notify reported 1 fen, order is 990 fen`.
+    static func amountMismatchDetail(_ order: OrderRecord, reported amount: Int, source: String) -> String {
+        "\(source) reported \(amount) fen, order is \(order.amount) fen"
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).
