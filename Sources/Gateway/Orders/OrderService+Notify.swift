@@ -89,7 +89,8 @@ extension OrderService {
         }
     }
 
-    /// How long after a payment notify was recorded a copy of it is acknowledged without a write.
+    /// How long after a payment notify was recorded a copy of it is acknowledged without a write,
+    /// and how long a FAIL or wrong-amount notify's timeline line stays written only once.
     static let copyQuietPeriod: TimeInterval = 60
 
     /// Whether `payment` repeats a notify already settled on `order` (as just read) and recorded
