@@ -5,21 +5,7 @@ import Glibc
 /// closed. (Another process could bind it in between: for a port that must stay refused, hold a
 /// `RefusedLoopbackPort` instead.)
 public func closedLoopbackPort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    precondition(fd >= 0, "socket() failed")
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-            bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
-        }
-    }
-    precondition(bound, "bind() on 127.0.0.1 failed")
-    return Int(UInt16(bigEndian: address.sin_port))
+    RefusedLoopbackPort().port  // released as soon as it is read
 }
 
 /// A 127.0.0.1 port on which every connection is refused for as long as this is held: a socket
