@@ -24,6 +24,14 @@ protocol AppleCreditSession {
     func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError)
 }
 
+extension AppleTransactionFacts {
+    /// Text every store keeps (no U+0000).
+    func validate() throws(StorageError) {
+        try StoreText.validate(transactionID, originalTransactionID, productID, environment, appAccountToken, currency,
+                               storefront)
+    }
+}
+
 extension AppleCredit {
     /// Candidates of one user and product tried at most (凑单 finds the oldest; more would only
     /// be orders a double tap left open).
@@ -36,8 +44,8 @@ extension AppleCredit {
                 throw .invalidArgument("the new order must be an App Store order for the transaction's product")
             }
         }
-        try StoreText.validate(transaction.transactionID, transaction.originalTransactionID, transaction.productID,
-                               transaction.environment, transaction.appAccountToken, userID, outTradeNo, source)
+        try transaction.validate()
+        try StoreText.validate(userID, outTradeNo, source)
     }
 
     /// The matching and the credit, steps 1 to 4 of `IAPStore.creditAppleTransaction`, in the
@@ -116,7 +124,10 @@ extension AppleCredit {
         guard from.contains(candidate.state) else { return nil }
         var flags: Set<OrderFlag> = []
         if candidate.state == .closed { flags.insert(.paidAfterClose) }
-        if how == .newOrder { flags.insert(.matchedWithoutOrder) }
+        if how == .newOrder {
+            flags.insert(.matchedWithoutOrder)
+            flags.formUnion(newOrder?.flags ?? [])
+        }
         let apple = AppleTransactionFields(transactionID: facts.transactionID,
                                            originalTransactionID: facts.originalTransactionID, environment: facts.environment)
         // The order as it will read once this commits: what the outbox event describes.

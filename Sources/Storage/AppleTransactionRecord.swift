@@ -16,9 +16,16 @@ public struct AppleTransactionFacts: Sendable, Hashable {
     public var purchaseDate: Date
     /// Set once Apple refunded or revoked it.
     public var revocationDate: Date?
+    /// What Apple charged, as Apple gave it: `price` in milli-units of `currency` (CNY 13.99 is
+    /// 13990), and the storefront (ISO 3166-1 alpha-3). Nil when the evidence did not say
+    /// (verifyReceipt's entries, rows older than these columns).
+    public var price: Int64?
+    public var currency: String?
+    public var storefront: String?
 
     public init(transactionID: String, originalTransactionID: String, productID: String, environment: String,
-                appAccountToken: String? = nil, purchaseDate: Date, revocationDate: Date? = nil) {
+                appAccountToken: String? = nil, purchaseDate: Date, revocationDate: Date? = nil, price: Int64? = nil,
+                currency: String? = nil, storefront: String? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -26,6 +33,9 @@ public struct AppleTransactionFacts: Sendable, Hashable {
         self.appAccountToken = appAccountToken
         self.purchaseDate = purchaseDate
         self.revocationDate = revocationDate
+        self.price = price
+        self.currency = currency
+        self.storefront = storefront
     }
 }
 
@@ -59,9 +69,12 @@ public struct AppleTransactionRecord: Sendable, Hashable {
     public var firstSeenAt: Date
     public var creditedAt: Date?
     public var updatedAt: Date
+    /// When Apple last reversed a refund of it (REFUND_REVERSED's `signedDate`): a revocation dated
+    /// at or before this is one Apple took back, and is never applied again.
+    public var refundReversedAt: Date?
 
     public init(facts: AppleTransactionFacts, outTradeNo: String? = nil, matchedBy: AppleMatch? = nil, source: String,
-                firstSeenAt: Date, creditedAt: Date? = nil, updatedAt: Date? = nil) {
+                firstSeenAt: Date, creditedAt: Date? = nil, updatedAt: Date? = nil, refundReversedAt: Date? = nil) {
         self.facts = facts
         self.outTradeNo = outTradeNo
         self.matchedBy = matchedBy
@@ -69,6 +82,7 @@ public struct AppleTransactionRecord: Sendable, Hashable {
         self.firstSeenAt = firstSeenAt
         self.creditedAt = creditedAt
         self.updatedAt = updatedAt ?? firstSeenAt
+        self.refundReversedAt = refundReversedAt
     }
 
     public var transactionID: String { facts.transactionID }

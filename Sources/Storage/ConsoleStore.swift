@@ -80,8 +80,9 @@ public struct ConsoleSession: Sendable, Hashable {
 
 /// What the console's search box and filters ask for.
 public struct OrderSearch: Sendable, Hashable {
-    /// Matches an order by its out_trade_no, WeChat transaction_id, user_id, or the out_refund_no
-    /// of one of its refunds. Nil: every order (within the filters).
+    /// Matches an order by its out_trade_no, WeChat transaction_id, user_id, the out_refund_no
+    /// of one of its refunds, or its App Store ids (apple_transaction_id, original_transaction_id,
+    /// app_account_token). Nil: every order (within the filters).
     public var identifier: String?
     /// Only orders in these states; empty: any state.
     public var states: Set<OrderState>
@@ -89,13 +90,17 @@ public struct OrderSearch: Sendable, Hashable {
     public var createdFrom: Date?
     /// Only orders created before this time.
     public var createdBefore: Date?
+    /// Only orders carrying at least one of these flags; empty: any. The attention list is
+    /// `OrderSearch(flags: OrderFlag.needingAttention)`.
+    public var flags: Set<OrderFlag>
 
     public init(identifier: String? = nil, states: Set<OrderState> = [], createdFrom: Date? = nil,
-                createdBefore: Date? = nil) {
+                createdBefore: Date? = nil, flags: Set<OrderFlag> = []) {
         self.identifier = identifier
         self.states = states
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
+        self.flags = flags
     }
 }
 

@@ -10,8 +10,10 @@ import Foundation
 /// The database holds it too: the ledger's primary key is the transaction id and its order is set
 /// once (a trigger refuses a change), and `orders.apple_transaction_id` is unique.
 ///
-/// Every method is atomic; writes return only once durable. Implementations: `SQLiteOrderStore`.
-public protocol IAPStore: Sendable {
+/// Every method is atomic; writes return only once durable. Implementations: `SQLiteOrderStore`,
+/// `PostgresOrderStore`. The bookkeeping of Apple's recovery APIs (the notification history's
+/// progress, consumption requests) is in `AppStoreRecoveryStore.swift`.
+public protocol IAPStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     /// Matches a verified transaction to its order and credits it, all in one transaction:
     ///
     /// 1. the ledger row for `credit.transaction` is inserted if absent (the claim of the id); if it
@@ -46,6 +48,14 @@ public protocol IAPStore: Sendable {
     /// to REFUND by the caller, through the door.
     func recordAppleRevocation(_ facts: AppleTransactionFacts, source: String, at: Date) async throws(StorageError)
         -> AppleTransactionRecord
+
+    /// Records that Apple reversed a refund of the transaction (REFUND_REVERSED) at `reversedAt`:
+    /// its revocation is cleared unless it is dated after `reversedAt` (a newer refund), and a
+    /// revocation dated at or before `reversedAt` that arrives later is never applied. Inserts the
+    /// ledger row if the gateway had not seen the transaction. Returns the row afterwards. The
+    /// order it credited, if REFUND, is moved back to SUCCESS by the caller, through the door.
+    func recordAppleRefundReversal(_ facts: AppleTransactionFacts, reversedAt: Date, source: String, at: Date)
+        async throws(StorageError) -> AppleTransactionRecord
 
     /// The order whose `appAccountToken` is `token`, or nil.
     func order(appAccountToken token: String) async throws(StorageError) -> OrderRecord?
@@ -120,10 +130,14 @@ public struct AppleCredit: Sendable {
 public struct AppleNewOrder: Sendable, Hashable {
     public var order: OrderRecord
     public var event: NewOrderEvent
+    /// Flags the credit adds besides `matched_without_order` (`unknown_product` for a product the
+    /// catalog does not have).
+    public var flags: Set<OrderFlag>
 
-    public init(order: OrderRecord, event: NewOrderEvent) {
+    public init(order: OrderRecord, event: NewOrderEvent, flags: Set<OrderFlag> = []) {
         self.order = order
         self.event = event
+        self.flags = flags
     }
 }
 

@@ -18,6 +18,17 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// look at.
     public static let matchedWithoutOrder: OrderFlag = "matched_without_order"
 
+    /// An App Store purchase of a product the catalog does not have (a catalog mistake, a product
+    /// added in App Store Connect first): Apple took the money, so it is recorded on an order made
+    /// for it, at the price and in the currency Apple charged, and a person decides what it buys.
+    public static let unknownProduct: OrderFlag = "unknown_product"
+
+    /// The flags that need a person: the support attention list (`GET /v1/support/attention`, the
+    /// console's page of the same name).
+    public static let needingAttention: Set<OrderFlag> = [
+        .unknownProduct, .matchedWithoutOrder, .refundNeedsAttention, .paidAfterClose,
+    ]
+
     /// Returns `nil` unless `rawValue` is a valid flag name.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }

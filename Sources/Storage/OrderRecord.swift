@@ -8,7 +8,7 @@ import Foundation
 public struct OrderRecord: Sendable, Hashable {
     /// The merchant's order number, unique in the store (WeChat's `out_trade_no`).
     public var outTradeNo: String
-    /// The amount in fen (`total_fee`), always positive.
+    /// The amount in fen (`total_fee`), always positive; in the minor unit of `currency` when set.
     public var amount: Int
     /// The product description sent as `body`.
     public var description: String
@@ -50,6 +50,10 @@ public struct OrderRecord: Sendable, Hashable {
     /// Once paid: the App Store transaction that paid it (unique among orders).
     public var appleTransactionID: String?
     public var originalTransactionID: String?
+    /// The currency `amount` is in, as ISO 4217, when it is not the catalog's CNY fen: an App Store
+    /// purchase of a product missing from the catalog is recorded at what Apple charged, in the
+    /// minor unit of Apple's currency (flagged `unknown_product`). Nil: CNY, in fen.
+    public var currency: String?
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
     ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
@@ -80,7 +84,8 @@ public struct OrderRecord: Sendable, Hashable {
         appAccountToken: String? = nil,
         environment: String? = nil,
         appleTransactionID: String? = nil,
-        originalTransactionID: String? = nil
+        originalTransactionID: String? = nil,
+        currency: String? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -109,5 +114,6 @@ public struct OrderRecord: Sendable, Hashable {
         self.environment = environment
         self.appleTransactionID = appleTransactionID
         self.originalTransactionID = originalTransactionID
+        self.currency = currency
     }
 }

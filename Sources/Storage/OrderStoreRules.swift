@@ -14,7 +14,15 @@ extension OrderRecord {
             throw .invalidArgument("an order is created NOTPAY, without payment details")
         }
         try StoreText.validate(outTradeNo, description, clientIP, signType, timeExpire, parametersDigest)
-        try StoreText.validate(attach, userID, productID, appleProductID, appAccountToken)
+        try StoreText.validate(attach, userID, productID, appleProductID, appAccountToken, currency)
+        if let currency, !OrderRecord.isCurrencyCode(currency) {
+            throw .invalidArgument("a currency is three capital letters (ISO 4217)")
+        }
+    }
+
+    /// `CNY`, `USD`: three ASCII capitals.
+    static func isCurrencyCode(_ text: String) -> Bool {
+        text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A }
     }
 }
 

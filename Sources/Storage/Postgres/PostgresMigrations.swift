@@ -175,6 +175,8 @@ enum PostgresMigrations {
                                         "appstore_notifications", "console_sessions", "console_login_failures",
                                         "console_login_locks", "audit_log"]),
         ]),
+        Migration(version: 7, name: "App Store recovery: unknown products, notification history, consumption, reversals",
+                  statements: PostgresOrderStore.appStoreRecoverySchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

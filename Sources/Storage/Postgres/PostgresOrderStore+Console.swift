@@ -153,10 +153,12 @@ extension PostgresOrderStore: ConsoleStore {
         let states = search.states.isEmpty ? Set(OrderState.allCases) : search.states
         // Absent bounds and cursor are NULL tests, so one statement serves every search; the order
         // is the one `orders(userID:…)` pages by (out_trade_no compared bytewise, as SQLite does).
+        let flags: [String]? = search.flags.isEmpty ? nil : search.flags.map(\.rawValue).sorted()
         let filters: SQL = """
              AND state = ANY ($2) AND ($3::timestamptz IS NULL OR created_at >= $3)
              AND ($4::timestamptz IS NULL OR created_at < $4)
              AND ($5::timestamptz IS NULL OR created_at < $5 OR (created_at = $5 AND out_trade_no COLLATE "C" < $6))
+             AND ($8::text[] IS NULL OR (flags <> '' AND string_to_array(flags, ',') && $8::text[]))
              ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $7
             """
         let rows = try await read { db throws(StorageError) in
@@ -167,15 +169,20 @@ extension PostgresOrderStore: ConsoleStore {
                             SELECT out_trade_no FROM orders WHERE out_trade_no = $1
                             UNION SELECT out_trade_no FROM orders WHERE transaction_id = $1
                             UNION SELECT out_trade_no FROM orders WHERE user_id = $1
-                            UNION SELECT out_trade_no FROM refunds WHERE out_refund_no = $1)
+                            UNION SELECT out_trade_no FROM refunds WHERE out_refund_no = $1
+                            UNION SELECT out_trade_no FROM orders WHERE apple_transaction_id = $1
+                            UNION SELECT out_trade_no FROM orders WHERE original_transaction_id = $1
+                            UNION SELECT out_trade_no FROM orders WHERE app_account_token = lower($1))
                         """ + filters,
                     identifier, states, search.createdFrom, search.createdBefore, after?.createdAt, after?.outTradeNo ?? "",
-                    limit + 1)).rows(OrderRecord.init(row:))
+                    limit + 1, flags)).rows(OrderRecord.init(row:))
             } else {
+                // With flags, `flags <> ''` lets the flagged orders' partial index serve the attention list.
                 try db.run(PGQuery(
-                    "SELECT " + OrderRecord.columns + " FROM orders WHERE $1::text IS NULL" + filters,
+                    "SELECT " + OrderRecord.columns + " FROM orders WHERE $1::text IS NULL"
+                        + (flags == nil ? "" : " AND flags <> ''") + filters,
                     Optional<String>.none, states, search.createdFrom, search.createdBefore, after?.createdAt,
-                    after?.outTradeNo ?? "", limit + 1)).rows(OrderRecord.init(row:))
+                    after?.outTradeNo ?? "", limit + 1, flags)).rows(OrderRecord.init(row:))
             }
         }
         return OrderPage(rows: rows, limit: limit)

@@ -140,12 +140,32 @@ extension PostgresOrderStore: IAPStore {
     public func recordAppleRevocation(_ facts: AppleTransactionFacts, source: String, at: Date) async throws(StorageError)
         -> AppleTransactionRecord
     {
-        try StoreText.validate(facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment,
-                               facts.appAccountToken, source)
+        try facts.validate()
+        try StoreText.validate(source)
         return try await transaction { db throws(StorageError) in
             let session = PostgresAppleCreditSession(db: db)
             _ = try session.claimLedgerRow(facts, source: source, at: at)
             return (try session.revoke(facts.transactionID, at: facts.revocationDate ?? at, now: at), nil)
+        }
+    }
+
+    public func recordAppleRefundReversal(_ facts: AppleTransactionFacts, reversedAt: Date, source: String, at: Date)
+        async throws(StorageError) -> AppleTransactionRecord
+    {
+        try facts.validate()
+        try StoreText.validate(source)
+        return try await transaction { db throws(StorageError) in
+            let session = PostgresAppleCreditSession(db: db)
+            _ = try session.claimLedgerRow(facts, source: source, at: at)
+            guard let row = try db.run(PGQuery(
+                """
+                UPDATE apple_transactions
+                SET revocation_date = CASE WHEN revocation_date > $1 THEN revocation_date END,
+                    refund_reversed_at = GREATEST(COALESCE(refund_reversed_at, $1), $1), updated_at = GREATEST(updated_at, $2)
+                WHERE transaction_id = $3 RETURNING
+                """ + " " + AppleTransactionRecord.columns, reversedAt, at, facts.transactionID)).first(AppleTransactionRecord.init(row:))
+            else { throw .unexpectedRow }
+            return (row, nil)
         }
     }
 
@@ -277,10 +297,12 @@ struct PostgresAppleCreditSession: AppleCreditSession {
             PGQuery(
                 """
                 INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
-                    app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (transaction_id) DO NOTHING
+                    app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
+                    storefront)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12) ON CONFLICT (transaction_id) DO NOTHING
                 """, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment,
-                facts.appAccountToken, facts.purchaseDate, facts.revocationDate, source, at),
+                facts.appAccountToken, facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency,
+                facts.storefront),
             PostgresOrderStore.selectAppleTransaction(facts.transactionID, locking: true),
         ])
         guard let row = try results[1].first(AppleTransactionRecord.init(row:)) else { throw .unexpectedRow }
@@ -288,14 +310,18 @@ struct PostgresAppleCreditSession: AppleCreditSession {
     }
 
     func revoke(_ transactionID: String, at revoked: Date, now: Date) throws(StorageError) -> AppleTransactionRecord {
-        guard
-            let row = try db.run(PGQuery(
+        // The row is locked by `claimLedgerRow`; a refund Apple reversed after this revocation's
+        // date leaves it as it is (a late copy of a refund taken back).
+        let results = try db.run([
+            PGQuery(
                 """
                 UPDATE apple_transactions SET revocation_date = COALESCE(revocation_date, $1),
                     updated_at = GREATEST(updated_at, $2)
-                WHERE transaction_id = $3 RETURNING
-                """ + " " + AppleTransactionRecord.columns, revoked, now, transactionID)).first(AppleTransactionRecord.init(row:))
-        else { throw .unexpectedRow }
+                WHERE transaction_id = $3 AND (refund_reversed_at IS NULL OR $1 > refund_reversed_at)
+                """, revoked, now, transactionID),
+            PostgresOrderStore.selectAppleTransaction(transactionID),
+        ])
+        guard let row = try results[1].first(AppleTransactionRecord.init(row:)) else { throw .unexpectedRow }
         return row
     }
 
@@ -320,7 +346,7 @@ struct PostgresAppleCreditSession: AppleCreditSession {
         let inserted = try db.run(PGQuery(
             "INSERT INTO orders (" + OrderRecord.columns + """
                 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                          $19, $20, $21, $22, $23, $24, $25, $26, $27)
+                          $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """, parameters: PostgresOrderStore.orderParameters(order))).affectedRows == 1
         guard inserted else { return false }

@@ -91,6 +91,8 @@ enum SQLiteMigrations {
         Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
         Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
                   sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
+        Migration(version: 6, name: "App Store recovery: unknown products, notification history, consumption, reversals",
+                  sql: SQLiteOrderStore.appStoreRecoverySchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -126,11 +126,14 @@ extension SQLiteOrderStore: ConsoleStore {
         let cursorNumber = after?.outTradeNo ?? ""
         // `(created_at, out_trade_no) < (t, o)` with the default cursor (far future, "") holds for
         // every row with created_at before the far future: all of them.
+        let flags = search.flags.isEmpty ? nil : "[" + search.flags.map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
+        // Flags are stored sorted and comma-separated: a flag matches when ",<flag>," is in ",<flags>,".
+        let flagged: SQL = " AND flags <> '' AND EXISTS (SELECT 1 FROM json_each(?8) WHERE instr(',' || flags || ',', ',' || value || ',') > 0)"
         let filters: SQL = """
              AND state IN (SELECT value FROM json_each(?2)) AND created_at >= ?3 AND created_at < ?4
              AND (created_at < ?5 OR (created_at = ?5 AND out_trade_no < ?6))
-             ORDER BY created_at DESC, out_trade_no DESC LIMIT ?7
             """
+        let order: SQL = " ORDER BY created_at DESC, out_trade_no DESC LIMIT ?7"
         let rows = try await read { db throws(StorageError) in
             if let identifier = search.identifier {
                 // Each identifier has its own index; the union is a handful of rows for any but a
@@ -141,12 +144,22 @@ extension SQLiteOrderStore: ConsoleStore {
                             SELECT out_trade_no FROM orders WHERE out_trade_no = ?1
                             UNION SELECT out_trade_no FROM orders WHERE transaction_id = ?1
                             UNION SELECT out_trade_no FROM orders WHERE user_id = ?1
-                            UNION SELECT out_trade_no FROM refunds WHERE out_refund_no = ?1)
-                        """ + filters,
-                    identifier, states, from, before, cursorTime, cursorNumber, limit + 1, decode: OrderRecord.init(row:))
+                            UNION SELECT out_trade_no FROM refunds WHERE out_refund_no = ?1
+                            UNION SELECT out_trade_no FROM orders WHERE apple_transaction_id = ?1
+                            UNION SELECT out_trade_no FROM orders WHERE original_transaction_id = ?1
+                            UNION SELECT out_trade_no FROM orders WHERE app_account_token = lower(?1))
+                        """ + filters + (flags == nil ? " AND ?8 IS NULL" : flagged) + order,
+                    identifier, states, from, before, cursorTime, cursorNumber, limit + 1, flags,
+                    decode: OrderRecord.init(row:))
+            } else if let flags {
+                // The flagged orders' own partial index serves the attention list.
+                try db.rows(
+                    "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL" + flagged + filters + order,
+                    Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1, flags,
+                    decode: OrderRecord.init(row:))
             } else {
                 try db.rows(
-                    "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL" + filters,
+                    "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL" + filters + order,
                     Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1,
                     decode: OrderRecord.init(row:))
             }

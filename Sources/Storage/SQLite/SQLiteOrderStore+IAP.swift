@@ -93,9 +93,30 @@ extension SQLiteOrderStore: IAPStore {
     public func recordAppleRevocation(_ facts: AppleTransactionFacts, source: String, at: Date) async throws(StorageError)
         -> AppleTransactionRecord
     {
-        try await write { db throws(StorageError) in
+        try facts.validate()
+        try StoreText.validate(source)
+        return try await write { db throws(StorageError) in
             try Self.insertLedgerRow(facts, source: source, at: at, on: db)
             return try Self.revoke(facts.transactionID, at: facts.revocationDate ?? at, now: at, on: db)
+        }
+    }
+
+    public func recordAppleRefundReversal(_ facts: AppleTransactionFacts, reversedAt: Date, source: String, at: Date)
+        async throws(StorageError) -> AppleTransactionRecord
+    {
+        try facts.validate()
+        try StoreText.validate(source)
+        return try await write { db throws(StorageError) in
+            try Self.insertLedgerRow(facts, source: source, at: at, on: db)
+            try db.run(
+                """
+                UPDATE apple_transactions
+                SET revocation_date = CASE WHEN revocation_date > ?1 THEN revocation_date END,
+                    refund_reversed_at = MAX(COALESCE(refund_reversed_at, ?1), ?1), updated_at = MAX(updated_at, ?2)
+                WHERE transaction_id = ?3
+                """, reversedAt, at, facts.transactionID)
+            guard let row = try Self.appleTransaction(facts.transactionID, on: db) else { throw .unexpectedRow }
+            return row
         }
     }
 
@@ -202,24 +223,24 @@ extension SQLiteOrderStore: IAPStore {
         try db.run(
             """
             INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
-                app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) ON CONFLICT (transaction_id) DO NOTHING
+                app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
+                storefront)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12) ON CONFLICT (transaction_id) DO NOTHING
             """, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment, facts.appAccountToken,
-            facts.purchaseDate, facts.revocationDate, source, at)
+            facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency, facts.storefront)
     }
 
-    /// Sets the revocation date unless one is known; returns the row.
+    /// Sets the revocation date unless one is known or Apple reversed a refund after it (a late
+    /// copy of a refund taken back); returns the row.
     static func revoke(_ transactionID: String, at revoked: Date, now: Date, on db: SQLiteConnection)
         throws(StorageError) -> AppleTransactionRecord
     {
-        guard
-            let row = try db.row(
-                """
-                UPDATE apple_transactions SET revocation_date = COALESCE(revocation_date, ?1), updated_at = MAX(updated_at, ?2)
-                WHERE transaction_id = ?3 RETURNING
-                """ + " " + AppleTransactionRecord.columns, revoked, now, transactionID,
-                decode: AppleTransactionRecord.init(row:))
-        else { throw .unexpectedRow }
+        try db.run(
+            """
+            UPDATE apple_transactions SET revocation_date = COALESCE(revocation_date, ?1), updated_at = MAX(updated_at, ?2)
+            WHERE transaction_id = ?3 AND (refund_reversed_at IS NULL OR ?1 > refund_reversed_at)
+            """, revoked, now, transactionID)
+        guard let row = try appleTransaction(transactionID, on: db) else { throw .unexpectedRow }
         return row
     }
 

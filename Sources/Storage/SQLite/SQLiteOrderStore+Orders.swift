@@ -166,7 +166,7 @@ extension SQLiteOrderStore {
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
         try db.run(
             "INSERT INTO orders (" + OrderRecord.columns + """
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """,
             order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
@@ -174,7 +174,8 @@ extension SQLiteOrderStore {
             order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
             order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
             OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
-            order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID) == 1
+            order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID,
+            order.currency) == 1
     }
 
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
