@@ -3,12 +3,13 @@
 // -sanitize=fuzzer,address; SimulatorPKI.swift is compiled in for a chain to trust).
 import AppStore
 import Foundation
+import JSON
 
 /// A chain the verifier trusts, made once per process.
 private let pki = SimulatorPKI()
 private let verifier = try! SignedDataVerifier(
     roots: TrustedRoots([pki.root], allowUntrustedRoot: true), bundleID: "com.example.courses", appAppleID: 1_234_567_890)
-private let header = JSON.object(["alg": "ES256", "x5c": .array(pki.x5c.map(JSON.string))]).bytes()
+private let header = JSONValue.object(["alg": "ES256", "x5c": .array(pki.x5c.map(JSONValue.string))]).bytes()
 
 /// Every input is used twice, and must satisfy, or the process traps and libFuzzer keeps it:
 ///
@@ -42,7 +43,7 @@ public func fuzzAppStoreJWS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
 
     // 2. The bytes as the payload of a genuinely signed token.
-    let parsed = try? JSON.parse(bytes)
+    let parsed = try? JSONValue.parse(bytes)
     if parsed != nil {
         precondition((try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil,
                      "our parser accepts JSON Foundation refuses")
@@ -52,7 +53,7 @@ public func fuzzAppStoreJWS(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let verified = try? verifier.verifiedPayload(jws)
     // Accepted exactly when the token fits in 64 KiB, the payload is an object, and its signedDate
     // (floored to seconds, as the chain check does) falls in the chain's 2000–2100 validity.
-    let seconds = parsed?["signedDate"]?.integerValue.map { Int64((Double($0) / 1000).rounded(.down)) }
+    let seconds = parsed?["signedDate"]?.intValue.map { Int64((Double($0) / 1000).rounded(.down)) }
     let expectedAccepted = jws.utf8.count <= 64 * 1024 && parsed?.objectValue != nil
         && seconds.map { (946_684_800...4_102_444_800).contains($0) } == true
     precondition((verified != nil) == expectedAccepted, "a signed payload's verdict is wrong")

@@ -20,6 +20,11 @@
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
+// App receipts (StoreKit 1): PKCS #7 / CMS signed data and the ASN.1 inside it, read by the
+// AppStore module and issued by the App Store simulator.
+#include <openssl/asn1.h>
+#include <openssl/cms.h>
+#include <openssl/objects.h>
 #include <string.h>
 #include <stdio.h>
 

@@ -4,7 +4,7 @@ import Foundation
 /// One HTTPS request to Apple (the Server API or verifyReceipt), as the clients hand it to a
 /// transport. The client owns URLs, headers and bodies; the transport only moves bytes.
 public struct AppStoreRequest: Sendable, Hashable {
-    public enum Method: String, Sendable, Hashable { case get = "GET", post = "POST" }
+    public enum Method: String, Sendable, Hashable { case get = "GET", post = "POST", put = "PUT" }
 
     public var method: Method
     /// An absolute URL (`https://api.storekit.apple.com/inApps/v1/transactions/…`).
@@ -51,8 +51,9 @@ public struct AppStoreResponse: Sendable, Hashable {
     }
 }
 
-/// How a request failed below HTTP. Every App Store call the clients make is a read (GET) or an
-/// idempotent verification (verifyReceipt), so any of these may be retried.
+/// How a request failed below HTTP. Every App Store call the clients make is a read (GET, and the
+/// notification history's POST), an idempotent verification (verifyReceipt) or an idempotent
+/// replacement (Send Consumption Information's PUT), so any of these may be retried.
 public struct AppStoreTransportError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         case dns, connect, tls, timeout, connectionReset = "connection_reset", responseTooLarge = "response_too_large", other

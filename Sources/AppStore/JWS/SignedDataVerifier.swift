@@ -142,7 +142,8 @@ public final class SignedDataVerifier: Sendable {
             notificationType: envelope.notificationType, subtype: envelope.subtype,
             notificationUUID: envelope.notificationUUID, version: envelope.version, signedDate: envelope.signedDate,
             bundleID: envelope.bundleID, appAppleID: envelope.appAppleID, environment: envelope.environment,
-            bundleVersion: envelope.bundleVersion, transaction: transaction, renewalInfo: renewal)
+            bundleVersion: envelope.bundleVersion, transaction: transaction, renewalInfo: renewal,
+            consumptionRequestReason: envelope.consumptionRequestReason)
     }
 
     private func check(_ payloadEnvironment: AppStoreEnvironment) throws(SignedDataError) {

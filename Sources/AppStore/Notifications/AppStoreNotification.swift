@@ -21,6 +21,9 @@ public struct AppStoreNotification: Sendable, Hashable {
     public var transaction: AppStoreTransaction?
     /// The subscription's renewal info (verified), if it carries one.
     public var renewalInfo: AppStoreRenewalInfo?
+    /// CONSUMPTION_REQUEST only: why the customer asked for a refund (`UNINTENDED_PURCHASE`,
+    /// `FULFILLMENT_ISSUE`, `UNSATISFIED_WITH_PURCHASE`, `LEGAL`, `OTHER`), when Apple says.
+    public var consumptionRequestReason: String?
 
     /// Apple's `notificationType` values (others are kept as they come).
     public struct NotificationType: OpenStringEnumeration {
@@ -53,7 +56,8 @@ public struct AppStoreNotification: Sendable, Hashable {
     public init(
         notificationType: NotificationType, subtype: Subtype? = nil, notificationUUID: String, version: String? = "2.0",
         signedDate: Date, bundleID: String, appAppleID: Int64?, environment: AppStoreEnvironment,
-        bundleVersion: String? = nil, transaction: AppStoreTransaction? = nil, renewalInfo: AppStoreRenewalInfo? = nil
+        bundleVersion: String? = nil, transaction: AppStoreTransaction? = nil, renewalInfo: AppStoreRenewalInfo? = nil,
+        consumptionRequestReason: String? = nil
     ) {
         self.notificationType = notificationType
         self.subtype = subtype
@@ -66,6 +70,7 @@ public struct AppStoreNotification: Sendable, Hashable {
         self.bundleVersion = bundleVersion
         self.transaction = transaction
         self.renewalInfo = renewalInfo
+        self.consumptionRequestReason = consumptionRequestReason
     }
 }
 
@@ -82,6 +87,7 @@ struct NotificationEnvelope {
     let bundleVersion: String?
     let signedTransactionInfo: String?
     let signedRenewalInfo: String?
+    let consumptionRequestReason: String?
 
     init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
@@ -101,6 +107,7 @@ struct NotificationEnvelope {
         bundleVersion = try inner.string("bundleVersion")
         signedTransactionInfo = try inner.string("signedTransactionInfo")
         signedRenewalInfo = try inner.string("signedRenewalInfo")
+        consumptionRequestReason = try inner.string("consumptionRequestReason")
     }
 }
 
@@ -112,6 +119,7 @@ extension AppStoreNotification {
         data["bundleVersion"] = bundleVersion.map { .string($0) }
         data["signedTransactionInfo"] = signedTransactionInfo.map { .string($0) }
         data["signedRenewalInfo"] = signedRenewalInfo.map { .string($0) }
+        data["consumptionRequestReason"] = consumptionRequestReason.map { .string($0) }
         var members: [String: JSONValue] = [
             "notificationType": .string(notificationType.rawValue), "notificationUUID": .string(notificationUUID),
             "signedDate": .int(Int(signedDate.millisecondsSince1970)), "data": .object(data),
@@ -119,5 +127,15 @@ extension AppStoreNotification {
         members["subtype"] = subtype.map { .string($0.rawValue) }
         members["version"] = version.map { .string($0) }
         return .object(members)
+    }
+}
+
+extension AppStoreNotification {
+    /// The `notificationUUID` a signed payload claims, read without verifying anything: only to
+    /// skip work already done (a notification handled under that UUID), never to believe it. Nil
+    /// for a token that is not a well-formed App Store JWS.
+    public static func claimedUUID(_ signedPayload: String) -> String? {
+        guard let jws = try? CompactJWS(signedPayload) else { return nil }
+        return jws.payload["notificationUUID"]?.stringValue
     }
 }

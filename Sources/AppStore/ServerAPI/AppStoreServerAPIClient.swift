@@ -2,7 +2,8 @@
 import Foundation
 import JSON
 
-/// The App Store Server API: transaction info, transaction history, refund history, order look-up.
+/// The App Store Server API: transaction info, transaction history, refund history, order look-up,
+/// notification history, and Send Consumption Information.
 ///
 /// One pipeline for every endpoint: a fresh ES256 token per attempt; production first, then the
 /// sandbox when production answers TransactionIdNotFound (4040010) and the sandbox is allowed
@@ -110,6 +111,36 @@ public struct AppStoreServerAPIClient: Sendable {
         return OrderLookupResponse(status: Int(status), signedTransactions: signed)
     }
 
+    /// Get Notification History: `POST /inApps/v1/notifications/history[?paginationToken=…]`, 20
+    /// notifications a page, every one Apple sent (or keeps trying to send) in the request's window
+    /// of the last 180 days, each with its send attempts. Asked of one environment (no fallback:
+    /// each environment has a history of its own).
+    public func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String? = nil,
+                                    environment: AppStoreEnvironment) async throws(AppStoreServerAPIError)
+        -> NotificationHistoryPage
+    {
+        let (json, _) = try await send(
+            .post, "/inApps/v1/notifications/history", query: paginationToken.map { [("paginationToken", $0)] } ?? [],
+            body: request.json.bytes(), environment: environment)
+        guard let json else { throw AppStoreServerAPIError(.malformedResponse) }
+        return try NotificationHistoryPage(json)
+    }
+
+    /// Send Consumption Information (v2): `PUT /inApps/v2/transactions/consumption/{transactionId}`;
+    /// Apple answers 202 Accepted. Production first, then the sandbox when production does not know
+    /// the transaction (as for Get Transaction Info), unless `environment` says where it is.
+    /// A body Apple refuses is `.apiError` with Apple's `errorCode` (4000035 InvalidCustomerConsented,
+    /// 4000036 InvalidDeliveryStatus, …): sending it again would be refused again.
+    public func sendConsumptionInformation(_ transactionID: String, _ information: ConsumptionInformation,
+                                           environment: AppStoreEnvironment? = nil) async throws(AppStoreServerAPIError)
+        -> AppStoreEnvironment
+    {
+        try Self.checkIdentifier(transactionID)
+        let (_, found) = try await send(.put, "/inApps/v2/transactions/consumption/\(transactionID)", query: [],
+                                        body: information.json.bytes(), environment: environment)
+        return found
+    }
+
     // MARK: - The pipeline
 
     /// Ids are digits (transactions) or letters and digits (order ids); anything else would change
@@ -128,12 +159,22 @@ public struct AppStoreServerAPIClient: Sendable {
     private func get(_ path: String, query: [(String, String)], environment: AppStoreEnvironment?)
         async throws(AppStoreServerAPIError) -> (JSONValue, AppStoreEnvironment)
     {
+        let (json, found) = try await send(.get, path, query: query, body: [], environment: environment)
+        guard let json else { throw AppStoreServerAPIError(.malformedResponse) }
+        return (json, found)
+    }
+
+    /// Sends the request in `environment`, or in production then (on 4040010) the sandbox; returns
+    /// the answer's JSON object (nil for an empty 2xx body) and where it was found.
+    private func send(_ method: AppStoreRequest.Method, _ path: String, query: [(String, String)], body: [UInt8],
+                      environment: AppStoreEnvironment?) async throws(AppStoreServerAPIError) -> (JSONValue?, AppStoreEnvironment)
+    {
         let order: [AppStoreEnvironment] = environment.map { [$0] }
             ?? (configuration.sandboxFallback ? [.production, .sandbox] : [.production])
         var lastNotFound: AppStoreServerAPIError?
         for candidate in order {
             do {
-                return (try await get(path, query: query, in: candidate), candidate)
+                return (try await send(method, path, query: query, body: body, in: candidate), candidate)
             } catch where error.kind == .notFound {
                 lastNotFound = error
             }
@@ -141,8 +182,8 @@ public struct AppStoreServerAPIClient: Sendable {
         throw lastNotFound ?? AppStoreServerAPIError(.notFound)
     }
 
-    private func get(_ path: String, query: [(String, String)], in environment: AppStoreEnvironment)
-        async throws(AppStoreServerAPIError) -> JSONValue
+    private func send(_ method: AppStoreRequest.Method, _ path: String, query: [(String, String)], body: [UInt8],
+                      in environment: AppStoreEnvironment) async throws(AppStoreServerAPIError) -> JSONValue?
     {
         let queryString = query.isEmpty ? "" : "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
         let url = baseURL(environment) + path + queryString
@@ -151,9 +192,9 @@ public struct AppStoreServerAPIClient: Sendable {
         while true {
             attempt += 1
             let token = credentials.token(issuedAt: clock.now(), lifetime: configuration.tokenLifetime)
-            let request = AppStoreRequest(method: .get, url: url, headers: [
-                "Authorization": "Bearer \(token)", "Accept": "application/json", "User-Agent": "wxpay-gateway",
-            ])
+            var headers = ["Authorization": "Bearer \(token)", "Accept": "application/json", "User-Agent": "wxpay-gateway"]
+            if method != .get { headers["Content-Type"] = "application/json" }
+            let request = AppStoreRequest(method: method, url: url, headers: headers, body: body)
             let response: AppStoreResponse
             do {
                 response = try await transport.send(request)
@@ -164,6 +205,8 @@ public struct AppStoreServerAPIClient: Sendable {
             }
             switch response.status {
             case 200..<300:
+                // Send Consumption Information answers 202 with no body.
+                if response.body.isEmpty && method == .put { return nil }
                 guard let json = try? JSONValue.parse(response.body), json.objectValue != nil else {
                     throw AppStoreServerAPIError(.malformedResponse, status: response.status)
                 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import JSON
 
 /// Get Transaction Info's answer: the transaction as Apple signed it, and where it was found.
@@ -63,4 +64,95 @@ extension TransactionHistoryPage {
                   bundleID: json["bundleId"]?.stringValue, appAppleID: json["appAppleId"]?.intValue.map(Int64.init),
                   signedTransactions: transactions)
     }
+}
+
+/// The body of Get Notification History: a window (at most 180 days back; Apple answers
+/// 4000012 for an older start, 4000013 when the end is not after it) and at most one of the
+/// filters `notificationType` (with its `notificationSubtype`) or `transactionID` (one customer).
+public struct NotificationHistoryRequest: Sendable, Hashable {
+    public var startDate: Date
+    public var endDate: Date
+    public var notificationType: String?
+    public var notificationSubtype: String?
+    public var transactionID: String?
+    /// Only the notifications that have not reached the server (including those Apple still retries).
+    public var onlyFailures: Bool?
+
+    public init(startDate: Date, endDate: Date, notificationType: String? = nil, notificationSubtype: String? = nil,
+                transactionID: String? = nil, onlyFailures: Bool? = nil) {
+        self.startDate = startDate
+        self.endDate = endDate
+        self.notificationType = notificationType
+        self.notificationSubtype = notificationSubtype
+        self.transactionID = transactionID
+        self.onlyFailures = onlyFailures
+    }
+
+    /// As Apple names it: dates in milliseconds since 1970.
+    public var json: JSONValue {
+        var members: [String: JSONValue] = [
+            "startDate": .int(Int(startDate.millisecondsSince1970)), "endDate": .int(Int(endDate.millisecondsSince1970)),
+        ]
+        members["notificationType"] = notificationType.map { .string($0) }
+        members["notificationSubtype"] = notificationSubtype.map { .string($0) }
+        members["transactionId"] = transactionID.map { .string($0) }
+        members["onlyFailures"] = onlyFailures.map { .bool($0) }
+        return .object(members)
+    }
+}
+
+/// One page of Get Notification History.
+public struct NotificationHistoryPage: Sendable, Hashable {
+    public var items: [NotificationHistoryItem]
+    public var hasMore: Bool
+    /// Pass it back for the next page (with the same request body).
+    public var paginationToken: String?
+
+    public init(items: [NotificationHistoryItem], hasMore: Bool, paginationToken: String?) {
+        self.items = items
+        self.hasMore = hasMore
+        self.paginationToken = paginationToken
+    }
+
+    init(_ json: JSONValue) throws(AppStoreServerAPIError) {
+        guard let history = json["notificationHistory"]?.arrayValue else { throw AppStoreServerAPIError(.malformedResponse) }
+        var items: [NotificationHistoryItem] = []
+        for element in history {
+            guard let signed = element["signedPayload"]?.stringValue else { throw AppStoreServerAPIError(.malformedResponse) }
+            var attempts: [NotificationHistoryItem.SendAttempt] = []
+            for attempt in element["sendAttempts"]?.arrayValue ?? [] {
+                guard let date = attempt["attemptDate"]?.intValue else { throw AppStoreServerAPIError(.malformedResponse) }
+                attempts.append(.init(attemptDate: Date(millisecondsSince1970: Int64(date)),
+                                      result: attempt["sendAttemptResult"]?.stringValue ?? "OTHER"))
+            }
+            items.append(NotificationHistoryItem(signedPayload: signed, sendAttempts: attempts))
+        }
+        self.init(items: items, hasMore: json["hasMore"]?.boolValue ?? false, paginationToken: json["paginationToken"]?.stringValue)
+    }
+}
+
+/// One notification of the history: its `signedPayload` exactly as it was (or is being) sent, and
+/// Apple's attempts to send it (at most six).
+public struct NotificationHistoryItem: Sendable, Hashable {
+    public struct SendAttempt: Sendable, Hashable {
+        public var attemptDate: Date
+        /// `SUCCESS`, `TIMED_OUT`, `NO_RESPONSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, …
+        public var result: String
+
+        public init(attemptDate: Date, result: String) {
+            self.attemptDate = attemptDate
+            self.result = result
+        }
+    }
+
+    public var signedPayload: String
+    public var sendAttempts: [SendAttempt]
+
+    public init(signedPayload: String, sendAttempts: [SendAttempt]) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+
+    /// Whether one of Apple's attempts reached the server.
+    public var wasDelivered: Bool { sendAttempts.contains { $0.result == "SUCCESS" } }
 }
