@@ -18,14 +18,15 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
     /// `PURCHASED` (default) or `FAMILY_SHARED`.
     public var ownership: String
     public var quantity: Int
-    /// Milli-units of `currency` (68000 is 68.00).
-    public var price: Int64
-    public var currency: String
+    /// Milli-units of `currency` (68000 is 68.00); nil: the simulator's price for the product
+    /// (`AppStoreSimulatorConfiguration.priceOf`, else 68.00 CNY).
+    public var price: Int64?
+    public var currency: String?
     public var storefront: String
 
     public init(user: String, productID: String, type: String = "Non-Consumable", appAccountToken: UUID? = nil,
                 environment: AppStoreEnvironment = .production, ownership: String = "PURCHASED", quantity: Int = 1,
-                price: Int64 = 68000, currency: String = "CNY", storefront: String = "CHN") {
+                price: Int64? = nil, currency: String? = nil, storefront: String = "CHN") {
         self.user = user
         self.productID = productID
         self.type = type
@@ -51,8 +52,8 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
                   environment: try c.decodeIfPresent(AppStoreEnvironment.self, forKey: .environment) ?? .production,
                   ownership: try c.decodeIfPresent(String.self, forKey: .ownership) ?? "PURCHASED",
                   quantity: try c.decodeIfPresent(Int.self, forKey: .quantity) ?? 1,
-                  price: try c.decodeIfPresent(Int64.self, forKey: .price) ?? 68000,
-                  currency: try c.decodeIfPresent(String.self, forKey: .currency) ?? "CNY",
+                  price: try c.decodeIfPresent(Int64.self, forKey: .price),
+                  currency: try c.decodeIfPresent(String.self, forKey: .currency),
                   storefront: try c.decodeIfPresent(String.self, forKey: .storefront) ?? "CHN")
     }
 }
@@ -82,6 +83,7 @@ public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomSt
         case transactionNotFound = "transaction_not_found"
         case alreadyRevoked = "already_revoked"
         case invalidPurchase = "invalid_purchase"
+        case notRevoked = "not_revoked"
     }
 
     public let code: Code
@@ -90,6 +92,7 @@ public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomSt
         case .transactionNotFound: "no such transaction"
         case .alreadyRevoked: "the transaction was already refunded or revoked"
         case .invalidPurchase: "user and productId must be non-empty and quantity 1-10"
+        case .notRevoked: "the transaction was not refunded or revoked"
         }
     }
 }
@@ -103,6 +106,9 @@ extension AppStoreSimulator {
             throw AppStoreSimulatorControlError(code: .invalidPurchase)
         }
         let now = clock.now()
+        let listed = configuration.priceOf?(purchase.productID) ?? AppStoreSimulatorConfiguration.defaultPrice
+        let price = purchase.price ?? listed.price
+        let currency = purchase.currency ?? (purchase.price == nil ? listed.currency : "CNY")
         let (receipt, notification) = state.withLock { store -> (PurchaseReceipt, PendingNotification) in
             let id = store.newTransactionID(purchase.environment)
             let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
@@ -117,7 +123,7 @@ extension AppStoreSimulator {
                 appAccountToken: purchase.appAccountToken, inAppOwnershipType: .init(rawValue: purchase.ownership),
                 environment: purchase.environment, purchaseDate: now, originalPurchaseDate: now,
                 expiresDate: type == .autoRenewableSubscription ? now.addingTimeInterval(30 * 86400) : nil, signedDate: now,
-                price: purchase.price, currency: purchase.currency, transactionReason: .purchase,
+                price: price, currency: currency, transactionReason: .purchase,
                 storefront: purchase.storefront,
                 webOrderLineItemID: type == .autoRenewableSubscription ? String(UInt64(id)! - 1_000_000_000_000) : nil)
             let record = SimulatedTransaction(transaction: transaction, user: purchase.user, orderID: store.newOrderID())
@@ -128,7 +134,7 @@ extension AppStoreSimulator {
                 transactionID: id, originalTransactionID: original, orderID: record.orderID, environment: purchase.environment,
                 productID: purchase.productID, appAccountToken: purchase.appAccountToken,
                 signedTransactionInfo: signedTransaction(record, now: now, store: store),
-                receipt: store.receipt(for: purchase.user, purchase.environment))
+                receipt: store.issueReceipt(for: purchase.user, purchase.environment, issuer: receiptIssuer, now: now))
             let subscribed = type == .autoRenewableSubscription
             return (receipt, notificationFor(record, type: subscribed ? .subscribed : .oneTimeCharge,
                                               subtype: subscribed ? .initialBuy : nil, now: now, store: &store))
@@ -183,6 +189,46 @@ extension AppStoreSimulator {
         return transaction
     }
 
+    /// Apple reverses a refund it granted (the customer's dispute went the developer's way):
+    /// `revocationDate` is cleared and a REFUND_REVERSED notification goes out.
+    @discardableResult
+    public func reverseRefund(transactionID id: String) throws(AppStoreSimulatorControlError) -> AppStoreTransaction {
+        let now = clock.now()
+        let (transaction, notification) = try state.withLock {
+            store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
+            guard var record = store.transactions[id] else { throw AppStoreSimulatorControlError(code: .transactionNotFound) }
+            guard record.transaction.revocationDate != nil else { throw AppStoreSimulatorControlError(code: .notRevoked) }
+            record.transaction.revocationDate = nil
+            record.transaction.revocationReason = nil
+            store.transactions[id] = record
+            store.count("refunds reversed")
+            return (record.transaction, notificationFor(record, type: .refundReversed, subtype: nil, now: now, store: &store))
+        }
+        deliver(notification)
+        return transaction
+    }
+
+    /// The customer asks Apple for a refund and Apple asks the developer for consumption
+    /// information: a CONSUMPTION_REQUEST notification (with `reason` as its
+    /// `consumptionRequestReason`). Answer with Send Consumption Information within 12 hours.
+    @discardableResult
+    public func requestConsumption(transactionID id: String, reason: String? = "UNINTENDED_PURCHASE")
+        throws(AppStoreSimulatorControlError) -> String
+    {
+        let now = clock.now()
+        let notification = try state.withLock { store throws(AppStoreSimulatorControlError) -> PendingNotification in
+            guard let record = store.transactions[id] else { throw AppStoreSimulatorControlError(code: .transactionNotFound) }
+            store.count("consumption requests")
+            return notificationFor(record, type: .consumptionRequest, subtype: nil, now: now, store: &store,
+                                   consumptionRequestReason: reason)
+        }
+        deliver(notification)
+        return notification.uuid
+    }
+
+    /// What Send Consumption Information received, oldest first.
+    public var consumptionReceived: [ConsumptionReceived] { state.withLock { $0.consumptionReceived } }
+
     /// A TEST notification (what "Request a Test Notification" sends).
     @discardableResult
     public func sendTestNotification(environment: AppStoreEnvironment = .production) -> String {
@@ -193,8 +239,10 @@ extension AppStoreSimulator {
                 notificationType: .test, notificationUUID: uuid, signedDate: now, bundleID: configuration.bundleID,
                 appAppleID: configuration.appAppleID, environment: environment
             ).payload(signedTransactionInfo: nil, signedRenewalInfo: nil)
-            return PendingNotification(uuid: uuid, environment: environment,
-                                       body: Self.body(signNotification({ _ in payload }, store: &store)))
+            let signed = signNotification({ _ in payload }, store: &store)
+            store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: "TEST",
+                               subtype: nil, user: nil))
+            return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
         }
         deliver(notification)
         return notification.uuid
@@ -252,7 +300,8 @@ extension AppStoreSimulator {
     }
 
     private func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
-                                 subtype: AppStoreNotification.Subtype?, now: Date, store: inout StoreState) -> PendingNotification {
+                                 subtype: AppStoreNotification.Subtype?, now: Date, store: inout StoreState,
+                                 consumptionRequestReason: String? = nil) -> PendingNotification {
         let uuid = UUID(uuid: Self.uuidBytes(&store.random)).uuidString.lowercased()
         let environment = record.transaction.environment
         var renewal: String?
@@ -268,11 +317,13 @@ extension AppStoreSimulator {
         let notification = AppStoreNotification(
             notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: now,
             bundleID: configuration.bundleID, appAppleID: configuration.appAppleID, environment: environment,
-            bundleVersion: "1")
+            bundleVersion: "1", consumptionRequestReason: consumptionRequestReason)
         // The rogue-chain fault signs the inner transaction with the same rogue chain as the outside.
         let signed = signNotification({ store in
             notification.payload(signedTransactionInfo: signedTransaction(record, now: now, store: store), signedRenewalInfo: renewal)
         }, store: &store)
+        store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: type.rawValue,
+                           subtype: subtype?.rawValue, user: record.user))
         return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
     }
 

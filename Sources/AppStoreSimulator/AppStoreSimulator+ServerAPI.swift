@@ -110,26 +110,30 @@ extension AppStoreSimulator {
         if let (code, retryable) = store.receiptOverride {
             if code == 0 || code == 21006 {
                 // A decoded receipt with this status (21006: an expired subscription).
-                if let owner = store.receipts[data] {
-                    return receiptAnswer(code, owner: owner, token: data, password: json["password"], now: now, store: &store)
+                if let issued = store.receipts[data] {
+                    return receiptAnswer(code, issued: issued, password: json["password"], now: now, store: &store)
                 }
             } else {
                 return status(code, retryable: (21100...21199).contains(code) ? retryable : nil)
             }
         }
-        guard let owner = store.receipts[data] else { return status(21003) }
+        // Only receipts it issued: anything else is base64 it cannot authenticate.
+        guard let issued = store.receipts[data] else { return status(21003) }
         if let secret = configuration.sharedSecret, let password = json["password"]?.stringValue, password != secret {
             return status(21004)
         }
-        if owner.environment == .sandbox && environment == .production { return status(21007) }
-        if owner.environment == .production && environment == .sandbox { return status(21008) }
-        return receiptAnswer(0, owner: owner, token: data, password: json["password"], now: now, store: &store)
+        if issued.owner.environment == .sandbox && environment == .production { return status(21007) }
+        if issued.owner.environment == .production && environment == .sandbox { return status(21008) }
+        return receiptAnswer(0, issued: issued, password: json["password"], now: now, store: &store)
     }
 
-    private func receiptAnswer(_ code: Int, owner: StoreState.ReceiptOwner, token: String, password: JSONValue?, now: Date,
+    /// The receipt's own purchases (`in_app`: what it held when issued, as they stand now), and
+    /// with a `password` the account's latest ones and its latest receipt.
+    private func receiptAnswer(_ code: Int, issued: StoreState.IssuedReceipt, password: JSONValue?, now: Date,
                                store: inout StoreState) -> AppStoreSimulatorResponse {
         store.count("receipt status \(code)")
-        let purchases = store.transactions(of: owner.user, owner.environment).map { Self.receiptEntry($0.transaction) }
+        let owner = issued.owner
+        let purchases = issued.transactionIDs.compactMap { store.transactions[$0] }.map { Self.receiptEntry($0.transaction) }
         var body: [String: JSONValue] = [
             "status": .int(code), "environment": .string(owner.environment.rawValue),
             "receipt": [
@@ -144,7 +148,7 @@ extension AppStoreSimulator {
             let latest = store.transactions(of: owner.user, owner.environment)
                 .filter { $0.transaction.type != .consumable }.map { Self.receiptEntry($0.transaction).json }
             body["latest_receipt_info"] = .array(latest)
-            body["latest_receipt"] = .string(token)
+            body["latest_receipt"] = store.receiptByOwner[owner].map { .string($0) }
         }
         return Self.json(.object(body))
     }

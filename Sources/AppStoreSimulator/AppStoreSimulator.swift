@@ -9,7 +9,8 @@ import Synchronization
 /// A faithful App Store, in memory: the App Store Server API (transaction info, history, refund
 /// history, order look-up) behind real checks of the caller's ES256 token, the legacy
 /// `verifyReceipt` with every status, and Server Notifications V2 on Apple's retry schedule — all
-/// signed by a PKI of its own made at start, shaped like Apple's.
+/// signed by a PKI of its own made at start, shaped like Apple's. Get Notification History and Send
+/// Consumption Information (v2) answer as Apple does, and app receipts are real PKCS #7.
 ///
 /// `handle(_:)` answers one request synchronously; the HTTP front (``AppStoreSimulatorRoutes``)
 /// and the in-process ``AppStoreSimulatorTransport`` both call it, so a test runs the same body
@@ -27,6 +28,8 @@ public final class AppStoreSimulator: Sendable {
     public let pki: SimulatorPKI
     /// A chain to a root nobody trusts, for the rogue-answer fault.
     public let roguePKI: SimulatorPKI
+    /// Makes the app receipts StoreKit 1 hands the app (PKCS #7, signed by `pki`'s leaf).
+    let receiptIssuer: ReceiptIssuer
     /// The Server API key the simulator made when none was configured (write it out as a `.p8`).
     public let generatedAPIKey: ES256PrivateKey?
     let apiPublicKey: ES256PublicKey
@@ -49,6 +52,7 @@ public final class AppStoreSimulator: Sendable {
         self.tokenClock = tokenClock
         pki = SimulatorPKI()
         roguePKI = SimulatorPKI(.init(name: "Rogue CA"))
+        receiptIssuer = ReceiptIssuer(pki: pki, bundleID: configuration.bundleID)
         if let pem = configuration.apiKeyPEM {
             guard let key = ES256PublicKey(pem: pem) else {
                 throw AppStoreConfigurationError("the Server API key is not a P-256 public or private key in PEM")
@@ -107,6 +111,12 @@ public final class AppStoreSimulator: Sendable {
             case ("GET", 4, "inApps", "v1", "lookup"):
                 endpoint = "lookup"
                 route = { self.lookUpOrder(segments[3], environment: environment, now: now, store: &$0) }
+            case ("POST", 4, "inApps", "v1", "notifications") where segments[3] == "history":
+                endpoint = "notificationHistory"
+                route = { self.notificationHistory(request, environment: environment, now: now, store: &$0) }
+            case ("PUT", 5, "inApps", "v2", "transactions") where segments[3] == "consumption":
+                endpoint = "consumption"
+                route = { self.consumption(segments[4], body: request.body, environment: environment, now: now, store: &$0) }
             default:
                 store.count("not_found")
                 return AppStoreSimulatorResponse(status: 404, contentType: "text/plain", body: Array("Not Found\n".utf8))

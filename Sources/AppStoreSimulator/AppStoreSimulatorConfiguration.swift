@@ -28,6 +28,9 @@ public struct AppStoreSimulatorConfiguration: Sendable {
     public var notificationTimeout: TimeInterval
     /// Seed for every random choice (ids, faults), so a run can be replayed.
     public var seed: UInt64
+    /// What a product costs when a purchase names no price: `price` in milli-units of `currency`
+    /// (demo mode reads the gateway's catalog). Nil, or nil for a product: 68.00 CNY.
+    public var priceOf: (@Sendable (_ productID: String) -> (price: Int64, currency: String)?)?
 
     public static let appleNotificationRetryIntervals: [TimeInterval] = [3600, 12 * 3600, 24 * 3600, 48 * 3600, 72 * 3600]
 
@@ -36,7 +39,8 @@ public struct AppStoreSimulatorConfiguration: Sendable {
         issuerID: String = "57246542-96fe-1a63-e053-0824d011072a", apiKeyPEM: String? = nil, sharedSecret: String? = nil,
         productionNotificationURL: String? = nil, sandboxNotificationURL: String? = nil,
         notificationRetryIntervals: [TimeInterval] = appleNotificationRetryIntervals, notificationRetryScale: Double = 1,
-        notificationTimeout: TimeInterval = 5, seed: UInt64 = 1
+        notificationTimeout: TimeInterval = 5, seed: UInt64 = 1,
+        priceOf: (@Sendable (_ productID: String) -> (price: Int64, currency: String)?)? = nil
     ) {
         self.bundleID = bundleID
         self.appAppleID = appAppleID
@@ -50,5 +54,9 @@ public struct AppStoreSimulatorConfiguration: Sendable {
         self.notificationRetryScale = notificationRetryScale
         self.notificationTimeout = notificationTimeout
         self.seed = seed
+        self.priceOf = priceOf
     }
+
+    /// 68.00 CNY: what a product costs when neither the purchase nor `priceOf` says.
+    public static let defaultPrice: (price: Int64, currency: String) = (68000, "CNY")
 }

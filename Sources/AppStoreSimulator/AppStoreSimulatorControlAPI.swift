@@ -13,6 +13,9 @@ import SimulatorKit
 /// | GET | /appstore-simulator/transactions/{id} | the transaction as the App Store holds it |
 /// | POST | /appstore-simulator/transactions/{id}/refund | refund (body: optional `{"reason":0\|1}`): REFUND notification |
 /// | POST | /appstore-simulator/transactions/{id}/revoke | revoke (Family Sharing ended): REVOKE notification |
+/// | POST | /appstore-simulator/transactions/{id}/reverse-refund | Apple takes a refund back: REFUND_REVERSED notification |
+/// | POST | /appstore-simulator/transactions/{id}/consumption-request | the customer asks for a refund (body: optional `{"reason":…}`): CONSUMPTION_REQUEST notification |
+/// | GET | /appstore-simulator/consumption | every Send Consumption Information the App Store accepted |
 /// | POST | /appstore-simulator/notifications/test | a TEST notification (body: optional `{"environment":"Sandbox"}`) |
 /// | GET | /appstore-simulator/notifications | every notification attempt |
 /// | GET, PUT | /appstore-simulator/faults | the fault plan (``AppStoreFaultPlan``) |
@@ -30,7 +33,9 @@ public struct AppStoreSimulatorControlAPI: Sendable {
     public static let routes: [(method: String, template: String)] = [
         ("POST", "/appstore-simulator/purchases"), ("POST", "/appstore-simulator/purchases/interrupted"),
         ("GET", "/appstore-simulator/transactions/{id}"), ("POST", "/appstore-simulator/transactions/{id}/refund"),
-        ("POST", "/appstore-simulator/transactions/{id}/revoke"), ("POST", "/appstore-simulator/notifications/test"),
+        ("POST", "/appstore-simulator/transactions/{id}/revoke"), ("POST", "/appstore-simulator/transactions/{id}/reverse-refund"),
+        ("POST", "/appstore-simulator/transactions/{id}/consumption-request"), ("GET", "/appstore-simulator/consumption"),
+        ("POST", "/appstore-simulator/notifications/test"),
         ("GET", "/appstore-simulator/notifications"), ("GET", "/appstore-simulator/faults"), ("PUT", "/appstore-simulator/faults"),
         ("POST", "/appstore-simulator/clock/advance"), ("GET", "/appstore-simulator/stats"), ("GET", "/appstore-simulator/root"),
     ]
@@ -67,6 +72,21 @@ public struct AppStoreSimulatorControlAPI: Sendable {
             } catch {
                 return self.error(error.code == .transactionNotFound ? 404 : 409, error.code.rawValue, error.description)
             }
+        case ("POST", 3, "transactions", "reverse-refund"):
+            do throws(AppStoreSimulatorControlError) {
+                return (200, "application/json", try simulator.reverseRefund(transactionID: route[1]).payload.bytes())
+            } catch {
+                return self.error(error.code == .transactionNotFound ? 404 : 409, error.code.rawValue, error.description)
+            }
+        case ("POST", 3, "transactions", "consumption-request"):
+            let reason = (try? JSONDecoder().decode(ConsumptionRequestBody.self, from: Data(body)))?.reason ?? "UNINTENDED_PURCHASE"
+            do throws(AppStoreSimulatorControlError) {
+                return ok(["notificationUUID": try simulator.requestConsumption(transactionID: route[1], reason: reason)])
+            } catch {
+                return self.error(404, error.code.rawValue, error.description)
+            }
+        case ("GET", 1, "consumption", _):
+            return ok(simulator.consumptionReceived)
         case ("POST", 2, "notifications", "test"):
             let environment = (try? decoder.decode(TestBody.self, from: Data(body)))?.environment ?? .production
             return ok(["notificationUUID": simulator.sendTestNotification(environment: environment)])
@@ -104,6 +124,7 @@ public struct AppStoreSimulatorControlAPI: Sendable {
 
     private struct Interrupted: Encodable { var failed: FailedPurchase; var completed: PurchaseReceipt }
     private struct RefundBody: Decodable { var reason: Int? }
+    private struct ConsumptionRequestBody: Decodable { var reason: String? }
     private struct TestBody: Decodable { var environment: AppStoreEnvironment? }
     private struct AdvanceBody: Decodable { var seconds: Double }
     private struct Attempt: Encodable {

@@ -10,12 +10,14 @@ import HTTP
 public enum AppStoreSimulatorRoutes {
     static let bodyLimit = 1024 * 1024
 
-    /// The Server API and verifyReceipt, in both environments.
+    /// The Server API (with Get Notification History and Send Consumption Information) and
+    /// verifyReceipt, in both environments.
     public static func registerAPI(_ simulator: AppStoreSimulator, in router: inout HTTPRouter) {
         let templates = [
             (HTTPMethod.get, "/inApps/v1/transactions/{id}"), (.get, "/inApps/v1/history/{id}"), (.get, "/inApps/v2/history/{id}"),
             (.get, "/inApps/v2/refund/lookup/{id}"), (.get, "/inApps/v1/lookup/{id}"), (.post, "/verifyReceipt"),
-            (.get, "/verifyReceipt"),
+            (.get, "/verifyReceipt"), (.post, "/inApps/v1/notifications/history"),
+            (.put, "/inApps/v2/transactions/consumption/{id}"),
         ]
         for prefix in ["", "/sandbox"] {
             for (method, template) in templates {

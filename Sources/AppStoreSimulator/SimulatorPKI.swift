@@ -58,6 +58,8 @@ public struct SimulatorPKI: Sendable {
     /// The root's key, to issue further certificates under it (a second leaf, a second intermediate).
     let rootKey: PKIKey
     let intermediateKey: PKIKey
+    /// The leaf's key as OpenSSL holds it, for PKCS #7 signatures (app receipts).
+    let leafPKIKey: PKIKey
 
     /// Makes a fresh chain (new keys every time).
     public init(_ options: Options = Options()) {
@@ -81,6 +83,7 @@ public struct SimulatorPKI: Sendable {
         self.leaf = leaf
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey
+        self.leafPKIKey = leafKey
         self.leafKey = try? ES256PrivateKey(pem: leafKey.privateKeyPEM)
     }
 

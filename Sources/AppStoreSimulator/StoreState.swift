@@ -17,9 +17,16 @@ struct StoreState: Sendable {
     var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction ids in purchase order.
     var chronology: [String] = []
-    /// App receipts: token → (account, environment). A receipt lists all of the account's purchases.
-    var receipts: [String: ReceiptOwner] = [:]
+    /// App receipts as issued (base64 of the PKCS #7): whose, and the purchases each holds. A new
+    /// one is issued to the account at each purchase, as the device's receipt is refreshed.
+    var receipts: [String: IssuedReceipt] = [:]
+    /// The account's latest receipt per environment.
     var receiptByOwner: [ReceiptOwner: String] = [:]
+    /// Every notification made, by `notificationUUID`, and their order (Get Notification History).
+    var notifications: [String: RecordedNotification] = [:]
+    var notificationOrder: [String] = []
+    /// What Send Consumption Information received, oldest first.
+    var consumptionReceived: [ConsumptionReceived] = []
     var random: SeededRandom
     var nextTransactionNumber: UInt64 = 1
     var faults = AppStoreFaultPlan()
@@ -36,6 +43,24 @@ struct StoreState: Sendable {
     struct ReceiptOwner: Hashable, Sendable {
         var user: String
         var environment: AppStoreEnvironment
+    }
+
+    struct IssuedReceipt: Sendable {
+        var owner: ReceiptOwner
+        /// The transactions in it, in purchase order.
+        var transactionIDs: [String]
+    }
+
+    /// A notification as Apple keeps it for Get Notification History.
+    struct RecordedNotification: Sendable {
+        var uuid: String
+        var environment: AppStoreEnvironment
+        var signedPayload: String
+        var signedDate: Date
+        var type: String
+        var subtype: String?
+        /// The customer it is about (the transactionId filter), if any.
+        var user: String?
     }
 
     init(seed: UInt64) {
@@ -56,14 +81,20 @@ struct StoreState: Sendable {
         return String((0..<10).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
     }
 
-    /// The account's app receipt in `environment` (one per account and environment).
-    mutating func receipt(for user: String, _ environment: AppStoreEnvironment) -> String {
+    /// A fresh app receipt of the account in `environment`, holding every purchase it made there:
+    /// what the device has after the purchase.
+    mutating func issueReceipt(for user: String, _ environment: AppStoreEnvironment, issuer: ReceiptIssuer, now: Date) -> String {
         let owner = ReceiptOwner(user: user, environment: environment)
-        if let existing = receiptByOwner[owner] { return existing }
-        let token = Base64.encode(Array("SIMRECEIPT|\(random.alphanumerics(32))".utf8), .standardPadded)
-        receipts[token] = owner
+        let held = transactions(of: user, environment)
+        let token = issuer.receipt(for: held.map(\.transaction), now: now)
+        receipts[token] = IssuedReceipt(owner: owner, transactionIDs: held.map(\.transaction.transactionID))
         receiptByOwner[owner] = token
         return token
+    }
+
+    mutating func record(_ notification: RecordedNotification) {
+        notifications[notification.uuid] = notification
+        notificationOrder.append(notification.uuid)
     }
 
     /// The faults for `endpoint` on this request, spending one unit of a limited plan.
@@ -107,6 +138,16 @@ struct StoreState: Sendable {
     func transactions(of user: String, _ environment: AppStoreEnvironment) -> [SimulatedTransaction] {
         chronology.compactMap { transactions[$0] }.filter { $0.user == user && $0.transaction.environment == environment }
     }
+}
+
+/// One Send Consumption Information call the simulated App Store accepted.
+public struct ConsumptionReceived: Sendable, Codable, Hashable {
+    public var transactionId: String
+    public var environment: AppStoreEnvironment
+    /// Milliseconds since 1970 (simulated time).
+    public var receivedAt: Int64
+    /// The body as received (Apple's member names).
+    public var body: String
 }
 
 /// A purchase that failed on the device (no transaction id reaches the server).

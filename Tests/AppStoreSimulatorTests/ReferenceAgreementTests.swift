@@ -44,6 +44,7 @@ struct ReferenceAgreementTests {
 
         // What the simulator signs: purchases in both environments, a subscription in each, a
         // refund, a test notification; history long enough to page.
+        let started = Date()
         var history: [String] = []
         for index in 0..<23 {
             history.append(try simulator.purchase(SimulatedPurchase(
@@ -55,6 +56,13 @@ struct ReferenceAgreementTests {
         let sandbox = try simulator.purchase(SimulatedPurchase(user: "tester", productID: "course.1", environment: .sandbox))
         let sandboxSubscription = try simulator.purchase(SimulatedPurchase(
             user: "tester", productID: "vip.monthly", type: "Auto-Renewable Subscription", environment: .sandbox))
+        let consumable = try simulator.purchase(SimulatedPurchase(user: "carol", productID: "coins.100", type: "Consumable"))
+        // App receipts: StoreKit 1's, as the simulator issues them after each purchase.
+        let receipts: [JSONValue] = [
+            ["receipt": .string(consumable.receipt), "transaction_ids": [.string(consumable.transactionID)]],
+            ["receipt": .string(sandboxSubscription.receipt),
+             "transaction_ids": [.string(sandbox.transactionID), .string(sandboxSubscription.transactionID)]],
+        ]
         try simulator.refund(transactionID: history[5], reason: 1)
         simulator.sendTestNotification()
         simulator.apply(AppStoreFaultPlan(endpoints: ["transactions": .init(rogueChainRate: 1)]))
@@ -69,9 +77,12 @@ struct ReferenceAgreementTests {
         let loop = Task { await simulator.run() }
         defer { loop.cancel() }
         let deadline = ContinuousClock.now + .seconds(60)
-        while notifications.withLock({ $0.count }) < 28 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        while notifications.withLock({ $0.count }) < 29 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let signedPayloads = notifications.withLock { $0 }.compactMap { (try? JSONValue.parse($0))?["signedPayload"]?.stringValue }
-        #expect(signedPayloads.count == 28)  // 26 purchases, a refund, a test
+        #expect(signedPayloads.count == 29)  // 27 purchases, a refund, a test
+        let verifier = try SignedDataVerifier(roots: TrustedRoots([simulator.pki.root], allowUntrustedRoot: true),
+                                              bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID)
+        let production = try signedPayloads.filter { try verifier.verifyNotification($0).environment == .production }.count
 
         var router = HTTPRouter()
         AppStoreSimulatorRoutes.registerAPI(simulator, in: &router)
@@ -86,7 +97,11 @@ struct ReferenceAgreementTests {
                 notifications: signedPayloads, rogue: rogueJWS,
                 ids: ["production": .string(history[0]), "sandbox": .string(sandbox.transactionID),
                       "history": .array(history.map(JSONValue.string)), "refunded": .string(history[5]),
-                      "order": .string(try #require(Self.orderID(simulator, history[3]))), "filter_product": "vip.year"]),
+                      "order": .string(try #require(Self.orderID(simulator, history[3]))), "filter_product": "vip.year",
+                      "receipts": .array(receipts), "history_start_ms": .int(Int(started.millisecondsSince1970) - 60_000),
+                      "history_end_ms": .int(Int(Date().millisecondsSince1970) + 3_600_000),
+                      "notifications_by_environment": ["Production": .int(production), "Sandbox": .int(signedPayloads.count - production)],
+                      "consumable": .string(consumable.transactionID)]),
                 directory: directory)
         } catch {
             await server.shutdown(gracePeriod: .seconds(2))
@@ -94,7 +109,7 @@ struct ReferenceAgreementTests {
         }
         await server.shutdown(gracePeriod: .seconds(2))
         let checks = try #require(report["checks"]?.arrayValue)
-        #expect(checks.count >= 40)
+        #expect(checks.count >= 46)
         for check in checks {
             #expect(check["ok"] == true, "\(check["name"]?.stringValue ?? "?"): \(check["detail"]?.stringValue ?? "")")
         }

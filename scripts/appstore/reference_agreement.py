@@ -9,7 +9,9 @@ ReferenceAgreementTests with .build/test-tools-venv's Python; see scripts/test-t
 2. Apple's own app-store-server-library: SignedDataVerifier (online checks off, the simulator's
    root as its root certificate) must accept the signed transactions, renewal infos and
    notifications and refuse the rogue-signed one; AppStoreServerAPIClient (base URL overridden to
-   the simulator) must work against the simulator's Server API.
+   the simulator) must work against the simulator's Server API, Get Notification History and Send
+   Consumption Information included; ReceiptUtility must read the transaction ids of the
+   simulator's app receipts (PKCS #7).
 
     reference_agreement.py INPUT.json     # written by the Swift test; prints one JSON report
 
@@ -26,7 +28,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from appstoreserverlibrary.api_client import APIException, AppStoreServerAPIClient, GetTransactionHistoryVersion
+from appstoreserverlibrary.models.ConsumptionRequest import ConsumptionRequest
+from appstoreserverlibrary.models.DeliveryStatus import DeliveryStatus
 from appstoreserverlibrary.models.Environment import Environment
+from appstoreserverlibrary.models.NotificationHistoryRequest import NotificationHistoryRequest
+from appstoreserverlibrary.models.RefundPreference import RefundPreference
+from appstoreserverlibrary.receipt_utility import ReceiptUtility
 from appstoreserverlibrary.models.TransactionHistoryRequest import Order, TransactionHistoryRequest
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
 
@@ -200,6 +207,50 @@ def main(path):
             return 401
         raise AssertionError("a token with the wrong issuer was accepted")
     check("AppStoreServerAPIClient with the wrong issuer gets 401", unauthorized)
+
+    for environment, api in (("Production", production), ("Sandbox", sandbox)):
+        def notification_history(environment=environment, api=api):
+            request = NotificationHistoryRequest(startDate=ids["history_start_ms"], endDate=ids["history_end_ms"])
+            seen, token, pages = [], None, 0
+            while True:
+                page = api.get_notification_history(token, request)
+                pages += 1
+                for item in page.notificationHistory:
+                    decoded = verifiers[environment].verify_and_decode_notification(item.signedPayload)
+                    assert item.sendAttempts and item.sendAttempts[-1].sendAttemptResult.value == "SUCCESS", item.sendAttempts
+                    seen.append(decoded.notificationUUID)
+                if not page.hasMore:
+                    break
+                token = page.paginationToken
+                assert token and pages < 10, "paging ends"
+            expected = ids["notifications_by_environment"][environment]
+            assert len(seen) == len(set(seen)) == expected, f"{len(seen)} notifications, {expected} expected"
+            return f"{len(seen)} notifications in {pages} pages"
+        check(f"AppStoreServerAPIClient.get_notification_history ({environment}), paged", notification_history)
+
+    def consumption():
+        production.send_consumption_information(ids["consumable"], ConsumptionRequest(
+            customerConsented=True, sampleContentProvided=False, deliveryStatus=DeliveryStatus.DELIVERED,
+            consumptionPercentage=50000, refundPreference=RefundPreference.GRANT_PRORATED))
+        return "accepted"
+    check("AppStoreServerAPIClient.send_consumption_information (v2) is accepted", consumption)
+
+    def consumption_refused():
+        try:
+            production.send_consumption_information(ids["consumable"], ConsumptionRequest(
+                customerConsented=False, sampleContentProvided=False, deliveryStatus=DeliveryStatus.DELIVERED))
+        except APIException as error:
+            assert error.http_status_code == 400 and error.raw_api_error == 4000035, (error.http_status_code, error.raw_api_error)
+            return error.api_error
+        raise AssertionError("consumption information without consent was accepted")
+    check("AppStoreServerAPIClient.send_consumption_information without consent gets InvalidCustomerConsented", consumption_refused)
+
+    for item in ids["receipts"]:
+        def receipt(item=item):
+            found = ReceiptUtility().extract_transaction_id_from_app_receipt(item["receipt"])
+            assert found in item["transaction_ids"], (found, item["transaction_ids"])
+            return found
+        check(f"ReceiptUtility reads a transaction id from an app receipt of {len(item['transaction_ids'])}", receipt)
 
     report = {"checks": checks, "failed": sum(not c["ok"] for c in checks)}
     print(json.dumps(report))
