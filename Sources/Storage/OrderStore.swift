@@ -32,6 +32,10 @@ public protocol OrderStore: Sendable {
     /// key of the next page when there are more. Stable under concurrent inserts (see `OrderPageKey`).
     func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage
 
+    /// A page of the orders carrying at least one of `flags` (the support attention list), newest
+    /// first, paged like `orders(userID:…)`: `ConsoleStore.searchOrders` with those flags.
+    func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage
+
     /// Records the `prepay_id` from `unifiedorder`, replacing an earlier one (they expire after two
     /// hours), and `event`, if any, in the same transaction. Returns the updated order, or `nil`
     /// if unknown (and then nothing is written).

@@ -3,12 +3,14 @@ import AppStore
 import Foundation
 import JSON
 
-/// `wxpay-gateway appstore verify|token`: App Store signed data and Server API tokens by hand.
+/// `wxpay-gateway appstore verify|token|backfill`: App Store signed data and Server API tokens by
+/// hand, and a by-hand read of the notification history (AppStoreBackfillCommand.swift).
 enum AppStoreCommand {
     static let usage = """
         usage: wxpay-gateway appstore verify --root-ca FILE [--allow-untrusted-root] --bundle-id B
                                              [--environment Production|Sandbox] [--app-apple-id N]
                wxpay-gateway appstore token --key-file P8 --key-id K --issuer I --bundle-id B
+               wxpay-gateway appstore backfill --since DATE
         verify reads one JWS from standard input — a signedTransactionInfo, a signedRenewalInfo or a
         notification signedPayload, told apart by its payload — checks it (chain to the root in FILE,
         PEM or DER, at the payload's signedDate; both Apple OIDs; ES256; bundle id, environment, app
@@ -19,16 +21,21 @@ enum AppStoreCommand {
         configuration error.
         token prints an App Store Server API bearer token (ES256 JWT, valid 5 minutes) made with the
         In-App Purchase key in P8.
+        backfill reads the App Store's notification history from DATE (a Beijing day YYYY-MM-DD, or
+        RFC 3339) to now with the gateway's configuration, and handles every notification it never
+        handled (what serve does every APPSTORE_BACKFILL_INTERVAL seconds); exit 0 done, 1 some could
+        not be handled, 69 the App Store failed or another instance is reading it.
         """
 
-    static func run(_ arguments: [String]) -> Int32 {
+    static func run(_ arguments: [String]) async -> Int32 {
         switch arguments.first {
         case "verify": return verify(Array(arguments.dropFirst()))
         case "token": return token(Array(arguments.dropFirst()))
+        case "backfill": return await AppStoreBackfillCommand.run(Array(arguments.dropFirst()))
         case "-h", "--help":
             print(usage)
             return 0
-        default: return fail("appstore needs a subcommand: verify or token")
+        default: return fail("appstore needs a subcommand: verify, token or backfill")
         }
     }
 

@@ -27,17 +27,23 @@ struct AppStoreConnection {
             // A report waits at most about 10 s for Apple: three tries of at most 3 s each.
             let transport = AppStoreHTTPTransport(client: client, timeouts: .init(connect: .seconds(2), total: .seconds(3)))
             let clients = try AppStoreClients.production(configuration.appStore, transport: transport, clock: SystemAppStoreClock())
-            return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients), simulator: nil,
-                                      notificationBase: base)
+            return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
+                                                      recovery: AppStoreRecoveryPolicy(configuration.appStore)),
+                                      simulator: nil, notificationBase: base)
         }
         let placeholder = "http://gateway.demo/appstore/notifications"
         let http = HTTPNotifySender(client: client, contentType: "application/json")
+        // The simulated App Store charges what the catalog (re-read on SIGHUP) says, in CNY.
+        let catalog = service.catalog
         let simulator = try AppStoreSimulator(
             configuration: AppStoreSimulatorConfiguration(
                 bundleID: AppStoreConfiguration.demoBundleID, appAppleID: AppStoreConfiguration.demoAppAppleID,
                 productionNotificationURL: placeholder, sandboxNotificationURL: placeholder,
                 // Apple retries after hours; the demo after seconds.
-                notificationRetryScale: 3600, seed: UInt64.random(in: 1...UInt64.max)),
+                notificationRetryScale: 3600, seed: UInt64.random(in: 1...UInt64.max),
+                priceOf: { appleProductID in
+                    catalog.catalog.product(appleProductID: appleProductID).map { (Int64($0.amount) * 10, "CNY") }
+                }),
             notificationSender: ClosureNotifySender { body, _ in
                 guard let target = base.value else { return nil }
                 return await http.post(body, to: target + "/appstore/notifications", timeout: 5)
@@ -52,8 +58,9 @@ struct AppStoreConnection {
             receiptURLs: (AppStoreSimulatorTransport.productionBaseURL + "/verifyReceipt",
                           AppStoreSimulatorTransport.sandboxBaseURL + "/verifyReceipt"),
             transport: AppStoreSimulatorTransport(simulator: simulator), clock: SystemAppStoreClock())
-        return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients), simulator: simulator,
-                                  notificationBase: base)
+        return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
+                                                  recovery: AppStoreRecoveryPolicy(configuration.appStore)),
+                                  simulator: simulator, notificationBase: base)
     }
 
     /// Demo mode: where the simulator's notifications go, once the server knows its address.

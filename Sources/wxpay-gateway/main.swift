@@ -10,7 +10,7 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "reconcile": { await ReconcileCommand.run($0) },
     "app-token": { AppTokenCommand.run($0) },
     "console-user": { ConsoleUserCommand.run($0) },
-    "appstore": { AppStoreCommand.run($0) },
+    "appstore": { await AppStoreCommand.run($0) },
     "simulate-appstore": { await SimulateAppStoreCommand.run($0) },
 ]
 
@@ -26,7 +26,8 @@ func usage() -> String {
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
       console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
-      appstore  verify App Store signed data (appstore verify) or make a Server API token (appstore token)
+      appstore  verify App Store signed data (appstore verify), make a Server API token (appstore token), or
+                read the App Store's notification history by hand (appstore backfill --since DATE)
       simulate-appstore  run the App Store simulator (Server API, verifyReceipt, notifications) on a port
     """
 }

@@ -109,11 +109,15 @@ struct OrderViewJSONTests {
         }
         let object = try Self.object(OrderView(record).json)
         #expect(Set(object.keys) == Self.plainKeys.union(["app_account_token", "apple_product_id", "environment",
-                                                          "apple_transaction_id", "original_transaction_id"]))
+                                                          "apple_transaction_id", "original_transaction_id", "currency"]))
         #expect(object["channel"] as? String == "apple")
+        #expect(object["currency"] as? String == "CNY")
         #expect(object["apple_product_id"] as? String == "com.example.courses.swift101")
         #expect(object["app_account_token"] as? String == "6a2f41b0-8f3e-4f1c-9d3a-1d2e3f405060")
         #expect(object["transaction_id"] is NSNull)
+        // An order of a product missing from the catalog is in the currency Apple charged.
+        record.currency = "USD"
+        #expect(try Self.object(OrderView(record).json)["currency"] as? String == "USD")
         if paid {
             #expect(object["environment"] as? String == "Sandbox")
             #expect(object["apple_transaction_id"] as? String == "2000000100000001")

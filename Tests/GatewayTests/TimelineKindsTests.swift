@@ -23,6 +23,8 @@ struct TimelineKindsTests {
         // IAPService.checkHistory(of:reason:kind:recordNothingFound:): the reconciler, support's recheck
         "IAPService+Reconcile.swift kind": ["reconcile", "recheck"],
         #"IAPService+Reconcile.swift "\(kind)_failed""#: ["reconcile_failed", "recheck_failed"],
+        // Every step of a consumption request (IAPService+Consumption.swift)
+        "IAPService+Consumption.swift Self.consumptionKind": ["appstore_consumption"],
         // The store's own line for every change of state
         "OrderStoreRules.swift OrderEvent.stateChangedKind": ["state_changed"],
     ]

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Storage
 
 /// The error answers of iOS purchases. Every answer to a transaction report says whether the app
 /// may finish the StoreKit transaction (`finish_transaction`): true only when nothing more can be
@@ -49,11 +50,42 @@ extension APIError {
             + "APPSTORE_PRIVATE_KEY_FILE); send signed_transaction, or receipt with transaction_id",
         field: "transaction_id", finishTransaction: false)
 
+    /// 400: a support look-up at Apple (Look Up Order ID) needs the Server API.
+    static func transactionLookupUnavailable(field: String) -> APIError {
+        APIError(status: 400, code: "invalid_request",
+                 message: "\(field) is looked up with the App Store Server API (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, "
+                     + "APPSTORE_PRIVATE_KEY_FILE), which is not configured", field: field)
+    }
+
     /// 503: Apple could not be reached after a few retries: keep the transaction, report it again.
     static let appStoreUnavailable = APIError(
         status: 503, code: "appstore_unavailable",
         message: "the App Store could not be reached or kept failing; keep the transaction and report it again later",
         finishTransaction: false)
+
+    /// 404: no consumption request about this transaction (Apple sent no CONSUMPTION_REQUEST for it).
+    static let consumptionRequestNotFound = APIError(
+        status: 404, code: "consumption_request_not_found",
+        message: "Apple has asked for no consumption information about this transaction")
+
+    /// 409: the request was answered already (by the business, or by the configured defaults).
+    static func consumptionAlreadyAnswered(_ by: ConsumptionAnswerSource) -> APIError {
+        APIError(status: 409, code: "consumption_already_answered",
+                 message: by == .defaults
+                     ? "the consumption request was answered by the configured defaults (APPSTORE_CONSUMPTION_DEFAULTS) already"
+                     : "the consumption request was answered already, with another answer")
+    }
+
+    /// 409: Apple's 12 hours to answer passed.
+    static let consumptionRequestExpired = APIError(
+        status: 409, code: "consumption_request_expired",
+        message: "Apple takes consumption information for 12 hours after its request; this one is over")
+
+    /// 400: sending consumption information needs the App Store Server API key.
+    static let consumptionUnavailable = APIError(
+        status: 400, code: "invalid_request",
+        message: "consumption information is sent with the App Store Server API: configure APPSTORE_ISSUER_ID, "
+            + "APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY_FILE")
 
     /// A report's validation error (400), which never lets the app finish.
     static func invalidReport(_ field: String?, _ message: String) -> APIError {

@@ -3,8 +3,9 @@ import Foundation
 import HTTP
 import JSON
 
-/// The iOS app's routes: create an order for StoreKit, report a transaction, and Apple's
-/// notifications. All three are 404 while App Store purchases are off (APPSTORE_BUNDLE_ID unset).
+/// The iOS app's routes: create an order for StoreKit, report a transaction, Apple's
+/// notifications, and the business's answer to a consumption request. All are 404 while App
+/// Store purchases are off (APPSTORE_BUNDLE_ID unset).
 extension GatewayAPI {
     /// A report may carry a StoreKit 1 app receipt (up to 512 KiB of base64) in its JSON.
     static let reportBodyLimit = 640 * 1024
@@ -26,13 +27,31 @@ extension GatewayAPI {
         router.add(.post, "/v1/iap/transactions", options: HTTPRouteOptions(maxBodyBytes: Self.reportBodyLimit)) { request in
             guard let iap = self.service.iap else { return Self.error(.notFound) }
             var response = try await self.handle(request, scopes: [.client, .app]) { caller in
-                Self.json(try await iap.report(try IAPReportInput(json: request.body, user: caller.appUser)))
+                let input = try IAPReportInput(json: request.body, user: caller.appUser)
+                // Counted once the request is valid: reports that would reach the store and the App Store.
+                if let user = caller.appUser, let retryAfter = self.service.userLimits.admitReport(user) {
+                    self.service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "reports"])
+                    var limited = APIError.rateLimited(retryAfter: retryAfter,
+                                                       "this user reported \(self.service.userLimits.reportsPerMinute) "
+                                                           + "transactions in the last minute")
+                    limited.finishTransaction = false
+                    throw limited
+                }
+                return Self.json(try await iap.report(input))
             }
             // A refused token or scope says nothing about the transaction: the app keeps it.
             if response.status == 401 || response.status == 403 || response.status == 500 {
                 response = Self.keepingTransaction(response)
             }
             return response
+        }
+        router.add(.put, "/v1/iap/transactions/{transaction_id}/consumption", options: HTTPRouteOptions(maxBodyBytes: 4096)) {
+            request in
+            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            return try await self.handle(request, scopes: [.client]) {
+                Self.json(try await iap.answerConsumption(transactionID: request.pathParameters["transaction_id"] ?? "",
+                                                          body: request.body))
+            }
         }
         router.add(.post, "/appstore/notifications", options: HTTPRouteOptions(maxBodyBytes: IAPService.notificationBodyLimit)) {
             request in

@@ -23,7 +23,9 @@ import WeChatPay
 /// | POST /v1/iap/orders | client, or app (a catalog product with an apple_product_id) |
 /// | POST /v1/iap/transactions | client or app (the token's user, or `user_id` with a client token) |
 /// | POST /appstore/notifications | Apple (signed JWS) |
-/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=… | support |
+/// | PUT /v1/iap/transactions/{transaction_id}/consumption | client |
+/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=…\|apple_order_id=… | support |
+/// | GET /v1/support/attention[?flag=…] | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | GET /healthz, /readyz, /metrics | none |
@@ -71,9 +73,17 @@ public struct GatewayAPI: Sendable {
                 Self.json(try await self.service.supportLookup(
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
                     userID: request.query["user_id"], appleTransactionID: request.query["apple_transaction_id"],
-                    originalTransactionID: request.query["original_transaction_id"],
+                    originalTransactionID: request.query["original_transaction_id"], appleOrderID: request.query["apple_order_id"],
                     page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                            defaultLimit: 100, maximum: 100)))
+            }
+        }
+        router.add(.get, "/v1/support/attention") { request in
+            try await self.handle(request, scopes: [.support]) {
+                Self.json(try await self.service.attentionList(
+                    flag: request.query["flag"],
+                    page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
+                                           defaultLimit: 50, maximum: 100)))
             }
         }
         router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {

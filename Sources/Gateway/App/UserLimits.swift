@@ -3,16 +3,19 @@ import Foundation
 import Synchronization
 
 /// The per-user limits of app tokens, kept in this process (each gateway instance limits on its
-/// own): creates per minute, and `wait` queries held open at once. A client or support token is
-/// never limited here: the backend is trusted to pace itself.
+/// own): creates and iOS transaction reports per minute, and `wait` queries held open at once. A
+/// client or support token is never limited here: the backend is trusted to pace itself.
 final class UserLimits: Sendable {
     let createsPerMinute: Int
+    let reportsPerMinute: Int
     let maximumWaits: Int
-    private let creates = Mutex(CreateWindows())
+    private let creates = Mutex(MinuteWindows())
+    private let reports = Mutex(MinuteWindows())
     private let waits = Mutex<[String: [ContinuousClock.Instant]]>([:])
 
-    init(createsPerMinute: Int, maximumWaits: Int) {
+    init(createsPerMinute: Int, reportsPerMinute: Int = 30, maximumWaits: Int) {
         self.createsPerMinute = createsPerMinute
+        self.reportsPerMinute = reportsPerMinute
         self.maximumWaits = maximumWaits
     }
 
@@ -21,6 +24,13 @@ final class UserLimits: Sendable {
     /// another right after the minute turns).
     func admitCreate(_ user: String, now: ContinuousClock.Instant = .now) -> Int? {
         creates.withLock { $0.admit(user, now: now, limit: createsPerMinute) }
+    }
+
+    /// Counts one iOS transaction report for `user`, as `admitCreate` counts creates: each report
+    /// may cost a call to the App Store, and transaction ids are sequential, so a user guessing
+    /// them is held to `reportsPerMinute`.
+    func admitReport(_ user: String, now: ContinuousClock.Instant = .now) -> Int? {
+        reports.withLock { $0.admit(user, now: now, limit: reportsPerMinute) }
     }
 
     /// Reserves one open wait for `user` until `deadline`; nil (with the seconds until the
@@ -67,9 +77,9 @@ struct WaitReservation: Sendable {
     func release() { limits.release(user, deadline: deadline) }
 }
 
-/// The create times of the last minute, per user. Users whose window emptied are dropped in a
+/// The admission times of the last minute, per user. Users whose window emptied are dropped in a
 /// sweep every 1,024 admissions, so memory follows the users active in the last minute.
-private struct CreateWindows {
+private struct MinuteWindows {
     var windows: [String: [ContinuousClock.Instant]] = [:]
     var admissionsSinceSweep = 0
 

@@ -13,8 +13,11 @@ extension GatewayAPI {
         let (action, outTradeNo, target): (String, String?, String?) =
             switch request.routeTemplate {
             case "/v1/support/orders":
-                ("api_lookup", query["out_trade_no"], query["transaction_id"].map { "transaction_id=\($0)" }
-                    ?? query["user_id"].map { "user_id=\($0)" })
+                // Whatever identifier the look-up was by is its target (the order's own number is its order).
+                ("api_lookup", query["out_trade_no"],
+                 ["transaction_id", "user_id", "apple_transaction_id", "original_transaction_id", "apple_order_id"]
+                    .lazy.compactMap { name in query[name].map { "\(name)=\(String($0.prefix(96)))" } }.first)
+            case "/v1/support/attention": ("api_attention", nil, query["flag"].map { "flag=\(String($0.prefix(64)))" })
             case "/v1/support/orders/{out_trade_no}/recheck": ("api_recheck", parameters["out_trade_no"], nil)
             case "/v1/support/outbox/{id}/redrive": ("api_redrive", nil, parameters["id"])
             case "/v1/orders/{out_trade_no}": ("api_read_order", parameters["out_trade_no"], nil)

@@ -8,6 +8,9 @@ public struct AppConfiguration: Sendable {
     public var tokenSecrets: [String] = []
     /// GATEWAY_APP_CREATE_RATE: creates per minute per app user (default 20).
     public var createRate = 20
+    /// GATEWAY_APP_REPORT_RATE: iOS transaction reports per minute per app user (default 30): a
+    /// StoreKit queue redelivers a handful; more is someone guessing transaction ids.
+    public var reportRate = 30
     /// GATEWAY_APP_MAX_WAITS: `wait` queries one app user may hold open at once (default 4).
     public var maxWaits = 4
     /// GATEWAY_TRUSTED_PROXIES: CIDRs of the proxies whose X-Forwarded-For is believed.
@@ -47,6 +50,9 @@ extension GatewayConfiguration {
                                   + "\(AppTokenVerifier.minimumSecretBytes) bytes each",
                               parse: ConfigurationVariable.tokens(minimumLength: AppTokenVerifier.minimumSecretBytes)),
         ConfigurationVariable("GATEWAY_APP_CREATE_RATE", \.app.createRate, expecting: "creates per minute from 1 to 1000000",
+                              parse: ConfigurationVariable.integer(1...1_000_000)),
+        ConfigurationVariable("GATEWAY_APP_REPORT_RATE", \.app.reportRate,
+                              expecting: "iOS transaction reports per minute from 1 to 1000000",
                               parse: ConfigurationVariable.integer(1...1_000_000)),
         ConfigurationVariable("GATEWAY_APP_MAX_WAITS", \.app.maxWaits, expecting: "an integer from 1 to 10000",
                               parse: ConfigurationVariable.integer(1...10_000)),

@@ -15,6 +15,10 @@ import Foundation
 /// | `APPSTORE_API_BASE`, `APPSTORE_SANDBOX_API_BASE` | the Server API's bases (a path prefix allowed) | Apple's |
 /// | `APPSTORE_RECEIPT_URL`, `APPSTORE_SANDBOX_RECEIPT_URL` | verifyReceipt | Apple's |
 /// | `APPSTORE_ACCEPT_SANDBOX` | `on`/`off`: credit sandbox purchases (App Review buys there), marked `Sandbox` | `on` |
+/// | `APPSTORE_BACKFILL_INTERVAL` | seconds between reads of Get Notification History; 0: off | 60 |
+/// | `APPSTORE_BACKFILL_DAYS` | how far back the first read goes (1–180) | 7 |
+/// | `APPSTORE_CONSUMPTION_DEFAULTS` | the answer sent to a consumption request the business did not answer (JSON, the PUT body's names) | none: not answered |
+/// | `APPSTORE_CONSUMPTION_DEADLINE` | seconds after the request when the defaults are sent (under Apple's 43,200) | 36000 |
 public struct AppStoreConfiguration: Sendable {
     /// APPSTORE_BUNDLE_ID; nil: App Store purchases are off (the iOS routes are 404).
     public var bundleID: String?
@@ -30,6 +34,12 @@ public struct AppStoreConfiguration: Sendable {
     public var receiptURL = "https://buy.itunes.apple.com/verifyReceipt"
     public var sandboxReceiptURL = "https://sandbox.itunes.apple.com/verifyReceipt"
     public var acceptSandbox = true
+    /// APPSTORE_BACKFILL_INTERVAL and APPSTORE_BACKFILL_DAYS: Get Notification History.
+    public var backfillInterval = 60
+    public var backfillDays = 7
+    /// APPSTORE_CONSUMPTION_DEFAULTS and APPSTORE_CONSUMPTION_DEADLINE: consumption requests.
+    public var consumptionDefaults: ConsumptionInformation?
+    public var consumptionDeadline = 36000
     /// The root loaded from `rootCAFile` and the key from `privateKeyFile`, at start (production).
     public var roots: TrustedRoots?
     public var privateKey: ES256PrivateKey?
@@ -90,6 +100,21 @@ extension GatewayConfiguration {
                               expecting: "an http(s) URL without a query", parse: ConfigurationVariable.url(query: false)),
         ConfigurationVariable("APPSTORE_ACCEPT_SANDBOX", \.appStore.acceptSandbox, expecting: "on or off",
                               parse: ConfigurationVariable.flag),
+        ConfigurationVariable("APPSTORE_BACKFILL_INTERVAL", \.appStore.backfillInterval,
+                              expecting: "seconds between reads of the notification history, 0 (off) to 86400",
+                              parse: ConfigurationVariable.integer(0...86400)),
+        ConfigurationVariable("APPSTORE_BACKFILL_DAYS", \.appStore.backfillDays,
+                              expecting: "days the first read of the notification history goes back, 1 to 180",
+                              parse: ConfigurationVariable.integer(1...AppStoreRecoveryPolicy.appleHistoryDays)),
+        .optional("APPSTORE_CONSUMPTION_DEFAULTS", \.appStore.consumptionDefaults,
+                  expecting: "a JSON object with the consumption PUT body's members (customer_consented, delivery_status, "
+                      + "sample_content_provided, consumption_percentage, refund_preference) and Apple's values") { text in
+            try? ConsumptionAnswer.parse(Array(text.utf8))
+        },
+        ConfigurationVariable("APPSTORE_CONSUMPTION_DEADLINE", \.appStore.consumptionDeadline,
+                              expecting: "seconds after a consumption request when the defaults are sent, 0 to 43199 "
+                                  + "(Apple takes an answer for 12 hours)",
+                              parse: ConfigurationVariable.integer(0...(Int(AppStoreRecoveryPolicy.appleConsumptionWindow) - 1))),
     ]
 
     static func isBundleIDByte(_ byte: UInt8) -> Bool {

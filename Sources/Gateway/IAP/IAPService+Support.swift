@@ -31,20 +31,68 @@ extension IAPService {
         }
     }
 
+    /// Look Up Order ID: the order id on the customer's receipt e-mail (`MV…`), the transactions of
+    /// that invoice (verified) and the orders they credited. A transaction of the invoice the
+    /// gateway never saw goes through the usual credit (its token names its order; else its
+    /// ledger row waits for its user): a customer quoting an invoice is how a lost one is found.
+    /// Returns nil for an order id Apple does not know (status 1).
+    func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
+        guard (6...64).contains(appleOrderID.utf8.count),
+              appleOrderID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
+            throw .invalid("apple_order_id", "an Apple order id is 6 to 64 capital letters and digits, as on the receipt e-mail")
+        }
+        guard let api = clients.serverAPI else { throw .transactionLookupUnavailable(field: "apple_order_id") }
+        let answer: OrderLookupResponse
+        do {
+            answer = try await api.lookUpOrder(appleOrderID)
+        } catch {
+            throw serverAPIRefusal(error)
+        }
+        guard answer.isValid else { return nil }
+        var orders: [OrderRecord] = []
+        var ledger: [[UInt8]] = []
+        for signed in answer.signedTransactions {
+            let transaction: AppStoreTransaction
+            do {
+                transaction = try clients.verifier.verifyTransaction(signed)
+            } catch {
+                metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "order_lookup", "error": error.rule.rawValue])
+                continue
+            }
+            let purchase = VerifiedPurchase(transaction, via: "order id lookup",
+                                            verification: "found with Look Up Order ID \(appleOrderID); its signed transaction verified")
+            if try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }) == nil {
+                if purchase.facts.revocationDate != nil {
+                    _ = try? await recordRevocation(purchase, source: "support: Look Up Order ID \(appleOrderID)")
+                } else {
+                    _ = try? await credit(purchase, user: nil, outTradeNo: nil, source: "support: Look Up Order ID \(appleOrderID)")
+                }
+            }
+            let found = try await lookup(appleTransactionID: transaction.transactionID, originalTransactionID: nil)
+            orders += found.orders.filter { order in !orders.contains { $0.outTradeNo == order.outTradeNo } }
+            ledger += found.ledger
+        }
+        return (orders, ledger)
+    }
+
     /// A ledger row as the support lookup shows it (keys sorted).
     static func json(_ row: AppleTransactionRecord) -> [UInt8] {
         var writer = JSONObjectWriter(capacity: 384)
         writer.string("app_account_token", row.facts.appAccountToken)
         writer.stringOrNull("credited_at", row.creditedAt.map(Timestamp.rfc3339))
+        writer.string("currency", row.facts.currency)
         writer.string("environment", row.facts.environment)
         writer.string("first_seen_at", Timestamp.rfc3339(row.firstSeenAt))
         writer.stringOrNull("matched_by", row.matchedBy?.rawValue)
         writer.string("original_transaction_id", row.facts.originalTransactionID)
         writer.stringOrNull("out_trade_no", row.outTradeNo)
+        if let price = row.facts.price { writer.number("price", Int(price)) }
         writer.string("product_id", row.facts.productID)
         writer.string("purchase_date", Timestamp.rfc3339(row.facts.purchaseDate))
+        writer.stringOrNull("refund_reversed_at", row.refundReversedAt.map(Timestamp.rfc3339))
         writer.stringOrNull("revocation_date", row.facts.revocationDate.map(Timestamp.rfc3339))
         writer.string("source", row.source)
+        writer.string("storefront", row.facts.storefront)
         writer.string("transaction_id", row.facts.transactionID)
         return writer.finish()
     }

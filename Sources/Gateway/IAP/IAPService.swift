@@ -27,6 +27,8 @@ public final class IAPService: Sendable {
     unowned let service: OrderService
     let store: any IAPStore
     public let clients: AppStoreClients
+    /// How Get Notification History and consumption requests are used.
+    public let recovery: AppStoreRecoveryPolicy
     /// Refused notifications are logged at most once a second per reason (anyone can post them).
     let rejectedNotificationLog = LogThrottle()
 
@@ -34,11 +36,15 @@ public final class IAPService: Sendable {
     ///   - orders: the order service whose store, settlement, catalog, metrics and clock iOS orders
     ///     share; it keeps this service as `iap` from now on, and its iOS routes answer.
     ///   - store: the App Store ledger (the same database as the orders).
-    public init(orders: OrderService, store: any IAPStore, clients: AppStoreClients) {
+    ///   - recovery: the notification history's and consumption requests' settings.
+    public init(orders: OrderService, store: any IAPStore, clients: AppStoreClients,
+                recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy()) {
         service = orders
         self.store = store
         self.clients = clients
+        self.recovery = recovery
         Self.describeMetrics(orders.metrics)
+        Self.describeRecoveryMetrics(orders.metrics)
         orders.attach(self)
     }
 
@@ -89,10 +95,16 @@ public final class IAPService: Sendable {
 
     // MARK: - Report
 
-    /// Verifies the reported transaction, checks it (bundle id, environment, not revoked, a catalog
-    /// product, not a family member's), matches and credits it, and answers
+    /// Verifies the reported transaction, checks it (bundle id, environment, not revoked, not a
+    /// family member's), matches and credits it, and answers
     /// `{"order","finish_transaction":true,"matched_by","credited_user_id"}` — or the error that
     /// says whether to finish (`APIError+IAP.swift`). A repeat report is 200 and changes nothing.
+    ///
+    /// Only a signed transaction proves that the reporter holds the purchase (StoreKit gave it to
+    /// the paying device). A bare `transaction_id`, or one named with a receipt read locally, may
+    /// be anyone's guess: reported by a user who is not its order's user, it is answered only
+    /// `{"credited_elsewhere":true,"finish_transaction":true}` — never the owner's order, user,
+    /// token or amount.
     func report(_ input: IAPReportInput) async throws(APIError) -> [UInt8] {
         let purchase: VerifiedPurchase
         do {
@@ -111,6 +123,10 @@ public final class IAPService: Sendable {
         } catch {
             metrics.increment("wxpay_appstore_reports_total", ["outcome": error.code])
             throw error.keepingTransaction()
+        }
+        if !input.evidence.provesPossession, answer.order.userID != input.userID {
+            metrics.increment("wxpay_appstore_reports_total", ["outcome": "credited_elsewhere"])
+            return ReportAnswer.creditedElsewhere
         }
         metrics.increment("wxpay_appstore_reports_total", ["outcome": answer.outcome])
         return try await answer.json(service)
@@ -131,6 +147,9 @@ public final class IAPService: Sendable {
             writer.raw("order", view)
             return writer.finish()
         }
+
+        /// The answer to a weak report of a transaction that credited another user's order.
+        static let creditedElsewhere = Array(#"{"credited_elsewhere":true,"finish_transaction":true}"#.utf8)
     }
 
     /// The checks and the credit every verified purchase goes through (reports, notifications, the
@@ -156,19 +175,35 @@ public final class IAPService: Sendable {
         if purchase.ownership == "FAMILY_SHARED" {
             throw .transactionNotCreditable("a family member's purchase (FAMILY_SHARED): it paid no order here")
         }
-        guard let product = service.catalog.catalog.product(appleProductID: purchase.productID) else {
-            throw .transactionNotCreditable("its product \(purchase.productID) is not in the catalog")
-        }
         let at = now()
-        let newOrder = user.map { user in
-            AppleNewOrder(order: OrderRecord(
-                outTradeNo: OrderService.generateOutTradeNo(at: at), amount: product.amount, description: product.description,
-                clientIP: "", userID: user, productID: product.id, signType: "",
-                timeExpire: BeijingTime.format(at), expiresAt: at, createdAt: at,
-                parametersDigest: "apple|matched|\(purchase.transactionID)", channel: .apple, appleProductID: purchase.productID,
-                appAccountToken: UUID().uuidString.lowercased()),
-                event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: "
-                    + "no open order of \(user) for \(purchase.productID)", at: at))
+        // The order to make when no open order matches: the catalog's product at its price, or, for
+        // a product the catalog does not have, one at what Apple charged, flagged for a person.
+        // (A token or 凑单 still finds an order made while the product was in the catalog.)
+        var newOrder: AppleNewOrder?
+        var nothingCharged: APIError?
+        if let user {
+            if let product = service.catalog.catalog.product(appleProductID: purchase.productID) {
+                newOrder = AppleNewOrder(
+                    order: Self.madeOrder(for: purchase, user: user, amount: product.amount, currency: nil,
+                                          description: product.description, productID: product.id, at: at),
+                    event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: "
+                        + "no open order of \(user) for \(purchase.productID)", at: at))
+            } else if let charged = purchase.chargedMinorUnits {
+                newOrder = AppleNewOrder(
+                    order: Self.madeOrder(for: purchase, user: user, amount: charged.amount,
+                                          currency: charged.currency == "CNY" ? nil : charged.currency,
+                                          description: "App Store product \(purchase.productID) (not in the catalog)",
+                                          productID: nil, at: at),
+                    event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: its product "
+                        + "\(purchase.productID) is not in the catalog; recorded at what Apple charged "
+                        + "(\(charged.amount) in the minor unit of \(charged.currency)), flagged unknown_product", at: at),
+                    flags: [.unknownProduct])
+            } else {
+                // A free transaction of an unknown product: nothing was paid, so no order is made
+                // for it (an order its token names is still credited).
+                nothingCharged = .transactionNotCreditable("its product \(purchase.productID) is not in the catalog and "
+                                                           + "Apple reports no price for it: nothing was paid")
+            }
         }
         let reporter = user
         let summary = purchase.summary
@@ -195,8 +230,19 @@ public final class IAPService: Sendable {
         case .revoked:
             throw .transactionNotCreditable("Apple refunded or revoked it")
         case .unmatched:
+            if let nothingCharged { throw nothingCharged }
             return nil
         }
+    }
+
+    /// The order a credit makes for a purchase that matched no open order.
+    static func madeOrder(for purchase: VerifiedPurchase, user: String, amount: Int, currency: String?, description: String,
+                          productID: String?, at: Date) -> OrderRecord {
+        OrderRecord(
+            outTradeNo: OrderService.generateOutTradeNo(at: at), amount: amount, description: description, clientIP: "",
+            userID: user, productID: productID, signType: "", timeExpire: BeijingTime.format(at), expiresAt: at, createdAt: at,
+            parametersDigest: "apple|matched|\(purchase.transactionID)", channel: .apple, appleProductID: purchase.productID,
+            appAccountToken: UUID().uuidString.lowercased(), currency: currency)
     }
 
     /// A transaction credited before: 200 with its order for the same user, or for anyone when its
@@ -212,18 +258,27 @@ public final class IAPService: Sendable {
             // another account of the app reported it.
             let switched = order.userID == user ? ""
                 : " (the account was switched: its token names this order of \(order.userID ?? "nobody"))"
-            _ = try? await service.store.appendEvent(
-                order.outTradeNo, kind: "appstore_report",
-                detail: "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via))\(switched): credited to "
-                    + "this order before; answered 200, finish_transaction true", at: now())
+            await appendReportLine(order.outTradeNo,
+                                   "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via))\(switched): "
+                                       + "credited to this order before; answered finish_transaction true")
             return ReportAnswer(order: order, matchedBy: how, outcome: "repeated")
         }
-        _ = try? await service.store.appendEvent(
-            order.outTradeNo, kind: "appstore_report",
-            detail: "transaction \(purchase.transactionID) reported again by \(user) (\(purchase.via)): refused 409 "
-                + "transaction_already_used, it credited this order of \(order.userID ?? "nobody")", at: now())
+        await appendReportLine(order.outTradeNo,
+                               "transaction \(purchase.transactionID) reported again by \(user) (\(purchase.via)): refused 409 "
+                                   + "transaction_already_used, it credited this order of \(order.userID ?? "nobody")")
         metrics.increment("wxpay_appstore_reports_total", ["outcome": "transaction_already_used"])
         throw .transactionAlreadyUsed
+    }
+
+    /// A report's line on the order's timeline, at most once a minute per order: the app reports
+    /// until it may finish, and anyone may report a bare transaction id as often as the per-user
+    /// limit lets them, so the timeline keeps the first of each minute (counted all the same).
+    func appendReportLine(_ outTradeNo: String, _ detail: String) async {
+        guard await !service.hasRecentLine(outTradeNo, kind: "appstore_report") else {
+            metrics.increment("wxpay_appstore_report_lines_suppressed_total")
+            return
+        }
+        _ = try? await service.store.appendEvent(outTradeNo, kind: "appstore_report", detail: detail, at: now())
     }
 
     /// How the order was found, in words for the support timeline.
@@ -270,8 +325,10 @@ public final class IAPService: Sendable {
     // MARK: - Verification
 
     /// The reported evidence, verified: the JWS locally, a transaction id with Get Transaction
-    /// Info (its answer verified like a JWS from the app), a receipt with verifyReceipt and the
-    /// transaction found in it. Apple unreachable after a few retries: 503, finish false.
+    /// Info (its answer verified like a JWS from the app), a receipt with the transaction found in
+    /// it — read locally and decided by Get Transaction Info when the Server API key is configured
+    /// (the transaction then carries its appAccountToken and environment), else by verifyReceipt.
+    /// Apple unreachable after a few retries: 503, finish false.
     func verify(_ evidence: IAPReportInput.Evidence) async throws(APIError) -> VerifiedPurchase {
         switch evidence {
         case .signedTransaction(let jws):
@@ -286,12 +343,35 @@ public final class IAPService: Sendable {
             guard let api = clients.serverAPI else { throw .transactionLookupUnavailable }
             return try await lookUp(id, api: api)
         case .receipt(let receipt, let id):
-            do {
-                let (transaction, verified) = try await clients.receipts.transaction(id, inReceipt: receipt)
-                return VerifiedPurchase(transaction, receipt: verified)
-            } catch {
-                throw receiptRefusal(error)
+            guard let api = clients.serverAPI else {
+                do {
+                    let (transaction, verified) = try await clients.receipts.transaction(id, inReceipt: receipt)
+                    return VerifiedPurchase(transaction, receipt: verified)
+                } catch {
+                    throw receiptRefusal(error)
+                }
             }
+            let read: AppReceipt
+            do {
+                read = try AppReceipt(base64: receipt)
+            } catch {
+                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": error.kind.rawValue])
+                throw .invalidReport("receipt", "receipt must be the app receipt (PKCS #7, base64, at most 512 KiB): \(error)")
+            }
+            if let bundle = read.bundleID, bundle != clients.bundleID {
+                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "bundle_mismatch"])
+                throw .transactionNotCreditable("the receipt belongs to another app (bundle id)")
+            }
+            guard read.contains(transactionID: id) else {
+                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "transaction_not_in_receipt"])
+                throw .transactionNotInReceipt
+            }
+            metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "ok"])
+            var purchase = try await lookUp(id, api: api)
+            purchase.via = "receipt"
+            purchase.verification = "the transaction is in the app receipt (read locally, \(read.purchases.count) purchases); "
+                + purchase.verification
+            return purchase
         }
     }
 
@@ -302,6 +382,14 @@ public final class IAPService: Sendable {
         let info: TransactionInfoResponse
         do {
             info = try await api.transactionInfo(id, environment: environment)
+        } catch where error.kind == .notFound && environment == nil && !clients.acceptSandbox {
+            // Production does not know it, and the sandbox is not taken: a sandbox purchase (a
+            // tester's, against this production gateway) can never be credited, so the app may
+            // finish it; an id unknown in both stays not found (keep it).
+            if (try? await api.transactionInfo(id, environment: .sandbox)) != nil {
+                throw .transactionNotCreditable("it is from the sandbox, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
+            }
+            throw serverAPIRefusal(error)
         } catch {
             throw serverAPIRefusal(error)
         }
@@ -382,6 +470,16 @@ public final class IAPService: Sendable {
         guard let credited = row.outTradeNo,
               let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
         else { return nil }
+        guard row.isRevoked else {
+            // Apple reversed this refund after it was made (REFUND_REVERSED came first, or the
+            // refund was read late from the notification history): not applied again.
+            _ = try? await service.store.appendEvent(
+                order.outTradeNo, kind: "appstore_refund",
+                detail: "a refund of transaction \(purchase.transactionID) dated \(Timestamp.rfc3339(facts.revocationDate ?? at)) "
+                    + "arrived via \(source), but Apple reversed that refund at "
+                    + "\(row.refundReversedAt.map(Timestamp.rfc3339) ?? "?"): not applied", at: now())
+            return order
+        }
         guard order.state == .success else { return order }
         let detail = "Apple refunded or revoked transaction \(purchase.transactionID)"
             + (reason.map { " (\($0))" } ?? "") + "; via \(source)"
@@ -391,6 +489,39 @@ public final class IAPService: Sendable {
         if result.didChange {
             metrics.increment("wxpay_appstore_refunds_total", ["environment": purchase.environment])
             logger.info("App Store refund applied", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
+        }
+        return result.record ?? order
+    }
+
+    /// Records Apple's reversal of a refund (REFUND_REVERSED) and moves the order the transaction
+    /// credited, if REFUND because of that refund, back to SUCCESS through the door (with
+    /// `order.refund_reversed`). Returns the order afterwards, if the transaction credited one.
+    @discardableResult
+    func reverseRefund(_ purchase: VerifiedPurchase, reversedAt: Date, source: String) async throws(APIError) -> OrderRecord? {
+        var facts = purchase.facts
+        facts.revocationDate = nil
+        let at = now()
+        let row = try await service.storage { () throws(StorageError) in
+            try await self.store.recordAppleRefundReversal(facts, reversedAt: reversedAt, source: source, at: at)
+        }
+        guard let credited = row.outTradeNo,
+              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
+        else { return nil }
+        guard order.state == .refund, !row.isRevoked else {
+            _ = try? await service.store.appendEvent(
+                order.outTradeNo, kind: "appstore_refund",
+                detail: "Apple reversed a refund of transaction \(purchase.transactionID) (via \(source)); the order is "
+                    + "\(order.state.rawValue)" + (row.isRevoked ? " and a newer refund stands: nothing changed" : ": nothing to change"),
+                at: now())
+            return order
+        }
+        let result = try await service.storage { () throws(StorageError) in
+            try await self.service.settlement.refundReversed(
+                order, source: "Apple reversed its refund of transaction \(purchase.transactionID) (REFUND_REVERSED); via \(source)")
+        }
+        if result.didChange {
+            metrics.increment("wxpay_appstore_refunds_reversed_total", ["environment": purchase.environment])
+            logger.info("App Store refund reversed", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
         }
         return result.record ?? order
     }
@@ -430,5 +561,11 @@ public final class IAPService: Sendable {
                          help: "Orders moved to REFUND because Apple refunded or revoked their transaction.")
         metrics.describe("wxpay_appstore_upstream_errors_total", type: "counter",
                          help: "Failed calls to the App Store (Server API, verifyReceipt) by API and error.")
+        metrics.describe("wxpay_appstore_refunds_reversed_total", type: "counter",
+                         help: "Orders moved back to SUCCESS because Apple reversed its refund (REFUND_REVERSED).")
+        metrics.describe("wxpay_appstore_report_lines_suppressed_total", type: "counter",
+                         help: "Repeated iOS reports of one order within a minute that added no timeline line.")
+        metrics.describe("wxpay_appstore_receipts_read_total", type: "counter",
+                         help: "App receipts read locally (StoreKit 1 reports with the Server API), by outcome.")
     }
 }

@@ -14,8 +14,6 @@ struct VerifiedPurchase: Sendable, Hashable {
     var verification: String
     var ownership: String?
     var quantity: Int
-    var price: Int64?
-    var currency: String?
 
     var environment: String { facts.environment }
     var transactionID: String { facts.transactionID }
@@ -26,13 +24,12 @@ struct VerifiedPurchase: Sendable, Hashable {
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
             productID: transaction.productID, environment: transaction.environment.rawValue,
             appAccountToken: transaction.appAccountToken?.uuidString.lowercased(), purchaseDate: transaction.purchaseDate,
-            revocationDate: transaction.revocationDate)
+            revocationDate: transaction.revocationDate, price: transaction.price, currency: transaction.currency,
+            storefront: transaction.storefront)
         self.via = via
         self.verification = verification
         ownership = transaction.inAppOwnershipType?.rawValue
         quantity = transaction.quantity
-        price = transaction.price
-        currency = transaction.currency
     }
 
     /// A transaction verified earlier, from the ledger (an unmatched purchase tried again).
@@ -42,8 +39,6 @@ struct VerifiedPurchase: Sendable, Hashable {
         self.verification = verification
         ownership = nil
         quantity = 1
-        price = nil
-        currency = nil
     }
 
     /// A receipt's entry carries no `appAccountToken`: StoreKit 1 purchases match by order or 凑单.
@@ -57,8 +52,6 @@ struct VerifiedPurchase: Sendable, Hashable {
             + "the transaction is in its in_app list"
         ownership = transaction.inAppOwnershipType
         quantity = transaction.quantity
-        price = nil
-        currency = nil
     }
 
     /// The timeline's line about it: `transaction 2000… (com.example…, Production, purchased …): <how verified>`.
@@ -66,15 +59,19 @@ struct VerifiedPurchase: Sendable, Hashable {
         var text = "transaction \(transactionID) (\(productID), \(environment), purchased \(Timestamp.rfc3339(facts.purchaseDate))"
         if facts.originalTransactionID != transactionID { text += ", original \(facts.originalTransactionID)" }
         if quantity != 1 { text += ", quantity \(quantity)" }
-        if let price, let currency { text += ", price \(Self.decimal(price)) \(currency)" }
+        if let price = facts.price, let currency = facts.currency {
+            text += ", price \(AppStorePrice.decimal(price)) \(currency)"
+        }
+        if let storefront = facts.storefront { text += ", storefront \(storefront)" }
         return text + "): " + verification
     }
 
-    /// Milli-units as a decimal: 68000 → 68.000.
-    private static func decimal(_ milli: Int64) -> String {
-        let sign = milli < 0 ? "-" : ""
-        let value = abs(milli)
-        let fraction = String(value % 1000)
-        return "\(sign)\(value / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    /// What Apple charged in the minor unit of its currency (CNY 13990 milli-units → 1399 fen),
+    /// when the transaction says; nil also for nothing charged (a price of 0).
+    var chargedMinorUnits: (amount: Int, currency: String)? {
+        guard let price = facts.price, let currency = facts.currency,
+              let minor = AppStorePrice.minorUnits(milli: price, currency: currency), minor > 0, let amount = Int(exactly: minor)
+        else { return nil }
+        return (amount, currency)
     }
 }

@@ -63,7 +63,8 @@ public final class OrderService: Sendable {
         self.now = now
         signer = Signer(key: configuration.apiKey)
         catalog = CatalogSource(configuration.app.catalog, path: configuration.app.catalogPath)
-        userLimits = UserLimits(createsPerMinute: configuration.app.createRate, maximumWaits: configuration.app.maxWaits)
+        userLimits = UserLimits(createsPerMinute: configuration.app.createRate, reportsPerMinute: configuration.app.reportRate,
+                                maximumWaits: configuration.app.maxWaits)
         settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
         upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
                             logger: logger)
@@ -352,32 +353,46 @@ public final class OrderService: Sendable {
     /// Orders found by exactly one identifier, each with its event timeline. A `user_id` lookup
     /// answers one page (`page`, default the 100 newest) and `next_cursor` when there are more.
     public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?,
-                              appleTransactionID: String? = nil, originalTransactionID: String? = nil) async throws(APIError)
-        -> [UInt8]
+                              appleTransactionID: String? = nil, originalTransactionID: String? = nil,
+                              appleOrderID: String? = nil) async throws(APIError) -> [UInt8]
     {
         try await supportLookup(outTradeNo: outTradeNo, transactionID: transactionID, userID: userID,
                                 appleTransactionID: appleTransactionID, originalTransactionID: originalTransactionID,
+                                appleOrderID: appleOrderID,
                                 page: OrderPageRequest(limit: nil, cursor: nil, defaultLimit: 100, maximum: 100))
     }
 
     /// With `apple_transaction_id` or `original_transaction_id` (App Store ids), the answer also
     /// lists `apple_transactions`: the ledger's rows for them, credited or not yet (an unmatched
-    /// purchase has no order to show).
+    /// purchase has no order to show). With `apple_order_id` (the order id of the customer's Apple
+    /// receipt e-mail) the App Store is asked (Look Up Order ID), and `apple_order` says whether it
+    /// knew the id.
     func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, appleTransactionID: String? = nil,
-                       originalTransactionID: String? = nil, page: OrderPageRequest) async throws(APIError) -> [UInt8]
+                       originalTransactionID: String? = nil, appleOrderID: String? = nil,
+                       page: OrderPageRequest) async throws(APIError) -> [UInt8]
     {
-        let given = [outTradeNo, transactionID, userID, appleTransactionID, originalTransactionID].compactMap { $0 }
+        let given = [outTradeNo, transactionID, userID, appleTransactionID, originalTransactionID, appleOrderID].compactMap { $0 }
         guard given.count == 1 else {
-            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id, user_id, apple_transaction_id or "
-                           + "original_transaction_id")
+            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id, user_id, apple_transaction_id, "
+                           + "original_transaction_id or apple_order_id")
         }
-        let orders: [OrderRecord]
+        var orders: [OrderRecord] = []
         var next: OrderPageKey?
         var ledger: [[UInt8]]?
-        if appleTransactionID != nil || originalTransactionID != nil {
+        var appleOrder: [UInt8]?
+        if appleTransactionID != nil || originalTransactionID != nil || appleOrderID != nil {
             guard let iap else { throw .invalid(nil, "App Store purchases are off (APPSTORE_BUNDLE_ID is unset)") }
-            (orders, ledger) = try await iap.lookup(appleTransactionID: appleTransactionID,
-                                                    originalTransactionID: originalTransactionID)
+            if let appleOrderID {
+                let found = try await iap.lookup(appleOrderID: appleOrderID)
+                (orders, ledger) = found ?? ([], [])
+                var writer = JSONObjectWriter(capacity: 64)
+                writer.string("order_id", appleOrderID)
+                writer.string("status", found == nil ? "invalid" : "valid")
+                appleOrder = writer.finish()
+            } else {
+                (orders, ledger) = try await iap.lookup(appleTransactionID: appleTransactionID,
+                                                        originalTransactionID: originalTransactionID)
+            }
         } else if let outTradeNo {
             orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
         } else if let transactionID {
@@ -388,27 +403,53 @@ public final class OrderService: Sendable {
             }
             orders = found.orders
             next = found.next
-        } else {
-            throw .invalid(nil, "give one of out_trade_no, transaction_id or user_id")
         }
-        var views: [OrderView] = []
-        for order in orders {
-            var view = try await storage { () throws(StorageError) in try await self.view(order) }
-            view.userID = order.userID
-            view.prepayID = order.prepayID
-            view.flags = order.flags.map(\.rawValue).sorted()
+        var views: [[UInt8]] = []
+        for order in orders { views.append(try await supportView(order, timeline: true)) }
+        var lookup = JSONObjectWriter(capacity: 1024)
+        if let appleOrder { lookup.raw("apple_order", appleOrder) }
+        if let ledger { lookup.array("apple_transactions", ledger) }
+        lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
+        lookup.array("orders", views)
+        return lookup.finish()
+    }
+
+    /// The attention list (`GET /v1/support/attention`): the orders whose flags need a person
+    /// (`OrderFlag.needingAttention`, or only `flag`), newest first, a page at a time.
+    func attentionList(flag: String?, page: OrderPageRequest) async throws(APIError) -> [UInt8] {
+        var flags = OrderFlag.needingAttention
+        if let flag {
+            guard let parsed = OrderFlag(rawValue: flag), flags.contains(parsed) else {
+                throw .invalid("flag", "flag must be one of " + flags.map(\.rawValue).sorted().joined(separator: ", "))
+            }
+            flags = [parsed]
+        }
+        let found = try await storage { () throws(StorageError) in
+            try await self.store.orders(flagged: flags, limit: page.limit, after: page.after)
+        }
+        var views: [[UInt8]] = []
+        for order in found.orders { views.append(try await supportView(order, timeline: false)) }
+        var list = JSONObjectWriter(capacity: 1024)
+        list.string("next_cursor", found.next.map(OrderPageRequest.cursor))
+        list.array("orders", views)
+        return list.finish()
+    }
+
+    /// An order as support sees it: its view with the user, prepay_id and flags, and — with
+    /// `timeline` — its events and webhook deliveries.
+    private func supportView(_ order: OrderRecord, timeline: Bool) async throws(APIError) -> [UInt8] {
+        var view = try await storage { () throws(StorageError) in try await self.view(order) }
+        view.userID = order.userID
+        view.prepayID = order.prepayID
+        view.flags = order.flags.map(\.rawValue).sorted()
+        if timeline {
             view.events = try await storage { () throws(StorageError) in try await self.store.events(order.outTradeNo) }
                 .map(EventView.init)
             // Whether the business backend heard of the payment: delivered, pending or dead.
             view.outbox = try await storage { () throws(StorageError) in try await self.store.outboxEvents(order.outTradeNo) }
                 .map(OutboxEventView.init)
-            views.append(view)
         }
-        var lookup = JSONObjectWriter(capacity: 1024)
-        if let ledger { lookup.array("apple_transactions", ledger) }
-        lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
-        lookup.array("orders", views.map(\.json))
-        return lookup.finish()
+        return view.json
     }
 
     /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order

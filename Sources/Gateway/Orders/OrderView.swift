@@ -10,8 +10,10 @@ import WeChatPay
 /// `final` says whether it can still change. `transaction_id` and `paid_at` are always written
 /// (null until paid), so clients see one shape; the optional members appear only where they apply.
 /// `channel` is `wechat` or `apple`; an App Store order also carries `apple_product_id`,
-/// `app_account_token`, and `environment`, `apple_transaction_id` and `original_transaction_id`
-/// (null until paid). `transaction_id` is WeChat's, so it stays null for an App Store order.
+/// `app_account_token`, `currency` (CNY, or what Apple charged in for a product missing from the
+/// catalog: `amount` is then in that currency's minor unit), and `environment`,
+/// `apple_transaction_id` and `original_transaction_id` (null until paid). `transaction_id` is
+/// WeChat's, so it stays null for an App Store order.
 struct OrderView: Sendable {
     var outTradeNo: String
     var channel: String
@@ -52,6 +54,8 @@ struct OrderView: Sendable {
         var environment: String?
         var appleTransactionID: String?
         var originalTransactionID: String?
+        /// ISO 4217: CNY unless Apple charged in another currency for a product not in the catalog.
+        var currency: String
     }
 
     init(_ record: OrderRecord) {
@@ -60,7 +64,7 @@ struct OrderView: Sendable {
         if record.channel == .apple {
             apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
                               environment: record.environment, appleTransactionID: record.appleTransactionID,
-                              originalTransactionID: record.originalTransactionID)
+                              originalTransactionID: record.originalTransactionID, currency: record.currency ?? "CNY")
         }
         state = record.state.rawValue
         amount = record.amount
@@ -87,6 +91,7 @@ struct OrderView: Sendable {
         writer.string("attach", attach)
         writer.string("channel", channel)
         writer.string("created_at", createdAt)
+        if let apple { writer.string("currency", apple.currency) }
         writer.string("description", description)
         if let apple { writer.stringOrNull("environment", apple.environment) }
         if let events { writer.array("events", events.map(\.json)) }

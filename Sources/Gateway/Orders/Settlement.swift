@@ -142,11 +142,18 @@ struct Settlement: Sendable {
         return Self.event("order.paid", for: paid, at: at)
     }
 
-    /// An order event (`order.paid`, `order.refunded`) whose `data` is `order` as GET shows it, plus
+    /// An order event (`order.paid`, `order.refunded`, `order.refund_reversed`) whose `data` is
+    /// `order` as GET shows it, plus
     /// `attach`, `user_id`, `product_id` and, when flagged so, `paid_after_close`. An App Store
     /// order's flags come too (`matched_without_order`), since its view shows them.
     static func event(_ type: String, for order: OrderRecord, at: Date) -> OutboxEvent {
         let id = PaidEventEncoding.newID(at: at)
+        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: eventData(order).json, type: type)
+        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
+    }
+
+    /// The order as an event's `data` shows it: GET's view plus what only the business needs.
+    static func eventData(_ order: OrderRecord) -> OrderView {
         var data = OrderView(order)
         data.attach = order.attach
         data.userID = order.userID
@@ -157,8 +164,7 @@ struct Settlement: Sendable {
             // Apple refunds the whole purchase.
             if order.state == .refund { data.refundedAmount = order.amount }
         }
-        let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: data.json, type: type)
-        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
+        return data
     }
 
     // MARK: - App Store
@@ -185,6 +191,19 @@ struct Settlement: Sendable {
         refunded.state = .refund
         let result = try await store.transition(order.outTradeNo, to: .refund, from: [.success], detail: source,
                                                 outbox: Self.event("order.refunded", for: refunded, at: at), at: at)
+        announce(result, source: source)
+        return result
+    }
+
+    /// Moves an App Store order Apple had refunded back to SUCCESS through the door, with an
+    /// `order.refund_reversed` event whose `data` is the order as GET shows it afterwards (paid,
+    /// refunded 0): Apple reversed the refund (REFUND_REVERSED). Nothing else leaves REFUND.
+    func refundReversed(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
+        let at = now()
+        var paid = order
+        paid.state = .success
+        let result = try await store.transition(order.outTradeNo, to: .success, from: [.refund], detail: source,
+                                                outbox: Self.event("order.refund_reversed", for: paid, at: at), at: at)
         announce(result, source: source)
         return result
     }

@@ -4,7 +4,9 @@ import Storage
 
 /// The reconciler's App Store half: leased iOS orders are checked with the App Store instead of
 /// WeChat (`IAPService.reconcile`: Get Transaction History of the user's account, and a local close
-/// at expiry), and a few purchases no notification could match are tried again each sweep.
+/// at expiry), a few purchases no notification could match are tried again each sweep, the
+/// notification history is read when due (IAPService+Backfill.swift), and consumption requests
+/// are answered and sent (IAPService+Consumption.swift).
 extension Reconciler {
     /// Unmatched purchases tried per sweep, and how long each waits between tries.
     static let unmatchedPerSweep = 10
@@ -18,6 +20,16 @@ extension Reconciler {
             return closed?.state == .closed ? .closed : .open
         }
         return await iap.reconcile(order, now: now)
+    }
+
+    /// The backfill (when due) and the consumption requests that need work; what they did goes into `report`.
+    func sweepAppStoreRecovery(into report: inout SweepReport) async {
+        guard let iap = service.iap else { return }
+        if let backfill = await iap.backfillIfDue(claimant: claimant) {
+            report.backfillRan = !backfill.environments.isEmpty
+            report.notificationsRecovered = backfill.recovered
+        }
+        report.consumptionSent = await iap.sweepConsumption(claimant: claimant).sent
     }
 
     /// Returns how many were credited.

@@ -126,8 +126,19 @@ public final class Reconciler: Sendable {
         report.lagSeconds = claimed.map { lag(of: $0, now: now) }.max() ?? 0
 
         let items = refunds.map(SweepItem.refund) + claimed.map(SweepItem.order)
+        // Apple's recovery APIs run beside the order checks: a long first read of the notification
+        // history does not hold the checks up.
+        async let recovery: SweepReport = {
+            var recovered = SweepReport()
+            await self.sweepAppStoreRecovery(into: &recovered)
+            return recovered
+        }()
         let outcomes = await checkAll(items, leaseUntil: leaseUntil)
         report.settled += await retryUnmatchedApplePurchases(now: now)
+        let recovered = await recovery
+        report.backfillRan = recovered.backfillRan
+        report.notificationsRecovered = recovered.notificationsRecovered
+        report.consumptionSent = recovered.consumptionSent
         for (item, outcome) in zip(items, outcomes) {
             if case .refund = item {
                 report.count(refundOutcome: outcome)

@@ -30,5 +30,14 @@ public struct SweepReport: Sendable, Hashable {
     /// Refunds claimed but left for a later sweep.
     public var refundsSkipped = 0
 
+    // Apple's recovery APIs (Reconciler+AppStore.swift).
+
+    /// Notifications the notification history backfill handled for the first time.
+    public var notificationsRecovered = 0
+    /// Whether this sweep read the notification history (it was due and this sweeper had the lease).
+    public var backfillRan = false
+    /// Consumption answers Apple accepted in this sweep.
+    public var consumptionSent = 0
+
     public init() {}
 }

@@ -112,6 +112,10 @@ extension SQLiteOrderStore: ConsoleStore {
         }
     }
 
+    public func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
+        try await searchOrders(OrderSearch(flags: flags), limit: limit, after: after)
+    }
+
     public func searchOrders(_ search: OrderSearch, limit: Int, after: OrderPageKey?) async throws(StorageError)
         -> OrderPage
     {
