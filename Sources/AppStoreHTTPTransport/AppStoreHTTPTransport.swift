@@ -32,7 +32,7 @@ public struct AppStoreHTTPTransport: AppStoreTransport {
 
     public func send(_ request: AppStoreRequest) async throws(AppStoreTransportError) -> AppStoreResponse {
         let outgoing = HTTPClientRequest(
-            method: request.method == .get ? .get : .post, url: request.url,
+            method: HTTPMethod(rawValue: request.method.rawValue), url: request.url,
             headers: HTTPHeaders(request.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }),
             body: request.body, timeouts: timeouts, maxResponseBodyBytes: maxResponseBodyBytes)
         do {

@@ -24,10 +24,12 @@ public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
     public var latency: Double = 0
     /// Apply to at most this many more requests, then answer normally. Nil: no limit.
     public var limit: Int?
+    /// Answer this many requests normally first ("the second page fails"). Nil: from the next one.
+    public var after: Int?
 
     public init(http5xxRate: Double = 0, rateLimitRate: Double = 0, retryAfterSeconds: Int = 1, timeoutRate: Double = 0,
                 timeoutSeconds: Double = 30, rogueChainRate: Double = 0, receiptStatus: Int? = nil, receiptStatusRate: Double = 0,
-                receiptRetryable: Bool = true, latency: Double = 0, limit: Int? = nil) {
+                receiptRetryable: Bool = true, latency: Double = 0, limit: Int? = nil, after: Int? = nil) {
         self.http5xxRate = http5xxRate
         self.rateLimitRate = rateLimitRate
         self.retryAfterSeconds = retryAfterSeconds
@@ -39,11 +41,12 @@ public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
         self.receiptRetryable = receiptRetryable
         self.latency = latency
         self.limit = limit
+        self.after = after
     }
 
     private enum CodingKeys: String, CodingKey {
         case http5xxRate, rateLimitRate, retryAfterSeconds, timeoutRate, timeoutSeconds, rogueChainRate, receiptStatus,
-             receiptStatusRate, receiptRetryable, latency, limit
+             receiptStatusRate, receiptRetryable, latency, limit, after
     }
 
     // Written by hand (tests, the control API): a missing key means "no such fault".
@@ -60,12 +63,13 @@ public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
             receiptStatusRate: try c.decodeIfPresent(Double.self, forKey: .receiptStatusRate) ?? 0,
             receiptRetryable: try c.decodeIfPresent(Bool.self, forKey: .receiptRetryable) ?? true,
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
-            limit: try c.decodeIfPresent(Int.self, forKey: .limit))
+            limit: try c.decodeIfPresent(Int.self, forKey: .limit),
+            after: try c.decodeIfPresent(Int.self, forKey: .after))
     }
 }
 
 /// Every fault the App Store simulator injects. Endpoint keys: `transactions`, `history`,
-/// `refunds`, `lookup`, `verifyReceipt`, or `*` for all.
+/// `refunds`, `lookup`, `notificationHistory`, `consumption`, `verifyReceipt`, or `*` for all.
 public struct AppStoreFaultPlan: Codable, Sendable, Hashable {
     public var endpoints: [String: AppStoreEndpointFaults]
     /// Drops, duplicates and delays of Server Notifications V2.

@@ -269,6 +269,7 @@ extension AppStoreSimulator {
         state.withLock { store in
             store.faults = plan
             store.faultBudget = plan.endpoints.compactMapValues(\.limit)
+            store.faultDelay = plan.endpoints.compactMapValues(\.after)
         }
         notifications.setFaults(plan.notify)
     }

@@ -30,8 +30,9 @@ struct StoreState: Sendable {
     var random: SeededRandom
     var nextTransactionNumber: UInt64 = 1
     var faults = AppStoreFaultPlan()
-    /// Requests left under each endpoint's `limit`.
+    /// Requests left under each endpoint's `limit`, and answered normally before its `after`.
     var faultBudget: [String: Int] = [:]
+    var faultDelay: [String: Int] = [:]
     var counters: [String: Int] = [:]
     /// Purchases that failed (interrupted ones), as the device saw them.
     var failedPurchases: [FailedPurchase] = []
@@ -101,6 +102,10 @@ struct StoreState: Sendable {
     mutating func consumeFaults(for endpoint: String) -> AppStoreEndpointFaults {
         let key = faults.endpoints[endpoint] != nil ? endpoint : "*"
         guard let plan = faults.endpoints[key] else { return AppStoreEndpointFaults() }
+        if let waiting = faultDelay[key], waiting > 0 {
+            faultDelay[key] = waiting - 1
+            return AppStoreEndpointFaults()
+        }
         if plan.limit != nil {
             let left = faultBudget[key] ?? 0
             guard left > 0 else { return AppStoreEndpointFaults() }

@@ -32,9 +32,12 @@ final class IAPRig: Sendable {
     ///   - acceptSandbox: APPSTORE_ACCEPT_SANDBOX.
     ///   - serverAPI: whether the In-App Purchase key is configured.
     ///   - store: the gateway's store.
+    ///   - recovery: the notification history's and consumption requests' settings.
+    ///   - environment: more configuration variables (GATEWAY_APP_REPORT_RATE, say).
     static func start(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
-                      serverAPI: Bool = true) async throws -> IAPRig {
-        let gateway = try await GatewayRig.start(mode, store: store)
+                      serverAPI: Bool = true, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy(),
+                      environment: [String: String] = [:]) async throws -> IAPRig {
+        let gateway = try await GatewayRig.start(mode, store: store, environment: environment)
         let target = NotificationTarget()
         let httpClient = mode == .sockets ? try HTTPClient() : nil
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0, contentType: "application/json") }
@@ -69,7 +72,7 @@ final class IAPRig: Sendable {
             transport: transport, clock: SystemAppStoreClock(),
             // A loaded machine: the deadline is for Apple's slowness, not the test's.
             deadline: .seconds(60))
-        let iap = IAPService(orders: gateway.service, store: gateway.store, clients: clients)
+        let iap = IAPService(orders: gateway.service, store: gateway.store, clients: clients, recovery: recovery)
         target.set(iap)
         return IAPRig(gateway: gateway, appStore: appStore, iap: iap, appStoreServer: appStoreServer, httpClient: httpClient)
     }
@@ -136,6 +139,22 @@ final class IAPRig: Sendable {
     /// A reconciler sweep now, for orders with no news for `after` seconds.
     func sweep(after: Double = 0) async -> SweepReport {
         await Reconciler(service: service, configuration: .init(interval: 1, after: after, concurrency: 4, rate: 1000)).sweep()
+    }
+
+    /// The customer buys at a price of their own (milli-units of `currency`).
+    func buy(_ appleAccount: String, token: String?, product: String, price: Int64, currency: String,
+             type: String = "Non-Consumable") throws -> PurchaseReceipt {
+        try appStore.purchase(SimulatedPurchase(user: appleAccount, productID: product, type: type,
+                                                appAccountToken: token.flatMap(UUID.init(uuidString:)), price: price,
+                                                currency: currency))
+    }
+
+    /// The value of one metric series in the gateway's exposition (0 when absent).
+    func metric(_ series: String) -> Double {
+        for line in service.metrics.exposition().split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
     }
 
     enum RigError: Error {

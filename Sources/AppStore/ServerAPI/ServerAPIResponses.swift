@@ -88,11 +88,11 @@ public struct NotificationHistoryRequest: Sendable, Hashable {
         self.onlyFailures = onlyFailures
     }
 
-    /// As Apple names it: dates in milliseconds since 1970.
+    /// As Apple names it: dates in milliseconds since 1970 (to the nearest, so a window saved by
+    /// a store that keeps milliseconds asks for the very same body again, as a pagination token needs).
     public var json: JSONValue {
-        var members: [String: JSONValue] = [
-            "startDate": .int(Int(startDate.millisecondsSince1970)), "endDate": .int(Int(endDate.millisecondsSince1970)),
-        ]
+        func milliseconds(_ date: Date) -> Int { Int((date.timeIntervalSince1970 * 1000).rounded()) }
+        var members: [String: JSONValue] = ["startDate": .int(milliseconds(startDate)), "endDate": .int(milliseconds(endDate))]
         members["notificationType"] = notificationType.map { .string($0) }
         members["notificationSubtype"] = notificationSubtype.map { .string($0) }
         members["transactionId"] = transactionID.map { .string($0) }

@@ -78,7 +78,9 @@ extension IAPService {
     private func backfill(_ environment: AppStoreEnvironment, api: AppStoreServerAPIClient, since: Date?, claimant: String,
                           force: Bool, into report: inout BackfillReport) async {
         let name = environment.rawValue
-        let started = now()
+        // Whole milliseconds, as the store keeps the window: a saved page token is good only for
+        // the very same request.
+        let started = Date(timeIntervalSince1970: (now().timeIntervalSince1970 * 1000).rounded() / 1000)
         let lease = recovery.backfillLease
         let claimed: AppStoreBackfillProgress?
         do {
@@ -102,7 +104,8 @@ extension IAPService {
         } else {
             let from = since ?? progress.through.map { $0.addingTimeInterval(-recovery.backfillOverlap) }
                 ?? started.addingTimeInterval(-Double(recovery.backfillDays) * 86400)
-            window = max(oldest, min(from, started))...started
+            let start = max(oldest, min(from, started))
+            window = Date(timeIntervalSince1970: (start.timeIntervalSince1970 * 1000).rounded() / 1000)...started
         }
         if window.lowerBound < oldest { window = oldest...max(oldest, window.upperBound) }
         var restarted = false
