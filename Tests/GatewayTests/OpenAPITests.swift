@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
 @testable import Gateway
@@ -67,7 +68,8 @@ struct OpenAPITests {
     @Test func theWebhookEventsAreDescribedAsTheGatewayWritesThem() async throws {
         let document = try Self.document()
         let webhooks = try #require(document["webhooks"] as? [String: Any])
-        #expect(Set(webhooks.keys) == ["order.paid", "refund.succeeded", "refund.failed"])
+        #expect(Set(webhooks.keys) == ["order.paid", "refund.succeeded", "refund.failed", "order.refunded", "order.refund_reversed",
+                                        "appstore.consumption_requested"])
         let components = try #require(document["components"] as? [String: Any])
         let schemas = try #require(components["schemas"] as? [String: [String: Any]])
         let parameters = try #require(components["parameters"] as? [String: [String: Any]])
@@ -103,6 +105,42 @@ struct OpenAPITests {
             let members = try #require(dataMembers[type])
             #expect(members.required.subtracting(data.keys).isEmpty, "\(type) lacks \(members.required.subtracting(data.keys).sorted())")
             #expect(Set(data.keys).subtracting(members.allowed).isEmpty, "\(type) has undocumented \(Set(data.keys).subtracting(members.allowed).sorted())")
+        }
+    }
+
+    /// The App Store's events (an Apple refund, its reversal, a consumption request) against the
+    /// same contract: the envelope exactly, the order's `data` as order.paid's.
+    @Test func theAppStoreWebhookEventsAreDescribedAsTheGatewayWritesThem() async throws {
+        let document = try Self.document()
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]])
+        func properties(_ schema: [String: Any]?) -> Set<String> { Set((schema?["properties"] as? [String: Any] ?? [:]).keys) }
+        func required(_ schema: [String: Any]?) -> Set<String> { Set(schema?["required"] as? [String] ?? []) }
+        let paidData = (schemas["OrderPaidEvent"]?["properties"] as? [String: Any])?["data"] as? [String: Any]
+        let orderAllowed = properties(schemas["Order"]).union(properties(paidData))
+        let consumptionData = (schemas["ConsumptionRequestedEvent"]?["properties"] as? [String: Any])?["data"] as? [String: Any]
+
+        let rig = try await IAPRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        let created = try await rig.createOrder("user-hooks")
+        let bought = try rig.buy("apple-hooks", token: IAPEndToEndTests.token(created), type: "Consumable")
+        #expect(try await rig.report("user-hooks", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+        try rig.appStore.requestConsumption(transactionID: bought.transactionID)
+        try rig.appStore.refund(transactionID: bought.transactionID)
+        #expect(try await rig.eventually { try await rig.order(IAPEndToEndTests.number(created))?.state == .refund })
+        try rig.appStore.reverseRefund(transactionID: bought.transactionID)
+        let number = IAPEndToEndTests.number(created)
+        #expect(try await rig.eventually { try await rig.store.outboxEvents(number).count == 4 })
+        for event in try await rig.store.outboxEvents(number) where event.type != "order.paid" {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
+            let schema = schemas[event.type == "appstore.consumption_requested" ? "ConsumptionRequestedEvent" : "OrderChangedEvent"]
+            #expect(Set(object.keys) == properties(schema) && required(schema) == properties(schema), "\(event.type)")
+            let data = try #require(object["data"] as? [String: Any])
+            let order = event.type == "appstore.consumption_requested" ? try #require(data["order"] as? [String: Any]) : data
+            if event.type == "appstore.consumption_requested" {
+                #expect(Set(data.keys) == properties(consumptionData), "\(data.keys.sorted())")
+            }
+            #expect(required(schemas["Order"]).subtracting(order.keys).isEmpty, "\(event.type)")
+            #expect(Set(order.keys).subtracting(orderAllowed).isEmpty, "\(event.type): \(Set(order.keys).subtracting(orderAllowed).sorted())")
         }
     }
 
