@@ -85,6 +85,106 @@ struct ConsolePagesTests {
         #expect(!ConsolePages.order(Self.chrome(.viewer), Self.model()).text.contains("id=\"warnings\""))
     }
 
+    @Test func moneyIsYuanForCNYAndTheCurrencysOwnDecimalsOtherwise() {
+        #expect(ConsoleFormat.money(990, currency: nil) == "¥9.90")
+        #expect(ConsoleFormat.money(990, currency: "CNY") == "¥9.90")
+        #expect(ConsoleFormat.money(1299, currency: "USD") == "12.99 USD")
+        #expect(ConsoleFormat.money(5, currency: "EUR") == "0.05 EUR")
+        #expect(ConsoleFormat.money(120, currency: "JPY") == "120 JPY")
+        #expect(ConsoleFormat.money(1234, currency: "KWD") == "1.234 KWD")
+    }
+
+    static func appleOrder(_ state: OrderState = .refund, flags: Set<OrderFlag> = [], currency: String? = nil) -> OrderRecord {
+        var order = order(state, flags: flags)
+        order.channel = .apple
+        order.transactionID = nil
+        order.signType = ""
+        order.appleProductID = "com.example.courses.swift101"
+        order.appleTransactionID = "2000000000000042"
+        order.originalTransactionID = "2000000000000042"
+        order.appAccountToken = "6f1c0a44-2b1c-4d1f-9e6e-0a9c5b0f3a11"
+        order.environment = "Production"
+        order.currency = currency
+        return order
+    }
+
+    static func appleModel(_ order: OrderRecord = appleOrder(), revoked: Bool = true) -> ConsolePages.Order {
+        var model = model(order, events: [
+            OrderEvent(id: 1, outTradeNo: order.outTradeNo, at: created, kind: "appstore_match",
+                       detail: "matched by app_account_token: the transaction carries this order's token; via App Store report (signed_transaction)"),
+        ])
+        model.appleTransaction = AppleTransactionRecord(
+            facts: AppleTransactionFacts(transactionID: "2000000000000042", originalTransactionID: "2000000000000042",
+                                         productID: "com.example.courses.swift101", environment: "Production",
+                                         purchaseDate: created, revocationDate: revoked ? created.addingTimeInterval(3600) : nil,
+                                         price: 9900, currency: "CNY", storefront: "CHN"),
+            outTradeNo: order.outTradeNo, source: "App Store report", firstSeenAt: created)
+        model.consumption = [ConsumptionRequestRecord(
+            id: "n-1", transactionID: "2000000000000042", outTradeNo: order.outTradeNo, environment: "Production",
+            reason: "UNINTENDED_PURCHASE", requestedAt: created, deadline: created.addingTimeInterval(43200))]
+        return model
+    }
+
+    @Test func anAppStoreOrderShowsApplesFactsAndExplainsRefundsInsteadOfOfferingThem() {
+        for language in ConsoleLanguage.allCases {
+            let text = language.text
+            let page = ConsolePages.order(Self.chrome(.admin, language), Self.appleModel()).text
+            for id in ["fact-apple-transaction-id", "fact-original-transaction-id", "fact-app-account-token", "fact-environment",
+                       "fact-storefront", "fact-apple-charged", "fact-apple-refund", "refunds-apple", "consumption"] {
+                #expect(page.contains("id=\"\(id)\""), "\(language): \(id)")
+            }
+            #expect(page.contains("2000000000000042") && page.contains("CHN") && page.contains(text.channelName(.apple)))
+            #expect(page.contains(HTML.escape(text.appleRefunded(at: "2026-11-30 15:23:43"))))
+            // What the API says was refunded: the whole purchase, not ¥0.00.
+            #expect(page.contains("<dd id=\"fact-refunded\">¥9.90</dd>"))
+            // None of WeChat's facts or forms.
+            #expect(!page.contains("id=\"refund\"") && !page.contains("id=\"fact-transaction-id\""))
+            #expect(!page.contains(text.prepayID) && !page.contains(text.signType))
+            #expect(page.contains(text.recheckAppleTitle) && !page.contains(text.recheckTitle))
+            #expect(page.contains(text.consumptionState(.requested)))
+            #expect(page.contains(text.eventName("appstore_match")))
+        }
+        let zh = ConsolePages.order(Self.chrome(.admin), Self.appleModel()).text
+        #expect(zh.contains("按 app_account_token 匹配") && !zh.contains("matched by app_account_token"))
+        let notRefunded = ConsolePages.order(Self.chrome(.admin), Self.appleModel(Self.appleOrder(.success), revoked: false)).text
+        #expect(notRefunded.contains(ConsoleLanguage.chinese.text.appleNotRefunded) && notRefunded.contains("<dd id=\"fact-refunded\">¥0.00</dd>"))
+    }
+
+    @Test func anOrderInAnotherCurrencyIsShownInIt() {
+        let order = Self.appleOrder(.success, flags: [.unknownProduct, .matchedWithoutOrder], currency: "USD")
+        let text = ConsoleLanguage.english.text
+        let page = ConsolePages.order(Self.chrome(.viewer, .english), Self.appleModel(order, revoked: false)).text
+        #expect(page.contains("<dd id=\"fact-amount\">9.90 USD</dd>"))
+        #expect(page.contains(HTML.escape(text.unknownProduct)) && page.contains(HTML.escape(text.matchedWithoutOrder)))
+        let search = ConsolePages.search(Self.chrome(.viewer, .english), ConsolePages.Search(orders: [order, Self.order()])).text
+        #expect(search.contains("9.90 USD") && search.contains("¥9.90"))
+        #expect(search.contains("data-channel=\"apple\"") && search.contains("data-channel=\"wechat\""))
+        #expect(search.contains("2000000000000042") && search.contains("4200001234"))
+    }
+
+    @Test func aPartlyRefundedOrderSaysHowMuchOfHowMuch() {
+        let refund = RefundRecord(outRefundNo: "R1", outTradeNo: "demo-0001", amount: 350, totalFee: 990, reason: "r", notifyURL: nil,
+                                  parametersDigest: "d", state: .success, createdAt: Self.created)
+        let partly = ConsolePages.order(Self.chrome(.viewer), Self.model(Self.order(.refund), refunds: [refund])).text
+        #expect(partly.contains(ConsoleLanguage.chinese.text.partlyRefunded("¥3.50", of: "¥9.90")))
+        var whole = refund
+        whole.amount = 990
+        let fully = ConsolePages.order(Self.chrome(.viewer), Self.model(Self.order(.refund), refunds: [whole])).text
+        #expect(!fully.contains("partial") && fully.contains(ConsoleLanguage.chinese.text.stateLabel(.refund)))
+    }
+
+    @Test func theAttentionPageListsFlaggedOrdersWithTheirFlagsExplained() {
+        for language in ConsoleLanguage.allCases {
+            let text = language.text
+            let order = Self.appleOrder(.success, flags: [.unknownProduct], currency: "USD")
+            let page = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention(orders: [order])).text
+            #expect(page.contains("id=\"results\"") && page.contains(">unknown_product</span>"))
+            for flag in OrderFlag.needingAttention { #expect(page.contains(HTML.escape(text.flagExplanation(flag)))) }
+            let empty = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention(flag: .paidAfterClose)).text
+            #expect(empty.contains("id=\"no-results\"") && empty.contains("class=\"current\">paid_after_close"))
+        }
+    }
+
     @Test func eachRoleIsOfferedOnlyWhatItMayDo() {
         let dead = OutboxEvent(id: "evt_1", outTradeNo: "demo-0001", type: "order.paid", payload: "{}", createdAt: Self.created,
                                attempts: 9, nextAttemptAt: Self.created, deadAt: Self.created, lastError: "HTTP 500")
@@ -111,6 +211,8 @@ struct ConsolePagesTests {
             ConsolePages.search(Self.chrome(.viewer), ConsolePages.Search(orders: [Self.order()])),
             ConsolePages.order(Self.chrome(.admin), Self.model()),
             ConsolePages.audit(Self.chrome(.admin), ConsolePages.Audit()),
+            ConsolePages.attention(Self.chrome(.viewer), ConsolePages.Attention(orders: [Self.appleOrder(flags: [.unknownProduct])])),
+            ConsolePages.order(Self.chrome(.admin), Self.appleModel()),
             ConsolePages.message(Self.chrome(.viewer), title: "t", "m"),
         ].map(\.text)
         for page in pages {

@@ -32,6 +32,23 @@ class ConsoleInABrowser(unittest.TestCase):
         status, _ = cls.rig.api("POST", "/v1/orders/browser-0002/refunds",
                                 {"amount": 100, "reason": "api refund", "out_refund_no": "browser-r-api"})
         assert status == 201, status
+        # An iOS order paid in the demo's App Store simulator; Apple asks about its consumption
+        # and then refunds it. A purchase of a product missing from the catalog, in USD, reported
+        # by the app: credited and flagged unknown_product.
+        cls.ios, cls.purchase = cls.rig.ios_paid_order("browser-ios-0001")
+        transaction = cls.purchase["transactionId"]
+        status, _ = cls.rig.api("POST", "/appstore-simulator/transactions/%s/consumption-request" % transaction,
+                                {"reason": "UNINTENDED_PURCHASE"}, token=None)
+        assert status == 200, status
+        cls.rig.eventually(lambda: any(event["kind"] == "appstore_consumption"
+                                       for event in cls.rig.order("browser-ios-0001")["events"]), "the consumption request")
+        status, _ = cls.rig.api("POST", "/appstore-simulator/transactions/%s/refund" % transaction, {}, token=None)
+        assert status == 200, status
+        cls.rig.eventually(lambda: cls.rig.order("browser-ios-0001")["state"] == "REFUND", "Apple's refund")
+        missing = cls.rig.buy("com.example.courses.not-in-catalog", "apple-u-ios", price=12990, currency="USD")
+        status, cls.unknown = cls.rig.api("POST", "/v1/iap/transactions",
+                                          {"signed_transaction": missing["signedTransactionInfo"], "user_id": "u-ios"})
+        assert status == 200 and cls.unknown["finish_transaction"], (status, cls.unknown)
         cls.browser = cls.rig.browser()
 
     @classmethod
@@ -136,7 +153,10 @@ class ConsoleInABrowser(unittest.TestCase):
             return self.browser.find_elements(By.CSS_SELECTOR, '#refunds tr[data-state="SUCCESS"]')
         self.rig.eventually(succeeded, "the refund's success on the page")
         self.assertIn("¥3.50", self.find("#fact-refunded").text)
+        # Partly refunded, and it says so: ¥3.50 of ¥9.90.
         self.assertIn("REFUND", self.find("#fact-state").text)
+        self.assertIn("部分退款", self.find("#fact-state").text)
+        self.assertIn("¥9.90", self.find("#fact-state").text)
 
     def test_06_redeliver_a_dead_event(self):
         def dead():
@@ -198,6 +218,105 @@ class ConsoleInABrowser(unittest.TestCase):
         self.rig.sign_in(stranger, "vera", password="wrong password")
         self.assertEqual(unknown, self.rig.element(stranger, "#notice").text)
 
+    def test_09b_an_ios_order_shows_apples_facts_in_chinese(self):
+        transaction = self.purchase["transactionId"]
+        self.browser.get(self.rig.base + "/console/")
+        self.rig.submit(self.browser, "#search", [("q", transaction)])
+        row = self.find('#results tr[data-channel="apple"]')
+        self.assertIn("browser-ios-0001", row.text)
+        self.assertIn("App Store", row.text)
+        self.assertIn(transaction, row.text)
+        html = self.browser.find_element(By.TAG_NAME, "html")
+        row.find_element(By.TAG_NAME, "a").click()
+        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.assertIn("App Store", self.find("#fact-channel").text)
+        self.assertEqual(self.find("#fact-apple-transaction-id").text, transaction)
+        self.assertEqual(self.find("#fact-original-transaction-id").text, self.purchase["originalTransactionId"])
+        self.assertEqual(self.find("#fact-app-account-token").text, self.ios["app_account_token"])
+        self.assertIn("Production", self.find("#fact-environment").text)
+        self.assertEqual(self.find("#fact-storefront").text, "CHN")
+        self.assertIn("¥9.90", self.find("#fact-apple-charged").text)
+        # WeChat's facts are not there: no "transaction_id none", no prepay_id, no sign type.
+        facts = self.find("#facts").text
+        for wechat in ("微信支付单号", "预支付 ID", "签名方式"):
+            self.assertNotIn(wechat, facts)
+        # Apple refunded it: the state, the amount refunded, the refund's date; no WeChat form.
+        self.assertIn("REFUND", self.find("#fact-state").text)
+        self.assertIn("¥9.90", self.find("#fact-refunded").text)
+        self.assertIn("Apple 已于", self.find("#fact-apple-refund").text)
+        self.assertTrue(self.absent("#refund"))
+        self.assertIn("只有顾客本人", self.find("#refunds-apple").text)
+        # Apple's consumption request, waiting for the business's answer.
+        self.assertIn("待回答", self.find('#consumption tr[data-state="requested"]').text)
+        # The timeline in Chinese: the kinds' names and the details' words.
+        timeline = self.find("#timeline")
+        kinds = [item.get_attribute("data-kind") for item in timeline.find_elements(By.TAG_NAME, "li")]
+        for kind in ("appstore_verified", "appstore_match", "appstore_consumption"):
+            self.assertIn(kind, kinds)
+        self.assertIn("App Store 交易已验证", timeline.text)
+        self.assertIn("按 app_account_token 匹配", timeline.text)
+        self.assertIn("Apple 请求交易的消费信息", timeline.text)
+        self.assertNotIn("matched by app_account_token", timeline.text)
+
+    def test_09c_search_takes_every_apple_id_and_apples_order_id(self):
+        for identifier in (self.purchase["originalTransactionId"], self.ios["app_account_token"], self.purchase["orderId"]):
+            self.browser.get(self.rig.base + "/console/")
+            self.rig.submit(self.browser, "#search", [("q", identifier)])
+            links = [link.text for link in self.find("#results").find_elements(By.CSS_SELECTOR, "a")]
+            self.assertEqual(links, ["browser-ios-0001"], identifier)
+        # The Order ID from Apple's e-mail is not stored: Apple's Look Up Order ID was asked.
+        self.assertIn("Look Up Order ID", self.find("#notice").text)
+        self.assertIn(self.purchase["orderId"], self.find("#notice").text)
+
+    def test_09d_recheck_of_an_ios_order_asks_the_app_store(self):
+        self.browser.get(self.rig.base + "/console/orders/browser-ios-0001")
+        self.assertIn("App Store", self.find("#recheck").find_element(By.XPATH, "..").text)
+        self.rig.submit(self.browser, "#recheck")
+        notice = self.find("#notice").text
+        self.assertIn("App Store 的回答", notice)
+        self.assertIn("Get Transaction Info", notice)
+        self.assertNotIn("微信", notice)
+
+    def test_09e_the_attention_page_lists_the_flagged_orders(self):
+        self.browser.get(self.rig.base + "/console/")
+        html = self.browser.find_element(By.TAG_NAME, "html")
+        self.find("#nav-attention").click()
+        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        unknown = self.unknown["order"]["out_trade_no"]
+        row = self.find('#results tr[data-channel="apple"]')
+        self.assertIn(unknown, row.text)
+        self.assertIn("unknown_product", row.text)
+        self.assertIn("12.99 USD", row.text)
+        self.assertIn("unknown_product", self.find("#flag-explanations").text)
+        html = self.browser.find_element(By.TAG_NAME, "html")
+        self.find('#attention-flags a[data-flag="refund_needs_attention"]').click()
+        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.find("#no-results")
+        # Its order page says what the flag means and what Apple charged, in dollars.
+        self.browser.get(self.rig.base + "/console/orders/" + unknown)
+        self.assertIn("不在商品目录中", self.find("#warnings").text)
+        self.assertIn("12.99 USD", self.find("#fact-amount").text)
+        self.assertIn("12.99 USD", self.find("#fact-apple-charged").text)
+
+    def test_09f_the_ios_order_in_english(self):
+        english = self.rig.browser(language="en-US")
+        self.rig.sign_in(english, "vera")
+        english.get(self.rig.base + "/console/orders/browser-ios-0001")
+        self.assertEqual(english.find_element(By.TAG_NAME, "html").get_attribute("lang"), "en")
+        facts = self.rig.element(english, "#facts").text
+        for label in ("Apple transaction id", "Original transaction id", "Environment", "Storefront", "Apple charged",
+                      "App Store refund"):
+            self.assertIn(label, facts)
+        self.assertIn("App Store (iOS)", self.rig.element(english, "#fact-channel").text)
+        self.assertIn("Apple refunded it at", self.rig.element(english, "#fact-apple-refund").text)
+        self.assertIn("only the customer can ask Apple", self.rig.element(english, "#refunds-apple").text)
+        timeline = self.rig.element(english, "#timeline").text
+        self.assertIn("App Store transaction verified", timeline)
+        self.assertIn("matched by app_account_token", timeline)
+        self.assertIn("waiting for an answer", self.rig.element(english, "#consumption").text)
+        english.get(self.rig.base + "/console/attention")
+        self.assertIn("Orders that need attention", self.rig.element(english, "h1").text)
+
     def test_10_sign_out_ends_the_session(self):
         self.browser.get(self.rig.base + "/console/")
         old = self.browser.get_cookie("wxpay_console_session")["value"]
@@ -211,6 +330,10 @@ class ConsoleInABrowser(unittest.TestCase):
     def test_11_the_audit_log_lists_all_of_it(self):
         status, _ = self.rig.api("GET", "/v1/support/orders?out_trade_no=browser-0001", token=SUPPORT)
         self.assertEqual(status, 200)
+        # A lookup by an Apple id is audited with that id as its target.
+        transaction = self.purchase["transactionId"]
+        status, _ = self.rig.api("GET", "/v1/support/orders?apple_transaction_id=" + transaction, token=SUPPORT)
+        self.assertEqual(status, 200)
         admin = self.rig.browser(language="en-US")
         self.rig.sign_in(admin, "adam")
         self.assertEqual(admin.find_element(By.TAG_NAME, "html").get_attribute("lang"), "en")
@@ -218,9 +341,13 @@ class ConsoleInABrowser(unittest.TestCase):
         table = self.rig.element(admin, "#audit")
         rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
         seen = {(row.get_attribute("data-action"), row.get_attribute("data-outcome")) for row in rows}
-        for action in ("login", "logout", "search", "view_order", "recheck", "refund", "redeliver", "api_lookup",
-                       "view_audit"):
+        for action in ("login", "logout", "search", "view_order", "view_attention", "recheck", "refund", "redeliver",
+                       "api_lookup", "view_audit"):
             self.assertIn(action, {entry[0] for entry in seen}, action)
+        lookups = [row.text for row in rows if row.get_attribute("data-action") == "api_lookup"]
+        self.assertTrue(any(transaction in text for text in lookups), lookups)
+        self.assertTrue(any(row.get_attribute("data-action") == "search" and self.purchase["orderId"] in row.text
+                            for row in rows))
         self.assertIn(("refund", "forbidden"), seen)
         self.assertIn(("view_audit", "forbidden"), seen)
         self.assertIn(("login", "refused"), seen)

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Screenshots of every support console page, in Chinese and in English, into docs/console/:
 a demo gateway with a few orders (one paid with a refund back and a refund in CHANGE, its
-fulfilment event dead), headless Chromium, one PNG per page and language. scripts/console-screenshots
+fulfilment event dead; an iOS order paid in the demo's App Store simulator that Apple asks about and
+refunds; a purchase of a product missing from the catalog), headless Chromium, one PNG per page and
+language. scripts/console-screenshots
 runs this through ConsoleBrowserTests, which starts the gateway and chromedriver and makes the users.
 """
 import argparse
@@ -12,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from console_rig import ROOT, ConsoleRig, arguments
 
-PAGES = ["login", "search", "order", "audit"]
+PAGES = ["login", "search", "order", "ios-order", "attention", "audit"]
 
 
 def full_page(rig, driver, path):
@@ -43,6 +45,18 @@ def main():
                                        for refund in rig.order("demo-0001")["refunds"]), number + " " + outcome)
         rig.eventually(lambda: any(event["status"] == "dead" for event in rig.order("demo-0001")["outbox"]),
                        "the dead fulfilment event")
+        _, purchase = rig.ios_paid_order("demo-ios-0001", product_id="swift-201",
+                                         apple_product_id="com.example.courses.swift201", user_id="u-42")
+        transaction = purchase["transactionId"]
+        rig.api("POST", "/appstore-simulator/transactions/%s/consumption-request" % transaction, {}, token=None)
+        rig.eventually(lambda: any(event["kind"] == "appstore_consumption" for event in rig.order("demo-ios-0001")["events"]),
+                       "the consumption request")
+        rig.api("POST", "/appstore-simulator/transactions/%s/refund" % transaction, {}, token=None)
+        rig.eventually(lambda: rig.order("demo-ios-0001")["state"] == "REFUND", "Apple's refund")
+        missing = rig.buy("com.example.courses.swift301", "apple-u-42", price=12990, currency="USD")
+        status, _ = rig.api("POST", "/v1/iap/transactions", {"signed_transaction": missing["signedTransactionInfo"],
+                                                             "user_id": "u-42"})
+        assert status == 200, status
         for language, suffix in [("zh-CN", "zh-CN"), ("en-US", "en")]:
             driver = rig.browser(language=language)
             driver.get(rig.base + "/console/login")
@@ -57,6 +71,12 @@ def main():
             rig.submit(driver, "#recheck")
             rig.element(driver, "#notice")
             full_page(rig, driver, os.path.join(options.out, "order-%s.png" % suffix))
+            driver.get(rig.base + "/console/orders/demo-ios-0001")
+            rig.element(driver, "#consumption")
+            full_page(rig, driver, os.path.join(options.out, "ios-order-%s.png" % suffix))
+            driver.get(rig.base + "/console/attention")
+            rig.element(driver, "#results")
+            full_page(rig, driver, os.path.join(options.out, "attention-%s.png" % suffix))
             driver.get(rig.base + "/console/audit")
             rig.element(driver, "#audit")
             full_page(rig, driver, os.path.join(options.out, "audit-%s.png" % suffix))

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStore
 import Foundation
 import Storage
 import WeChatPay
@@ -10,6 +11,20 @@ enum ConsoleFormat {
         let sign = fen < 0 ? "-" : ""
         let value = abs(fen)
         return "\(sign)¥\(value / 100).\(String(value % 100).leftPadded(to: 2))"
+    }
+
+    /// An amount in the minor unit of its currency: yuan for CNY (nil is CNY, as every WeChat Pay
+    /// order and every App Store order charged in yuan); else the decimals the currency has and
+    /// its code, as Apple charged it: 1299 USD → `12.99 USD`, 120 JPY → `120 JPY`.
+    static func money(_ minor: Int, currency: String?) -> String {
+        guard let currency, currency != "CNY" else { return yuan(minor) }
+        let decimals = AppStorePrice.decimals(currency)
+        let sign = minor < 0 ? "-" : ""
+        var divisor = 1
+        for _ in 0..<decimals { divisor *= 10 }
+        let value = abs(minor)
+        let fraction = decimals == 0 ? "" : "." + String(value % divisor).leftPadded(to: decimals)
+        return "\(sign)\(value / divisor)\(fraction) \(currency)"
     }
 
     /// An amount typed in yuan (`3`, `3.5`, `3.50`, `¥3.50`) as fen; nil for anything else (more

@@ -144,12 +144,67 @@ extension Console {
             }
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
-            let filters = [("state", model.state?.rawValue), ("from", model.from), ("to", model.to)]
+            var filters = [("state", model.state?.rawValue), ("from", model.from), ("to", model.to)]
                 .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : "\(name)=\($0)" } }
+            if found.orders.isEmpty, after == nil, problems.isEmpty, let (orders, notice) = await self.appleOrderLookup(model.q, exchange.text) {
+                // An Order ID from Apple's receipt e-mail is not stored: Apple is asked which
+                // transactions it covers (Look Up Order ID), as GET /v1/support/orders?apple_order_id=.
+                model.orders = orders
+                model.notice = notice
+                filters.append("apple_order_id lookup")
+            }
             try await record(exchange, action: "search", target: model.q.isEmpty ? nil : model.q, outcome: "ok",
                              detail: (filters + ["offset=\(model.offset)", "\(found.orders.count) orders"
                                  + (found.next == nil ? "" : ", more")]).joined(separator: " "))
             return ConsoleHTTP.html(ConsolePages.search(exchange.chrome, model))
+        }
+    }
+
+    /// Look Up Order ID for what was typed, when it can be an Apple order id (6 to 64 capitals and
+    /// digits, with a letter) and the App Store Server API is configured; nil otherwise.
+    private func appleOrderLookup(_ typed: String, _ text: ConsoleText) async -> ([OrderRecord], ConsoleNotice)? {
+        guard let iap = service.iap, iap.clients.serverAPI != nil, (6...64).contains(typed.utf8.count),
+              typed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }),
+              typed.utf8.contains(where: { $0 >= 0x41 })
+        else { return nil }
+        do {
+            let found = try await iap.lookup(appleOrderID: typed)
+            let orders = found?.orders ?? []
+            return (orders, ConsoleNotice(kind: .info, text: text.appleOrderLookup(typed, found: orders.count)))
+        } catch {
+            return ([], ConsoleNotice(kind: .error, text: text.appleOrderLookupFailed, detail: error.message))
+        }
+    }
+
+    // MARK: - Needs attention
+
+    /// The orders whose flags need a person, newest first, as GET /v1/support/attention lists them.
+    func attentionPage(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        await signedInPage(request, right: .search, action: "view_attention") { (exchange) throws(APIError) in
+            let query = request.query
+            var model = ConsolePages.Attention()
+            var flags = OrderFlag.needingAttention
+            if let flag = query["flag"].flatMap(OrderFlag.init(rawValue:)), flags.contains(flag) {
+                model.flag = flag
+                flags = [flag]
+            }
+            var after: OrderPageKey?
+            if let cursor = query["cursor"],
+               let page = try? OrderPageRequest(limit: nil, cursor: cursor, defaultLimit: Self.pageSize, maximum: Self.pageSize) {
+                after = page.after
+                model.cursor = cursor
+                model.offset = min(max(Int(query["offset"] ?? "") ?? 0, 0), 1_000_000_000)
+            }
+            let found = try await storage { () throws(StorageError) in
+                try await self.store.searchOrders(OrderSearch(flags: flags), limit: Self.pageSize, after: after)
+            }
+            model.orders = found.orders
+            model.nextCursor = found.next.map(OrderPageRequest.cursor)
+            try await record(exchange, action: "view_attention", outcome: "ok",
+                             detail: (model.flag.map { ["flag=\($0.rawValue)"] } ?? [])
+                                 .joined(separator: " ") + " offset=\(model.offset) \(found.orders.count) orders"
+                                 + (found.next == nil ? "" : ", more"))
+            return ConsoleHTTP.html(ConsolePages.attention(exchange.chrome, model))
         }
     }
 
@@ -191,10 +246,18 @@ extension Console {
                                                          exchange.text.orderNotFound), status: 404)
         }
         if let audited { try await record(exchange, action: audited, outTradeNo: outTradeNo, outcome: "ok") }
-        let model = ConsolePages.Order(
+        var model = ConsolePages.Order(
             order: order, events: events, outbox: outbox, refunds: refunds,
             refundsConfigured: refundService?.isConfigured ?? false, notice: notice, refundAmount: refundAmount,
             refundReason: refundReason, refundNumber: refundNumber ?? RefundService.generateOutRefundNo(at: now))
+        if order.channel == .apple, let iap = service.iap {
+            // What Apple charged and where its refund stands (the ledger), and Apple's questions.
+            (model.appleTransaction, model.consumption) = try await storage { () throws(StorageError) in
+                var ledger: AppleTransactionRecord?
+                if let id = order.appleTransactionID { ledger = try await iap.store.appleTransaction(id) }
+                return (ledger, try await iap.store.consumptionRequests(outTradeNo: outTradeNo))
+            }
+        }
         return ConsoleHTTP.html(ConsolePages.order(exchange.chrome, model), status: status)
     }
 
@@ -205,10 +268,16 @@ extension Console {
         -> ConsoleNotice?
     {
         if let value = query["recheck"], let after = Int64(value) {
-            let events = try await storage { () throws(StorageError) in try await self.service.store.events(outTradeNo) }
-            let answer = events.first { $0.id > after && ($0.kind == "orderquery" || $0.kind == "orderquery_failed") }
-            guard let answer else { return ConsoleNotice(kind: .info, text: text.wechatSaidNothing) }
-            return ConsoleNotice(kind: answer.kind == "orderquery" ? .success : .error, text: text.wechatSaid, detail: answer.detail)
+            let (order, events) = try await storage { () throws(StorageError) in
+                (try await self.service.store.order(outTradeNo), try await self.service.store.events(outTradeNo))
+            }
+            // WeChat answers an orderquery; the App Store's answers are the recheck's own lines.
+            let apple = order?.channel == .apple
+            let answers: Set<String> = apple ? ["recheck", "recheck_failed"] : ["orderquery", "orderquery_failed"]
+            let answer = events.first { $0.id > after && answers.contains($0.kind) }
+            guard let answer else { return ConsoleNotice(kind: .info, text: apple ? text.appleSaidNothing : text.wechatSaidNothing) }
+            return ConsoleNotice(kind: answer.kind.hasSuffix("_failed") ? .error : .success,
+                                 text: apple ? text.appleSaid : text.wechatSaid, detail: text.eventDetail(answer.detail))
         }
         if let number = query["refund"], RefundInput.isValidOutRefundNo(number), let refunds = service.refunds {
             guard let refund = try await storage({ () throws(StorageError) in try await refunds.store.refund(number) }),

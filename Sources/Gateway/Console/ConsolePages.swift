@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStore
 import Foundation
 import Storage
 
@@ -33,6 +34,7 @@ enum ConsolePages {
         var nav: [HTML] = []
         if let user = chrome.user {
             nav.append("<a href=\"/console/\" id=\"nav-search\">\(text.navSearch)</a>")
+            nav.append("<a href=\"/console/attention\" id=\"nav-attention\">\(text.navAttention)</a>")
             if user.role.allows(.audit) { nav.append("<a href=\"/console/audit\" id=\"nav-audit\">\(text.navAudit)</a>") }
             nav.append("<span class=\"who\" id=\"who\">\(text.signedIn(as: user.name, user.role))</span>")
             nav.append("""
@@ -141,22 +143,8 @@ enum ConsolePages {
         if model.orders.isEmpty {
             results = "<p id=\"no-results\">\(text.noResults)</p>"
         } else {
-            let rows: [HTML] = model.orders.map { order in
-                """
-                <tr><td><a href="/console/orders/\(HTML.segment(order.outTradeNo))">\(order.outTradeNo)</a></td>\
-                <td>\(stateBadge(order.state, text))</td><td class="amount">\(ConsoleFormat.yuan(order.amount))</td>\
-                <td>\(order.userID ?? "")</td><td class="mono">\(order.transactionID ?? "")</td>\
-                <td>\(ConsoleFormat.time(order.createdAt))</td><td>\(order.paidAt.map(ConsoleFormat.time) ?? "")</td></tr>
-                """
-            }
-            results = """
-                <p id="results-range">\(text.showing(model.offset + 1, model.offset + model.orders.count, more: model.nextCursor != nil))</p>
-                <table id="results"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.state)</th><th>\(text.amount)</th>\
-                <th>\(text.userID)</th><th>\(text.transactionID)</th><th>\(text.created)</th><th>\(text.paid)</th></tr></thead>
-                <tbody>
-                \(rows)
-                </tbody></table>
-                """
+            results = orderTable(model.orders, text, range: text.showing(model.offset + 1, model.offset + model.orders.count,
+                                                                            more: model.nextCursor != nil))
         }
         var pages: [HTML] = []
         if model.cursor != nil {
@@ -168,6 +156,74 @@ enum ConsolePages {
         }
         let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
         return document(chrome, title: text.searchTitle, "\(notice(model.notice))\(form)\n\(results)\n\(pager)")
+    }
+
+    /// The orders as a table: number, channel, state, amount (in its currency), user, the paying
+    /// transaction (WeChat's or Apple's), created, paid — and flags when `flags`.
+    static func orderTable(_ orders: [OrderRecord], _ text: ConsoleText, range: String, flags: Bool = false) -> HTML {
+        let rows: [HTML] = orders.map { order in
+            let flagCell: HTML = flags
+                ? "<td class=\"flags\">\(order.flags.sorted().map { HTML("<span class=\"flag\" title=\"\(text.flagExplanation($0))\">\($0.rawValue)</span> ") })</td>"
+                : .empty
+            return """
+                <tr data-channel="\(order.channel.rawValue)"><td><a href="/console/orders/\(HTML.segment(order.outTradeNo))">\(order.outTradeNo)</a></td>\
+                <td>\(text.channelName(order.channel))</td>\
+                <td>\(stateBadge(order.state, text))</td><td class="amount">\(ConsoleFormat.money(order.amount, currency: order.currency))</td>\
+                <td>\(order.userID ?? "")</td><td class="mono">\(order.transactionID ?? order.appleTransactionID ?? "")</td>\
+                <td>\(ConsoleFormat.time(order.createdAt))</td><td>\(order.paidAt.map(ConsoleFormat.time) ?? "")</td>\(flagCell)</tr>
+                """
+        }
+        let flagHeader: HTML = flags ? "<th>\(text.flags)</th>" : .empty
+        return """
+            <p id="results-range">\(range)</p>
+            <table id="results"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.channel)</th><th>\(text.state)</th>\
+            <th>\(text.amount)</th><th>\(text.userID)</th><th>\(text.paymentID)</th><th>\(text.created)</th>\
+            <th>\(text.paid)</th>\(flagHeader)</tr></thead>
+            <tbody>
+            \(rows)
+            </tbody></table>
+            """
+    }
+
+    // MARK: - Needs attention
+
+    struct Attention: Sendable {
+        var flag: OrderFlag?
+        var orders: [OrderRecord] = []
+        var nextCursor: String?
+        var cursor: String?
+        var offset = 0
+    }
+
+    static func attention(_ chrome: ConsoleChrome, _ model: Attention) -> HTML {
+        let text = chrome.text
+        func current(_ flag: OrderFlag?) -> HTML { model.flag == flag ? " class=\"current\"" : .empty }
+        let choices: [HTML] = [HTML("<a href=\"/console/attention\"\(current(nil))>\(text.anyFlag)</a>")]
+            + OrderFlag.needingAttention.sorted().map { flag in
+                "<a href=\"/console/attention\(HTML.query([("flag", flag.rawValue)]))\" data-flag=\"\(flag.rawValue)\"\(current(flag))>\(flag.rawValue)</a>"
+            }
+        let explanations: [HTML] = OrderFlag.needingAttention.sorted().map { flag in
+            "<dt><code>\(flag.rawValue)</code></dt><dd>\(text.flagExplanation(flag))</dd>"
+        }
+        let results: HTML = model.orders.isEmpty
+            ? "<p id=\"no-results\">\(text.nothingNeedsAttention)</p>"
+            : orderTable(model.orders, text, range: text.showing(model.offset + 1, model.offset + model.orders.count,
+                                                                 more: model.nextCursor != nil), flags: true)
+        let keep: [(String, String?)] = [("flag", model.flag?.rawValue)]
+        var pages: [HTML] = []
+        if model.cursor != nil { pages.append("<a href=\"/console/attention\(HTML.query(keep))\" id=\"first-page\">\(text.firstPage)</a>") }
+        if let next = model.nextCursor {
+            let link = "/console/attention" + HTML.query(keep + [("cursor", next), ("offset", String(model.offset + model.orders.count))])
+            pages.append("<a href=\"\(link)\" id=\"next-page\" rel=\"next\">\(text.nextPage)</a>")
+        }
+        let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
+        return document(chrome, title: text.attentionTitle, """
+            <p class="hint">\(text.attentionHelp)</p>
+            <nav class="filters" id="attention-flags">\(choices)</nav>
+            \(results)
+            \(pager)
+            <section><h2>\(text.flagsTitle)</h2><dl id="flag-explanations">\(explanations)</dl></section>
+            """)
     }
 
     // MARK: - The order
@@ -184,10 +240,21 @@ enum ConsolePages {
         var refundReason = ""
         /// A fresh number per rendering: a form posted twice is one refund.
         var refundNumber: String
+        /// App Store orders: the ledger's row of the transaction that paid it (what Apple charged,
+        /// its refund and reversal), and Apple's consumption requests about it, newest first.
+        var appleTransaction: AppleTransactionRecord?
+        var consumption: [ConsumptionRequestRecord] = []
 
         /// What is left to refund: the amount less every refund that is not REFUNDCLOSE.
         var refundable: Int {
             order.amount - refunds.filter { $0.state != .refundClose }.reduce(0) { $0 + $1.amount }
+        }
+
+        /// What went back to the payer: the successful refunds (WeChat), or the whole purchase
+        /// Apple refunded (an App Store order in REFUND), as the API's `refunded_amount` says.
+        var refunded: Int {
+            if order.channel == .apple { return order.state == .refund ? order.amount : 0 }
+            return refunds.filter { $0.state == .success }.reduce(0) { $0 + $1.amount }
         }
     }
 
@@ -196,28 +263,7 @@ enum ConsolePages {
         let order = model.order
         let role = chrome.user?.role ?? .viewer
         let path = "/console/orders/" + HTML.segment(order.outTradeNo)
-        let refundedFen = model.refunds.filter { $0.state == .success }.reduce(0) { $0 + $1.amount }
-        func fact(_ name: String, _ value: String?, id: String? = nil, mono: Bool = false) -> HTML {
-            let idAttribute: HTML = id.map { " id=\"\($0)\"" } ?? .empty
-            let classAttribute: HTML = mono ? " class=\"mono\"" : .empty
-            return "<dt>\(name)</dt><dd\(idAttribute)\(classAttribute)>\(value ?? text.none)</dd>"
-        }
-        let facts: [HTML] = [
-            fact(text.outTradeNo, order.outTradeNo, id: "fact-out-trade-no", mono: true),
-            "<dt>\(text.state)</dt><dd id=\"fact-state\">\(stateBadge(order.state, text))</dd>",
-            fact(text.amount, ConsoleFormat.yuan(order.amount), id: "fact-amount"),
-            fact(text.description, order.description),
-            fact(text.userID, order.userID, id: "fact-user-id"),
-            fact(text.product, order.productID),
-            fact(text.transactionID, order.transactionID, id: "fact-transaction-id", mono: true),
-            fact(text.created, ConsoleFormat.time(order.createdAt)),
-            fact(text.paid, order.paidAt.map(ConsoleFormat.time), id: "fact-paid-at"),
-            fact(text.expires, ConsoleFormat.time(order.expiresAt)),
-            fact(text.prepayID, order.prepayID, mono: true),
-            fact(text.signType, order.signType),
-            fact(text.attach, order.attach),
-            fact(text.refunded, ConsoleFormat.yuan(refundedFen), id: "fact-refunded"),
-        ]
+        let isApple = order.channel == .apple
         var sections: [HTML] = [notice(model.notice)]
         let warnings = self.warnings(model, text)
         if !warnings.isEmpty {
@@ -225,10 +271,11 @@ enum ConsolePages {
                 <section class="warnings"><h2>\(text.warningsTitle)</h2><ul id="warnings">\(warnings.map { HTML("<li>\($0)</li>") })</ul></section>
                 """)
         }
-        sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(facts)</dl></section>")
+        sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(isApple ? appleFacts(model, text) : wechatFacts(model, text))</dl></section>")
         if role.allows(.recheck) {
             sections.append("""
-                <section><h2>\(text.recheckTitle)</h2><p class="hint">\(text.recheckHelp)</p>
+                <section><h2>\(isApple ? text.recheckAppleTitle : text.recheckTitle)</h2>\
+                <p class="hint">\(isApple ? text.recheckAppleHelp : text.recheckHelp)</p>
                 <form method="post" action="\(path)/recheck" id="recheck" class="inline">\(csrfField(chrome.csrf))\
                 <button type="submit">\(text.recheckButton)</button></form></section>
                 """)
@@ -237,16 +284,117 @@ enum ConsolePages {
             """
             <li data-kind="\(event.kind)"><time>\(ConsoleFormat.time(event.at))</time> \
             <span class="kind">\(text.eventName(event.kind)) <code>\(event.kind)</code></span> \
-            <span class="detail">\(event.detail)</span></li>
+            <span class="detail">\(text.eventDetail(event.detail))</span></li>
             """
         }
         sections.append("<section><h2>\(text.timelineTitle)</h2><ol id=\"timeline\">\n\(timeline)\n</ol></section>")
         sections.append(deliveries(model, chrome, path: path))
-        sections.append(refunds(model, chrome, path: path))
+        if isApple {
+            sections.append(consumption(model, text))
+            sections.append("<section><h2>\(text.refundsTitle)</h2><p class=\"hint\" id=\"refunds-apple\">\(text.appleRefundsExplained)</p></section>")
+        } else {
+            sections.append(refunds(model, chrome, path: path))
+        }
         if role.allows(.audit) {
             sections.append("<p><a href=\"/console/audit\(HTML.query([("order", order.outTradeNo)]))\" id=\"order-audit\">\(text.auditForOrder)</a></p>")
         }
         return document(chrome, title: text.orderTitle(order.outTradeNo), HTML("\(sections.map { HTML("\($0)\n") })"))
+    }
+
+    static func fact(_ name: String, _ value: String?, _ text: ConsoleText, id: String? = nil, mono: Bool = false) -> HTML {
+        let idAttribute: HTML = id.map { " id=\"\($0)\"" } ?? .empty
+        let classAttribute: HTML = mono ? " class=\"mono\"" : .empty
+        return "<dt>\(name)</dt><dd\(idAttribute)\(classAttribute)>\(value ?? text.none)</dd>"
+    }
+
+    /// A WeChat Pay order's facts: WeChat's ids and parameters.
+    static func wechatFacts(_ model: Order, _ text: ConsoleText) -> [HTML] {
+        let order = model.order
+        return [
+            fact(text.outTradeNo, order.outTradeNo, text, id: "fact-out-trade-no", mono: true),
+            fact(text.channel, text.channelName(order.channel), text, id: "fact-channel"),
+            "<dt>\(text.state)</dt><dd id=\"fact-state\">\(stateBadge(order.state, text, refunded: model.refunded, of: order.amount))</dd>",
+            fact(text.amount, ConsoleFormat.yuan(order.amount), text, id: "fact-amount"),
+            fact(text.description, order.description, text),
+            fact(text.userID, order.userID, text, id: "fact-user-id"),
+            fact(text.product, order.productID, text),
+            fact(text.transactionID, order.transactionID, text, id: "fact-transaction-id", mono: true),
+            fact(text.created, ConsoleFormat.time(order.createdAt), text),
+            fact(text.paid, order.paidAt.map(ConsoleFormat.time), text, id: "fact-paid-at"),
+            fact(text.expires, ConsoleFormat.time(order.expiresAt), text),
+            fact(text.prepayID, order.prepayID, text, mono: true),
+            fact(text.signType, order.signType, text),
+            fact(text.attach, order.attach, text),
+            fact(text.refunded, ConsoleFormat.yuan(model.refunded), text, id: "fact-refunded"),
+        ]
+    }
+
+    /// An App Store order's facts: Apple's ids, environment and storefront, what Apple charged,
+    /// and where Apple's refund stands.
+    static func appleFacts(_ model: Order, _ text: ConsoleText) -> [HTML] {
+        let order = model.order
+        let ledger = model.appleTransaction
+        let charged = ledger.flatMap { row -> String? in
+            guard let price = row.facts.price, let currency = row.facts.currency,
+                  let minor = AppStorePrice.minorUnits(milli: price, currency: currency), let amount = Int(exactly: minor)
+            else { return nil }
+            return ConsoleFormat.money(amount, currency: currency)
+        }
+        let refundState: String
+        if let revoked = ledger?.facts.revocationDate {
+            refundState = text.appleRefunded(at: ConsoleFormat.time(revoked))
+        } else if let reversed = ledger?.refundReversedAt {
+            refundState = text.appleRefundReversed(at: ConsoleFormat.time(reversed))
+        } else {
+            refundState = order.appleTransactionID == nil ? text.none : text.appleNotRefunded
+        }
+        return [
+            fact(text.outTradeNo, order.outTradeNo, text, id: "fact-out-trade-no", mono: true),
+            fact(text.channel, text.channelName(order.channel), text, id: "fact-channel"),
+            "<dt>\(text.state)</dt><dd id=\"fact-state\">\(stateBadge(order.state, text))</dd>",
+            fact(text.amount, ConsoleFormat.money(order.amount, currency: order.currency), text, id: "fact-amount"),
+            fact(text.description, order.description, text),
+            fact(text.userID, order.userID, text, id: "fact-user-id"),
+            fact(text.product, order.productID, text),
+            fact(text.appleProductID, order.appleProductID, text, id: "fact-apple-product-id", mono: true),
+            fact(text.appleTransactionID, order.appleTransactionID, text, id: "fact-apple-transaction-id", mono: true),
+            fact(text.originalTransactionID, order.originalTransactionID, text, id: "fact-original-transaction-id", mono: true),
+            fact(text.appAccountToken, order.appAccountToken, text, id: "fact-app-account-token", mono: true),
+            fact(text.environment, order.environment.map(text.environmentName), text, id: "fact-environment"),
+            fact(text.storefront, ledger?.facts.storefront, text, id: "fact-storefront"),
+            fact(text.appleCharged, charged, text, id: "fact-apple-charged"),
+            fact(text.created, ConsoleFormat.time(order.createdAt), text),
+            fact(text.paid, order.paidAt.map(ConsoleFormat.time), text, id: "fact-paid-at"),
+            fact(text.expires, ConsoleFormat.time(order.expiresAt), text),
+            fact(text.attach, order.attach, text),
+            fact(text.appleRefundState, refundState, text, id: "fact-apple-refund"),
+            fact(text.refunded, ConsoleFormat.money(model.refunded, currency: order.currency), text, id: "fact-refunded"),
+        ]
+    }
+
+    /// Apple's consumption requests about an App Store order, and where each stands.
+    private static func consumption(_ model: Order, _ text: ConsoleText) -> HTML {
+        guard !model.consumption.isEmpty else {
+            return "<section><h2>\(text.consumptionTitle)</h2><p id=\"consumption-none\">\(text.noConsumption)</p></section>"
+        }
+        let rows: [HTML] = model.consumption.map { request in
+            """
+            <tr data-state="\(request.state.rawValue)"><td class="mono">\(request.transactionID)</td>\
+            <td>\(text.consumptionState(request.state))</td><td>\(request.reason ?? "")</td>\
+            <td>\(ConsoleFormat.time(request.requestedAt))</td><td>\(ConsoleFormat.time(request.deadline))</td>\
+            <td>\(request.answeredBy.map(text.consumptionAnsweredBy) ?? "")</td>\
+            <td>\(request.sentAt.map(ConsoleFormat.time) ?? "")</td><td>\(request.attempts)</td><td>\(request.lastError ?? "")</td></tr>
+            """
+        }
+        return """
+            <section><h2>\(text.consumptionTitle)</h2><p class="hint">\(text.consumptionHelp)</p>
+            <table id="consumption"><thead><tr><th>\(text.appleTransactionID)</th><th>\(text.status)</th><th>\(text.reason)</th>\
+            <th>\(text.requested)</th><th>\(text.deadline)</th><th>\(text.answeredBy)</th><th>\(text.sentToApple)</th>\
+            <th>\(text.attempts)</th><th>\(text.lastError)</th></tr></thead>
+            <tbody>
+            \(rows)
+            </tbody></table></section>
+            """
     }
 
     /// The order's flags and troubling timeline entries, in plain words.
@@ -254,8 +402,10 @@ enum ConsolePages {
         var warnings: [String] = []
         for flag in model.order.flags.sorted() {
             switch flag {
-            case .paidAfterClose: warnings.append(text.paidAfterClose)
+            case .paidAfterClose: warnings.append(model.order.channel == .apple ? text.applePaidAfterClose : text.paidAfterClose)
             case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
+            case .unknownProduct: warnings.append(text.unknownProduct)
+            case .matchedWithoutOrder: warnings.append(text.matchedWithoutOrder)
             default: warnings.append(text.otherFlag(flag.rawValue))
             }
         }
@@ -351,6 +501,13 @@ enum ConsolePages {
 
     static func stateBadge(_ state: OrderState, _ text: ConsoleText) -> HTML {
         "<span class=\"state state-\(state.rawValue.lowercased())\">\(text.stateLabel(state))</span>"
+    }
+
+    /// The state on a WeChat order's page, where its refunds are known: a REFUND order partly
+    /// refunded says so, with how much of how much.
+    static func stateBadge(_ state: OrderState, _ text: ConsoleText, refunded: Int, of amount: Int) -> HTML {
+        guard state == .refund, refunded < amount else { return stateBadge(state, text) }
+        return "<span class=\"state state-refund partial\">\(text.partlyRefunded(ConsoleFormat.yuan(refunded), of: ConsoleFormat.yuan(amount)))</span>"
     }
 
     // MARK: - The audit log

@@ -63,5 +63,12 @@ enum ConsoleStyle {
         .notice.success { background: var(--ok-wash); border-color: #9fd8b8; }
         .notice.error { background: var(--bad-wash); border-color: #f0aaa5; color: var(--bad); }
         nav.pages { display: flex; gap: 16px; margin: 12px 0; }
+        .state-refund.partial { color: var(--warn); }
+        .flag { display: inline-block; padding: 0 6px; margin: 0 4px 2px 0; border-radius: 4px; background: var(--warn-wash);
+          color: var(--warn); font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
+        nav.filters { margin: 0 0 12px; }
+        nav.filters a { padding: 2px 8px; border: 1px solid var(--line); border-radius: 4px; background: var(--paper);
+          text-decoration: none; color: var(--ink); }
+        nav.filters a.current { border-color: var(--accent); color: var(--accent); font-weight: 600; }
         """
 }

@@ -46,6 +46,7 @@ struct ConsoleText: Sendable {
     var switchLanguage: String { t("English", "中文") }
     var navSearch: String { t("查找订单", "Find orders") }
     var navAudit: String { t("审计日志", "Audit log") }
+    var navAttention: String { t("需要处理", "Needs attention") }
     var logout: String { t("退出登录", "Sign out") }
     func signedIn(as name: String, _ role: ConsoleRole) -> String { t("已登录：\(name)（\(roleName(role))）", "Signed in: \(name) (\(roleName(role)))") }
     func roleName(_ role: ConsoleRole) -> String {
@@ -55,8 +56,8 @@ struct ConsoleText: Sendable {
         case .admin: t("管理员 admin", "admin")
         }
     }
-    var footer: String { t("所有时间均为北京时间（UTC+8），金额单位为元。每一次查找、查看和操作都记入审计日志。",
-                           "All times are Beijing time (UTC+8); amounts are in yuan. Every search, view and action is recorded in the audit log.") }
+    var footer: String { t("所有时间均为北京时间（UTC+8），金额单位为元（App Store 以其他货币收款的订单注明币种）。每一次查找、查看和操作都记入审计日志。",
+                           "All times are Beijing time (UTC+8); amounts are in yuan (an App Store order charged in another currency says which). Every search, view and action is recorded in the audit log.") }
 
     // MARK: Login
     var loginTitle: String { t("登录", "Sign in") }
@@ -74,7 +75,10 @@ struct ConsoleText: Sendable {
 
     // MARK: Search
     var searchTitle: String { t("查找订单", "Find orders") }
-    var searchLabel: String { t("商户订单号、微信支付单号、用户 ID 或退款单号", "out_trade_no, WeChat transaction_id, user id or out_refund_no") }
+    var searchLabel: String {
+        t("商户订单号、微信支付单号、用户 ID、退款单号，或 Apple 的交易 ID、原始交易 ID、appAccountToken、订单号（Order ID，MV 开头）",
+          "out_trade_no, WeChat transaction_id, user id, out_refund_no, or Apple's transaction id, original transaction id, appAccountToken or Order ID (MV…)")
+    }
     var stateLabel: String { t("状态", "State") }
     var anyState: String { t("全部", "Any") }
     var fromLabel: String { t("创建日期从", "Created from") }
@@ -89,6 +93,52 @@ struct ConsoleText: Sendable {
     var created: String { t("创建时间", "Created") }
     var paid: String { t("支付时间", "Paid") }
     var noResults: String { t("没有符合条件的订单。", "No order matches.") }
+    var paymentID: String { t("支付单号（微信或 Apple）", "Payment id (WeChat or Apple)") }
+    func channelName(_ channel: OrderChannel) -> String {
+        switch channel {
+        case .wechat: t("微信支付", "WeChat Pay")
+        case .apple: t("App Store（iOS）", "App Store (iOS)")
+        }
+    }
+    func appleOrderLookup(_ appleOrderID: String, found: Int) -> String {
+        found == 0
+            ? t("本地没有找到；已用 Apple 的 Look Up Order ID 查询 \(appleOrderID)：没有属于本应用的交易。",
+                "Nothing here; asked Apple's Look Up Order ID about \(appleOrderID): no transaction of this app.")
+            : t("本地没有找到；已用 Apple 的 Look Up Order ID 查询 \(appleOrderID)，下面是其交易对应的订单。",
+                "Nothing here; asked Apple's Look Up Order ID about \(appleOrderID): these are the orders of its transactions.")
+    }
+    var appleOrderLookupFailed: String {
+        t("本地没有找到；向 Apple 查询这个订单号（Look Up Order ID）失败，请稍后再试。",
+          "Nothing here, and asking Apple's Look Up Order ID failed; try again in a moment.")
+    }
+
+    // MARK: Needs attention
+    var attentionTitle: String { t("需要处理的订单", "Orders that need attention") }
+    var attentionHelp: String {
+        t("这些订单带有需要人工处理的标记（最新的在前）。钱已经收到：请核对后为用户开通或退款。",
+          "These orders carry a flag that needs a person (newest first). The money arrived: check each, then deliver or refund.")
+    }
+    var anyFlag: String { t("全部标记", "Any flag") }
+    var flags: String { t("标记", "Flags") }
+    var flagsTitle: String { t("标记的含义", "What the flags mean") }
+    var nothingNeedsAttention: String { t("没有需要处理的订单。", "No order needs attention.") }
+    func flagExplanation(_ flag: OrderFlag) -> String {
+        switch flag {
+        case .unknownProduct:
+            t("Apple 收了款，但产品不在商品目录中（目录漏了或 App Store Connect 先加了产品）：订单按 Apple 的实收金额记录。",
+              "Apple took the money for a product missing from the catalog (a catalog mistake, or a product added in App Store Connect first): the order is recorded at what Apple charged.")
+        case .matchedWithoutOrder:
+            t("Apple 收了款，但用户没有对应的未支付订单：网关为这笔购买新建了订单。",
+              "Apple took the money but the user had no open order for it: the gateway made an order for the purchase.")
+        case .refundNeedsAttention:
+            t("一笔微信退款为 CHANGE（退款异常），需在商户平台人工处理。",
+              "A WeChat refund ended CHANGE and must be handled by hand in the merchant platform.")
+        case .paidAfterClose:
+            t("订单关闭（或过期）之后才收到付款：钱已到账，请开通或退款。",
+              "The payment came after the order was closed (or expired): the money arrived, so deliver or refund.")
+        default: flag.rawValue
+        }
+    }
     func showing(_ first: Int, _ last: Int, more: Bool) -> String {
         more ? t("第 \(first)–\(last) 条，还有更多。", "Orders \(first)–\(last); there are more.")
             : t("第 \(first)–\(last) 条，已全部列出。", "Orders \(first)–\(last); that is all.")
@@ -129,10 +179,32 @@ struct ConsoleText: Sendable {
           "WeChat's answer about a refund disagreed with our record and was not applied: check it by hand.")
     }
     func otherFlag(_ flag: String) -> String { t("标记：\(flag)", "Flag: \(flag)") }
+    var applePaidAfterClose: String {
+        t("订单在本地关闭（到期未支付）之后，Apple 的交易才到达：钱已到账，请为用户开通课程。",
+          "Apple's transaction arrived after the order was closed locally (unpaid at its expiry): the money arrived, so deliver the course.")
+    }
+    var unknownProduct: String {
+        t("这笔 App Store 购买的产品不在商品目录中：订单按 Apple 的实收金额和币种记录（unknown_product）。请核对商品目录，并为用户开通对应课程。",
+          "This App Store purchase's product is not in the catalog: the order is recorded at what Apple charged, in its currency (unknown_product). Check the catalog and deliver what the user bought.")
+    }
+    var matchedWithoutOrder: String {
+        t("Apple 收了款，但用户没有对应的未支付订单，网关为这笔购买新建了本订单（matched_without_order）：请确认用户已获得购买的内容。",
+          "Apple took the money but the user had no open order for it, so the gateway made this order for the purchase (matched_without_order): make sure the user got what they bought.")
+    }
+    func partlyRefunded(_ refunded: String, of amount: String) -> String {
+        t("REFUND 部分退款（已退 \(refunded)，共 \(amount)）", "REFUND partly refunded (\(refunded) of \(amount))")
+    }
     var recheckTitle: String { t("向微信重新查询", "Recheck with WeChat") }
     var recheckHelp: String { t("立即调用 orderquery，并按微信的回答更新订单（已关闭但其实已支付的订单会变为支付成功）。",
                                 "Calls orderquery now and settles what WeChat says (a closed order WeChat holds paid becomes paid).") }
     var recheckButton: String { t("重新查询", "Recheck") }
+    var recheckAppleTitle: String { t("向 App Store 重新查询", "Recheck with the App Store") }
+    var recheckAppleHelp: String {
+        t("立即调用 Apple 的 Get Transaction Info（有交易时）或 Get Transaction History（用户的账户），并按 Apple 的回答入账或记录退款。",
+          "Asks Apple now — Get Transaction Info for the order's transaction, or Get Transaction History of the user's account — and settles what Apple says (a purchase is credited, a refund recorded).")
+    }
+    var appleSaid: String { t("App Store 的回答：", "The App Store said:") }
+    var appleSaidNothing: String { t("这次查询没有得到 App Store 的回答。", "This recheck got no answer from the App Store.") }
     var wechatSaid: String { t("微信的回答：", "WeChat said:") }
     var wechatSaidNothing: String { t("这次查询没有得到微信的回答。", "This recheck got no answer from WeChat.") }
     var timelineTitle: String { t("时间线", "Timeline") }
@@ -174,6 +246,58 @@ struct ConsoleText: Sendable {
     var amountInvalid: String { t("金额应以元为单位，最多两位小数，例如 3.50。", "Give the amount in yuan with at most two decimals, e.g. 3.50.") }
     var reasonInvalid: String { t("请填写原因（1 到 80 字节，不含控制字符）。", "Give a reason (1 to 80 bytes, no control characters).") }
     var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }
+
+    // MARK: App Store orders
+    var appleProductID: String { t("Apple 产品 ID", "Apple product id") }
+    var appleTransactionID: String { t("Apple 交易 ID", "Apple transaction id") }
+    var originalTransactionID: String { t("原始交易 ID", "Original transaction id") }
+    var appAccountToken: String { t("appAccountToken（下单时发给应用）", "appAccountToken (given to the app)") }
+    var environment: String { t("环境", "Environment") }
+    func environmentName(_ environment: String) -> String {
+        switch environment {
+        case "Production": t("Production 正式环境", "Production")
+        case "Sandbox": t("Sandbox 沙盒（测试，未真实收款）", "Sandbox (testing, no real money)")
+        default: environment
+        }
+    }
+    var storefront: String { t("店面（国家/地区）", "Storefront (country)") }
+    var appleCharged: String { t("Apple 实收", "Apple charged") }
+    var appleRefundState: String { t("App Store 退款", "App Store refund") }
+    func appleRefunded(at time: String) -> String { t("Apple 已于 \(time) 退款", "Apple refunded it at \(time)") }
+    func appleRefundReversed(at time: String) -> String {
+        t("Apple 曾退款，已于 \(time) 撤回退款（REFUND_REVERSED）", "Apple refunded it, then reversed the refund at \(time) (REFUND_REVERSED)")
+    }
+    var appleNotRefunded: String { t("未退款", "Not refunded") }
+    var appleRefundsExplained: String {
+        t("App Store 的订单不能在这里退款：只有顾客本人可以向 Apple 申请退款（reportaproblem.apple.com 或 Apple 支持）。Apple 退款后会通知网关，订单随之变为 REFUND；Apple 询问消费情况时，见上方“消费信息”。",
+          "An App Store order cannot be refunded here: only the customer can ask Apple for a refund (reportaproblem.apple.com or Apple Support). When Apple refunds, it tells the gateway and the order becomes REFUND; when Apple asks about consumption, see Consumption information above.")
+    }
+    var consumptionTitle: String { t("消费信息（Apple 的退款询问）", "Consumption information (Apple's refund questions)") }
+    var consumptionHelp: String {
+        t("顾客向 Apple 申请退款时，Apple 会在 12 小时内询问消费情况。业务系统用 PUT /v1/iap/transactions/{交易 ID}/consumption 回答；没有回答时，按配置的默认值回答。只有顾客同意时才会发送给 Apple。",
+          "When a customer asks Apple for a refund, Apple asks within 12 hours how the purchase was used. The business answers with PUT /v1/iap/transactions/{transaction id}/consumption; without an answer, the configured defaults answer. Nothing is sent to Apple without the customer's consent.")
+    }
+    var noConsumption: String { t("Apple 没有询问过这笔订单的消费情况。", "Apple has not asked about this order's consumption.") }
+    func consumptionState(_ state: ConsumptionState) -> String {
+        switch state {
+        case .requested: t("待回答", "waiting for an answer")
+        case .answered: t("已回答，待发送", "answered, to be sent")
+        case .sent: t("已发送给 Apple", "sent to Apple")
+        case .notSent: t("未发送（顾客未同意）", "not sent (no consent)")
+        case .refused: t("Apple 拒绝", "refused by Apple")
+        case .expired: t("已过期（12 小时内未发送）", "expired (nothing sent within 12 hours)")
+        }
+    }
+    func consumptionAnsweredBy(_ source: ConsumptionAnswerSource) -> String {
+        switch source {
+        case .business: t("业务方", "the business")
+        case .defaults: t("默认值", "the defaults")
+        }
+    }
+    var requested: String { t("询问时间", "Asked") }
+    var deadline: String { t("截止时间", "Deadline") }
+    var answeredBy: String { t("回答方", "Answered by") }
+    var sentToApple: String { t("发送时间", "Sent") }
 
     // MARK: Refusals and errors
     var forbiddenTitle: String { t("没有权限", "Not allowed") }
@@ -219,6 +343,8 @@ struct ConsoleText: Sendable {
         case "api_redrive": t("API 重新投递", "API redrive")
         case "api_read_order": t("API 读取订单", "API read order")
         case "api_read_refund": t("API 读取退款", "API read refund")
+        case "api_attention": t("API 读取需要处理的订单", "API attention list")
+        case "view_attention": t("查看需要处理的订单", "view attention list")
         default: action
         }
     }
@@ -250,8 +376,20 @@ struct ConsoleText: Sendable {
         case "refund_state_changed": t("退款状态变化", "refund state changed")
         case "refund_amount_mismatch": t("退款金额不一致", "refund amount mismatch")
         case "refund_notify_conflict": t("退款通知与记录不符", "refund notify disagreed")
+        case "recheck_failed": t("重新查询失败", "recheck failed")
+        case "appstore_verified": t("App Store 交易已验证", "App Store transaction verified")
+        case "appstore_match": t("App Store 交易匹配订单", "App Store transaction matched")
+        case "appstore_report": t("应用上报交易", "the app reported a transaction")
+        case "appstore_notification": t("App Store 服务器通知", "App Store server notification")
+        case "appstore_refund": t("App Store 退款", "App Store refund")
+        case "appstore_consumption": t("Apple 询问消费信息", "Apple's consumption request")
         default: kind
         }
+    }
+
+    /// A timeline line's detail: as written in English, translated phrase by phrase in Chinese.
+    func eventDetail(_ detail: String) -> String {
+        language == .english ? detail : ConsoleTimelineWords.chinese(detail)
     }
 
     /// `SUCCESS 支付成功`, with the English gloss in English.

@@ -9,6 +9,7 @@ import HTTP
 /// |---|---|
 /// | GET /console, /console/ | signed in: the search page (else the login form) |
 /// | GET, POST /console/login; POST /console/logout | anyone; the signed-in user |
+/// | GET /console/attention | viewer and up (orders whose flags need a person) |
 /// | GET /console/orders/{out_trade_no} | viewer and up |
 /// | POST /console/orders/{out_trade_no}/recheck | viewer and up |
 /// | POST /console/orders/{out_trade_no}/refunds | refunder and up |
@@ -31,6 +32,7 @@ extension GatewayAPI {
         route(.get, "/console/login") { console, request in await console.loginPage(request) }
         route(.post, "/console/login") { console, request in await console.loginSubmit(request) }
         route(.post, "/console/logout") { console, request in await console.logoutSubmit(request) }
+        route(.get, "/console/attention") { console, request in await console.attentionPage(request) }
         route(.get, "/console/orders/{out_trade_no}") { console, request in await console.orderPage(request) }
         route(.post, "/console/orders/{out_trade_no}/recheck") { console, request in await console.recheck(request) }
         route(.post, "/console/orders/{out_trade_no}/refunds") { console, request in await console.refund(request) }
