@@ -289,6 +289,11 @@ extension AppStoreSimulator {
     /// Every notification attempt so far (reference: the notificationUUID).
     public var notificationHistory: [NotifyAttempt] { notifications.history }
 
+    /// The transaction each notification (by its UUID) carries, for the control panel's list.
+    var notificationTransactions: [String: String] {
+        state.withLock { store in store.notifications.compactMapValues(\.transactionID) }
+    }
+
     /// Notifications still waiting for a 2xx.
     public var pendingNotifications: Int { notifications.pending }
 
@@ -324,7 +329,7 @@ extension AppStoreSimulator {
             notification.payload(signedTransactionInfo: signedTransaction(record, now: now, store: store), signedRenewalInfo: renewal)
         }, store: &store)
         store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: type.rawValue,
-                           subtype: subtype?.rawValue, user: record.user))
+                           subtype: subtype?.rawValue, user: record.user, transactionID: record.transaction.transactionID))
         return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
     }
 

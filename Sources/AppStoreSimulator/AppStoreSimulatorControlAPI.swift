@@ -17,7 +17,7 @@ import SimulatorKit
 /// | POST | /appstore-simulator/transactions/{id}/consumption-request | the customer asks for a refund (body: optional `{"reason":…}`): CONSUMPTION_REQUEST notification |
 /// | GET | /appstore-simulator/consumption | every Send Consumption Information the App Store accepted |
 /// | POST | /appstore-simulator/notifications/test | a TEST notification (body: optional `{"environment":"Sandbox"}`) |
-/// | GET | /appstore-simulator/notifications | every notification attempt |
+/// | GET | /appstore-simulator/notifications | every notification attempt (its notificationUUID, the transactionId it carries, whether acknowledged or dropped) |
 /// | GET, PUT | /appstore-simulator/faults | the fault plan (``AppStoreFaultPlan``) |
 /// | POST | /appstore-simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
 /// | GET | /appstore-simulator/stats | counters |
@@ -91,9 +91,10 @@ public struct AppStoreSimulatorControlAPI: Sendable {
             let environment = (try? decoder.decode(TestBody.self, from: Data(body)))?.environment ?? .production
             return ok(["notificationUUID": simulator.sendTestNotification(environment: environment)])
         case ("GET", 1, "notifications", _):
+            let transactions = simulator.notificationTransactions
             return ok(simulator.notificationHistory.map {
-                Attempt(notificationUUID: $0.reference, number: $0.number, at: $0.at.millisecondsSince1970,
-                        acknowledged: $0.acknowledged, dropped: $0.dropped, copies: $0.copies)
+                Attempt(notificationUUID: $0.reference, transactionId: transactions[$0.reference], number: $0.number,
+                        at: $0.at.millisecondsSince1970, acknowledged: $0.acknowledged, dropped: $0.dropped, copies: $0.copies)
             })
         case ("GET", 1, "faults", _):
             return ok(simulator.faults)
@@ -128,7 +129,8 @@ public struct AppStoreSimulatorControlAPI: Sendable {
     private struct TestBody: Decodable { var environment: AppStoreEnvironment? }
     private struct AdvanceBody: Decodable { var seconds: Double }
     private struct Attempt: Encodable {
-        var notificationUUID: String, number: Int, at: Int64, acknowledged: Bool, dropped: Bool, copies: Int
+        var notificationUUID: String, transactionId: String?, number: Int, at: Int64, acknowledged: Bool, dropped: Bool,
+            copies: Int
     }
 
     private func ok(_ value: some Encodable) -> (status: Int, contentType: String, body: [UInt8]) {

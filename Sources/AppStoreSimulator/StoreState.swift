@@ -62,6 +62,8 @@ struct StoreState: Sendable {
         var subtype: String?
         /// The customer it is about (the transactionId filter), if any.
         var user: String?
+        /// The transaction it carries, if any (the control panel's list says which it was).
+        var transactionID: String? = nil
     }
 
     init(seed: UInt64) {

@@ -41,6 +41,33 @@ struct AppStoreRecoveryStoreTests {
         }
     }
 
+    /// Reports of a transaction credited before add at most one line a minute to its order,
+    /// however many race: the check and the insert are one step under the order's lock.
+    @Test(arguments: StoreKind.all) func aQuietLineIsWrittenOncePerQuietPeriodWhateverRaces(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            _ = try await store.create(IAPStoreTests.appleOrder("Q1"), event: NewOrderEvent(kind: "created", detail: "", at: TestTime.t0))
+            let written = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for i in 0..<24 {
+                    group.addTask {
+                        try await store.appendEvent("Q1", NewOrderEvent(kind: "appstore_report", detail: "copy \(i)", at: TestTime.at(10)),
+                                                    quietSince: TestTime.at(-50)) != nil
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(written == 1)
+            // Another kind is its own; after the quiet period the kind is written again; an
+            // unknown order gets nothing.
+            #expect(try await store.appendEvent("Q1", NewOrderEvent(kind: "appstore_refund", detail: "r", at: TestTime.at(11)),
+                                                quietSince: TestTime.at(-49)) != nil)
+            #expect(try await store.appendEvent("Q1", NewOrderEvent(kind: "appstore_report", detail: "later", at: TestTime.at(71)),
+                                                quietSince: TestTime.at(11)) != nil)
+            #expect(try await store.appendEvent("nobody", NewOrderEvent(kind: "appstore_report", detail: "x", at: TestTime.at(72)),
+                                                quietSince: TestTime.at(12)) == nil)
+            #expect(try await store.events("Q1").filter { $0.kind == "appstore_report" }.count == 2)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aReversedRefundClearsTheRevocationAndALateCopyOfThatRefundIsNotAppliedAgain(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             let id = "2000000000000102"

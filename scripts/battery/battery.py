@@ -271,8 +271,14 @@ def t4(rig, scale, seed, result):
 def t6(rig, scale, seed, result):
     """Forged notifies: each refused with FAIL, counted, and an unauthenticated one writes nothing
     (every table, found in the schema, has as many rows after as before); the leaked-key case is
-    authenticated, so it is on the timeline, and it settles nothing."""
-    gateway = rig.gateway(reconcile_interval=0)
+    authenticated, so it is on the timeline, and it settles nothing. Then the iOS enumeration
+    (ios.t6_enumeration): app users reporting other users' transaction ids learn nothing."""
+    with ios.AppStoreGateway(rig, seed, ios.T6_PRODUCTS, ios.T6_ENV, reconcile_interval=0) as (appstore, gateway):
+        t6_notifies(rig, gateway, scale, seed, result)
+        ios.t6_enumeration(rig, gateway, appstore, scale, seed, result)
+
+
+def t6_notifies(rig, gateway, scale, seed, result):
     deadline = time.monotonic() + 600
     victim, other = f"t6-{seed}-victim", f"t6-{seed}-other"
     create_all(rig, gateway, [victim], lambda n: 990, deadline)

@@ -274,11 +274,11 @@ public final class IAPService: Sendable {
     /// until it may finish, and anyone may report a bare transaction id as often as the per-user
     /// limit lets them, so the timeline keeps the first of each minute (counted all the same).
     func appendReportLine(_ outTradeNo: String, _ detail: String) async {
-        guard await !service.hasRecentLine(outTradeNo, kind: "appstore_report") else {
-            metrics.increment("wxpay_appstore_report_lines_suppressed_total")
-            return
-        }
-        _ = try? await service.store.appendEvent(outTradeNo, kind: "appstore_report", detail: detail, at: now())
+        let at = now()
+        let written = try? await service.store.appendEvent(
+            outTradeNo, NewOrderEvent(kind: "appstore_report", detail: detail, at: at),
+            quietSince: at.addingTimeInterval(-OrderService.copyQuietPeriod))
+        if written == nil { metrics.increment("wxpay_appstore_report_lines_suppressed_total") }
     }
 
     /// How the order was found, in words for the support timeline.

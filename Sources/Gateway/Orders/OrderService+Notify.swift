@@ -106,17 +106,15 @@ extension OrderService {
         return now.timeIntervalSince(recorded) < copyQuietPeriod
     }
 
-    /// Whether the order's timeline got this very line (any line of `kind`, without `detail`) less
-    /// than `copyQuietPeriod` ago: a genuine FAIL notify or a signed notify for another amount,
-    /// replayed, then adds nothing (its reply stays the same), and neither does an iOS report
-    /// repeated within the minute. Only notifies that never settle and reports of transactions
-    /// credited before come here, so reading the timeline is no cost on the path of a payment; a
-    /// failed read records the line again, and so may copies arriving at the same moment (as many
-    /// as arrive at once, not as many as are sent).
-    func hasRecentLine(_ outTradeNo: String, kind: String, detail: String? = nil) async -> Bool {
+    /// Whether the order's timeline got this very line less than `copyQuietPeriod` ago: a genuine
+    /// FAIL notify or a signed notify for another amount, replayed, then adds nothing (its reply
+    /// stays the same). Only notifies that never settle come here, so reading the timeline is no
+    /// cost on the path of a payment; a failed read records the line again, and so may copies
+    /// arriving at the same moment (as many as arrive at once, not as many as are sent).
+    private func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
         guard let events = try? await store.events(outTradeNo) else { return false }
         let since = now().addingTimeInterval(-Self.copyQuietPeriod)
-        return events.contains { $0.kind == kind && (detail == nil || $0.detail == detail) && $0.at > since }
+        return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a

@@ -186,24 +186,26 @@ struct Settlement: Sendable {
     /// orderquery says a refund made outside the gateway went through. (Refunds the gateway makes
     /// itself move the order in `RefundStore.transitionRefund`, with their `refund.succeeded`.)
     func refunded(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
-        let at = now()
-        var refunded = order
-        refunded.state = .refund
-        let result = try await store.transition(order.outTradeNo, to: .refund, from: [.success], detail: source,
-                                                outbox: Self.event("order.refunded", for: refunded, at: at), at: at)
-        announce(result, source: source)
-        return result
+        try await move(order, from: .success, to: .refund, announcing: "order.refunded", source: source)
     }
 
     /// Moves an App Store order Apple had refunded back to SUCCESS through the door, with an
     /// `order.refund_reversed` event whose `data` is the order as GET shows it afterwards (paid,
     /// refunded 0): Apple reversed the refund (REFUND_REVERSED). Nothing else leaves REFUND.
     func refundReversed(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
+        try await move(order, from: .refund, to: .success, announcing: "order.refund_reversed", source: source)
+    }
+
+    /// One move between SUCCESS and REFUND with its event, whose `data` is the order as GET shows
+    /// it afterwards.
+    private func move(_ order: OrderRecord, from: OrderState, to: OrderState, announcing type: String, source: String)
+        async throws(StorageError) -> TransitionResult
+    {
         let at = now()
-        var paid = order
-        paid.state = .success
-        let result = try await store.transition(order.outTradeNo, to: .success, from: [.refund], detail: source,
-                                                outbox: Self.event("order.refund_reversed", for: paid, at: at), at: at)
+        var after = order
+        after.state = to
+        let result = try await store.transition(order.outTradeNo, to: to, from: [from], detail: source,
+                                                outbox: Self.event(type, for: after, at: at), at: at)
         announce(result, source: source)
         return result
     }

@@ -182,20 +182,22 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     }
 
     public func consumptionRequests(transactionID: String) async throws(StorageError) -> [ConsumptionRequestRecord] {
-        try await read { db throws(StorageError) in
-            try db.run(PGQuery(
-                "SELECT " + ConsumptionRequestRecord.columns
-                    + #" FROM appstore_consumption WHERE transaction_id = $1 ORDER BY requested_at DESC, id COLLATE "C" DESC"#,
-                transactionID)).rows(ConsumptionRequestRecord.init(row:))
-        }
+        try await consumptionRequests(where: "transaction_id", transactionID)
     }
 
     public func consumptionRequests(outTradeNo: String) async throws(StorageError) -> [ConsumptionRequestRecord] {
+        try await consumptionRequests(where: "out_trade_no", outTradeNo)
+    }
+
+    /// The requests whose `column` (one of this file's, never input) is `value`, newest first.
+    private func consumptionRequests(where column: SQL, _ value: String) async throws(StorageError)
+        -> [ConsumptionRequestRecord]
+    {
         try await read { db throws(StorageError) in
             try db.run(PGQuery(
                 "SELECT " + ConsumptionRequestRecord.columns
-                    + #" FROM appstore_consumption WHERE out_trade_no = $1 ORDER BY requested_at DESC, id COLLATE "C" DESC"#,
-                outTradeNo)).rows(ConsumptionRequestRecord.init(row:))
+                    + " FROM appstore_consumption WHERE " + column + " = $1 ORDER BY requested_at DESC, id COLLATE \"C\" DESC",
+                value)).rows(ConsumptionRequestRecord.init(row:))
         }
     }
 

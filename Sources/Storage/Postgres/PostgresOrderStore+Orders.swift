@@ -173,6 +173,25 @@ extension PostgresOrderStore {
         }
     }
 
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
+        -> OrderEvent?
+    {
+        try StoreText.validate(event.kind, event.detail)
+        return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            // The order's row lock first: a racing caller waits here, then sees this line.
+            guard try db.run(Self.lockOrder(outTradeNo)).first(OrderRecord.init(row:)) != nil else { return (nil, nil) }
+            let appended = try db.run(PGQuery(
+                """
+                INSERT INTO order_events (out_trade_no, at, kind, detail)
+                SELECT $1, $2, $3, $4
+                WHERE NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = $1 AND kind = $3 AND at > $5)
+                RETURNING
+                """ + " " + OrderEvent.columns,
+                outTradeNo, event.at, event.kind, event.detail, quietSince)).first(OrderEvent.init(row:))
+            return (appended, nil)
+        }
+    }
+
     public func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent] {
         try await read { db throws(StorageError) in
             try db.run(PGQuery(

@@ -153,20 +153,22 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     }
 
     public func consumptionRequests(transactionID: String) async throws(StorageError) -> [ConsumptionRequestRecord] {
-        try await read { db throws(StorageError) in
-            try db.rows(
-                "SELECT " + ConsumptionRequestRecord.columns
-                    + " FROM appstore_consumption WHERE transaction_id = ? ORDER BY requested_at DESC, id DESC",
-                transactionID, decode: ConsumptionRequestRecord.init(row:))
-        }
+        try await consumptionRequests(where: "transaction_id", transactionID)
     }
 
     public func consumptionRequests(outTradeNo: String) async throws(StorageError) -> [ConsumptionRequestRecord] {
+        try await consumptionRequests(where: "out_trade_no", outTradeNo)
+    }
+
+    /// The requests whose `column` (one of this file's, never input) is `value`, newest first.
+    private func consumptionRequests(where column: SQL, _ value: String) async throws(StorageError)
+        -> [ConsumptionRequestRecord]
+    {
         try await read { db throws(StorageError) in
             try db.rows(
                 "SELECT " + ConsumptionRequestRecord.columns
-                    + " FROM appstore_consumption WHERE out_trade_no = ? ORDER BY requested_at DESC, id DESC",
-                outTradeNo, decode: ConsumptionRequestRecord.init(row:))
+                    + " FROM appstore_consumption WHERE " + column + " = ? ORDER BY requested_at DESC, id DESC",
+                value, decode: ConsumptionRequestRecord.init(row:))
         }
     }
 
