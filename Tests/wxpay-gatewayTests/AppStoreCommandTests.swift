@@ -7,7 +7,7 @@ import HTTP
 import JSON
 import Testing
 
-/// `wxpay-gateway appstore verify|token` and `simulate-appstore`, run as the built binary.
+/// `wxpay-gateway appstore verify|token|backfill` and `simulate-appstore`, run as the built binary.
 /// Serialized: Foundation's `Process.run` has crashed (in its memmove) when many processes were
 /// launched at once, so this suite launches one at a time.
 @Suite(.serialized)
@@ -24,7 +24,9 @@ struct AppStoreCommandTests {
     /// Runs the binary with `input` on standard input, bounded in time. It waits by polling with
     /// `Task.sleep`, never by blocking a thread: the suite's cooperative pool has one thread per
     /// core, and a blocked one stalls every other test's timers.
-    static func run(_ arguments: [String], input: String = "") async throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(_ arguments: [String], input: String = "", environment extra: [String: String] = [:]) async throws
+        -> (status: Int32, stdout: String, stderr: String)
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -32,7 +34,7 @@ struct AppStoreCommandTests {
         try Data(input.utf8).write(to: files[0])
         for file in files.dropFirst() { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
         // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
-        let child = try ChildProcess(CommandProcess.executable.path, arguments, environment: Self.environment,
+        let child = try ChildProcess(CommandProcess.executable.path, arguments, environment: Self.environment.merging(extra) { $1 },
                                      input: .file(files[0].path), output: files[1].path, errors: files[2].path)
         let status = await child.wait(timeout: .seconds(120))
         func read(_ url: URL) -> String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
@@ -175,6 +177,57 @@ struct AppStoreCommandTests {
             #expect(refused.status == 401)
         } catch {
             Issue.record("simulate-appstore: \(error) \(child.stderr)")
+        }
+        await http.shutdown()
+        #expect(await child.stop() == 0)
+    }
+
+    /// `appstore backfill --since`: a purchase whose notification never arrived (nobody listens at
+    /// the notification URL) and that nobody reported is read from Get Notification History and
+    /// recorded; a second run finds it handled; the progress is the gateway's own (its database).
+    @Test func backfillReadsTheNotificationHistoryOnceAndKeepsWhatItRecovered() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-backfill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let rootFile = directory.appendingPathComponent("root.pem").path
+        let keyFile = directory.appendingPathComponent("AuthKey.p8").path
+        let child = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", rootFile, "--api-key-out", keyFile,
+                                        "--notification-url", "http://127.0.0.1:\(closedLoopbackPort())/appstore/notifications"],
+                                       environment: [:])
+        let http = try HTTPClient()
+        do {
+            let line = try #require(await child.line(startingWith: "listening "))
+            let base = String(line.dropFirst("listening ".count))
+            let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
+                                             body: #"{"user":"alice","productId":"course.swift.basics"}"#)
+            #expect(bought.status == 200)
+            let environment = [
+                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+                "WXPAY_NOTIFY_URL": "https://pay.example/wechat/notify", "GATEWAY_CLIENT_TOKENS": "backfill-test-client-token-0001",
+                "GATEWAY_DATABASE": "sqlite:" + directory.appendingPathComponent("gateway.sqlite").path,
+                "APPSTORE_BUNDLE_ID": Self.bundleID, "APPSTORE_APP_APPLE_ID": "1234567890", "APPSTORE_ROOT_CA_FILE": rootFile,
+                "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1", "APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a",
+                "APPSTORE_KEY_ID": "SIMKEY0001", "APPSTORE_PRIVATE_KEY_FILE": keyFile, "APPSTORE_API_BASE": base,
+                "APPSTORE_SANDBOX_API_BASE": base + "/sandbox",
+            ]
+            let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600))
+            let first = try await Self.run(["appstore", "backfill", "--since", since], environment: environment)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.contains("environments read: Production"), "\(first.stdout)")
+            #expect(first.stdout.contains("notifications 1: recovered 1, handled before 0"), "\(first.stdout)")
+            let second = try await Self.run(["appstore", "backfill", "--since", since], environment: environment)
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stdout.contains("notifications 1: recovered 0, handled before 1"), "\(second.stdout)")
+            let usage = try await Self.run(["appstore", "backfill", "--since", "last week"], environment: environment)
+            #expect(usage.status == 64 && usage.stderr.contains("usage: wxpay-gateway appstore backfill --since DATE"))
+            var unconfigured = environment
+            unconfigured["APPSTORE_PRIVATE_KEY_FILE"] = nil
+            unconfigured["APPSTORE_KEY_ID"] = nil
+            unconfigured["APPSTORE_ISSUER_ID"] = nil
+            let refused = try await Self.run(["appstore", "backfill", "--since", since], environment: unconfigured)
+            #expect(refused.status == 2 && refused.stderr.contains("App Store Server API"), "\(refused.stderr)")
+        } catch {
+            Issue.record("appstore backfill: \(error) \(child.stderr)")
         }
         await http.shutdown()
         #expect(await child.stop() == 0)

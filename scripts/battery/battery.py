@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1–T13 and P1) against the real gateway process. T3, T5 and T8
-are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T10 in ios.py, T11–T13 in
-refunds.py, each with its own TESTS table.
+"""The reliability battery (T1–T14 and P1) against the real gateway process. T3, T5 and T8
+are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T10 and T14 (and T6's iOS
+enumeration) in ios.py, T11–T13 in refunds.py, each with its own TESTS table.
 
-usage: scripts/battery/run [T1|…|T13|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+usage: scripts/battery/run [T1|…|T14|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
 """
 import argparse
 import calendar

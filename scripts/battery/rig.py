@@ -152,6 +152,7 @@ class Receiver:
         self.lock = threading.Lock()
         self.deliveries = 0
         self.invalid = 0
+        self.truncated = 0        # bodies cut short by a SIGKILL of the sender (not deliveries)
         self.seen = {}            # event id -> out_trade_no
         self.effects = {}         # out_trade_no -> order.paid effects applied
         self.refund_effects = {}  # (type, out_refund_no) -> refund.* effects applied
@@ -161,7 +162,15 @@ class Receiver:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    # The gateway was SIGKILLed while sending the body: no delivery (it sends the
+                    # event again after its restart), and no verdict on a signature of half a body.
+                    with receiver.lock:
+                        receiver.truncated += 1
+                    self.close_connection = True
+                    return
                 ok = receiver.verify(self.headers.get("Gateway-Signature"), body)
                 status = 200
                 if not ok:

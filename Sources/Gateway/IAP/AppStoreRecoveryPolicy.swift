@@ -15,7 +15,10 @@ public struct AppStoreRecoveryPolicy: Sendable {
     /// How much of the window already read each run reads again (a notification Apple had not
     /// listed yet, or a clock a little behind).
     public var backfillOverlap: TimeInterval
-    /// How long a run holds the history's lease without a page of progress.
+    /// How long a run holds the history's lease without a page of progress: each page (one
+    /// Server API call, at most ~10 s with its retries, and up to 20 notifications handled)
+    /// extends it, so it is short, and an instance that died mid-run holds the history up only
+    /// this long (the battery's T14 SIGKILLs one every second).
     public var backfillLease: TimeInterval
     /// What is sent for a consumption request the business did not answer; nil: nothing is.
     public var consumptionDefaults: ConsumptionInformation?
@@ -28,7 +31,7 @@ public struct AppStoreRecoveryPolicy: Sendable {
     public static let appleHistoryDays = 180
 
     public init(backfillInterval: TimeInterval = 60, backfillDays: Int = 7, backfillOverlap: TimeInterval = 600,
-                backfillLease: TimeInterval = 300, consumptionDefaults: ConsumptionInformation? = nil,
+                backfillLease: TimeInterval = 30, consumptionDefaults: ConsumptionInformation? = nil,
                 consumptionDeadline: TimeInterval = 36000) {
         self.backfillInterval = backfillInterval
         self.backfillDays = min(max(1, backfillDays), Self.appleHistoryDays)
