@@ -4,6 +4,7 @@ import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
 import HTTP
+import HTTPClientTestSupport
 import JSON
 import Testing
 
