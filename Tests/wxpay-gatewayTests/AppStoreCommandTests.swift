@@ -148,18 +148,33 @@ struct AppStoreCommandTests {
                               "--bundle-id", "B"]).status == 2)
     }
 
-    @Test func simulateAppStoreServesItsAPIAndWritesTheRootToTrust() async throws {
+    /// `simulate-appstore` on a free port, its root certificate and Server API key written to a
+    /// temporary folder: `body` gets its base URL, the two files, the folder and an HTTP client.
+    /// The simulator must exit 0 when stopped.
+    static func withSimulator(_ options: [String] = [],
+                              _ body: (_ base: String, _ rootFile: String, _ keyFile: String, _ directory: URL, HTTPClient) async throws -> Void)
+        async throws
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("simulate-appstore-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let rootFile = directory.appendingPathComponent("root.pem").path
         let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-        let child = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", rootFile, "--api-key-out", keyFile],
+        let child = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", rootFile, "--api-key-out", keyFile] + options,
                                        environment: [:])
         let http = try HTTPClient()
         do {
             let line = try #require(await child.line(startingWith: "listening "))
-            let base = String(line.dropFirst("listening ".count))
+            try await body(String(line.dropFirst("listening ".count)), rootFile, keyFile, directory, http)
+        } catch {
+            Issue.record("simulate-appstore: \(error) \(child.stderr)")
+        }
+        await http.shutdown()
+        #expect(await child.stop() == 0)
+    }
+
+    @Test func simulateAppStoreServesItsAPIAndWritesTheRootToTrust() async throws {
+        try await Self.withSimulator { base, rootFile, keyFile, _, http in
             let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
                                              body: #"{"user":"alice","productId":"course.swift.basics","environment":"Sandbox"}"#)
             #expect(bought.status == 200)
@@ -176,29 +191,15 @@ struct AppStoreCommandTests {
             #expect(info.status == 200)
             let refused = try await http.send(.get, base + "/sandbox/inApps/v1/transactions/\(id)", token: "not.a.token")
             #expect(refused.status == 401)
-        } catch {
-            Issue.record("simulate-appstore: \(error) \(child.stderr)")
         }
-        await http.shutdown()
-        #expect(await child.stop() == 0)
     }
 
     /// `appstore backfill --since`: a purchase whose notification never arrived (nobody listens at
     /// the notification URL) and that nobody reported is read from Get Notification History and
     /// recorded; a second run finds it handled; the progress is the gateway's own (its database).
     @Test func backfillReadsTheNotificationHistoryOnceAndKeepsWhatItRecovered() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("appstore-backfill-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let rootFile = directory.appendingPathComponent("root.pem").path
-        let keyFile = directory.appendingPathComponent("AuthKey.p8").path
-        let child = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", rootFile, "--api-key-out", keyFile,
-                                        "--notification-url", "http://127.0.0.1:\(closedLoopbackPort())/appstore/notifications"],
-                                       environment: [:])
-        let http = try HTTPClient()
-        do {
-            let line = try #require(await child.line(startingWith: "listening "))
-            let base = String(line.dropFirst("listening ".count))
+        let nobody = "http://127.0.0.1:\(closedLoopbackPort())/appstore/notifications"
+        try await Self.withSimulator(["--notification-url", nobody]) { base, rootFile, keyFile, directory, http in
             let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
                                              body: #"{"user":"alice","productId":"course.swift.basics"}"#)
             #expect(bought.status == 200)
@@ -227,10 +228,6 @@ struct AppStoreCommandTests {
             unconfigured["APPSTORE_ISSUER_ID"] = nil
             let refused = try await Self.run(["appstore", "backfill", "--since", since], environment: unconfigured)
             #expect(refused.status == 2 && refused.stderr.contains("App Store Server API"), "\(refused.stderr)")
-        } catch {
-            Issue.record("appstore backfill: \(error) \(child.stderr)")
         }
-        await http.shutdown()
-        #expect(await child.stop() == 0)
     }
 }
