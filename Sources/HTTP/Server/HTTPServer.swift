@@ -185,6 +185,9 @@ public actor HTTPServer {
         guard configuration.connectionMemoryLimit >= 4096 else {
             throw .invalidConfiguration("connectionMemoryLimit must be at least 4096")
         }
+        guard configuration.maxTargetBytes > 0, configuration.maxQueryParameters >= 0 else {
+            throw .invalidConfiguration("maxTargetBytes must be positive and maxQueryParameters not negative")
+        }
         guard configuration.maxBodyBytes >= 0, configuration.listenBacklog > 0 else {
             throw .invalidConfiguration("maxBodyBytes and listenBacklog must not be negative")
         }
