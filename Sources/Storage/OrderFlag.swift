@@ -18,6 +18,11 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// look at.
     public static let matchedWithoutOrder: OrderFlag = "matched_without_order"
 
+    /// WeChat's orderquery reports the order REFUND while none of the gateway's own refunds of it is
+    /// open or succeeded: refunded elsewhere (the merchant platform). The order stays SUCCESS, since
+    /// its state follows its own refunds; a person must tell the business.
+    public static let refundOutsideGateway: OrderFlag = "refund_outside_gateway"
+
     /// Returns `nil` unless `rawValue` is a valid flag name.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }

@@ -256,6 +256,7 @@ enum ConsolePages {
             switch flag {
             case .paidAfterClose: warnings.append(text.paidAfterClose)
             case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
+            case .refundOutsideGateway: warnings.append(text.refundOutsideGateway)
             default: warnings.append(text.otherFlag(flag.rawValue))
             }
         }

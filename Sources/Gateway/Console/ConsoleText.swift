@@ -124,6 +124,10 @@ struct ConsoleText: Sendable {
         t("有一笔退款为 CHANGE（退款异常）：微信无法原路退回（例如银行卡已冻结或注销），请在商户平台人工处理。",
           "A refund ended CHANGE: WeChat could not pay it back (a frozen or closed card, say). A person must handle it in the merchant platform.")
     }
+    var refundOutsideGateway: String {
+        t("微信查询显示此订单已转入退款，但网关没有发起过进行中或成功的退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
+          "WeChat's orderquery says this order is refunded, but no refund made through the gateway is open or succeeded (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
+    }
     var refundDisagreement: String {
         t("微信关于一笔退款的回答与我们的记录不一致，没有采用：请人工核对。",
           "WeChat's answer about a refund disagreed with our record and was not applied: check it by hand.")

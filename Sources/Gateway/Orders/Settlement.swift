@@ -80,10 +80,15 @@ struct Settlement: Sendable {
             switch response.tradeState {
             case .success, .refund:
                 guard let transactionID = response.transactionID, let totalFee = response.totalFee else { return order }
-                var result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
+                let result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
                                                   amount: totalFee, source: source)
+                // REFUND says two things: the order was paid (settled above, as SUCCESS is), and a
+                // refund of it was asked for. The second is the refunds' to decide, each by its own
+                // notify or refundquery through the refund door, and the order follows its refunds:
+                // WeChat says REFUND from the moment a refund is requested, while it may still end
+                // REFUNDCLOSE, so on orderquery's word alone the order never moves to REFUND.
                 if response.tradeState == .refund, let paid = result.record, paid.state == .success {
-                    result = try await refunded(paid, source: source)
+                    return try await flagRefundMadeElsewhere(paid, source: source)
                 }
                 return result.record
             case .closed:
@@ -161,6 +166,27 @@ struct Settlement: Sendable {
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
     }
 
+    /// WeChat's orderquery says REFUND for `order` (paid): when none of the gateway's own refunds of
+    /// it is open or succeeded, the refund was made elsewhere (by hand in the merchant platform),
+    /// and nothing here will ever hear of it. The order stays SUCCESS (its state follows its own
+    /// refunds) and is flagged `refund_outside_gateway` for a person, with one timeline line; the
+    /// next day's bill lists the refund as `unknown_out_refund_no` too.
+    private func flagRefundMadeElsewhere(_ order: OrderRecord, source: String) async throws(StorageError) -> OrderRecord {
+        guard !order.flags.contains(.refundOutsideGateway), let refunds = store as? any RefundStore else { return order }
+        let ours = try await refunds.refunds(outTradeNo: order.outTradeNo)
+        guard ours.isEmpty else { return order }
+        let at = now()
+        let flagged = try await store.addFlags(order.outTradeNo, [.refundOutsideGateway], at: at) ?? order
+        _ = try await store.appendEvent(
+            order.outTradeNo, kind: "refund_outside_gateway",
+            detail: "\(source): orderquery trade_state=REFUND, but no refund of this gateway's is open or succeeded; "
+                + "the order stays SUCCESS", at: at)
+        metrics.increment("wxpay_refunds_outside_gateway_total")
+        logger.warning("WeChat reports a refund the gateway did not make; flagged for support",
+                       ["out_trade_no": order.outTradeNo])
+        return flagged
+    }
+
     // MARK: - App Store
 
     /// Credits a verified App Store transaction to its order (`IAPStore.creditAppleTransaction`:
@@ -175,11 +201,16 @@ struct Settlement: Sendable {
         return result
     }
 
-    /// Moves a paid order to REFUND through the door, with an `order.refunded` event whose `data` is
-    /// the order as GET shows it afterwards: Apple refunded or revoked the purchase, or WeChat's
-    /// orderquery says a refund made outside the gateway went through. (Refunds the gateway makes
-    /// itself move the order in `RefundStore.transitionRefund`, with their `refund.succeeded`.)
+    /// Moves a paid App Store order to REFUND through the door, with an `order.refunded` event whose
+    /// `data` is the order as GET shows it afterwards: Apple refunded or revoked the purchase, and
+    /// Apple's word is about Apple's own transaction. A WeChat order is never moved here: it turns
+    /// REFUND only when one of its own refunds succeeds (`RefundStore.transitionRefund`, with the
+    /// refund's `refund.succeeded`), so no other protocol's word about it can refund it.
     func refunded(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
+        guard order.channel == .apple else {
+            logger.error("refused to move a WeChat order to REFUND outside its refunds", ["out_trade_no": order.outTradeNo])
+            return .unchanged(order)
+        }
         let at = now()
         var refunded = order
         refunded.state = .refund
