@@ -12,6 +12,9 @@ struct Settlement: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let now: @Sendable () -> Date
+    /// The mismatch warning is logged at most once a second per source: a signed notify for another
+    /// amount can be replayed as often as its sender likes (the metric counts every copy).
+    let amountMismatchLog = LogThrottle()
 
     /// Settles the order as paid with what WeChat said (a verified notify or orderquery answer).
     /// The amount must equal the order's; an order closed locally is still settled, and flagged.
@@ -51,8 +54,10 @@ struct Settlement: Sendable {
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
                               onTimeline: Bool = true) async throws(StorageError) {
         metrics.increment("wxpay_amount_mismatches_total", ["source": source])
-        logger.warning("WeChat reported another amount than the order's; not settled",
-                       ["out_trade_no": order.outTradeNo, "source": source])
+        if let suppressed = amountMismatchLog.admit(Self.label(source)) {
+            logger.warning("WeChat reported another amount than the order's; not settled",
+                           ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
+        }
         guard onTimeline else { return }
         _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
                                         detail: Self.amountMismatchDetail(order, reported: amount, source: source), at: now())
@@ -61,6 +66,18 @@ struct Settlement: Sendable {
     /// The timeline line of a mismatch, e.g. `notify reported 1 fen, order is 990 fen`.
     static func amountMismatchDetail(_ order: OrderRecord, reported amount: Int, source: String) -> String {
         "\(source) reported \(amount) fen, order is \(order.amount) fen"
+    }
+
+    /// Whether the order's timeline got this very line less than `OrderService.copyQuietPeriod`
+    /// ago. A verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
+    /// contradicting its refund's final state), replayed, then adds nothing (its reply and its
+    /// count stay the same). Only such messages come here, so reading the timeline is no cost on
+    /// the path of a payment; a failed read records the line again, and so may copies arriving at
+    /// the same moment (as many as arrive at once, not as many as are sent).
+    func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
+        guard let events = try? await store.events(outTradeNo) else { return false }
+        let since = now().addingTimeInterval(-OrderService.copyQuietPeriod)
+        return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).

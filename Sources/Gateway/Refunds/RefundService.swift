@@ -33,6 +33,8 @@ public final class RefundService: Sendable {
     private let notifyURLOverride = Mutex<String?>(nil)
     /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
     let rejectedNotifyLog = LogThrottle()
+    /// Verified refund notifies contradicting a finished refund are logged at most once a second.
+    let conflictingNotifyLog = LogThrottle()
 
     /// - Parameters:
     ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
