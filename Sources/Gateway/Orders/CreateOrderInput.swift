@@ -56,7 +56,7 @@ public struct CreateOrderInput: Sendable, Hashable {
         guard Self.isIPAddress(clientIP) else { throw .invalid("client_ip", "client_ip must be an IPv4 or IPv6 address") }
         outTradeNo = try Self.outTradeNo(object)
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
-        userID = try Self.string(object, "user_id", required: false, bytes: 0...64)
+        userID = try UserID.member(of: object, required: false)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
     }
