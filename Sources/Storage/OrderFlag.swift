@@ -23,6 +23,11 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// its state follows its own refunds; a person must tell the business.
     public static let refundOutsideGateway: OrderFlag = "refund_outside_gateway"
 
+    /// WeChat reported the paid order paid again under another transaction id (a verified notify or
+    /// orderquery answer): a second payment made around the gateway, or a leaked key. The timeline
+    /// holds the other id; a person must look.
+    public static let otherTransactionID: OrderFlag = "other_transaction_id"
+
     /// Returns `nil` unless `rawValue` is a valid flag name.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }

@@ -146,6 +146,8 @@ struct AppClientAPITests {
             ("future iat", TestTokens.token(payload: TestTokens.payload(iat: now + 600, exp: now + 1200), secret: secret), "future"),
             ("wrong aud", TestTokens.token(payload: TestTokens.payload(aud: #""another-service""#), secret: secret), "aud"),
             ("alg none", TestTokens.token(header: #"{"alg":"none"}"#, payload: good, secret: secret), "HS256"),
+            ("alg none, unsigned", Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "."
+                + Base64URL.encode(Array(good.utf8)) + ".", "alg none"),
             ("HS512", TestTokens.token(header: #"{"alg":"HS512"}"#, payload: good) { TestTokens.hmacSHA512($0, secret: secret) }, "HS256"),
             ("tampered", tampered.joined(separator: "."), "signature"),
             ("wrong secret", TestTokens.token(payload: good, secret: "a-secret-nobody-configured-at-all-0003"), "signature"),

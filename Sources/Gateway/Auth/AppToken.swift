@@ -63,7 +63,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBase64(let segment): "the token's \(segment) is not base64url without padding"
         case .notJSONObject(let segment): "the token's \(segment) is not a JSON object"
         case .duplicateKey(let segment): "the token's \(segment) repeats a JSON key"
-        case .algorithm: "the token's header must say \"alg\":\"HS256\""
+        case .algorithm: "the token's header must say \"alg\":\"HS256\" (alg none, unsigned, and other algorithms are refused)"
         case .criticalHeader: "the token's header names critical extensions (crit), which are not supported"
         case .type: "the token's typ, when present, must be JWT"
         case .signature: "the token's signature does not verify with any app token secret"
@@ -111,12 +111,15 @@ public struct AppTokenVerifier: Sendable {
         let bytes = Array(token.utf8)
         guard bytes.count <= Self.maximumLength else { throw .tooLong }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw .segments }
+        guard parts.count == 3, !parts[0].isEmpty else { throw .segments }
         guard let headerBytes = Base64URL.decode(parts[0]) else { throw .badBase64(segment: "header") }
         let header = try Self.object(headerBytes, segment: "header")
+        // Before the other segments: an unsigned `alg: none` token (its signature empty) is
+        // refused for what it is, not for its shape.
         guard header["alg"] == .string("HS256") else { throw .algorithm }
         guard header["crit"] == nil else { throw .criticalHeader }
         if let type = header["typ"], type.stringValue?.uppercased() != "JWT" { throw .type }
+        guard !parts[1].isEmpty, !parts[2].isEmpty else { throw .segments }
         guard let signature = Base64URL.decode(parts[2]) else { throw .badBase64(segment: "signature") }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         var verified = false

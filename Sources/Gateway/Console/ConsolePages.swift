@@ -257,6 +257,7 @@ enum ConsolePages {
             case .paidAfterClose: warnings.append(text.paidAfterClose)
             case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
             case .refundOutsideGateway: warnings.append(text.refundOutsideGateway)
+            case .otherTransactionID: warnings.append(text.otherTransactionID)
             default: warnings.append(text.otherFlag(flag.rawValue))
             }
         }

@@ -128,6 +128,10 @@ struct ConsoleText: Sendable {
         t("微信查询显示此订单已转入退款，但网关没有发起过进行中或成功的退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
           "WeChat's orderquery says this order is refunded, but no refund made through the gateway is open or succeeded (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
     }
+    var otherTransactionID: String {
+        t("微信对这笔已支付订单又报告了另一个交易号（见时间线）：可能是绕过网关的第二笔支付，或商户密钥泄露。请人工核实。",
+          "WeChat reported this paid order paid again under another transaction id (see the timeline): a second payment made around the gateway, or a leaked key. A person must check.")
+    }
     var refundDisagreement: String {
         t("微信关于一笔退款的回答与我们的记录不一致，没有采用：请人工核对。",
           "WeChat's answer about a refund disagreed with our record and was not applied: check it by hand.")

@@ -61,6 +61,20 @@ extension OrderService {
                                                            onTimeline: !recorded)
                 return rejected(reason: "amount_mismatch")
             }
+            if order.state == .success || order.state == .refund, let recorded = order.transactionID,
+               recorded != payment.transactionID
+            {
+                // Paid already, under another transaction id: nothing to settle, a person to tell.
+                do {
+                    _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID,
+                                                                    source: "notify")
+                } catch {
+                    metrics.increment("wxpay_notifies_total", ["outcome": "storage_error"])
+                    return NotifyReply.fail("try again").bytes
+                }
+                metrics.increment("wxpay_notifies_total", ["outcome": "other_transaction"])
+                return NotifyReply.success.bytes
+            }
             if Self.isRecentCopy(payment, of: order, now: now()) {
                 metrics.increment("wxpay_notifies_total", ["outcome": "duplicate"])
                 return NotifyReply.success.bytes

@@ -463,6 +463,8 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
         metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
         metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
+        metrics.describe("wxpay_transaction_mismatches_total", type: "counter",
+                         help: "Paid orders WeChat reported paid again under another transaction id (flagged for support).")
         metrics.describe("wxpay_refunds_outside_gateway_total", type: "counter",
                          help: "Paid orders WeChat reports REFUND without a refund of the gateway's (flagged for support).")
         metrics.describe("wxpay_app_token_refusals_total", type: "counter",

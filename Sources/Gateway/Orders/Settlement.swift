@@ -15,6 +15,8 @@ struct Settlement: Sendable {
     /// The mismatch warning is logged at most once a second per source: a signed notify for another
     /// amount can be replayed as often as its sender likes (the metric counts every copy).
     let amountMismatchLog = LogThrottle()
+    /// Likewise the warning for a payment reported under another transaction id.
+    let otherTransactionLog = LogThrottle()
 
     /// Settles the order as paid with what WeChat said (a verified notify or orderquery answer).
     /// The amount must equal the order's; an order closed locally is still settled, and flagged.
@@ -45,7 +47,38 @@ struct Settlement: Sendable {
                 addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
+        if case .unchanged(let current) = result, current.state == .success || current.state == .refund,
+           let recorded = current.transactionID, recorded != transactionID
+        {
+            _ = try await recordOtherTransaction(current, transactionID: transactionID, source: source)
+        }
         return result
+    }
+
+    /// WeChat (a verified notify or orderquery answer) reported a payment of the paid `order` under
+    /// another transaction id than the one it was settled with: WeChat does not take two payments
+    /// for one out_trade_no, so it is a second payment made around the gateway or a leaked key,
+    /// and either needs a person. Nothing is settled again; the order is flagged
+    /// `other_transaction_id`, the other id goes on its timeline (`transaction_mismatch`, at most
+    /// once a minute per id), every report is counted and the warning logged at most once a second.
+    func recordOtherTransaction(_ order: OrderRecord, transactionID: String, source: String) async throws(StorageError)
+        -> OrderRecord
+    {
+        let label = Self.label(source)
+        metrics.increment("wxpay_transaction_mismatches_total", ["source": label])
+        if let suppressed = otherTransactionLog.admit(label) {
+            logger.warning("WeChat reported a paid order paid again under another transaction id; flagged for support",
+                           ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
+        }
+        var current = order
+        if !order.flags.contains(.otherTransactionID) {
+            current = try await store.addFlags(order.outTradeNo, [.otherTransactionID], at: now()) ?? order
+        }
+        let detail = "\(source) reported transaction_id \(transactionID); the order was paid with \(order.transactionID ?? "none")"
+        if await !hasRecentLine(order.outTradeNo, kind: "transaction_mismatch", detail: detail) {
+            _ = try await store.appendEvent(order.outTradeNo, kind: "transaction_mismatch", detail: detail, at: now())
+        }
+        return current
     }
 
     /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
