@@ -70,6 +70,11 @@ enum ServeCommand {
             await resources.close()
             return ExitStatus.configuration
         }
+        if !configuration.demo, let fingerprint = configuration.appStore.untrustedRootFingerprint {
+            // Acknowledged at start (GatewayConfiguration.untrustedRootChecks), and still said once.
+            logger.warning("App Store purchases are verified against a root that is not Apple Root CA - G3: whoever holds "
+                           + "its key can sign purchases this gateway credits", ["root_sha256": fingerprint])
+        }
         // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
         // what can change without a restart (the catalog file, the console's users).
         let reloads = ReloadHooks()
