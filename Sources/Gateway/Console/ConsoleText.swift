@@ -65,8 +65,13 @@ struct ConsoleText: Sendable {
     var loginButton: String { t("登录", "Sign in") }
     var loginRefused: String { t("用户名或密码不正确。", "Wrong user name or password.") }
     func loginLocked(until: Date) -> String {
-        t("这个用户名 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）。",
-          "Five failed sign-ins for this name within 15 minutes: it is locked until \(ConsoleFormat.time(until)) (Beijing time).")
+        t("这个用户名从你的地址 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）；其他地址不受影响。",
+          "Five failed sign-ins for this name from your address within 15 minutes: it is locked from here until "
+              + "\(ConsoleFormat.time(until)) (Beijing time). Other addresses are not affected.")
+    }
+    func loginPaced(retryAfter: Int) -> String {
+        t("这个用户名最近从多个地址登录失败过多，登录需要排队；请 \(retryAfter) 秒后再试。",
+          "This name has failed too often lately from many addresses, so its sign-ins take turns: try again in \(retryAfter) s.")
     }
     var loginBusy: String { t("同时登录的人太多，请稍后再试。", "Too many sign-ins at once; try again in a moment.") }
     var loggedOut: String { t("你已退出登录。", "You are signed out.") }

@@ -175,6 +175,12 @@ enum PostgresMigrations {
                                         "appstore_notifications", "console_sessions", "console_login_failures",
                                         "console_login_locks", "audit_log"]),
         ]),
+        Migration(version: 7, name: "console logins by name and address, and the addresses names sign in from",
+                  statements: PostgresOrderStore.consoleLoginsByAddressSchema + [
+                      amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds", "apple_transactions",
+                                                  "appstore_notifications", "console_sessions", "console_login_failures",
+                                                  "console_login_locks", "console_login_addresses", "audit_log"]),
+                  ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

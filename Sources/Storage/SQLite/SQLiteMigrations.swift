@@ -91,6 +91,8 @@ enum SQLiteMigrations {
         Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
         Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
                   sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
+        Migration(version: 6, name: "console logins by name and address, and the addresses names sign in from",
+                  sql: SQLiteOrderStore.consoleLoginsByAddressSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
