@@ -31,7 +31,8 @@ public protocol ConsoleStore: Sendable {
 
     /// Where a login attempt for `username` from `address` stands at `at`: the lock on that name
     /// from that address, if any; how many failures the name had from every address after
-    /// `failuresSince`; and whether the name signed in from this address after `knownSince`.
+    /// `failuresSince` and from how many addresses it is locked at `at` (a lock's own failures are
+    /// forgotten when it is made); and whether the name signed in from this address after `knownSince`.
     func loginState(username: String, address: String, at: Date, failuresSince: Date, knownSince: Date)
         async throws(StorageError) -> LoginState
 
@@ -110,14 +111,17 @@ public struct OrderSearch: Sendable, Hashable {
 public struct LoginState: Sendable, Hashable {
     /// The end of the lock on the name from this address, if it is locked.
     public var lockedUntil: Date?
-    /// The name's failures from every address in the window asked about.
+    /// The name's failures from every address in the window asked about (not those that made a lock).
     public var nameFailures: Int
+    /// The addresses the name is locked from now.
+    public var lockedAddresses: Int
     /// Whether the name signed in from this address recently.
     public var knownAddress: Bool
 
-    public init(lockedUntil: Date?, nameFailures: Int, knownAddress: Bool) {
+    public init(lockedUntil: Date?, nameFailures: Int, lockedAddresses: Int = 0, knownAddress: Bool) {
         self.lockedUntil = lockedUntil
         self.nameFailures = nameFailures
+        self.lockedAddresses = lockedAddresses
         self.knownAddress = knownAddress
     }
 }

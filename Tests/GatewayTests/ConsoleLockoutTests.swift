@@ -96,4 +96,22 @@ struct ConsoleLockoutTests {
         // Another name is not paced at all.
         #expect(try await Self.signIn(rig, from: "192.0.2.202", name: "vera", password: ConsoleRig.password).status == 303)
     }
+
+    @Test func addressesLockedFromANameCountTowardsItsPace() async throws {
+        let rig = try await Self.start(pace: LoginPace(interval: .seconds(60), maximumWait: .zero))
+        defer { Task { await rig.stop() } }
+        let metrics = rig.rig.service.metrics
+        // Four addresses each lock themselves out (5 failures each): 20 failures in all.
+        for index in 1...(Console.paceThreshold / Console.lockThreshold) {
+            for attempt in 1...Console.lockThreshold {
+                let answer = try await Self.signIn(rig, from: "192.0.2.\(index)", name: "rita", password: "guess \(attempt)")
+                #expect(answer.status == (attempt < Console.lockThreshold ? 403 : 429))
+            }
+        }
+        #expect(metrics.counter("wxpay_console_logins_paced_total") == 0)
+        #expect(try await Self.signIn(rig, from: "192.0.2.100", name: "rita", password: "guess").status == 403)
+        #expect(metrics.counter("wxpay_console_logins_paced_total") == 1)
+        #expect(try await Self.signIn(rig, from: "192.0.2.101", name: "rita", password: "guess").status == 429)
+        #expect(metrics.counter("wxpay_console_logins_total", ["outcome": "paced"]) == 1)
+    }
 }

@@ -77,7 +77,8 @@ struct ConsoleStoreTests {
             #expect(try await Self.state("alice", at: 1139, in: store).lockedUntil == TestTime.at(1140))
             #expect(try await Self.state("alice", at: 1140, in: store).lockedUntil == nil)
             // From another address the name is not locked, and another name is untouched.
-            #expect(try await Self.state("alice", from: Self.elsewhere, at: 300, in: store).lockedUntil == nil)
+            let elsewhere = try await Self.state("alice", from: Self.elsewhere, at: 300, in: store)
+            #expect(elsewhere.lockedUntil == nil && elsewhere.lockedAddresses == 1 && elsewhere.nameFailures == 0)
             #expect(try await Self.state("bob", at: 300, in: store).lockedUntil == nil)
         }
     }

@@ -22,7 +22,8 @@ public final class Console: Sendable {
     public static let lockThreshold = 5
     public static let lockWindow: TimeInterval = 15 * 60
     public static let lockDuration: TimeInterval = 15 * 60
-    /// Failures of one name from every address within `lockWindow` after which it is paced.
+    /// Failures of one name from every address within `lockWindow` after which it is paced (an
+    /// address locked from it counts as the `lockThreshold` failures that locked it).
     public static let paceThreshold = 20
     /// How long an address a name signed in from stays exempt from the pace.
     public static let knownAddressLifetime: TimeInterval = 30 * 86400
@@ -92,7 +93,9 @@ public final class Console: Sendable {
             metrics.increment("wxpay_console_logins_total", ["outcome": "locked"])
             return .locked(until: until, now: false)
         }
-        if state.nameFailures >= Self.paceThreshold && !state.knownAddress {
+        // A lock forgets the failures that made it, so each one counts as those failures here.
+        let nameFailures = state.nameFailures + state.lockedAddresses * Self.lockThreshold
+        if nameFailures >= Self.paceThreshold && !state.knownAddress {
             switch pace.take(name) {
             case .wait(let wait):
                 metrics.increment("wxpay_console_logins_paced_total")

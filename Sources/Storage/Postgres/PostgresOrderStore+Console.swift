@@ -139,10 +139,12 @@ extension PostgresOrderStore: ConsoleStore {
                 PGQuery("""
                     SELECT 1 FROM console_login_addresses WHERE username = $1 AND address = $2 AND last_success_at > $3
                     """, username, address, knownSince),
+                PGQuery("SELECT COUNT(*) FROM console_login_locks WHERE username = $1 AND locked_until > $2", username, at),
             ])
             return LoginState(
                 lockedUntil: try results[0].first { row throws(StorageError) in try row.date(0) },
                 nameFailures: try results[1].first { row throws(StorageError) in try row.int(0) } ?? 0,
+                lockedAddresses: try results[3].first { row throws(StorageError) in try row.int(0) } ?? 0,
                 knownAddress: try results[2].first { _ throws(StorageError) in true } ?? false)
         }
     }

@@ -115,10 +115,13 @@ extension SQLiteOrderStore: ConsoleStore {
             let failures = try db.row(
                 "SELECT COUNT(*) FROM console_login_failures WHERE username = ? AND at > ?", username, failuresSince,
                 decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            let locks = try db.row(
+                "SELECT COUNT(*) FROM console_login_locks WHERE username = ? AND locked_until > ?", username, at,
+                decode: { row throws(StorageError) in try row.int(0) }) ?? 0
             let known = try db.row(
                 "SELECT 1 FROM console_login_addresses WHERE username = ? AND address = ? AND last_success_at > ?",
                 username, address, knownSince, decode: { row throws(StorageError) in try row.int(0) }) != nil
-            return LoginState(lockedUntil: lockedUntil, nameFailures: failures, knownAddress: known)
+            return LoginState(lockedUntil: lockedUntil, nameFailures: failures, lockedAddresses: locks, knownAddress: known)
         }
     }
 
