@@ -216,9 +216,10 @@ struct Settlement: Sendable {
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
     }
 
-    /// WeChat's orderquery says REFUND for `order` (paid): when none of the gateway's own refunds of
-    /// it is open or succeeded, the refund was made elsewhere (by hand in the merchant platform),
-    /// and nothing here will ever hear of it. The order stays SUCCESS (its state follows its own
+    /// WeChat's orderquery says REFUND for `order` (paid): when the gateway never made a refund of
+    /// it, the refund was made elsewhere (by hand in the merchant platform), and nothing here will
+    /// ever hear of it. (With a refund of its own, even one that ended REFUNDCLOSE, WeChat's REFUND
+    /// is that refund's: nothing to flag.) The order stays SUCCESS (its state follows its own
     /// refunds) and is flagged `refund_outside_gateway` for a person, with one timeline line; the
     /// next day's bill lists the refund as `unknown_out_refund_no` too.
     private func flagRefundMadeElsewhere(_ order: OrderRecord, source: String) async throws(StorageError) -> OrderRecord {
@@ -229,7 +230,7 @@ struct Settlement: Sendable {
         let flagged = try await store.addFlags(order.outTradeNo, [.refundOutsideGateway], at: at) ?? order
         _ = try await store.appendEvent(
             order.outTradeNo, kind: "refund_outside_gateway",
-            detail: "\(source): orderquery trade_state=REFUND, but no refund of this gateway's is open or succeeded; "
+            detail: "\(source): orderquery trade_state=REFUND, but the gateway made no refund of this order; "
                 + "the order stays SUCCESS", at: at)
         metrics.increment("wxpay_refunds_outside_gateway_total")
         logger.warning("WeChat reports a refund the gateway did not make; flagged for support",
