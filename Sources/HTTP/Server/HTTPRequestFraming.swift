@@ -9,15 +9,21 @@
 /// as a request. RFC 9112 §6.3 makes every such request an unrecoverable framing error: answer 400
 /// and close the connection. libmicrohttpd 0.9.75 instead reads chunked and keeps the connection,
 /// takes the first of two lengths, and waits for the end of a body in any other coding until the
-/// connection times out; the server refuses all of them here, with `Connection: close`, so nothing
-/// after them on that connection is ever read.
+/// connection times out, and keeps `Transfer-Encoding : chunked` as a header of another name; the
+/// server refuses all of them here, with `Connection: close`, so nothing after them on that
+/// connection is ever read. (A `Content-Length` that is not one number libmicrohttpd refuses
+/// itself, before this code runs: 400, or 413 when too large, and the connection closed.)
 enum HTTPRequestFraming {
     /// The refusal for a request head whose body framing is ambiguous or unknown, or nil when it is
-    /// sound: at most one `Content-Length`; `Transfer-Encoding` only without one, never in HTTP/1.0,
+    /// sound: no header name with whitespace in it (`Transfer-Encoding : chunked` is a different
+    /// name to libmicrohttpd and the same one to lenient proxies, RFC 9112 §5.1); at most one
+    /// `Content-Length`; `Transfer-Encoding` only without one, never in HTTP/1.0,
     /// and then exactly `chunked` (in any case). A list whose final coding is not `chunked`, or that
     /// names it twice, has no determinable length (400); a known-length list with another coding
     /// before `chunked` is one this server does not implement (501, RFC 9112 §6.1).
-    static func refusal(version: String, contentLengths: [String], transferEncodings: [String]) -> HTTPServerResponse? {
+    static func refusal(version: String, contentLengths: [String], transferEncodings: [String],
+                        whitespaceInAName: Bool = false) -> HTTPServerResponse? {
+        if whitespaceInAName { return refused(400, "bad request: whitespace in a header name") }
         if contentLengths.count > 1 { return refused(400, "bad request: more than one Content-Length") }
         guard !transferEncodings.isEmpty else { return nil }
         if !contentLengths.isEmpty { return refused(400, "bad request: Content-Length and Transfer-Encoding together") }

@@ -114,7 +114,7 @@ final class HTTPServerCore: Sendable {
         }
         return HTTPRequestFraming.refusal(
             version: version.map { String(cString: $0) } ?? "", contentLengths: fields.contentLengths,
-            transferEncodings: fields.transferEncodings)
+            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName)
     }
 
     /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
@@ -353,14 +353,18 @@ final class HTTPServerCore: Sendable {
     }
 }
 
-/// Every `Content-Length` and `Transfer-Encoding` field of a request (names are case-insensitive).
+/// Every `Content-Length` and `Transfer-Encoding` field of a request (names are case-insensitive),
+/// and whether any name has a space or tab in it (libmicrohttpd 0.9.75 keeps `Transfer-Encoding :`
+/// as a name of its own, even in strict mode).
 private struct FramingFields {
     var contentLengths: [String] = []
     var transferEncodings: [String] = []
+    var whitespaceInAName = false
 
     static let collect: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let fields = cls.assumingMemoryBound(to: FramingFields.self)
+        if strpbrk(key, " \t") != nil { fields.pointee.whitespaceInAName = true }
         let text = value.map { String(cString: $0) } ?? ""
         if strcasecmp(key, "Content-Length") == 0 {
             fields.pointee.contentLengths.append(text)
