@@ -468,5 +468,14 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_app_rate_limited_total", type: "counter",
                          help: "App-token requests refused by a per-user limit (429), by limit.")
         metrics.set("wxpay_waits_open", to: 0)
+        metrics.describe("wxpay_amount_mismatches_total", type: "counter",
+                         help: "Payments WeChat reported with another amount than the order's (not settled), by source.")
+        // Alerts compare a counter with its value minutes ago: a series that first appears with
+        // its first event would hide that event, so the ones alerted on exist from the start.
+        for source in Settlement.sourceLabels { metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": source]) }
+        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "settled"])
+        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "rejected", "reason": "bad_sign"])
+        metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": "refundquery"])
+        Self.describeHealthMetrics(metrics)
     }
 }
