@@ -13,7 +13,7 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
         self.inner = inner
         self.metrics = metrics
         metrics.describe("wxpay_appstore_requests_total", type: "counter",
-                         help: "Calls to the App Store (Server API, verifyReceipt) by endpoint and outcome (2xx, 4xx, 5xx, or the transport failure).")
+                         help: "Calls to the App Store (Server API, verifyReceipt) by endpoint and outcome (2xx, 401, 4xx, 5xx, or the transport failure).")
         metrics.describe("wxpay_appstore_request_duration_seconds", type: "histogram",
                          help: "Latency of calls to the App Store, by endpoint.")
         for api in ["transaction_info", "transaction_history", "refund_history", "look_up_order", "verify_receipt"] {
@@ -31,7 +31,9 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
         }
         do {
             let response = try await inner.send(request)
-            metrics.increment("wxpay_appstore_requests_total", ["api": api, "outcome": "\(response.status / 100)xx"])
+            // 401 apart from the other 4xx: the key or its token refused, which no retry mends.
+            let outcome = response.status == 401 ? "401" : "\(response.status / 100)xx"
+            metrics.increment("wxpay_appstore_requests_total", ["api": api, "outcome": outcome])
             return response
         } catch {
             metrics.increment("wxpay_appstore_requests_total", ["api": api, "outcome": error.kind.rawValue])

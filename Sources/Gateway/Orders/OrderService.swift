@@ -462,6 +462,8 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_upstream_calls_total", type: "counter", help: "Calls to WeChat Pay by API and outcome.")
         metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
         metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
+        metrics.describe("wxpay_wait_duration_seconds", type: "histogram",
+                         help: "How long a held wait lasted until it answered, by whether the order was final (else the wait ran out).")
         metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
         metrics.describe("wxpay_app_token_refusals_total", type: "counter",
                          help: "App tokens refused (401 invalid_token), by the rule they broke.")
