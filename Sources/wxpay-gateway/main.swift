@@ -14,6 +14,7 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "simulate-appstore": { await SimulateAppStoreCommand.run($0) },
     "backup": { await BackupCommand.backup($0) },
     "restore": { await BackupCommand.restore($0) },
+    "doctor": { await DoctorCommand.run($0) },
 ]
 
 func usage() -> String {
