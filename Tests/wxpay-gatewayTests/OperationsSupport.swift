@@ -57,43 +57,36 @@ enum Operations {
     }
 }
 
-/// A production gateway as docs/operations.md deploys it, against simulators run as processes:
-/// `wxpay-gateway simulate` over HTTPS demanding the merchant certificate, `simulate-appstore` for
-/// the Server API, the gateway with its admin address apart, refunds, the webhook and the App Store on.
-final class ProductionStack: @unchecked Sendable {
+/// The outside world as processes: `wxpay-gateway simulate` over HTTPS demanding the merchant
+/// certificate, and `simulate-appstore` for the Server API (its notifications to
+/// `notificationURL`), with the production variables that point the gateway at them.
+final class SimulatedUpstreams: @unchecked Sendable {
     // Set up once by `start`, read by the test, torn down by `stop`.
     let wechat: CommandProcess
     let appStore: CommandProcess
     let wechatBase: String
     let appStoreBase: String
     let directory: String
-    private let started = StartedGateway()
-    private(set) var adminBase = ""
-    var base: String { started.base }
-    var gateway: CommandProcess? { started.gateway }
-    static let clientToken = "operations-client-token"
-    /// The webhook's receiver: a port that refuses, so events stay pending.
-    private let webhook = RefusedLoopbackPort()
+    let app: [String: String]
 
-    private init(wechat: CommandProcess, appStore: CommandProcess, wechatBase: String, appStoreBase: String, directory: String) {
+    private init(wechat: CommandProcess, appStore: CommandProcess, wechatBase: String, appStoreBase: String,
+                 directory: String, app: [String: String]) {
         self.wechat = wechat
         self.appStore = appStore
         self.wechatBase = wechatBase
         self.appStoreBase = appStoreBase
         self.directory = directory
+        self.app = app
     }
 
-    /// Starts both simulators and the gateway on `database` (`sqlite:…` or a PostgreSQL URI), with
-    /// `extra` variables on top.
-    static func start(database: String? = nil, extra: [String: String] = [:]) async throws -> ProductionStack {
+    static func start(notificationURL: String? = nil) async throws -> SimulatedUpstreams {
         let directory = try Operations.temporaryDirectory("wxpay-ops")
         let wechat = try CommandProcess(["simulate", "--port", "0", "--tls-cert", TestCertificates.serverCertificate,
                                          "--tls-key", TestCertificates.serverKey, "--client-ca", TestCertificates.ca],
                                         environment: [:])
-        let rootFile = directory + "/appstore-root.pem"
-        let keyFile = directory + "/appstore-key.p8"
-        let appStore = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", rootFile, "--api-key-out", keyFile],
-                                          environment: [:])
+        let appStore = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", directory + "/appstore-root.pem",
+                                           "--api-key-out", directory + "/appstore-key.p8"]
+                                          + (notificationURL.map { ["--notification-url", $0] } ?? []), environment: [:])
         let wechatLine = try #require(await wechat.line(startingWith: "listening "), "simulate: \(wechat.stderr)")
         let appStoreLine = try #require(await appStore.line(startingWith: "listening "), "simulate-appstore: \(appStore.stderr)")
         let appLine = try #require(await appStore.line(startingWith: "app bundle_id="))
@@ -102,27 +95,64 @@ final class ProductionStack: @unchecked Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1)
             if parts.count == 2 { app[String(parts[0])] = String(parts[1]) }
         }
-        let stack = ProductionStack(wechat: wechat, appStore: appStore, wechatBase: String(wechatLine.split(separator: " ")[1]),
-                                    appStoreBase: String(appStoreLine.split(separator: " ")[1]), directory: directory)
+        return SimulatedUpstreams(wechat: wechat, appStore: appStore, wechatBase: String(wechatLine.split(separator: " ")[1]),
+                                  appStoreBase: String(appStoreLine.split(separator: " ")[1]), directory: directory, app: app)
+    }
+
+    /// The merchant, its certificate and the App Store's settings, for a gateway whose public
+    /// address is `public`.
+    func environment(public base: String) -> [String: String] {
+        [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+            "WXPAY_NOTIFY_URL": base + "/wechat/notify", "WXPAY_REFUND_NOTIFY_URL": base + "/wechat/refund-notify",
+            "WXPAY_API_BASE": wechatBase, "WXPAY_API_BACKUP_BASE": wechatBase, "WXPAY_API_CA_FILE": TestCertificates.ca,
+            "WXPAY_CLIENT_CERT": TestCertificates.clientCertificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,
+            "APPSTORE_BUNDLE_ID": app["bundle_id"] ?? "", "APPSTORE_APP_APPLE_ID": app["app_apple_id"] ?? "",
+            "APPSTORE_ROOT_CA_FILE": directory + "/appstore-root.pem", "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+            "APPSTORE_ISSUER_ID": app["issuer"] ?? "", "APPSTORE_KEY_ID": app["key_id"] ?? "",
+            "APPSTORE_PRIVATE_KEY_FILE": directory + "/appstore-key.p8",
+            "APPSTORE_API_BASE": appStoreBase, "APPSTORE_SANDBOX_API_BASE": appStoreBase + "/sandbox",
+        ]
+    }
+
+    func stop() async {
+        await wechat.stop()
+        await appStore.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A production gateway as docs/operations.md deploys it, against `SimulatedUpstreams`: its admin
+/// address apart, refunds, the webhook and the App Store on.
+final class ProductionStack: @unchecked Sendable {
+    // Set up once by `start`, read by the test, torn down by `stop`.
+    let upstreams: SimulatedUpstreams
+    private let started = StartedGateway()
+    private(set) var adminBase = ""
+    var base: String { started.base }
+    var wechatBase: String { upstreams.wechatBase }
+    var gateway: CommandProcess? { started.gateway }
+    static let clientToken = "operations-client-token"
+    /// The webhook's receiver: a port that refuses, so events stay pending.
+    private let webhook = RefusedLoopbackPort()
+
+    private init(upstreams: SimulatedUpstreams) {
+        self.upstreams = upstreams
+    }
+
+    /// Starts both simulators and the gateway on `database` (`sqlite:…` or a PostgreSQL URI), with
+    /// `extra` variables on top.
+    static func start(database: String? = nil, extra: [String: String] = [:]) async throws -> ProductionStack {
+        let stack = ProductionStack(upstreams: try await SimulatedUpstreams.start())
         let gateway = try await stack.started.start { port in
             let admin = closedLoopbackPort()
             stack.adminBase = "http://127.0.0.1:\(admin)"
-            return [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
-                "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
-                "WXPAY_REFUND_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/refund-notify",
-                "WXPAY_API_BASE": stack.wechatBase, "WXPAY_API_BACKUP_BASE": stack.wechatBase,
-                "WXPAY_API_CA_FILE": TestCertificates.ca,
-                "WXPAY_CLIENT_CERT": TestCertificates.clientCertificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,
+            return stack.upstreams.environment(public: "http://127.0.0.1:\(port)").merging([
                 "GATEWAY_CLIENT_TOKENS": Self.clientToken,
                 "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:\(admin)",
-                "GATEWAY_DATABASE": database ?? "sqlite:\(directory)/gateway.sqlite",
+                "GATEWAY_DATABASE": database ?? "sqlite:\(stack.upstreams.directory)/gateway.sqlite",
                 "GATEWAY_FULFILMENT_URL": stack.webhook.baseURL + "/fulfil", "GATEWAY_FULFILMENT_SECRET": "operations-webhook-secret",
-                "APPSTORE_BUNDLE_ID": app["bundle_id"] ?? "", "APPSTORE_APP_APPLE_ID": app["app_apple_id"] ?? "",
-                "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
-                "APPSTORE_ISSUER_ID": app["issuer"] ?? "", "APPSTORE_KEY_ID": app["key_id"] ?? "", "APPSTORE_PRIVATE_KEY_FILE": keyFile,
-                "APPSTORE_API_BASE": stack.appStoreBase, "APPSTORE_SANDBOX_API_BASE": stack.appStoreBase + "/sandbox",
-            ].merging(extra) { $1 }
+            ]) { $1 }.merging(extra) { $1 }
         }
         guard gateway != nil else {
             await stack.stop()
@@ -133,9 +163,7 @@ final class ProductionStack: @unchecked Sendable {
 
     func stop() async {
         await started.gateway?.stop()
-        await wechat.stop()
-        await appStore.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        await upstreams.stop()
     }
 }
 
