@@ -202,6 +202,9 @@ final class DoctorContext: Sendable {
             if error.kind == .httpStatus {
                 return .fail("WeChat's front end refused the certificate (\(error.description)); \(name)")
             }
+            if error.kind == .protocolFailure {
+                return .fail("cannot be checked: WeChat refused the refundquery itself (\(error.description)); fix the api key first; \(name)")
+            }
             return .fail("unexpected answer to the refundquery: \(error.description); \(name)")
         }
     }

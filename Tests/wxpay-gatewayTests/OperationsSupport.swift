@@ -250,6 +250,13 @@ final class TestPrometheus: @unchecked Sendable {
         return seen
     }
 
+    /// Whether Prometheus ever evaluated `alert` as pending: its `ALERTS` series keeps every
+    /// evaluation, so a pending phase shorter than the test's polling is still seen.
+    func wasPending(_ alert: String) async throws -> Bool {
+        let answer = try await query("count_over_time(ALERTS{alertname=\"\(alert)\",alertstate=\"pending\"}[1h])")
+        return answer.status == 200 && answer.body.contains("\"value\"")
+    }
+
     /// Polls until `alert` is neither pending nor firing; false if it still is after `within`.
     func waitUntilResolved(_ alert: String, within: Duration = .seconds(240)) async throws -> Bool {
         let deadline = ContinuousClock.now + within
@@ -261,12 +268,12 @@ final class TestPrometheus: @unchecked Sendable {
     }
 
     /// An instant query: its HTTP status and Prometheus' `status` (`success`, or `error` with `error`).
-    func query(_ expression: String) async throws -> (status: Int, result: String, error: String?) {
+    func query(_ expression: String) async throws -> (status: Int, result: String, error: String?, body: String) {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         let encoded = expression.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
         let answer = try await client.send(.get, base + "/api/v1/query?query=" + encoded)
-        return (answer.status, answer.json["status"] as? String ?? "", answer.json["error"] as? String)
+        return (answer.status, answer.json["status"] as? String ?? "", answer.json["error"] as? String, answer.body)
     }
 
     func stop() async {
