@@ -193,8 +193,9 @@ extension AppStoreSimulator {
                 notificationType: .test, notificationUUID: uuid, signedDate: now, bundleID: configuration.bundleID,
                 appAppleID: configuration.appAppleID, environment: environment
             ).payload(signedTransactionInfo: nil, signedRenewalInfo: nil)
-            return PendingNotification(uuid: uuid, environment: environment,
-                                       body: Self.body(signNotification({ _ in payload }, store: &store)))
+            let signed = signNotification({ _ in payload }, store: &store)
+            store.testNotifications[uuid] = signed
+            return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
         }
         deliver(notification)
         return notification.uuid

@@ -15,7 +15,7 @@ public enum AppStoreSimulatorRoutes {
         let templates = [
             (HTTPMethod.get, "/inApps/v1/transactions/{id}"), (.get, "/inApps/v1/history/{id}"), (.get, "/inApps/v2/history/{id}"),
             (.get, "/inApps/v2/refund/lookup/{id}"), (.get, "/inApps/v1/lookup/{id}"), (.post, "/verifyReceipt"),
-            (.get, "/verifyReceipt"),
+            (.get, "/verifyReceipt"), (.post, "/inApps/v1/notifications/test"), (.get, "/inApps/v1/notifications/test/{id}"),
         ]
         for prefix in ["", "/sandbox"] {
             for (method, template) in templates {

@@ -141,8 +141,10 @@ public struct AppStoreServerAPIClient: Sendable {
         throw lastNotFound ?? AppStoreServerAPIError(.notFound)
     }
 
-    private func get(_ path: String, query: [(String, String)], in environment: AppStoreEnvironment)
-        async throws(AppStoreServerAPIError) -> JSONValue
+    /// One endpoint in one environment: a fresh token per attempt, the retry policy, the status
+    /// translated (every endpoint's errors mean the same).
+    func get(_ path: String, query: [(String, String)], in environment: AppStoreEnvironment,
+             method: AppStoreRequest.Method = .get) async throws(AppStoreServerAPIError) -> JSONValue
     {
         let queryString = query.isEmpty ? "" : "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
         let url = baseURL(environment) + path + queryString
@@ -151,7 +153,7 @@ public struct AppStoreServerAPIClient: Sendable {
         while true {
             attempt += 1
             let token = credentials.token(issuedAt: clock.now(), lifetime: configuration.tokenLifetime)
-            let request = AppStoreRequest(method: .get, url: url, headers: [
+            let request = AppStoreRequest(method: method, url: url, headers: [
                 "Authorization": "Bearer \(token)", "Accept": "application/json", "User-Agent": "wxpay-gateway",
             ])
             let response: AppStoreResponse

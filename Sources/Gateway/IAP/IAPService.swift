@@ -430,5 +430,7 @@ public final class IAPService: Sendable {
                          help: "Orders moved to REFUND because Apple refunded or revoked their transaction.")
         metrics.describe("wxpay_appstore_upstream_errors_total", type: "counter",
                          help: "Failed calls to the App Store (Server API, verifyReceipt) by API and error.")
+        metrics.describe("wxpay_appstore_notifications_total", type: "counter",
+                         help: "App Store Server Notifications by outcome (handled, duplicate, ignored, rejected, error).")
     }
 }

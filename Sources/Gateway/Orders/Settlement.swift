@@ -86,7 +86,7 @@ struct Settlement: Sendable {
     /// Without `onTimeline`, only counted and logged (the same line is on the timeline already).
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
                               onTimeline: Bool = true) async throws(StorageError) {
-        metrics.increment("wxpay_amount_mismatches_total", ["source": source])
+        metrics.increment("wxpay_amount_mismatches_total", ["source": Self.label(source)])
         if let suppressed = amountMismatchLog.admit(Self.label(source)) {
             logger.warning("WeChat reported another amount than the order's; not settled",
                            ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
@@ -176,8 +176,11 @@ struct Settlement: Sendable {
     }
 
     /// Metric labels stay a small fixed set whatever the detail text says.
+    /// The bounded `source` labels of the settlement metrics.
+    static let sourceLabels = ["notify", "orderquery", "closeorder", "reconcile", "bill", "appstore", "other"]
+
     private static func label(_ source: String) -> String {
-        for known in ["notify", "orderquery", "closeorder", "reconcile", "bill", "appstore"] where source.hasPrefix(known) {
+        for known in sourceLabels.dropLast() where source.hasPrefix(known) {
             return known
         }
         return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"

@@ -143,7 +143,8 @@ final class HTTPServerCore: Sendable {
         let maxBodyBytes = configuration.maxBodyBytes(for: route.options)
         // libmicrohttpd has already rejected a malformed Content-Length with 400.
         let contentLength = head.headers["Content-Length"].flatMap { Int($0) }
-        let verified = verifiesClientCertificates && Self.hasVerifiedClientCertificate(connection)
+        let certificate = verifiesClientCertificates ? Self.clientCertificate(connection) : (presented: false, verified: false)
+        let verified = certificate.verified
         if let refusal = route.refusal(
             configuration: configuration, hasVerifiedClientCertificate: verified, bodyBytes: contentLength)
         {
@@ -153,12 +154,13 @@ final class HTTPServerCore: Sendable {
         }
         let expectsBody = (contentLength ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil
 
-        let request = HTTPServerRequest(
+        var request = HTTPServerRequest(
             method: method, path: path, routeTemplate: route.template.text, pathParameters: pathParameters,
             query: HTTPServerQuery(head.query), headers: head.headers, body: [],
             requestID: nextRequestID.add(1, ordering: .relaxed).oldValue,
             remoteAddress: wxpay_mhd_connection_client_address(connection).flatMap(HTTPServerSocketAddress.init),
             isSecure: configuration.tls != nil, hasVerifiedClientCertificate: verified)
+        request.hasRejectedClientCertificate = certificate.presented && !verified
 
         if !expectsBody, case .immediate(let handler) = route.handler {
             return queue(HTTPRouter.run(handler, request), on: connection)
@@ -344,12 +346,13 @@ final class HTTPServerCore: Sendable {
 
     // MARK: - TLS
 
-    /// Whether the client presented a certificate chaining to the client CA, valid now, allowing
-    /// client authentication.
-    private static func hasVerifiedClientCertificate(_ connection: OpaquePointer) -> Bool {
-        guard let session = wxpay_mhd_connection_tls_session(connection) else { return false }
+    /// Whether the client presented a certificate, and whether it chains to the client CA, is
+    /// valid now and allows client authentication.
+    private static func clientCertificate(_ connection: OpaquePointer) -> (presented: Bool, verified: Bool) {
+        guard let session = wxpay_mhd_connection_tls_session(connection) else { return (false, false) }
         var status: UInt32 = 0
-        return wxpay_gnutls_verify_client_certificate(session, &status) == 0 && status == 0
+        let result = wxpay_gnutls_verify_client_certificate(session, &status)
+        return (result != GNUTLS_E_NO_CERTIFICATE_FOUND, result == 0 && status == 0)
     }
 }
 
