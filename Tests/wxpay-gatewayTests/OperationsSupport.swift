@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStore
 import ChildProcessSupport
 import Foundation
 import Glibc
@@ -109,10 +110,18 @@ final class SimulatedUpstreams: @unchecked Sendable {
             "WXPAY_CLIENT_CERT": TestCertificates.clientCertificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,
             "APPSTORE_BUNDLE_ID": app["bundle_id"] ?? "", "APPSTORE_APP_APPLE_ID": app["app_apple_id"] ?? "",
             "APPSTORE_ROOT_CA_FILE": directory + "/appstore-root.pem", "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+            // The simulator's root, acknowledged by its fingerprint as production requires.
+            "APPSTORE_UNTRUSTED_ROOT_SHA256": appStoreRootFingerprint,
             "APPSTORE_ISSUER_ID": app["issuer"] ?? "", "APPSTORE_KEY_ID": app["key_id"] ?? "",
             "APPSTORE_PRIVATE_KEY_FILE": directory + "/appstore-key.p8",
             "APPSTORE_API_BASE": appStoreBase, "APPSTORE_SANDBOX_API_BASE": appStoreBase + "/sandbox",
         ]
+    }
+
+    /// The SHA-256 of the App Store simulator's root certificate, as the gateway computes it.
+    var appStoreRootFingerprint: String {
+        FileManager.default.contents(atPath: directory + "/appstore-root.pem")
+            .flatMap { Certificate(pemOrDER: Array($0)) }?.sha256Fingerprint ?? ""
     }
 
     func stop() async {

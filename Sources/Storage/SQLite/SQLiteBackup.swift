@@ -53,6 +53,7 @@ public enum SQLiteBackup {
         ("apple_transactions", "SELECT count(*) FROM apple_transactions"),
         ("appstore_notifications", "SELECT count(*) FROM appstore_notifications"),
         ("audit_log", "SELECT count(*) FROM audit_log"),
+        ("console_login_addresses", "SELECT count(*) FROM console_login_addresses"),
         ("console_login_failures", "SELECT count(*) FROM console_login_failures"),
         ("console_login_locks", "SELECT count(*) FROM console_login_locks"),
         ("console_sessions", "SELECT count(*) FROM console_sessions"),
