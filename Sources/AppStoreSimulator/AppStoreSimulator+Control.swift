@@ -242,6 +242,7 @@ extension AppStoreSimulator {
             let signed = signNotification({ _ in payload }, store: &store)
             store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: "TEST",
                                subtype: nil, user: nil))
+            store.testNotifications[uuid] = signed
             return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
         }
         deliver(notification)

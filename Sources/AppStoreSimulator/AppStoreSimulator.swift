@@ -91,6 +91,13 @@ public final class AppStoreSimulator: Sendable {
             path = path.dropFirst("/sandbox".count)
         }
         let segments = path.split(separator: "/").map(String.init)
+        // Request a Test Notification and its status send a notification, outside the lock
+        // (AppStoreSimulator+TestNotifications.swift).
+        if segments.count >= 4, segments[0] == "inApps", segments[1] == "v1", segments[2] == "notifications",
+           segments[3] == "test"
+        {
+            return testNotification(request, segments: segments, environment: environment)
+        }
         let now = clock.now()
         return state.withLock { store in
             let endpoint: String
@@ -143,7 +150,7 @@ public final class AppStoreSimulator: Sendable {
     // MARK: - The caller's token
 
     /// Checks the bearer token as Apple does; an answer when it is refused (401), nil when valid.
-    private func authenticate(_ authorization: String?, store: inout StoreState) -> AppStoreSimulatorResponse? {
+    func authenticate(_ authorization: String?, store: inout StoreState) -> AppStoreSimulatorResponse? {
         let reason = tokenRefusal(authorization)
         guard let reason else { return nil }
         store.count("unauthorized \(reason)")

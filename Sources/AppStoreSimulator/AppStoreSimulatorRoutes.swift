@@ -18,6 +18,7 @@ public enum AppStoreSimulatorRoutes {
             (.get, "/inApps/v2/refund/lookup/{id}"), (.get, "/inApps/v1/lookup/{id}"), (.post, "/verifyReceipt"),
             (.get, "/verifyReceipt"), (.post, "/inApps/v1/notifications/history"),
             (.put, "/inApps/v2/transactions/consumption/{id}"),
+            (.post, "/inApps/v1/notifications/test"), (.get, "/inApps/v1/notifications/test/{id}"),
         ]
         for prefix in ["", "/sandbox"] {
             for (method, template) in templates {

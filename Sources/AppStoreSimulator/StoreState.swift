@@ -40,6 +40,9 @@ struct StoreState: Sendable {
     var signWithRogueChain = false
     /// Set while answering a verifyReceipt the receipt-status fault picked.
     var receiptOverride: (status: Int, retryable: Bool)?
+    /// TEST notifications sent through the Server API, by uuid: their signed payload
+    /// (Get Test Notification Status answers it with the delivery attempts).
+    var testNotifications: [String: String] = [:]
 
     struct ReceiptOwner: Hashable, Sendable {
         var user: String

@@ -77,6 +77,17 @@ static inline struct MHD_OptionItem wxpay_mhd_option_notify_connection(
     return item;
 }
 
+/// libmicrohttpd calls this with the raw request-target as soon as the request line is read, before
+/// it splits the query into arguments; what it returns becomes the request's context (`*req_cls`).
+typedef void *_Nullable (*wxpay_mhd_uri_log_callback)(void *_Nullable cls, const char *_Nullable uri,
+                                                     struct MHD_Connection *_Nonnull connection);
+
+static inline struct MHD_OptionItem wxpay_mhd_option_uri_log(wxpay_mhd_uri_log_callback _Nonnull callback,
+                                                             void *_Nullable cls) {
+    struct MHD_OptionItem item = { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)callback, cls };
+    return item;
+}
+
 /// The unescaper libmicrohttpd applies to the path and to query arguments (the server installs one
 /// that leaves them encoded, so `%2F` inside a path parameter is not mistaken for a separator).
 typedef size_t (*wxpay_mhd_unescape_callback)(void *_Nullable cls, struct MHD_Connection *_Nonnull connection,

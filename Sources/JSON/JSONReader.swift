@@ -19,10 +19,14 @@ public struct JSONError: Error, Sendable, Hashable, CustomStringConvertible {
     public let reason: Reason
     /// The byte offset where reading stopped.
     public let offset: Int
+    /// For a number out of range, the name of the object member it was the value of (the innermost
+    /// one), so a request's answer can name its field; nil elsewhere. Never part of `description`.
+    public internal(set) var member: String?
 
-    public init(reason: Reason, offset: Int) {
+    public init(reason: Reason, offset: Int, member: String? = nil) {
         self.reason = reason
         self.offset = offset
+        self.member = member
     }
 
     public var description: String { "invalid JSON (\(reason.rawValue) at byte \(offset))" }
@@ -39,42 +43,54 @@ public struct JSONError: Error, Sendable, Hashable, CustomStringConvertible {
 /// - nesting deeper than `maximumDepth` arrays and objects (the reader recurses);
 /// - a byte order mark, a trailing comma, a leading zero, single quotes, trailing bytes.
 extension JSONValue {
+    /// How a number with a fraction or an exponent that happens to be whole (`100.0`, `1e2`) is read.
+    public enum Numbers: Sendable {
+        /// As `.int`, the way JSONDecoder and Apple's encoders see it (App Store payloads, the catalog).
+        case exactIntegers
+        /// As `.double`: only digits make an integer. For request bodies, whose integers (fen,
+        /// seconds) are documented as integers, so `1.0` and `1e3` are refused like `1.5`.
+        case integersAsWritten
+    }
+
     /// Apple's payloads nest three levels and the gateway's inputs two; much deeper is an attack
     /// on the stack.
     public static let defaultMaximumDepth = 32
 
     /// Reads one JSON document (surrounding whitespace allowed, nothing else).
-    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = defaultMaximumDepth)
-        throws(JSONError) -> JSONValue
+    public static func parse(_ bytes: some Collection<UInt8>, maximumDepth: Int = defaultMaximumDepth,
+                             numbers: Numbers = .exactIntegers) throws(JSONError) -> JSONValue
     {
-        try read(bytes, maximumDepth: maximumDepth, objectOnly: false)
+        try read(bytes, maximumDepth: maximumDepth, objectOnly: false, numbers: numbers)
     }
 
     /// The members of a document that must be one JSON object (a request body, a JWT segment, the
     /// catalog). Anything else is refused as ``JSONError/Reason/notAnObject`` before it is read.
-    public static func parseObject(_ bytes: some Collection<UInt8>, maximumDepth: Int = defaultMaximumDepth)
-        throws(JSONError) -> [String: JSONValue]
+    public static func parseObject(_ bytes: some Collection<UInt8>, maximumDepth: Int = defaultMaximumDepth,
+                                   numbers: Numbers = .exactIntegers) throws(JSONError) -> [String: JSONValue]
     {
-        guard case .object(let members) = try read(bytes, maximumDepth: maximumDepth, objectOnly: true) else {
+        guard case .object(let members) = try read(bytes, maximumDepth: maximumDepth, objectOnly: true, numbers: numbers)
+        else {
             throw JSONError(reason: .notAnObject, offset: 0)
         }
         return members
     }
 
-    private static func read(_ bytes: some Collection<UInt8>, maximumDepth: Int, objectOnly: Bool)
+    private static func read(_ bytes: some Collection<UInt8>, maximumDepth: Int, objectOnly: Bool, numbers: Numbers)
         throws(JSONError) -> JSONValue
     {
         let result = bytes.withContiguousStorageIfAvailable { buffer in
-            read(UnsafeRawBufferPointer(buffer), maximumDepth: maximumDepth, objectOnly: objectOnly)
+            read(UnsafeRawBufferPointer(buffer), maximumDepth: maximumDepth, objectOnly: objectOnly, numbers: numbers)
         }
         if let result { return try result.get() }
-        return try Array(bytes).withUnsafeBytes { read($0, maximumDepth: maximumDepth, objectOnly: objectOnly) }.get()
+        return try Array(bytes).withUnsafeBytes {
+            read($0, maximumDepth: maximumDepth, objectOnly: objectOnly, numbers: numbers)
+        }.get()
     }
 
-    private static func read(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, objectOnly: Bool)
+    private static func read(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, objectOnly: Bool, numbers: Numbers)
         -> Result<JSONValue, JSONError>
     {
-        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth)
+        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth, numbers: numbers)
         do throws(JSONError) {
             reader.skipWhitespace()
             if objectOnly, reader.peek() != UInt8(ascii: "{") { throw reader.error(.notAnObject) }
@@ -95,13 +111,15 @@ extension JSONValue {
 private struct JSONReader {
     let bytes: UnsafeRawBufferPointer
     let maximumDepth: Int
+    let numbers: JSONValue.Numbers
     var position = 0
     /// Where the first repeated member name starts; the document is refused once read to its end.
     var duplicateOffset: Int?
 
-    init(bytes: UnsafeRawBufferPointer, maximumDepth: Int) {
+    init(bytes: UnsafeRawBufferPointer, maximumDepth: Int, numbers: JSONValue.Numbers) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+        self.numbers = numbers
     }
 
     func error(_ reason: JSONError.Reason) -> JSONError { JSONError(reason: reason, offset: position) }
@@ -165,7 +183,14 @@ private struct JSONReader {
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
             skipWhitespace()
-            let value = try value(depth: depth)
+            let value: JSONValue
+            do {
+                value = try self.value(depth: depth)
+            } catch {
+                var located = error
+                if located.reason == .numberOutOfRange, located.member == nil { located.member = name }
+                throw located
+            }
             if members.updateValue(value, forKey: name) != nil, duplicateOffset == nil { duplicateOffset = start }
             skipWhitespace()
             guard let next = peek() else { throw error(.syntax) }
@@ -290,7 +315,7 @@ private struct JSONReader {
     }
 
     /// A number: `.int` when it is an integer exactly (also `100.0` and `1e2`, as JSONDecoder and
-    /// Apple's encoders see them), otherwise a finite `.double`.
+    /// Apple's encoders see them, unless `numbers` is `.integersAsWritten`), otherwise a finite `.double`.
     mutating func number() throws(JSONError) -> JSONValue {
         let start = position
         let negative = peek() == UInt8(ascii: "-")
@@ -329,7 +354,7 @@ private struct JSONReader {
             return .int(value)
         }
         guard let value = Double(text), value.isFinite else { throw JSONError(reason: .numberOutOfRange, offset: start) }
-        if value == value.rounded(), value >= -9.223372036854775e18, value < 9.223372036854775e18 {
+        if numbers == .exactIntegers, value == value.rounded(), value >= -9.223372036854775e18, value < 9.223372036854775e18 {
             return .int(Int(value))
         }
         return .double(value)

@@ -2,7 +2,8 @@
 import Foundation
 
 /// What the support console keeps in the database, so that several gateway instances on one
-/// database share it: login sessions, failed-login counts (the lockout), and the order search.
+/// database share it: login sessions, failed-login counts (the lockout, by name and address), the addresses names
+/// signed in from, and the order search.
 ///
 /// The store keeps facts; the rules (how long a session lives, how many failures lock a name) are
 /// the console's, passed in. Every method is atomic; writes return only once durable.
@@ -28,17 +29,24 @@ public protocol ConsoleStore: Sendable {
 
     // MARK: Failed logins
 
-    /// Records a failed login for `username` at `at`. When this makes `threshold` failures within
-    /// `window` seconds, the name is locked until `at + lockFor` and its count starts again.
-    /// Failures older than `window` are forgotten. Returns the lock's end when the name is locked.
-    func recordLoginFailure(username: String, at: Date, window: TimeInterval, threshold: Int, lockFor: TimeInterval)
-        async throws(StorageError) -> Date?
+    /// Where a login attempt for `username` from `address` stands at `at`: the lock on that name
+    /// from that address, if any; how many failures the name had from every address after
+    /// `failuresSince` and from how many addresses it is locked at `at` (a lock's own failures are
+    /// forgotten when it is made); and whether the name signed in from this address after `knownSince`.
+    func loginState(username: String, address: String, at: Date, failuresSince: Date, knownSince: Date)
+        async throws(StorageError) -> LoginState
 
-    /// When the lock on `username` ends, if it is locked at `at`.
-    func loginLock(username: String, at: Date) async throws(StorageError) -> Date?
+    /// Records a failed login for `username` from `address` at `at`. When this makes `threshold`
+    /// failures of that name from that address within `window` seconds, the pair is locked until
+    /// `at + lockFor` and its count starts again (other addresses are not). Failures older than
+    /// `window` are forgotten. Returns the lock's end when the pair is locked.
+    func recordLoginFailure(username: String, address: String, at: Date, window: TimeInterval, threshold: Int,
+                            lockFor: TimeInterval) async throws(StorageError) -> Date?
 
-    /// Forgets the failed logins of `username` (after a successful one).
-    func clearLoginFailures(username: String) async throws(StorageError)
+    /// A successful login: forgets the failures of `username` from `address` and remembers the
+    /// address as one the name signs in from (addresses last used before `forgetBefore` are
+    /// forgotten).
+    func recordLoginSuccess(username: String, address: String, at: Date, forgetBefore: Date) async throws(StorageError)
 
     // MARK: Search
 
@@ -101,6 +109,25 @@ public struct OrderSearch: Sendable, Hashable {
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
         self.flags = flags
+    }
+}
+
+/// What `ConsoleStore.loginState` found.
+public struct LoginState: Sendable, Hashable {
+    /// The end of the lock on the name from this address, if it is locked.
+    public var lockedUntil: Date?
+    /// The name's failures from every address in the window asked about (not those that made a lock).
+    public var nameFailures: Int
+    /// The addresses the name is locked from now.
+    public var lockedAddresses: Int
+    /// Whether the name signed in from this address recently.
+    public var knownAddress: Bool
+
+    public init(lockedUntil: Date?, nameFailures: Int, lockedAddresses: Int = 0, knownAddress: Bool) {
+        self.lockedUntil = lockedUntil
+        self.nameFailures = nameFailures
+        self.lockedAddresses = lockedAddresses
+        self.knownAddress = knownAddress
     }
 }
 

@@ -18,6 +18,16 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// look at.
     public static let matchedWithoutOrder: OrderFlag = "matched_without_order"
 
+    /// WeChat's orderquery reports the order REFUND while the gateway never made a refund of it:
+    /// refunded elsewhere (the merchant platform). The order stays SUCCESS, since
+    /// its state follows its own refunds; a person must tell the business.
+    public static let refundOutsideGateway: OrderFlag = "refund_outside_gateway"
+
+    /// WeChat reported the paid order paid again under another transaction id (a verified notify or
+    /// orderquery answer): a second payment made around the gateway, or a leaked key. The timeline
+    /// holds the other id; a person must look.
+    public static let otherTransactionID: OrderFlag = "other_transaction_id"
+
     /// An App Store purchase of a product the catalog does not have (a catalog mistake, a product
     /// added in App Store Connect first): Apple took the money, so it is recorded on an order made
     /// for it, at the price and in the currency Apple charged, and a person decides what it buys.
@@ -26,7 +36,8 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// The flags that need a person: the support attention list (`GET /v1/support/attention`, the
     /// console's page of the same name).
     public static let needingAttention: Set<OrderFlag> = [
-        .unknownProduct, .matchedWithoutOrder, .refundNeedsAttention, .paidAfterClose,
+        .unknownProduct, .matchedWithoutOrder, .refundNeedsAttention, .paidAfterClose, .refundOutsideGateway,
+        .otherTransactionID,
     ]
 
     /// Returns `nil` unless `rawValue` is a valid flag name.

@@ -9,6 +9,10 @@ public struct SimulatorRequest: Sendable {
     /// Whether the caller presented a client certificate the simulator's CA signed. Only asked for
     /// `/secapi/` paths when TLS with client verification is on.
     public var clientCertificateVerified: Bool
+    /// Whether the caller presented a certificate that does not verify: refused on any path, as
+    /// WeChat's front end refuses a merchant certificate it does not trust (a refundquery made with
+    /// the certificate, as older SDKs do, is how `wxpay-gateway doctor` checks it).
+    public var clientCertificateRejected = false
 
     public init(method: String = "POST", path: String, body: [UInt8], clientCertificateVerified: Bool = false) {
         self.method = method

@@ -23,9 +23,10 @@ public enum SimulatorRoutes {
             let options = HTTPRouteOptions(maxBodyBytes: bodyLimit, clientCertificate: .optional)
             for method in [HTTPMethod.post, .get] {
                 router.add(method, path, options: options) { request in
-                    let response = simulator.handle(SimulatorRequest(
-                        method: request.method.rawValue, path: path, body: request.body,
-                        clientCertificateVerified: request.hasVerifiedClientCertificate))
+                    var incoming = SimulatorRequest(method: request.method.rawValue, path: path, body: request.body,
+                                                    clientCertificateVerified: request.hasVerifiedClientCertificate)
+                    incoming.clientCertificateRejected = request.hasRejectedClientCertificate
+                    let response = simulator.handle(incoming)
                     if response.delay > 0 { try? await Task.sleep(for: .seconds(response.delay)) }
                     if response.resetConnection || response.timesOut { return .connectionAborted }
                     return HTTPServerResponse(status: response.status, headers: ["Content-Type": response.contentType],

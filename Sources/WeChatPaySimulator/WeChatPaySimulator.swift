@@ -79,6 +79,9 @@ public final class WeChatPaySimulator: Sendable {
     private func answer(_ request: SimulatorRequest, _ api: WeChatPayAPI, sandbox: Bool, now: Date,
                         book: inout OrderBook) -> SimulatorResponse {
         book.counters.requests[request.path, default: 0] += 1
+        if requiresClientCertificates && request.clientCertificateRejected {
+            return SimulatorResponse(status: 400, body: Array("The SSL certificate error".utf8), contentType: "text/html")
+        }
         if api.needsClientCertificate(sandbox: sandbox) && requiresClientCertificates
             && !request.clientCertificateVerified {
             // What WeChat's front end answers a refund without the merchant's certificate.

@@ -9,7 +9,7 @@ import Gateway
 enum AppTokenCommand {
     static let usage = """
         usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--secret-file FILE]
-          --sub USER          the app user's id (1 to 64 bytes), the token's sub
+          --sub USER          the app user's id (1 to 64 bytes, no control characters), the token's sub
           --ttl SECONDS       how long the token is valid, 1 to 86400 (default 3600)
           --secret-file FILE  the HS256 secret (at least 32 bytes; a trailing newline is ignored);
                               default: the first of GATEWAY_APP_TOKEN_SECRETS
@@ -35,7 +35,9 @@ enum AppTokenCommand {
             default: return fail("unknown argument \(argument.prefix(40))")
             }
         }
-        guard let subject, (1...64).contains(subject.utf8.count) else { return fail("--sub USER (1 to 64 bytes) is required") }
+        guard let subject, AppTokenVerifier.isValidSubject(subject) else {
+            return fail("--sub USER (\(AppTokenVerifier.subjectRule)) is required")
+        }
         let secret: String
         if let secretFile {
             guard let data = FileManager.default.contents(atPath: secretFile) else { return fail("cannot read \(secretFile)") }

@@ -20,7 +20,9 @@ struct GatewayResources {
     }
 
     /// - Parameter demo: whether the command was asked for demo mode (`serve --demo`).
-    static func open(for command: String, demo: Bool) async -> Result<GatewayResources, Failure> {
+    static func open(for command: String, demo: Bool, needs: GatewayConfiguration.Command = .serve) async
+        -> Result<GatewayResources, Failure>
+    {
         func fail(_ message: String, _ status: Int32) -> Result<GatewayResources, Failure> {
             FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
             return .failure(Failure(status: status))
@@ -28,7 +30,7 @@ struct GatewayResources {
         let environment = Environment(ProcessInfo.processInfo.environment)
         let configuration: GatewayConfiguration
         do {
-            configuration = try GatewayConfiguration(environment: environment, demo: demo)
+            configuration = try GatewayConfiguration(environment: environment, demo: demo, command: needs)
         } catch {
             return fail(refusal(error, command: command, demo: demo), ExitStatus.configuration)
         }

@@ -19,7 +19,7 @@ enum ReconcileCommand {
         let day = arguments[1]
         let resources: GatewayResources
         // Only WeChat has bills: there is no demo mode here.
-        switch await GatewayResources.open(for: "reconcile", demo: false) {
+        switch await GatewayResources.open(for: "reconcile", demo: false, needs: .reconcile) {
         case .success(let opened): resources = opened
         case .failure(let failure): return failure.status
         }

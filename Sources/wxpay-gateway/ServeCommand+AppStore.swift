@@ -20,12 +20,14 @@ struct AppStoreConnection {
 
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
     static func open(_ configuration: GatewayConfiguration, service: OrderService, store: any IAPStore,
-                     client: HTTPClient) throws(AppStoreConfigurationError) -> AppStoreConnection? {
+                     client: HTTPClient, metrics: MetricsRegistry) throws(AppStoreConfigurationError) -> AppStoreConnection? {
         guard configuration.appStore.isEnabled else { return nil }
         let base = LockedBase()
         guard configuration.demo else {
             // A report waits at most about 10 s for Apple: three tries of at most 3 s each.
-            let transport = AppStoreHTTPTransport(client: client, timeouts: .init(connect: .seconds(2), total: .seconds(3)))
+            let transport = MeasuredAppStoreTransport(
+                AppStoreHTTPTransport(client: client, timeouts: .init(connect: .seconds(2), total: .seconds(3))),
+                metrics: metrics)
             let clients = try AppStoreClients.production(configuration.appStore, transport: transport, clock: SystemAppStoreClock())
             return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
                                                       recovery: AppStoreRecoveryPolicy(configuration.appStore)),
@@ -57,7 +59,8 @@ struct AppStoreConnection {
             apiBases: (AppStoreSimulatorTransport.productionBaseURL, AppStoreSimulatorTransport.sandboxBaseURL),
             receiptURLs: (AppStoreSimulatorTransport.productionBaseURL + "/verifyReceipt",
                           AppStoreSimulatorTransport.sandboxBaseURL + "/verifyReceipt"),
-            transport: AppStoreSimulatorTransport(simulator: simulator), clock: SystemAppStoreClock())
+            transport: MeasuredAppStoreTransport(AppStoreSimulatorTransport(simulator: simulator), metrics: metrics),
+            clock: SystemAppStoreClock())
         return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
                                                   recovery: AppStoreRecoveryPolicy(configuration.appStore)),
                                   simulator: simulator, notificationBase: base)

@@ -64,11 +64,17 @@ enum ServeCommand {
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {
-            appStore = try AppStoreConnection.open(configuration, service: service, store: store, client: client)
+            appStore = try AppStoreConnection.open(configuration, service: service, store: store, client: client,
+                                                  metrics: metrics)
         } catch {
             FileHandle.standardError.write(Data("serve: App Store purchases cannot start: \(error)\n".utf8))
             await resources.close()
             return ExitStatus.configuration
+        }
+        if !configuration.demo, let fingerprint = configuration.appStore.untrustedRootFingerprint {
+            // Acknowledged at start (GatewayConfiguration.untrustedRootChecks), and still said once.
+            logger.warning("App Store purchases are verified against a root that is not Apple Root CA - G3: whoever holds "
+                           + "its key can sign purchases this gateway credits", ["root_sha256": fingerprint])
         }
         // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
         // what can change without a restart (the catalog file, the console's users).
@@ -79,8 +85,9 @@ enum ServeCommand {
             await resources.close()
             return ExitStatus.configuration
         }
-        var router = HTTPRouter()
-        GatewayAPI(service: service, logger: logger).register(in: &router)
+        // The public address and, with GATEWAY_ADMIN_LISTEN, the operators' (ServeCommand+Listeners.swift).
+        let routers = Listeners.routers(GatewayAPI(service: service, logger: logger), configuration: configuration)
+        var router = routers.public
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
         if let simulator = appStore?.simulator { AppStoreSimulatorRoutes.registerControl(simulator, in: &router) }
 
@@ -93,28 +100,26 @@ enum ServeCommand {
             await resources.close()
             return ExitStatus.configuration
         }
-        let server = HTTPServer(router: router, configuration: HTTPServerConfiguration().with {
-            $0.host = configuration.listenHost
-            $0.port = UInt16(configuration.listenPort)
-            $0.connectionLimit = connections
-        })
-        let address: HTTPServerSocketAddress
+        let listeners: Listeners
         do {
-            address = try await server.start()
+            listeners = try await Listeners.start(public: router, admin: routers.admin, configuration: configuration,
+                                                  connections: connections)
         } catch {
-            FileHandle.standardError.write(Data("serve: cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)\n".utf8))
+            FileHandle.standardError.write(Data("serve: \(error)\n".utf8))
             await resources.close()
             return ExitStatus.unavailable
         }
-        let base = "http://\(address)"
+        let base = listeners.base
         // Demo mode has no public URL: the simulator posts its notifies to the address bound.
         if configuration.demo {
             service.useNotifyURL("\(base)/wechat/notify")
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
             appStore?.listening(at: base)
         }
-        FileHandle.standardOutput.write(Data((banner(configuration, base: base) + consoleBanner.line(base: base)).utf8))
-        logger.notice("listening", ["address": base, "demo": String(configuration.demo),
+        let adminLine = listeners.admin == nil ? "" : "admin (metrics, health, console) on \(listeners.adminBase)\n"
+        FileHandle.standardOutput.write(Data((banner(configuration, base: base) + adminLine
+                                              + consoleBanner.line(base: listeners.adminBase)).utf8))
+        logger.notice("listening", ["address": base, "admin": listeners.adminBase, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
 
         let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
@@ -131,7 +136,7 @@ enum ServeCommand {
         logger.notice("shutting down", ["signal": String(signal)])
         notifyLoop?.cancel()
         appStoreNotifyLoop?.cancel()
-        await server.shutdown(gracePeriod: .seconds(10))
+        await listeners.shutdown(gracePeriod: .seconds(10))
         // The recovery services finish their current call and stop before the store closes.
         for task in services.reversed() { task.cancel() }
         for task in services.reversed() { await task.value }

@@ -12,6 +12,9 @@ let commands: [String: @Sendable ([String]) async -> Int32] = [
     "console-user": { ConsoleUserCommand.run($0) },
     "appstore": { await AppStoreCommand.run($0) },
     "simulate-appstore": { await SimulateAppStoreCommand.run($0) },
+    "backup": { await BackupCommand.backup($0) },
+    "restore": { await BackupCommand.restore($0) },
+    "doctor": { await DoctorCommand.run($0) },
 ]
 
 func usage() -> String {
@@ -22,6 +25,10 @@ func usage() -> String {
       serve     run the gateway, configured from the environment (README); serve --demo: demo mode,
                 the embedded WeChat Pay simulator and its test merchant, on loopback
       reconcile compare one Beijing day's WeChat bill with the orders: reconcile --date YYYY-MM-DD
+      doctor    check a production configuration before the first payment (WeChat, key, certificate,
+                App Store key, database, catalog): one line per check, exit 0 only when all pass
+      backup    copy the SQLite database while gateways serve, verified: backup --to FILE
+      restore   put a backup in place of the database, refused while a gateway uses it: restore --from FILE
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
       console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]

@@ -92,6 +92,43 @@ struct AppClientAPITests {
         #expect(unpriced.status == 400 && unpriced.error?["code"] as? String == "unknown_product")
     }
 
+    /// An app token's `sub` becomes the order's `user_id`, so it follows the user id rule a client
+    /// token's `user_id` follows (`UserID`): a line break, a tab, a right-to-left override or a NUL
+    /// is 401 `invalid_token` naming the rule, before anything is stored or asked.
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func anAppTokenWhoseSubBreaksTheUserIDRuleIsRefusedNamingTheRule(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        // JSON escapes: the token's sub decodes to these characters.
+        for (name, sub) in [("line feed", #"alice\nbob"#), ("tab", #"alice\tbob"#), ("RLO", #"alice\u202Ebob"#),
+                            ("NUL", #"alice\u0000"#), ("zero width", #"al\u200Bice"#), ("C1", #"alice\u0085"#),
+                            ("65 bytes", String(repeating: "u", count: 65))] {
+            let token = TestTokens.token(payload: TestTokens.payload(sub: sub))
+            let refused = try await Self.create(rig, token, #"{"product_id":"swift-101","out_trade_no":"sub-\#(name.count)"}"#)
+            #expect(refused.status == 401, "\(name)")
+            #expect(refused.error?["code"] as? String == "invalid_token", "\(name)")
+            #expect(refused.error?["message"] as? String
+                == "the token's sub must be a user id: 1 to 64 bytes of UTF-8 without control or invisible formatting characters",
+                "\(name)")
+        }
+        // The client token's user_id follows the same rule, said the same way.
+        for userID in [#"alice\u202Ebob"#, #"a\u2028b"#] {
+            let refused = try await Self.create(rig, GatewayRig.client,
+                                                #"{"amount":990,"description":"d","client_ip":"203.0.113.7","user_id":"\#(userID)"}"#)
+            #expect(refused.status == 400)
+            #expect(refused.error?["field"] as? String == "user_id")
+            #expect(refused.error?["message"] as? String
+                == "user_id must be 1 to 64 bytes of UTF-8 without control or invisible formatting characters")
+        }
+        #expect(try await rig.store.counts().ordersByState.values.reduce(0, +) == 0)
+        #expect(!rig.simulator.requests.contains { $0.path == "/pay/unifiedorder" })
+        let metrics = String(decoding: try await rig.send(.get, "/metrics", token: nil).body, as: UTF8.self)
+        #expect(metrics.contains(#"wxpay_app_token_refusals_total{rule="sub"} 7"#))
+        // A user id in any script, emoji included, is fine.
+        let fine = try await Self.create(rig, TestTokens.minted("用户-Ωmega-🎓"), #"{"product_id":"swift-101"}"#)
+        #expect(fine.status == 201)
+    }
+
     @Test(arguments: GatewayRig.Mode.allCases)
     func eachTokenRuleIsRefusedWithInvalidTokenAndARotatedSecretStillWorks(mode: GatewayRig.Mode) async throws {
         let old = "the-previous-secret-still-in-rotation-0001"
@@ -109,6 +146,8 @@ struct AppClientAPITests {
             ("future iat", TestTokens.token(payload: TestTokens.payload(iat: now + 600, exp: now + 1200), secret: secret), "future"),
             ("wrong aud", TestTokens.token(payload: TestTokens.payload(aud: #""another-service""#), secret: secret), "aud"),
             ("alg none", TestTokens.token(header: #"{"alg":"none"}"#, payload: good, secret: secret), "HS256"),
+            ("alg none, unsigned", Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "."
+                + Base64URL.encode(Array(good.utf8)) + ".", "alg none"),
             ("HS512", TestTokens.token(header: #"{"alg":"HS512"}"#, payload: good) { TestTokens.hmacSHA512($0, secret: secret) }, "HS256"),
             ("tampered", tampered.joined(separator: "."), "signature"),
             ("wrong secret", TestTokens.token(payload: good, secret: "a-secret-nobody-configured-at-all-0003"), "signature"),

@@ -134,6 +134,29 @@ struct BatteryForgedNotifyTests {
         #expect(lines.allSatisfy { $0.level == .warning && $0.metadata["reason"] != nil })
     }
 
+    /// A signed notify for another amount is authenticated (a leaked key, or a bug): each copy is
+    /// counted, the timeline line written once a minute, and the warning logged at most once a second.
+    @Test func aReplayedWrongAmountNotifyIsLoggedAtMostOnceASecond() async throws {
+        let log = InMemoryLogHandler()
+        let rig = try await GatewayRig.start(.inProcess, logger: Logger(label: "test", level: .info, handler: log))
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("forge-amount", amount: 990)
+        let copies = 40
+        let started = ContinuousClock.now
+        for index in 0..<copies {
+            let body = rig.forgedNotify("forge-amount", amount: 1, nonce: "amount\(index)")
+            let reply = try await rig.send(.post, "/wechat/notify", token: nil, body: body)
+            #expect(String(decoding: reply.body, as: UTF8.self).contains("<return_code><![CDATA[FAIL]]></return_code>"))
+        }
+        let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
+        #expect(rig.service.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == Double(copies))
+        #expect(try await rig.store.events("forge-amount").filter { $0.kind == "amount_mismatch" }.count == 1)
+        let warnings = log.all.filter { $0.message == "WeChat reported another amount than the order's; not settled" }
+        #expect(!warnings.isEmpty && warnings.count <= seconds, "\(warnings.count) warnings in \(seconds) s")
+        let accounted = warnings.reduce(0) { $0 + 1 + (Int($1.metadata["suppressed"] ?? "") ?? 0) }
+        #expect(accounted <= copies)
+    }
+
     static func state(_ rig: GatewayRig, _ outTradeNo: String) async -> String? {
         (try? await rig.send(.get, "/v1/orders/\(outTradeNo)"))?.json["state"] as? String
     }

@@ -31,10 +31,12 @@ final class ConsoleRig: Sendable {
 
     /// - Parameter console: false leaves the console off (no user file).
     static func start(_ mode: GatewayRig.Mode = .inProcess, store: StoreKind = .sqlite, refundsOn: Bool = true,
-                      secureCookie: Bool = false) async throws -> ConsoleRig
+                      secureCookie: Bool = false, environment: [String: String] = [:], pace: LoginPace = LoginPace())
+        async throws -> ConsoleRig
     {
-        let rig = try await GatewayRig.start(mode, store: store,
-                                             environment: secureCookie ? ["GATEWAY_CONSOLE_SECURE_COOKIE": "on"] : [:])
+        var variables = environment
+        if secureCookie { variables["GATEWAY_CONSOLE_SECURE_COOKIE"] = "on" }
+        let rig = try await GatewayRig.start(mode, store: store, environment: variables)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("console-users-\(UUID().uuidString)").path
         let hash = Self.hash(password)
         try ConsoleUserFile.update(path: file) { users in
@@ -42,7 +44,7 @@ final class ConsoleRig: Sendable {
         }
         let refunds = RefundService(orders: rig.service, store: rig.store, mode: refundsOn ? .embedded : .off)
         let audit = AuditLog(orders: rig.service, store: rig.store)
-        let console = Console(orders: rig.service, store: rig.store, users: try ConsoleUserDirectory(path: file))
+        let console = Console(orders: rig.service, store: rig.store, users: try ConsoleUserDirectory(path: file), pace: pace)
         return ConsoleRig(rig: rig, console: console, audit: audit, refunds: refunds, usersFile: file)
     }
 

@@ -260,6 +260,92 @@ struct GatewayAPITests {
         #expect(try await rig.store.order("e2e-0010")?.state == .notPay)
     }
 
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func theAuthorizationSchemeIsCaseInsensitive(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("auth-case-1")
+        // RFC 9110 §11.1: the scheme is case-insensitive; one or more spaces separate it.
+        for value in ["bearer \(GatewayRig.client)", "BEARER \(GatewayRig.client)", "bEaReR  \(GatewayRig.client)"] {
+            let answer = try await rig.send(.get, "/v1/orders/auth-case-1", token: nil, headers: ["Authorization": value])
+            #expect(answer.status == 200, "\(value.prefix(8))")
+        }
+        let app = try await rig.send(.get, "/v1/catalog", token: nil,
+                                     headers: ["Authorization": "bearer " + TestTokens.minted("alice")])
+        #expect(app.status == 200)
+        for value in ["Basic \(GatewayRig.client)", "Bearer", "Bearer ", "Bearer\t\(GatewayRig.client)", "Bearers \(GatewayRig.client)",
+                      GatewayRig.client] {
+            let answer = try await rig.send(.get, "/v1/orders/auth-case-1", token: nil, headers: ["Authorization": value])
+            #expect(answer.status == 401, "\(value.prefix(8))")
+            #expect(answer.error?["code"] as? String == "unauthorized")
+        }
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func anAmountIsAnIntegerAsWrittenAndOneTooLargeToReadIsOutOfRange(mode: GatewayRig.Mode) async throws {
+        let rig = try await RefundRig.start(mode)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("amount-paid", amount: 990)
+        let body = { (amount: String) in #"{"amount":\#(amount),"description":"d","client_ip":"203.0.113.7"}"# }
+        // 1.0 and 1e3 are whole numbers but not integers as the API documents fen: refused like 1.5.
+        for amount in ["1.0", "1e3", "990.00", "9.9E2"] {
+            let create = try await rig.send(.post, "/v1/orders", body: body(amount))
+            #expect(create.status == 400, "\(amount)")
+            #expect(create.error?["field"] as? String == "amount")
+            #expect(create.error?["message"] as? String == "amount must be an integer")
+            let refund = try await rig.send(.post, "/v1/orders/amount-paid/refunds", body: #"{"amount":\#(amount),"reason":"r"}"#)
+            #expect(refund.status == 400, "refund \(amount)")
+            #expect(refund.error?["message"] as? String == "amount must be an integer")
+        }
+        // 2^63 and beyond cannot be read as an integer at all: the answer says which member.
+        for amount in ["9223372036854775808", "-9223372036854775809", "100000000000000000000000"] {
+            let create = try await rig.send(.post, "/v1/orders", body: body(amount))
+            #expect(create.status == 400)
+            #expect(create.error?["field"] as? String == "amount")
+            #expect(create.error?["message"] as? String == "amount is out of range")
+        }
+        let refund = try await rig.send(.post, "/v1/orders/amount-paid/refunds", body: #"{"amount":9223372036854775808,"reason":"r"}"#)
+        #expect(refund.error?["message"] as? String == "amount is out of range")
+        let expiry = try await rig.send(.post, "/v1/orders", body: #"{"amount":990,"description":"d","client_ip":"203.0.113.7","expires_in":3.6e3}"#)
+        #expect(expiry.error?["message"] as? String == "expires_in must be an integer")
+        // Integers as written still work, at the top of the range too.
+        #expect(try await rig.send(.post, "/v1/orders", body: body("1000000000")).status == 201)
+        #expect(rig.upstreamRefundRequests == 0)
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func aNotifyForAPaidOrderUnderAnotherTransactionIDIsRecordedAndFlagged(mode: GatewayRig.Mode, store: StoreKind)
+        async throws
+    {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("other-txn", amount: 990)
+        let first = Battery.genuineNotify(outTradeNo: "other-txn", transactionID: "4200000000202612010000000001",
+                                          totalFee: 990, nonce: "first")
+        #expect(String(decoding: try await rig.send(.post, "/wechat/notify", token: nil, bytes: first).body, as: UTF8.self)
+            .contains(Battery.acknowledged))
+        // Signed with our key, same order and amount, another transaction: a second payment or a
+        // leaked key. Acknowledged (it is recorded), never settled again, flagged for a person.
+        for copy in 0..<5 {
+            let other = Battery.genuineNotify(outTradeNo: "other-txn", transactionID: "4200000000202612010000000002",
+                                              totalFee: 990, nonce: "other\(copy)")
+            let reply = try await rig.send(.post, "/wechat/notify", token: nil, bytes: other)
+            #expect(String(decoding: reply.body, as: UTF8.self).contains(Battery.acknowledged))
+        }
+        let order = try #require(try await rig.store.order("other-txn"))
+        #expect(order.state == .success)
+        #expect(order.transactionID == "4200000000202612010000000001")
+        #expect(order.flags == [.otherTransactionID])
+        let lines = try await rig.store.events("other-txn").filter { $0.kind == "transaction_mismatch" }.map(\.detail)
+        #expect(lines == ["notify reported transaction_id 4200000000202612010000000002; "
+            + "the order was paid with 4200000000202612010000000001"])
+        #expect(try await rig.store.outboxEvents("other-txn").count == 1)
+        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "other_transaction"]) == 5)
+        #expect(rig.service.metrics.counter("wxpay_transaction_mismatches_total", ["source": "notify"]) == 5)
+        let lookup = try await rig.send(.get, "/v1/support/orders?out_trade_no=other-txn", token: GatewayRig.support)
+        #expect(((lookup.json["orders"] as? [[String: Any]])?.first?["flags"] as? [String]) == ["other_transaction_id"])
+    }
+
     @Test(arguments: StoreKind.all) func anOversizedNotifyIsRefusedAndTheGatewayStaysUp(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
         defer { Task { await rig.stop() } }

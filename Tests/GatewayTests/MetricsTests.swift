@@ -25,4 +25,14 @@ struct MetricsTests {
         metrics.increment("x_total", ["reason": "a\"b\\c"])
         #expect(metrics.exposition().contains(#"x_total{reason="a\"b\\c"} 1"#))
     }
+
+    @Test func aDescribedMetricWithoutASampleIsStillDeclared() {
+        let metrics = MetricsRegistry()
+        metrics.describe("wxpay_outbox_dead", type: "gauge", help: "Outbox events given up on.")
+        metrics.increment("wxpay_notifies_total", ["outcome": "settled"])
+        let text = metrics.exposition()
+        #expect(text.contains("# HELP wxpay_outbox_dead Outbox events given up on.\n# TYPE wxpay_outbox_dead gauge"))
+        #expect(!text.contains("wxpay_outbox_dead 0"))
+        #expect(text.contains("# TYPE wxpay_notifies_total counter"))
+    }
 }

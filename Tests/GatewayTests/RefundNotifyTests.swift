@@ -103,6 +103,35 @@ struct RefundNotifyTests {
         #expect(try await rig.store.events("fn-dup").filter { $0.kind == "refund_state_changed" }.count == 1)
         #expect(try await rig.store.order("fn-dup")?.state == .refund)
     }
+
+    @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
+    func aContradictingRefundNotifyReplayedWritesOneLineAMinuteAndIsCountedEveryTime(mode: RefundRig.Mode, store: StoreKind)
+        async throws
+    {
+        let log = InMemoryLogHandler()
+        let rig = try await RefundRig.start(mode, store: store, logger: Logger(label: "test", level: .info, handler: log))
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("fn-conflict", amount: 900)
+        _ = try await rig.refund("fn-conflict", amount: 300, number: "fn-conflict-r1")
+        #expect(try await Self.post(rig, try await rig.refundNotify("fn-conflict-r1")).contains("SUCCESS"))
+        #expect(try await rig.store.refund("fn-conflict-r1")?.state == .success)
+
+        // A decryptable REFUNDCLOSE after SUCCESS, replayed: acknowledged (retries would not help),
+        // counted every time, on the timeline once, logged at most once a second.
+        let contradicting = try await rig.refundNotify("fn-conflict-r1", status: .refundClose)
+        let copies = 30
+        let started = ContinuousClock.now
+        for _ in 0..<copies {
+            #expect(try await Self.post(rig, contradicting).contains("SUCCESS"))
+        }
+        let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
+        #expect(rig.metrics.counter("wxpay_refund_notifies_total", ["outcome": "contradicts_final_state"]) == Double(copies))
+        let lines = try await rig.store.events("fn-conflict").filter { $0.kind == "refund_notify_conflict" }
+        #expect(lines.map(\.detail) == ["fn-conflict-r1: notify says REFUNDCLOSE, the refund is SUCCESS"])
+        let logged = log.all.filter { $0.message == "a refund notify contradicts the refund's final state" }
+        #expect(!logged.isEmpty && logged.count <= seconds, "\(logged.count) log lines in \(seconds) s")
+        #expect(try await rig.store.refund("fn-conflict-r1")?.state == .success)
+    }
 }
 
 extension [UInt8] {

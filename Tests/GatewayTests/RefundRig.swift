@@ -40,7 +40,8 @@ final class RefundRig: Sendable {
     ///   - refundsOn: false starts the gateway without a certificate (refunds answer 503).
     ///   - completeRefundsAfter: the simulator completes accepted refunds SUCCESS after these seconds.
     static func start(_ mode: Mode, store kind: StoreKind = .sqlite, certificate: Certificate = .pem, refundsOn: Bool = true,
-                      completeRefundsAfter: Double? = nil, environment: [String: String] = [:]) async throws -> RefundRig {
+                      completeRefundsAfter: Double? = nil, environment: [String: String] = [:],
+                      logger: Logger = .disabled) async throws -> RefundRig {
         var variables = ["GATEWAY_REFUND_QUERY_AFTER": "0"]
         variables.merge(environment) { $1 }
         let sockets = mode == .sockets
@@ -51,7 +52,7 @@ final class RefundRig: Sendable {
         case .none: nil
         }
         // Over sockets the gateway talks mutual TLS to the simulator.
-        let gateway = try await GatewayRig.start(mode, store: kind, environment: variables,
+        let gateway = try await GatewayRig.start(mode, store: kind, environment: variables, logger: logger,
                                                  wechat: sockets ? .mutualTLS(identity) : .inProcess) {
             // Short retries and a long reply timeout: on a loaded machine a notify attempt may time
             // out, and WeChat's 15 s first retry would outlast a test's patience.

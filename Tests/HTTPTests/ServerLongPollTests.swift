@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import HTTP
+import HTTPClientTestSupport
 import Synchronization
 import Testing
 

@@ -40,6 +40,32 @@ struct JSONReaderTests {
         #expect(Self.reason(text) == .numberOutOfRange)
     }
 
+    @Test func readingIntegersAsWrittenKeepsAFractionOrExponentADouble() throws {
+        let numbers = JSONValue.Numbers.integersAsWritten
+        #expect(try JSONValue.parse(Array("100".utf8), numbers: numbers) == .int(100))
+        #expect(try JSONValue.parse(Array("-0".utf8), numbers: numbers) == .int(0))
+        #expect(try JSONValue.parse(Array("100.0".utf8), numbers: numbers) == .double(100))
+        #expect(try JSONValue.parse(Array("1e3".utf8), numbers: numbers) == .double(1000))
+        #expect(try JSONValue.parseObject(Array(#"{"a":{"b":[1.0]}}"#.utf8), numbers: numbers)["a"]
+            == .object(["b": .array([.double(1)])]))
+    }
+
+    @Test func aNumberOutOfRangeNamesTheMemberItWasTheValueOf() {
+        func member(_ text: String) -> String? {
+            do {
+                _ = try JSONValue.parse(Array(text.utf8))
+                return "parsed"
+            } catch {
+                #expect(error.reason == .numberOutOfRange)
+                #expect(!error.description.contains("amount") && !error.description.contains("fee"))
+                return error.member
+            }
+        }
+        #expect(member(#"{"description":"d","amount":9223372036854775808}"#) == "amount")
+        #expect(member(#"{"order":{"fee":1e400}}"#) == "fee")
+        #expect(member("[9223372036854775808]") == nil)
+    }
+
     @Test func aDoubleBeyondIntegersStaysADouble() throws {
         #expect(try JSONValue.parse(Array("1e19".utf8)) == .double(1e19))
         #expect(try JSONValue.parse(Array("-1.5e-3".utf8)) == .double(-0.0015))

@@ -51,28 +51,68 @@ struct ConsoleStoreTests {
 
     // MARK: Failed logins
 
-    static func fail(_ name: String, at seconds: Double, in store: some ConsoleStore) async throws -> Date? {
-        try await store.recordLoginFailure(username: name, at: TestTime.at(seconds), window: 900, threshold: 5, lockFor: 900)
+    static let office = "198.51.100.7"
+    static let elsewhere = "203.0.113.66"
+
+    static func fail(_ name: String, from address: String = office, at seconds: Double, in store: some ConsoleStore)
+        async throws -> Date?
+    {
+        try await store.recordLoginFailure(username: name, address: address, at: TestTime.at(seconds), window: 900,
+                                           threshold: 5, lockFor: 900)
     }
 
-    @Test(arguments: StoreKind.all) func theFifthFailureWithinFifteenMinutesLocksTheNameForFifteenMinutes(_ kind: StoreKind) async throws {
+    static func state(_ name: String, from address: String = office, at seconds: Double, in store: some ConsoleStore)
+        async throws -> LoginState
+    {
+        try await store.loginState(username: name, address: address, at: TestTime.at(seconds),
+                                   failuresSince: TestTime.at(seconds - 900), knownSince: TestTime.at(seconds - 86400))
+    }
+
+    @Test(arguments: StoreKind.all)
+    func theFifthFailureFromOneAddressWithinFifteenMinutesLocksTheNameFromThatAddressOnly(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             for second in [0.0, 60, 120, 180] { #expect(try await Self.fail("alice", at: second, in: store) == nil) }
-            #expect(try await store.loginLock(username: "alice", at: TestTime.at(200)) == nil)
+            #expect(try await Self.state("alice", at: 200, in: store).lockedUntil == nil)
             #expect(try await Self.fail("alice", at: 240, in: store) == TestTime.at(1140))
-            #expect(try await store.loginLock(username: "alice", at: TestTime.at(1139)) == TestTime.at(1140))
-            #expect(try await store.loginLock(username: "alice", at: TestTime.at(1140)) == nil)
-            // Another name is untouched.
-            #expect(try await store.loginLock(username: "bob", at: TestTime.at(300)) == nil)
+            #expect(try await Self.state("alice", at: 1139, in: store).lockedUntil == TestTime.at(1140))
+            #expect(try await Self.state("alice", at: 1140, in: store).lockedUntil == nil)
+            // From another address the name is not locked, and another name is untouched.
+            let elsewhere = try await Self.state("alice", from: Self.elsewhere, at: 300, in: store)
+            #expect(elsewhere.lockedUntil == nil && elsewhere.lockedAddresses == 1 && elsewhere.nameFailures == 0)
+            #expect(try await Self.state("bob", at: 300, in: store).lockedUntil == nil)
         }
     }
 
-    @Test(arguments: StoreKind.all) func failuresOlderThanTheWindowAndClearedFailuresDoNotCount(_ kind: StoreKind) async throws {
+    @Test(arguments: StoreKind.all)
+    func theNamesFailuresFromEveryAddressAreCountedAndASuccessfulAddressIsKnown(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            for index in 0..<12 {
+                _ = try await Self.fail("admin", from: "192.0.2.\(index)", at: Double(index), in: store)
+            }
+            _ = try await Self.fail("admin", from: Self.office, at: 20, in: store)
+            var state = try await Self.state("admin", at: 30, in: store)
+            #expect(state.nameFailures == 13 && !state.knownAddress && state.lockedUntil == nil)
+            try await store.recordLoginSuccess(username: "admin", address: Self.office, at: TestTime.at(40),
+                                               forgetBefore: TestTime.at(40 - 86400))
+            state = try await Self.state("admin", at: 50, in: store)
+            // The office's failure is forgotten, the others' not; the office is known now, elsewhere not.
+            #expect(state.nameFailures == 12 && state.knownAddress)
+            #expect(try await !Self.state("admin", from: Self.elsewhere, at: 50, in: store).knownAddress)
+            #expect(try await !Self.state("bob", from: Self.office, at: 50, in: store).knownAddress)
+            // A day later (the lifetime asked about here) the address is no longer known.
+            #expect(try await !Self.state("admin", at: 86400 + 41, in: store).knownAddress)
+            // Failures leave the count with the window.
+            #expect(try await Self.state("admin", at: 2000, in: store).nameFailures == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func failuresOlderThanTheWindowAndFailuresBeforeASuccessDoNotCount(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             for second in [0.0, 60, 120, 180] { _ = try await Self.fail("alice", at: second, in: store) }
             // 15 minutes after the first, that one has left the window: four remain, no lock.
             #expect(try await Self.fail("alice", at: 900, in: store) == nil)
-            try await store.clearLoginFailures(username: "alice")
+            try await store.recordLoginSuccess(username: "alice", address: Self.office, at: TestTime.at(900),
+                                               forgetBefore: TestTime.at(0))
             for second in [901.0, 902, 903, 904] { #expect(try await Self.fail("alice", at: second, in: store) == nil) }
             #expect(try await Self.fail("alice", at: 905, in: store) != nil)
         }
@@ -89,11 +129,11 @@ struct ConsoleStoreTests {
                 #expect(try await second.session(id: "s1") == Self.session("s1"))
                 #expect(try await second.deleteSession(id: "s1"))
                 #expect(try await first.session(id: "s1") == nil)
-                // Five failures spread over both lock the name on both.
+                // Five failures from one address spread over both lock the name from there on both.
                 for at in [0.0, 60] { #expect(try await Self.fail("alice", at: at, in: first) == nil) }
                 for at in [120.0, 180] { #expect(try await Self.fail("alice", at: at, in: second) == nil) }
                 #expect(try await Self.fail("alice", at: 240, in: first) == TestTime.at(1140))
-                #expect(try await second.loginLock(username: "alice", at: TestTime.at(300)) == TestTime.at(1140))
+                #expect(try await Self.state("alice", at: 300, in: second).lockedUntil == TestTime.at(1140))
                 // Both append to one audit log.
                 _ = try await first.appendAudit(Self.entry("search"))
                 _ = try await second.appendAudit(Self.entry("view_order", order: "O1"))

@@ -124,12 +124,12 @@ final class StartedGateway: @unchecked Sendable {
     /// Starts `serve` with `environment(port)` on a free loopback port, the port chosen before the
     /// start because the notify URLs name it; a port taken meanwhile by another test (exit 69) is
     /// retried. Returns the running process, or nil after five refused attempts.
-    func start(_ environment: (Int) -> [String: String]) async throws -> CommandProcess? {
+    func start(_ environment: (Int) -> [String: String], demo: Bool = false) async throws -> CommandProcess? {
         for _ in 0..<5 {
             let port = closedLoopbackPort()
             base = "http://127.0.0.1:\(port)"
-            let attempt = try CommandProcess(["serve"], environment: environment(port))
-            if await attempt.line(startingWith: "wxpay-gateway listening on ") != nil {
+            let attempt = try CommandProcess(demo ? ["serve", "--demo"] : ["serve"], environment: environment(port))
+            if await attempt.line(startingWith: demo ? "listening on " : "wxpay-gateway listening on ") != nil {
                 gateway = attempt
                 return attempt
             }

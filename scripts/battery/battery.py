@@ -336,7 +336,9 @@ def t6_notifies(rig, gateway, scale, seed, result):
     # Our own signature on another amount: authenticated, never settled, every one counted in
     # wxpay_amount_mismatches_total, and on the timeline once (the same line is written at most
     # once a minute, however often it comes).
+    leaked_started = time.monotonic()
     leaked = [send(("leaked key, wrong amount", payment_notify(victim, tx, 1, f"f7-{i}"), {})) for i in range(20)]
+    leaked_seconds = time.monotonic() - leaked_started
     result.expect(all(ok for _, ok in leaked), "a leaked-key notify was acknowledged")
     mismatches = int(rig.sql(f"SELECT COUNT(*) FROM order_events WHERE out_trade_no = '{victim}' "
                              "AND kind = 'amount_mismatch'")[0][0])
@@ -351,13 +353,49 @@ def t6_notifies(rig, gateway, scale, seed, result):
     mismatches_counted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.decode().splitlines()
                              if line.startswith('wxpay_amount_mismatches_total{source="notify"'))
     result.expect(mismatches_counted == len(leaked), f"{mismatches_counted:.0f} of {len(leaked)} mismatches are counted")
+
+    # Our own signature on the paid order under another transaction id (a second payment made
+    # around the gateway, or a leaked key): acknowledged, never settled again, the other id on the
+    # timeline once and the order flagged for support; every copy counted.
+    other_tx = "4200000000202611300000008888"
+    second_started = time.monotonic()
+    second = []
+    for i in range(20):
+        status, reply = rig.client.request(gateway.base, "POST", "/wechat/notify",
+                                           body=payment_notify(other, other_tx, 500, f"h-{i}"))
+        second.append(status == 200 and "<return_code><![CDATA[SUCCESS]]></return_code>" in reply.decode(errors="replace"))
+    second_seconds = time.monotonic() - second_started
+    result.expect(all(second), f"{second.count(False)} notifies under another transaction id were not acknowledged")
+    result.expect(rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1") == state_before,
+                  "a notify under another transaction id changed an order's state or transaction id")
+    other_lines = rig.sql(f"SELECT detail FROM order_events WHERE out_trade_no = '{other}' AND kind = 'transaction_mismatch'")
+    result.expect(len(other_lines) == 1 and other_tx in other_lines[0][0],
+                  f"{len(other_lines)} transaction_mismatch timeline events for 20 (1 naming {other_tx} expected)")
+    flags = rig.sql(f"SELECT flags FROM orders WHERE out_trade_no = '{other}'")[0][0]
+    result.expect("other_transaction_id" in str(flags), f"the order is not flagged: {flags!r}")
+    result.expect(rig.sql("SELECT COUNT(*) FROM outbox") == [[rows_before["outbox"]]], "an outbox event appeared")
+    status, metrics = rig.client.request(gateway.base, "GET", "/metrics")
+    other_counted = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.decode().splitlines()
+                        if line.startswith('wxpay_notifies_total{outcome="other_transaction"'))
+    result.expect(other_counted == len(second), f"{other_counted:.0f} of {len(second)} are counted")
+
     with open(os.path.join(rig.dir, gateway.name + ".log"), errors="replace") as log:
-        log_lines = sum(1 for line in log if "payment notify rejected" in line)
+        text = log.read().splitlines()
+    log_lines = sum(1 for line in text if "payment notify rejected" in line)
+    # The warnings anyone holding one notify could trigger at will: at most one a second.
+    mismatch_lines = sum(1 for line in text if "WeChat reported another amount" in line)
+    result.expect(1 <= mismatch_lines <= int(leaked_seconds) + 1,
+                  f"{mismatch_lines} wrong-amount warnings for {len(leaked)} notifies in {leaked_seconds:.1f} s")
+    second_lines = sum(1 for line in text if "paid again under another transaction id" in line)
+    result.expect(1 <= second_lines <= int(second_seconds) + 1,
+                  f"{second_lines} other-transaction warnings for {len(second)} notifies in {second_seconds:.1f} s")
     figures, failures = checker.check(rig, [victim, other])
     result.failures += failures
     result.figures.update(figures, kinds=len(forgeries), notifies=len(jobs), refused=refused, tables=len(tables),
                           rows_changed=len(changed), leaked_key=len(leaked), amount_mismatch_events=mismatches,
-                          amount_mismatches_counted=int(mismatches_counted),
+                          amount_mismatches_counted=int(mismatches_counted), amount_mismatch_log_lines=mismatch_lines,
+                          other_transaction=len(second), other_transaction_events=len(other_lines),
+                          other_transaction_counted=int(other_counted), other_transaction_log_lines=second_lines,
                           metric_rejections=int(counted), rejection_log_lines=log_lines)
 
 

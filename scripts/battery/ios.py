@@ -25,6 +25,7 @@ import json
 import math
 import os
 import random
+import ssl
 import subprocess
 import threading
 import time
@@ -72,11 +73,18 @@ class AppStore:
         return {
             "APPSTORE_BUNDLE_ID": BUNDLE_ID, "APPSTORE_APP_APPLE_ID": APP_APPLE_ID,
             "APPSTORE_ROOT_CA_FILE": self.root, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+            # A production start trusts a root other than Apple's only when told which one.
+            "APPSTORE_UNTRUSTED_ROOT_SHA256": self.root_fingerprint(),
             "APPSTORE_ISSUER_ID": ISSUER, "APPSTORE_KEY_ID": KEY_ID, "APPSTORE_PRIVATE_KEY_FILE": self.key,
             "APPSTORE_API_BASE": self.base, "APPSTORE_SANDBOX_API_BASE": self.base + "/sandbox",
             "APPSTORE_RECEIPT_URL": self.base + "/verifyReceipt",
             "APPSTORE_SANDBOX_RECEIPT_URL": self.base + "/sandbox/verifyReceipt",
         }
+
+    def root_fingerprint(self):
+        """The SHA-256 of the simulator's root certificate (DER), as the gateway checks it."""
+        with open(self.root) as f:
+            return hashlib.sha256(ssl.PEM_cert_to_DER_cert(f.read())).hexdigest()
 
     def close(self):
         if self.proc.poll() is None:

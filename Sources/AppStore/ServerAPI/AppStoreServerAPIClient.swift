@@ -182,8 +182,10 @@ public struct AppStoreServerAPIClient: Sendable {
         throw lastNotFound ?? AppStoreServerAPIError(.notFound)
     }
 
-    private func send(_ method: AppStoreRequest.Method, _ path: String, query: [(String, String)], body: [UInt8],
-                      in environment: AppStoreEnvironment) async throws(AppStoreServerAPIError) -> JSONValue?
+    /// One endpoint in one environment: a fresh token per attempt, the retry policy, the status
+    /// translated (every endpoint's errors mean the same). Nil only for a PUT answered without a body.
+    func send(_ method: AppStoreRequest.Method, _ path: String, query: [(String, String)], body: [UInt8],
+              in environment: AppStoreEnvironment) async throws(AppStoreServerAPIError) -> JSONValue?
     {
         let queryString = query.isEmpty ? "" : "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
         let url = baseURL(environment) + path + queryString

@@ -49,8 +49,14 @@ public struct GatewayAPI: Sendable {
         self.logger = logger
     }
 
-    /// Adds every route to `router`.
+    /// Adds every route to `router`: one listener serves everything.
     public func register(in router: inout HTTPRouter) {
+        registerPublic(in: &router)
+        registerAdmin(in: &router)
+    }
+
+    /// What WeChat, Apple and the apps call: the public address (GATEWAY_LISTEN).
+    public func registerPublic(in router: inout HTTPRouter) {
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
                 let result = try await self.service.create(try self.createInput(request, caller))
@@ -103,17 +109,25 @@ public struct GatewayAPI: Sendable {
         registerApp(in: &router)
         // iOS orders, transaction reports and App Store notifications: GatewayAPI+IAP.swift.
         registerIAP(in: &router)
+    }
+
+    /// What only operators use: probes, metrics and the support console. On the public address
+    /// unless GATEWAY_ADMIN_LISTEN gives them one of their own.
+    public func registerAdmin(in router: inout HTTPRouter) {
         // The support console (404 unless one is attached): Console/GatewayAPI+Console.swift.
         registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
-            await self.service.isReady()
+            await self.service.probeReadiness()
                 ? .json(#"{"status":"ready"}"#)
                 : .json(#"{"status":"unavailable","reason":"database"}"#, status: 503)
         }
-        router.addImmediate(.get, "/metrics") { _ in
-            HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-                               body: Array(self.service.metrics.exposition().utf8))
+        // The readiness gauges are measured at each scrape, so an alert sees the database as the
+        // scrape found it (Observability/HealthMetrics.swift).
+        router.add(.get, "/metrics") { _ in
+            _ = await self.service.probeReadiness()
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                                      body: Array(self.service.metrics.exposition().utf8))
         }
     }
 
@@ -186,46 +200,5 @@ public struct GatewayAPI: Sendable {
             response.headers["WWW-Authenticate"] = error.code == "invalid_token" ? #"Bearer error="invalid_token""# : "Bearer"
         }
         return response
-    }
-}
-
-extension OrderService {
-    /// Whether the database answers (for /readyz), within a second. The check runs detached, so a
-    /// store stuck behind a long write cannot hold the probe past its deadline.
-    public func isReady() async -> Bool {
-        let answer = ReadinessAnswer()
-        let store = self.store
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            answer.install(continuation)
-            Task { answer.resolve(await store.isHealthy()) }
-            Task {
-                try? await Task.sleep(for: .seconds(1))
-                answer.resolve(false)
-            }
-        }
-    }
-}
-
-/// The first of "healthy" or "deadline passed" answers the probe; the other is ignored.
-private final class ReadinessAnswer: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<Bool, Never>?, result: Bool?)>((nil, nil))
-
-    func install(_ continuation: CheckedContinuation<Bool, Never>) {
-        let early = state.withLock { state -> Bool? in
-            if let result = state.result { return result }
-            state.continuation = continuation
-            return nil
-        }
-        if let early { continuation.resume(returning: early) }
-    }
-
-    func resolve(_ value: Bool) {
-        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard state.result == nil else { return nil }
-            state.result = value
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(returning: value)
     }
 }

@@ -4,7 +4,7 @@ import JSON
 
 /// What a verified app token says: the app user it was minted for, and when it stops being valid.
 public struct AppTokenClaims: Sendable, Hashable {
-    /// `sub`: the user id, 1–64 bytes.
+    /// `sub`: the user id (`UserID`: 1–64 bytes, no control or invisible formatting characters).
     public var subject: String
     public var issuedAt: Int
     public var expiresAt: Int
@@ -63,11 +63,11 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBase64(let segment): "the token's \(segment) is not base64url without padding"
         case .notJSONObject(let segment): "the token's \(segment) is not a JSON object"
         case .duplicateKey(let segment): "the token's \(segment) repeats a JSON key"
-        case .algorithm: "the token's header must say \"alg\":\"HS256\""
+        case .algorithm: "the token's header must say \"alg\":\"HS256\" (alg none, unsigned, and other algorithms are refused)"
         case .criticalHeader: "the token's header names critical extensions (crit), which are not supported"
         case .type: "the token's typ, when present, must be JWT"
         case .signature: "the token's signature does not verify with any app token secret"
-        case .subject: "the token's sub must be a string of 1 to 64 bytes"
+        case .subject: "the token's sub must be a user id: \(UserID.rule)"
         case .audience: "the token's aud must be wxpay-gateway"
         case .issuedAt: "the token's iat must be a number of seconds since 1970"
         case .expiry: "the token's exp must be a number of seconds since 1970"
@@ -85,7 +85,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
 ///
 /// Strict by design: only `alg` HS256 (never `none`, never another algorithm whatever the header
 /// says), exactly three canonical base64url segments, JSON without repeated keys, `aud`
-/// `wxpay-gateway`, `sub` of 1–64 bytes, `iat` and `exp` required with `exp - iat` at most 24 hours,
+/// `wxpay-gateway`, `sub` a user id (`UserID`), `iat` and `exp` required with `exp - iat` at most 24 hours,
 /// and 60 seconds of clock skew. The header is read before the signature is checked (it names the
 /// algorithm), the payload only after. Secrets are tried in turn, every one in full, so a rotation
 /// keeps older tokens valid and timing does not say which secret matched.
@@ -98,6 +98,10 @@ public struct AppTokenVerifier: Sendable {
 
     private let keys: [HMACSHA256Key]
 
+    /// Whether `subject` may be a token's `sub` (a user id: `subjectRule`).
+    public static func isValidSubject(_ subject: String) -> Bool { UserID.isValid(subject) }
+    public static let subjectRule = UserID.rule
+
     public init(secrets: [String]) {
         keys = secrets.map { HMACSHA256Key(Array($0.utf8)) }
     }
@@ -107,12 +111,15 @@ public struct AppTokenVerifier: Sendable {
         let bytes = Array(token.utf8)
         guard bytes.count <= Self.maximumLength else { throw .tooLong }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw .segments }
+        guard parts.count == 3, !parts[0].isEmpty else { throw .segments }
         guard let headerBytes = Base64URL.decode(parts[0]) else { throw .badBase64(segment: "header") }
         let header = try Self.object(headerBytes, segment: "header")
+        // Before the other segments: an unsigned `alg: none` token (its signature empty) is
+        // refused for what it is, not for its shape.
         guard header["alg"] == .string("HS256") else { throw .algorithm }
         guard header["crit"] == nil else { throw .criticalHeader }
         if let type = header["typ"], type.stringValue?.uppercased() != "JWT" { throw .type }
+        guard !parts[1].isEmpty, !parts[2].isEmpty else { throw .segments }
         guard let signature = Base64URL.decode(parts[2]) else { throw .badBase64(segment: "signature") }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         var verified = false
@@ -131,7 +138,8 @@ public struct AppTokenVerifier: Sendable {
     }
 
     private static func claims(_ payload: [String: JSONValue], now: Int) throws(AppTokenError) -> AppTokenClaims {
-        guard let subject = payload["sub"]?.stringValue, (1...64).contains(subject.utf8.count) else { throw .subject }
+        // The user id every order of this token will carry: the same rule as a client's user_id.
+        guard let subject = payload["sub"]?.stringValue, UserID.isValid(subject) else { throw .subject }
         // aud is one string, or (RFC 7519 §4.1.3) an array of them that names this gateway.
         switch payload["aud"] {
         case .string(audience)?: break

@@ -20,7 +20,7 @@ struct Caller: Sendable, Hashable {
     var tokenName: String?
 }
 
-/// Checks `Authorization: Bearer …`. Client and support tokens are compared with the configured
+/// Checks `Authorization: Bearer …` (the scheme in any case). Client and support tokens are compared with the configured
 /// ones in constant time: every token in full, whether or not an earlier one matched, so timing
 /// says nothing about them. A token that matches none and has the shape of a JWT (it has a dot)
 /// is verified as an app token when app token secrets are configured; its failure is 401
@@ -44,9 +44,7 @@ struct Authenticator: Sendable {
     }
 
     func authenticate(authorization: String?, now: Date) -> Outcome {
-        let prefix = "Bearer "
-        guard let authorization, authorization.hasPrefix(prefix) else { return .unknown }
-        let presented = authorization.utf8.dropFirst(prefix.utf8.count)
+        guard let authorization, let presented = Self.bearerCredentials(authorization) else { return .unknown }
         if let appTokens, presented.contains(UInt8(ascii: ".")) || presented.count > AppTokenVerifier.maximumLength {
             // Static tokens are compared too, so a configured token with a dot still works.
             if let caller = staticCaller(presented) { return .granted(caller) }
@@ -59,6 +57,19 @@ struct Authenticator: Sendable {
         }
         guard presented.count <= 512, let caller = staticCaller(presented) else { return .unknown }
         return .granted(caller)
+    }
+
+    /// The credentials of `Bearer <token>`: the scheme in any case (RFC 9110 §11.1: `bearer`,
+    /// `BEARER`), then one or more spaces; nil for another scheme or none.
+    static func bearerCredentials(_ authorization: String) -> Substring.UTF8View? {
+        let bytes = Substring(authorization).utf8
+        let scheme = "bearer".utf8
+        guard bytes.count > scheme.count,
+              zip(bytes.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }),
+              bytes.dropFirst(scheme.count).first == UInt8(ascii: " ")
+        else { return nil }
+        let credentials = bytes.dropFirst(scheme.count).drop(while: { $0 == UInt8(ascii: " ") })
+        return credentials.isEmpty ? nil : credentials
     }
 
     private func staticCaller(_ presented: Substring.UTF8View) -> Caller? {

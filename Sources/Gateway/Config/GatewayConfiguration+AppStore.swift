@@ -10,6 +10,7 @@ import Foundation
 /// | `APPSTORE_APP_APPLE_ID` | the app's numeric Apple id; required with the bundle id (production data names it) | — |
 /// | `APPSTORE_ROOT_CA_FILE` | Apple Root CA - G3 (PEM or DER), SHA-256-fingerprint-checked; required with the bundle id | — |
 /// | `APPSTORE_ALLOW_UNTRUSTED_ROOT` | `1`/`on`: accept another root (a simulator's) | off |
+/// | `APPSTORE_UNTRUSTED_ROOT_SHA256` | in production, required with another root: its SHA-256, acknowledging it | unset |
 /// | `APPSTORE_ISSUER_ID`, `APPSTORE_KEY_ID`, `APPSTORE_PRIVATE_KEY_FILE` | the Server API's In-App Purchase key (`.p8`); all three or none | none: no Server API |
 /// | `APPSTORE_SHARED_SECRET` | verifyReceipt's `password` (legacy receipts) | none |
 /// | `APPSTORE_API_BASE`, `APPSTORE_SANDBOX_API_BASE` | the Server API's bases (a path prefix allowed) | Apple's |
@@ -25,6 +26,9 @@ public struct AppStoreConfiguration: Sendable {
     public var appAppleID: Int64?
     public var rootCAFile: String?
     public var allowUntrustedRoot = false
+    /// APPSTORE_UNTRUSTED_ROOT_SHA256: the SHA-256 (lowercase hex) of the root that is not Apple's,
+    /// which a production start needs besides the flag (`appStoreChecks`).
+    public var untrustedRootFingerprint: String?
     public var issuerID: String?
     public var keyID: String?
     public var privateKeyFile: String?
@@ -75,6 +79,12 @@ extension GatewayConfiguration {
         ConfigurationVariable("APPSTORE_ALLOW_UNTRUSTED_ROOT", \.appStore.allowUntrustedRoot,
                               expecting: "1 or on to accept a root other than Apple Root CA - G3 (a simulator's)",
                               parse: ConfigurationVariable.flag),
+        .optional("APPSTORE_UNTRUSTED_ROOT_SHA256", \.appStore.untrustedRootFingerprint,
+                  expecting: "the SHA-256 of the root certificate's DER encoding: 64 hex digits (colons allowed)") { text in
+            let hex = text.lowercased().filter { $0 != ":" }
+            return hex.utf8.count == 64 && hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+                ? hex : nil
+        },
         .optional("APPSTORE_ISSUER_ID", \.appStore.issuerID,
                   expecting: "the issuer id of the In-App Purchase key (a UUID from App Store Connect)") { text in
             UUID(uuidString: text) != nil ? text.lowercased() : nil
@@ -117,6 +127,37 @@ extension GatewayConfiguration {
                               parse: ConfigurationVariable.integer(0...(Int(AppStoreRecoveryPolicy.appleConsumptionWindow) - 1))),
     ]
 
+    /// A production gateway that trusts a root other than Apple Root CA - G3 credits every purchase
+    /// whoever holds that root's key signs: a simulator's or a test root left in a production
+    /// configuration would let anyone mint paid orders. `APPSTORE_ALLOW_UNTRUSTED_ROOT` alone is one
+    /// word that can be copied from a test setup; production also needs the root's own SHA-256 in
+    /// `APPSTORE_UNTRUSTED_ROOT_SHA256`, an acknowledgement that names the very root (a swapped file
+    /// no longer matches), or the start is refused. The fingerprint without such a root would do
+    /// nothing, so it is refused too.
+    static func untrustedRootChecks(_ appStore: AppStoreConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        guard let roots = appStore.roots else { return [] }
+        let name = "APPSTORE_UNTRUSTED_ROOT_SHA256"
+        guard let root = roots.certificates.first(where: { $0.sha256Fingerprint != TrustedRoots.appleRootCAG3Fingerprint })
+        else {
+            return appStore.untrustedRootFingerprint == nil ? [] : [ConfigurationProblem(
+                name, .conflict, expected: "unset: the root in APPSTORE_ROOT_CA_FILE is Apple Root CA - G3, nothing to acknowledge")]
+        }
+        let fingerprint = root.sha256Fingerprint
+        guard let acknowledged = appStore.untrustedRootFingerprint else {
+            if environment.get(name) != nil { return [] }  // set but malformed: its parser's problem is reported
+            // A conflict rather than a plain missing name: the message must say which root it is about.
+            return [ConfigurationProblem(
+                name, .conflict,
+                expected: "required in production with a root that is not Apple Root CA - G3: purchases signed under it are "
+                    + "credited as real. To acknowledge this root, set it to its SHA-256, \(fingerprint)")]
+        }
+        guard acknowledged == fingerprint else {
+            return [ConfigurationProblem(name, .conflict,
+                                         expected: "the SHA-256 of the root in APPSTORE_ROOT_CA_FILE, which is \(fingerprint)")]
+        }
+        return []
+    }
+
     static func isBundleIDByte(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "-")
@@ -133,7 +174,8 @@ extension GatewayConfiguration {
 
     /// Demo mode embeds the App Store simulator (its own app, root and key: nothing to set); in
     /// production the bundle id needs its app id and Apple's root, a root other than Apple Root CA -
-    /// G3 needs the explicit flag, the Server API key comes whole, and no App Store variable is set
+    /// G3 needs the explicit flag and its own fingerprint as a second acknowledgement
+    /// (`untrustedRootChecks`), the Server API key comes whole, and no App Store variable is set
     /// without the bundle id (it would silently do nothing).
     static func appStoreChecks(_ configuration: inout GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
         let set = environment.names(withPrefixes: ["APPSTORE_"]).filter { environment.get($0) != nil }
@@ -167,6 +209,7 @@ extension GatewayConfiguration {
                 problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .conflict,
                                                      expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
             }
+            problems += untrustedRootChecks(configuration.appStore, environment)
         } else if environment.get("APPSTORE_ROOT_CA_FILE") == nil {
             problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .missing,
                                                  expected: "required with APPSTORE_BUNDLE_ID: Apple Root CA - G3 (AppleRootCA-G3.cer "

@@ -51,6 +51,13 @@ public struct GatewayConfiguration: Sendable {
     public var listen = Listen(host: "127.0.0.1", port: 8080)
     public var listenHost: String { listen.host }
     public var listenPort: Int { listen.port }
+    /// Where `/metrics`, `/healthz`, `/readyz` and the console are served instead of `listen`
+    /// (GATEWAY_ADMIN_LISTEN); nil: everything on `listen` (GatewayConfiguration+Listeners.swift).
+    public var adminListen: Listen?
+    /// HTTPS on both addresses: GATEWAY_TLS_CERT and GATEWAY_TLS_KEY, loaded and checked at start.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    public var tls: HTTPServerConfiguration.TLS?
     /// GATEWAY_DATABASE, default `sqlite:data/gateway.sqlite`.
     public var database = Database.sqlite(path: "data/gateway.sqlite")
     /// Connections per instance to PostgreSQL (GATEWAY_DATABASE_POOL, default 8).
@@ -109,7 +116,7 @@ public struct GatewayConfiguration: Sendable {
     public static let variablePrefixes = ["WXPAY_", "GATEWAY_", "APPSTORE_"]
 
     /// Every variable the gateway reads.
-    public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + databaseVariables
+    public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + listenerVariables + databaseVariables
         + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables + consoleVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
@@ -118,13 +125,15 @@ public struct GatewayConfiguration: Sendable {
     ]
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws
-    /// every problem found at once.
-    public init(environment: Environment, demo: Bool) throws(ConfigurationError) {
+    /// every problem found at once. `command` says which of the variables production requires
+    /// this command actually uses (`serve` all of them; `backup` none): every set variable is still
+    /// read and checked.
+    public init(environment: Environment, demo: Bool, command: Command = .serve) throws(ConfigurationError) {
         self.demo = demo
         var problems: [ConfigurationProblem] = []
         for variable in Self.variables {
             guard let text = environment.get(variable.name) else {
-                if variable.requirement == .requiredOutsideDemo && !demo {
+                if variable.requirement == .requiredOutsideDemo && !demo && command.requires(variable.name) {
                     problems.append(ConfigurationProblem(variable.name, .missing, expected: variable.expected))
                 }
                 continue
@@ -146,8 +155,29 @@ public struct GatewayConfiguration: Sendable {
         problems += app.complete(demo: demo)
         // The App Store's root and key, loaded and checked (GatewayConfiguration+AppStore.swift).
         problems += Self.appStoreChecks(&self, environment)
+        // The admin address and the TLS pair, loaded and checked (GatewayConfiguration+Listeners.swift).
+        problems += Self.listenerChecks(&self, environment)
         for check in Self.checks { problems += check(self, environment) }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
+    }
+
+    /// What a command needs of the variables production requires: a command that never reaches
+    /// WeChat or the clients does not refuse to start for want of their settings.
+    public struct Command: Sendable, Hashable {
+        /// The required variables this command uses; nil: all of them.
+        let required: Set<String>?
+
+        public func requires(_ name: String) -> Bool { required?.contains(name) ?? true }
+
+        /// `serve`: every required variable.
+        public static let serve = Command(required: nil)
+        /// `reconcile`: the merchant and its key (orderquery, downloadbill, refundquery); no notify
+        /// URL (nothing is created) and no client tokens (nobody calls it).
+        public static let reconcile = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY"])
+        /// `doctor`: the merchant, its key and the notify URL it checks; no client tokens.
+        public static let doctor = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL"])
+        /// `backup` and `restore`: only the database.
+        public static let database = Command(required: [])
     }
 
     /// A demo configuration with no variables set: the tests' and benchmarks' usual start.

@@ -8,16 +8,25 @@ import Synchronization
 /// (so several instances share them), and the pages (`GatewayAPI+Console.swift` routes them,
 /// `ConsoleHandlers.swift` answers them, `ConsolePages.swift` renders them).
 ///
-/// The rules: a session lasts 30 minutes without a request and 12 hours at most; five failed
-/// logins for one name within 15 minutes lock that name for 15 minutes, whether or not the name
-/// exists, and an unknown name costs the same password check as a wrong password, so neither the
-/// answer nor its time says which names exist.
+/// The rules: a session lasts 30 minutes without a request and 12 hours at most. Five failed
+/// logins for one name from one address within 15 minutes lock that name *from that address* for
+/// 15 minutes, whether or not the name exists: anyone can lock themselves out, nobody can lock out
+/// `admin` at their desk. A name failing 20 times within 15 minutes from all addresses together is
+/// paced (`LoginPace`: one password check every 3 s, the others waiting their turn), which slows a
+/// campaign spread over many addresses without locking anyone: an address the name signed in from
+/// within 30 days is not paced. An unknown name costs the same password check as a wrong
+/// password, so neither the answer nor its time says which names exist.
 public final class Console: Sendable {
     public static let idleTimeout: TimeInterval = 30 * 60
     public static let absoluteTimeout: TimeInterval = 12 * 3600
     public static let lockThreshold = 5
     public static let lockWindow: TimeInterval = 15 * 60
     public static let lockDuration: TimeInterval = 15 * 60
+    /// Failures of one name from every address within `lockWindow` after which it is paced (an
+    /// address locked from it counts as the `lockThreshold` failures that locked it).
+    public static let paceThreshold = 20
+    /// How long an address a name signed in from stays exempt from the pace.
+    public static let knownAddressLifetime: TimeInterval = 30 * 86400
     /// A session's last-seen time is written at most this often (one write per request otherwise).
     static let touchInterval: TimeInterval = 30
 
@@ -32,12 +41,14 @@ public final class Console: Sendable {
     let secureCookie: Bool
     let passwords: PasswordChecks
     let addresses: ClientAddressResolver
+    let pace: LoginPace
     /// Checked instead of a real hash for a name nobody has: the same scrypt work, never a match.
     private let absentUser: PasswordHash
 
     public init(orders: OrderService, store: any ConsoleStore, users: ConsoleUserDirectory,
-                passwords: PasswordChecks = PasswordChecks()) {
+                passwords: PasswordChecks = PasswordChecks(), pace: LoginPace = LoginPace()) {
         self.users = users
+        self.pace = pace
         self.store = store
         service = orders
         secureCookie = orders.configuration.console.secureCookie
@@ -59,19 +70,40 @@ public final class Console: Sendable {
         case success(token: String, session: ConsoleSession, user: ConsoleUser)
         /// A wrong name or password: one answer for both.
         case refused
-        /// Locked until then (after `lockThreshold` failures in `lockWindow`); `now` when this
-        /// attempt's failure started the lock (it was a password check; the ones after are not).
+        /// Locked from this address until then (after `lockThreshold` failures in `lockWindow`);
+        /// `now` when this attempt's failure started the lock (it was a password check; the ones
+        /// after are not).
         case locked(until: Date, now: Bool)
+        /// The name is paced and no turn came soon enough: try again after `retryAfter` seconds.
+        case paced(retryAfter: Int)
         /// Too many password checks queued: try again shortly.
         case busy
     }
 
     func login(name rawName: String, password: String, address: String?) async throws(APIError) -> LoginOutcome {
         let name = Self.normalizedName(rawName)
+        let source = address ?? "unknown"
         let at = now
-        if let until = try await storage({ () throws(StorageError) in try await self.store.loginLock(username: name, at: at) }) {
+        let state = try await storage { () throws(StorageError) in
+            try await self.store.loginState(username: name, address: source, at: at,
+                                            failuresSince: at.addingTimeInterval(-Self.lockWindow),
+                                            knownSince: at.addingTimeInterval(-Self.knownAddressLifetime))
+        }
+        if let until = state.lockedUntil {
             metrics.increment("wxpay_console_logins_total", ["outcome": "locked"])
             return .locked(until: until, now: false)
+        }
+        // A lock forgets the failures that made it, so each one counts as those failures here.
+        let nameFailures = state.nameFailures + state.lockedAddresses * Self.lockThreshold
+        if nameFailures >= Self.paceThreshold && !state.knownAddress {
+            switch pace.take(name) {
+            case .wait(let wait):
+                metrics.increment("wxpay_console_logins_paced_total")
+                if wait > .zero { try? await Task.sleep(for: wait) }
+            case .later(let seconds):
+                metrics.increment("wxpay_console_logins_total", ["outcome": "paced"])
+                return .paced(retryAfter: seconds)
+            }
         }
         let user = ConsoleUser.isValidName(name) ? users.user(name) : nil
         guard let matched = await passwords.check(password, against: user?.password ?? absentUser) else {
@@ -82,11 +114,12 @@ public final class Console: Sendable {
         guard matched, let user else {
             metrics.increment("wxpay_console_logins_total", ["outcome": "refused"])
             let until = try await storage { () throws(StorageError) in
-                try await self.store.recordLoginFailure(username: name, at: self.now, window: Self.lockWindow,
+                try await self.store.recordLoginFailure(username: name, address: source, at: self.now, window: Self.lockWindow,
                                                         threshold: Self.lockThreshold, lockFor: Self.lockDuration)
             }
             if let until {
-                logger.warning("console login locked after repeated failures", ["username": name, "address": address ?? "?"])
+                logger.warning("console login locked from one address after repeated failures",
+                               ["username": name, "address": source])
                 return .locked(until: until, now: true)
             }
             return .refused
@@ -98,7 +131,8 @@ public final class Console: Sendable {
             csrfToken: Base64URL.encode(RandomBytes.take(32)), createdAt: started, lastSeenAt: started,
             expiresAt: started.addingTimeInterval(Self.absoluteTimeout), address: address)
         try await storage { () throws(StorageError) in
-            try await self.store.clearLoginFailures(username: name)
+            try await self.store.recordLoginSuccess(username: name, address: source, at: started,
+                                                    forgetBefore: started.addingTimeInterval(-Self.knownAddressLifetime))
             _ = try await self.store.purgeSessions(now: started, idleBefore: started.addingTimeInterval(-Self.idleTimeout))
             try await self.store.createSession(session)
         }
@@ -177,7 +211,9 @@ public final class Console: Sendable {
 
     private static func describeMetrics(_ metrics: MetricsRegistry) {
         metrics.describe("wxpay_console_logins_total", type: "counter",
-                         help: "Console login attempts by outcome (ok, refused, locked, busy).")
+                         help: "Console login attempts by outcome (ok, refused, locked, paced, busy).")
+        metrics.describe("wxpay_console_logins_paced_total", type: "counter",
+                         help: "Console login attempts that waited their turn: their name failed too often from many addresses.")
         metrics.describe("wxpay_console_password_checks_total", type: "counter",
                          help: "scrypt password checks of console logins (an unknown name costs one too).")
         metrics.describe("wxpay_console_refusals_total", type: "counter",

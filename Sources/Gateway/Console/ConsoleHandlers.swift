@@ -464,6 +464,9 @@ extension Console {
             case .busy:
                 return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginBusy), status: 503,
                                  username: Self.normalizedName(name), retryAfter: 5)
+            case .paced(let retryAfter):
+                return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginPaced(retryAfter: retryAfter)),
+                                 status: 429, username: Self.normalizedName(name), retryAfter: retryAfter)
             }
         } catch {
             return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: text.errorTitle, text.internalError,

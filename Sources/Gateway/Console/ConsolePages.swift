@@ -406,6 +406,8 @@ enum ConsolePages {
             case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
             case .unknownProduct: warnings.append(text.unknownProduct)
             case .matchedWithoutOrder: warnings.append(text.matchedWithoutOrder)
+            case .refundOutsideGateway: warnings.append(text.refundOutsideGateway)
+            case .otherTransactionID: warnings.append(text.otherTransactionID)
             default: warnings.append(text.otherFlag(flag.rawValue))
             }
         }

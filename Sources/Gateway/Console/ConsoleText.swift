@@ -66,8 +66,13 @@ struct ConsoleText: Sendable {
     var loginButton: String { t("登录", "Sign in") }
     var loginRefused: String { t("用户名或密码不正确。", "Wrong user name or password.") }
     func loginLocked(until: Date) -> String {
-        t("这个用户名 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）。",
-          "Five failed sign-ins for this name within 15 minutes: it is locked until \(ConsoleFormat.time(until)) (Beijing time).")
+        t("这个用户名从你的地址 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）；其他地址不受影响。",
+          "Five failed sign-ins for this name from your address within 15 minutes: it is locked from here until "
+              + "\(ConsoleFormat.time(until)) (Beijing time). Other addresses are not affected.")
+    }
+    func loginPaced(retryAfter: Int) -> String {
+        t("这个用户名最近从多个地址登录失败过多，登录需要排队；请 \(retryAfter) 秒后再试。",
+          "This name has failed too often lately from many addresses, so its sign-ins take turns: try again in \(retryAfter) s.")
     }
     var loginBusy: String { t("同时登录的人太多，请稍后再试。", "Too many sign-ins at once; try again in a moment.") }
     var loggedOut: String { t("你已退出登录。", "You are signed out.") }
@@ -173,6 +178,14 @@ struct ConsoleText: Sendable {
     var refundNeedsAttention: String {
         t("有一笔退款为 CHANGE（退款异常）：微信无法原路退回（例如银行卡已冻结或注销），请在商户平台人工处理。",
           "A refund ended CHANGE: WeChat could not pay it back (a frozen or closed card, say). A person must handle it in the merchant platform.")
+    }
+    var refundOutsideGateway: String {
+        t("微信查询显示此订单已转入退款，但网关从未对它发起退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
+          "WeChat's orderquery says this order is refunded, but the gateway made no refund of it (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
+    }
+    var otherTransactionID: String {
+        t("微信对这笔已支付订单又报告了另一个交易号（见时间线）：可能是绕过网关的第二笔支付，或商户密钥泄露。请人工核实。",
+          "WeChat reported this paid order paid again under another transaction id (see the timeline): a second payment made around the gateway, or a leaked key. A person must check.")
     }
     var refundDisagreement: String {
         t("微信关于一笔退款的回答与我们的记录不一致，没有采用：请人工核对。",

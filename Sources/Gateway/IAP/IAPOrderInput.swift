@@ -37,7 +37,7 @@ struct IAPOrderInput: Sendable, Hashable {
         if let user {
             userID = user
         } else {
-            guard let given = try CreateOrderInput.string(object, "user_id", required: true, bytes: 1...64) else {
+            guard let given = try UserID.member(of: object, required: true) else {
                 throw .invalid("user_id", "user_id is required with a client token")
             }
             userID = given

@@ -567,5 +567,7 @@ public final class IAPService: Sendable {
                          help: "Repeated iOS reports of one order within a minute that added no timeline line.")
         metrics.describe("wxpay_appstore_receipts_read_total", type: "counter",
                          help: "App receipts read locally (StoreKit 1 reports with the Server API), by outcome.")
+        metrics.describe("wxpay_appstore_notifications_total", type: "counter",
+                         help: "App Store Server Notifications by outcome (handled, duplicate, ignored, rejected, error).")
     }
 }

@@ -110,6 +110,11 @@ public final class MetricsRegistry: Sendable {
                 lines.append("\(key.name)_sum\(Self.render(key.labels)) \(Self.number(histogram.sum))")
                 lines.append("\(key.name)_count\(Self.render(key.labels)) \(histogram.count)")
             }
+            // A described metric without a sample yet is still declared, so what the gateway can
+            // export is visible (and checkable against the alert rules) before it happens.
+            for name in state.help.keys.sorted() where !described.contains(name) {
+                header(name, "untyped")
+            }
             return lines.joined(separator: "\n") + "\n"
         }
     }

@@ -56,7 +56,7 @@ public struct CreateOrderInput: Sendable, Hashable {
         guard Self.isIPAddress(clientIP) else { throw .invalid("client_ip", "client_ip must be an IPv4 or IPv6 address") }
         outTradeNo = try Self.outTradeNo(object)
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
-        userID = try Self.string(object, "user_id", required: false, bytes: 0...64)
+        userID = try UserID.member(of: object, required: false)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
     }
@@ -65,11 +65,23 @@ public struct CreateOrderInput: Sendable, Hashable {
     /// app tokens and the catalog: `{"amount":990,…,"amount":1}` means one amount to one reader
     /// and another to the next (a proxy, a log, the backend's own validation), and the battery's
     /// T5 found the first silently winning.
+    ///
+    /// Numbers are read as written: `1.0` and `1e3` are not integers here (`amount must be an
+    /// integer`, as the API promises), and an integer too large to read names its member
+    /// (`amount is out of range`) rather than calling the body malformed.
     static func members(of body: [UInt8]) throws(APIError) -> [String: JSONValue] {
         do {
-            return try JSONValue.parseObject(body)
+            return try JSONValue.parseObject(body, numbers: .integersAsWritten)
         } catch {
-            throw .invalid(nil, error.reason == .duplicateKey ? "the body gives a member name twice" : "the body must be a JSON object")
+            switch error.reason {
+            case .duplicateKey:
+                throw .invalid(nil, "the body gives a member name twice")
+            case .numberOutOfRange:
+                let field = error.member.flatMap(Self.printableField)
+                throw .invalid(field, "\(field ?? "a number in the body") is out of range")
+            default:
+                throw .invalid(nil, "the body must be a JSON object")
+            }
         }
     }
 

@@ -46,7 +46,7 @@ extension OrderService {
         case .failed(let failure):
             // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
             let detail = "result_code=FAIL \(failure.errCode ?? "")"
-            if await !hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
+            if await !settlement.hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
                 _ = try? await store.appendEvent(outTradeNo, kind: "notify_received", detail: detail, at: now())
             }
             metrics.increment("wxpay_notifies_total", ["outcome": "payment_failed"])
@@ -56,10 +56,24 @@ extension OrderService {
                 // Our key's signature on another amount means a leaked key or a bug: never settle
                 // it. It is authenticated, so it goes on the order's timeline for a person.
                 let detail = Settlement.amountMismatchDetail(order, reported: payment.totalFee, source: "notify")
-                let recorded = await hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
+                let recorded = await settlement.hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
                 try? await settlement.recordAmountMismatch(order, reported: payment.totalFee, source: "notify",
                                                            onTimeline: !recorded)
                 return rejected(reason: "amount_mismatch")
+            }
+            if order.state == .success || order.state == .refund, let recorded = order.transactionID,
+               recorded != payment.transactionID
+            {
+                // Paid already, under another transaction id: nothing to settle, a person to tell.
+                do {
+                    _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID,
+                                                                    source: "notify")
+                } catch {
+                    metrics.increment("wxpay_notifies_total", ["outcome": "storage_error"])
+                    return NotifyReply.fail("try again").bytes
+                }
+                metrics.increment("wxpay_notifies_total", ["outcome": "other_transaction"])
+                return NotifyReply.success.bytes
             }
             if Self.isRecentCopy(payment, of: order, now: now()) {
                 metrics.increment("wxpay_notifies_total", ["outcome": "duplicate"])
@@ -90,7 +104,8 @@ extension OrderService {
     }
 
     /// How long after a payment notify was recorded a copy of it is acknowledged without a write,
-    /// and how long a FAIL or wrong-amount notify's timeline line stays written only once.
+    /// and how long the timeline line of a verified message that changes nothing (a FAIL or
+    /// wrong-amount notify, a refund notify contradicting its refund) stays written only once.
     static let copyQuietPeriod: TimeInterval = 60
 
     /// Whether `payment` repeats a notify already settled on `order` (as just read) and recorded
@@ -104,17 +119,6 @@ extension OrderService {
               let recorded = order.lastNotifyAt
         else { return false }
         return now.timeIntervalSince(recorded) < copyQuietPeriod
-    }
-
-    /// Whether the order's timeline got this very line less than `copyQuietPeriod` ago: a genuine
-    /// FAIL notify or a signed notify for another amount, replayed, then adds nothing (its reply
-    /// stays the same). Only notifies that never settle come here, so reading the timeline is no
-    /// cost on the path of a payment; a failed read records the line again, and so may copies
-    /// arriving at the same moment (as many as arrive at once, not as many as are sent).
-    private func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
-        guard let events = try? await store.events(outTradeNo) else { return false }
-        let since = now().addingTimeInterval(-Self.copyQuietPeriod)
-        return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a

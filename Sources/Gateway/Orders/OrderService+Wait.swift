@@ -103,6 +103,10 @@ extension OrderService {
 
     private func finish(_ held: HeldWait, _ order: OrderRecord) async {
         metrics.add("wxpay_waits_open", -1)
+        let lasted = ContinuousClock.now - held.started
+        metrics.observe("wxpay_wait_duration_seconds",
+                        Double(lasted.components.seconds) + Double(lasted.components.attoseconds) * 1e-18,
+                        ["state": order.state.isFinal ? "final" : "open"])
         held.reservation?.release()
         held.answer(await answer(for: order))
     }
@@ -121,6 +125,8 @@ extension OrderService {
 private struct HeldWait: Sendable {
     let outTradeNo: String
     let deadline: ContinuousClock.Instant
+    /// When the wait was parked: its answer's latency is the dashboard's "wait latency".
+    let started = ContinuousClock.now
     /// An app user's open-wait slot, given back when the wait answers.
     let reservation: WaitReservation?
     let answer: @Sendable (OrderService.OrderAnswer) -> Void

@@ -503,11 +503,26 @@ public final class OrderService: Sendable {
         metrics.describe("wxpay_upstream_calls_total", type: "counter", help: "Calls to WeChat Pay by API and outcome.")
         metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
         metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
+        metrics.describe("wxpay_wait_duration_seconds", type: "histogram",
+                         help: "How long a held wait lasted until it answered, by whether the order was final (else the wait ran out).")
         metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
+        metrics.describe("wxpay_transaction_mismatches_total", type: "counter",
+                         help: "Paid orders WeChat reported paid again under another transaction id (flagged for support).")
+        metrics.describe("wxpay_refunds_outside_gateway_total", type: "counter",
+                         help: "Paid orders WeChat reports REFUND without a refund of the gateway's (flagged for support).")
         metrics.describe("wxpay_app_token_refusals_total", type: "counter",
                          help: "App tokens refused (401 invalid_token), by the rule they broke.")
         metrics.describe("wxpay_app_rate_limited_total", type: "counter",
                          help: "App-token requests refused by a per-user limit (429), by limit.")
         metrics.set("wxpay_waits_open", to: 0)
+        metrics.describe("wxpay_amount_mismatches_total", type: "counter",
+                         help: "Payments WeChat reported with another amount than the order's (not settled), by source.")
+        // Alerts compare a counter with its value minutes ago: a series that first appears with
+        // its first event would hide that event, so the ones alerted on exist from the start.
+        for source in Settlement.sourceLabels { metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": source]) }
+        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "settled"])
+        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "rejected", "reason": "bad_sign"])
+        metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": "refundquery"])
+        Self.describeHealthMetrics(metrics)
     }
 }

@@ -12,6 +12,11 @@ struct Settlement: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     let now: @Sendable () -> Date
+    /// The mismatch warning is logged at most once a second per source: a signed notify for another
+    /// amount can be replayed as often as its sender likes (the metric counts every copy).
+    let amountMismatchLog = LogThrottle()
+    /// Likewise the warning for a payment reported under another transaction id.
+    let otherTransactionLog = LogThrottle()
 
     /// Settles the order as paid with what WeChat said (a verified notify or orderquery answer).
     /// The amount must equal the order's; an order closed locally is still settled, and flagged.
@@ -42,7 +47,38 @@ struct Settlement: Sendable {
                 addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
+        if case .unchanged(let current) = result, current.state == .success || current.state == .refund,
+           let recorded = current.transactionID, recorded != transactionID
+        {
+            _ = try await recordOtherTransaction(current, transactionID: transactionID, source: source)
+        }
         return result
+    }
+
+    /// WeChat (a verified notify or orderquery answer) reported a payment of the paid `order` under
+    /// another transaction id than the one it was settled with: WeChat does not take two payments
+    /// for one out_trade_no, so it is a second payment made around the gateway or a leaked key,
+    /// and either needs a person. Nothing is settled again; the order is flagged
+    /// `other_transaction_id`, the other id goes on its timeline (`transaction_mismatch`, at most
+    /// once a minute per id), every report is counted and the warning logged at most once a second.
+    func recordOtherTransaction(_ order: OrderRecord, transactionID: String, source: String) async throws(StorageError)
+        -> OrderRecord
+    {
+        let label = Self.label(source)
+        metrics.increment("wxpay_transaction_mismatches_total", ["source": label])
+        if let suppressed = otherTransactionLog.admit(label) {
+            logger.warning("WeChat reported a paid order paid again under another transaction id; flagged for support",
+                           ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
+        }
+        var current = order
+        if !order.flags.contains(.otherTransactionID) {
+            current = try await store.addFlags(order.outTradeNo, [.otherTransactionID], at: now()) ?? order
+        }
+        let detail = "\(source) reported transaction_id \(transactionID); the order was paid with \(order.transactionID ?? "none")"
+        if await !hasRecentLine(order.outTradeNo, kind: "transaction_mismatch", detail: detail) {
+            _ = try await store.appendEvent(order.outTradeNo, kind: "transaction_mismatch", detail: detail, at: now())
+        }
+        return current
     }
 
     /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
@@ -50,9 +86,11 @@ struct Settlement: Sendable {
     /// Without `onTimeline`, only counted and logged (the same line is on the timeline already).
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
                               onTimeline: Bool = true) async throws(StorageError) {
-        metrics.increment("wxpay_amount_mismatches_total", ["source": source])
-        logger.warning("WeChat reported another amount than the order's; not settled",
-                       ["out_trade_no": order.outTradeNo, "source": source])
+        metrics.increment("wxpay_amount_mismatches_total", ["source": Self.label(source)])
+        if let suppressed = amountMismatchLog.admit(Self.label(source)) {
+            logger.warning("WeChat reported another amount than the order's; not settled",
+                           ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
+        }
         guard onTimeline else { return }
         _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
                                         detail: Self.amountMismatchDetail(order, reported: amount, source: source), at: now())
@@ -61,6 +99,18 @@ struct Settlement: Sendable {
     /// The timeline line of a mismatch, e.g. `notify reported 1 fen, order is 990 fen`.
     static func amountMismatchDetail(_ order: OrderRecord, reported amount: Int, source: String) -> String {
         "\(source) reported \(amount) fen, order is \(order.amount) fen"
+    }
+
+    /// Whether the order's timeline got this very line less than `OrderService.copyQuietPeriod`
+    /// ago. A verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
+    /// contradicting its refund's final state), replayed, then adds nothing (its reply and its
+    /// count stay the same). Only such messages come here, so reading the timeline is no cost on
+    /// the path of a payment; a failed read records the line again, and so may copies arriving at
+    /// the same moment (as many as arrive at once, not as many as are sent).
+    func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
+        guard let events = try? await store.events(outTradeNo) else { return false }
+        let since = now().addingTimeInterval(-OrderService.copyQuietPeriod)
+        return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).
@@ -80,10 +130,15 @@ struct Settlement: Sendable {
             switch response.tradeState {
             case .success, .refund:
                 guard let transactionID = response.transactionID, let totalFee = response.totalFee else { return order }
-                var result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
+                let result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
                                                   amount: totalFee, source: source)
+                // REFUND says two things: the order was paid (settled above, as SUCCESS is), and a
+                // refund of it was asked for. The second is the refunds' to decide, each by its own
+                // notify or refundquery through the refund door, and the order follows its refunds:
+                // WeChat says REFUND from the moment a refund is requested, while it may still end
+                // REFUNDCLOSE, so on orderquery's word alone the order never moves to REFUND.
                 if response.tradeState == .refund, let paid = result.record, paid.state == .success {
-                    result = try await refunded(paid, source: source)
+                    return try await flagRefundMadeElsewhere(paid, source: source)
                 }
                 return result.record
             case .closed:
@@ -121,8 +176,11 @@ struct Settlement: Sendable {
     }
 
     /// Metric labels stay a small fixed set whatever the detail text says.
+    /// The bounded `source` labels of the settlement metrics.
+    static let sourceLabels = ["notify", "orderquery", "closeorder", "reconcile", "bill", "appstore", "other"]
+
     private static func label(_ source: String) -> String {
-        for known in ["notify", "orderquery", "closeorder", "reconcile", "bill", "appstore"] where source.hasPrefix(known) {
+        for known in sourceLabels.dropLast() where source.hasPrefix(known) {
             return known
         }
         return source.hasPrefix("wait") || source.hasPrefix("support") ? "orderquery" : "other"
@@ -167,6 +225,28 @@ struct Settlement: Sendable {
         return data
     }
 
+    /// WeChat's orderquery says REFUND for `order` (paid): when the gateway never made a refund of
+    /// it, the refund was made elsewhere (by hand in the merchant platform), and nothing here will
+    /// ever hear of it. (With a refund of its own, even one that ended REFUNDCLOSE, WeChat's REFUND
+    /// is that refund's: nothing to flag.) The order stays SUCCESS (its state follows its own
+    /// refunds) and is flagged `refund_outside_gateway` for a person, with one timeline line; the
+    /// next day's bill lists the refund as `unknown_out_refund_no` too.
+    private func flagRefundMadeElsewhere(_ order: OrderRecord, source: String) async throws(StorageError) -> OrderRecord {
+        guard !order.flags.contains(.refundOutsideGateway), let refunds = store as? any RefundStore else { return order }
+        let ours = try await refunds.refunds(outTradeNo: order.outTradeNo)
+        guard ours.isEmpty else { return order }
+        let at = now()
+        let flagged = try await store.addFlags(order.outTradeNo, [.refundOutsideGateway], at: at) ?? order
+        _ = try await store.appendEvent(
+            order.outTradeNo, kind: "refund_outside_gateway",
+            detail: "\(source): orderquery trade_state=REFUND, but the gateway made no refund of this order; "
+                + "the order stays SUCCESS", at: at)
+        metrics.increment("wxpay_refunds_outside_gateway_total")
+        logger.warning("WeChat reports a refund the gateway did not make; flagged for support",
+                       ["out_trade_no": order.outTradeNo])
+        return flagged
+    }
+
     // MARK: - App Store
 
     /// Credits a verified App Store transaction to its order (`IAPStore.creditAppleTransaction`:
@@ -181,10 +261,11 @@ struct Settlement: Sendable {
         return result
     }
 
-    /// Moves a paid order to REFUND through the door, with an `order.refunded` event whose `data` is
-    /// the order as GET shows it afterwards: Apple refunded or revoked the purchase, or WeChat's
-    /// orderquery says a refund made outside the gateway went through. (Refunds the gateway makes
-    /// itself move the order in `RefundStore.transitionRefund`, with their `refund.succeeded`.)
+    /// Moves a paid App Store order to REFUND through the door, with an `order.refunded` event whose
+    /// `data` is the order as GET shows it afterwards: Apple refunded or revoked the purchase, and
+    /// Apple's word is about Apple's own transaction. A WeChat order is never moved here: it turns
+    /// REFUND only when one of its own refunds succeeds (`RefundStore.transitionRefund`, with the
+    /// refund's `refund.succeeded`), so no other protocol's word about it can refund it.
     func refunded(_ order: OrderRecord, source: String) async throws(StorageError) -> TransitionResult {
         try await move(order, from: .success, to: .refund, announcing: "order.refunded", source: source)
     }
@@ -201,6 +282,11 @@ struct Settlement: Sendable {
     private func move(_ order: OrderRecord, from: OrderState, to: OrderState, announcing type: String, source: String)
         async throws(StorageError) -> TransitionResult
     {
+        guard order.channel == .apple else {
+            logger.error("refused to move a WeChat order between SUCCESS and REFUND outside its refunds",
+                         ["out_trade_no": order.outTradeNo])
+            return .unchanged(order)
+        }
         let at = now()
         var after = order
         after.state = to

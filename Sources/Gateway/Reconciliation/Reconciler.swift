@@ -160,6 +160,7 @@ public final class Reconciler: Sendable {
         metrics.increment("wxpay_reconcile_orders_skipped_total", by: Double(report.skipped))
         metrics.set("wxpay_reconcile_lag_seconds", to: report.lagSeconds)
         metrics.set("wxpay_reconcile_last_sweep_claimed", to: Double(report.claimed))
+        metrics.set("wxpay_reconcile_last_sweep_timestamp_seconds", to: service.now().timeIntervalSince1970.rounded(.down))
         let elapsed = ContinuousClock.now - started
         metrics.observe("wxpay_reconcile_sweep_duration_seconds",
                         Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
@@ -335,6 +336,8 @@ public final class Reconciler: Sendable {
         metrics.describe("wxpay_reconcile_lag_seconds", type: "gauge",
                          help: "How long the longest-waiting due order had waited for its check at the last sweep.")
         metrics.describe("wxpay_reconcile_last_sweep_claimed", type: "gauge", help: "Orders leased by the last sweep.")
+        metrics.describe("wxpay_reconcile_last_sweep_timestamp_seconds", type: "gauge",
+                         help: "When the last sweep finished (Unix seconds): a reconciler that stopped sweeping leaves it behind.")
         metrics.describe("wxpay_reconcile_sweep_duration_seconds", type: "histogram", help: "Duration of one sweep.")
     }
 }

@@ -20,9 +20,7 @@ public struct RefundInput: Sendable, Hashable {
 
     /// Parses and validates a JSON body; the error names the first offending field.
     public init(json body: [UInt8]) throws(APIError) {
-        guard let object = try? JSONValue.parseObject(body) else {
-            throw .invalid(nil, "the body must be a JSON object")
-        }
+        let object = try CreateOrderInput.members(of: body)
         if let unknown = object.keys.sorted().first(where: { !Self.allowedFields.contains($0) }) {
             throw .invalid(CreateOrderInput.printableField(unknown), "unknown field")
         }

@@ -59,13 +59,21 @@ extension RefundService {
             return NotifyReply.success.bytes
         case .unchanged(let current):
             // A verified notify that contradicts a finished refund (SUCCESS, then REFUNDCLOSE):
-            // nothing to change, and WeChat's retries would not help; a person must look.
-            logger.error("a refund notify contradicts the refund's final state",
-                         ["out_refund_no": current.outRefundNo, "state": current.state.rawValue, "notify": target.rawValue])
+            // nothing to change, and WeChat's retries would not help; a person must look. Anyone
+            // holding one such notify can replay it, so, as for payment notifies, every copy is
+            // counted but the timeline line is written at most once a minute per refund and the
+            // log line at most once a second.
             metrics.increment("wxpay_refund_notifies_total", ["outcome": "contradicts_final_state"])
-            _ = try? await service.store.appendEvent(
-                current.outTradeNo, kind: "refund_notify_conflict",
-                detail: "\(current.outRefundNo): notify says \(target.rawValue), the refund is \(current.state.rawValue)", at: now())
+            if let suppressed = conflictingNotifyLog.admit("contradicts_final_state") {
+                logger.error("a refund notify contradicts the refund's final state",
+                             ["out_refund_no": current.outRefundNo, "state": current.state.rawValue,
+                              "notify": target.rawValue, "suppressed": String(suppressed)])
+            }
+            let detail = "\(current.outRefundNo): notify says \(target.rawValue), the refund is \(current.state.rawValue)"
+            if await !service.settlement.hasRecentLine(current.outTradeNo, kind: "refund_notify_conflict", detail: detail) {
+                _ = try? await service.store.appendEvent(current.outTradeNo, kind: "refund_notify_conflict", detail: detail,
+                                                         at: now())
+            }
             return NotifyReply.success.bytes
         case .mismatch, .notFound:
             return rejected(reason: "refund_mismatch")

@@ -33,6 +33,8 @@ public final class RefundService: Sendable {
     private let notifyURLOverride = Mutex<String?>(nil)
     /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
     let rejectedNotifyLog = LogThrottle()
+    /// Verified refund notifies contradicting a finished refund are logged at most once a second.
+    let conflictingNotifyLog = LogThrottle()
 
     /// - Parameters:
     ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
@@ -262,6 +264,11 @@ public final class RefundService: Sendable {
                          help: "Refunds WeChat refused before accepting them (they end REFUNDCLOSE), by reason.")
         metrics.describe("wxpay_refund_settlements_total", type: "counter", help: "Refund state changes by source and new state.")
         metrics.describe("wxpay_refund_notifies_total", type: "counter", help: "Refund notifies by outcome.")
+        // A refund ending CHANGE needs a person; its alert compares the counter over time, so
+        // the series exist before the first one (docs/operations.md).
+        for source in ["refund_notify", "refundquery", "reconcile"] {
+            metrics.increment("wxpay_refund_settlements_total", by: 0, ["source": source, "state": "CHANGE"])
+        }
     }
 }
 

@@ -185,15 +185,26 @@ public actor HTTPServer {
         guard configuration.connectionMemoryLimit >= 4096 else {
             throw .invalidConfiguration("connectionMemoryLimit must be at least 4096")
         }
+        guard configuration.maxTargetBytes > 0, configuration.maxQueryParameters >= 0 else {
+            throw .invalidConfiguration("maxTargetBytes must be positive and maxQueryParameters not negative")
+        }
         guard configuration.maxBodyBytes >= 0, configuration.listenBacklog > 0 else {
             throw .invalidConfiguration("maxBodyBytes and listenBacklog must not be negative")
         }
-        guard let tls = configuration.tls else { return }
+        try configuration.tls?.check()
+    }
+}
+
+extension HTTPServerConfiguration.TLS {
+    /// Checks what `HTTPServer.start()` would refuse: TLS missing from libmicrohttpd, a key that is
+    /// not the certificate's, a client CA list GnuTLS cannot use. A configuration reader calls it
+    /// to refuse a start with a clear message before anything listens.
+    public func check() throws(HTTPServerError) {
         guard wxpay_mhd_supports_tls() == 1 else { throw .tlsUnavailable }
-        let keyPair = wxpay_gnutls_check_key_pair(tls.certificatePEM, tls.privateKeyPEM)
+        let keyPair = wxpay_gnutls_check_key_pair(certificatePEM, privateKeyPEM)
         guard keyPair == 0 else { throw .tlsCertificateRejected(gnutlsCode: keyPair) }
-        if let clientCA = tls.clientCAPEM {
-            let trusted = wxpay_gnutls_count_trusted_certificates(clientCA)
+        if let clientCAPEM {
+            let trusted = wxpay_gnutls_count_trusted_certificates(clientCAPEM)
             guard trusted > 0 else { throw .tlsClientCARejected(gnutlsCode: trusted) }
         }
     }

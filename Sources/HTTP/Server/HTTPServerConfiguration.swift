@@ -76,6 +76,13 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionMemoryLimit: Int
     /// The body limit for routes that set none. Default 1 MiB.
     public var maxBodyBytes: Int
+    /// The longest request-target (path and query as sent) served; a longer one gets 414 and the
+    /// connection closes. Default 8 KiB.
+    public var maxTargetBytes: Int
+    /// The most query parameters a request may carry; more get 414 and the connection closes.
+    /// Together with `maxTargetBytes` it keeps the parameters within `connectionMemoryLimit`, where
+    /// libmicrohttpd keeps them (past it, it would neither answer nor close). Default 100.
+    public var maxQueryParameters: Int
     /// The kernel's queue of connections not yet accepted. Default 1,024.
     public var listenBacklog: Int
     /// HTTPS settings; nil serves plain HTTP. Default nil.
@@ -90,6 +97,8 @@ public struct HTTPServerConfiguration: Sendable {
         requestTimeout: Duration = .seconds(30),
         connectionMemoryLimit: Int = 32 * 1024,
         maxBodyBytes: Int = 1024 * 1024,
+        maxTargetBytes: Int = 8 * 1024,
+        maxQueryParameters: Int = 100,
         listenBacklog: Int = 1_024,
         tls: TLS? = nil
     ) {
@@ -101,6 +110,8 @@ public struct HTTPServerConfiguration: Sendable {
         self.requestTimeout = requestTimeout
         self.connectionMemoryLimit = connectionMemoryLimit
         self.maxBodyBytes = maxBodyBytes
+        self.maxTargetBytes = maxTargetBytes
+        self.maxQueryParameters = maxQueryParameters
         self.listenBacklog = listenBacklog
         self.tls = tls
     }

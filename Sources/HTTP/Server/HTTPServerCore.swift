@@ -41,15 +41,43 @@ final class HTTPServerCore: Sendable {
             requestsStarted: nextRequestID.load(ordering: .relaxed) - 1)
     }
 
+    // MARK: - Request line
+
+    /// `MHD_OPTION_URI_LOG_CALLBACK`: the request line was read, the headers not yet. Every request
+    /// whose line libmicrohttpd parsed passes here and is later reported complete (even one it
+    /// refuses itself, such as a 431), so this is where a request starts being in flight.
+    ///
+    /// A target over the limits gets its 414 from the first access-handler call; its query is cut
+    /// off here (the byte after `?` made the end of the string), so libmicrohttpd 0.9.75, which
+    /// found the `?` before this call and splits the query after it, parses no parameter of it.
+    /// The buffer is libmicrohttpd's own read buffer, which it writes into itself.
+    func requestLine(target: UnsafePointer<CChar>?) -> UnsafeMutableRawPointer? {
+        inFlight.add(1, ordering: .relaxed)
+        guard let target else { return nil }
+        let refusal = UnsafeRawPointer(target).withMemoryRebound(to: UInt8.self, capacity: strlen(target)) { bytes in
+            HTTPRequestFraming.TargetRefusal(
+                target: UnsafeBufferPointer(start: bytes, count: strlen(target)), maxBytes: configuration.maxTargetBytes,
+                maxParameters: configuration.maxQueryParameters)
+        }
+        guard let refusal else { return nil }
+        if let question = strchr(target, Int32(UInt8(ascii: "?"))) { UnsafeMutablePointer(mutating: question + 1).pointee = 0 }
+        return refusal.marker
+    }
+
     // MARK: - Access handler
 
     /// One access-handler call (see `MHD_AccessHandlerCallback`): the first for a request has a
-    /// nil context; later ones carry body pieces or, with none left, ask for the response.
+    /// nil context (or a refused target's marker); later ones carry body pieces or, with none
+    /// left, ask for the response.
     func handle(
         connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
-        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+        version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
         context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
+        if let existing = context.pointee, let refusal = HTTPRequestFraming.TargetRefusal(marker: existing) {
+            context.pointee = nil
+            return queue(refusal.response(configuration), on: connection)
+        }
         if let existing = context.pointee {
             if existing == Self.headComplete {
                 context.pointee = nil
@@ -58,7 +86,10 @@ final class HTTPServerCore: Sendable {
             let exchange = Unmanaged<HTTPExchange>.fromOpaque(existing).takeUnretainedValue()
             return proceed(exchange, connection: connection, uploadData: uploadData, uploadSize: uploadSize)
         }
-        inFlight.add(1, ordering: .relaxed)
+        if let refusal = Self.framingRefusal(connection, version: version) {
+            // Queued before any body is read: libmicrohttpd reads nothing more from the connection.
+            return queue(refusal, on: connection)
+        }
         if Self.mayHaveBody(connection) {
             return begin(connection: connection, url: url, method: method, context: context)
         }
@@ -72,6 +103,19 @@ final class HTTPServerCore: Sendable {
     /// The context of a body-less request between its first and second access-handler call. Never
     /// a valid object address (objects are 16-byte aligned), so it cannot be taken for an exchange.
     private static var headComplete: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+
+    /// The answer for a request whose body framing is ambiguous (`HTTPRequestFraming`), or nil.
+    private static func framingRefusal(_ connection: OpaquePointer, version: UnsafePointer<CChar>?)
+        -> HTTPServerResponse?
+    {
+        var fields = FramingFields()
+        withUnsafeMutablePointer(to: &fields) { pointer in
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, FramingFields.collect, pointer)
+        }
+        return HTTPRequestFraming.refusal(
+            version: version.map { String(cString: $0) } ?? "", contentLengths: fields.contentLengths,
+            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName)
+    }
 
     /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
     private static func mayHaveBody(_ connection: OpaquePointer) -> Bool {
@@ -99,7 +143,8 @@ final class HTTPServerCore: Sendable {
         let maxBodyBytes = configuration.maxBodyBytes(for: route.options)
         // libmicrohttpd has already rejected a malformed Content-Length with 400.
         let contentLength = head.headers["Content-Length"].flatMap { Int($0) }
-        let verified = verifiesClientCertificates && Self.hasVerifiedClientCertificate(connection)
+        let certificate = verifiesClientCertificates ? Self.clientCertificate(connection) : (presented: false, verified: false)
+        let verified = certificate.verified
         if let refusal = route.refusal(
             configuration: configuration, hasVerifiedClientCertificate: verified, bodyBytes: contentLength)
         {
@@ -109,12 +154,13 @@ final class HTTPServerCore: Sendable {
         }
         let expectsBody = (contentLength ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil
 
-        let request = HTTPServerRequest(
+        var request = HTTPServerRequest(
             method: method, path: path, routeTemplate: route.template.text, pathParameters: pathParameters,
             query: HTTPServerQuery(head.query), headers: head.headers, body: [],
             requestID: nextRequestID.add(1, ordering: .relaxed).oldValue,
             remoteAddress: wxpay_mhd_connection_client_address(connection).flatMap(HTTPServerSocketAddress.init),
             isSecure: configuration.tls != nil, hasVerifiedClientCertificate: verified)
+        request.hasRejectedClientCertificate = certificate.presented && !verified
 
         if !expectsBody, case .immediate(let handler) = route.handler {
             return queue(HTTPRouter.run(handler, request), on: connection)
@@ -212,7 +258,9 @@ final class HTTPServerCore: Sendable {
         if let connection { deadlines.requestCompleted(connection) }
         guard let context, let raw = context.pointee else { return }
         context.pointee = nil
-        guard raw != Self.headComplete else { return }
+        // A body-less request between its calls, or a refused target never answered (libmicrohttpd
+        // refused the request itself first): no exchange to finish.
+        guard raw != Self.headComplete, HTTPRequestFraming.TargetRefusal(marker: raw) == nil else { return }
         let exchange = Unmanaged<HTTPExchange>.fromOpaque(raw).takeRetainedValue()
         exchange.finish()
         _ = waiting.withLock { $0.exchanges.removeValue(forKey: ObjectIdentifier(exchange)) }
@@ -298,12 +346,35 @@ final class HTTPServerCore: Sendable {
 
     // MARK: - TLS
 
-    /// Whether the client presented a certificate chaining to the client CA, valid now, allowing
-    /// client authentication.
-    private static func hasVerifiedClientCertificate(_ connection: OpaquePointer) -> Bool {
-        guard let session = wxpay_mhd_connection_tls_session(connection) else { return false }
+    /// Whether the client presented a certificate, and whether it chains to the client CA, is
+    /// valid now and allows client authentication.
+    private static func clientCertificate(_ connection: OpaquePointer) -> (presented: Bool, verified: Bool) {
+        guard let session = wxpay_mhd_connection_tls_session(connection) else { return (false, false) }
         var status: UInt32 = 0
-        return wxpay_gnutls_verify_client_certificate(session, &status) == 0 && status == 0
+        let result = wxpay_gnutls_verify_client_certificate(session, &status)
+        return (result != GNUTLS_E_NO_CERTIFICATE_FOUND, result == 0 && status == 0)
+    }
+}
+
+/// Every `Content-Length` and `Transfer-Encoding` field of a request (names are case-insensitive),
+/// and whether any name has a space or tab in it (libmicrohttpd 0.9.75 keeps `Transfer-Encoding :`
+/// as a name of its own, even in strict mode).
+private struct FramingFields {
+    var contentLengths: [String] = []
+    var transferEncodings: [String] = []
+    var whitespaceInAName = false
+
+    static let collect: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let fields = cls.assumingMemoryBound(to: FramingFields.self)
+        if strpbrk(key, " \t") != nil { fields.pointee.whitespaceInAName = true }
+        let text = value.map { String(cString: $0) } ?? ""
+        if strcasecmp(key, "Content-Length") == 0 {
+            fields.pointee.contentLengths.append(text)
+        } else if strcasecmp(key, "Transfer-Encoding") == 0 {
+            fields.pointee.transferEncodings.append(text)
+        }
+        return .YES
     }
 }
 

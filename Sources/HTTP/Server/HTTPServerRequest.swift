@@ -30,6 +30,9 @@ public struct HTTPServerRequest: Sendable {
     /// Whether the client presented a certificate that chains to the server's client CA and allows
     /// client authentication. Always false on plain HTTP or when no client CA is configured.
     public var hasVerifiedClientCertificate: Bool
+    /// Whether the client presented a certificate that does not verify (another CA's, expired,
+    /// not for client authentication): what a front end that checks every certificate refuses.
+    public var hasRejectedClientCertificate = false
 
     public init(
         method: HTTPMethod,

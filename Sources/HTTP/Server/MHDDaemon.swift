@@ -35,6 +35,7 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
             wxpay_mhd_option_notify_completed(Self.completedCallback, retained.toOpaque()),
             wxpay_mhd_option_notify_connection(Self.connectionCallback, retained.toOpaque()),
             wxpay_mhd_option_unescape(Self.keepEncoded, nil),
+            wxpay_mhd_option_uri_log(Self.requestLineCallback, retained.toOpaque()),
         ]
         if let tls = configuration.tls {
             options.append(wxpay_mhd_option_pointer(.HTTPS_MEM_CERT, borrow(tls.certificatePEM)))
@@ -82,11 +83,16 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
     // MARK: - C callbacks
 
     private static let accessHandler: MHD_AccessHandlerCallback = {
-        cls, connection, url, method, _, uploadData, uploadSize, context in
+        cls, connection, url, method, version, uploadData, uploadSize, context in
         guard let cls, let connection, let url, let method, let uploadSize, let context else { return .NO }
         return Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().handle(
-            connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadSize,
-            context: context)
+            connection: connection, url: url, method: method, version: version, uploadData: uploadData,
+            uploadSize: uploadSize, context: context)
+    }
+
+    private static let requestLineCallback: wxpay_mhd_uri_log_callback = { cls, target, _ in
+        guard let cls else { return nil }
+        return Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().requestLine(target: target)
     }
 
     private static let completedCallback: MHD_RequestCompletedCallback = { cls, connection, context, _ in

@@ -175,7 +175,13 @@ enum PostgresMigrations {
                                         "appstore_notifications", "console_sessions", "console_login_failures",
                                         "console_login_locks", "audit_log"]),
         ]),
-        Migration(version: 7, name: "App Store recovery: unknown products, notification history, consumption, reversals",
+        Migration(version: 7, name: "console logins by name and address, and the addresses names sign in from",
+                  statements: PostgresOrderStore.consoleLoginsByAddressSchema + [
+                      amcheckFunction(relations: ["orders", "order_events", "outbox", "refunds", "apple_transactions",
+                                                  "appstore_notifications", "console_sessions", "console_login_failures",
+                                                  "console_login_locks", "console_login_addresses", "audit_log"]),
+                  ]),
+        Migration(version: 8, name: "App Store recovery: unknown products, notification history, consumption, reversals",
                   statements: PostgresOrderStore.appStoreRecoverySchema),
     ]
 

@@ -71,7 +71,8 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
         """,
         PostgresMigrations.amcheckFunction(relations: [
             "orders", "order_events", "outbox", "refunds", "apple_transactions", "appstore_notifications", "console_sessions",
-            "console_login_failures", "console_login_locks", "audit_log", "appstore_backfill", "appstore_consumption",
+            "console_login_failures", "console_login_locks", "console_login_addresses", "audit_log", "appstore_backfill",
+            "appstore_consumption",
         ]),
     ]
 

@@ -92,29 +92,92 @@ extension PostgresOrderStore: ConsoleStore {
         }
     }
 
-    public func recordLoginFailure(username: String, at: Date, window: TimeInterval, threshold: Int,
+    /// Migration 7: failed logins and locks by name and address, and the addresses each name
+    /// signed in from (SQLiteOrderStore+Console.swift says why); amcheck covers the new table.
+    static let consoleLoginsByAddressSchema: [SQL] = [
+        "DROP TABLE console_login_failures",
+        "DROP TABLE console_login_locks",
+        """
+        CREATE TABLE console_login_failures (
+            username text NOT NULL,
+            address text NOT NULL,
+            at timestamptz NOT NULL
+        )
+        """,
+        "CREATE INDEX console_login_failures_by_user ON console_login_failures (username, at)",
+        "CREATE INDEX console_login_failures_by_source ON console_login_failures (username, address, at)",
+        "CREATE INDEX console_login_failures_by_time ON console_login_failures (at)",
+        """
+        CREATE TABLE console_login_locks (
+            username text NOT NULL,
+            address text NOT NULL,
+            locked_until timestamptz NOT NULL,
+            PRIMARY KEY (username, address)
+        )
+        """,
+        """
+        CREATE TABLE console_login_addresses (
+            username text NOT NULL,
+            address text NOT NULL,
+            last_success_at timestamptz NOT NULL,
+            PRIMARY KEY (username, address)
+        )
+        """,
+        "CREATE INDEX console_login_addresses_by_time ON console_login_addresses (last_success_at)",
+    ]
+
+    public func loginState(username: String, address: String, at: Date, failuresSince: Date, knownSince: Date)
+        async throws(StorageError) -> LoginState
+    {
+        try StoreText.validate(username, address)
+        return try await read { db throws(StorageError) in
+            let results = try db.run([
+                PGQuery("""
+                    SELECT locked_until FROM console_login_locks WHERE username = $1 AND address = $2 AND locked_until > $3
+                    """, username, address, at),
+                PGQuery("SELECT COUNT(*) FROM console_login_failures WHERE username = $1 AND at > $2", username, failuresSince),
+                PGQuery("""
+                    SELECT 1 FROM console_login_addresses WHERE username = $1 AND address = $2 AND last_success_at > $3
+                    """, username, address, knownSince),
+                PGQuery("SELECT COUNT(*) FROM console_login_locks WHERE username = $1 AND locked_until > $2", username, at),
+            ])
+            return LoginState(
+                lockedUntil: try results[0].first { row throws(StorageError) in try row.date(0) },
+                nameFailures: try results[1].first { row throws(StorageError) in try row.int(0) } ?? 0,
+                lockedAddresses: try results[3].first { row throws(StorageError) in try row.int(0) } ?? 0,
+                knownAddress: try results[2].first { _ throws(StorageError) in true } ?? false)
+        }
+    }
+
+    public func recordLoginFailure(username: String, address: String, at: Date, window: TimeInterval, threshold: Int,
                                    lockFor: TimeInterval) async throws(StorageError) -> Date? {
-        try StoreText.validate(username)
+        try StoreText.validate(username, address)
         let windowStart = at.addingTimeInterval(-window)
         let until = at.addingTimeInterval(lockFor)
         let locked = try await transaction { db throws(StorageError) in
-            // The name's lock row, made if need be and locked first: attempts at one name from every
-            // instance are counted one after the other, so the fifth is seen as the fifth once.
+            // The pair's lock row, made if need be and locked first: attempts at one name from one
+            // address, on every instance, are counted one after the other, so the fifth is seen
+            // as the fifth once.
             let results = try db.run([
                 PGQuery("""
-                    INSERT INTO console_login_locks (username, locked_until) VALUES ($1, '-infinity')
-                    ON CONFLICT (username) DO UPDATE SET username = EXCLUDED.username
-                    """, username),
-                PGQuery("DELETE FROM console_login_failures WHERE username = $1 AND at <= $2", username, windowStart),
-                PGQuery("INSERT INTO console_login_failures (username, at) VALUES ($1, $2)", username, at),
-                PGQuery("SELECT COUNT(*) FROM console_login_failures WHERE username = $1 AND at > $2", username, windowStart),
+                    INSERT INTO console_login_locks (username, address, locked_until) VALUES ($1, $2, '-infinity')
+                    ON CONFLICT (username, address) DO UPDATE SET username = EXCLUDED.username
+                    """, username, address),
+                PGQuery("DELETE FROM console_login_failures WHERE username = $1 AND address = $2 AND at <= $3",
+                        username, address, windowStart),
+                PGQuery("INSERT INTO console_login_failures (username, address, at) VALUES ($1, $2, $3)", username, address, at),
+                PGQuery("SELECT COUNT(*) FROM console_login_failures WHERE username = $1 AND address = $2 AND at > $3",
+                        username, address, windowStart),
             ])
             let failures = try results[3].first { row throws(StorageError) in try row.int(0) } ?? 0
             guard failures >= threshold else { return (nil as Date?, nil) }
             _ = try db.run([
-                PGQuery("UPDATE console_login_locks SET locked_until = GREATEST(locked_until, $2) WHERE username = $1",
-                        username, until),
-                PGQuery("DELETE FROM console_login_failures WHERE username = $1", username),
+                PGQuery("""
+                    UPDATE console_login_locks SET locked_until = GREATEST(locked_until, $3)
+                    WHERE username = $1 AND address = $2
+                    """, username, address, until),
+                // The pair's count starts again; the name's other failures still count towards its pace.
+                PGQuery("DELETE FROM console_login_failures WHERE username = $1 AND address = $2", username, address),
             ])
             return (until, nil)
         }
@@ -128,20 +191,24 @@ extension PostgresOrderStore: ConsoleStore {
         return locked
     }
 
-    public func loginLock(username: String, at: Date) async throws(StorageError) -> Date? {
-        try StoreText.validate(username)
-        return try await read { db throws(StorageError) in
-            try db.run(PGQuery(
-                "SELECT locked_until FROM console_login_locks WHERE username = $1 AND locked_until > $2", username, at))
-                .first { row throws(StorageError) in try row.date(0) }
-        }
-    }
-
-    public func clearLoginFailures(username: String) async throws(StorageError) {
-        try StoreText.validate(username)
+    public func recordLoginSuccess(username: String, address: String, at: Date, forgetBefore: Date)
+        async throws(StorageError)
+    {
+        try StoreText.validate(username, address)
         try await write(key: Self.loginKey(username)) { db throws(StorageError) in
-            _ = try db.run(PGQuery("DELETE FROM console_login_failures WHERE username = $1", username))
+            _ = try db.run([
+                PGQuery("DELETE FROM console_login_failures WHERE username = $1 AND address = $2", username, address),
+                PGQuery("""
+                    INSERT INTO console_login_addresses (username, address, last_success_at) VALUES ($1, $2, $3)
+                    ON CONFLICT (username, address) DO UPDATE
+                        SET last_success_at = GREATEST(console_login_addresses.last_success_at, $3)
+                    """, username, address, at),
+            ])
             return ((), nil)
+        }
+        // Addresses of every name not used for a long time, in a transaction of its own.
+        try await exclusive { db throws(StorageError) in
+            _ = try db.run(PGQuery("DELETE FROM console_login_addresses WHERE last_success_at <= $1", forgetBefore))
         }
     }
 

@@ -95,6 +95,9 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
+    /// The sqlite3 handle, for the APIs that take two connections (the online backup).
+    var rawHandle: OpaquePointer { handle }
+
     /// Whether no transaction is open: after a failure, SQLite may have rolled back the whole
     /// transaction on its own (disk full, I/O error), and the writer must know.
     var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }

@@ -91,7 +91,9 @@ enum SQLiteMigrations {
         Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
         Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
                   sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
-        Migration(version: 6, name: "App Store recovery: unknown products, notification history, consumption, reversals",
+        Migration(version: 6, name: "console logins by name and address, and the addresses names sign in from",
+                  sql: SQLiteOrderStore.consoleLoginsByAddressSchema),
+        Migration(version: 7, name: "App Store recovery: unknown products, notification history, consumption, reversals",
                   sql: SQLiteOrderStore.appStoreRecoverySchema),
     ]
 

@@ -72,43 +72,96 @@ extension SQLiteOrderStore: ConsoleStore {
         }
     }
 
-    public func recordLoginFailure(username: String, at: Date, window: TimeInterval, threshold: Int,
+    /// Migration 6: failed logins and locks by name and address (a flood from one address no longer
+    /// locks the name everywhere), and the addresses each name signed in from. The old tables hold
+    /// at most 15 minutes of failures and locks, so they are replaced, not converted.
+    static let consoleLoginsByAddressSchema: SQL = """
+        DROP TABLE console_login_failures;
+        DROP TABLE console_login_locks;
+
+        CREATE TABLE console_login_failures (
+            username TEXT NOT NULL,
+            address TEXT NOT NULL,
+            at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX console_login_failures_by_user ON console_login_failures (username, at);
+        CREATE INDEX console_login_failures_by_source ON console_login_failures (username, address, at);
+        CREATE INDEX console_login_failures_by_time ON console_login_failures (at);
+
+        CREATE TABLE console_login_locks (
+            username TEXT NOT NULL,
+            address TEXT NOT NULL,
+            locked_until INTEGER NOT NULL,
+            PRIMARY KEY (username, address)
+        ) STRICT;
+
+        CREATE TABLE console_login_addresses (
+            username TEXT NOT NULL,
+            address TEXT NOT NULL,
+            last_success_at INTEGER NOT NULL,
+            PRIMARY KEY (username, address)
+        ) STRICT;
+        CREATE INDEX console_login_addresses_by_time ON console_login_addresses (last_success_at);
+        """
+
+    public func loginState(username: String, address: String, at: Date, failuresSince: Date, knownSince: Date)
+        async throws(StorageError) -> LoginState
+    {
+        try StoreText.validate(username, address)
+        return try await read { db throws(StorageError) in
+            let lockedUntil = try db.row(
+                "SELECT locked_until FROM console_login_locks WHERE username = ? AND address = ? AND locked_until > ?",
+                username, address, at, decode: { row throws(StorageError) in try row.date(0) })
+            let failures = try db.row(
+                "SELECT COUNT(*) FROM console_login_failures WHERE username = ? AND at > ?", username, failuresSince,
+                decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            let locks = try db.row(
+                "SELECT COUNT(*) FROM console_login_locks WHERE username = ? AND locked_until > ?", username, at,
+                decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+            let known = try db.row(
+                "SELECT 1 FROM console_login_addresses WHERE username = ? AND address = ? AND last_success_at > ?",
+                username, address, knownSince, decode: { row throws(StorageError) in try row.int(0) }) != nil
+            return LoginState(lockedUntil: lockedUntil, nameFailures: failures, lockedAddresses: locks, knownAddress: known)
+        }
+    }
+
+    public func recordLoginFailure(username: String, address: String, at: Date, window: TimeInterval, threshold: Int,
                                    lockFor: TimeInterval) async throws(StorageError) -> Date? {
-        try StoreText.validate(username)
+        try StoreText.validate(username, address)
         let windowStart = at.addingTimeInterval(-window)
         return try await write { db throws(StorageError) in
             // Old failures of every name go here, so the table holds one window's worth at most.
             try db.run("DELETE FROM console_login_failures WHERE at <= ?", windowStart)
             try db.run("DELETE FROM console_login_locks WHERE locked_until <= ?", at)
-            try db.run("INSERT INTO console_login_failures (username, at) VALUES (?, ?)", username, at)
+            try db.run("INSERT INTO console_login_failures (username, address, at) VALUES (?, ?, ?)", username, address, at)
             let failures = try db.row(
-                "SELECT COUNT(*) FROM console_login_failures WHERE username = ? AND at > ?", username, windowStart,
-                decode: { row throws(StorageError) in try row.int(0) }) ?? 0
+                "SELECT COUNT(*) FROM console_login_failures WHERE username = ? AND address = ? AND at > ?", username,
+                address, windowStart, decode: { row throws(StorageError) in try row.int(0) }) ?? 0
             guard failures >= threshold else { return nil }
             let until = at.addingTimeInterval(lockFor)
             try db.run(
                 """
-                INSERT INTO console_login_locks (username, locked_until) VALUES (?1, ?2)
-                ON CONFLICT (username) DO UPDATE SET locked_until = MAX(locked_until, ?2)
-                """, username, until)
-            try db.run("DELETE FROM console_login_failures WHERE username = ?", username)
+                INSERT INTO console_login_locks (username, address, locked_until) VALUES (?1, ?2, ?3)
+                ON CONFLICT (username, address) DO UPDATE SET locked_until = MAX(locked_until, ?3)
+                """, username, address, until)
+            // The pair's count starts again; the name's other failures still count towards its pace.
+            try db.run("DELETE FROM console_login_failures WHERE username = ? AND address = ?", username, address)
             return until
         }
     }
 
-    public func loginLock(username: String, at: Date) async throws(StorageError) -> Date? {
-        try StoreText.validate(username)
-        return try await read { db throws(StorageError) in
-            try db.row(
-                "SELECT locked_until FROM console_login_locks WHERE username = ? AND locked_until > ?", username, at,
-                decode: { row throws(StorageError) in try row.date(0) })
-        }
-    }
-
-    public func clearLoginFailures(username: String) async throws(StorageError) {
-        try StoreText.validate(username)
+    public func recordLoginSuccess(username: String, address: String, at: Date, forgetBefore: Date)
+        async throws(StorageError)
+    {
+        try StoreText.validate(username, address)
         _ = try await write { db throws(StorageError) in
-            try db.run("DELETE FROM console_login_failures WHERE username = ?", username)
+            try db.run("DELETE FROM console_login_failures WHERE username = ? AND address = ?", username, address)
+            try db.run("DELETE FROM console_login_addresses WHERE last_success_at <= ?", forgetBefore)
+            try db.run(
+                """
+                INSERT INTO console_login_addresses (username, address, last_success_at) VALUES (?1, ?2, ?3)
+                ON CONFLICT (username, address) DO UPDATE SET last_success_at = MAX(last_success_at, ?3)
+                """, username, address, at)
         }
     }
 

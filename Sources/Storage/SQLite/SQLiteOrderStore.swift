@@ -61,12 +61,15 @@ public final class SQLiteOrderStore: OrderStore {
     public let path: String?
     let writer: SQLiteWriter
     private let readers: SQLiteReaderPool?
+    /// Held while open: a restore refuses to replace a database someone is using (SQLiteUsageLock).
+    private let usageLock: SQLiteUsageLock?
     private let isClosed = Atomic<Bool>(false)
 
-    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?) {
+    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?, usageLock: SQLiteUsageLock? = nil) {
         self.path = path
         self.writer = writer
         self.readers = readers
+        self.usageLock = usageLock
     }
 
     deinit {
@@ -84,19 +87,19 @@ public final class SQLiteOrderStore: OrderStore {
     public static func open(path: String, configuration: Configuration = Configuration()) async throws(StorageError)
         -> SQLiteOrderStore
     {
-        let opened = await Blocking.run { () -> Result<(SQLiteConnection, [SQLiteConnection]), StorageError> in
+        let opened = await Blocking.run { () -> Result<(SQLiteUsageLock, SQLiteConnection, [SQLiteConnection]), StorageError> in
             do throws(StorageError) {
                 return .success(try openConnections(path: path, configuration: configuration))
             } catch {
                 return .failure(error)
             }
         }
-        let (writeConnection, readConnections) = try opened.get()
+        let (lock, writeConnection, readConnections) = try opened.get()
         return SQLiteOrderStore(
             path: path,
             writer: SQLiteWriter(
                 connection: writeConnection, maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.writer"),
-            readers: SQLiteReaderPool(connections: readConnections, name: "wxpay.sqlite.reader"))
+            readers: SQLiteReaderPool(connections: readConnections, name: "wxpay.sqlite.reader"), usageLock: lock)
     }
 
     /// A private in-memory database, gone at `close()`: for fast tests. Reads share the writer's
@@ -130,6 +133,7 @@ public final class SQLiteOrderStore: OrderStore {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         await readers?.close()
         await writer.close()
+        usageLock?.release()
     }
 
     /// Counters of the writer since open.
@@ -189,7 +193,7 @@ public final class SQLiteOrderStore: OrderStore {
     // MARK: Opening
 
     private static func openConnections(path: String, configuration: Configuration) throws(StorageError)
-        -> (SQLiteConnection, [SQLiteConnection])
+        -> (SQLiteUsageLock, SQLiteConnection, [SQLiteConnection])
     {
         guard configuration.readerCount >= 1, configuration.maxBatchSize >= 1 else {
             throw .invalidArgument("readerCount and maxBatchSize must be at least 1")
@@ -202,7 +206,14 @@ public final class SQLiteOrderStore: OrderStore {
                 throw StorageError(code: .openFailed, context: "create directory")
             }
         }
-        let writer = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: configuration.busyTimeout)
+        let lock = try SQLiteUsageLock.shared(path, timeout: configuration.busyTimeout)
+        let writer: SQLiteConnection
+        do {
+            writer = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: configuration.busyTimeout)
+        } catch {
+            lock.release()
+            throw error
+        }
         var readers: [SQLiteConnection] = []
         do throws(StorageError) {
             let mode = try writer.row("PRAGMA journal_mode = WAL") { row throws(StorageError) in try row.text(0) }
@@ -227,8 +238,9 @@ public final class SQLiteOrderStore: OrderStore {
         } catch {
             for reader in readers { reader.close() }
             writer.close()
+            lock.release()
             throw error
         }
-        return (writer, readers)
+        return (lock, writer, readers)
     }
 }

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+import JSON
+
+/// The one rule for a user id, wherever it comes from: a client token's `user_id` on a create, an
+/// app token's `sub` (which becomes the order's `user_id`), an iOS order's `user_id`.
+///
+/// 1–64 bytes of UTF-8 without control characters (C0, DEL, C1: WeChat's XML cannot carry most of
+/// them, and U+0000 no store keeps) and without the invisible format characters that make one id
+/// look like another in support's lookups, logs and the console (bidirectional overrides such as
+/// U+202E, zero-width characters, line and paragraph separators).
+enum UserID {
+    static let bytes = 1...64
+
+    /// What the id must be, for error messages (`user_id must be …`, `the token's sub must be …`).
+    static let rule = "1 to 64 bytes of UTF-8 without control or invisible formatting characters"
+
+    static func isValid(_ value: String) -> Bool {
+        bytes.contains(value.utf8.count) && !value.unicodeScalars.contains(where: isRefused)
+    }
+
+    private static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
+    }
+}
+
+extension UserID {
+    /// A body's `user_id` member: nil when absent (or empty, unless `required`), else a valid id.
+    static func member(of object: [String: JSONValue], required: Bool) throws(APIError) -> String? {
+        guard let value = try CreateOrderInput.string(object, "user_id", required: required, bytes: 0...bytes.upperBound)
+        else { return nil }
+        guard isValid(value) else { throw .invalid("user_id", "user_id must be \(rule)") }
+        return value
+    }
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Gateway
+import Storage
+
+/// `wxpay-gateway backup --to FILE` and `wxpay-gateway restore --from FILE`: the SQLite database
+/// of `GATEWAY_DATABASE` (the only variable they read) copied while gateways serve from it, and put
+/// back while none does (Storage/SQLite/SQLiteBackup.swift). PostgreSQL has its own tools
+/// (docs/operations.md). Exit status: 0 done and verified; 2 configuration; 64 usage; 65 the
+/// backup to restore is unsound; 74 the database or the file failed; 75 the database is in use.
+enum BackupCommand {
+    static let inUse: Int32 = 75
+    static let badBackup: Int32 = 65
+
+    static func backup(_ arguments: [String]) async -> Int32 {
+        guard arguments.count == 2, arguments[0] == "--to", !arguments[1].isEmpty else {
+            return usage("usage: wxpay-gateway backup --to FILE (a new file; GATEWAY_DATABASE names the database)")
+        }
+        guard let database = sqliteDatabase(command: "backup") else { return ExitStatus.configuration }
+        do {
+            let report = try await SQLiteBackup.backup(database: database, to: arguments[1])
+            print("backup: \(database) -> \(arguments[1]): \(describe(report))")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("backup: failed, no backup was written: \(error)\n".utf8))
+            return ExitStatus.database
+        }
+    }
+
+    static func restore(_ arguments: [String]) async -> Int32 {
+        guard arguments.count == 2, arguments[0] == "--from", !arguments[1].isEmpty else {
+            return usage("usage: wxpay-gateway restore --from FILE (stop every gateway on GATEWAY_DATABASE first)")
+        }
+        guard let database = sqliteDatabase(command: "restore") else { return ExitStatus.configuration }
+        do {
+            let (report, saved) = try await SQLiteBackup.restore(from: arguments[1], to: database)
+            print("restore: \(arguments[1]) -> \(database): \(describe(report))")
+            if let saved { print("restore: the database it replaced is kept as \(saved)") }
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("restore: refused, nothing was changed: \(error)\n".utf8))
+            switch error {
+            case .inUse: return inUse
+            case .badBackup: return badBackup
+            case .failed: return ExitStatus.database
+            }
+        }
+    }
+
+    /// The SQLite path of GATEWAY_DATABASE, or nil with the refusal printed.
+    private static func sqliteDatabase(command: String) -> String? {
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment),
+                                                     demo: false, command: .database)
+        } catch {
+            FileHandle.standardError.write(Data(
+                (GatewayResources.refusal(error, command: command, demo: false) + "\n").utf8))
+            return nil
+        }
+        guard case .sqlite(let path) = configuration.database else {
+            FileHandle.standardError.write(Data(
+                "\(command): GATEWAY_DATABASE is PostgreSQL; back it up with pg_dump or point-in-time recovery (docs/operations.md)\n".utf8))
+            return nil
+        }
+        return path
+    }
+
+    private static func describe(_ report: SQLiteBackup.Report) -> String {
+        let rows = report.rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        var text = "integrity_check ok, schema version \(report.schemaVersion), \(report.bytes) bytes; rows: \(rows)"
+        if !report.uncounted.isEmpty { text += "; not counted (unknown tables): \(report.uncounted.joined(separator: ", "))" }
+        return text
+    }
+
+    private static func usage(_ text: String) -> Int32 {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        return ExitStatus.usage
+    }
+}

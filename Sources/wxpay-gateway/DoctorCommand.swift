@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import AppStoreHTTPTransport
+import Foundation
+import Gateway
+import HTTP
+import Storage
+import WeChatPay
+import WeChatPayHTTPTransport
+
+/// `wxpay-gateway doctor`: the production configuration checked before the first customer pays,
+/// without paying or changing anything (docs/operations.md). One line per check — `ok`, `FAIL`, or
+/// `skip` when the feature is not configured — then a summary. Exit status: 0 when no check
+/// failed, 1 when one did, 2 when the configuration itself is refused, 64 usage.
+///
+/// Every check is one entry of `checks`: WeChat Pay API v3's key consistency (the merchant's v3
+/// key, its private key and WeChat's platform public key agreeing) joins as one more entry when v3
+/// does.
+enum DoctorCommand {
+    static let checks: [DoctorCheck] = [
+        DoctorCheck("wechat primary host") { await $0.reachable($0.configuration.apiBase) },
+        DoctorCheck("wechat backup host") { await $0.reachable($0.configuration.apiBackupBase) },
+        DoctorCheck("api key") { await $0.apiKey() },
+        DoctorCheck("client certificate") { await $0.clientCertificate() },
+        DoctorCheck("app store key") { await $0.appStoreKey() },
+        DoctorCheck("database") { await $0.database() },
+        DoctorCheck("catalog") { $0.catalog() },
+    ]
+
+    static func run(_ arguments: [String]) async -> Int32 {
+        guard arguments.isEmpty else {
+            FileHandle.standardError.write(Data("usage: wxpay-gateway doctor (configured with the environment, as serve)\n".utf8))
+            return ExitStatus.usage
+        }
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment),
+                                                     demo: false, command: .doctor)
+        } catch {
+            for line in error.description.split(separator: "\n") { print("FAIL  configuration: \(line)") }
+            print("doctor: the configuration is refused; nothing else was checked")
+            return ExitStatus.configuration
+        }
+        let context: DoctorContext
+        do {
+            context = try DoctorContext(configuration)
+        } catch {
+            print("FAIL  http client: \(error)")
+            return 1
+        }
+        var counts = (passed: 0, failed: 0, skipped: 0)
+        for check in checks {
+            let outcome = await check.run(context)
+            switch outcome {
+            case .ok(let detail): counts.passed += 1; print("ok    \(check.name): \(detail)")
+            case .fail(let detail): counts.failed += 1; print("FAIL  \(check.name): \(detail)")
+            case .skip(let detail): counts.skipped += 1; print("skip  \(check.name): \(detail)")
+            }
+        }
+        await context.close()
+        print("doctor: \(counts.passed) passed, \(counts.failed) failed, \(counts.skipped) skipped")
+        return counts.failed == 0 ? 0 : 1
+    }
+}
+
+/// One pre-flight check: a name and what it finds.
+struct DoctorCheck: Sendable {
+    let name: String
+    let run: @Sendable (DoctorContext) async -> DoctorOutcome
+
+    init(_ name: String, _ run: @escaping @Sendable (DoctorContext) async -> DoctorOutcome) {
+        self.name = name
+        self.run = run
+    }
+}
+
+enum DoctorOutcome: Sendable {
+    case ok(String)
+    case fail(String)
+    /// Not configured: nothing to check, nothing wrong.
+    case skip(String)
+}
+
+/// What the checks share: the configuration, one HTTP client, and the orderquery each host was
+/// asked (once, however many checks read its answer).
+final class DoctorContext: Sendable {
+    let configuration: GatewayConfiguration
+    let http: HTTPClient
+    private let answers = OrderQueryAnswers()
+
+    init(_ configuration: GatewayConfiguration) throws(HTTPClientError) {
+        self.configuration = configuration
+        if let caFile = configuration.refunds.caFile {
+            http = try HTTPClient(configuration: .init(tls: .init(caFile: caFile)))
+        } else {
+            http = try HTTPClient()
+        }
+    }
+
+    func close() async {
+        await http.shutdown()
+    }
+
+    /// A client of WeChat at exactly `base` (no failover: each host is checked on its own).
+    func wechat(_ base: String) -> (client: WeChatPayClient, transport: WeChatPayHTTPTransport) {
+        let transport = WeChatPayHTTPTransport(client: http, configuration: .init(
+            primaryBaseURL: base, backupBaseURL: nil, clientIdentity: configuration.refundMode.clientIdentity,
+            timeouts: .init(connect: .seconds(5), total: .seconds(10))))
+        let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID, key: configuration.apiKey,
+                                           signType: configuration.signType)
+        return (WeChatPayClient(merchant: merchant, transport: transport, nonces: RandomNonceSource()), transport)
+    }
+
+    /// A number no order has: WeChat can only answer that it does not exist.
+    static func impossibleNumber(_ prefix: String) -> String {
+        prefix + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    /// The orderquery of an impossible number at `base`, asked once.
+    func orderQuery(_ base: String) async -> Result<OrderQueryResponse, WeChatPayError> {
+        await answers.answer(for: base) {
+            do throws(WeChatPayError) {
+                return .success(try await self.wechat(base).client.send(OrderQueryRequest(outTradeNo: Self.impossibleNumber("doctor-"))))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    // MARK: - The checks
+
+    func reachable(_ base: String) async -> DoctorOutcome {
+        switch await orderQuery(base) {
+        case .success:
+            return .ok("\(base) answers (orderquery)")
+        case .failure(let error):
+            switch error.kind {
+            case .transport: return .fail("\(base) cannot be reached: \(error.shortDescription)")
+            case .httpStatus: return .fail("\(base) answers \(error.description), not as WeChat Pay's API does")
+            default: return .ok("\(base) answers (orderquery)")
+            }
+        }
+    }
+
+    func apiKey() async -> DoctorOutcome {
+        var answer = await orderQuery(configuration.apiBase)
+        if case .failure(let error) = answer, error.kind == .transport || error.kind == .httpStatus {
+            answer = await orderQuery(configuration.apiBackupBase)
+        }
+        switch answer {
+        case .success:
+            return .fail("WeChat answered an orderquery for a number no order has as if it existed")
+        case .failure(let error):
+            if error.errorCode == .orderNotExist {
+                return .ok("an orderquery of a number that cannot exist is a signed ORDERNOTEXIST")
+            }
+            switch error.kind {
+            case .protocolFailure:
+                return .fail("WeChat refused the request (\(error.description)); a wrong WXPAY_API_KEY or WXPAY_MCH_ID is answered this way (签名错误)")
+            case .badSignature:
+                return .fail("WeChat's answer does not verify with WXPAY_API_KEY (\(error.shortDescription)): the key is wrong")
+            case .merchantMismatch:
+                return .fail("WeChat answered for another merchant: check WXPAY_APP_ID and WXPAY_MCH_ID")
+            case .transport, .httpStatus:
+                return .fail("neither host could be asked (\(error.shortDescription))")
+            default:
+                return .fail("unexpected answer: \(error.description)")
+            }
+        }
+    }
+
+    func clientCertificate() async -> DoctorOutcome {
+        guard case .mutualTLS(let identity) = configuration.refundMode else {
+            return .skip("no merchant certificate configured (refunds are off)")
+        }
+        let certificate: TLSClientCertificate
+        do {
+            certificate = try identity.inspect()
+        } catch {
+            return .fail("the certificate cannot be read: \(error)")
+        }
+        let days = Int(certificate.secondsUntilExpiry() / 86400)
+        let name = "CN=\(certificate.commonName ?? "?"), \(days) days left"
+        let (client, transport) = wechat(configuration.apiBase)
+        do throws(WeChatPayError) {
+            // A refundquery made with the certificate, as WeChat's older SDKs make every one.
+            var request = try client.transportRequest(for: RefundQueryRequest(.outRefundNo(Self.impossibleNumber("doctor-r"))))
+            request.needsClientCertificate = true
+            let response: TransportResponse
+            do {
+                response = try await transport.send(request)
+            } catch {
+                return .fail("the TLS connection with the certificate failed (\(error)); \(name)")
+            }
+            _ = try client.decodeResponse(response, for: RefundQueryRequest.self)
+            return .fail("WeChat answered a refundquery for a refund that cannot exist as if it existed")
+        } catch {
+            if error.errorCode == .refundNotExist {
+                guard days >= 30 else { return .fail("accepted, but it expires within 30 days: renew it now; \(name)") }
+                return .ok("a refundquery over mutual TLS is a signed REFUNDNOTEXIST; \(name)")
+            }
+            if error.kind == .httpStatus {
+                return .fail("WeChat's front end refused the certificate (\(error.description)); \(name)")
+            }
+            if error.kind == .protocolFailure {
+                return .fail("cannot be checked: WeChat refused the refundquery itself (\(error.description)); fix the api key first; \(name)")
+            }
+            return .fail("unexpected answer to the refundquery: \(error.description); \(name)")
+        }
+    }
+
+    func appStoreKey() async -> DoctorOutcome {
+        let appStore = configuration.appStore
+        guard let credentials = appStore.serverAPICredentials else {
+            return .skip("APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY_FILE are not set")
+        }
+        let api = AppStoreServerAPIClient(
+            credentials: credentials,
+            configuration: .init(productionBaseURL: appStore.apiBase, sandboxBaseURL: appStore.sandboxAPIBase, sandboxFallback: false),
+            transport: AppStoreHTTPTransport(client: http, timeouts: .init(connect: .seconds(5), total: .seconds(10))),
+            clock: SystemAppStoreClock())
+        let token: String
+        do {
+            token = try await api.requestTestNotification()
+        } catch {
+            if error.kind == .unauthorized {
+                return .fail("the App Store refused the key (401): check APPSTORE_KEY_ID, APPSTORE_ISSUER_ID, the .p8 and APPSTORE_BUNDLE_ID")
+            }
+            return .fail("Request a Test Notification failed: \(error)")
+        }
+        // Apple sends at once; give a slow notification URL its due.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var last: AppStoreServerAPIClient.TestNotificationStatus?
+        while ContinuousClock.now < deadline {
+            if let status = try? await api.testNotificationStatus(token) {
+                last = status
+                if status.delivered { return .ok("the key works and Apple's test notification reached the gateway") }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        guard let attempt = last?.attempts.last else {
+            return .fail("the key works, but Apple made no attempt to deliver the test notification within 30 s")
+        }
+        return .fail("the key works, but the test notification did not arrive (\(attempt.result)): check the production server URL in App Store Connect")
+    }
+
+    func database() async -> DoctorOutcome {
+        let inspection: StoreInspection
+        do {
+            switch configuration.database {
+            case .sqlite(let path): inspection = try await SQLiteOrderStore.inspect(path: path)
+            case .postgres(let settings): inspection = try await PostgresOrderStore.inspect(settings)
+            }
+        } catch {
+            return .fail("\(configuration.databaseDescription) cannot be opened: \(error)")
+        }
+        let name = configuration.databaseDescription
+        guard inspection.schemaVersion <= inspection.latestVersion else {
+            return .fail("\(name) is at schema version \(inspection.schemaVersion), newer than this program's \(inspection.latestVersion): run the version that migrated it")
+        }
+        guard inspection.writable else { return .fail("\(name) is not writable (permissions, a read-only standby, or a restore running)") }
+        guard inspection.exists else {
+            return .ok("\(name) does not exist yet; the first serve creates it at schema version \(inspection.latestVersion)")
+        }
+        if inspection.schemaVersion < inspection.latestVersion {
+            return .ok("\(name) is at schema version \(inspection.schemaVersion); serve migrates it to \(inspection.latestVersion) at start, writable")
+        }
+        return .ok("\(name) at schema version \(inspection.schemaVersion) of \(inspection.latestVersion), writable")
+    }
+
+    func catalog() -> DoctorOutcome {
+        // The configuration read and validated the file already: a bad one refuses the configuration.
+        let products = configuration.app.catalog.products
+        guard !products.isEmpty else { return .skip("GATEWAY_CATALOG is not set (orders name their own amounts)") }
+        return .ok("\(products.count) products, \(products.filter(\.active).count) active")
+    }
+}
+
+/// Each host's orderquery answer, asked once however many checks read it.
+private actor OrderQueryAnswers {
+    private var answers: [String: Task<Result<OrderQueryResponse, WeChatPayError>, Never>] = [:]
+
+    func answer(for base: String, _ ask: @escaping @Sendable () async -> Result<OrderQueryResponse, WeChatPayError>)
+        async -> Result<OrderQueryResponse, WeChatPayError>
+    {
+        if let task = answers[base] { return await task.value }
+        let task = Task { await ask() }
+        answers[base] = task
+        return await task.value
+    }
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import HTTPClientTestSupport
+import Synchronization
+import Testing
+
+/// `wxpay-gateway backup` and `restore` as an operator runs them beside a serving gateway.
+@Suite(.serialized)
+struct BackupCommandTests {
+    static let token = "demo-client-token"
+
+    /// Runs `wxpay-gateway` with only GATEWAY_DATABASE (what backup and restore read) to its end.
+    static func command(_ arguments: [String], database: String) async throws -> (status: Int32?, stdout: String, stderr: String) {
+        let process = try CommandProcess(arguments, environment: ["GATEWAY_DATABASE": "sqlite:" + database])
+        let status = await process.exitStatus(within: 180)
+        let result = (status, process.stdout, process.stderr)
+        await process.stop()
+        return result
+    }
+
+    static func sqlite(_ database: String, _ sql: String) async throws -> String {
+        let run = try await Operations.tool("sqlite3", ["-readonly", database, sql])
+        #expect(run.status == 0, "sqlite3: \(run.errors)")
+        return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test(.timeLimit(.minutes(10)))
+    func aBackupTakenDuringANotifyStormIsSoundAndHoldsEveryOrderAcknowledgedBeforeIt() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-backup")
+        let database = directory + "/gateway.sqlite"
+        let started = StartedGateway()
+        _ = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
+        }, demo: true))
+        let base = started.base
+        let client = try HTTPClient()
+        do {
+            // Orders created and paid before the storm; their SUCCESS was read back (acknowledged).
+            var paidBefore: [String] = []
+            for index in 0..<20 {
+                let number = "bk-paid-\(index)"
+                #expect(try await client.createAndPay(number, base: base, wechat: base, token: Self.token) == "SUCCESS")
+                paidBefore.append(number)
+            }
+            // The storm: creates and payments (each a notify to the gateway) from eight tasks at once.
+            let ledger = StormLedger()
+            let storm = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            for index in 0..<40 {
+                                let number = "bk-storm-\(worker)-\(index)"
+                                guard let created = try? await client.send(.post, base + "/v1/orders", token: Self.token, body:
+                                    #"{"amount":100,"description":"x","client_ip":"203.0.113.7","out_trade_no":"\#(number)"}"#),
+                                    created.status == 201 else { continue }
+                                // Acknowledged: the 201 arrived. Before or after the backup began?
+                                ledger.acknowledge(number)
+                                _ = try? await client.send(.post, base + "/simulator/orders/\(number)/pay")
+                            }
+                        }
+                    }
+                }
+            }
+            // Let the storm get going, then back up in the middle of it.
+            while ledger.count < 60 && !storm.isCancelled {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let before = ledger.backupBegins()
+            let backupFile = directory + "/backup.sqlite"
+            let backup = try await Self.command(["backup", "--to", backupFile], database: database)
+            let stormStillRunning = ledger.count < 320
+            await storm.value
+            #expect(backup.status == 0, "backup: \(backup.stderr)")
+            #expect(backup.stdout.contains("integrity_check ok"), "\(backup.stdout)")
+            #expect(stormStillRunning || ledger.count == 320)
+
+            // The copy is sound on its own, and holds everything acknowledged before it began.
+            #expect(try await Self.sqlite(backupFile, "PRAGMA integrity_check") == "ok")
+            let orders = Set(try await Self.sqlite(backupFile, "SELECT out_trade_no FROM orders").split(separator: "\n").map(String.init))
+            for number in paidBefore + before {
+                #expect(orders.contains(number), "\(number) was acknowledged before the backup began but is not in it")
+            }
+            let paid = Set(try await Self.sqlite(backupFile, "SELECT out_trade_no FROM orders WHERE state = 'SUCCESS'")
+                .split(separator: "\n").map(String.init))
+            for number in paidBefore { #expect(paid.contains(number), "\(number) was paid before the backup but is not SUCCESS in it") }
+            // The count it printed is the copy's.
+            let count = try await Self.sqlite(backupFile, "SELECT count(*) FROM orders")
+            #expect(backup.stdout.contains("orders \(count)"), "\(backup.stdout)")
+            // No WAL or partial file is left beside the backup: it is one file.
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("backup.sqlite") }
+            #expect(files == ["backup.sqlite"], "\(files)")
+            // An existing file is never overwritten.
+            let again = try await Self.command(["backup", "--to", backupFile], database: database)
+            #expect(again.status == 74 && again.stderr.contains("exists already"))
+
+            // While the gateway serves, a restore is refused and changes nothing.
+            let ordersNow = try await Self.sqlite(database, "SELECT count(*) FROM orders")
+            let refused = try await Self.command(["restore", "--from", backupFile], database: database)
+            #expect(refused.status == 75, "restore while serving: \(refused.stderr)")
+            #expect(refused.stderr.contains("in use by a running gateway"))
+            #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders") == ordersNow)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.contains("before-restore") })
+
+            // Stopped, the restore puts the backup in place (the replaced database kept beside it),
+            // and a gateway serves the restored orders.
+            #expect(await started.gateway?.stop() == 0)
+            let restored = try await Self.command(["restore", "--from", backupFile], database: database)
+            #expect(restored.status == 0, "restore: \(restored.stderr)")
+            #expect(restored.stdout.contains("the database it replaced is kept as"))
+            #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders") == count)
+            let again2 = StartedGateway()
+            _ = try #require(try await again2.start({ port in
+                ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
+            }, demo: true))
+            let order = try await client.send(.get, again2.base + "/v1/orders/" + paidBefore[0], token: Self.token)
+            #expect(order.json["state"] as? String == "SUCCESS")
+            await again2.gateway?.stop()
+        } catch {
+            Issue.record("\(error)")
+        }
+        await started.gateway?.stop()
+        await client.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test func aBackupThatIsNotADatabaseIsRefusedAndPostgreSQLIsPointedToItsOwnTools() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-restore")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "not a database".write(toFile: directory + "/junk.sqlite", atomically: true, encoding: .utf8)
+        let refused = try await Self.command(["restore", "--from", directory + "/junk.sqlite"], database: directory + "/g.sqlite")
+        #expect(refused.status == 65, "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/g.sqlite"))
+        let process = try CommandProcess(["backup", "--to", directory + "/b.sqlite"],
+                                         environment: ["GATEWAY_DATABASE": "postgres://wxpay@127.0.0.1:9/wxpay"])
+        #expect(await process.exitStatus() == 2)
+        #expect(process.stderr.contains("pg_dump"))
+        await process.stop()
+        // Only GATEWAY_DATABASE is needed: no merchant, no tokens.
+        #expect(try await Self.command(["backup"], database: directory + "/g.sqlite").status == 64)
+    }
+}
+
+/// Which orders the storm saw acknowledged (201), and which of them before the backup began.
+private final class StormLedger: Sendable {
+    private let state = Mutex<(acknowledged: [String], beforeBackup: [String]?)>(([], nil))
+
+    func acknowledge(_ number: String) { state.withLock { $0.acknowledged.append(number) } }
+
+    var count: Int { state.withLock { $0.acknowledged.count } }
+
+    /// Marks the backup's start; the orders acknowledged until now.
+    func backupBegins() -> [String] {
+        state.withLock { state in
+            state.beforeBackup = state.acknowledged
+            return state.acknowledged
+        }
+    }
+}

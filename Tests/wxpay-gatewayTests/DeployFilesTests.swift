@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
+import Foundation
+import Glibc
+import HTTP
+import HTTPClientTestSupport
+import Testing
+
+/// deploy/ checked by the tools that will read it: promtool for the rules and their unit tests,
+/// systemd-analyze for the unit, nginx for the TLS front (and nginx really proxying to a gateway).
+@Suite(.serialized)
+struct DeployFilesTests {
+    @Test func theAlertRulesAreValidPassTheirUnitTestsAndAreTheTemplateRenderedWithTheDefaults() async throws {
+        let check = try await Operations.tool("promtool", ["check", "rules", Operations.path("deploy/prometheus/alerts.yml")])
+        #expect(check.status == 0, "\(check.output)\(check.errors)")
+        let tests = try await Operations.tool("promtool", ["test", "rules", Operations.path("deploy/prometheus/alerts_test.yml")])
+        #expect(tests.status == 0, "\(tests.output)\(tests.errors)")
+        #expect(tests.output.contains("SUCCESS"))
+        let rendered = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts")])
+        let committed = try String(contentsOfFile: Operations.path("deploy/prometheus/alerts.yml"), encoding: .utf8)
+        #expect(rendered.status == 0 && rendered.output == committed,
+                "deploy/prometheus/alerts.yml is not alerts.yml.in rendered with thresholds.json: run deploy/prometheus/render-alerts -o deploy/prometheus/alerts.yml")
+        // A threshold that does not exist is refused, not silently ignored.
+        let unknown = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts"), "--set", "NO_SUCH=1"])
+        #expect(unknown.status != 0 && unknown.errors.contains("unknown threshold NO_SUCH"))
+    }
+
+    @Test func everyAlertHasASummaryASeverityAndARunbookParagraph() throws {
+        let rules = try String(contentsOfFile: Operations.path("deploy/prometheus/alerts.yml.in"), encoding: .utf8)
+        let operations = try String(contentsOfFile: Operations.path("docs/operations.md"), encoding: .utf8)
+        let names = rules.split(separator: "\n").compactMap { line -> String? in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            return trimmed.hasPrefix("- alert: ") ? String(trimmed.dropFirst("- alert: ".count)) : nil
+        }
+        #expect(names.count >= 16)
+        for name in names {
+            #expect(operations.contains("#### \(name)\n"), "docs/operations.md has no runbook for \(name)")
+            #expect(rules.contains("runbook: \"docs/operations.md#\(name.lowercased())\""), "\(name) does not link its runbook")
+        }
+        #expect(rules.components(separatedBy: "summary: ").count - 1 == names.count)
+        #expect(rules.components(separatedBy: "labels: {severity: ").count - 1 == names.count)
+    }
+
+    /// `systemd-analyze verify` exits 0 even for unknown keys and bad values, printing a warning:
+    /// any output at all is a failure.
+    static func verifyUnit(_ unit: String, binary: String) async throws -> (status: Int32, messages: String) {
+        let directory = try Operations.temporaryDirectory("wxpay-unit")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        // verify insists the ExecStart binary exists: the built one stands in for /usr/bin's.
+        let path = directory + "/wxpay-gateway.service"
+        try text.replacingOccurrences(of: "/usr/bin/wxpay-gateway", with: binary).write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try await Operations.tool("systemd-analyze", ["verify", path])
+        return (run.status, (run.output + run.errors).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    @Test func theSystemdUnitVerifiesCleanlyAndHasTheSandboxing() async throws {
+        let unit = Operations.path("deploy/systemd/wxpay-gateway.service")
+        let verified = try await Self.verifyUnit(unit, binary: CommandProcess.executable.path)
+        #expect(verified.status == 0 && verified.messages.isEmpty, "systemd-analyze verify: \(verified.messages)")
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        for directive in ["EnvironmentFile=/etc/wxpay-gateway/env", "User=wxpay-gateway", "ProtectSystem=strict",
+                          "NoNewPrivileges=yes", "StateDirectory=wxpay-gateway", "LimitNOFILE=", "Restart=on-failure",
+                          "TimeoutStopSec=", "KillSignal=SIGTERM", "ExecStart=/usr/bin/wxpay-gateway serve"] {
+            #expect(text.contains(directive), "the unit lacks \(directive)")
+        }
+        // And verify does catch a broken unit.
+        let broken = try Operations.temporaryDirectory("wxpay-unit-broken")
+        defer { try? FileManager.default.removeItem(atPath: broken) }
+        try text.replacingOccurrences(of: "NoNewPrivileges=yes", with: "NoNewPrivileges=perhaps")
+            .write(toFile: broken + "/broken.service", atomically: true, encoding: .utf8)
+        let caught = try await Self.verifyUnit(broken + "/broken.service", binary: CommandProcess.executable.path)
+        #expect(!caught.messages.isEmpty)
+    }
+
+    /// The nginx example with the test certificate, its own pid and log files, on free ports.
+    static func nginxConfiguration(directory: String, httpsPort: Int, httpPort: Int, upstream: String) throws -> String {
+        let site = try String(contentsOfFile: Operations.path("deploy/nginx/wxpay-gateway.conf"), encoding: .utf8)
+            .replacingOccurrences(of: "/etc/wxpay-gateway/tls/server.crt", with: TestCertificates.serverCertificate)
+            .replacingOccurrences(of: "/etc/wxpay-gateway/tls/server.key", with: TestCertificates.serverKey)
+            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server \(upstream);")
+            .replacingOccurrences(of: "listen 443 ssl http2;", with: "listen 127.0.0.1:\(httpsPort) ssl http2;")
+            .replacingOccurrences(of: "listen [::]:443 ssl http2;", with: "")
+            .replacingOccurrences(of: "listen 80;", with: "listen 127.0.0.1:\(httpPort);")
+            .replacingOccurrences(of: "listen [::]:80;", with: "")
+        try site.write(toFile: directory + "/site.conf", atomically: true, encoding: .utf8)
+        let main = """
+            daemon off;
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log;
+            events {}
+            http {
+                access_log off;
+                client_body_temp_path \(directory)/body; proxy_temp_path \(directory)/proxy;
+                fastcgi_temp_path \(directory)/fastcgi; uwsgi_temp_path \(directory)/uwsgi; scgi_temp_path \(directory)/scgi;
+                include \(directory)/site.conf;
+            }
+
+            """
+        try main.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
+        return directory + "/nginx.conf"
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func nginxAcceptsTheExampleAndProxiesOnlyThePublicPathsWithTheClientAddress() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-nginx")
+        let database = directory + "/gateway.sqlite"
+        let started = StartedGateway()
+        let admin = closedLoopbackPort()
+        let gateway = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:\(admin)",
+             "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32",
+             "GATEWAY_RECONCILE_INTERVAL": "0"]
+        }, demo: true))
+        let httpsPort = closedLoopbackPort()
+        let configuration = try Self.nginxConfiguration(directory: directory, httpsPort: httpsPort, httpPort: closedLoopbackPort(),
+                                                        upstream: String(started.base.dropFirst("http://".count)))
+        let test = try await Operations.tool("nginx", ["-t", "-c", configuration, "-p", directory])
+        #expect(test.status == 0, "nginx -t: \(test.errors)")
+        let nginx = try ChildProcess("nginx", ["-c", configuration, "-p", directory],
+                                     environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/sbin:/usr/bin"],
+                                     output: directory + "/stdout", errors: directory + "/stderr")
+        let client = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
+        do {
+            let front = "https://127.0.0.1:\(httpsPort)"
+            var up = false
+            for _ in 0..<100 where !up {
+                up = (try? await client.send(.get, front + "/openapi.json"))?.status == 200
+                if !up { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(up, "nginx did not come up: \((try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "")")
+            // WeChat's notify reaches the gateway, which answers it (FAIL: nothing valid was sent).
+            let notify = try await client.send(.post, front + "/wechat/notify", body: "<xml></xml>")
+            #expect(notify.status == 200 && notify.body.contains("<return_code><![CDATA[FAIL]]></return_code>"), "\(notify.body)")
+            // An app creates an order with its own token; the address the gateway records is the one
+            // nginx saw, not what the client wrote into X-Forwarded-For.
+            let token = try #require(gateway.stdout.split(separator: "\n").first { $0.contains("A='Authorization: Bearer ") })
+            let appToken = String(token.split(separator: " ").last!.dropLast())
+            let created = try await client.execute(HTTPClientRequest(
+                method: .post, url: front + "/v1/orders",
+                headers: ["Authorization": "Bearer \(appToken)", "X-Forwarded-For": "198.51.100.66"],
+                body: Array(#"{"product_id":"swift-101","out_trade_no":"nginx-0001"}"#.utf8)))
+            #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
+            let recorded = try await Operations.tool(
+                "sqlite3", [database, "SELECT client_ip FROM orders WHERE out_trade_no = 'nginx-0001'"])
+            #expect(recorded.output.trimmingCharacters(in: .whitespacesAndNewlines) == "127.0.0.1",
+                    "spbill_create_ip: \(recorded.output)\(recorded.errors)")
+            // Metrics, probes and the console are not published.
+            for path in ["/metrics", "/healthz", "/readyz", "/console/", "/simulator/orders/nginx-0001"] {
+                #expect(try await client.send(.get, front + path).status == 404, "\(path) is reachable through nginx")
+            }
+            #expect(try await client.send(.get, "http://127.0.0.1:\(admin)/healthz").status == 200)
+        } catch {
+            Issue.record("\(error)")
+        }
+        nginx.send(SIGQUIT)
+        _ = await nginx.wait(timeout: .seconds(20))
+        if nginx.isRunning { nginx.send(SIGKILL) }
+        await client.shutdown()
+        await started.gateway?.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
