@@ -115,6 +115,26 @@ struct IAPAPITests {
         }
     }
 
+    /// A report sent by the backend names its user in `user_id`, which follows the one user id rule
+    /// (App/UserID.swift) as every other user_id does: refused before anything is asked or written,
+    /// and the app keeps the transaction.
+    @Test func aBackendReportsUserIDFollowsTheUserIDRule() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            let before = await TableRowCounts.of(rig.gateway.database)
+            for userID in [#"alice\u202Ebob"#, #"a\u2028b"#] {
+                let answer = try await rig.gateway.send(
+                    .post, "/v1/iap/transactions", token: GatewayRig.client,
+                    body: #"{"transaction_id":"2000000100000001","user_id":"\#(userID)"}"#)
+                #expect(answer.status == 400)
+                #expect(answer.error?["field"] as? String == "user_id")
+                #expect(answer.error?["message"] as? String
+                    == "user_id must be 1 to 64 bytes of UTF-8 without control or invisible formatting characters")
+                #expect(answer.json["finish_transaction"] as? Bool == false)
+            }
+            #expect(await TableRowCounts.of(rig.gateway.database) == before)
+        }
+    }
+
     @Test func transactionIdAloneNeedsTheServerAPIAndAnUnreachableAppStoreIsA503() async throws {
         try await E2E.withRig(.inProcess, serverAPI: false) { rig in
             let answer = try await rig.report("user-a", ["transaction_id": "2000000100000001"])

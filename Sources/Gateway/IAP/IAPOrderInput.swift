@@ -134,9 +134,14 @@ struct IAPReportInput: Sendable, Hashable {
         if let user {
             userID = user
         } else {
-            guard let given = try text("user_id", 1...64) else {
-                throw .invalidReport("user_id", "user_id is required with a client token")
+            // The one user id rule (App/UserID.swift), as for every other user_id.
+            let given: String?
+            do {
+                given = try UserID.member(of: object, required: true)
+            } catch {
+                throw error.keepingTransaction()
             }
+            guard let given else { throw .invalidReport("user_id", "user_id is required with a client token") }
             userID = given
         }
     }
