@@ -211,6 +211,9 @@ struct AppStoreCommandTests {
                 "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1", "APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a",
                 "APPSTORE_KEY_ID": "SIMKEY0001", "APPSTORE_PRIVATE_KEY_FILE": keyFile, "APPSTORE_API_BASE": base,
                 "APPSTORE_SANDBOX_API_BASE": base + "/sandbox",
+                // The simulator's root, acknowledged by its fingerprint as production requires.
+                "APPSTORE_UNTRUSTED_ROOT_SHA256": FileManager.default.contents(atPath: rootFile)
+                    .flatMap { Certificate(pemOrDER: Array($0)) }?.sha256Fingerprint ?? "",
             ]
             let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600))
             let first = try await Self.run(["appstore", "backfill", "--since", since], environment: environment)

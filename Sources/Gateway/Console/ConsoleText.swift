@@ -389,6 +389,8 @@ struct ConsoleText: Sendable {
         case "refund_state_changed": t("退款状态变化", "refund state changed")
         case "refund_amount_mismatch": t("退款金额不一致", "refund amount mismatch")
         case "refund_notify_conflict": t("退款通知与记录不符", "refund notify disagreed")
+        case "refund_outside_gateway": t("在网关之外退款", "refunded outside the gateway")
+        case "transaction_mismatch": t("另一笔微信交易号", "another WeChat transaction id")
         case "recheck_failed": t("重新查询失败", "recheck failed")
         case "appstore_verified": t("App Store 交易已验证", "App Store transaction verified")
         case "appstore_match": t("App Store 交易匹配订单", "App Store transaction matched")
