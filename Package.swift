@@ -33,8 +33,11 @@ let package = Package(
         // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
         .target(name: "JSON"),
 
+        // The flat-XML codec's C half: the SAX callbacks libxml2 calls and the canonical-form scanner.
+        .target(name: "CFlatXML", dependencies: ["CLibXML2"]),
+
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
-        .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
+        .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CFlatXML", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (COpenSSL: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
@@ -122,6 +125,8 @@ let package = Package(
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
+        // The C targets' functions called directly, as libxml2 and Swift call them.
+        .testTarget(name: "CFlatXMLTests", dependencies: ["CFlatXML", "CLibXML2"]),
     ],
     swiftLanguageModes: [.v6]
 )
