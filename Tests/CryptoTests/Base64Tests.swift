@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import AppStore
+import Crypto
 import Foundation
 import Testing
 
