@@ -134,8 +134,9 @@ let package = Package(
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
         // Every primitive against published vectors and the openssl CLI.
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
-        // The C targets' functions called directly, as libxml2 and Swift call them.
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "ChildProcessSupport"]),
+        // The C targets' functions called directly, as libxml2 and Crypto call them.
+        .testTarget(name: "CCryptoTests", dependencies: ["CCrypto", "COpenSSL"]),
         .testTarget(name: "CFlatXMLTests", dependencies: ["CFlatXML", "CLibXML2"]),
     ],
     swiftLanguageModes: [.v6]
