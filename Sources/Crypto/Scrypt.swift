@@ -8,8 +8,12 @@ public enum Scrypt {
     /// 128 · r · N bytes of memory: call it off the cooperative pool.
     public static func derive(password: [UInt8], salt: [UInt8], logN: Int, r: Int, p: Int, length: Int) -> [UInt8]? {
         guard (1...62).contains(logN), r > 0, p > 0, length > 0 else { return nil }
-        // The memory scrypt needs, and a little more for OpenSSL's own limit check.
-        let memoryLimit = 128 * UInt64(r) * (UInt64(1) << UInt64(logN)) + 1 << 20
+        // The memory scrypt needs, and a little more for OpenSSL's own limit check; parameters
+        // whose need does not even fit in 64 bits are refused, not trapped on.
+        let (perBlock, blockOverflow) = UInt64(128).multipliedReportingOverflow(by: UInt64(r))
+        let (blocks, overflow) = perBlock.multipliedReportingOverflow(by: UInt64(1) << UInt64(logN))
+        guard !blockOverflow, !overflow, blocks <= UInt64.max - (1 << 20) else { return nil }
+        let memoryLimit = blocks + (1 << 20)
         var out = [UInt8](repeating: 0, count: length)
         // NUL-terminated so the buffer is never empty (an empty password still has an address).
         let pass = password + [0]

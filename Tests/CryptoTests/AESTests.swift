@@ -139,5 +139,8 @@ struct ScryptTests {
         #expect(Scrypt.derive(password: [1], salt: [2], logN: 0, r: 8, p: 1, length: 32) == nil)
         #expect(Scrypt.derive(password: [1], salt: [2], logN: 4, r: 0, p: 1, length: 32) == nil)
         #expect(Scrypt.derive(password: [1], salt: [2], logN: 4, r: 8, p: 1, length: 0) == nil)
+        // A memory need beyond 64 bits (128 · r · N): refused, not trapped on.
+        #expect(Scrypt.derive(password: [1], salt: [2], logN: 62, r: 8, p: 1, length: 32) == nil)
+        #expect(Scrypt.derive(password: [1], salt: [2], logN: 4, r: Int.max, p: 1, length: 32) == nil)
     }
 }
