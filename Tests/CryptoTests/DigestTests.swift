@@ -74,4 +74,18 @@ struct HexTests {
         #expect(Hex.decode("0g") == nil)
         #expect(Hex.decode(" 00") == nil)
     }
+
+    @Test("a hex digit has its value in either case, and nothing else is a digit")
+    func digitValues() {
+        for (digit, value) in zip("0123456789abcdef".utf8, 0...15) {
+            #expect(Hex.value(ofDigit: digit) == UInt8(value))
+        }
+        for (digit, value) in zip("ABCDEF".utf8, 10...15) {
+            #expect(Hex.value(ofDigit: digit) == UInt8(value))
+        }
+        let digits = Set("0123456789abcdefABCDEF".utf8)
+        for byte in UInt8.min...UInt8.max where !digits.contains(byte) {
+            #expect(Hex.value(ofDigit: byte) == nil, "\(byte)")
+        }
+    }
 }
