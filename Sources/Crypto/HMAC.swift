@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+internal import CCrypto
 internal import COpenSSL
 
 /// An HMAC-SHA256 key with its inner and outer SHA-256 states computed once (the key schedule),
 /// so each MAC costs only the hashing of its message: OpenSSL's one-shot `HMAC()` re-derives both
 /// pads and, in OpenSSL 3, fetches the digest and allocates a context on every call, which costs
 /// more than hashing a 450-byte signing string. The v2 signer and the app tokens keep one per key.
+/// The two steps are CCrypto's (`hmac.c`).
 ///
 /// The states are as secret as the key (they forge MACs without it): nothing prints them.
 ///
@@ -14,56 +16,24 @@ internal import COpenSSL
 /// ```
 public struct HMACSHA256Key: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public static let byteCount = 32
-    private static let blockSize = 64
 
-    private let inner: SHA256_CTX
-    private let outer: SHA256_CTX
+    /// The two states live in one buffer allocated with the key, so a MAC hands C their addresses
+    /// rather than copying 224 bytes of struct through Swift per call; with the states inline the
+    /// HMAC signature measured 11 % slower than before Crypto (wxpay-bench sign).
+    private let schedule: Schedule
 
     public init(_ key: [UInt8]) {
         self = key.withUnsafeBytes { HMACSHA256Key($0) }
     }
 
     public init(_ key: UnsafeRawBufferPointer) {
-        // RFC 2104: a key longer than the block is hashed first; a shorter one is zero-padded
-        // (an empty key is still a key: the all-zero block).
-        var block = [UInt8](repeating: 0, count: Self.blockSize)
-        var pad = [UInt8](repeating: 0, count: Self.blockSize)
-        var inner = SHA256_CTX()
-        var outer = SHA256_CTX()
-        block.withUnsafeMutableBytes { block in
-            pad.withUnsafeMutableBytes { pad in
-                if key.count > Self.blockSize {
-                    SHA256.hash(key, into: block.baseAddress!)
-                } else if let base = key.baseAddress, key.count > 0 {
-                    block.baseAddress!.copyMemory(from: base, byteCount: key.count)
-                }
-                for index in 0..<Self.blockSize { pad[index] = block[index] ^ 0x36 }
-                SHA256_Init(&inner)
-                SHA256_Update(&inner, pad.baseAddress, Self.blockSize)
-                for index in 0..<Self.blockSize { pad[index] = block[index] ^ 0x5C }
-                SHA256_Init(&outer)
-                SHA256_Update(&outer, pad.baseAddress, Self.blockSize)
-                OPENSSL_cleanse(block.baseAddress, Self.blockSize)
-                OPENSSL_cleanse(pad.baseAddress, Self.blockSize)
-            }
-        }
-        self.inner = inner
-        self.outer = outer
+        schedule = Schedule(key)
     }
 
     /// Writes the 32-byte MAC of `message` into `mac`, without allocating.
     public func authenticationCode(for message: UnsafeRawBufferPointer, into mac: UnsafeMutableRawPointer) {
-        var context = inner
-        withUnsafeTemporaryAllocation(byteCount: Self.byteCount, alignment: 8) { digest in
-            let digest = digest.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            SHA256_Update(&context, message.baseAddress, message.count)
-            SHA256_Final(digest, &context)
-            context = outer
-            SHA256_Update(&context, digest, Self.byteCount)
-            SHA256_Final(mac.assumingMemoryBound(to: UInt8.self), &context)
-            OPENSSL_cleanse(digest, Self.byteCount)
-        }
-        OPENSSL_cleanse(&context, MemoryLayout<SHA256_CTX>.size)
+        wxpay_hmac_sha256_keyed(schedule.states, schedule.states + 1, message.baseAddress, message.count,
+                                mac.assumingMemoryBound(to: UInt8.self))
     }
 
     /// The 32-byte MAC of `message`.
@@ -79,6 +49,25 @@ public struct HMACSHA256Key: Sendable, CustomStringConvertible, CustomDebugStrin
     public var description: String { "HMACSHA256Key(…)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+    /// The inner and outer SHA-256 states, written once by `wxpay_hmac_sha256_key`.
+    private final class Schedule: @unchecked Sendable {
+        // @unchecked: a C buffer written only in init; wxpay_hmac_sha256_keyed copies the states
+        // and never writes them, so any number of threads may MAC with one key at once.
+        let states: UnsafeMutablePointer<SHA256_CTX>
+
+        init(_ key: UnsafeRawBufferPointer) {
+            states = .allocate(capacity: 2)
+            states.initialize(repeating: SHA256_CTX(), count: 2)
+            wxpay_hmac_sha256_key(key.baseAddress, key.count, states, states + 1)
+        }
+
+        deinit {
+            // As secret as the key: wiped before the memory goes back.
+            OPENSSL_cleanse(states, 2 * MemoryLayout<SHA256_CTX>.stride)
+            states.deallocate()
+        }
+    }
 }
 
 /// HMAC with a digest chosen at run time, in one shot (OpenSSL's `HMAC()`): for occasional MACs

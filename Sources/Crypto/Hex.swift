@@ -2,8 +2,8 @@
 
 /// Hexadecimal text of bytes: digests in signatures, fingerprints, session ids.
 public enum Hex {
-    private static let lowercaseDigits: StaticString = "0123456789abcdef"
-    private static let uppercaseDigits: StaticString = "0123456789ABCDEF"
+    @usableFromInline static let lowercaseDigits: StaticString = "0123456789abcdef"
+    @usableFromInline static let uppercaseDigits: StaticString = "0123456789ABCDEF"
 
     /// Two digits per byte, lowercase unless `uppercase`.
     public static func encode(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
@@ -21,6 +21,8 @@ public enum Hex {
     }
 
     /// Writes two digits per byte of `bytes` into `out` (at least twice as long), without allocating.
+    /// Inlinable: the signer writes every signature with it.
+    @inlinable
     public static func write(_ bytes: UnsafeRawBufferPointer, uppercase: Bool, to out: UnsafeMutableRawBufferPointer) {
         precondition(out.count >= bytes.count * 2, "the hex buffer is too short")
         let table = uppercase ? uppercaseDigits.utf8Start : lowercaseDigits.utf8Start

@@ -16,10 +16,23 @@
 #endif
 #include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// MARK: - HMAC-SHA256
+
+/// Absorbs (key ^ ipad) and (key ^ opad) into two SHA-256 states a caller keeps (the key
+/// schedule); `key` may be NULL when `key_length` is 0.
+void wxpay_hmac_sha256_key(const void *_Nullable key, size_t key_length, SHA256_CTX *_Nonnull inner,
+                           SHA256_CTX *_Nonnull outer);
+
+/// HMAC-SHA256 of `length` bytes from states made by `wxpay_hmac_sha256_key`, into `out` (32
+/// bytes); `data` may be NULL when `length` is 0. The states are copied, never changed.
+void wxpay_hmac_sha256_keyed(const SHA256_CTX *_Nonnull inner, const SHA256_CTX *_Nonnull outer,
+                             const void *_Nullable data, size_t length, unsigned char *_Nonnull out);
 
 // MARK: - Certificates
 

@@ -96,6 +96,8 @@ public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConver
                 return body(UnsafeRawBufferPointer(rebasing: out[..<MD5.byteCount]))
             case .hmacSHA256:
                 // HMAC keys the hash itself, but WeChat still appends "&key=KEY" to the message.
+                // The schedule taken out first: the closure then captures it alone, not the signer.
+                let hmacKey = self.hmacKey
                 SigningMessage.withBytes(of: fields, key: key) { message in
                     hmacKey.authenticationCode(for: message, into: output)
                 }
