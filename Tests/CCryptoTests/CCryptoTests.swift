@@ -3,6 +3,14 @@ import CCrypto
 import COpenSSL
 import Testing
 
+extension Array where Element == UInt8 {
+    /// Bytes from hex written with spaces or line breaks for reading.
+    init(hex: String) {
+        let digits = Array(hex.utf8.filter { $0 != 0x20 && $0 != 0x0A })
+        self = stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+}
+
 /// The CCrypto target called directly, as the Crypto module calls it: the C contract underneath
 /// Crypto's types (CryptoTests check those end to end, against published vectors and the openssl
 /// tool). Every function must leave OpenSSL's error queue empty, failure or not: libcurl reads that
@@ -61,6 +69,28 @@ struct CCryptoTests {
         var out = [UInt8](repeating: 0xEE, count: max(capacity, 1))
         let length = wxpay_x509_serial(certificate, &out, capacity)
         return (length, length > 0 ? Array(out.prefix(Int(length))) : [])
+    }
+
+    @Test("the HMAC-SHA256 key schedule and MAC give RFC 4231's answer, a NULL empty key and message included, and keep their states")
+    func hmacKeySchedule() {
+        var inner = SHA256_CTX()
+        var outer = SHA256_CTX()
+        let key = Array("Jefe".utf8)
+        wxpay_hmac_sha256_key(key, key.count, &inner, &outer)
+        let copyOfInner = withUnsafeBytes(of: inner) { Array($0) }
+        var mac = [UInt8](repeating: 0, count: 32)
+        let message = Array("what do ya want for nothing?".utf8)
+        wxpay_hmac_sha256_keyed(&inner, &outer, message, message.count, &mac)
+        #expect(mac == [UInt8](hex: "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"))
+        // The states are read, never written: the same key MACs again to the same answer.
+        #expect(withUnsafeBytes(of: inner) { Array($0) } == copyOfInner)
+        var again = [UInt8](repeating: 0, count: 32)
+        wxpay_hmac_sha256_keyed(&inner, &outer, message, message.count, &again)
+        #expect(again == mac)
+
+        wxpay_hmac_sha256_key(nil, 0, &inner, &outer)
+        wxpay_hmac_sha256_keyed(&inner, &outer, nil, 0, &mac)
+        #expect(mac == [UInt8](hex: "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad"))
     }
 
     @Test("a certificate issued in C reads back from its DER and PEM, and DER with trailing bytes is refused")
