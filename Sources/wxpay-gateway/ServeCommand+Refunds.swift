@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import WeChatPay
 import WeChatPayHTTPTransport
 

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import SimulatorKit
 import Storage
 import StoreTestSupport

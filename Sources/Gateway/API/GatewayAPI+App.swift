@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Observability
 
 /// The routes and rules of the Android app as a client: app-token creates priced by the catalog,
 /// the catalog itself, the user's own orders, and the API's description.

@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import JSON
+import Observability
 
 /// The iOS app's routes: create an order for StoreKit, report a transaction, Apple's
 /// notifications, and the business's answer to a consumption request. All are 404 while App

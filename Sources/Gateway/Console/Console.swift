@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import COpenSSL
 import Foundation
+import Observability
 import Storage
 import Synchronization
 

@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import JSON
+import Observability
 import Storage
 
 /// The console's request handling: who is asking (session, CSRF, role), what they asked for, the

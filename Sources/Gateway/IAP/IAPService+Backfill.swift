@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 import Storage
 
 /// The notification history backfill: Get Notification History, read with the reconciler's sweeps

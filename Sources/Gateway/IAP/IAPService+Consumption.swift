@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import Storage
 
 /// Consumption requests: when a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST

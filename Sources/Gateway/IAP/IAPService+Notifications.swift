@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import Storage
 
 /// App Store Server Notifications V2 at `POST /appstore/notifications`, and the same notifications

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 import Storage
 
 /// The reconciler's App Store half: what the app never reported and no notification brought is

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import Storage
 
 /// What support staff need of iOS purchases: the look-up by Apple's ids (a service call the JSON

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import Storage
 import Synchronization
 import WeChatPay

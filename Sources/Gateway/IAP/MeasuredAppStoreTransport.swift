@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 
 /// Every call to the App Store counted and timed, whichever client made it: what the "App Store
 /// answering errors or slowly" alerts and the dashboard read. `api` is the endpoint's name (never

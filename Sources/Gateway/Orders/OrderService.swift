@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
+import Observability
 import Storage
 import Synchronization
 import WeChatPay

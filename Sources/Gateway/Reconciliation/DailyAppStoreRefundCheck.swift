@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 
 /// Asks the App Store's Get Refund History once a day (the first run a few minutes after start)
 /// for refunds whose notification never arrived (`IAPService.checkRefundHistory`). On whenever the

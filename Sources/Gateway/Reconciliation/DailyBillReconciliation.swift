@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import WeChatPay
 
 /// Compares the previous Beijing day's bill every day after 10:00 Beijing time (bills are ready

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import Storage
 
 /// The reconciler's refund half: refunds PROCESSING for `GATEWAY_REFUND_QUERY_AFTER` seconds with
