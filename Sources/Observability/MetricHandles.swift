@@ -78,12 +78,15 @@ public struct Histogram: MetricHandle {
 /// code, an API name): each set of values is made into a handle once, on first use, and found again
 /// by its values alone. Label values must come from a bounded set, never from a request.
 public final class MetricFamily<Handle: MetricHandle>: Sendable {
+    private let fixed: [String: String]
     private let labelNames: [String]
     private let make: @Sendable ([String: String]) -> Handle
     private let handles = Mutex<[[String]: Handle]>([:])
 
-    init(labelNames: [String], make: @escaping @Sendable ([String: String]) -> Handle) {
-        precondition(Set(labelNames).count == labelNames.count, "a label is named twice")
+    init(fixed: [String: String], labelNames: [String], make: @escaping @Sendable ([String: String]) -> Handle) {
+        precondition(Set(labelNames).count == labelNames.count && fixed.keys.allSatisfy { !labelNames.contains($0) },
+                     "a label is named twice")
+        self.fixed = fixed
         self.labelNames = labelNames
         self.make = make
     }
@@ -94,7 +97,7 @@ public final class MetricFamily<Handle: MetricHandle>: Sendable {
         if let handle = handles.withLock({ $0[values] }) { return handle }
         // Made outside the family's lock; two first uses at once make the same series (the
         // registry gives one name and label set one cell), so either handle is right.
-        let handle = make(Dictionary(uniqueKeysWithValues: zip(labelNames, values)))
+        let handle = make(fixed.merging(zip(labelNames, values)) { $1 })
         handles.withLock { $0[values] = handle }
         return handle
     }

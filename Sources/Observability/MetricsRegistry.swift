@@ -70,14 +70,16 @@ public final class MetricsRegistry: Sendable {
         })
     }
 
-    /// The counters of `metric` by the values of `labelNames`, each made on first use.
-    public func makeCounters(_ metric: Metric<Counter>, labelNames: String...) -> MetricFamily<Counter> {
-        MetricFamily(labelNames: labelNames) { [self] labels in makeCounter(metric, labels) }
+    /// The counters of `metric` with the `fixed` labels and the values of `labelNames`, each made
+    /// on first use: `makeCounters(.notifies, ["outcome": "rejected"], labelNames: "reason")`.
+    public func makeCounters(_ metric: Metric<Counter>, _ fixed: [String: String] = [:],
+                             labelNames: String...) -> MetricFamily<Counter> {
+        MetricFamily(fixed: fixed, labelNames: labelNames) { [self] labels in makeCounter(metric, labels) }
     }
 
-    public func makeHistograms(_ metric: Metric<Histogram>, labelNames: String...,
+    public func makeHistograms(_ metric: Metric<Histogram>, _ fixed: [String: String] = [:], labelNames: String...,
                                buckets: [Double] = MetricsRegistry.latencyBuckets) -> MetricFamily<Histogram> {
-        MetricFamily(labelNames: labelNames) { [self] labels in makeHistogram(metric, labels, buckets: buckets) }
+        MetricFamily(fixed: fixed, labelNames: labelNames) { [self] labels in makeHistogram(metric, labels, buckets: buckets) }
     }
 
     /// The current value of a counter series by name (tests and reports); 0 for one never counted.
