@@ -48,7 +48,7 @@ public final class DailyBillReconciliation: Sendable {
                     }
                     break
                 } catch {
-                    service.metrics.increment("wxpay_bill_runs_total", ["result": error.shortDescription])
+                    reconciler.instruments.failed.labelled(error.shortDescription).increment()
                     service.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
                     try? await Task.sleep(for: .seconds(1800))
                 }
