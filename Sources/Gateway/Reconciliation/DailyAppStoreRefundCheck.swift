@@ -23,7 +23,7 @@ public final class DailyAppStoreRefundCheck: Sendable {
         try? await Task.sleep(for: .seconds(firstRunAfter))
         while !Task.isCancelled {
             let report = await iap.checkRefundHistory()
-            iap.metrics.increment("wxpay_appstore_refund_history_runs_total", ["result": report.errors == 0 ? "ok" : "errors"])
+            (report.errors == 0 ? iap.instruments.refundHistoryClean : iap.instruments.refundHistoryWithErrors).increment()
             try? await Task.sleep(for: .seconds(interval))
         }
     }
