@@ -35,6 +35,9 @@ let package = Package(
         // Logging and metrics for every module that logs or counts: swift-log's Logger shape, and
         // counter, gauge and histogram handles made once, exposed in Prometheus' text format.
         .target(name: "Observability", dependencies: ["JSON"]),
+        // Services run by one group (swift-service-lifecycle's shape): started in order, SIGTERM and
+        // SIGINT trapped, stopped in reverse order with a graceful deadline, then cancelled.
+        .target(name: "Lifecycle", dependencies: ["Observability"]),
 
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
@@ -87,6 +90,8 @@ let package = Package(
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
         .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
                 path: "Tests/StoreTestSupport"),
+        // What every test target may share: `eventually`, the one bounded wait for what happens elsewhere.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
         .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
         // What both simulators' test harnesses share (running the notify loop, waiting on it).
@@ -115,6 +120,7 @@ let package = Package(
             "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability",
         ]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
