@@ -39,11 +39,21 @@ let package = Package(
         // SIGINT trapped, stopped in reverse order with a graceful deadline, then cancelled.
         .target(name: "Lifecycle", dependencies: ["Observability"]),
 
+        // Crypto, the one door to OpenSSL: digests, HMAC, constant-time compare, random bytes,
+        // base64 and hex, AES (ECB, GCM), scrypt, RSA and EC keys, ES256, X.509 and chains,
+        // PKCS #7 / CMS and DER. No other Swift module imports COpenSSL.
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CCrypto"]),
+        // The C half of Crypto: what OpenSSL only offers through macros, stacks and multi-call
+        // builders (chain verification, certificate issuing, key conversions).
+        .target(name: "CCrypto", dependencies: ["COpenSSL"]),
+        // The flat-XML codec's C half: the SAX callbacks libxml2 calls and the canonical-form scanner.
+        .target(name: "CFlatXML", dependencies: ["CLibXML2"]),
+
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
-        .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
+        .target(name: "WeChatPay", dependencies: ["Crypto", "CLibXML2", "CFlatXML", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
-        // (COpenSSL: reading the client certificate for its start-up check.)
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
+        // (Crypto: reading the client certificate for its start-up check.)
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
         // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
         .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
@@ -51,11 +61,11 @@ let package = Package(
 
         // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
         // and verifyReceipt clients over an abstract transport.
-        .target(name: "AppStore", dependencies: ["COpenSSL", "JSON"]),
+        .target(name: "AppStore", dependencies: ["Crypto", "JSON"]),
         // The libcurl client as an AppStoreTransport, and the system clock.
         .target(name: "AppStoreHTTPTransport", dependencies: ["AppStore", "HTTP"]),
         // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
-        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit", "JSON"]),
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "Crypto", "HTTP", "SimulatorKit", "JSON"]),
 
         // What both simulators share: scaled time, seeded randomness, the notification scheduler.
         .target(name: "SimulatorKit", dependencies: ["HTTP"]),
@@ -64,15 +74,15 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore", "JSON", "Observability"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "Crypto", "AppStore", "JSON", "Observability"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Observability",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
+            "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "Crypto", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
@@ -82,7 +92,7 @@ let package = Package(
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
-        .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
+        .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "Crypto"]),
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport", "CHeapStatistics"]),
         // glibc's mallinfo2, for the tests that bound the heap hostile input leaves behind.
         .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
@@ -113,7 +123,7 @@ let package = Package(
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
-            "COpenSSL",
+            "Crypto",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
@@ -121,19 +131,25 @@ let package = Package(
         ]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON", "Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
-            "SimulatorHarnessSupport", "JSON",
+            "SimulatorHarnessSupport", "JSON", "Crypto",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
             "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
+            "Crypto",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
+        // Every primitive against published vectors and the openssl CLI.
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "ChildProcessSupport"]),
+        // The C targets' functions called directly, as libxml2 and Crypto call them.
+        .testTarget(name: "CCryptoTests", dependencies: ["CCrypto", "COpenSSL"]),
+        .testTarget(name: "CFlatXMLTests", dependencies: ["CFlatXML", "CLibXML2"]),
     ],
     swiftLanguageModes: [.v6]
 )
