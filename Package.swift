@@ -32,6 +32,12 @@ let package = Package(
 
         // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
         .target(name: "JSON"),
+        // Logging and metrics for every module that logs or counts: swift-log's Logger shape, and
+        // counter, gauge and histogram handles made once, exposed in Prometheus' text format.
+        .target(name: "Observability", dependencies: ["JSON"]),
+        // Services run by one group (swift-service-lifecycle's shape): started in order, SIGTERM and
+        // SIGINT trapped, stopped in reverse order with a graceful deadline, then cancelled.
+        .target(name: "Lifecycle", dependencies: ["Observability"]),
 
         // Crypto, the one door to OpenSSL: digests, HMAC, constant-time compare, random bytes,
         // base64 and hex, AES (ECB, GCM), scrypt, RSA and EC keys, ES256, X.509 and chains,
@@ -68,12 +74,12 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "Crypto", "AppStore", "JSON"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "Crypto", "AppStore", "JSON", "Observability"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "Crypto", "CLibXML2",
@@ -81,6 +87,8 @@ let package = Package(
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
             "AppStore", "AppStoreSimulator", "JSON",
+            // The metrics benchmark: a handle's increment against the string path it replaced.
+            "Observability",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -92,6 +100,8 @@ let package = Package(
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
         .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
                 path: "Tests/StoreTestSupport"),
+        // What every test target may share: `eventually`, the one bounded wait for what happens elsewhere.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
         .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
         // What both simulators' test harnesses share (running the notify loop, waiting on it).
@@ -117,8 +127,10 @@ let package = Package(
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
-            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON",
+            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability",
         ]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON", "Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import Storage
 import WeChatPay
 import WeChatPayHTTPTransport

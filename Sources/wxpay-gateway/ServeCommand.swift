@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Gateway
 import HTTP
+import Observability
 import Storage
 import WeChatPay
 import WeChatPayHTTPTransport
