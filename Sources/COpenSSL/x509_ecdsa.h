@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // X.509 chains and P-256 ECDSA for App Store signed data (JWS with an x5c chain), the App Store
-// Server API's ES256 tokens, and the App Store simulator's own PKI.
+// Server API's ES256 tokens, the App Store simulator's own PKI, and the signature and chain of app
+// receipts (PKCS #7 / CMS signed data).
 //
 // Why C here: STACK_OF(X509), OPENSSL_free, BIO_get_mem_data and the EVP_PKEY_CTX_set_* helpers
 // are function-like macros Swift cannot call, and building a certificate takes a dozen calls whose
@@ -11,6 +12,7 @@
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/obj_mac.h>
@@ -113,12 +115,12 @@ enum {
 };
 
 /// Verifies `leaf` through `intermediate` (the only untrusted certificate offered) to a root of
-/// `store`, at `at` seconds since 1970, with X509_V_FLAG_X509_STRICT (as Apple's own library
-/// does). The path must be exactly three certificates and pass through `intermediate`; the
-/// verified root is compared with `expected_root` when it is not NULL.
-static inline int wxpay_x509_verify_chain(X509_STORE *_Nonnull store, X509 *_Nonnull leaf,
-                                          X509 *_Nonnull intermediate, X509 *_Nullable expected_root,
-                                          int64_t at, int *_Nonnull error) {
+/// `store`, at `at` seconds since 1970, with the verification `flags` (X509_V_FLAG_*). The path must
+/// be exactly three certificates and pass through `intermediate`; the verified root is compared
+/// with `expected_root` when it is not NULL.
+static inline int wxpay_x509_verify_chain_flags(X509_STORE *_Nonnull store, X509 *_Nonnull leaf,
+                                                X509 *_Nonnull intermediate, X509 *_Nullable expected_root,
+                                                int64_t at, unsigned long flags, int *_Nonnull error) {
     *error = 0;
     STACK_OF(X509) *untrusted = sk_X509_new_null();
     X509_STORE_CTX *context = X509_STORE_CTX_new();
@@ -127,7 +129,7 @@ static inline int wxpay_x509_verify_chain(X509_STORE *_Nonnull store, X509 *_Non
         || X509_STORE_CTX_init(context, store, leaf, untrusted) != 1) {
         goto done;
     }
-    X509_STORE_CTX_set_flags(context, X509_V_FLAG_X509_STRICT);
+    if (flags != 0) X509_STORE_CTX_set_flags(context, flags);
     X509_STORE_CTX_set_time(context, 0, (time_t)at);
     if (X509_verify_cert(context) != 1) {
         *error = X509_STORE_CTX_get_error(context);
@@ -144,6 +146,81 @@ static inline int wxpay_x509_verify_chain(X509_STORE *_Nonnull store, X509 *_Non
 done:
     if (context != NULL) X509_STORE_CTX_free(context);
     if (untrusted != NULL) sk_X509_free(untrusted);
+    ERR_clear_error();
+    return outcome;
+}
+
+/// `wxpay_x509_verify_chain_flags` with X509_V_FLAG_X509_STRICT, as Apple's own library verifies
+/// the chains of signed transactions and notifications (Apple Root CA - G3).
+static inline int wxpay_x509_verify_chain(X509_STORE *_Nonnull store, X509 *_Nonnull leaf,
+                                          X509 *_Nonnull intermediate, X509 *_Nullable expected_root,
+                                          int64_t at, int *_Nonnull error) {
+    return wxpay_x509_verify_chain_flags(store, leaf, intermediate, expected_root, at, X509_V_FLAG_X509_STRICT, error);
+}
+
+/// Outcomes of `wxpay_cms_verify_signer`.
+enum {
+    WXPAY_CMS_OK = 0,
+    /// Not exactly one signer.
+    WXPAY_CMS_NOT_ONE_SIGNER = 1,
+    /// The signature does not verify over the content, or the signer's certificate is not carried.
+    WXPAY_CMS_BAD_SIGNATURE = 2,
+    /// No certificate carried beside the signer's leads it to a root of the store as leaf,
+    /// intermediate, root; `*error` holds the last X509_V_ERR_* code (0: no issuer was carried).
+    WXPAY_CMS_CHAIN_REFUSED = 3,
+    WXPAY_CMS_INTERNAL = 4,
+};
+
+/// Verifies a PKCS #7 / CMS SignedData whose content is attached (an App Store receipt): exactly
+/// one signer, whose certificate must be among the ones carried (nothing is looked up elsewhere),
+/// and whose signature over the content verifies (CMS_verify, without its S/MIME certificate
+/// checks). Then the signer's certificate is verified through one of the other certificates
+/// carried that issued it (at most 8 tried) to a root of `store`, at `at` seconds since 1970, with
+/// `chain_flags`: three certificates exactly (`wxpay_x509_verify_chain_flags`). On success `*leaf`
+/// and `*intermediate` are the signer's certificate and the one its chain went through, each with
+/// a reference the caller releases with X509_free.
+static inline int wxpay_cms_verify_signer(CMS_ContentInfo *_Nonnull cms, X509_STORE *_Nonnull store, int64_t at,
+                                          unsigned long chain_flags, X509 *_Nullable *_Nonnull leaf,
+                                          X509 *_Nullable *_Nonnull intermediate, int *_Nonnull error) {
+    *leaf = NULL;
+    *intermediate = NULL;
+    *error = 0;
+    STACK_OF(CMS_SignerInfo) *infos = CMS_get0_SignerInfos(cms);
+    if (infos == NULL || sk_CMS_SignerInfo_num(infos) != 1) {
+        ERR_clear_error();
+        return WXPAY_CMS_NOT_ONE_SIGNER;
+    }
+    if (CMS_verify(cms, NULL, NULL, NULL, NULL, CMS_NO_SIGNER_CERT_VERIFY | CMS_BINARY) != 1) {
+        ERR_clear_error();
+        return WXPAY_CMS_BAD_SIGNATURE;
+    }
+    STACK_OF(X509) *signers = CMS_get0_signers(cms);
+    if (signers == NULL || sk_X509_num(signers) != 1) {
+        if (signers != NULL) sk_X509_free(signers);
+        ERR_clear_error();
+        return WXPAY_CMS_NOT_ONE_SIGNER;
+    }
+    X509 *signer = sk_X509_value(signers, 0);
+    sk_X509_free(signers);  /* the stack only: its certificate belongs to the CMS structure */
+    STACK_OF(X509) *certificates = CMS_get1_certs(cms);
+    int outcome = WXPAY_CMS_CHAIN_REFUSED;
+    int tried = 0;
+    for (int i = 0; certificates != NULL && i < sk_X509_num(certificates) && tried < 8; i++) {
+        X509 *candidate = sk_X509_value(certificates, i);
+        if (X509_cmp(candidate, signer) == 0 || X509_check_issued(candidate, signer) != X509_V_OK) continue;
+        tried++;
+        int result = wxpay_x509_verify_chain_flags(store, signer, candidate, NULL, at, chain_flags, error);
+        if (result == WXPAY_CHAIN_OK) {
+            if (X509_up_ref(signer) != 1) { outcome = WXPAY_CMS_INTERNAL; break; }
+            if (X509_up_ref(candidate) != 1) { X509_free(signer); outcome = WXPAY_CMS_INTERNAL; break; }
+            *leaf = signer;
+            *intermediate = candidate;
+            outcome = WXPAY_CMS_OK;
+            break;
+        }
+        if (result == WXPAY_CHAIN_INTERNAL) { outcome = WXPAY_CMS_INTERNAL; break; }
+    }
+    if (certificates != NULL) sk_X509_pop_free(certificates, X509_free);
     ERR_clear_error();
     return outcome;
 }

@@ -53,7 +53,8 @@ struct AppStoreConnection {
         guard let key = simulator.generatedAPIKey else { throw AppStoreConfigurationError("the simulator made no API key") }
         let clients = try AppStoreClients(
             bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID,
-            roots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true), acceptSandbox: true,
+            roots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true),
+            receiptRoots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true, apple: .appleRootCA), acceptSandbox: true,
             credentials: ServerAPICredentials(key: key, keyID: simulator.configuration.keyID,
                                               issuerID: simulator.configuration.issuerID, bundleID: simulator.configuration.bundleID),
             apiBases: (AppStoreSimulatorTransport.productionBaseURL, AppStoreSimulatorTransport.sandboxBaseURL),

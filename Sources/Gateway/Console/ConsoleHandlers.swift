@@ -200,6 +200,7 @@ extension Console {
             }
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
+            if model.flag == nil { model.unclaimed = try await service.unclaimedTransactions() }
             try await record(exchange, action: "view_attention", outcome: "ok",
                              detail: (model.flag.map { ["flag=\($0.rawValue)"] } ?? [])
                                  .joined(separator: " ") + " offset=\(model.offset) \(found.orders.count) orders"
