@@ -114,7 +114,8 @@ final class HTTPServerCore: Sendable {
         }
         return HTTPRequestFraming.refusal(
             version: version.map { String(cString: $0) } ?? "", contentLengths: fields.contentLengths,
-            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName)
+            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName || fields.foldedFraming, hosts: fields.hosts,
+            authorizations: fields.authorizations)
     }
 
     /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
@@ -363,16 +364,28 @@ private struct FramingFields {
     var contentLengths: [String] = []
     var transferEncodings: [String] = []
     var whitespaceInAName = false
+    /// A name that starts as a framing field's and goes on: a folded (obs-fold) framing field.
+    var foldedFraming = false
+    var hosts = 0
+    var authorizations = 0
 
     static let collect: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let fields = cls.assumingMemoryBound(to: FramingFields.self)
         if strpbrk(key, " \t") != nil { fields.pointee.whitespaceInAName = true }
+        // libmicrohttpd 0.9.75 unfolds an obs-fold continuation into the field's name
+        // (`Transfer-Encoding:` CRLF SP `chunked` becomes a field `Transfer-Encodingchunked`).
+        if strncasecmp(key, "Transfer-Encoding", 17) == 0 && key[17] != 0
+            || strncasecmp(key, "Content-Length", 14) == 0 && key[14] != 0 { fields.pointee.foldedFraming = true }
         let text = value.map { String(cString: $0) } ?? ""
         if strcasecmp(key, "Content-Length") == 0 {
             fields.pointee.contentLengths.append(text)
         } else if strcasecmp(key, "Transfer-Encoding") == 0 {
             fields.pointee.transferEncodings.append(text)
+        } else if strcasecmp(key, "Host") == 0 {
+            fields.pointee.hosts += 1
+        } else if strcasecmp(key, "Authorization") == 0 {
+            fields.pointee.authorizations += 1
         }
         return .YES
     }
