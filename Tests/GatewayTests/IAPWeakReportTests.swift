@@ -111,4 +111,15 @@ struct IAPWeakReportTests {
             #expect(try await rig.store.appleTransaction(bought.transactionID) == nil)
         }
     }
+
+    @Test("A purchase report past the route's cap is a JSON 413 that tells the app to keep the transaction")
+    func anOversizedReportIsAJSON413WithFinishFalse() async throws {
+        try await Self.withRig(.sockets) { rig in
+            let body = #"{"transaction_id":"1","receipt":""# + String(repeating: "A", count: GatewayAPI.reportBodyLimit) + #""}"#
+            let answer = try await rig.gateway.send(.post, "/v1/iap/transactions", token: GatewayRig.client, body: body)
+            #expect(answer.status == 413)
+            #expect((answer.json["error"] as? [String: Any])?["code"] as? String == "payload_too_large")
+            #expect(answer.json["finish_transaction"] as? Bool == false)
+        }
+    }
 }

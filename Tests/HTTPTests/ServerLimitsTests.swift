@@ -17,6 +17,9 @@ import Testing
             .text("got \(request.body.count)")
         }
         router.add(.post, "/default") { request in .text("got \(request.body.count)") }
+        router.add(.post, "/json", options: HTTPRouteOptions(maxBodyBytes: 1024, payloadTooLarge: ("application/json", Self.jsonTooLarge))) {
+            request in .text("got \(request.body.count)")
+        }
         return router
     }
 
@@ -62,6 +65,25 @@ import Testing
                 #expect(response.text == "payload too large\n")
                 #expect(closed)
             }
+        }
+    }
+
+    static let jsonTooLarge = Array(#"{"error":{"code":"payload_too_large"}}"#.utf8)
+
+    @Test("A route's own 413 body is answered for a Content-Length and for a chunked body passing its cap")
+    func aRoutesOwn413BodyIsAnswered() async throws {
+        try await withServer(Self.uploadRouter(), Self.configuration) { _, address in
+            let announced = try await rawRequest(address, "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+            #expect(announced.status == 413 && announced.body == Self.jsonTooLarge)
+            #expect(announced.header("Content-Type") == "application/json")
+            let response = try await offPool {
+                let connection = try RawConnection(to: address)
+                var head = "POST /json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                for _ in 0..<3 { head += "1f4\r\n" + String(repeating: "z", count: 500) + "\r\n" }
+                connection.send(head)
+                return try connection.readResponse()
+            }
+            #expect(response.status == 413 && response.body == Self.jsonTooLarge)
         }
     }
 

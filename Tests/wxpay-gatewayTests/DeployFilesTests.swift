@@ -145,6 +145,16 @@ struct DeployFilesTests {
                 "sqlite3", [database, "SELECT client_ip FROM orders WHERE out_trade_no = 'nginx-0001'"])
             #expect(recorded.output.trimmingCharacters(in: .whitespacesAndNewlines) == "127.0.0.1",
                     "spbill_create_ip: \(recorded.output)\(recorded.errors)")
+            // A StoreKit 1 report of 100 KiB (a heavy buyer's receipt) reaches the gateway, and one
+            // past the gateway's cap is the gateway's JSON 413 with finish_transaction, not nginx's page.
+            for (size, status) in [(100 * 1024, 400), (700 * 1024, 413)] {
+                let report = try await client.execute(HTTPClientRequest(
+                    method: .post, url: front + "/v1/iap/transactions", headers: ["Authorization": "Bearer \(appToken)"],
+                    body: Array(#"{"transaction_id":"2000000000000001","receipt":""#.utf8) + Array(repeating: UInt8(ascii: "A"), count: size)
+                        + Array(#""}"#.utf8)))
+                let text = String(decoding: report.body, as: UTF8.self)
+                #expect(report.status == status && text.contains(#""finish_transaction":false"#), "\(size): \(report.status) \(text.prefix(200))")
+            }
             // Metrics, probes and the console are not published.
             for path in ["/metrics", "/healthz", "/readyz", "/console/", "/simulator/orders/nginx-0001"] {
                 #expect(try await client.send(.get, front + path).status == 404, "\(path) is reachable through nginx")

@@ -35,6 +35,14 @@ extension APIError {
             + "cannot claim a purchase; report the signed_transaction (or a verifiable receipt)",
         finishTransaction: false)
 
+    /// 413 for a report whose body passes its route's cap: the JSON an app acts on (keep the
+    /// transaction), instead of the HTTP server's plain text. Sent before the body is read.
+    static func reportTooLarge(limit: Int) -> APIError {
+        APIError(status: 413, code: "payload_too_large",
+                 message: "the report is larger than \(limit / 1024) KiB (a receipt may be at most 512 KiB of base64); nothing was read",
+                 finishTransaction: false)
+    }
+
     /// 422: the receipt does not contain the transaction (`status` 0 is not proof).
     static let transactionNotInReceipt = APIError(
         status: 422, code: "transaction_not_in_receipt",

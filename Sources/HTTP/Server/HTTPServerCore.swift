@@ -184,7 +184,7 @@ final class HTTPServerCore: Sendable {
             // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is arriving, so the
             // 413 for an oversized chunked body is written here, then the connection is closed
             // without reading the rest.
-            Self.writeEarlyPayloadTooLarge(connection)
+            Self.writeEarlyPayloadTooLarge(connection, Self.earlyPayloadTooLarge(exchange.route.options))
             return .NO
         }
         if exchange.isReceiving {
@@ -324,15 +324,19 @@ final class HTTPServerCore: Sendable {
         return created
     }
 
-    private static let earlyPayloadTooLarge: [UInt8] = Array(
-        ("HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            + "Content-Length: 18\r\nConnection: close\r\n\r\npayload too large\n").utf8)
+    /// The whole 413 of a route, as bytes on the wire (its own body, or the plain-text default).
+    private static func earlyPayloadTooLarge(_ options: HTTPRouteOptions) -> [UInt8] {
+        let response = options.payloadTooLargeResponse
+        let type = response.headers["Content-Type"] ?? "text/plain; charset=utf-8"
+        return Array(("HTTP/1.1 413 Payload Too Large\r\nContent-Type: \(type)\r\n"
+            + "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n").utf8) + response.body
+    }
 
     /// Writes a complete 413 straight to the connection. Safe only while the request is being read:
     /// libmicrohttpd has nothing of its own to send then, and the message fits an empty socket
     /// buffer (or one TLS record), so the non-blocking write completes.
-    private static func writeEarlyPayloadTooLarge(_ connection: OpaquePointer) {
-        earlyPayloadTooLarge.withUnsafeBytes { bytes in
+    private static func writeEarlyPayloadTooLarge(_ connection: OpaquePointer, _ message: [UInt8]) {
+        message.withUnsafeBytes { bytes in
             if let session = wxpay_mhd_connection_tls_session(connection) {
                 _ = gnutls_record_send(session, bytes.baseAddress, bytes.count)
                 return
