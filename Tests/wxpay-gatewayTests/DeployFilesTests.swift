@@ -171,3 +171,28 @@ struct DeployFilesTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
+
+/// The package's environment file (deploy/debian/env) is read two ways — systemd's
+/// `EnvironmentFile=` and the `doctor` recipe's `sh -c 'set -a; . env'` — and its examples must
+/// come out of the second as the gateway expects them.
+struct DebianEnvironmentFileTests {
+    @Test("Every example in the package's environment file, JSON included, reaches the gateway intact through the doctor recipe")
+    func theEnvironmentFilesExamplesSurviveTheDoctorRecipe() async throws {
+        let text = try String(contentsOfFile: Operations.path("deploy/debian/env"), encoding: .utf8)
+        // Every example uncommented, as an operator fills the file in.
+        let examples = text.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("#"), let equals = line.firstIndex(of: "="),
+                  line.dropFirst().prefix(while: { $0 != "=" }).allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber })
+            else { return nil }
+            return equals > line.index(after: line.startIndex) ? String(line.dropFirst()) : nil
+        }
+        #expect(examples.contains { $0.hasPrefix("APPSTORE_BUNDLE_ID=") })
+        #expect(examples.contains { $0.hasPrefix("APPSTORE_CONSUMPTION_DEFAULTS=") })
+        let directory = try Operations.temporaryDirectory("wxpay-env")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try examples.joined(separator: "\n").write(toFile: directory + "/env", atomically: true, encoding: .utf8)
+        let printed = try await Operations.tool("sh", ["-c", "set -a; . \(directory)/env; exec printenv APPSTORE_CONSUMPTION_DEFAULTS"])
+        let value = printed.output.trimmingCharacters(in: .newlines)
+        #expect(value == #"{"customer_consented":true,"delivery_status":"DELIVERED","sample_content_provided":false}"#, "\(value)")
+    }
+}
