@@ -4,7 +4,7 @@ import JSON
 
 /// What a verified app token says: the app user it was minted for, and when it stops being valid.
 public struct AppTokenClaims: Sendable, Hashable {
-    /// `sub`: the user id (`UserID`: 1–64 bytes, no control or invisible formatting characters).
+    /// `sub`: the user id (`UserID`: 1–64 bytes, no whitespace, control or invisible characters).
     public var subject: String
     public var issuedAt: Int
     public var expiresAt: Int
