@@ -2,13 +2,14 @@
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+import HTTP
 import Storage
 import Testing
 
-/// The console's search by an Apple order id (Look Up Order ID) with the App Store on: what the
-/// audit log says the page showed.
+/// The console: the audit of a search by an Apple order id (Look Up Order ID), and its cookies
+/// when the gateway serves HTTPS itself.
 @Suite(.serialized)
-struct ConsoleAppleOrderSearchTests {
+struct ConsoleReviewTests {
     typealias E2E = IAPEndToEndTests
 
     @Test("The audit entry of a console search by Apple order id counts the orders the page showed")
@@ -37,5 +38,22 @@ struct ConsoleAppleOrderSearchTests {
         await rig.stop()
         try? FileManager.default.removeItem(atPath: file)
         try? FileManager.default.removeItem(atPath: file + ".lock")
+    }
+
+    @Test("Served over HTTPS by the gateway itself, the console's cookies are Secure and it sends HSTS; over HTTP neither")
+    func overDirectHTTPSTheCookiesAreSecureWithHSTS() async throws {
+        let rig = try await ConsoleRig.start()
+        var router = HTTPRouter()
+        GatewayAPI(service: rig.rig.service).register(in: &router)
+        for secure in [true, false] {
+            let request = HTTPServerRequest(method: .get, path: "/console/login", isSecure: secure)
+            let response = await router.respond(to: request)
+            #expect(response.status == 200)
+            let cookies = response.headers.values(for: "Set-Cookie")
+            #expect(!cookies.isEmpty)
+            for cookie in cookies { #expect(cookie.contains("; Secure") == secure, "\(cookie)") }
+            #expect((response.headers["Strict-Transport-Security"] == "max-age=31536000") == secure)
+        }
+        await rig.stop()
     }
 }
