@@ -23,6 +23,12 @@ struct DeployFilesTests {
         // A threshold that does not exist is refused, not silently ignored.
         let unknown = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts"), "--set", "NO_SUCH=1"])
         #expect(unknown.status != 0 && unknown.errors.contains("unknown threshold NO_SUCH"))
+        // A value of the wrong kind is refused too, not written into a rule's expression.
+        for (setting, words) in [("RECONCILE_LAG_SECONDS=abc", "must be a non-negative number"),
+                                 ("RATE_WINDOW=5", "must be a Prometheus duration"), ("JOB=a\"b", "must be a label value")] {
+            let wrong = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts"), "--set", setting])
+            #expect(wrong.status != 0 && wrong.errors.contains(words), "\(setting): \(wrong.errors)")
+        }
     }
 
     @Test func everyAlertHasASummaryASeverityAndARunbookParagraph() throws {
