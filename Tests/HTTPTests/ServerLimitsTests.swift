@@ -255,6 +255,37 @@ import Testing
         }
     }
 
+    @Test("Past the per-address limit a further connection from that address is closed at once, and a freed slot serves again")
+    func connectionsPerAddressAreLimited() async throws {
+        var router = HTTPRouter()
+        router.addImmediate(.get, "/now") { _ in .text("now") }
+        var configuration = HTTPServerConfiguration(threadPoolSize: 1, connectionLimit: 64)
+        configuration.connectionsPerAddress = 2
+        try await withServer(router, configuration) { _, address in
+            // Two connections that never finish their head (a slow-loris client) hold the address's slots.
+            let stalled = try await offPool {
+                try (0..<2).map { _ in
+                    let connection = try RawConnection(to: address)
+                    connection.send("GET /now HTTP/1.1\r\nHost: x\r\n")
+                    return connection
+                }
+            }
+            let refused = try await offPool {
+                let connection = try RawConnection(to: address)
+                connection.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+                return connection.isClosedByPeer(within: .seconds(10))
+            }
+            #expect(refused, "a third connection from the address is closed")
+            for connection in stalled { shutdown(connection.fd, Int32(SHUT_RDWR)) }
+            var served = false
+            for _ in 0..<100 where !served {
+                served = (try? await rawRequest(address, "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))?.text == "now"
+                if !served { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(served)
+        }
+    }
+
     @Test func keepAliveServesManyRequestsOnOneConnection() async throws {
         var router = HTTPRouter()
         router.addImmediate(.get, "/now") { request in .text("\(request.remoteAddress?.port ?? 0)") }
