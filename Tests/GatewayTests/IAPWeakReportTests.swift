@@ -16,14 +16,7 @@ struct IAPWeakReportTests {
 
     static func withRig(_ mode: GatewayRig.Mode = .inProcess, verifiedReceipts: Bool = true,
                         _ body: (IAPRig) async throws -> Void) async throws {
-        let rig = try await IAPRig.start(mode, verifiedReceipts: verifiedReceipts)
-        do {
-            try await body(rig)
-            await rig.stop()
-        } catch {
-            await rig.stop()
-            throw error
-        }
+        try await E2E.withRig(mode, verifiedReceipts: verifiedReceipts, body)
     }
 
     @Test("A bare transaction id of another user's interrupted purchase credits nobody and the owner's signed report still does",
