@@ -259,9 +259,12 @@ import Testing
     func connectionsPerAddressAreLimited() async throws {
         var router = HTTPRouter()
         router.addImmediate(.get, "/now") { _ in .text("now") }
-        var configuration = HTTPServerConfiguration(threadPoolSize: 1, connectionLimit: 64)
+        // Timeouts far beyond the test's waits: on a starved machine the stalled connections must
+        // still hold their slots when the third one comes.
+        var configuration = HTTPServerConfiguration(threadPoolSize: 1, connectionLimit: 64, connectionTimeout: .seconds(600),
+                                                    requestTimeout: .seconds(600))
         configuration.connectionsPerAddress = 2
-        try await withServer(router, configuration) { _, address in
+        try await withServer(router, configuration) { server, address in
             // Two connections that never finish their head (a slow-loris client) hold the address's slots.
             let stalled = try await offPool {
                 try (0..<2).map { _ in
@@ -270,10 +273,12 @@ import Testing
                     return connection
                 }
             }
+            // Both accepted (their request lines read) before the third connects.
+            #expect(await eventually { server.statistics.requestsInFlight == 2 })
             let refused = try await offPool {
                 let connection = try RawConnection(to: address)
                 connection.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
-                return connection.isClosedByPeer(within: .seconds(10))
+                return connection.isClosedByPeer(within: .seconds(120))
             }
             #expect(refused, "a third connection from the address is closed")
             for connection in stalled { shutdown(connection.fd, Int32(SHUT_RDWR)) }
