@@ -65,7 +65,9 @@ public final class AppStoreSimulator: Sendable {
             generatedAPIKey = key
             apiPublicKey = key.publicKey
         }
-        state = Mutex(StoreState(seed: configuration.seed))
+        var initial = StoreState(seed: configuration.seed)
+        initial.nextTransactionNumber = max(1, configuration.firstTransactionNumber)
+        state = Mutex(initial)
         let scale = max(configuration.notificationRetryScale, 1e-9)
         notifications = NotifyScheduler(
             clock: clock, sender: notificationSender,

@@ -28,6 +28,10 @@ public struct AppStoreSimulatorConfiguration: Sendable {
     public var notificationTimeout: TimeInterval
     /// Seed for every random choice (ids, faults), so a run can be replayed.
     public var seed: UInt64
+    /// The number the first transaction id is made from (`2000000100000000` + it in production):
+    /// 1 for a replayable run; a simulator restarted on a gateway's existing database (demo mode)
+    /// starts past every id it issued before, so a new purchase never reuses one.
+    public var firstTransactionNumber: UInt64 = 1
     /// What a product costs when a purchase names no price: `price` in milli-units of `currency`
     /// (demo mode reads the gateway's catalog). Nil, or nil for a product: 68.00 CNY.
     public var priceOf: (@Sendable (_ productID: String) -> (price: Int64, currency: String)?)?

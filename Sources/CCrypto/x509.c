@@ -4,6 +4,7 @@
 #include "internal.h"
 #include <openssl/asn1.h>
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/err.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
@@ -100,6 +101,11 @@ X509_STORE *wxpay_x509_store_new(X509 *const *roots, int count) {
 
 int wxpay_x509_verify_chain(X509_STORE *store, X509 *leaf, X509 *intermediate, X509 *expected_root, int64_t at,
                             int *error) {
+    return wxpay_x509_verify_chain_flags(store, leaf, intermediate, expected_root, at, X509_V_FLAG_X509_STRICT, error);
+}
+
+int wxpay_x509_verify_chain_flags(X509_STORE *store, X509 *leaf, X509 *intermediate, X509 *expected_root, int64_t at,
+                                  unsigned long flags, int *error) {
     *error = 0;
     STACK_OF(X509) *untrusted = sk_X509_new_null();
     X509_STORE_CTX *context = X509_STORE_CTX_new();
@@ -108,7 +114,7 @@ int wxpay_x509_verify_chain(X509_STORE *store, X509 *leaf, X509 *intermediate, X
         || X509_STORE_CTX_init(context, store, leaf, untrusted) != 1) {
         goto done;
     }
-    X509_STORE_CTX_set_flags(context, X509_V_FLAG_X509_STRICT);
+    if (flags != 0) X509_STORE_CTX_set_flags(context, flags);
     X509_STORE_CTX_set_time(context, 0, (time_t)at);
     if (X509_verify_cert(context) != 1) {
         *error = X509_STORE_CTX_get_error(context);
@@ -125,6 +131,63 @@ int wxpay_x509_verify_chain(X509_STORE *store, X509 *leaf, X509 *intermediate, X
 done:
     if (context != NULL) X509_STORE_CTX_free(context);
     if (untrusted != NULL) sk_X509_free(untrusted);
+    ERR_clear_error();
+    return outcome;
+}
+
+// MARK: - CMS signers
+
+int wxpay_cms_verify_signer(CMS_ContentInfo *cms, X509_STORE *store, int64_t at, unsigned long chain_flags, X509 **leaf,
+                            X509 **intermediate, int *error) {
+    *leaf = NULL;
+    *intermediate = NULL;
+    *error = 0;
+    STACK_OF(CMS_SignerInfo) *infos = CMS_get0_SignerInfos(cms);
+    if (infos == NULL || sk_CMS_SignerInfo_num(infos) != 1) {
+        ERR_clear_error();
+        return WXPAY_CMS_NOT_ONE_SIGNER;
+    }
+    if (CMS_verify(cms, NULL, NULL, NULL, NULL, CMS_NO_SIGNER_CERT_VERIFY | CMS_BINARY) != 1) {
+        ERR_clear_error();
+        return WXPAY_CMS_BAD_SIGNATURE;
+    }
+    STACK_OF(X509) *signers = CMS_get0_signers(cms);
+    if (signers == NULL || sk_X509_num(signers) != 1) {
+        if (signers != NULL) sk_X509_free(signers);
+        ERR_clear_error();
+        return WXPAY_CMS_NOT_ONE_SIGNER;
+    }
+    X509 *signer = sk_X509_value(signers, 0);
+    sk_X509_free(signers); /* the stack only: its certificate belongs to the CMS structure */
+    STACK_OF(X509) *certificates = CMS_get1_certs(cms);
+    int outcome = WXPAY_CMS_CHAIN_REFUSED;
+    int tried = 0;
+    for (int i = 0; certificates != NULL && i < sk_X509_num(certificates) && tried < 8; i++) {
+        X509 *candidate = sk_X509_value(certificates, i);
+        if (X509_cmp(candidate, signer) == 0 || X509_check_issued(candidate, signer) != X509_V_OK) continue;
+        tried++;
+        int result = wxpay_x509_verify_chain_flags(store, signer, candidate, NULL, at, chain_flags, error);
+        if (result == WXPAY_CHAIN_OK) {
+            if (X509_up_ref(signer) != 1) {
+                outcome = WXPAY_CMS_INTERNAL;
+                break;
+            }
+            if (X509_up_ref(candidate) != 1) {
+                X509_free(signer);
+                outcome = WXPAY_CMS_INTERNAL;
+                break;
+            }
+            *leaf = signer;
+            *intermediate = candidate;
+            outcome = WXPAY_CMS_OK;
+            break;
+        }
+        if (result == WXPAY_CHAIN_INTERNAL) {
+            outcome = WXPAY_CMS_INTERNAL;
+            break;
+        }
+    }
+    if (certificates != NULL) sk_X509_pop_free(certificates, X509_free);
     ERR_clear_error();
     return outcome;
 }

@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+internal import CCrypto
 internal import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// PKCS #7 / CMS SignedData with attached content: what App Store app receipts are.
 public enum CMSSignedData {
@@ -42,6 +48,62 @@ public enum CMSSignedData {
             defer { wxpay_openssl_free(out) }
             guard length > 0, let out else { preconditionFailure("OpenSSL could not encode signed data") }
             return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+        }
+    }
+
+    /// Why ``verifiedSigner(of:trustStore:at:strict:)`` refused a SignedData.
+    public enum SignerRefusal: Error, Sendable, Hashable {
+        /// Not exactly one signer.
+        case notOneSigner
+        /// The signature does not verify over the content with a certificate the data carries.
+        case badSignature
+        /// The signer does not chain, through a certificate carried, to a root of the store.
+        case chainRefused
+        /// Not a SignedData, or OpenSSL failed.
+        case unreadable
+    }
+
+    /// The signer's certificate and the one its chain went through, once the SignedData in `der`
+    /// has exactly one signer, carried in it, whose signature over the attached content verifies,
+    /// and whose certificate chains through another one carried (at most 8 tried) to a root of
+    /// `trustStore` as exactly leaf, intermediate, root, at `time`. Nothing is fetched from
+    /// elsewhere. `strict` checks the chain with X509_V_FLAG_X509_STRICT; without it OpenSSL's
+    /// default profile (every signature, validity window and CA constraint still verified).
+    public static func verifiedSigner(of der: [UInt8], trustStore: TrustStore, at time: Date, strict: Bool)
+        throws(SignerRefusal) -> (leaf: Certificate, intermediate: Certificate)
+    {
+        let cms: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            let cms = d2i_CMS_ContentInfo(nil, &pointer, buffer.count)
+            guard let cms, pointer.map({ $0 - buffer.baseAddress! }) == buffer.count else {
+                if let cms { CMS_ContentInfo_free(cms) }
+                return nil
+            }
+            return cms
+        }
+        guard let cms else {
+            ERR_clear_error()
+            throw .unreadable
+        }
+        defer { CMS_ContentInfo_free(cms) }
+        guard OBJ_obj2nid(CMS_get0_type(cms)) == NID_pkcs7_signed else { throw .unreadable }
+        var leafPointer: OpaquePointer?
+        var intermediatePointer: OpaquePointer?
+        var error: Int32 = 0
+        let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
+        let flags = strict ? UInt(X509_V_FLAG_X509_STRICT) : 0
+        let outcome = wxpay_cms_verify_signer(cms, trustStore.pointer, seconds, flags, &leafPointer, &intermediatePointer, &error)
+        // Each certificate is owned (and freed) from here on, whatever happens to the other.
+        let leaf = leafPointer.flatMap { Certificate(owning: $0) }
+        let intermediate = intermediatePointer.flatMap { Certificate(owning: $0) }
+        switch Int(outcome) {
+        case Int(WXPAY_CMS_OK):
+            guard let leaf, let intermediate else { throw .unreadable }
+            return (leaf, intermediate)
+        case Int(WXPAY_CMS_NOT_ONE_SIGNER): throw .notOneSigner
+        case Int(WXPAY_CMS_BAD_SIGNATURE): throw .badSignature
+        case Int(WXPAY_CMS_CHAIN_REFUSED): throw .chainRefused
+        default: throw .unreadable
         }
     }
 }

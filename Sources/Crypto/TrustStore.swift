@@ -15,7 +15,7 @@ import Foundation
 /// ```
 public final class TrustStore: @unchecked Sendable {
     // @unchecked: built once, then only read by X509_verify_cert, which locks internally.
-    private let pointer: OpaquePointer
+    let pointer: OpaquePointer
     /// Kept alive as long as the store that references them.
     private let roots: [Certificate]
 

@@ -26,6 +26,10 @@ enum AppStoreBackfillCommand {
             FileHandle.standardError.write(Data("\(usage)\n".utf8))
             return ExitStatus.usage
         }
+        if let refusal = sinceRefusal(since, now: Date()) {
+            FileHandle.standardError.write(Data("appstore backfill: \(refusal)\n\(usage)\n".utf8))
+            return ExitStatus.usage
+        }
         let resources: GatewayResources
         switch await GatewayResources.open(for: "appstore backfill", demo: false) {
         case .success(let opened): resources = opened
@@ -74,6 +78,21 @@ enum AppStoreBackfillCommand {
         await wechat.close()
         await resources.close()
         return status
+    }
+
+    /// Why `since` cannot be read, or nil: Apple keeps the notification history for 180 days (the
+    /// reader starts an hour inside them, so a request is never refused at the edge), and a start in
+    /// the future has nothing to read. Refused rather than clamped, so the report never claims a
+    /// window it did not read.
+    static func sinceRefusal(_ since: Date, now: Date) -> String? {
+        let days = AppStoreRecoveryPolicy.appleHistoryDays
+        let earliest = now.addingTimeInterval(-Double(days) * 86400 + 3600)
+        if since < earliest {
+            return "\(BeijingTime.formatWithSeparators(since)) is more than \(days) days ago: Apple keeps the notification "
+                + "history for \(days) days, so the earliest start now is \(BeijingTime.formatWithSeparators(earliest)) (Beijing time)"
+        }
+        if since > now { return "\(BeijingTime.formatWithSeparators(since)) is in the future: there is nothing to read yet" }
+        return nil
     }
 
     /// A Beijing day's midnight, or an RFC 3339 instant.

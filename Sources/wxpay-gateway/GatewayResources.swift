@@ -35,6 +35,12 @@ struct GatewayResources {
         } catch {
             return fail(refusal(error, command: command, demo: demo), ExitStatus.configuration)
         }
+        // Only `serve` makes a database: an operator's command on a mistyped path must not create
+        // one (and its directories) and report work done into it.
+        if command != "serve", case .sqlite(let path) = configuration.database, !FileManager.default.fileExists(atPath: path) {
+            return fail("no database at \(path) (GATEWAY_DATABASE): this command works on the database a gateway made; "
+                        + "check the path, or start `wxpay-gateway serve` once to create it", ExitStatus.database)
+        }
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler(timestamp: Timestamp.rfc3339))
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         /// Every storage protocol both stores implement.

@@ -38,15 +38,19 @@ struct AppStoreConnection {
         let http = HTTPNotifySender(client: client, contentType: "application/json")
         // The simulated App Store charges what the catalog (re-read on SIGHUP) says, in CNY.
         let catalog = service.catalog
+        var simulatorConfiguration = AppStoreSimulatorConfiguration(
+        bundleID: AppStoreConfiguration.demoBundleID, appAppleID: AppStoreConfiguration.demoAppAppleID,
+        productionNotificationURL: placeholder, sandboxNotificationURL: placeholder,
+        // Apple retries after hours; the demo after seconds.
+        notificationRetryScale: 3600, seed: UInt64.random(in: 1...UInt64.max),
+        priceOf: { appleProductID in
+            catalog.catalog.product(appleProductID: appleProductID).map { (Int64($0.amount) * 10, "CNY") }
+        })
+        // Ids after every one an earlier run on this database may have issued (milliseconds since
+        // 2020: a restart never meets an id the ledger holds, below the sandbox's range).
+        simulatorConfiguration.firstTransactionNumber = UInt64(max(1, (Date().timeIntervalSince1970 - 1_577_836_800) * 1000))
         let simulator = try AppStoreSimulator(
-            configuration: AppStoreSimulatorConfiguration(
-                bundleID: AppStoreConfiguration.demoBundleID, appAppleID: AppStoreConfiguration.demoAppAppleID,
-                productionNotificationURL: placeholder, sandboxNotificationURL: placeholder,
-                // Apple retries after hours; the demo after seconds.
-                notificationRetryScale: 3600, seed: UInt64.random(in: 1...UInt64.max),
-                priceOf: { appleProductID in
-                    catalog.catalog.product(appleProductID: appleProductID).map { (Int64($0.amount) * 10, "CNY") }
-                }),
+            configuration: simulatorConfiguration,
             notificationSender: ClosureNotifySender { body, _ in
                 guard let target = base.value else { return nil }
                 return await http.post(body, to: target + "/appstore/notifications", timeout: 5)
@@ -54,7 +58,8 @@ struct AppStoreConnection {
         guard let key = simulator.generatedAPIKey else { throw AppStoreConfigurationError("the simulator made no API key") }
         let clients = try AppStoreClients(
             bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID,
-            roots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true), acceptSandbox: true,
+            roots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true),
+            receiptRoots: try TrustedRoots([simulator.pki.root], allowUntrustedRoot: true, apple: .appleRootCA), acceptSandbox: true,
             credentials: ServerAPICredentials(key: key, keyID: simulator.configuration.keyID,
                                               issuerID: simulator.configuration.issuerID, bundleID: simulator.configuration.bundleID),
             apiBases: (AppStoreSimulatorTransport.productionBaseURL, AppStoreSimulatorTransport.sandboxBaseURL),

@@ -36,6 +36,7 @@ struct Listeners {
             $0.host = configuration.listenHost
             $0.port = UInt16(configuration.listenPort)
             $0.connectionLimit = connections
+            $0.connectionsPerAddress = configuration.maxConnectionsPerAddress ?? 0
             $0.tls = configuration.tls
         })
         let address: HTTPServerSocketAddress

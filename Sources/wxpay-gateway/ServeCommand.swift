@@ -77,6 +77,10 @@ enum ServeCommand {
             logger.warning("App Store purchases are verified against a root that is not Apple Root CA - G3: whoever holds "
                            + "its key can sign purchases this gateway credits", ["root_sha256": fingerprint])
         }
+        if !configuration.demo, let fingerprint = configuration.appStore.untrustedReceiptRootFingerprint {
+            logger.warning("App receipts are verified against a root that is not Apple Root CA: whoever holds its key can "
+                           + "sign receipts this gateway takes as a device's evidence", ["root_sha256": fingerprint])
+        }
         // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
         // what can change without a restart (the catalog file, the console's users).
         let reloads = ReloadHooks()

@@ -110,7 +110,7 @@ struct AppClientAPITests {
             #expect(refused.status == 401, "\(name)")
             #expect(refused.error?["code"] as? String == "invalid_token", "\(name)")
             #expect(refused.error?["message"] as? String
-                == "the token's sub must be a user id: 1 to 64 bytes of UTF-8 without control or invisible formatting characters",
+                == "the token's sub must be a user id: 1 to 64 bytes of UTF-8 without whitespace, control or invisible characters",
                 "\(name)")
         }
         // The client token's user_id follows the same rule, said the same way.
@@ -120,7 +120,7 @@ struct AppClientAPITests {
             #expect(refused.status == 400)
             #expect(refused.error?["field"] as? String == "user_id")
             #expect(refused.error?["message"] as? String
-                == "user_id must be 1 to 64 bytes of UTF-8 without control or invisible formatting characters")
+                == "user_id must be 1 to 64 bytes of UTF-8 without whitespace, control or invisible characters")
         }
         #expect(try await rig.store.counts().ordersByState.values.reduce(0, +) == 0)
         #expect(!rig.simulator.requests.contains { $0.path == "/pay/unifiedorder" })

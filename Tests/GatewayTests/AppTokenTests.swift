@@ -29,6 +29,14 @@ struct AppTokenTests {
         #expect(try Self.verifier.verify(TestTokens.token(payload: array), now: Self.now).subject == "user-a")
     }
 
+    @Test("A claim beyond 64-bit integers is refused as a number out of range naming the claim, not as a token that is no JSON object")
+    func aClaimOutOfRangeIsNamed() {
+        let payload = #"{"sub":"user-a","aud":"wxpay-gateway","iat":\#(Self.seconds),"exp":9223372036854775808}"#
+        let refusal = refusal(TestTokens.token(payload: payload))
+        #expect(refusal == .numberOutOfRange(segment: "payload", member: "exp"))
+        #expect(refusal?.description == "the token's payload holds a number out of range (exp): integers must fit in 64 bits")
+    }
+
     @Test func theClockRulesAllowSixtySecondsOfSkewAndNoMore() {
         let s = Self.seconds
         #expect(refusal(TestTokens.token(payload: TestTokens.payload(iat: s - 3600, exp: s - 61))) == .expired)

@@ -13,6 +13,14 @@ struct ConfigurationTests {
         "GATEWAY_CLIENT_TOKENS": "client-token-1, client-token-2",
     ]
 
+    @Test("Two demo gateways whose databases share a directory each have a console user file of their own")
+    func demoConsoleUserFilesAreNamedAfterTheirDatabase() throws {
+        let first = try GatewayConfiguration(environment: Environment(["GATEWAY_DATABASE": "sqlite:/tmp/demo/g1.sqlite"]), demo: true)
+        let second = try GatewayConfiguration(environment: Environment(["GATEWAY_DATABASE": "sqlite:/tmp/demo/g2.sqlite"]), demo: true)
+        #expect(first.consoleUsersPath == "/tmp/demo/g1.sqlite.console-users")
+        #expect(second.consoleUsersPath == "/tmp/demo/g2.sqlite.console-users")
+    }
+
     @Test func demoModeWithNothingSetHasTheDocumentedDefaults() throws {
         let config = try GatewayConfiguration(environment: Environment([:]), demo: true)
         #expect(config.demo)

@@ -185,6 +185,31 @@ struct ConsolePagesTests {
         }
     }
 
+    @Test("Every flag on the attention list is explained in words in both languages, never by its own key")
+    func everyAttentionFlagIsExplainedInWords() {
+        for language in ConsoleLanguage.allCases {
+            for flag in OrderFlag.needingAttention {
+                let words = language.text.flagExplanation(flag)
+                #expect(words != flag.rawValue && words.count > 20, "\(flag) in \(language)")
+            }
+        }
+    }
+
+    @Test("The attention page lists the App Store purchases nobody has claimed, linked to their search")
+    func theAttentionPageListsUnclaimedPurchases() {
+        let facts = AppleTransactionFacts(transactionID: "2000000100000001", originalTransactionID: "2000000100000001",
+                                          productID: "com.example.courses.ios301", environment: "Production",
+                                          purchaseDate: Self.created)
+        let row = AppleTransactionRecord(facts: facts, source: "notification ONE_TIME_CHARGE", firstSeenAt: Self.created)
+        for language in ConsoleLanguage.allCases {
+            let page = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention(unclaimed: [row])).text
+            #expect(page.contains("id=\"unclaimed\"") && page.contains(HTML.escape(language.text.unclaimedTitle)))
+            #expect(page.contains("href=\"/console/?q=2000000100000001\""))
+            let none = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention()).text
+            #expect(!none.contains("id=\"unclaimed\""))
+        }
+    }
+
     @Test func eachRoleIsOfferedOnlyWhatItMayDo() {
         let dead = OutboxEvent(id: "evt_1", outTradeNo: "demo-0001", type: "order.paid", payload: "{}", createdAt: Self.created,
                                attempts: 9, nextAttemptAt: Self.created, deadAt: Self.created, lastError: "HTTP 500")

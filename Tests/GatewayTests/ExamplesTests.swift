@@ -57,7 +57,9 @@ struct ExamplesTests {
         let script = directory.appendingPathComponent(file)
         try Data(source.utf8).write(to: script)
         let secret = "a-backend-secret-of-at-least-32-bytes-01"
-        let user = #"u-42 "张三" \ tab"#
+        // What a minter must escape in JSON (quotes, a backslash) and non-ASCII; no whitespace, which
+        // no user id holds.
+        let user = #"u-42"张三"\tab"#
         let run = try await Self.run(executable, [script.path], environment: ["APP_USER": user, "APP_TOKEN_SECRET": secret],
                                      directory: directory)
         #expect(run.status == 0, "\(run.errors)")

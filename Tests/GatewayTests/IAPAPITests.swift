@@ -128,7 +128,7 @@ struct IAPAPITests {
                 #expect(answer.status == 400)
                 #expect(answer.error?["field"] as? String == "user_id")
                 #expect(answer.error?["message"] as? String
-                    == "user_id must be 1 to 64 bytes of UTF-8 without control or invisible formatting characters")
+                    == "user_id must be 1 to 64 bytes of UTF-8 without whitespace, control or invisible characters")
                 #expect(answer.json["finish_transaction"] as? Bool == false)
             }
             #expect(await TableRowCounts.of(rig.gateway.database) == before)

@@ -15,8 +15,9 @@ import Testing
 @Suite(.serialized)
 struct IAPEndToEndTests {
     static func withRig(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
-                        serverAPI: Bool = true, _ body: (IAPRig) async throws -> Void) async throws {
-        let rig = try await IAPRig.start(mode, store: store, acceptSandbox: acceptSandbox, serverAPI: serverAPI)
+                        serverAPI: Bool = true, verifiedReceipts: Bool = true, _ body: (IAPRig) async throws -> Void) async throws {
+        let rig = try await IAPRig.start(mode, store: store, acceptSandbox: acceptSandbox, serverAPI: serverAPI,
+                                         verifiedReceipts: verifiedReceipts)
         do {
             try await body(rig)
             await rig.stop()

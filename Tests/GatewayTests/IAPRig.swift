@@ -32,12 +32,13 @@ final class IAPRig: Sendable {
     /// - Parameters:
     ///   - acceptSandbox: APPSTORE_ACCEPT_SANDBOX.
     ///   - serverAPI: whether the In-App Purchase key is configured.
+    ///   - verifiedReceipts: whether a receipt root is configured (APPSTORE_RECEIPT_ROOT_CA_FILE).
     ///   - store: the gateway's store.
     ///   - recovery: the notification history's and consumption requests' settings.
     ///   - environment: more configuration variables (GATEWAY_APP_REPORT_RATE, say).
     ///   - pollInterval: how often a held wait asks WeChat (GATEWAY_POLL_INTERVAL).
     static func start(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
-                      serverAPI: Bool = true, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy(),
+                      serverAPI: Bool = true, verifiedReceipts: Bool = true, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy(),
                       environment: [String: String] = [:], pollInterval: Double = 0.2) async throws -> IAPRig {
         let gateway = try await GatewayRig.start(mode, store: store, pollInterval: pollInterval, environment: environment)
         let target = NotificationTarget()
@@ -66,7 +67,9 @@ final class IAPRig: Sendable {
         guard let key = appStore.generatedAPIKey else { throw RigError.unexpected(0, Array("no simulator key".utf8)) }
         let clients = try AppStoreClients(
             bundleID: appStore.configuration.bundleID, appAppleID: appStore.configuration.appAppleID,
-            roots: try TrustedRoots([appStore.pki.root], allowUntrustedRoot: true), acceptSandbox: acceptSandbox,
+            roots: try TrustedRoots([appStore.pki.root], allowUntrustedRoot: true),
+            receiptRoots: verifiedReceipts ? try TrustedRoots([appStore.pki.root], allowUntrustedRoot: true, apple: .appleRootCA) : nil,
+            acceptSandbox: acceptSandbox,
             credentials: serverAPI ? ServerAPICredentials(key: key, keyID: appStore.configuration.keyID,
                                                           issuerID: appStore.configuration.issuerID,
                                                           bundleID: appStore.configuration.bundleID) : nil,

@@ -123,7 +123,45 @@ import Testing
             let (response, closed) = try await Self.exchange(
                 address, "POST /upload HTTP/1.1\r\nHost: x\r\n\(field)\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + Self.smuggled)
             #expect(response?.status == 400, "\(field)")
-            #expect(response?.text == "bad request: whitespace in a header name\n")
+            #expect(response?.text == "bad request: whitespace in a header name, or a folded (obs-fold) field\n")
+            #expect(closed)
+            #expect(seen.all.isEmpty, "\(seen.all)")
+        }
+    }
+
+    @Test("Transfer-Encoding with whitespace around chunked is answered 400 at once, never left unanswered",
+          arguments: ["chunked ", "chunked\t"])
+    func transferEncodingWithTrailingWhitespaceIs400(value: String) async throws {
+        let seen = Seen()
+        try await withServer(Self.router(seen)) { _, address in
+            let (response, closed) = try await Self.exchange(
+                address, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(value)\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + Self.smuggled)
+            #expect(response?.status == 400)
+            #expect(closed)
+            #expect(seen.all.isEmpty, "\(seen.all)")
+        }
+    }
+
+    @Test("A framing field folded onto a continuation line (obs-fold) is answered 400, even beside Content-Length",
+          arguments: ["Transfer-Encoding:\r\n chunked", "Transfer-Encoding:\r\n\tchunked", "Content-Length:\r\n 5"])
+    func aFoldedFramingFieldIs400(field: String) async throws {
+        let seen = Seen()
+        try await withServer(Self.router(seen)) { _, address in
+            let (response, closed) = try await Self.exchange(
+                address, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\(field)\r\n\r\nhello" + Self.smuggled)
+            #expect(response?.status == 400, "\(field)")
+            #expect(closed)
+            #expect(seen.all.isEmpty, "\(seen.all)")
+        }
+    }
+
+    @Test("A second Host or Authorization field is answered 400 before any handler runs",
+          arguments: ["Host: y", "Authorization: Bearer a\r\nAuthorization: Bearer b"])
+    func aRepeatedSingletonFieldIs400(fields: String) async throws {
+        let seen = Seen()
+        try await withServer(Self.router(seen)) { _, address in
+            let (response, closed) = try await Self.exchange(address, "GET /smuggled HTTP/1.1\r\nHost: x\r\n\(fields)\r\n\r\n")
+            #expect(response?.status == 400, "\(fields)")
             #expect(closed)
             #expect(seen.all.isEmpty, "\(seen.all)")
         }

@@ -17,6 +17,9 @@ import Testing
             .text("got \(request.body.count)")
         }
         router.add(.post, "/default") { request in .text("got \(request.body.count)") }
+        router.add(.post, "/json", options: HTTPRouteOptions(maxBodyBytes: 1024, payloadTooLarge: ("application/json", Self.jsonTooLarge))) {
+            request in .text("got \(request.body.count)")
+        }
         return router
     }
 
@@ -62,6 +65,25 @@ import Testing
                 #expect(response.text == "payload too large\n")
                 #expect(closed)
             }
+        }
+    }
+
+    static let jsonTooLarge = Array(#"{"error":{"code":"payload_too_large"}}"#.utf8)
+
+    @Test("A route's own 413 body is answered for a Content-Length and for a chunked body passing its cap")
+    func aRoutesOwn413BodyIsAnswered() async throws {
+        try await withServer(Self.uploadRouter(), Self.configuration) { _, address in
+            let announced = try await rawRequest(address, "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+            #expect(announced.status == 413 && announced.body == Self.jsonTooLarge)
+            #expect(announced.header("Content-Type") == "application/json")
+            let response = try await offPool {
+                let connection = try RawConnection(to: address)
+                var head = "POST /json HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                for _ in 0..<3 { head += "1f4\r\n" + String(repeating: "z", count: 500) + "\r\n" }
+                connection.send(head)
+                return try connection.readResponse()
+            }
+            #expect(response.status == 413 && response.body == Self.jsonTooLarge)
         }
     }
 
@@ -230,6 +252,42 @@ import Testing
             for connection in held { shutdown(connection.fd, Int32(SHUT_RDWR)) }
             let late = try await offPool { try extra.0.readResponse() }
             #expect(late.text == "now")
+        }
+    }
+
+    @Test("Past the per-address limit a further connection from that address is closed at once, and a freed slot serves again")
+    func connectionsPerAddressAreLimited() async throws {
+        var router = HTTPRouter()
+        router.addImmediate(.get, "/now") { _ in .text("now") }
+        // Timeouts far beyond the test's waits: on a starved machine the stalled connections must
+        // still hold their slots when the third one comes.
+        var configuration = HTTPServerConfiguration(threadPoolSize: 1, connectionLimit: 64, connectionTimeout: .seconds(600),
+                                                    requestTimeout: .seconds(600))
+        configuration.connectionsPerAddress = 2
+        try await withServer(router, configuration) { server, address in
+            // Two connections that never finish their head (a slow-loris client) hold the address's slots.
+            let stalled = try await offPool {
+                try (0..<2).map { _ in
+                    let connection = try RawConnection(to: address)
+                    connection.send("GET /now HTTP/1.1\r\nHost: x\r\n")
+                    return connection
+                }
+            }
+            // Both accepted (their request lines read) before the third connects.
+            #expect(await eventually { server.statistics.requestsInFlight == 2 })
+            let refused = try await offPool {
+                let connection = try RawConnection(to: address)
+                connection.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+                return connection.isClosedByPeer(within: .seconds(120))
+            }
+            #expect(refused, "a third connection from the address is closed")
+            for connection in stalled { shutdown(connection.fd, Int32(SHUT_RDWR)) }
+            var served = false
+            for _ in 0..<100 where !served {
+                served = (try? await rawRequest(address, "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))?.text == "now"
+                if !served { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(served)
         }
     }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Glibc
 import Storage
 import Testing
 
@@ -51,5 +52,92 @@ struct SQLiteBackupTests {
         }
         let store = try await SQLiteOrderStore.open(path: directory.databasePath)
         await store.close()
+    }
+}
+
+/// The outside review's restore findings: a database reached through a symbolic link, two restores
+/// within one second, the files' modes, and backups that are not files.
+struct SQLiteRestoreSafetyTests {
+    @Test("A restore through a symbolic link to a database in use is refused")
+    func aRestoreThroughASymlinkToADatabaseInUseIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("SL-1"), in: store)
+        let backupPath = directory.path + "/other.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        let alias = directory.path + "/alias.sqlite"
+        try FileManager.default.createSymbolicLink(atPath: alias, withDestinationPath: directory.databasePath)
+        // And a link to the directory, as /var/lib/wxpay-gateway → a data volume.
+        let linkedDirectory = directory.path + "/linked"
+        try FileManager.default.createSymbolicLink(atPath: linkedDirectory, withDestinationPath: directory.path)
+        for path in [alias, linkedDirectory + "/orders.sqlite", directory.path + "/linked/./orders.sqlite"] {
+            do {
+                _ = try await SQLiteBackup.restore(from: backupPath, to: path)
+                Issue.record("a restore through \(path) replaced a database in use")
+            } catch {
+                guard case .inUse = error else { Issue.record("\(path): \(error)"); continue }
+            }
+        }
+        try await Fixture.create(Fixture.order("SL-2"), in: store)
+        #expect(try await store.order("SL-2") != nil)
+        await store.close()
+    }
+
+    @Test("Two restores within one second keep both databases they replaced")
+    func twoRestoresWithinOneSecondKeepBothSafetyCopies() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("LIVE-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/empty.backup"
+        let empty = try await SQLiteOrderStore.open(path: directory.path + "/empty.sqlite")
+        await empty.close()
+        _ = try await SQLiteBackup.backup(database: directory.path + "/empty.sqlite", to: backupPath)
+        let now = Date()
+        let (_, first) = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath, now: now)
+        let (_, second) = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath, now: now)
+        let kept = try #require(first)
+        #expect(second != nil && second != first)
+        // The first copy still holds the original order.
+        let original = try await SQLiteOrderStore.open(path: kept)
+        #expect(try await original.order("LIVE-1") != nil)
+        await original.close()
+    }
+
+    @Test("A new database, a backup and a safety copy are readable by their owner only")
+    func databasesAndCopiesAreTheOwnersAlone() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        await store.close()
+        let backupPath = directory.path + "/b.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        let (_, saved) = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath)
+        for path in [directory.databasePath, backupPath, try #require(saved)] {
+            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(path)")
+        }
+    }
+
+    @Test("A backup that is missing or not a regular file is refused at once as unreadable, not as unsound")
+    func aMissingOrSpecialBackupIsRefusedAsUnreadable() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fifo = directory.path + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in [directory.path + "/missing.backup", fifo, directory.path] {
+            do {
+                _ = try await SQLiteBackup.restore(from: path, to: directory.databasePath)
+                Issue.record("\(path) was restored")
+            } catch {
+                guard case .failed(let reason) = error else { Issue.record("\(path): \(error)"); continue }
+                #expect(reason.contains("cannot read the backup"))
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.databasePath))
     }
 }

@@ -217,6 +217,19 @@ struct AppStoreCommandTests {
                     .flatMap { Certificate(pemOrDER: Array($0)) }?.sha256Fingerprint ?? "",
             ]
             let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600))
+            // A mistyped database path is refused (74), and nothing is created there.
+            var mistyped = environment
+            mistyped["GATEWAY_DATABASE"] = "sqlite:" + directory.appendingPathComponent("no-such-dir/x.sqlite").path
+            let missing = try await Self.run(["appstore", "backfill", "--since", since], environment: mistyped)
+            #expect(missing.status == 74 && missing.stderr.contains("no database at"), "\(missing.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("no-such-dir").path))
+            // The database a gateway made (an empty file is an empty SQLite database; it is migrated on open).
+            #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("gateway.sqlite").path, contents: nil))
+            // A start Apple no longer keeps, or one in the future, is refused, not silently clamped.
+            for (start, words) in [("2020-01-01", "more than 180 days ago"), ("2999-01-01", "in the future")] {
+                let refused = try await Self.run(["appstore", "backfill", "--since", start], environment: environment)
+                #expect(refused.status == 64 && refused.stderr.contains(words), "\(start): \(refused.stderr)")
+            }
             let first = try await Self.run(["appstore", "backfill", "--since", since], environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
             #expect(first.stdout.contains("environments read: Production"), "\(first.stdout)")

@@ -23,6 +23,12 @@ struct DeployFilesTests {
         // A threshold that does not exist is refused, not silently ignored.
         let unknown = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts"), "--set", "NO_SUCH=1"])
         #expect(unknown.status != 0 && unknown.errors.contains("unknown threshold NO_SUCH"))
+        // A value of the wrong kind is refused too, not written into a rule's expression.
+        for (setting, words) in [("RECONCILE_LAG_SECONDS=abc", "must be a non-negative number"),
+                                 ("RATE_WINDOW=5", "must be a Prometheus duration"), ("JOB=a\"b", "must be a label value")] {
+            let wrong = try await Operations.tool("python3", [Operations.path("deploy/prometheus/render-alerts"), "--set", setting])
+            #expect(wrong.status != 0 && wrong.errors.contains(words), "\(setting): \(wrong.errors)")
+        }
     }
 
     @Test func everyAlertHasASummaryASeverityAndARunbookParagraph() throws {
@@ -145,6 +151,16 @@ struct DeployFilesTests {
                 "sqlite3", [database, "SELECT client_ip FROM orders WHERE out_trade_no = 'nginx-0001'"])
             #expect(recorded.output.trimmingCharacters(in: .whitespacesAndNewlines) == "127.0.0.1",
                     "spbill_create_ip: \(recorded.output)\(recorded.errors)")
+            // A StoreKit 1 report of 100 KiB (a heavy buyer's receipt) reaches the gateway, and one
+            // past the gateway's cap is the gateway's JSON 413 with finish_transaction, not nginx's page.
+            for (size, status) in [(100 * 1024, 400), (700 * 1024, 413)] {
+                let report = try await client.execute(HTTPClientRequest(
+                    method: .post, url: front + "/v1/iap/transactions", headers: ["Authorization": "Bearer \(appToken)"],
+                    body: Array(#"{"transaction_id":"2000000000000001","receipt":""#.utf8) + Array(repeating: UInt8(ascii: "A"), count: size)
+                        + Array(#""}"#.utf8)))
+                let text = String(decoding: report.body, as: UTF8.self)
+                #expect(report.status == status && text.contains(#""finish_transaction":false"#), "\(size): \(report.status) \(text.prefix(200))")
+            }
             // Metrics, probes and the console are not published.
             for path in ["/metrics", "/healthz", "/readyz", "/console/", "/simulator/orders/nginx-0001"] {
                 #expect(try await client.send(.get, front + path).status == 404, "\(path) is reachable through nginx")
@@ -159,5 +175,30 @@ struct DeployFilesTests {
         await client.shutdown()
         await started.gateway?.stop()
         try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// The package's environment file (deploy/debian/env) is read two ways — systemd's
+/// `EnvironmentFile=` and the `doctor` recipe's `sh -c 'set -a; . env'` — and its examples must
+/// come out of the second as the gateway expects them.
+struct DebianEnvironmentFileTests {
+    @Test("Every example in the package's environment file, JSON included, reaches the gateway intact through the doctor recipe")
+    func theEnvironmentFilesExamplesSurviveTheDoctorRecipe() async throws {
+        let text = try String(contentsOfFile: Operations.path("deploy/debian/env"), encoding: .utf8)
+        // Every example uncommented, as an operator fills the file in.
+        let examples = text.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("#"), let equals = line.firstIndex(of: "="),
+                  line.dropFirst().prefix(while: { $0 != "=" }).allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber })
+            else { return nil }
+            return equals > line.index(after: line.startIndex) ? String(line.dropFirst()) : nil
+        }
+        #expect(examples.contains { $0.hasPrefix("APPSTORE_BUNDLE_ID=") })
+        #expect(examples.contains { $0.hasPrefix("APPSTORE_CONSUMPTION_DEFAULTS=") })
+        let directory = try Operations.temporaryDirectory("wxpay-env")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try examples.joined(separator: "\n").write(toFile: directory + "/env", atomically: true, encoding: .utf8)
+        let printed = try await Operations.tool("sh", ["-c", "set -a; . \(directory)/env; exec printenv APPSTORE_CONSUMPTION_DEFAULTS"])
+        let value = printed.output.trimmingCharacters(in: .newlines)
+        #expect(value == #"{"customer_consented":true,"delivery_status":"DELIVERED","sample_content_provided":false}"#, "\(value)")
     }
 }

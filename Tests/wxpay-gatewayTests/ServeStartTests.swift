@@ -178,4 +178,30 @@ struct ServeStartTests {
         #expect(running.stderr.contains(root.sha256Fingerprint))
         #expect(await running.stop() == 0)
     }
+
+    /// The receipt root (APPSTORE_RECEIPT_ROOT_CA_FILE) follows the same rule: another root than
+    /// Apple Root CA in production needs its own SHA-256 in APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256.
+    @Test("A production start verifying receipts to a root that is not Apple Root CA is refused unless that root is acknowledged")
+    func aReceiptRootThatIsNotApplesIsRefusedUnlessAcknowledged() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-receipt-root-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let root = SimulatorPKI().root
+        let rootFile = directory.appendingPathComponent("root.pem").path
+        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
+        let refused = try CommandProcess(["serve"], environment: [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:9/wechat/notify",
+            "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(closedLoopbackPort())",
+            "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
+            "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
+            "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+            "APPSTORE_UNTRUSTED_ROOT_SHA256": root.sha256Fingerprint, "APPSTORE_RECEIPT_ROOT_CA_FILE": rootFile,
+        ])
+        #expect(await refused.exitStatus() == 2)
+        #expect(refused.stderr.contains("APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256") && refused.stderr.contains("Apple Root CA"),
+                "\(refused.stderr)")
+        #expect(refused.stderr.contains(root.sha256Fingerprint))
+        await refused.stop()
+    }
 }

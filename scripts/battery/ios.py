@@ -75,6 +75,10 @@ class AppStore:
             "APPSTORE_ROOT_CA_FILE": self.root, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
             # A production start trusts a root other than Apple's only when told which one.
             "APPSTORE_UNTRUSTED_ROOT_SHA256": self.root_fingerprint(),
+            # Receipts read locally are verified to the simulator's root, so a StoreKit 1 report
+            # proves its device holds the purchase (as Apple Root CA does in production).
+            "APPSTORE_RECEIPT_ROOT_CA_FILE": self.root,
+            "APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256": self.root_fingerprint(),
             "APPSTORE_ISSUER_ID": ISSUER, "APPSTORE_KEY_ID": KEY_ID, "APPSTORE_PRIVATE_KEY_FILE": self.key,
             "APPSTORE_API_BASE": self.base, "APPSTORE_SANDBOX_API_BASE": self.base + "/sandbox",
             "APPSTORE_RECEIPT_URL": self.base + "/verifyReceipt",
@@ -438,7 +442,8 @@ def t6_enumeration(rig, gateway, appstore, scale, seed, result):
         token = app_token(f"t6-{seed}-attacker-{a:02d}")
         picks = [rng.choice(candidates) for _ in range(per_attacker)]
         jobs += [(a, token, t) for t in picks]
-    counts = {"elsewhere": 0, "limited": 0, "limited_without_retry_after": 0, "not_found": 0, "other": 0, "leaks": 0}
+    counts = {"elsewhere": 0, "limited": 0, "limited_without_retry_after": 0, "not_found": 0, "unclaimed": 0, "other": 0,
+              "leaks": 0}
     lock = threading.Lock()
     began = time.monotonic()
 
@@ -464,6 +469,9 @@ def t6_enumeration(rig, gateway, appstore, scale, seed, result):
                     result.failures.append(f"{transaction} (another user's) answered {status} {text[:200]}")
             elif status == 422 and (body or {}).get("error", {}).get("code") == "transaction_not_found":
                 counts["not_found"] += 1
+            elif status == 409 and (body or {}).get("error", {}).get("code") == "transaction_unclaimed" \
+                    and (body or {}).get("finish_transaction") is False:
+                counts["unclaimed"] += 1    # a purchase nothing ties to the attacker: credited to nobody
             else:
                 counts["other"] += 1
                 result.failures.append(f"{transaction} (nobody's) answered {status} {text[:200]}")

@@ -10,7 +10,10 @@ import Foundation
 ///
 /// **Nothing here is verified** — not the signature, not a certificate — exactly as Apple's own
 /// `ReceiptUtility` does not: the ids read from a receipt are only worth asking the App Store
-/// Server API about (Get Transaction Info), whose signed answer is what is believed.
+/// Server API about (Get Transaction Info), whose signed answer is what is believed. A receipt read
+/// this way says nothing about who sends it; `ReceiptSignatureVerifier` reads it with its PKCS #7
+/// signature and certificate chain verified to a configured root, which makes it the device's
+/// evidence.
 ///
 /// Hostile input is bounded: at most 384 KiB of DER (512 KiB of base64), parsed by OpenSSL's CMS
 /// and ASN.1 decoders (`d2i_CMS_ContentInfo`, `ASN1_get_object`, `d2i_ASN1_INTEGER`), definite
@@ -42,6 +45,8 @@ public struct AppReceipt: Sendable, Hashable {
 
     /// Attribute 2, when present.
     public var bundleID: String?
+    /// Attribute 12 (when Apple made the receipt), when present and readable.
+    public var creationDate: Date?
     public var purchases: [Purchase]
 
     public static let maximumBase64 = 512 * 1024
@@ -52,6 +57,7 @@ public struct AppReceipt: Sendable, Hashable {
 
     // Apple's attribute numbers.
     static let bundleIDType: Int64 = 2
+    static let creationDateType: Int64 = 12
     static let inAppType: Int64 = 17
     static let quantityType: Int64 = 1701
     static let productIDType: Int64 = 1702
@@ -59,8 +65,9 @@ public struct AppReceipt: Sendable, Hashable {
     static let purchaseDateType: Int64 = 1704
     static let originalTransactionIDType: Int64 = 1705
 
-    public init(bundleID: String?, purchases: [Purchase]) {
+    public init(bundleID: String?, creationDate: Date? = nil, purchases: [Purchase]) {
         self.bundleID = bundleID
+        self.creationDate = creationDate
         self.purchases = purchases
     }
 
@@ -73,12 +80,17 @@ public struct AppReceipt: Sendable, Hashable {
     /// The receipt as the app sends it: standard base64 (line breaks allowed, as
     /// `base64EncodedString(options:)` may write them).
     public init(base64: String) throws(AppReceiptError) {
+        try self.init(der: try Self.der(base64: base64))
+    }
+
+    /// The DER of a receipt as the app sends it, bounded before it is decoded.
+    static func der(base64: String) throws(AppReceiptError) -> [UInt8] {
         guard base64.utf8.count <= Self.maximumBase64 else { throw AppReceiptError(.tooLarge) }
         var compact = [UInt8]()
         compact.reserveCapacity(base64.utf8.count)
         for byte in base64.utf8 where byte != 0x0A && byte != 0x0D { compact.append(byte) }
         guard let der = Base64.decode(compact, .standardPadded), !der.isEmpty else { throw AppReceiptError(.notBase64) }
-        try self.init(der: der)
+        return der
     }
 
     /// The receipt's DER (PKCS #7 ContentInfo).
@@ -125,11 +137,14 @@ public struct AppReceipt: Sendable, Hashable {
             throw AppReceiptError(.malformed, "the receipt payload is not a SET of attributes")
         }
         var bundleID: String?
+        var creationDate: Date?
         var purchases: [Purchase] = []
         for attribute in try read({ () throws(DERError) in try reader.attributes(in: top.content) }) {
             switch attribute.type {
             case bundleIDType:
                 bundleID = try read { () throws(DERError) in try reader.text(in: attribute.value) }
+            case creationDateType:
+                creationDate = try read { () throws(DERError) in try reader.text(in: attribute.value) }.flatMap(Self.date)
             case inAppType:
                 guard purchases.count < maximumPurchases else { throw AppReceiptError(.tooManyPurchases) }
                 if let purchase = try read({ () throws(DERError) in try purchase(in: attribute.value, reader: reader) }) {
@@ -139,7 +154,7 @@ public struct AppReceipt: Sendable, Hashable {
                 continue
             }
         }
-        return AppReceipt(bundleID: bundleID, purchases: purchases)
+        return AppReceipt(bundleID: bundleID, creationDate: creationDate, purchases: purchases)
     }
 
     /// One in-app purchase record; nil when it carries no transaction id (nothing to ask about).
@@ -187,6 +202,11 @@ public struct AppReceiptError: Error, Sendable, Hashable, CustomStringConvertibl
         case notBase64 = "not_base64"
         case malformed
         case tooManyPurchases = "too_many_purchases"
+        /// `ReceiptSignatureVerifier`: not exactly one signer, or the signature does not verify.
+        case invalidSignature = "invalid_signature"
+        /// `ReceiptSignatureVerifier`: the signer's certificate does not chain to a configured root,
+        /// or the chain lacks Apple's marker extensions.
+        case invalidChain = "invalid_chain"
     }
 
     public let kind: Kind
@@ -211,6 +231,8 @@ public struct AppReceiptError: Error, Sendable, Hashable, CustomStringConvertibl
         case .notBase64: "app receipt: not standard base64"
         case .malformed: "app receipt: " + (reason.map { "\($0)" } ?? "malformed")
         case .tooManyPurchases: "app receipt: more than 10,000 in-app purchase records"
+        case .invalidSignature: "app receipt: " + (reason.map { "\($0)" } ?? "its PKCS #7 signature does not verify")
+        case .invalidChain: "app receipt: " + (reason.map { "\($0)" } ?? "its signer does not chain to the configured receipt root")
         }
     }
 }

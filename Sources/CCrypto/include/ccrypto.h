@@ -14,6 +14,7 @@
 #ifndef OPENSSL_SUPPRESS_DEPRECATED
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 #endif
+#include <openssl/cms.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -80,6 +81,37 @@ enum {
 /// verified root is compared with `expected_root` when it is not NULL.
 int wxpay_x509_verify_chain(X509_STORE *_Nonnull store, X509 *_Nonnull leaf, X509 *_Nonnull intermediate,
                             X509 *_Nullable expected_root, int64_t at, int *_Nonnull error);
+
+/// `wxpay_x509_verify_chain` with the verification `flags` (X509_V_FLAG_*; 0: OpenSSL's default
+/// profile) instead of X509_V_FLAG_X509_STRICT: app receipts chain to Apple's older root, whose
+/// certificates predate the strict profile.
+int wxpay_x509_verify_chain_flags(X509_STORE *_Nonnull store, X509 *_Nonnull leaf, X509 *_Nonnull intermediate,
+                                  X509 *_Nullable expected_root, int64_t at, unsigned long flags, int *_Nonnull error);
+
+/// Outcomes of `wxpay_cms_verify_signer`.
+enum {
+    WXPAY_CMS_OK = 0,
+    /// Not exactly one signer.
+    WXPAY_CMS_NOT_ONE_SIGNER = 1,
+    /// The signature does not verify over the content, or the signer's certificate is not carried.
+    WXPAY_CMS_BAD_SIGNATURE = 2,
+    /// No certificate carried beside the signer's leads it to a root of the store as leaf,
+    /// intermediate, root; `*error` holds the last X509_V_ERR_* code (0: no issuer was carried).
+    WXPAY_CMS_CHAIN_REFUSED = 3,
+    WXPAY_CMS_INTERNAL = 4,
+};
+
+/// Verifies a PKCS #7 / CMS SignedData whose content is attached (an App Store receipt): exactly
+/// one signer, whose certificate must be among the ones carried (nothing is looked up elsewhere),
+/// and whose signature over the content verifies (CMS_verify, without its S/MIME certificate
+/// checks). Then the signer's certificate is verified through one of the other certificates
+/// carried that issued it (at most 8 tried) to a root of `store`, at `at` seconds since 1970, with
+/// `chain_flags`: three certificates exactly (`wxpay_x509_verify_chain_flags`). On success `*leaf`
+/// and `*intermediate` are the signer's certificate and the one its chain went through, each with
+/// a reference the caller releases with X509_free.
+int wxpay_cms_verify_signer(CMS_ContentInfo *_Nonnull cms, X509_STORE *_Nonnull store, int64_t at,
+                            unsigned long chain_flags, X509 *_Nullable *_Nonnull leaf,
+                            X509 *_Nullable *_Nonnull intermediate, int *_Nonnull error);
 
 /// Issues a v3 certificate for `subject_key`, signed by `issuer_key` with SHA-384 when
 /// `use_sha384`, else SHA-256. `issuer` NULL makes it self-signed. `common_name`, `organization`

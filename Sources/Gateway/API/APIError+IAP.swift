@@ -26,10 +26,27 @@ extension APIError {
                  finishTransaction: true)
     }
 
-    /// 422: the receipt Apple verified does not contain the transaction (`status` 0 is not proof).
+    /// 409: a purchase reported with weak evidence (a bare transaction id, a receipt whose signature
+    /// was not verified) that nothing ties to the reporter: not credited to anyone, kept in the
+    /// ledger for the signed report or support (keep it: the signed transaction credits it).
+    static let transactionUnclaimed = APIError(
+        status: 409, code: "transaction_unclaimed",
+        message: "nothing ties this transaction to your account: a transaction_id (or a receipt whose signature is not verified) "
+            + "cannot claim a purchase; report the signed_transaction (or a verifiable receipt)",
+        finishTransaction: false)
+
+    /// 413 for a report whose body passes its route's cap: the JSON an app acts on (keep the
+    /// transaction), instead of the HTTP server's plain text. Sent before the body is read.
+    static func reportTooLarge(limit: Int) -> APIError {
+        APIError(status: 413, code: "payload_too_large",
+                 message: "the report is larger than \(limit / 1024) KiB (a receipt may be at most 512 KiB of base64); nothing was read",
+                 finishTransaction: false)
+    }
+
+    /// 422: the receipt does not contain the transaction (`status` 0 is not proof).
     static let transactionNotInReceipt = APIError(
         status: 422, code: "transaction_not_in_receipt",
-        message: "the receipt is valid but does not contain this transaction_id; report it again with a fresh receipt",
+        message: "the receipt does not contain this transaction_id; report it again with a fresh receipt",
         finishTransaction: false)
 
     /// 422: signed data that does not verify (a forgery, or a receipt Apple could not authenticate).

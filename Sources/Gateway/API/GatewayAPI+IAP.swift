@@ -25,7 +25,10 @@ extension GatewayAPI {
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }
-        router.add(.post, "/v1/iap/transactions", options: HTTPRouteOptions(maxBodyBytes: Self.reportBodyLimit)) { request in
+        let reportOptions = HTTPRouteOptions(
+            maxBodyBytes: Self.reportBodyLimit,
+            payloadTooLarge: ("application/json", APIError.reportTooLarge(limit: Self.reportBodyLimit).json))
+        router.add(.post, "/v1/iap/transactions", options: reportOptions) { request in
             guard let iap = self.service.iap else { return Self.error(.notFound) }
             var response = try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try IAPReportInput(json: request.body, user: caller.appUser)

@@ -6,22 +6,26 @@ import JSON
 ///
 /// 1–64 bytes of UTF-8 without control characters (C0, DEL, C1: WeChat's XML cannot carry most of
 /// them, and U+0000 no store keeps) and without the invisible format characters that make one id
-/// look like another in support's lookups, logs and the console (bidirectional overrides such as
-/// U+202E, zero-width characters, line and paragraph separators).
+/// look like another in support's lookups, logs and the console: bidirectional overrides such as
+/// U+202E, zero-width characters, line and paragraph separators, every Default_Ignorable code point
+/// (which renders as nothing: U+3164 HANGUL FILLER, variation selectors, U+034F, U+17B4…), and
+/// every White_Space one (a space, U+3000: `alice` and `alice ` must not be two users).
 enum UserID {
     static let bytes = 1...64
 
     /// What the id must be, for error messages (`user_id must be …`, `the token's sub must be …`).
-    static let rule = "1 to 64 bytes of UTF-8 without control or invisible formatting characters"
+    static let rule = "1 to 64 bytes of UTF-8 without whitespace, control or invisible characters"
 
     static func isValid(_ value: String) -> Bool {
         bytes.contains(value.utf8.count) && !value.unicodeScalars.contains(where: isRefused)
     }
 
     private static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.properties.generalCategory {
-        case .control, .format, .lineSeparator, .paragraphSeparator: true
-        default: false
+        let properties = scalar.properties
+        if properties.isDefaultIgnorableCodePoint || properties.isWhitespace { return true }
+        switch properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator: return true
+        default: return false
         }
     }
 }

@@ -5,7 +5,7 @@ import JSON
 
 /// What a verified app token says: the app user it was minted for, and when it stops being valid.
 public struct AppTokenClaims: Sendable, Hashable {
-    /// `sub`: the user id (`UserID`: 1–64 bytes, no control or invisible formatting characters).
+    /// `sub`: the user id (`UserID`: 1–64 bytes, no whitespace, control or invisible characters).
     public var subject: String
     public var issuedAt: Int
     public var expiresAt: Int
@@ -19,6 +19,8 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     case badBase64(segment: String)
     case notJSONObject(segment: String)
     case duplicateKey(segment: String)
+    /// A number no claim can hold (beyond 64-bit integers, `1e400`): named by its member.
+    case numberOutOfRange(segment: String, member: String?)
     case algorithm
     case criticalHeader
     case type
@@ -41,6 +43,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBase64: "base64url"
         case .notJSONObject: "json"
         case .duplicateKey: "duplicate_key"
+        case .numberOutOfRange: "number_out_of_range"
         case .algorithm: "alg"
         case .criticalHeader: "crit"
         case .type: "typ"
@@ -64,6 +67,8 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badBase64(let segment): "the token's \(segment) is not base64url without padding"
         case .notJSONObject(let segment): "the token's \(segment) is not a JSON object"
         case .duplicateKey(let segment): "the token's \(segment) repeats a JSON key"
+        case .numberOutOfRange(let segment, let member):
+            "the token's \(segment) holds a number out of range" + (member.map { " (\($0)): integers must fit in 64 bits" } ?? "")
         case .algorithm: "the token's header must say \"alg\":\"HS256\" (alg none, unsigned, and other algorithms are refused)"
         case .criticalHeader: "the token's header names critical extensions (crit), which are not supported"
         case .type: "the token's typ, when present, must be JWT"
@@ -134,7 +139,11 @@ public struct AppTokenVerifier: Sendable {
         do {
             return try JSONValue.parseObject(bytes)
         } catch {
-            throw error.reason == .duplicateKey ? .duplicateKey(segment: segment) : .notJSONObject(segment: segment)
+            switch error.reason {
+            case .duplicateKey: throw .duplicateKey(segment: segment)
+            case .numberOutOfRange: throw .numberOutOfRange(segment: segment, member: error.member.map { String($0.prefix(32)) })
+            default: throw .notJSONObject(segment: segment)
+            }
         }
     }
 

@@ -12,6 +12,8 @@ import Foundation
 /// | `APPSTORE_ROOT_CA_FILE` | Apple Root CA - G3 (PEM or DER), SHA-256-fingerprint-checked; required with the bundle id | — |
 /// | `APPSTORE_ALLOW_UNTRUSTED_ROOT` | `1`/`on`: accept another root (a simulator's) | off |
 /// | `APPSTORE_UNTRUSTED_ROOT_SHA256` | in production, required with another root: its SHA-256, acknowledging it | unset |
+/// | `APPSTORE_RECEIPT_ROOT_CA_FILE` | Apple Root CA (PEM or DER), SHA-256-fingerprint-checked: app receipts read with the Server API key are verified to it (device evidence) | unset: such receipts are read unverified |
+/// | `APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256` | in production, required with another receipt root: its SHA-256, acknowledging it | unset |
 /// | `APPSTORE_ISSUER_ID`, `APPSTORE_KEY_ID`, `APPSTORE_PRIVATE_KEY_FILE` | the Server API's In-App Purchase key (`.p8`); all three or none | none: no Server API |
 /// | `APPSTORE_SHARED_SECRET` | verifyReceipt's `password` (legacy receipts) | none |
 /// | `APPSTORE_API_BASE`, `APPSTORE_SANDBOX_API_BASE` | the Server API's bases (a path prefix allowed) | Apple's |
@@ -30,6 +32,10 @@ public struct AppStoreConfiguration: Sendable {
     /// APPSTORE_UNTRUSTED_ROOT_SHA256: the SHA-256 (lowercase hex) of the root that is not Apple's,
     /// which a production start needs besides the flag (`appStoreChecks`).
     public var untrustedRootFingerprint: String?
+    /// APPSTORE_RECEIPT_ROOT_CA_FILE: the root app receipts are verified to (Apple Root CA).
+    public var receiptRootCAFile: String?
+    /// APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256: the acknowledgement of a receipt root that is not Apple's.
+    public var untrustedReceiptRootFingerprint: String?
     public var issuerID: String?
     public var keyID: String?
     public var privateKeyFile: String?
@@ -47,6 +53,8 @@ public struct AppStoreConfiguration: Sendable {
     public var consumptionDeadline = 36000
     /// The root loaded from `rootCAFile` and the key from `privateKeyFile`, at start (production).
     public var roots: TrustedRoots?
+    /// The root loaded from `receiptRootCAFile`, at start; nil: receipts read locally are not verified.
+    public var receiptRoots: TrustedRoots?
     public var privateKey: ES256PrivateKey?
 
     /// Demo mode's app: the embedded App Store simulator's defaults.
@@ -81,11 +89,13 @@ extension GatewayConfiguration {
                               expecting: "1 or on to accept a root other than Apple Root CA - G3 (a simulator's)",
                               parse: ConfigurationVariable.flag),
         .optional("APPSTORE_UNTRUSTED_ROOT_SHA256", \.appStore.untrustedRootFingerprint,
-                  expecting: "the SHA-256 of the root certificate's DER encoding: 64 hex digits (colons allowed)") { text in
-            let hex = text.lowercased().filter { $0 != ":" }
-            return hex.utf8.count == 64 && hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
-                ? hex : nil
-        },
+                  expecting: "the SHA-256 of the root certificate's DER encoding: 64 hex digits (colons allowed)",
+                  parse: parseFingerprint),
+        .optional("APPSTORE_RECEIPT_ROOT_CA_FILE", \.appStore.receiptRootCAFile,
+                  expecting: "a readable file holding Apple Root CA (AppleIncRootCertificate.cer, PEM or DER)", parse: readableFile),
+        .optional("APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256", \.appStore.untrustedReceiptRootFingerprint,
+                  expecting: "the SHA-256 of the receipt root certificate's DER encoding: 64 hex digits (colons allowed)",
+                  parse: parseFingerprint),
         .optional("APPSTORE_ISSUER_ID", \.appStore.issuerID,
                   expecting: "the issuer id of the In-App Purchase key (a UUID from App Store Connect)") { text in
             UUID(uuidString: text) != nil ? text.lowercased() : nil
@@ -128,35 +138,42 @@ extension GatewayConfiguration {
                               parse: ConfigurationVariable.integer(0...(Int(AppStoreRecoveryPolicy.appleConsumptionWindow) - 1))),
     ]
 
-    /// A production gateway that trusts a root other than Apple Root CA - G3 credits every purchase
-    /// whoever holds that root's key signs: a simulator's or a test root left in a production
-    /// configuration would let anyone mint paid orders. `APPSTORE_ALLOW_UNTRUSTED_ROOT` alone is one
-    /// word that can be copied from a test setup; production also needs the root's own SHA-256 in
-    /// `APPSTORE_UNTRUSTED_ROOT_SHA256`, an acknowledgement that names the very root (a swapped file
-    /// no longer matches), or the start is refused. The fingerprint without such a root would do
-    /// nothing, so it is refused too.
-    static func untrustedRootChecks(_ appStore: AppStoreConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
-        guard let roots = appStore.roots else { return [] }
-        let name = "APPSTORE_UNTRUSTED_ROOT_SHA256"
-        guard let root = roots.certificates.first(where: { $0.sha256Fingerprint != TrustedRoots.appleRootCAG3Fingerprint })
-        else {
-            return appStore.untrustedRootFingerprint == nil ? [] : [ConfigurationProblem(
-                name, .conflict, expected: "unset: the root in APPSTORE_ROOT_CA_FILE is Apple Root CA - G3, nothing to acknowledge")]
+    /// A production gateway that trusts a root other than Apple's credits every purchase whoever
+    /// holds that root's key signs: a simulator's or a test root left in a production configuration
+    /// would let anyone mint paid orders. `APPSTORE_ALLOW_UNTRUSTED_ROOT` alone is one word that can
+    /// be copied from a test setup; production also needs the root's own SHA-256 in `name`
+    /// (`APPSTORE_UNTRUSTED_ROOT_SHA256` for the JWS root of `file`, `APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256`
+    /// for the receipt root), an acknowledgement that names the very root (a swapped file no longer
+    /// matches), or the start is refused. The fingerprint without such a root would do nothing, so
+    /// it is refused too.
+    static func untrustedRootChecks(_ roots: TrustedRoots?, acknowledged: String?, name: String, file: String,
+                                    _ environment: Environment) -> [ConfigurationProblem] {
+        guard let roots else { return [] }
+        let apple = roots.apple.name
+        guard let root = roots.untrustedRoot else {
+            return acknowledged == nil ? [] : [ConfigurationProblem(
+                name, .conflict, expected: "unset: the root in \(file) is \(apple), nothing to acknowledge")]
         }
         let fingerprint = root.sha256Fingerprint
-        guard let acknowledged = appStore.untrustedRootFingerprint else {
+        guard let acknowledged else {
             if environment.get(name) != nil { return [] }  // set but malformed: its parser's problem is reported
             // A conflict rather than a plain missing name: the message must say which root it is about.
             return [ConfigurationProblem(
                 name, .conflict,
-                expected: "required in production with a root that is not Apple Root CA - G3: purchases signed under it are "
+                expected: "required in production with a root that is not \(apple): purchases signed under it are "
                     + "credited as real. To acknowledge this root, set it to its SHA-256, \(fingerprint)")]
         }
         guard acknowledged == fingerprint else {
-            return [ConfigurationProblem(name, .conflict,
-                                         expected: "the SHA-256 of the root in APPSTORE_ROOT_CA_FILE, which is \(fingerprint)")]
+            return [ConfigurationProblem(name, .conflict, expected: "the SHA-256 of the root in \(file), which is \(fingerprint)")]
         }
         return []
+    }
+
+    /// 64 hex digits (colons allowed), lowercased: a certificate's SHA-256 as an operator copies it.
+    static func parseFingerprint(_ text: String) -> String? {
+        let hex = text.lowercased().filter { $0 != ":" }
+        return hex.utf8.count == 64 && hex.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            ? hex : nil
     }
 
     static func isBundleIDByte(_ byte: UInt8) -> Bool {
@@ -210,11 +227,31 @@ extension GatewayConfiguration {
                 problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .conflict,
                                                      expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
             }
-            problems += untrustedRootChecks(configuration.appStore, environment)
+            problems += untrustedRootChecks(configuration.appStore.roots, acknowledged: appStore.untrustedRootFingerprint,
+                                            name: "APPSTORE_UNTRUSTED_ROOT_SHA256", file: "APPSTORE_ROOT_CA_FILE", environment)
         } else if environment.get("APPSTORE_ROOT_CA_FILE") == nil {
             problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .missing,
                                                  expected: "required with APPSTORE_BUNDLE_ID: Apple Root CA - G3 (AppleRootCA-G3.cer "
                                                      + "from Apple), which every signed transaction must chain to"))
+        }
+        if let file = appStore.receiptRootCAFile {
+            do {
+                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
+                    throw AppStoreConfigurationError("cannot read the root certificate file")
+                }
+                configuration.appStore.receiptRoots = try TrustedRoots.load(
+                    Array(bytes), allowUntrustedRoot: appStore.allowUntrustedRoot, apple: .appleRootCA)
+            } catch {
+                problems.append(ConfigurationProblem("APPSTORE_RECEIPT_ROOT_CA_FILE", .conflict,
+                                                     expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
+            }
+            problems += untrustedRootChecks(configuration.appStore.receiptRoots,
+                                            acknowledged: appStore.untrustedReceiptRootFingerprint,
+                                            name: "APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256", file: "APPSTORE_RECEIPT_ROOT_CA_FILE",
+                                            environment)
+        } else if appStore.untrustedReceiptRootFingerprint != nil {
+            problems.append(ConfigurationProblem("APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256", .conflict,
+                                                 expected: "unset: APPSTORE_RECEIPT_ROOT_CA_FILE is not set, nothing to acknowledge"))
         }
         let keyParts = ["APPSTORE_ISSUER_ID", "APPSTORE_KEY_ID", "APPSTORE_PRIVATE_KEY_FILE"]
         let given = keyParts.filter { environment.get($0) != nil }

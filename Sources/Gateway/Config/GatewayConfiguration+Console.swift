@@ -21,15 +21,16 @@ extension GatewayConfiguration {
     ]
 
     /// The user file the console reads, or nil when the console is off: the configured one, or in
-    /// demo mode `console-users` beside the SQLite database (`data/console-users` by default; on
-    /// PostgreSQL, in the working directory).
+    /// demo mode `<database>.console-users` beside the SQLite database
+    /// (`data/gateway.sqlite.console-users` by default; on PostgreSQL, `console-users` in the working
+    /// directory). Named after the database, so two demo gateways whose databases share a directory
+    /// never share (and rewrite) one another's demo password.
     public var consoleUsersPath: String? {
         if let path = console.usersPath { return path }
         guard demo else { return nil }
         switch database {
         case .sqlite(let path):
-            let directory = (path as NSString).deletingLastPathComponent
-            return (directory.isEmpty ? "" : directory + "/") + "console-users"
+            return path + ".console-users"
         case .postgres:
             return "console-users"
         }

@@ -76,6 +76,9 @@ public struct GatewayConfiguration: Sendable {
     /// Connections open at once (GATEWAY_MAX_CONNECTIONS); nil: 16,384, shrunk to fit the
     /// open-file limit (`serve` decides, it owns the limit).
     public var maxConnections: Int?
+    /// GATEWAY_MAX_CONNECTIONS_PER_ADDRESS: the public address's connections from one client
+    /// address at once; nil: no such limit (behind a proxy, whose address every connection has).
+    public var maxConnectionsPerAddress: Int?
     /// The battery's crash points (GATEWAY_CRASH_POINT); always empty in a production build.
     public var crashPoints: [String: Double] = [:]
 
@@ -227,6 +230,8 @@ public struct GatewayConfiguration: Sendable {
                               ])),
         .optional("GATEWAY_MAX_CONNECTIONS", \.maxConnections, expecting: "a number from 16 to 1000000",
                   parse: ConfigurationVariable.integer(16...1_000_000)),
+        .optional("GATEWAY_MAX_CONNECTIONS_PER_ADDRESS", \.maxConnectionsPerAddress, expecting: "a number from 1 to 1000000",
+                  parse: ConfigurationVariable.integer(1...1_000_000)),
         ConfigurationVariable("GATEWAY_CRASH_POINT", \.crashPoints,
                               expecting: "name:probability pairs, comma-separated (\(CrashPoint.names.joined(separator: ", ")); probabilities 0 to 1)",
                               parse: CrashPoint.configured),

@@ -38,6 +38,25 @@ enum ConsoleHTTP {
     /// What every /console path answers while the console is off.
     static let notFound = secured(.text("not found\n", status: 404))
 
+    /// An answer the gateway serves over HTTPS itself (GATEWAY_TLS_CERT): its cookies `Secure`
+    /// whatever GATEWAY_CONSOLE_SECURE_COOKIE says (cookies are not scoped by port, so a plain-HTTP
+    /// service on the same host name would otherwise receive the session), and HSTS, so the
+    /// browser never asks for the console over plain HTTP again.
+    static func overHTTPS(_ response: HTTPServerResponse) -> HTTPServerResponse {
+        var secured = response
+        var headers = HTTPHeaders()
+        for field in response.headers {
+            if field.name.lowercased() == "set-cookie", !field.value.contains("; Secure") {
+                headers.add(name: field.name, value: field.value + "; Secure")
+            } else {
+                headers.add(name: field.name, value: field.value)
+            }
+        }
+        headers["Strict-Transport-Security"] = "max-age=31536000"
+        secured.headers = headers
+        return secured
+    }
+
     /// A cookie scoped to the console: never readable by script, never sent from another site.
     static func cookie(_ name: String, _ value: String, secure: Bool, maxAge: Int? = nil) -> String {
         var cookie = "\(name)=\(value); Path=/console; HttpOnly; SameSite=Strict"

@@ -155,9 +155,10 @@ extension Console {
                 model.notice = notice
                 filters.append("apple_order_id lookup")
             }
+            // What the page showed: the search's orders, or the Apple order id look-up's.
             try await record(exchange, action: "search", target: model.q.isEmpty ? nil : model.q, outcome: "ok",
-                             detail: (filters + ["offset=\(model.offset)", "\(found.orders.count) orders"
-                                 + (found.next == nil ? "" : ", more")]).joined(separator: " "))
+                             detail: (filters + ["offset=\(model.offset)", "\(model.orders.count) orders"
+                                 + (model.nextCursor == nil ? "" : ", more")]).joined(separator: " "))
             return ConsoleHTTP.html(ConsolePages.search(exchange.chrome, model))
         }
     }
@@ -202,6 +203,7 @@ extension Console {
             }
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
+            if model.flag == nil { model.unclaimed = try await service.unclaimedTransactions() }
             try await record(exchange, action: "view_attention", outcome: "ok",
                              detail: (model.flag.map { ["flag=\($0.rawValue)"] } ?? [])
                                  .joined(separator: " ") + " offset=\(model.offset) \(found.orders.count) orders"

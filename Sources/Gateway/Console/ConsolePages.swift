@@ -190,6 +190,8 @@ enum ConsolePages {
     struct Attention: Sendable {
         var flag: OrderFlag?
         var orders: [OrderRecord] = []
+        /// App Store purchases no order holds yet (only without a flag filter).
+        var unclaimed: [AppleTransactionRecord] = []
         var nextCursor: String?
         var cursor: String?
         var offset = 0
@@ -217,11 +219,24 @@ enum ConsolePages {
             pages.append("<a href=\"\(link)\" id=\"next-page\" rel=\"next\">\(text.nextPage)</a>")
         }
         let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
+        let unclaimedRows: [HTML] = model.unclaimed.map { row in
+            let link = "/console/" + HTML.query([("q", row.facts.transactionID)])
+            return HTML("""
+                <tr><td><a href="\(link)">\(row.facts.transactionID)</a></td><td>\(row.facts.productID)</td>\
+                <td>\(ConsoleFormat.time(row.facts.purchaseDate))</td><td>\(row.source)</td></tr>
+                """)
+        }
+        let unclaimed: HTML = model.unclaimed.isEmpty ? .empty : """
+            <section id="unclaimed"><h2>\(text.unclaimedTitle)</h2><p class="hint">\(text.unclaimedHelp)</p>
+            <table><thead><tr><th>\(text.appleTransactionID)</th><th>\(text.appleProductID)</th><th>\(text.purchasedAt)</th>\
+            <th>\(text.firstSeenVia)</th></tr></thead><tbody>\(unclaimedRows)</tbody></table></section>
+            """
         return document(chrome, title: text.attentionTitle, """
             <p class="hint">\(text.attentionHelp)</p>
             <nav class="filters" id="attention-flags">\(choices)</nav>
             \(results)
             \(pager)
+            \(unclaimed)
             <section><h2>\(text.flagsTitle)</h2><dl id="flag-explanations">\(explanations)</dl></section>
             """)
     }

@@ -141,9 +141,22 @@ struct ConsoleText: Sendable {
         case .paidAfterClose:
             t("订单关闭（或过期）之后才收到付款：钱已到账，请开通或退款。",
               "The payment came after the order was closed (or expired): the money arrived, so deliver or refund.")
+        case .refundOutsideGateway:
+            t("微信查询显示订单已退款，但网关从未发起过它的退款（在商户平台退的）：订单仍为已支付，请通知业务方。",
+              "WeChat reports the order refunded, but the gateway never made a refund of it (refunded in the merchant platform): the order stays paid; tell the business.")
+        case .otherTransactionID:
+            t("已支付的订单又以另一个微信交易号报告为已支付（绕过网关的第二次付款，或密钥泄露）：时间线上有另一个交易号，请人工核查。",
+              "WeChat reported the paid order paid again under another transaction id (a second payment made around the gateway, or a leaked key): the timeline holds the other id; a person must look.")
         default: flag.rawValue
         }
     }
+    var unclaimedTitle: String { t("尚未认领的 App Store 购买", "App Store purchases nobody has claimed") }
+    var unclaimedHelp: String {
+        t("Apple 已收款、但还没有任何订单的购买：通知里没有令牌，或只凭交易号报告、无法确认属于报告者。用户的 App 报告签名交易后会自动入账；对账也会重试。",
+          "Purchases Apple took money for that no order holds yet: the notification carried no token, or a report gave only a transaction id the gateway could not tie to its reporter. The app's signed report credits them; the reconciler tries again too.")
+    }
+    var purchasedAt: String { t("购买时间", "Purchased") }
+    var firstSeenVia: String { t("首次来源", "First seen via") }
     func showing(_ first: Int, _ last: Int, more: Bool) -> String {
         more ? t("第 \(first)–\(last) 条，还有更多。", "Orders \(first)–\(last); there are more.")
             : t("第 \(first)–\(last) 条，已全部列出。", "Orders \(first)–\(last); that is all.")

@@ -24,7 +24,8 @@ extension GatewayAPI {
                    _ handler: @escaping @Sendable (Console, HTTPServerRequest) async -> HTTPServerResponse) {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: Self.consoleBodyLimit)) { request in
                 guard let console = self.service.console else { return ConsoleHTTP.notFound }
-                return await handler(console, request)
+                let response = await handler(console, request)
+                return request.isSecure ? ConsoleHTTP.overHTTPS(response) : response
             }
         }
         route(.get, "/console") { _, _ in ConsoleHTTP.redirect("/console/") }

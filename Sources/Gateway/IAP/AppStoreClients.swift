@@ -17,6 +17,10 @@ public struct AppStoreClients: Sendable {
     /// look-ups, refund history and recheck then have nothing to ask.
     public let serverAPI: AppStoreServerAPIClient?
     public let receipts: ReceiptClient
+    /// Nil without a configured receipt root (`APPSTORE_RECEIPT_ROOT_CA_FILE`): a receipt read
+    /// locally (with the Server API key) is then only a list of ids to ask about, not the device's
+    /// evidence, and cannot credit a purchase nothing ties to its reporter.
+    public let receiptVerifier: ReceiptSignatureVerifier?
     /// The longest a report waits for Apple before it answers 503 `appstore_unavailable`.
     public let deadline: Duration
 
@@ -29,7 +33,8 @@ public struct AppStoreClients: Sendable {
     ///   - credentials: the Server API's key, or nil for none.
     ///   - apiBases, receiptURLs: production and sandbox (the simulator's in demo mode and tests).
     ///   - sharedSecret: verifyReceipt's `password`, for auto-renewable subscriptions.
-    public init(bundleID: String, appAppleID: Int64?, roots: TrustedRoots, acceptSandbox: Bool,
+    ///   - receiptRoots: what app receipts read locally must chain to (Apple Root CA), or nil.
+    public init(bundleID: String, appAppleID: Int64?, roots: TrustedRoots, receiptRoots: TrustedRoots? = nil, acceptSandbox: Bool,
                 credentials: ServerAPICredentials?, apiBases: (production: String, sandbox: String),
                 receiptURLs: (production: String, sandbox: String), sharedSecret: String? = nil,
                 transport: any AppStoreTransport, clock: any AppStoreClock,
@@ -39,6 +44,7 @@ public struct AppStoreClients: Sendable {
         self.deadline = deadline
         verifier = try SignedDataVerifier(roots: roots, bundleID: bundleID, environment: acceptSandbox ? nil : .production,
                                           appAppleID: appAppleID)
+        receiptVerifier = try receiptRoots.map { roots throws(AppStoreConfigurationError) in try ReceiptSignatureVerifier(roots: roots) }
         serverAPI = credentials.map {
             AppStoreServerAPIClient(
                 credentials: $0,
@@ -59,7 +65,8 @@ public struct AppStoreClients: Sendable {
             throw AppStoreConfigurationError("App Store purchases need APPSTORE_BUNDLE_ID and APPSTORE_ROOT_CA_FILE")
         }
         return try AppStoreClients(
-            bundleID: bundleID, appAppleID: configuration.appAppleID, roots: roots, acceptSandbox: configuration.acceptSandbox,
+            bundleID: bundleID, appAppleID: configuration.appAppleID, roots: roots, receiptRoots: configuration.receiptRoots,
+            acceptSandbox: configuration.acceptSandbox,
             credentials: configuration.serverAPICredentials,
             apiBases: (configuration.apiBase, configuration.sandboxAPIBase),
             receiptURLs: (configuration.receiptURL, configuration.sandboxReceiptURL), sharedSecret: configuration.sharedSecret,

@@ -73,11 +73,7 @@ struct IAPReportInput: Sendable, Hashable {
             }
         }
 
-        /// Whether the report proves that the reporter holds the purchase: only a signed
-        /// transaction, which StoreKit hands the paying device. A transaction id is a sequential
-        /// number anyone may guess, and a receipt is read without verifying it (or verified by
-        /// Apple as a whole, which says nothing about who sends it).
-        var provesPossession: Bool {
+        var isSignedTransaction: Bool {
             if case .signedTransaction = self { return true }
             return false
         }

@@ -100,11 +100,15 @@ public final class IAPService: Sendable {
     /// `{"order","finish_transaction":true,"matched_by","credited_user_id"}` — or the error that
     /// says whether to finish (`APIError+IAP.swift`). A repeat report is 200 and changes nothing.
     ///
-    /// Only a signed transaction proves that the reporter holds the purchase (StoreKit gave it to
-    /// the paying device). A bare `transaction_id`, or one named with a receipt read locally, may
-    /// be anyone's guess: reported by a user who is not its order's user, it is answered only
-    /// `{"credited_elsewhere":true,"finish_transaction":true}` — never the owner's order, user,
-    /// token or amount.
+    /// Only data Apple signed for the paying device proves that the reporter holds the purchase: a
+    /// signed transaction, or a receipt whose signature was verified (by verifyReceipt, or locally
+    /// to APPSTORE_RECEIPT_ROOT_CA_FILE). A bare `transaction_id`, or one named with a receipt read
+    /// without its signature, may be anyone's guess: it credits only the user the purchase is tied
+    /// to (`tiedUser`) — reported by another, it is answered only
+    /// `{"credited_elsewhere":true,"finish_transaction":true}`, never the owner's order, user,
+    /// token or amount — and a purchase tied to nobody is not credited: 409
+    /// `transaction_unclaimed` (keep it; report the signed transaction), its ledger row waiting
+    /// on the attention list.
     func report(_ input: IAPReportInput) async throws(APIError) -> [UInt8] {
         let purchase: VerifiedPurchase
         do {
@@ -115,21 +119,43 @@ public final class IAPService: Sendable {
         }
         let answer: ReportAnswer
         do throws(APIError) {
-            // A report always knows its user, so it never leaves a purchase unmatched.
-            guard let credited = try await credit(purchase, user: input.userID, outTradeNo: input.outTradeNo,
-                                                  source: "App Store report (\(input.evidence.name))")
-            else { throw APIError.internalError }
+            // Evidence of possession credits the reporter; weak evidence only the user the gateway
+            // can tie the purchase to, and a purchase tied to nobody waits in the ledger, unclaimed.
+            let user = purchase.provesPossession ? input.userID : await tiedUser(purchase)
+            let source = "App Store report (\(input.evidence.name))"
+            guard let credited = try await credit(purchase, user: user, outTradeNo: user == input.userID ? input.outTradeNo : nil,
+                                                  source: source)
+            else {
+                logger.warning("a weak App Store report named a purchase nothing ties to its reporter; it waits unclaimed", [
+                    "transaction_id": purchase.transactionID, "evidence": input.evidence.name,
+                ])
+                throw APIError.transactionUnclaimed
+            }
             answer = credited
         } catch {
             instruments.reports.labelled(error.code).increment()
             throw error.keepingTransaction()
         }
-        if !input.evidence.provesPossession, answer.order.userID != input.userID {
+        // Only a signed transaction shows another user's order: a receipt, even verified, is the
+        // app's whole receipt, which any account signed in on the device can send.
+        if !input.evidence.isSignedTransaction, answer.order.userID != input.userID {
             instruments.reports.labelled("credited_elsewhere").increment()
             return ReportAnswer.creditedElsewhere
         }
         instruments.reports.labelled(answer.outcome).increment()
         return try await answer.json(service)
+    }
+
+    /// Whose purchase a transaction reported with weak evidence is, as far as the gateway can tell
+    /// without the reporter's word: the user of the order its `appAccountToken` names, else of an
+    /// order credited by the same original transaction or another purchase of the same App Store
+    /// account (`inferUser`). Nil: nothing ties it to anyone yet.
+    func tiedUser(_ purchase: VerifiedPurchase) async -> String? {
+        if let token = purchase.facts.appAccountToken,
+           let order = try? await store.order(appAccountToken: token), let user = order.userID {
+            return user
+        }
+        return await inferUser(purchase)?.user
     }
 
     /// What a credit answered: the order, how it was matched, whether this call credited it.
@@ -333,9 +359,11 @@ public final class IAPService: Sendable {
         switch evidence {
         case .signedTransaction(let jws):
             do {
-                return VerifiedPurchase(try clients.verifier.verifyTransaction(jws), via: "signed_transaction",
-                                        verification: "signed_transaction (StoreKit 2 JWS) verified locally: chain to the "
-                                            + "configured root, Apple's OIDs, ES256, bundle id")
+                var purchase = VerifiedPurchase(try clients.verifier.verifyTransaction(jws), via: "signed_transaction",
+                                                verification: "signed_transaction (StoreKit 2 JWS) verified locally: chain to the "
+                                                    + "configured root, Apple's OIDs, ES256, bundle id")
+                purchase.provesPossession = true
+                return purchase
             } catch {
                 throw Self.refusal(error)
             }
@@ -352,8 +380,15 @@ public final class IAPService: Sendable {
                 }
             }
             let read: AppReceipt
-            do {
-                read = try AppReceipt(base64: receipt)
+            do throws(AppReceiptError) {
+                if let verifier = clients.receiptVerifier {
+                    read = try verifier.verify(base64: receipt, now: now())
+                } else {
+                    read = try AppReceipt(base64: receipt)
+                }
+            } catch where error.kind == .invalidSignature || error.kind == .invalidChain {
+                instruments.receiptsRead.labelled(error.kind.rawValue).increment()
+                throw .invalidSignedData("receipt: \(error)")
             } catch {
                 instruments.receiptsRead.labelled(error.kind.rawValue).increment()
                 throw .invalidReport("receipt", "receipt must be the app receipt (PKCS #7, base64, at most 512 KiB): \(error)")
@@ -369,8 +404,11 @@ public final class IAPService: Sendable {
             instruments.receiptsRead.labelled("ok").increment()
             var purchase = try await lookUp(id, api: api)
             purchase.via = "receipt"
-            purchase.verification = "the transaction is in the app receipt (read locally, \(read.purchases.count) purchases); "
+            let how = clients.receiptVerifier == nil ? "read locally, its signature not verified"
+                : "read locally, its PKCS #7 signature verified to the configured receipt root"
+            purchase.verification = "the transaction is in the app receipt (\(how), \(read.purchases.count) purchases); "
                 + purchase.verification
+            purchase.provesPossession = clients.receiptVerifier != nil
             return purchase
         }
     }

@@ -14,6 +14,11 @@ struct VerifiedPurchase: Sendable, Hashable {
     var verification: String
     var ownership: String?
     var quantity: Int
+    /// Whether the evidence proves that whoever sent it holds the purchase: data Apple signed that
+    /// only the paying device has (a StoreKit 2 JWS, an app receipt whose signature was verified,
+    /// locally or by verifyReceipt). A bare transaction id — sequential, anyone may guess one — or a
+    /// receipt read without its signature proves nothing about who sends it.
+    var provesPossession = false
 
     var environment: String { facts.environment }
     var transactionID: String { facts.transactionID }
@@ -52,6 +57,7 @@ struct VerifiedPurchase: Sendable, Hashable {
             + "the transaction is in its in_app list"
         ownership = transaction.inAppOwnershipType
         quantity = transaction.quantity
+        provesPossession = true
     }
 
     /// The timeline's line about it: `transaction 2000… (com.example…, Production, purchased …): <how verified>`.

@@ -418,7 +418,8 @@ public final class OrderService: Sendable {
     }
 
     /// The attention list (`GET /v1/support/attention`): the orders whose flags need a person
-    /// (`OrderFlag.needingAttention`, or only `flag`), newest first, a page at a time.
+    /// (`OrderFlag.needingAttention`, or only `flag`), newest first, a page at a time; without
+    /// `flag`, also the App Store purchases waiting unclaimed (`unclaimed_transactions`).
     func attentionList(flag: String?, page: OrderPageRequest) async throws(APIError) -> [UInt8] {
         var flags = OrderFlag.needingAttention
         if let flag {
@@ -435,7 +436,19 @@ public final class OrderService: Sendable {
         var list = JSONObjectWriter(capacity: 1024)
         list.string("next_cursor", found.next.map(OrderPageRequest.cursor))
         list.array("orders", views)
+        if flag == nil, iap != nil {
+            list.array("unclaimed_transactions", try await unclaimedTransactions().map(IAPService.json))
+        }
         return list.finish()
+    }
+
+    /// The App Store purchases no order holds yet (a notification's without a token, a weak report's
+    /// nothing ties to its reporter), least recently tried first: what the attention list shows
+    /// beside its orders, since only a signed report, the reconciler or a person can place them.
+    func unclaimedTransactions(limit: Int = 50) async throws(APIError) -> [AppleTransactionRecord] {
+        guard let iap else { return [] }
+        let before = now().addingTimeInterval(1)
+        return try await storage { () throws(StorageError) in try await iap.store.unmatchedAppleTransactions(before: before, limit: limit) }
     }
 
     /// An order as support sees it: its view with the user, prepay_id and flags, and — with

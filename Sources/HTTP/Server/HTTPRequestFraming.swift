@@ -22,8 +22,12 @@ enum HTTPRequestFraming {
     /// names it twice, has no determinable length (400); a known-length list with another coding
     /// before `chunked` is one this server does not implement (501, RFC 9112 §6.1).
     static func refusal(version: String, contentLengths: [String], transferEncodings: [String],
-                        whitespaceInAName: Bool = false) -> HTTPServerResponse? {
-        if whitespaceInAName { return refused(400, "bad request: whitespace in a header name") }
+                        whitespaceInAName: Bool = false, hosts: Int = 1, authorizations: Int = 0) -> HTTPServerResponse? {
+        if whitespaceInAName { return refused(400, "bad request: whitespace in a header name, or a folded (obs-fold) field") }
+        // A field that must be single, sent twice, is read one way here and another by a proxy that
+        // keeps the last one (RFC 9112 §3.2 for Host; Authorization names one set of credentials).
+        if hosts > 1 { return refused(400, "bad request: more than one Host") }
+        if authorizations > 1 { return refused(400, "bad request: more than one Authorization") }
         if contentLengths.count > 1 { return refused(400, "bad request: more than one Content-Length") }
         guard !transferEncodings.isEmpty else { return nil }
         if !contentLengths.isEmpty { return refused(400, "bad request: Content-Length and Transfer-Encoding together") }
@@ -36,6 +40,12 @@ enum HTTPRequestFraming {
             return refused(400, "bad request: chunked must be the final transfer coding, named once")
         }
         guard codings.count == 1 else { return refused(501, "not implemented: a transfer coding other than chunked") }
+        // libmicrohttpd reads a body as chunked only when the field's value is exactly `chunked`:
+        // with whitespace kept around it (trailing OWS, a folded line) it would wait for a body it
+        // never frames, and answer nothing. Refused rather than read two ways.
+        guard transferEncodings.count == 1, transferEncodings[0].lowercased() == "chunked" else {
+            return refused(400, "bad request: Transfer-Encoding must be exactly chunked, on one line")
+        }
         return nil
     }
 

@@ -22,10 +22,33 @@ public struct HTTPRouteOptions: Sendable, Hashable {
     public var maxBodyBytes: Int?
     /// Whether this route requires a verified client certificate.
     public var clientCertificate: HTTPServerClientCertificatePolicy?
+    /// The body of this route's 413 (with its `Content-Type`), when its clients need more than the
+    /// plain-text default: a JSON error an app can act on. At most 1 KiB, so it fits the socket
+    /// buffer when it is written while the body is still arriving.
+    public var payloadTooLarge: (contentType: String, body: [UInt8])? {
+        get { tooLarge.map { ($0.contentType, $0.body) } }
+        set { tooLarge = newValue.map { TooLarge(contentType: $0.contentType, body: $0.body) } }
+    }
+    struct TooLarge: Sendable, Hashable {
+        var contentType: String
+        var body: [UInt8]
+    }
+    var tooLarge: TooLarge?
 
-    public init(maxBodyBytes: Int? = nil, clientCertificate: HTTPServerClientCertificatePolicy? = nil) {
+    public init(maxBodyBytes: Int? = nil, clientCertificate: HTTPServerClientCertificatePolicy? = nil,
+                payloadTooLarge: (contentType: String, body: [UInt8])? = nil) {
         precondition(maxBodyBytes.map { $0 >= 0 } ?? true, "maxBodyBytes must not be negative")
+        precondition((payloadTooLarge?.body.count ?? 0) <= 1024, "a 413 body must be at most 1 KiB")
         self.maxBodyBytes = maxBodyBytes
         self.clientCertificate = clientCertificate
+        self.payloadTooLarge = payloadTooLarge
+    }
+
+    /// The 413 this route answers.
+    var payloadTooLargeResponse: HTTPServerResponse {
+        guard let tooLarge else { return .payloadTooLarge }
+        var headers = HTTPHeaders()
+        headers["Content-Type"] = tooLarge.contentType
+        return HTTPServerResponse(status: 413, headers: headers, body: tooLarge.body)
     }
 }

@@ -74,7 +74,9 @@ extension HTTPRouter.Route {
             return .forbiddenWithoutClientCertificate
         }
         if let bodyBytes, bodyBytes > configuration.maxBodyBytes(for: options) {
-            return .payloadTooLarge
+            var response = options.payloadTooLargeResponse
+            response.headers["Connection"] = "close"
+            return response
         }
         return nil
     }

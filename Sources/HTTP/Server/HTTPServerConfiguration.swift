@@ -61,6 +61,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var threadPoolSize: Int
     /// The most connections open at once, across all threads. Default 4,096.
     public var connectionLimit: Int
+    /// The most connections open at once from one client address; 0: no limit of its own (behind a
+    /// proxy every connection comes from the proxy). Further connections from that address are
+    /// closed as they are accepted, so one host cannot hold every slot. Default 0.
+    public var connectionsPerAddress: Int = 0
     /// An idle connection (no bytes either way) is closed after this long: it cuts slow-loris
     /// clients that open a request and stall, and idle keep-alive connections. Rounded up to whole
     /// seconds. Suspended requests (a handler still working) are exempt. Default 15 s.

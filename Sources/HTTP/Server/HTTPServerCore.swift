@@ -114,7 +114,8 @@ final class HTTPServerCore: Sendable {
         }
         return HTTPRequestFraming.refusal(
             version: version.map { String(cString: $0) } ?? "", contentLengths: fields.contentLengths,
-            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName)
+            transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName || fields.foldedFraming, hosts: fields.hosts,
+            authorizations: fields.authorizations)
     }
 
     /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
@@ -183,7 +184,7 @@ final class HTTPServerCore: Sendable {
             // libmicrohttpd 0.9.75 refuses MHD_queue_response while a body is arriving, so the
             // 413 for an oversized chunked body is written here, then the connection is closed
             // without reading the rest.
-            Self.writeEarlyPayloadTooLarge(connection)
+            Self.writeEarlyPayloadTooLarge(connection, Self.earlyPayloadTooLarge(exchange.route.options))
             return .NO
         }
         if exchange.isReceiving {
@@ -323,15 +324,19 @@ final class HTTPServerCore: Sendable {
         return created
     }
 
-    private static let earlyPayloadTooLarge: [UInt8] = Array(
-        ("HTTP/1.1 413 Payload Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            + "Content-Length: 18\r\nConnection: close\r\n\r\npayload too large\n").utf8)
+    /// The whole 413 of a route, as bytes on the wire (its own body, or the plain-text default).
+    private static func earlyPayloadTooLarge(_ options: HTTPRouteOptions) -> [UInt8] {
+        let response = options.payloadTooLargeResponse
+        let type = response.headers["Content-Type"] ?? "text/plain; charset=utf-8"
+        return Array(("HTTP/1.1 413 Payload Too Large\r\nContent-Type: \(type)\r\n"
+            + "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n").utf8) + response.body
+    }
 
     /// Writes a complete 413 straight to the connection. Safe only while the request is being read:
     /// libmicrohttpd has nothing of its own to send then, and the message fits an empty socket
     /// buffer (or one TLS record), so the non-blocking write completes.
-    private static func writeEarlyPayloadTooLarge(_ connection: OpaquePointer) {
-        earlyPayloadTooLarge.withUnsafeBytes { bytes in
+    private static func writeEarlyPayloadTooLarge(_ connection: OpaquePointer, _ message: [UInt8]) {
+        message.withUnsafeBytes { bytes in
             if let session = wxpay_mhd_connection_tls_session(connection) {
                 _ = gnutls_record_send(session, bytes.baseAddress, bytes.count)
                 return
@@ -363,16 +368,28 @@ private struct FramingFields {
     var contentLengths: [String] = []
     var transferEncodings: [String] = []
     var whitespaceInAName = false
+    /// A name that starts as a framing field's and goes on: a folded (obs-fold) framing field.
+    var foldedFraming = false
+    var hosts = 0
+    var authorizations = 0
 
     static let collect: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let fields = cls.assumingMemoryBound(to: FramingFields.self)
         if strpbrk(key, " \t") != nil { fields.pointee.whitespaceInAName = true }
+        // libmicrohttpd 0.9.75 unfolds an obs-fold continuation into the field's name
+        // (`Transfer-Encoding:` CRLF SP `chunked` becomes a field `Transfer-Encodingchunked`).
+        if strncasecmp(key, "Transfer-Encoding", 17) == 0 && key[17] != 0
+            || strncasecmp(key, "Content-Length", 14) == 0 && key[14] != 0 { fields.pointee.foldedFraming = true }
         let text = value.map { String(cString: $0) } ?? ""
         if strcasecmp(key, "Content-Length") == 0 {
             fields.pointee.contentLengths.append(text)
         } else if strcasecmp(key, "Transfer-Encoding") == 0 {
             fields.pointee.transferEncodings.append(text)
+        } else if strcasecmp(key, "Host") == 0 {
+            fields.pointee.hosts += 1
+        } else if strcasecmp(key, "Authorization") == 0 {
+            fields.pointee.authorizations += 1
         }
         return .YES
     }

@@ -47,6 +47,9 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
                 options.append(wxpay_mhd_option_pointer(.HTTPS_MEM_TRUST, borrow(clientCA)))
             }
         }
+        if configuration.connectionsPerAddress > 0 {
+            options.append(wxpay_mhd_option_value(.PER_IP_CONNECTION_LIMIT, configuration.connectionsPerAddress))
+        }
         options.append(wxpay_mhd_option_end())
 
         let daemon = options.withUnsafeMutableBufferPointer { items in

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import CSQLite
 import Foundation
+import Glibc
 
 /// Backups of a SQLite order store while gateways serve from it, and restores while none does.
 ///
@@ -86,6 +87,7 @@ public enum SQLiteBackup {
                 let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
                 defer { source.close() }
                 let target = try SQLiteConnection.open(path: partial, readOnly: false, busyTimeout: .seconds(30))
+                restrictToOwner(partial)
                 let expected: Report
                 do throws(StorageError) {
                     // One read transaction: the counts and the copied pages are the same instant.
@@ -117,11 +119,17 @@ public enum SQLiteBackup {
         }
     }
 
+    /// Refuses what is not a readable regular file (a FIFO would block the open for good).
+    static func requireRegularFile(_ path: String) throws(StorageError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw StorageError(code: .openFailed, detail: "no such file") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StorageError(code: .openFailed, detail: "not a regular file") }
+        guard access(path, R_OK) == 0 else { throw StorageError(code: .openFailed, detail: "cannot read the file") }
+    }
+
     /// Opens `path` read-only, runs `PRAGMA integrity_check` and counts every table.
     public static func verify(_ path: String) throws(StorageError) -> Report {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw StorageError(code: .openFailed, detail: "no such file")
-        }
+        try requireRegularFile(path)
         let connection = try SQLiteConnection.open(path: path, readOnly: true, busyTimeout: .seconds(30))
         defer { connection.close() }
         let problems = try connection.rows("PRAGMA integrity_check") { row throws(StorageError) in try row.text(0) }
@@ -152,6 +160,11 @@ public enum SQLiteBackup {
     private static func restoreNow(from backup: String, to database: String, now: Date) throws(RestoreRefusal)
         -> (Report, String?)
     {
+        do {
+            try requireRegularFile(backup)
+        } catch {
+            throw .failed("cannot read the backup \(backup): \(error)")
+        }
         let expected: Report
         do {
             expected = try verify(backup)
@@ -179,7 +192,7 @@ public enum SQLiteBackup {
                 formatter.locale = Locale(identifier: "en_US_POSIX")
                 formatter.timeZone = TimeZone(identifier: "UTC")
                 formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-                let copy = database + ".before-restore-" + formatter.string(from: now)
+                let copy = uniqueName(database + ".before-restore-" + formatter.string(from: now))
                 _ = try backupNow(database: database, to: copy)
                 saved = copy
             } else {
@@ -190,6 +203,7 @@ public enum SQLiteBackup {
             defer { source.close() }
             let target = try SQLiteConnection.open(path: database, readOnly: false, busyTimeout: .seconds(30))
             defer { target.close() }
+            if saved == nil { restrictToOwner(database) }
             try copy(from: source, to: target)
             // Fold the WAL into the file, so the database is whole in one file again.
             try target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -205,12 +219,31 @@ public enum SQLiteBackup {
         }
     }
 
+    /// `name`, or `name-2`, `name-3`… when it exists: a safety copy never replaces an earlier one
+    /// (two restores within one second of each other).
+    static func uniqueName(_ name: String) -> String {
+        var candidate = name
+        var number = 1
+        while FileManager.default.fileExists(atPath: candidate) || (try? FileManager.default.destinationOfSymbolicLink(atPath: candidate)) != nil {
+            number += 1
+            candidate = name + "-\(number)"
+        }
+        return candidate
+    }
+
+    /// Only the owner reads a database or its copies (payments, users, the audit log), whatever
+    /// the umask of the shell or cron job that made them.
+    static func restrictToOwner(_ path: String) {
+        _ = chmod(path, 0o600)
+    }
+
     /// `backup` without the thread hop (a restore is already off the pool).
     private static func backupNow(database: String, to destination: String) throws(StorageError) -> Report {
         let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
         defer { source.close() }
         let target = try SQLiteConnection.open(path: destination, readOnly: false, busyTimeout: .seconds(30))
         defer { target.close() }
+        restrictToOwner(destination)
         try source.execute("BEGIN")
         defer { try? source.execute("COMMIT") }
         let expected = try summary(of: source)

@@ -207,6 +207,7 @@ public final class SQLiteOrderStore: OrderStore {
             }
         }
         let lock = try SQLiteUsageLock.shared(path, timeout: configuration.busyTimeout)
+        let creating = !FileManager.default.fileExists(atPath: path)
         let writer: SQLiteConnection
         do {
             writer = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: configuration.busyTimeout)
@@ -214,6 +215,8 @@ public final class SQLiteOrderStore: OrderStore {
             lock.release()
             throw error
         }
+        // A new database is the owner's alone (its WAL and shared-memory files follow its mode).
+        if creating { SQLiteBackup.restrictToOwner(path) }
         var readers: [SQLiteConnection] = []
         do throws(StorageError) {
             let mode = try writer.row("PRAGMA journal_mode = WAL") { row throws(StorageError) in try row.text(0) }

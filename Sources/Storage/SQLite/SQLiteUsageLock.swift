@@ -13,8 +13,26 @@ final class SQLiteUsageLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// The lock file of the database at `path`.
-    static func path(for database: String) -> String { database + ".lock" }
+    /// The lock file of the database at `path`: beside the file the path resolves to, so that every
+    /// name of one database — a symbolic link to it or to its directory, `..` segments — takes the
+    /// same lock (a restore through a symlink must still see the gateway serving the real file).
+    static func path(for database: String) -> String { resolved(database) + ".lock" }
+
+    /// The database's path with every symbolic link resolved: the file's own when it exists, else
+    /// its resolved directory's with its name (a database about to be made).
+    static func resolved(_ database: String) -> String {
+        if let real = realPath(database) { return real }
+        let name = (database as NSString).lastPathComponent
+        let directory = (database as NSString).deletingLastPathComponent
+        guard !name.isEmpty, let real = realPath(directory.isEmpty ? "." : directory) else { return database }
+        return real == "/" ? "/" + name : real + "/" + name
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let pointer = realpath(path, nil) else { return nil }
+        defer { free(pointer) }
+        return String(cString: pointer)
+    }
 
     /// Taken by a store as it opens. Waits up to `timeout` while a restore holds the exclusive
     /// lock, then fails with `busy`.
