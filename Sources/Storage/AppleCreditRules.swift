@@ -15,6 +15,10 @@ protocol AppleCreditSession {
     func order(appAccountToken: String) throws(StorageError) -> OrderRecord?
     /// The user's open App Store orders for the product, oldest first, at most `limit`.
     func openAppleOrders(userID: String, appleProductID: String, limit: Int) throws(StorageError) -> [OrderRecord]
+    /// The candidates as they stand now, in the order given (nil for one that is gone), each
+    /// locked until the transaction ends; the locks are taken in one order every credit uses
+    /// (PostgreSQL: by out_trade_no), whatever order the candidates are tried in.
+    func lock(_ candidates: [OrderRecord]) throws(StorageError) -> [OrderRecord?]
     /// Inserts a new order and its `created` event; false when the out_trade_no exists.
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool
     /// The one door (`OrderStore.transition`), inside this transaction.
@@ -97,8 +101,15 @@ extension AppleCredit {
             }
         }
 
-        // 3. The first candidate the door moves to SUCCESS.
-        for (candidate, how) in candidates {
+        // 3. The first candidate the door moves to SUCCESS. All of them are locked first, in one
+        // order: each purchase tries them in an order of its own (its token's order, the one the
+        // app named, the oldest), and two credits of one user and product taking the locks as
+        // they try would each hold an order the other waits for, a deadlock (the door keeps the
+        // lock of an order it finds paid meanwhile until COMMIT). Each is then decided on what it
+        // is now, not on what it was when read.
+        let current = try session.lock(candidates.map(\.order))
+        for ((_, how), candidate) in zip(candidates, current) {
+            guard let candidate else { continue }
             if let credited = try credit(candidate, how, notes: notes, in: session) {
                 return .credited(credited, how)
             }

@@ -342,6 +342,18 @@ struct PostgresAppleCreditSession: AppleCreditSession {
                 """, userID, appleProductID, limit)).rows(OrderRecord.init(row:))
     }
 
+    func lock(_ candidates: [OrderRecord]) throws(StorageError) -> [OrderRecord?] {
+        guard !candidates.isEmpty else { return [] }
+        // ORDER BY runs before the locking clause: the rows are locked in out_trade_no order (bytewise,
+        // as the group-commit batches sort their lock keys), by every credit of every instance.
+        let locked = try db.run(PGQuery(
+            "SELECT " + OrderRecord.columns + """
+                 FROM orders WHERE out_trade_no = ANY($1) ORDER BY out_trade_no COLLATE "C" FOR NO KEY UPDATE
+                """, candidates.map(\.outTradeNo))).rows(OrderRecord.init(row:))
+        let byNumber = Dictionary(locked.map { ($0.outTradeNo, $0) }, uniquingKeysWith: { first, _ in first })
+        return candidates.map { byNumber[$0.outTradeNo] }
+    }
+
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
         let inserted = try db.run(PGQuery(
             "INSERT INTO orders (" + OrderRecord.columns + """

@@ -197,26 +197,39 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     /// A write in a transaction of its own (not in a group-commit batch), for writes that lock
     /// rows of more than one kind (a refund and its order: the order first). A changed order it
     /// returns is announced at COMMIT.
+    ///
+    /// A transaction the server aborted to resolve a deadlock or a serialization failure (40P01,
+    /// 40001) wrote nothing, and runs again from the start, up to `transactionRaceRetries` times:
+    /// `body` must be a function of its arguments and what it reads (every caller's is), so the
+    /// second run decides on what the winner committed.
     func transaction<T: Sendable>(
         _ body: @escaping @Sendable (PGConnection) throws(StorageError) -> (T, changed: String?)
     ) async throws(StorageError) -> T {
         let channel = self.channel
         return try await exclusive { db throws(StorageError) in
-            db.sendAhead(PGQuery("BEGIN"))
-            do throws(StorageError) {
-                let (value, changed) = try body(db)
-                var finish: [PGQuery] = []
-                if let changed { finish.append(PGQuery("SELECT pg_notify($1, $2)", channel, changed)) }
-                finish.append(PGQuery("COMMIT"))
-                _ = try db.run(finish)
-                return value
-            } catch {
-                // Also sends a BEGIN still waiting in front, so nothing is left for the next job.
-                if !db.isBroken { _ = try? db.run([PGQuery("ROLLBACK")]) }
-                throw error
+            var races = 0
+            while true {
+                db.sendAhead(PGQuery("BEGIN"))
+                do throws(StorageError) {
+                    let (value, changed) = try body(db)
+                    var finish: [PGQuery] = []
+                    if let changed { finish.append(PGQuery("SELECT pg_notify($1, $2)", channel, changed)) }
+                    finish.append(PGQuery("COMMIT"))
+                    _ = try db.run(finish)
+                    return value
+                } catch {
+                    // Also sends a BEGIN still waiting in front, so nothing is left for the next job.
+                    if !db.isBroken { _ = try? db.run([PGQuery("ROLLBACK")]) }
+                    guard error.isTransactionRace, !db.isBroken, races < Self.transactionRaceRetries else { throw error }
+                    races += 1
+                }
             }
         }
     }
+
+    /// How many times a transaction of its own runs again after losing a race the server resolved
+    /// by aborting it (as many as a group-commit batch does).
+    static let transactionRaceRetries = 3
 
     private func submit<T: Sendable>(
         key: String, statement: OneStatement<T>? = nil,

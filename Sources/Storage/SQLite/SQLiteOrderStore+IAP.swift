@@ -292,6 +292,11 @@ struct SQLiteAppleCreditSession: AppleCreditSession {
                 """, userID, appleProductID, limit, decode: OrderRecord.init(row:))
     }
 
+    func lock(_ candidates: [OrderRecord]) throws(StorageError) -> [OrderRecord?] {
+        // The write transaction is the lock: nobody else writes, so the rows it read are current.
+        candidates
+    }
+
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
         guard try SQLiteOrderStore.insert(order, on: db) else { return false }
         try SQLiteOrderStore.appendEvent(event, to: order.outTradeNo, on: db)
