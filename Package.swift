@@ -32,6 +32,9 @@ let package = Package(
 
         // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
         .target(name: "JSON"),
+        // The one first-in, first-out queue (O(1) takes) of the stores' threads and the gateway's
+        // bounded work: a building block beneath both, so neither depends on the other for it.
+        .target(name: "FIFO"),
 
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
@@ -39,7 +42,7 @@ let package = Package(
         // (COpenSSL: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
         // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
-        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ"]),
+        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ", "FIFO"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
@@ -58,7 +61,7 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore", "JSON"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore", "JSON", "FIFO"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
@@ -111,6 +114,7 @@ let package = Package(
         ]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "FIFOTests", dependencies: ["FIFO"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
             "SimulatorHarnessSupport", "JSON",

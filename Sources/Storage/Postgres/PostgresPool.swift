@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import FIFO
 import Foundation
 import Synchronization
 
@@ -79,9 +80,8 @@ final class PostgresPool: Sendable {
     }
 
     private struct Queue {
-        var reads: [(Kind, PGJob)] = []
-        var readHead = 0
-        var writes: [PGJob] = []
+        var reads = FIFOQueue<(Kind, PGJob)>()
+        var writes = FIFOQueue<PGJob>()
         var threads = 0
         /// Threads committing a batch of writes now.
         var writing = 0
@@ -91,24 +91,6 @@ final class PostgresPool: Sendable {
         /// Connection attempts wait until then after a failed one.
         var retryAt: ContinuousClock.Instant?
         var backoff: Duration = PostgresPool.firstBackoff
-
-        func peekRead() -> (Kind, PGJob)? {
-            readHead < reads.count ? reads[readHead] : nil
-        }
-
-        mutating func takeRead() -> (Kind, PGJob)? {
-            guard readHead < reads.count else { return nil }
-            let job = reads[readHead]
-            readHead += 1
-            if readHead == reads.count {
-                reads.removeAll(keepingCapacity: true)
-                readHead = 0
-            } else if readHead >= 1024 && readHead * 2 >= reads.count {
-                reads.removeFirst(readHead)
-                readHead = 0
-            }
-            return job
-        }
     }
 
     private enum Work {
@@ -210,22 +192,19 @@ final class PostgresPool: Sendable {
         var connection: PGConnection?
         while true {
             let work = queue.withLock { queue -> Work in
-                if let (kind, job) = queue.takeRead() {
+                if let (kind, job) = queue.reads.popFirst() {
                     guard kind == .read, job.statement != nil else { return .one(kind, job) }
                     var reads = [job]
-                    while reads.count < maxBatchSize, let (nextKind, next) = queue.peekRead(),
+                    while reads.count < maxBatchSize, let (nextKind, next) = queue.reads.first,
                           nextKind == .read, next.statement != nil {
-                        _ = queue.takeRead()
+                        _ = queue.reads.popFirst()
                         reads.append(next)
                     }
                     return reads.count == 1 ? .one(kind, job) : .reads(reads)
                 }
                 if !queue.writes.isEmpty && queue.writing < maxWritingThreads {
                     queue.writing += 1
-                    let count = min(queue.writes.count, maxBatchSize)
-                    let batch = Array(queue.writes.prefix(count))
-                    queue.writes.removeFirst(count)
-                    return .batch(batch)
+                    return .batch(queue.writes.popFirst(maxBatchSize))
                 }
                 if queue.isClosed { return .exit }
                 queue.sleeping += 1

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import FIFO
 import Foundation
 import Synchronization
 
@@ -7,25 +8,8 @@ import Synchronization
 /// they read the last committed state while the writer writes.
 final class SQLiteReaderPool: Sendable {
     private struct Queue {
-        var jobs: [ReadJob] = []
-        /// Taken jobs before this index are dropped in bulk: `removeFirst()` on each take was
-        /// quadratic when a burst of 10,000 `wait` queries queued their reads at once.
-        var head = 0
+        var jobs = FIFOQueue<ReadJob>()
         var isClosed = false
-
-        mutating func take() -> ReadJob? {
-            guard head < jobs.count else { return nil }
-            let job = jobs[head]
-            head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 1024 && head * 2 >= jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
-            return job
-        }
     }
 
     private enum Next {
@@ -88,7 +72,7 @@ final class SQLiteReaderPool: Sendable {
     private func runLoop(_ connection: SQLiteConnection) {
         while true {
             let next = queue.withLock { queue -> Next in
-                if let job = queue.take() { return .job(job) }
+                if let job = queue.jobs.popFirst() { return .job(job) }
                 return queue.isClosed ? .exit : .sleep
             }
             switch next {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
+import FIFO
 import Foundation
 import Synchronization
 
@@ -16,7 +17,7 @@ final class SQLiteWriter: Sendable {
     }
 
     private struct Queue {
-        var items: [Item] = []
+        var items = FIFOQueue<Item>()
         var isClosed = false
     }
 
@@ -98,10 +99,7 @@ final class SQLiteWriter: Sendable {
             // Extra signals (work already taken by an earlier batch) only cause an empty pass.
             let work = queue.withLock { queue -> Work in
                 if !queue.items.isEmpty {
-                    let count = min(queue.items.count, maxBatchSize)
-                    let batch = Array(queue.items.prefix(count))
-                    queue.items.removeFirst(count)
-                    return .batch(batch)
+                    return .batch(queue.items.popFirst(maxBatchSize))
                 }
                 return queue.isClosed ? .exit : .sleep
             }
