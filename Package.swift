@@ -16,7 +16,9 @@ let package = Package(
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
         .library(name: "HTTP", targets: ["HTTP"]),
-        .library(name: "Storage", targets: ["Storage"]),
+        .library(name: "StorageCore", targets: ["StorageCore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
         .library(name: "AppStore", targets: ["AppStore"]),
     ],
@@ -41,8 +43,16 @@ let package = Package(
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (COpenSSL: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
-        // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
-        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ", "FIFO"]),
+        // The durable order store, knowing nothing of the protocol: what every store keeps and
+        // promises (the store protocols, records, errors, and every rule above the SQL: checks of
+        // the arguments, the door's decisions, the App Store matching), which is all the product
+        // sees; and the two stores, which only say it in their SQL. Only the executable, the
+        // tests and the benchmarks choose a store.
+        .target(name: "StorageCore"),
+        // One SQLite file, for one process: one writer thread with group commit, a reader pool.
+        .target(name: "SQLiteStore", dependencies: ["StorageCore", "CSQLite", "FIFO"]),
+        // PostgreSQL, for several instances: libpq's pipeline, a pool with group commit, LISTEN.
+        .target(name: "PostgresStore", dependencies: ["StorageCore", "CLibPQ", "FIFO"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
@@ -61,15 +71,16 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "COpenSSL", "AppStore", "JSON", "FIFO"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "StorageCore", "COpenSSL", "AppStore", "JSON", "FIFO"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
-            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
+            "WeChatPayHTTPTransport",
             "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "COpenSSL", "CLibXML2",
+            "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "COpenSSL", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
@@ -81,9 +92,13 @@ let package = Package(
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport", "CHeapStatistics"]),
         // glibc's mallinfo2, for the tests that bound the heap hostile input leaves behind.
         .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport"]),
+        .testTarget(name: "StorageTests", dependencies: [
+            "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport",
+        ]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
-        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
+        .target(name: "StoreTestSupport", dependencies: [
+            "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "ChildProcessSupport",
+        ],
                 path: "Tests/StoreTestSupport"),
         // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
         .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
@@ -101,7 +116,7 @@ let package = Package(
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "Gateway", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
             "ChildProcessSupport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",

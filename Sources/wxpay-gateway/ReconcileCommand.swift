@@ -2,7 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
-import Storage
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 

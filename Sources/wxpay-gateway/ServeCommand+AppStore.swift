@@ -6,7 +6,7 @@ import Foundation
 import Gateway
 import HTTP
 import SimulatorKit
-import Storage
+import StorageCore
 import Synchronization
 
 /// How `serve` reaches the App Store: in production the Server API and verifyReceipt over HTTPS

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStoreSimulator
 import Foundation
-import Glibc
 import Gateway
+import Glibc
 import HTTP
-import Storage
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator

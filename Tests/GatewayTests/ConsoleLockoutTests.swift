@@ -3,7 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import HTTPClientTestSupport
-import Storage
+import StorageCore
 import Testing
 
 /// The console's lockout, driven over raw sockets from several source addresses (the gateway

@@ -6,7 +6,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import SimulatorKit
-import Storage
+import StorageCore
 import StoreTestSupport
 
 /// The gateway (a `GatewayRig`: API, service, SQLite store, the WeChat simulator) with iOS

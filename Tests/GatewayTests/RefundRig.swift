@@ -3,7 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import HTTPClientTestSupport
-import Storage
+import StorageCore
 import StoreTestSupport
 import Synchronization
 import WeChatPay

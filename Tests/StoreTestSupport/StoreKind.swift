@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import PostgresStore
+import SQLiteStore
+import StorageCore
 import Testing
 
 /// A store under test: every storage protocol both stores implement. A new storage responsibility

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
-import Storage
+import StorageCore
 import WeChatPay
 
 /// Everything the gateway is configured with, read from the environment (the README's table).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import COpenSSL
 import Foundation
-import Storage
+import StorageCore
 import Synchronization
 
 /// The support console: accounts from the user file, sessions and failed logins in the database

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
-import Storage
+import StorageCore
 
 /// The notification history backfill: Get Notification History, read with the reconciler's sweeps
 /// (at most every APPSTORE_BACKFILL_INTERVAL seconds), is what finds a purchase whose app report

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
-import Storage
+import StorageCore
 
 /// The reconciler's App Store half: what the app never reported and no notification brought is
 /// found by asking the App Store about the user's account, and Apple's refunds that no

@@ -2,7 +2,7 @@
 import AppStore
 import Foundation
 import JSON
-import Storage
+import StorageCore
 import Synchronization
 import WeChatPay
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 
 /// What changes when several gateway instances share one database (PostgreSQL): a wait is woken
 /// by a change made on any instance, the waits of all instances together ask WeChat about an
