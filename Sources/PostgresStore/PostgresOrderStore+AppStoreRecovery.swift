@@ -161,11 +161,7 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func recordConsumptionRequest(_ request: ConsumptionRequestRecord, events: [NewOrderEvent], outbox: OutboxEvent?)
         async throws(StorageError) -> Bool
     {
-        try request.validate()
-        for event in events { try StoreText.validate(event.kind, event.detail) }
-        if let outbox, outbox.outTradeNo != request.outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
+        try request.validate(events: events, outbox: outbox)
         return try await write(key: Self.consumptionKey(request.id)) { db throws(StorageError) in
             let inserted = try db.run(PGQuery(
                 "INSERT INTO appstore_consumption (" + ConsumptionRequestRecord.columns + """
@@ -206,8 +202,8 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func answerConsumption(_ id: String, answer: String, consented: Bool, by: ConsumptionAnswerSource, at: Date,
                                   event: NewOrderEvent?) async throws(StorageError) -> ConsumptionRequestRecord?
     {
-        try StoreText.validate(answer)
-        if let event { try StoreText.validate(event.kind, event.detail) }
+        try StoreText.validate(id, answer)
+        try event.validate()
         return try await write(key: Self.consumptionKey(id)) { db throws(StorageError) in
             guard let answered = try db.run(PGQuery(
                 """
@@ -251,8 +247,8 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func finishConsumptionAttempt(_ id: String, claimant: String, outcome: ConsumptionAttemptOutcome, at: Date,
                                          event: NewOrderEvent?) async throws(StorageError) -> ConsumptionRequestRecord?
     {
-        try StoreText.validate(outcome.error)
-        if let event { try StoreText.validate(event.kind, event.detail) }
+        try StoreText.validate(id, claimant, outcome.error)
+        try event.validate()
         return try await write(key: Self.consumptionKey(id)) { db throws(StorageError) in
             guard let current = try db.run(PGQuery(
                 "SELECT " + ConsumptionRequestRecord.columns

@@ -257,8 +257,7 @@ extension PostgresOrderStore: IAPStore {
     }
 
     public func recordAppStoreNotification(_ notification: AppStoreNotificationRecord) async throws(StorageError) -> Bool {
-        try StoreText.validate(notification.notificationUUID, notification.notificationType, notification.subtype,
-                               notification.environment, notification.transactionID, notification.outcome)
+        try notification.validate()
         return try await write(key: "n:" + notification.notificationUUID) { db throws(StorageError) in
             (try db.run(PGQuery(
                 "INSERT INTO appstore_notifications (" + AppStoreNotificationRecord.columns + """

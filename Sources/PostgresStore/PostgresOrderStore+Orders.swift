@@ -5,7 +5,7 @@ import StorageCore
 extension PostgresOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
         try order.validateNew()
-        try StoreText.validate(event.kind, event.detail)
+        try event.validate()
         return try await write(key: Self.orderKey(order.outTradeNo)) { db throws(StorageError) in
             // The primary key decides between racing creates, whichever instance they reach: one
             // INSERT wins, the others wait for it and do nothing. The second statement has a
@@ -70,7 +70,8 @@ extension PostgresOrderStore {
     public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
     {
-        try StoreText.validate(prepayID, event?.kind, event?.detail)
+        try StoreText.validate(outTradeNo, prepayID)
+        try event.validate()
         return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
             let updated = try db.run(PGQuery(
                 """
@@ -107,8 +108,6 @@ extension PostgresOrderStore {
 
     public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
         try transition.validate()
-        try StoreText.validate(transition.transactionID, transition.detail, transition.receipt?.kind,
-                               transition.receipt?.changedDetail, transition.receipt?.unchangedDetail)
         let outTradeNo = transition.outTradeNo
         // When the caller read the order and the door would change it as read, the change is
         // tried as one statement that applies only while the order still stands so: most payments
@@ -161,7 +160,8 @@ extension PostgresOrderStore {
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
-        try StoreText.validate(event.kind, event.detail)
+        try StoreText.validate(outTradeNo)
+        try event.validate()
         return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
             let appended = try db.run(PGQuery(
                 """
@@ -177,7 +177,8 @@ extension PostgresOrderStore {
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
         -> OrderEvent?
     {
-        try StoreText.validate(event.kind, event.detail)
+        try StoreText.validate(outTradeNo)
+        try event.validate()
         return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
             // The order's row lock first: a racing caller waits here, then sees this line.
             guard try db.run(Self.lockOrder(outTradeNo)).first(OrderRecord.init(row:)) != nil else { return (nil, nil) }

@@ -41,7 +41,7 @@ extension PostgresOrderStore {
     public func reschedule(_ id: String, nextAttemptAt: Date, attempts: Int, lastError: String)
         async throws(StorageError) -> Bool
     {
-        try StoreText.validate(lastError)
+        try StoreText.validate(id, lastError)
         return try await outboxUpdate(id, PGQuery(
             """
             UPDATE outbox SET next_attempt_at = $1, attempts = $2, last_error = $3, claimed_by = NULL, claimed_until = NULL
@@ -50,7 +50,7 @@ extension PostgresOrderStore {
     }
 
     public func deadLetter(_ id: String, at: Date, lastError: String) async throws(StorageError) -> Bool {
-        try StoreText.validate(lastError)
+        try StoreText.validate(id, lastError)
         return try await outboxUpdate(id, PGQuery(
             """
             UPDATE outbox SET dead_at = $1, last_error = $2, claimed_by = NULL, claimed_until = NULL

@@ -82,7 +82,7 @@ extension PostgresOrderStore: RefundStore {
         -> RefundCreateResult
     {
         try refund.validate()
-        try StoreText.validate(event.kind, event.detail)
+        try event.validate()
         return try await transaction { db throws(StorageError) in
             // The order's lock first: concurrent requests for one order are decided one after the
             // other, on every instance, and each sees the refunds the previous one committed.
@@ -136,7 +136,8 @@ extension PostgresOrderStore: RefundStore {
     public func recordRefundAccepted(_ outRefundNo: String, refundID: String, at: Date, event: NewOrderEvent?)
         async throws(StorageError) -> RefundRecord?
     {
-        try StoreText.validate(refundID, event?.kind, event?.detail)
+        try StoreText.validate(outRefundNo, refundID)
+        try event.validate()
         return try await write(key: Self.refundKey(outRefundNo)) { db throws(StorageError) in
             guard let before = try db.run(Self.selectRefund(outRefundNo, locking: true)).first(RefundRecord.init(row:)) else {
                 return (nil, nil)
@@ -165,7 +166,7 @@ extension PostgresOrderStore: RefundStore {
     }
 
     public func transitionRefund(_ transition: RefundTransition) async throws(StorageError) -> RefundTransitionResult {
-        try StoreText.validate(transition.refundID, transition.failureReason, transition.detail)
+        try transition.validate()
         return try await transaction { db throws(StorageError) in
             // Which order, then its lock, then the refund's: the order every refund write takes.
             guard let outTradeNo = try db.run(PGQuery("SELECT out_trade_no FROM refunds WHERE out_refund_no = $1",

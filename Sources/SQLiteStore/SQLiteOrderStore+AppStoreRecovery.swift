@@ -132,10 +132,7 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func recordConsumptionRequest(_ request: ConsumptionRequestRecord, events: [NewOrderEvent], outbox: OutboxEvent?)
         async throws(StorageError) -> Bool
     {
-        try request.validate()
-        if let outbox, outbox.outTradeNo != request.outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
+        try request.validate(events: events, outbox: outbox)
         return try await write { db throws(StorageError) in
             let inserted = try db.run(
                 "INSERT INTO appstore_consumption (" + ConsumptionRequestRecord.columns + """
@@ -176,7 +173,8 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func answerConsumption(_ id: String, answer: String, consented: Bool, by: ConsumptionAnswerSource, at: Date,
                                   event: NewOrderEvent?) async throws(StorageError) -> ConsumptionRequestRecord?
     {
-        try StoreText.validate(answer)
+        try StoreText.validate(id, answer)
+        try event.validate()
         return try await write { db throws(StorageError) in
             guard let answered = try db.row(
                 """
@@ -219,7 +217,8 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     public func finishConsumptionAttempt(_ id: String, claimant: String, outcome: ConsumptionAttemptOutcome, at: Date,
                                          event: NewOrderEvent?) async throws(StorageError) -> ConsumptionRequestRecord?
     {
-        try StoreText.validate(outcome.error)
+        try StoreText.validate(id, claimant, outcome.error)
+        try event.validate()
         return try await write { db throws(StorageError) in
             guard let current = try db.row(
                 "SELECT " + ConsumptionRequestRecord.columns + " FROM appstore_consumption WHERE id = ?1 AND claimed_by = ?2",

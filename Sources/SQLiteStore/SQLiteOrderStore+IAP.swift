@@ -205,7 +205,8 @@ extension SQLiteOrderStore: IAPStore {
     }
 
     public func recordAppStoreNotification(_ notification: AppStoreNotificationRecord) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
+        try notification.validate()
+        return try await write { db throws(StorageError) in
             try db.run(
                 "INSERT INTO appstore_notifications (" + AppStoreNotificationRecord.columns + """
                     ) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING

@@ -5,6 +5,7 @@ import StorageCore
 extension SQLiteOrderStore {
     public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
         try order.validateNew()
+        try event.validate()
         return try await write { db throws(StorageError) in
             if try Self.insert(order, on: db) {
                 _ = try Self.insertEvent(order.outTradeNo, event, on: db)
@@ -48,7 +49,9 @@ extension SQLiteOrderStore {
     public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
     {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(outTradeNo, prepayID)
+        try event.validate()
+        return try await write { db throws(StorageError) in
             let updated = try db.row(
                 """
                 UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
@@ -150,13 +153,17 @@ extension SQLiteOrderStore {
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
-        try await write { db throws(StorageError) in try Self.insertEvent(outTradeNo, event, on: db) }
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write { db throws(StorageError) in try Self.insertEvent(outTradeNo, event, on: db) }
     }
 
     public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
         -> OrderEvent?
     {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write { db throws(StorageError) in
             try db.row(
                 """
                 INSERT INTO order_events (out_trade_no, at, kind, detail)

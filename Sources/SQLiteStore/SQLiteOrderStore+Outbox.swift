@@ -40,7 +40,8 @@ extension SQLiteOrderStore {
     public func reschedule(_ id: String, nextAttemptAt: Date, attempts: Int, lastError: String)
         async throws(StorageError) -> Bool
     {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(id, lastError)
+        return try await write { db throws(StorageError) in
             try db.run(
                 """
                 UPDATE outbox SET next_attempt_at = ?1, attempts = ?2, last_error = ?3,
@@ -51,7 +52,8 @@ extension SQLiteOrderStore {
     }
 
     public func deadLetter(_ id: String, at: Date, lastError: String) async throws(StorageError) -> Bool {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(id, lastError)
+        return try await write { db throws(StorageError) in
             try db.run(
                 """
                 UPDATE outbox SET dead_at = ?1, last_error = ?2, claimed_by = NULL, claimed_until = NULL

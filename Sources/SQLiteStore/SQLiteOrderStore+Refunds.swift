@@ -50,6 +50,7 @@ extension SQLiteOrderStore: RefundStore {
         -> RefundCreateResult
     {
         try refund.validate()
+        try event.validate()
         return try await write { db throws(StorageError) in
             // Inside the write transaction nobody else writes: the sum read here is the sum the
             // insert joins, so concurrent requests are decided one after the other.
@@ -99,7 +100,9 @@ extension SQLiteOrderStore: RefundStore {
     public func recordRefundAccepted(_ outRefundNo: String, refundID: String, at: Date, event: NewOrderEvent?)
         async throws(StorageError) -> RefundRecord?
     {
-        try await write { db throws(StorageError) in
+        try StoreText.validate(outRefundNo, refundID)
+        try event.validate()
+        return try await write { db throws(StorageError) in
             guard let before = try Self.refund(outRefundNo, on: db) else { return nil }
             guard before.refundID == nil || before.acceptedAt == nil else { return before }
             let after = try db.row(
@@ -126,6 +129,7 @@ extension SQLiteOrderStore: RefundStore {
     }
 
     public func transitionRefund(_ transition: RefundTransition) async throws(StorageError) -> RefundTransitionResult {
+        try transition.validate()
         let allowed = transition.sourceStates
         return try await write { db throws(StorageError) in
             guard let before = try Self.refund(transition.outRefundNo, on: db) else { return .notFound }

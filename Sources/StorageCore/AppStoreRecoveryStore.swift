@@ -222,6 +222,13 @@ extension ConsumptionRequestRecord {
     package func validate() throws(StorageError) {
         try StoreText.validate(id, transactionID, outTradeNo, environment, reason, answer)
     }
+
+    /// `recordConsumptionRequest`'s arguments: the request, its timeline lines and its own order's event.
+    package func validate(events: [NewOrderEvent], outbox: OutboxEvent?) throws(StorageError) {
+        try validate()
+        for event in events { try event.validate() }
+        try outbox?.validate(belongsTo: outTradeNo)
+    }
 }
 
 extension ConsumptionAttemptOutcome {

@@ -45,3 +45,9 @@ extension AppStoreNotificationRecord {
             receivedAt: try row.date(6), outcome: try row.text(7))
     }
 }
+
+extension AppStoreNotificationRecord {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(notificationUUID, notificationType, subtype, environment, transactionID, outcome)
+    }
+}

@@ -28,7 +28,9 @@ extension OrderRecord {
 
 package enum StoreText {
     /// PostgreSQL's `text` cannot hold U+0000, so no store accepts it: an order that one store keeps
-    /// must be one every store keeps. (The gateway refuses control characters long before.)
+    /// must be one every store keeps. (The gateway refuses control characters long before.) Every
+    /// operation of both stores checks its text through here, or through a `validate()` below,
+    /// before it touches the database: `StoreTextTests` tries each one on both stores.
     package static func validate(_ values: String?...) throws(StorageError) {
         for value in values {
             guard let value else { continue }
@@ -37,11 +39,36 @@ package enum StoreText {
     }
 }
 
+extension NewOrderEvent {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(kind, detail)
+    }
+}
+
+extension Optional<NewOrderEvent> {
+    package func validate() throws(StorageError) {
+        try self?.validate()
+    }
+}
+
+extension OutboxEvent {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(id, outTradeNo, type, payload, lastError)
+    }
+
+    /// An event written beside a change of `outTradeNo` must be about that order.
+    package func validate(belongsTo outTradeNo: String?) throws(StorageError) {
+        guard self.outTradeNo == outTradeNo else { throw .invalidArgument("the outbox event belongs to another order") }
+        try validate()
+    }
+}
+
 extension OrderTransition {
     package func validate() throws(StorageError) {
-        if let outbox, outbox.outTradeNo != outTradeNo {
-            throw .invalidArgument("the outbox event belongs to another order")
-        }
+        try outbox?.validate(belongsTo: outTradeNo)
+        try StoreText.validate(outTradeNo, transactionID, detail, receipt?.kind, receipt?.changedDetail,
+                               receipt?.unchangedDetail, apple?.transactionID, apple?.originalTransactionID,
+                               apple?.environment)
     }
 
     /// The states the door moves the order from: a move to the state the order is already in is a
@@ -100,6 +127,10 @@ extension NewRefund {
 }
 
 extension RefundTransition {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(outRefundNo, expectedOutTradeNo, refundID, failureReason, detail)
+    }
+
     /// The states the refund door moves a refund from: never the target (a repeat is a duplicate)
     /// and never a finished state (the database would refuse it anyway).
     package var sourceStates: Set<RefundState> { allowedFrom.subtracting([to]).filter { !$0.isFinal } }
@@ -130,7 +161,7 @@ extension RefundTransition {
     /// The outbox event to insert for the changed refund, checked to belong to its order.
     package func outboxEvent(for refund: RefundRecord) throws(StorageError) -> OutboxEvent? {
         guard let event = outbox(refund) else { return nil }
-        guard event.outTradeNo == refund.outTradeNo else { throw .invalidArgument("the outbox event belongs to another order") }
+        try event.validate(belongsTo: refund.outTradeNo)
         return event
     }
 }
