@@ -212,7 +212,7 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
                 WHERE id = $1 AND state = 'requested' AND deadline > $5
                 RETURNING
                 """ + " " + ConsumptionRequestRecord.columns,
-                id, (consented ? ConsumptionState.answered : .notSent).rawValue, answer, by.rawValue, at))
+                id, ConsumptionState.answered(consented: consented).rawValue, answer, by.rawValue, at))
                 .first(ConsumptionRequestRecord.init(row:))
             else { return (nil, nil) }
             if let event, let outTradeNo = answered.outTradeNo { _ = try db.run(Self.insertEvent(event, of: outTradeNo)) }
@@ -241,7 +241,7 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
                 """ + " " + ConsumptionRequestRecord.columns,
                 claimant, leaseUntil, now, defaultsDueBefore, limit, id)).rows(ConsumptionRequestRecord.init(row:))
         }
-        return claimed.sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
+        return claimed.inClaimOrder()
     }
 
     public func finishConsumptionAttempt(_ id: String, claimant: String, outcome: ConsumptionAttemptOutcome, at: Date,

@@ -58,7 +58,7 @@ extension PostgresOrderStore: AuditStore {
 
     public func auditEntries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(StorageError) -> AuditPage {
         guard limit > 0 else { return AuditPage(entries: [], nextBefore: nil) }
-        try StoreText.validate(query.actor, query.outTradeNo, query.action)
+        try query.validate()
         let rows = try await read { db throws(StorageError) in
             try db.run(PGQuery(
                 "SELECT " + AuditEntry.columns + """

@@ -213,16 +213,12 @@ extension PostgresOrderStore: ConsoleStore {
         }
     }
 
-    public func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
-        try await searchOrders(OrderSearch(flags: flags), limit: limit, after: after)
-    }
-
     public func searchOrders(_ search: OrderSearch, limit: Int, after: OrderPageKey?) async throws(StorageError)
         -> OrderPage
     {
         guard limit > 0 else { return OrderPage(orders: [], next: nil) }
-        try StoreText.validate(search.identifier)
-        let states = search.states.isEmpty ? Set(OrderState.allCases) : search.states
+        try search.validate()
+        let states = search.statesSearched
         // Absent bounds and cursor are NULL tests, so one statement serves every search; the order
         // is the one `orders(userID:…)` pages by (out_trade_no compared bytewise, as SQLite does).
         let flags: [String]? = search.flags.isEmpty ? nil : search.flags.map(\.rawValue).sorted()

@@ -24,9 +24,7 @@ extension PostgresOrderStore {
                 """ + " " + OutboxEvent.columns,
                 claimant, leaseUntil, now, limit)).rows(OutboxEvent.init(row:))
         }
-        return claimed.sorted {
-            ($0.nextAttemptAt, $0.createdAt, $0.id) < ($1.nextAttemptAt, $1.createdAt, $1.id)
-        }
+        return claimed.inClaimOrder()
     }
 
     public func markDelivered(_ id: String, at: Date) async throws(StorageError) -> Bool {

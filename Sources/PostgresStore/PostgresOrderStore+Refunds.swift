@@ -219,7 +219,7 @@ extension PostgresOrderStore: RefundStore {
         leaseUntil: Date
     ) async throws(StorageError) -> [RefundRecord] {
         guard limit > 0 else { return [] }
-        let gap = Int((max(0, minimumGap) * 1000).rounded())
+        let gap = RefundRecord.queryGapMilliseconds(minimumGap)
         let claimed = try await exclusive { db throws(StorageError) in
             try db.run(PGQuery(
                 """
@@ -238,10 +238,7 @@ extension PostgresOrderStore: RefundStore {
                 """ + " " + RefundRecord.columns,
                 claimant, leaseUntil, cutoff, now, limit, gap)).rows(RefundRecord.init(row:))
         }
-        return claimed.sorted {
-            ($0.lastQueriedAt ?? $0.createdAt, $0.createdAt, $0.outRefundNo)
-                < ($1.lastQueriedAt ?? $1.createdAt, $1.createdAt, $1.outRefundNo)
-        }
+        return claimed.inClaimOrder()
     }
 
     public func releaseRefundClaim(_ outRefundNo: String, claimant: String) async throws(StorageError) -> Bool {

@@ -183,7 +183,7 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
                 WHERE id = ?1 AND state = 'requested' AND deadline > ?5
                 RETURNING
                 """ + " " + ConsumptionRequestRecord.columns,
-                id, (consented ? ConsumptionState.answered : .notSent).rawValue, answer, by.rawValue, at,
+                id, ConsumptionState.answered(consented: consented).rawValue, answer, by.rawValue, at,
                 decode: ConsumptionRequestRecord.init(row:))
             else { return nil }
             if let event, let outTradeNo = answered.outTradeNo { try Self.appendEvent(event, to: outTradeNo, on: db) }
@@ -210,7 +210,7 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
                 RETURNING
                 """ + " " + ConsumptionRequestRecord.columns,
                 claimant, leaseUntil, now, defaultsDueBefore, limit, id, decode: ConsumptionRequestRecord.init(row:))
-                .sorted { ($0.requestedAt, $0.id) < ($1.requestedAt, $1.id) }
+                .inClaimOrder()
         }
     }
 

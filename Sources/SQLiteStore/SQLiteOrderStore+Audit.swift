@@ -43,7 +43,7 @@ extension SQLiteOrderStore: AuditStore {
 
     public func auditEntries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(StorageError) -> AuditPage {
         guard limit > 0 else { return AuditPage(entries: [], nextBefore: nil) }
-        try StoreText.validate(query.actor, query.outTradeNo, query.action)
+        try query.validate()
         let rows = try await read { db throws(StorageError) in
             try db.rows(
                 "SELECT " + AuditEntry.columns + """

@@ -166,18 +166,14 @@ extension SQLiteOrderStore: ConsoleStore {
         }
     }
 
-    public func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
-        try await searchOrders(OrderSearch(flags: flags), limit: limit, after: after)
-    }
-
     public func searchOrders(_ search: OrderSearch, limit: Int, after: OrderPageKey?) async throws(StorageError)
         -> OrderPage
     {
         guard limit > 0 else { return OrderPage(orders: [], next: nil) }
-        try StoreText.validate(search.identifier)
+        try search.validate()
         // No filter is a NULL test: the bounds default to the widest ones, so the created_at
         // index serves the range and the order, and a page stops after `limit + 1` rows.
-        let states = (search.states.isEmpty ? Set(OrderState.allCases) : search.states).jsonArray
+        let states = search.statesSearched.jsonArray
         let from = search.createdFrom ?? Date(timeIntervalSince1970: 0)
         let before = search.createdBefore ?? Date.distantFuture
         let cursorTime = after?.createdAt ?? Date.distantFuture

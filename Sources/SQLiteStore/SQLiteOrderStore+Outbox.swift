@@ -21,9 +21,7 @@ extension SQLiteOrderStore {
                 """ + " " + OutboxEvent.columns,
                 claimant, leaseUntil, now, limit, decode: OutboxEvent.init(row:))
         }
-        return claimed.sorted {
-            ($0.nextAttemptAt, $0.createdAt, $0.id) < ($1.nextAttemptAt, $1.createdAt, $1.id)
-        }
+        return claimed.inClaimOrder()
     }
 
     public func markDelivered(_ id: String, at: Date) async throws(StorageError) -> Bool {

@@ -28,10 +28,7 @@ extension SQLiteOrderStore {
                 claimant, leaseUntil, cutoff, now, limit, decode: OrderRecord.init(row:))
         }
         // RETURNING yields rows in no promised order.
-        return claimed.sorted {
-            ($0.lastQueriedAt ?? $0.createdAt, $0.createdAt, $0.outTradeNo)
-                < ($1.lastQueriedAt ?? $1.createdAt, $1.createdAt, $1.outTradeNo)
-        }
+        return claimed.inClaimOrder()
     }
 
     public func releaseClaim(_ outTradeNo: String, claimant: String) async throws(StorageError) -> Bool {

@@ -180,7 +180,7 @@ extension SQLiteOrderStore: RefundStore {
         leaseUntil: Date
     ) async throws(StorageError) -> [RefundRecord] {
         guard limit > 0 else { return [] }
-        let gap = Int((max(0, minimumGap) * 1000).rounded())
+        let gap = RefundRecord.queryGapMilliseconds(minimumGap)
         let claimed = try await write { db throws(StorageError) in
             // Times are integer milliseconds: the back-off is arithmetic on the stored values.
             try db.rows(
@@ -198,10 +198,7 @@ extension SQLiteOrderStore: RefundStore {
                 """ + " " + RefundRecord.columns,
                 claimant, leaseUntil, cutoff, now, limit, gap, decode: RefundRecord.init(row:))
         }
-        return claimed.sorted {
-            ($0.lastQueriedAt ?? $0.createdAt, $0.createdAt, $0.outRefundNo)
-                < ($1.lastQueriedAt ?? $1.createdAt, $1.createdAt, $1.outRefundNo)
-        }
+        return claimed.inClaimOrder()
     }
 
     public func releaseRefundClaim(_ outRefundNo: String, claimant: String) async throws(StorageError) -> Bool {

@@ -231,6 +231,11 @@ extension ConsumptionRequestRecord {
     }
 }
 
+extension ConsumptionState {
+    /// What an answer makes of a waiting request: sent to Apple only with the customer's consent.
+    package static func answered(consented: Bool) -> ConsumptionState { consented ? .answered : .notSent }
+}
+
 extension ConsumptionAttemptOutcome {
     /// The state an attempt leaves the request in, from `current` (the one door for both stores).
     package func state(from current: ConsumptionState) -> ConsumptionState {

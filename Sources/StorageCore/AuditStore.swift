@@ -119,3 +119,9 @@ extension AuditPage {
         self.init(entries: entries, nextBefore: rows.count > limit ? entries.last?.id : nil)
     }
 }
+
+extension AuditQuery {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(actor, outTradeNo, action)
+    }
+}

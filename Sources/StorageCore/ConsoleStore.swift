@@ -147,3 +147,21 @@ extension ConsoleSession {
         try StoreText.validate(id, username, credentialStamp, csrfToken, address)
     }
 }
+
+extension OrderSearch {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(identifier)
+    }
+
+    /// The states searched: the ones asked for, or every state.
+    package var statesSearched: Set<OrderState> { states.isEmpty ? Set(OrderState.allCases) : states }
+}
+
+extension OrderStore where Self: ConsoleStore {
+    /// The attention list is a search, so the stores' one search statement serves it.
+    public func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError)
+        -> OrderPage
+    {
+        try await searchOrders(OrderSearch(flags: flags), limit: limit, after: after)
+    }
+}
