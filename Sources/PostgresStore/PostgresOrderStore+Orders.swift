@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: the order door (`transition`), its one-statement fast path and the
+// multi-row merge of a batch's payments share their statements, which are kept beside them.
 import Foundation
 import StorageCore
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: the queues, the group commit, the pipelined reads and the
+// reconnection all work on one lock-guarded state; split, each part would reach into the others'.
 import Dispatch
 import FIFO
 import Foundation
