@@ -21,24 +21,12 @@ struct ConcurrentAppleCreditTests {
 
     @Test("Concurrent credits of one user and product credit every purchase exactly once", arguments: StoreKind.all)
     func concurrentCreditsOfOneUserAndProductCreditEveryPurchaseExactlyOnce(_ kind: StoreKind) async throws {
-        let database = try await TestDatabase(kind)
-        do {
-            // Room for every credit to run at once on PostgreSQL (the default test pool is 3).
-            let store = try await database.open(poolSize: Self.purchases)
-            do {
-                for round in 0..<4 {
-                    try await Self.race(round: round, in: store)
-                }
-                await store.close()
-            } catch {
-                await store.close()
-                throw error
+        // Room for every credit to run at once on PostgreSQL (the default test pool is 3).
+        try await withStore(kind, poolSize: Self.purchases) { store, _ async throws in
+            for round in 0..<4 {
+                try await Self.race(round: round, in: store)
             }
-        } catch {
-            await database.remove()
-            throw error
         }
-        await database.remove()
     }
 
     /// One round: `orders` open orders, then `purchases` credits started together.
