@@ -103,8 +103,8 @@ extension PostgresOrderStore {
     {
         try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
             guard let order = try db.run(Self.lockOrder(outTradeNo)).first(OrderRecord.init(row:)) else { return (nil, nil) }
-            guard !flags.isSubset(of: order.flags) else { return (order, nil) }
-            return (try Self.setFlags(order.flags.union(flags), of: outTradeNo, at: at, on: db), nil)
+            guard let added = order.flags(adding: flags) else { return (order, nil) }
+            return (try Self.setFlags(added, of: outTradeNo, at: at, on: db), nil)
         }
     }
 

@@ -72,8 +72,8 @@ extension SQLiteOrderStore {
     {
         try await write { db throws(StorageError) in
             guard let order = try Self.order(outTradeNo, on: db) else { return nil }
-            guard !flags.isSubset(of: order.flags) else { return order }
-            return try Self.setFlags(order.flags.union(flags), of: outTradeNo, at: at, on: db)
+            guard let added = order.flags(adding: flags) else { return order }
+            return try Self.setFlags(added, of: outTradeNo, at: at, on: db)
         }
     }
 

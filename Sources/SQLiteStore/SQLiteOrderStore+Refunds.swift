@@ -165,10 +165,7 @@ extension SQLiteOrderStore: RefundStore {
                 try Self.updateAttentionFlag(after.outTradeNo, at: transition.at, on: db)
             }
             if let outbox = try transition.outboxEvent(for: after) {
-                try db.run(
-                    "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    outbox.id, outbox.outTradeNo, outbox.type, outbox.payload, outbox.createdAt, outbox.attempts,
-                    outbox.nextAttemptAt, outbox.deliveredAt, outbox.deadAt, outbox.lastError)
+                try Self.insertOutbox(outbox, on: db)
             }
             guard let order = try Self.order(after.outTradeNo, on: db) else { throw .unexpectedRow }
             return .changed(after, order: order)

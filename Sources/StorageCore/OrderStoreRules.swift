@@ -82,7 +82,7 @@ extension OrderTransition {
 
     /// The order's flags after the change, or nil when the change adds none.
     package func flags(after current: Set<OrderFlag>) -> Set<OrderFlag>? {
-        addingFlags.isSubset(of: current) ? nil : current.union(addingFlags)
+        OrderRecord.flags(current, adding: addingFlags)
     }
 
     /// The `state_changed` event of an effective transition, e.g. `NOTPAY -> SUCCESS: notify`.
@@ -167,6 +167,15 @@ extension RefundTransition {
 }
 
 extension OrderRecord {
+    /// The order's flags with `flags` added (`addFlags`), or nil when it carries them all already.
+    package func flags(adding flags: Set<OrderFlag>) -> Set<OrderFlag>? {
+        Self.flags(self.flags, adding: flags)
+    }
+
+    package static func flags(_ current: Set<OrderFlag>, adding flags: Set<OrderFlag>) -> Set<OrderFlag>? {
+        flags.isSubset(of: current) ? nil : current.union(flags)
+    }
+
     /// The flags with `refund_needs_attention` set exactly when `needed`; nil when they already are.
     package static func flags(_ flags: Set<OrderFlag>, refundAttention needed: Bool) -> Set<OrderFlag>? {
         var flags = flags
