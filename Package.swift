@@ -38,11 +38,21 @@ let package = Package(
         // bounded work: a building block beneath both, so neither depends on the other for it.
         .target(name: "FIFO"),
 
+        // Crypto, the one door to OpenSSL: digests, HMAC, constant-time compare, random bytes,
+        // base64 and hex, AES (ECB, GCM), scrypt, RSA and EC keys, ES256, X.509 and chains,
+        // PKCS #7 / CMS and DER. No other Swift module imports COpenSSL.
+        .target(name: "Crypto", dependencies: ["COpenSSL", "CCrypto"]),
+        // The C half of Crypto: what OpenSSL only offers through macros, stacks and multi-call
+        // builders (chain verification, certificate issuing, key conversions).
+        .target(name: "CCrypto", dependencies: ["COpenSSL"]),
+        // The flat-XML codec's C half: the SAX callbacks libxml2 calls and the canonical-form scanner.
+        .target(name: "CFlatXML", dependencies: ["CLibXML2"]),
+
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
-        .target(name: "WeChatPay", dependencies: ["COpenSSL", "CLibXML2", "CZlib"]),
+        .target(name: "WeChatPay", dependencies: ["Crypto", "CLibXML2", "CFlatXML", "CZlib"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
-        // (COpenSSL: reading the client certificate for its start-up check.)
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "COpenSSL"]),
+        // (Crypto: reading the client certificate for its start-up check.)
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
         // The durable order store, knowing nothing of the protocol: what every store keeps and
         // promises (the store protocols, records, errors, and every rule above the SQL: checks of
         // the arguments, the door's decisions, the App Store matching), which is all the product
@@ -58,11 +68,11 @@ let package = Package(
 
         // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
         // and verifyReceipt clients over an abstract transport.
-        .target(name: "AppStore", dependencies: ["COpenSSL", "JSON"]),
+        .target(name: "AppStore", dependencies: ["Crypto", "JSON"]),
         // The libcurl client as an AppStoreTransport, and the system clock.
         .target(name: "AppStoreHTTPTransport", dependencies: ["AppStore", "HTTP"]),
         // A faithful fake App Store: its own PKI, the Server API, verifyReceipt, notifications V2.
-        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "COpenSSL", "HTTP", "SimulatorKit", "JSON"]),
+        .target(name: "AppStoreSimulator", dependencies: ["AppStore", "Crypto", "HTTP", "SimulatorKit", "JSON"]),
 
         // What both simulators share: scaled time, seeded randomness, the notification scheduler.
         .target(name: "SimulatorKit", dependencies: ["HTTP"]),
@@ -71,16 +81,16 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "StorageCore", "COpenSSL", "AppStore", "JSON", "FIFO"],
+        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO"],
                 resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
             "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "COpenSSL", "CLibXML2",
+            "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "Crypto", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
@@ -88,7 +98,7 @@ let package = Package(
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
-        .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "COpenSSL"]),
+        .target(name: "WeChatPayReference", dependencies: ["WeChatPay", "Crypto"]),
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport", "CHeapStatistics"]),
         // glibc's mallinfo2, for the tests that bound the heap hostile input leaves behind.
         .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
@@ -121,26 +131,32 @@ let package = Package(
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.
-            "COpenSSL",
+            "Crypto",
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
             "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON",
         ]),
-        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON"]),
+        .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON", "Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "FIFOTests", dependencies: ["FIFO"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
-            "SimulatorHarnessSupport", "JSON",
+            "SimulatorHarnessSupport", "JSON", "Crypto",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
             "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
+            "Crypto",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
         ]),
+        // Every primitive against published vectors and the openssl CLI.
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "ChildProcessSupport"]),
+        // The C targets' functions called directly, as libxml2 and Crypto call them.
+        .testTarget(name: "CCryptoTests", dependencies: ["CCrypto", "COpenSSL"]),
+        .testTarget(name: "CFlatXMLTests", dependencies: ["CFlatXML", "CLibXML2"]),
     ],
     swiftLanguageModes: [.v6]
 )

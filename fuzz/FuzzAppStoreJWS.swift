@@ -2,6 +2,7 @@
 // libFuzzer target for the App Store JWS decoder and verifier (built by scripts/fuzz with
 // -sanitize=fuzzer,address; SimulatorPKI.swift is compiled in for a chain to trust).
 import AppStore
+import Crypto
 import Foundation
 import JSON
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
-import COpenSSL
+import Crypto
 import Foundation
 import HTTP
 import JSON
@@ -58,8 +58,7 @@ extension AppStoreSimulator {
         let onlyFailures = body["onlyFailures"]?.boolValue ?? false
         // The token is the offset and a fingerprint of the request, as Apple's is good only for the
         // same request.
-        var digest = [UInt8](repeating: 0, count: 32)
-        request.body.withUnsafeBytes { wxpay_sha256($0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, $0.count, &digest) }
+        let digest = SHA256.hash(request.body)
         let fingerprint = digest.prefix(6).map { String($0, radix: 16) }.joined()
         var offset = 0
         if let token = request.query["paginationToken"] {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
+import Crypto
 import Foundation
 import JSON
 import SimulatorKit

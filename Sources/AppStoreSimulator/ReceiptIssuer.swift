@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
-import COpenSSL
+import Crypto
 import Foundation
 
-/// App receipts as Apple makes them: PKCS #7 signed data (made with OpenSSL's CMS, signed by the
-/// simulator's leaf, with the intermediate and root beside it) whose content is the ASN.1 set of
+/// App receipts as Apple makes them: PKCS #7 signed data (made with Crypto's `CMSSignedData`,
+/// signed by the simulator's leaf, with the intermediate and root beside it) whose content is the ASN.1 set of
 /// receipt attributes in Apple's field numbers — the bundle id (2), the app version (3), the
 /// creation date (12), the original app version (19) and one in-app purchase record (17) per
 /// purchase: 1701 quantity, 1702 product_id, 1703 transaction_id, 1704 purchase_date,
@@ -46,29 +46,7 @@ public struct ReceiptIssuer: Sendable {
     /// `content` as PKCS #7 SignedData with the content attached (DER): any payload, for tests
     /// that need a receipt Apple would never make.
     public func sign(_ content: [UInt8]) -> [UInt8] {
-        func x509(_ certificate: Certificate) -> OpaquePointer {
-            guard let x509 = certificate.der.withUnsafeBufferPointer({ wxpay_x509_from_der($0.baseAddress!, $0.count) }) else {
-                preconditionFailure("the simulator's own certificate does not decode")
-            }
-            return x509
-        }
-        let leaf = x509(pki.leaf)
-        let intermediate = x509(pki.intermediate)
-        let root = x509(pki.root)
-        defer { X509_free(leaf); X509_free(intermediate); X509_free(root) }
-        return content.withUnsafeBytes { bytes -> [UInt8] in
-            guard let data = BIO_new_mem_buf(bytes.baseAddress, Int32(bytes.count)),
-                  let cms = CMS_sign(leaf, pki.leafPKIKey.pointer, nil, data, UInt32(CMS_BINARY))
-            else { preconditionFailure("OpenSSL could not sign a receipt") }
-            defer { CMS_ContentInfo_free(cms); BIO_free(data) }
-            CMS_add1_cert(cms, intermediate)
-            CMS_add1_cert(cms, root)
-            var out: UnsafeMutablePointer<UInt8>?
-            let length = i2d_CMS_ContentInfo(cms, &out)
-            defer { wxpay_openssl_free(out) }
-            guard length > 0, let out else { preconditionFailure("OpenSSL could not encode a receipt") }
-            return Array(UnsafeBufferPointer(start: out, count: Int(length)))
-        }
+        CMSSignedData.sign(content, signer: pki.leaf, key: pki.leafPrivateKey, certificates: [pki.intermediate, pki.root])
     }
 
     /// `ReceiptAttribute ::= SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }`.
@@ -79,42 +57,5 @@ public struct ReceiptIssuer: Sendable {
     /// `2026-12-04T09:00:00Z`, as Apple writes receipt dates.
     static func rfc3339(_ date: Date) -> String {
         Date.ISO8601FormatStyle().format(date)
-    }
-}
-
-/// The few DER encodings a receipt needs (definite lengths, SET OF sorted as DER wants).
-enum DER {
-    static func element(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
-        var bytes = [tag]
-        if content.count < 0x80 {
-            bytes.append(UInt8(content.count))
-        } else {
-            var length = content.count
-            var digits: [UInt8] = []
-            while length > 0 {
-                digits.insert(UInt8(length & 0xFF), at: 0)
-                length >>= 8
-            }
-            bytes.append(0x80 | UInt8(digits.count))
-            bytes += digits
-        }
-        return bytes + content
-    }
-
-    static func integer(_ value: Int64) -> [UInt8] {
-        var bytes = withUnsafeBytes(of: value.bigEndian) { Array($0) }
-        // The shortest two's complement form.
-        while bytes.count > 1 && ((bytes[0] == 0 && bytes[1] & 0x80 == 0) || (bytes[0] == 0xFF && bytes[1] & 0x80 != 0)) {
-            bytes.removeFirst()
-        }
-        return element(0x02, bytes)
-    }
-
-    static func octetString(_ content: [UInt8]) -> [UInt8] { element(0x04, content) }
-    static func utf8String(_ text: String) -> [UInt8] { element(0x0C, Array(text.utf8)) }
-    static func ia5String(_ text: String) -> [UInt8] { element(0x16, Array(text.utf8)) }
-    static func sequence(_ elements: [[UInt8]]) -> [UInt8] { element(0x30, elements.flatMap { $0 }) }
-    static func set(_ elements: [[UInt8]]) -> [UInt8] {
-        element(0x31, elements.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 })
     }
 }

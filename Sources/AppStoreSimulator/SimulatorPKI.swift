@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
-import COpenSSL
+import Crypto
 import Foundation
 import JSON
 
-/// A certificate chain shaped like Apple's, made at start with OpenSSL: a self-signed P-384 root
+/// A certificate chain shaped like Apple's, made at start with Crypto's `CertificateIssuer`: a self-signed P-384 root
 /// (like Apple Root CA - G3), a P-384 intermediate carrying the WWDR marker OID
 /// 1.2.840.113635.100.6.2.1 (like Apple Worldwide Developer Relations CA - G6), and a P-256 leaf
 /// carrying the receipt-signing OID 1.2.840.113635.100.6.11.1, which signs the JWS.
@@ -31,7 +31,7 @@ public struct SimulatorPKI: Sendable {
         /// Whether the leaf carries 1.2.840.113635.100.6.11.1.
         public var leafOID: Bool
         /// The leaf's key curve: P-256 (the only one ES256 allows) unless a test wants another.
-        public var leafCurveNID: Int32
+        public var leafCurve: ECCurve
 
         public static let longAgo = Date(timeIntervalSince1970: 946_684_800)  // 2000-01-01
         public static let farAway = Date(timeIntervalSince1970: 4_102_444_800)  // 2100-01-01
@@ -39,14 +39,14 @@ public struct SimulatorPKI: Sendable {
         public init(name: String = "App Store Simulator", rootValidity: ClosedRange<Date> = longAgo...farAway,
                     intermediateValidity: ClosedRange<Date> = longAgo...farAway,
                     leafValidity: ClosedRange<Date> = longAgo...farAway, intermediateOID: Bool = true, leafOID: Bool = true,
-                    leafCurveNID: Int32 = NID_X9_62_prime256v1) {
+                    leafCurve: ECCurve = .p256) {
             self.name = name
             self.rootValidity = rootValidity
             self.intermediateValidity = intermediateValidity
             self.leafValidity = leafValidity
             self.intermediateOID = intermediateOID
             self.leafOID = leafOID
-            self.leafCurveNID = leafCurveNID
+            self.leafCurve = leafCurve
         }
     }
 
@@ -56,35 +56,35 @@ public struct SimulatorPKI: Sendable {
     /// The leaf's private key (nil when a test asked for a curve ES256 cannot use).
     public let leafKey: ES256PrivateKey?
     /// The root's key, to issue further certificates under it (a second leaf, a second intermediate).
-    let rootKey: PKIKey
-    let intermediateKey: PKIKey
-    /// The leaf's key as OpenSSL holds it, for PKCS #7 signatures (app receipts).
-    let leafPKIKey: PKIKey
+    let rootKey: PrivateKey
+    let intermediateKey: PrivateKey
+    /// The leaf's key whatever its curve, for PKCS #7 signatures (app receipts).
+    let leafPrivateKey: PrivateKey
 
     /// Makes a fresh chain (new keys every time).
     public init(_ options: Options = Options()) {
-        let rootKey = PKIKey(curve: NID_secp384r1)
-        let intermediateKey = PKIKey(curve: NID_secp384r1)
-        let leafKey = PKIKey(curve: options.leafCurveNID)
+        let rootKey = PrivateKey.generateEC(.p384)
+        let intermediateKey = PrivateKey.generateEC(.p384)
+        let leafKey = PrivateKey.generateEC(options.leafCurve)
         var serial = UInt64(Date().timeIntervalSince1970 * 1000)
         func next() -> UInt64 { serial += 1; return serial }
         let root = Self.issue(subject: rootKey, name: "\(options.name) Root CA", issuer: nil, issuerKey: rootKey,
-                              serial: next(), validity: options.rootValidity, ca: true, pathLength: -1, oid: nil)
+                              serial: next(), validity: options.rootValidity, kind: .authority(pathLength: nil), oid: nil)
         let intermediate = Self.issue(
             subject: intermediateKey, name: "\(options.name) WWDR CA", issuer: root,
-            issuerKey: rootKey, serial: next(), validity: options.intermediateValidity, ca: true, pathLength: 0,
+            issuerKey: rootKey, serial: next(), validity: options.intermediateValidity, kind: .authority(pathLength: 0),
             oid: options.intermediateOID ? SignedDataVerifier.intermediateOID : nil)
         let leaf = Self.issue(
             subject: leafKey, name: "\(options.name) Receipt Signing",
-            issuer: intermediate, issuerKey: intermediateKey, serial: next(), validity: options.leafValidity, ca: false,
-            pathLength: -1, oid: options.leafOID ? SignedDataVerifier.leafOID : nil)
+            issuer: intermediate, issuerKey: intermediateKey, serial: next(), validity: options.leafValidity, kind: .leaf,
+            oid: options.leafOID ? SignedDataVerifier.leafOID : nil)
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey
-        self.leafPKIKey = leafKey
-        self.leafKey = try? ES256PrivateKey(pem: leafKey.privateKeyPEM)
+        self.leafPrivateKey = leafKey
+        self.leafKey = try? ES256PrivateKey(leafKey)
     }
 
     /// The `x5c` header value: leaf, intermediate, root, as standard base64 DER.
@@ -96,44 +96,12 @@ public struct SimulatorPKI: Sendable {
         return JWSSigner.sign(header: ["x5c": .array(x5c.map(JSONValue.string))], payload: payload, with: leafKey)
     }
 
-    static func issue(subject: PKIKey, name: String, issuer: Certificate?, issuerKey: PKIKey, serial: UInt64,
-                      validity: ClosedRange<Date>, ca: Bool, pathLength: Int32, oid: String?) -> Certificate {
-        let issuerX509: OpaquePointer? = issuer.flatMap { certificate in
-            certificate.der.withUnsafeBufferPointer { wxpay_x509_from_der($0.baseAddress!, $0.count) }
-        }
-        defer { if let issuerX509 { X509_free(issuerX509) } }
-        guard let x509 = wxpay_x509_issue(
-            subject.pointer, name, "App Store Simulator (not Apple)", "US", issuerX509, issuerKey.pointer, serial,
-            Int64(validity.lowerBound.timeIntervalSince1970), Int64(validity.upperBound.timeIntervalSince1970),
-            ca ? 1 : 0, pathLength, oid, 1)
+    static func issue(subject: PrivateKey, name: String, issuer: Certificate?, issuerKey: PrivateKey, serial: UInt64,
+                      validity: ClosedRange<Date>, kind: CertificateIssuer.Kind, oid: String?) -> Certificate {
+        let subjectName = CertificateIssuer.Name(commonName: name, organization: "App Store Simulator (not Apple)", country: "US")
+        guard let certificate = CertificateIssuer.issue(subjectName, key: subject, issuer: issuer, issuerKey: issuerKey, serial: serial,
+                                                        validity: validity, kind: kind, markerOID: oid, digest: .sha384)
         else { preconditionFailure("OpenSSL could not issue a certificate") }
-        defer { X509_free(x509) }
-        var buffer: UnsafeMutablePointer<UInt8>?
-        let length = wxpay_x509_to_der(x509, &buffer)
-        defer { wxpay_openssl_free(buffer) }
-        guard length > 0, let buffer, let certificate = Certificate(der: Array(UnsafeBufferPointer(start: buffer, count: Int(length))))
-        else { preconditionFailure("OpenSSL could not encode a certificate") }
         return certificate
-    }
-}
-
-/// An EC key pair for the PKI (P-384 for the CAs, P-256 for leaves).
-final class PKIKey: @unchecked Sendable {
-    // @unchecked: created once, then only read by X509_sign.
-    let pointer: OpaquePointer
-
-    init(curve: Int32) {
-        guard let key = wxpay_ec_generate(curve) else { preconditionFailure("EC key generation failed") }
-        pointer = key
-    }
-
-    deinit { EVP_PKEY_free(pointer) }
-
-    var privateKeyPEM: String {
-        var buffer: UnsafeMutablePointer<CChar>?
-        let length = wxpay_pkey_to_pem(pointer, 1, &buffer)
-        defer { wxpay_openssl_free(buffer) }
-        guard length > 0, let buffer else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: Int(length)), as: UTF8.self)
     }
 }

@@ -5,10 +5,6 @@
 #ifndef WXPAY_CCURL_SHIM_H
 #define WXPAY_CCURL_SHIM_H
 #include <curl/curl.h>
-#include <openssl/opensslv.h>
-#if OPENSSL_VERSION_MAJOR >= 3
-#include <openssl/provider.h>
-#endif
 
 static inline CURLcode wxpay_curl_setopt_long(CURL *_Nonnull h, CURLoption o, long v) {
     return curl_easy_setopt(h, o, v);
@@ -57,21 +53,5 @@ static inline CURLMcode wxpay_curl_multi_setopt_long(CURLM *_Nonnull m, CURLMopt
 // union layout assumptions.
 static inline CURLcode wxpay_curl_msg_result(const CURLMsg *_Nonnull m) {
     return m->data.result;
-}
-
-// PKCS#12 files made by pre-OpenSSL-3 tools (WeChat Pay's apiclient_cert.p12 is reported to be one)
-// are encrypted with RC2-40 or 3DES and a SHA-1 MAC, which OpenSSL 3 reads only through its
-// "legacy" provider: without it libcurl fails with CURLE_SSL_CERTPROBLEM
-// ("unsupported"). libcurl's OpenSSL backend uses the default library context, so loading the
-// provider there is enough. Loading any provider explicitly stops "default" from auto-loading, so
-// it is loaded first. Returns 1 when the legacy provider is available. Not a curl function, but it
-// exists only for libcurl's PKCS#12 reading; it can go when such files are gone.
-static inline int wxpay_curl_enable_legacy_pkcs12(void) {
-#if OPENSSL_VERSION_MAJOR >= 3
-    if (OSSL_PROVIDER_load(NULL, "default") == NULL) return 0;
-    return OSSL_PROVIDER_load(NULL, "legacy") != NULL;
-#else
-    return 1;
-#endif
 }
 #endif

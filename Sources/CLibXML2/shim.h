@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libxml2 for the strict flat-XML codec.
+// libxml2 for the strict flat-XML codec (its C callbacks and scanner are the CFlatXML target).
 #ifndef WXPAY_CLIBXML2_SHIM_H
 #define WXPAY_CLIBXML2_SHIM_H
 // libxml2's headers pull in the system ICU headers when LIBXML_ICU_ENABLED is set, and those clash
@@ -15,7 +15,4 @@
 
 /// `LIBXML_TEST_VERSION` is a function-like macro Swift cannot call.
 static inline void wxpay_xml_check_version(void) { LIBXML_TEST_VERSION }
-
-#include "flat_sax.h"
-#include "flat_canonical.h"
 #endif

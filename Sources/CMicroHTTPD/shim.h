@@ -158,29 +158,4 @@ static inline int wxpay_gnutls_verify_client_certificate(gnutls_session_t _Nonnu
     purpose.size = 0;
     return gnutls_certificate_verify_peers(session, &purpose, 1, status);
 }
-
-/// Loads a PEM certificate chain and key into throwaway credentials, so a bad file becomes a precise
-/// error before the daemon starts (libmicrohttpd only reports that starting failed). Returns a
-/// GnuTLS error code, 0 on success.
-static inline int wxpay_gnutls_check_key_pair(const char *_Nonnull certificate_pem, const char *_Nonnull key_pem) {
-    gnutls_certificate_credentials_t credentials;
-    int rc = gnutls_certificate_allocate_credentials(&credentials);
-    if (rc < 0) return rc;
-    gnutls_datum_t certificate = { (unsigned char *)certificate_pem, (unsigned int)strlen(certificate_pem) };
-    gnutls_datum_t key = { (unsigned char *)key_pem, (unsigned int)strlen(key_pem) };
-    rc = gnutls_certificate_set_x509_key_mem(credentials, &certificate, &key, GNUTLS_X509_FMT_PEM);
-    gnutls_certificate_free_credentials(credentials);
-    return rc < 0 ? rc : 0;
-}
-
-/// The number of CA certificates in a PEM trust list (at least 1 when usable), or a GnuTLS error code.
-static inline int wxpay_gnutls_count_trusted_certificates(const char *_Nonnull ca_pem) {
-    gnutls_certificate_credentials_t credentials;
-    int rc = gnutls_certificate_allocate_credentials(&credentials);
-    if (rc < 0) return rc;
-    gnutls_datum_t ca = { (unsigned char *)ca_pem, (unsigned int)strlen(ca_pem) };
-    rc = gnutls_certificate_set_x509_trust_mem(credentials, &ca, GNUTLS_X509_FMT_PEM);
-    gnutls_certificate_free_credentials(credentials);
-    return rc;
-}
 #endif

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Glibc
 
 /// Just enough of an HTTP/1.1 response parser for the load generator: the status code, where the
@@ -65,7 +66,7 @@ enum GatewayResponseFraming {
             var size = 0
             var digits = 0
             for byte in bytes[position..<sizeEnd] {
-                guard let digit = hexValue(byte) else { break }
+                guard let digit = Hex.value(ofDigit: byte).map(Int.init) else { break }
                 size = size * 16 + digit
                 digits += 1
                 guard size <= 1 << 24 else { return .malformed("chunk too large") }
@@ -106,14 +107,6 @@ enum GatewayResponseFraming {
         value.count == lowercase.utf8.count && zip(value, lowercase.utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
-    private static func hexValue(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a")) + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A")) + 10
-        default: nil
-        }
-    }
 
     private static let crlf: [UInt8] = [13, 10]
     private static let crlfcrlf: [UInt8] = [13, 10, 13, 10]

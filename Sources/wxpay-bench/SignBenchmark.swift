@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Foundation
 import WeChatPay
 import WeChatPayReference
@@ -34,7 +34,7 @@ enum SignBenchmark {
             // signer's own cost (sorting, copying, hex), which is what this code controls.
             var digest = [UInt8](repeating: 0, count: 16)
             let raw = ("  raw MD5 of the same \(message.count) bytes", {
-                message.withUnsafeBytes { bytes in wxpay_md5(bytes.baseAddress!, bytes.count, &digest) }
+                message.withUnsafeBytes { bytes in digest.withUnsafeMutableBytes { MD5.hash(bytes, into: $0.baseAddress!) } }
             })
             let measured = try Throughput.interleaved([sign, raw], options)
             results[type] = measured[0]

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
+import Crypto
 import Foundation
 import HTTP
 import SimulatorKit

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreSimulator
-import COpenSSL
+import Crypto
 import Foundation
 import JSON
 import Testing
@@ -141,7 +141,7 @@ struct HostileSignedDataTests {
     }
 
     @Test func aLeafKeyThatIsNotP256IsAnInvalidChain() throws {
-        let pki = SimulatorPKI(.init(name: "P-384 leaf", leafCurveNID: NID_secp384r1))
+        let pki = SimulatorPKI(.init(name: "P-384 leaf", leafCurve: .p384))
         #expect(pki.leafKey == nil)
         // Signed by some P-256 key: the chain is refused before the signature is looked at.
         let jws = F.token(header: F.header(x5c: pki.x5c), payload: F.transaction().payload)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 @testable import Gateway
 import HTTP
@@ -140,14 +141,14 @@ struct AppClientAPITests {
         let now = Int(Date().timeIntervalSince1970)
         let good = TestTokens.payload(now: Date())
         var tampered = TestTokens.token(payload: good, secret: secret).split(separator: ".").map(String.init)
-        tampered[1] = Base64URL.encode(Array(TestTokens.payload(sub: "mallory").utf8))
+        tampered[1] = Base64.encode(Array(TestTokens.payload(sub: "mallory").utf8), .urlUnpadded)
         let cases: [(String, String, String)] = [
             ("expired", TestTokens.token(payload: TestTokens.payload(iat: now - 7200, exp: now - 3600), secret: secret), "expired"),
             ("future iat", TestTokens.token(payload: TestTokens.payload(iat: now + 600, exp: now + 1200), secret: secret), "future"),
             ("wrong aud", TestTokens.token(payload: TestTokens.payload(aud: #""another-service""#), secret: secret), "aud"),
             ("alg none", TestTokens.token(header: #"{"alg":"none"}"#, payload: good, secret: secret), "HS256"),
-            ("alg none, unsigned", Base64URL.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "."
-                + Base64URL.encode(Array(good.utf8)) + ".", "alg none"),
+            ("alg none, unsigned", Base64.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8), .urlUnpadded) + "."
+                + Base64.encode(Array(good.utf8), .urlUnpadded) + ".", "alg none"),
             ("HS512", TestTokens.token(header: #"{"alg":"HS512"}"#, payload: good) { TestTokens.hmacSHA512($0, secret: secret) }, "HS256"),
             ("tampered", tampered.joined(separator: "."), "signature"),
             ("wrong secret", TestTokens.token(payload: good, secret: "a-secret-nobody-configured-at-all-0003"), "signature"),

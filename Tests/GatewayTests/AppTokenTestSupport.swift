@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Foundation
 @testable import Gateway
 
@@ -18,9 +18,9 @@ enum TestTokens {
     /// `header.payload.signature`, HS256-signed with `secret` unless `signature` says otherwise.
     static func token(header: String = header, payload: String = payload(), secret: String = secret,
                       signature: ((String) throws -> [UInt8])? = nil) rethrows -> String {
-        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
-        let mac = try signature?(input) ?? HMACSHA256Key(Array(secret.utf8)).mac(Array(input.utf8))
-        return input + "." + Base64URL.encode(mac)
+        let input = Base64.encode(Array(header.utf8), .urlUnpadded) + "." + Base64.encode(Array(payload.utf8), .urlUnpadded)
+        let mac = try signature?(input) ?? HMACSHA256Key(Array(secret.utf8)).authenticationCode(for: Array(input.utf8))
+        return input + "." + Base64.encode(mac, .urlUnpadded)
     }
 
     /// A token for `user` as the gateway's own minter makes it.
@@ -30,10 +30,6 @@ enum TestTokens {
 
     /// HMAC-SHA512 (a correctly signed HS512 token must still be refused).
     static func hmacSHA512(_ message: String, secret: String) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 64)
-        var length: UInt32 = 64
-        let key = Array(secret.utf8), data = Array(message.utf8)
-        _ = HMAC(EVP_sha512(), key, Int32(key.count), data, data.count, &out, &length)
-        return out
+        HMAC.authenticationCode(.sha512, key: Array(secret.utf8), message: Array(message.utf8))
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 @testable import Gateway
 import Testing
@@ -64,7 +65,7 @@ struct AppTokenTests {
 
     @Test func onlyHS256SignedWithAConfiguredSecretIsAccepted() throws {
         let payload = TestTokens.payload(now: Self.now)
-        let none = Base64URL.encode(Array(#"{"alg":"none"}"#.utf8)) + "." + Base64URL.encode(Array(payload.utf8)) + "."
+        let none = Base64.encode(Array(#"{"alg":"none"}"#.utf8), .urlUnpadded) + "." + Base64.encode(Array(payload.utf8), .urlUnpadded) + "."
         // Unsigned (an empty signature): refused for its algorithm, not for its shape.
         #expect(refusal(none) == .algorithm)
         #expect(refusal(TestTokens.token(header: #"{"alg":"none"}"#, payload: payload)) == .algorithm)
@@ -84,7 +85,7 @@ struct AppTokenTests {
     @Test func aTamperedTokenIsRefusedAndARotatedSecretStillVerifies() {
         let token = TestTokens.token(payload: TestTokens.payload(sub: "alice", now: Self.now))
         var parts = token.split(separator: ".").map(String.init)
-        parts[1] = Base64URL.encode(Array(TestTokens.payload(sub: "mallory", now: Self.now).utf8))
+        parts[1] = Base64.encode(Array(TestTokens.payload(sub: "mallory", now: Self.now).utf8), .urlUnpadded)
         #expect(refusal(parts.joined(separator: ".")) == .signature)
         let old = "the-previous-secret-still-in-rotation-0001"
         let rotated = AppTokenVerifier(secrets: ["the-new-secret-minting-from-now-on-0002", old])
@@ -102,7 +103,7 @@ struct AppTokenTests {
             (parts[0] + "=." + parts[1] + "." + parts[2], .badBase64(segment: "header")),
             (parts[0] + "." + parts[1] + "." + parts[2].replacingOccurrences(of: "_", with: "/") + "+", .badBase64(segment: "signature")),
             (String(repeating: "a", count: 4097), .tooLong),
-            (Base64URL.encode(Array("not json".utf8)) + "." + parts[1] + "." + parts[2], .notJSONObject(segment: "header")),
+            (Base64.encode(Array("not json".utf8), .urlUnpadded) + "." + parts[1] + "." + parts[2], .notJSONObject(segment: "header")),
         ]
         for (token, expected) in cases {
             let error = refusal(token)
@@ -115,14 +116,14 @@ struct AppTokenTests {
         var generator = SystemRandomNumberGenerator()
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            let text = Base64URL.encode(bytes)
+            let text = Base64.encode(bytes, .urlUnpadded)
             #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
-            #expect(Base64URL.decode(text.utf8) == bytes)
+            #expect(Base64.decode(text.utf8, .urlUnpadded) == bytes)
         }
         // "QQ" is "A"; "QR" carries stray bits and must not also mean "A".
-        #expect(Base64URL.decode("QQ".utf8) == [0x41])
-        #expect(Base64URL.decode("QR".utf8) == nil)
-        #expect(Base64URL.decode("Q".utf8) == nil)
-        #expect(Base64URL.decode("QQ==".utf8) == nil)
+        #expect(Base64.decode("QQ".utf8, .urlUnpadded) == [0x41])
+        #expect(Base64.decode("QR".utf8, .urlUnpadded) == nil)
+        #expect(Base64.decode("Q".utf8, .urlUnpadded) == nil)
+        #expect(Base64.decode("QQ==".utf8, .urlUnpadded) == nil)
     }
 }

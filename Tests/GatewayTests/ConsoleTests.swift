@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 @testable import Gateway
 import HTTP
@@ -421,7 +422,7 @@ struct ConsoleTests {
         #expect(try await rig.rig.send(.get, "/v1/orders/API-0001", token: GatewayRig.client).status == 200)
         let entries = try await rig.auditEntries()
         #expect(entries.map(\.action) == ["api_redrive", "api_lookup", "api_read_order", "api_recheck", "api_lookup"])
-        let fingerprint = "support token " + String(sha256Hex(support).prefix(8))
+        let fingerprint = "support token " + String(Hex.encode(SHA256.hash(support)).prefix(8))
         #expect(entries.allSatisfy { $0.actor == fingerprint && $0.channel == "api" && !$0.actor.contains(support) })
         #expect(entries.first?.outcome == "outbox_event_not_found" && entries[1].target == "user_id=u-42")
         #expect(entries.last?.outTradeNo == "API-0001")

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 @testable import Gateway
 import HTTP
@@ -56,9 +57,9 @@ struct FulfilmentTests {
                                                    timestamp: 0)
         // HMAC-SHA256("Jefe", "0.ya want for nothing?") computed with Python's hmac module.
         #expect(signature == "385572a2fb20471e3100a73138e1457c1c4c0f45f74f7f84d916b1664669f949")
-        #expect(WebhookSignature.constantTimeEqual([1, 2, 3], [1, 2, 3]))
-        #expect(!WebhookSignature.constantTimeEqual([1, 2, 3], [1, 2, 4]))
-        #expect(!WebhookSignature.constantTimeEqual([1, 2, 3], [1, 2]))
+        #expect(ConstantTime.equal([1, 2, 3], [1, 2, 3]))
+        #expect(!ConstantTime.equal([1, 2, 3], [1, 2, 4]))
+        #expect(!ConstantTime.equal([1, 2, 3], [1, 2]))
     }
 
     // MARK: - Delivery

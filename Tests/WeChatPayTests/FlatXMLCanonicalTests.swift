@@ -2,8 +2,8 @@
 import Testing
 @testable import WeChatPay
 
-/// The canonical-form scanner (CLibXML2/flat_canonical.h) reads the documents WeChat writes and
-/// hands every other document to libxml2. It must never change a verdict: each document decodes
+/// The canonical-form scanner (Sources/CFlatXML/flat_canonical.c) reads the documents WeChat
+/// writes and hands every other document to libxml2. It must never change a verdict: each document decodes
 /// to the same fields, or fails with the same error, with and without it.
 struct FlatXMLCanonicalTests {
     /// Decoding through the scanner (when it accepts) and through libxml2 alone.

@@ -2,6 +2,7 @@
 import AppStore
 import AppStoreSimulator
 import ChildProcessSupport
+import Crypto
 import Foundation
 import HTTP
 import HTTPClientTestSupport

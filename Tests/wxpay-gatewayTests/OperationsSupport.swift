@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import ChildProcessSupport
+import Crypto
 import Foundation
 import Glibc
 import HTTP

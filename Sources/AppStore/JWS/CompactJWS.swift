@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import JSON
 
 /// A JWS in compact serialization, split and decoded but not yet verified.
@@ -93,7 +94,7 @@ struct CompactJWS {
         self.payload = payload
         self.chain = chain
         self.signature = signature
-        signingInputDigest = SHA256Digest(UnsafeRawBufferPointer(rebasing: bytes[..<secondDot])).bytes
+        signingInputDigest = SHA256.hash(UnsafeRawBufferPointer(rebasing: bytes[..<secondDot]))
     }
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Synchronization
 
@@ -19,14 +20,15 @@ final class LeafCache: Sendable {
     }
 
     private let capacity: Int
-    private let entries = Mutex<[SHA256Digest: Entry]>([:])
+    /// By the SHA-256 of the leaf's DER.
+    private let entries = Mutex<[[UInt8]: Entry]>([:])
 
     /// - Parameter capacity: at most this many leaves (Apple rotates leaves rarely; 0 disables).
     init(capacity: Int) {
         self.capacity = capacity
     }
 
-    func key(leaf: SHA256Digest, intermediate: [UInt8], root: [UInt8], at time: Date) -> ES256PublicKey? {
+    func key(leaf: [UInt8], intermediate: [UInt8], root: [UInt8], at time: Date) -> ES256PublicKey? {
         guard capacity > 0 else { return nil }
         guard let entry = entries.withLock({ $0[leaf] }) else { return nil }
         guard entry.notBefore <= time, time <= entry.notAfter, entry.intermediateDER == intermediate,
@@ -34,7 +36,7 @@ final class LeafCache: Sendable {
         return entry.key
     }
 
-    func insert(_ entry: Entry, leaf: SHA256Digest, now time: Date) {
+    func insert(_ entry: Entry, leaf: [UInt8], now time: Date) {
         guard capacity > 0 else { return }
         entries.withLock { entries in
             if entries.count >= capacity {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Foundation
 import JSON
 
@@ -65,7 +65,11 @@ public final class SignedDataVerifier: Sendable {
         self.bundleID = bundleID
         self.environment = environment
         self.appAppleID = appAppleID
-        store = try TrustStore(roots.certificates)
+        do {
+            store = try TrustStore(roots.certificates)
+        } catch {
+            throw AppStoreConfigurationError("OpenSSL refused a root certificate")
+        }
         cache = LeafCache(capacity: max(0, leafCacheCapacity))
     }
 
@@ -175,7 +179,7 @@ public final class SignedDataVerifier: Sendable {
     }
 
     private func leafKey(_ chain: [[UInt8]], at time: Date) throws(SignedDataError) -> ES256PublicKey {
-        let leafHash = SHA256Digest(chain[0])
+        let leafHash = SHA256.hash(chain[0])
         guard let root = roots.certificates.first(where: { $0.der == chain[2] }) else {
             throw SignedDataError(.invalidChain, "x5c[2] is not a configured root")
         }
@@ -184,17 +188,14 @@ public final class SignedDataVerifier: Sendable {
         guard let leaf = Certificate(der: chain[0]), let intermediate = Certificate(der: chain[1]) else {
             throw SignedDataError(.malformed, "an x5c element is not a DER certificate")
         }
-        var error: Int32 = 0
-        let outcome = wxpay_x509_verify_chain(
-            store.pointer, leaf.x509, intermediate.x509, root.x509, Int64(time.timeIntervalSince1970.rounded(.down)), &error)
-        switch Int(outcome) {
-        case Int(WXPAY_CHAIN_OK): break
-        case Int(WXPAY_CHAIN_REFUSED):
-            throw SignedDataError(.invalidChain, openSSLDetail: Self.chainFailure(error))
-        case Int(WXPAY_CHAIN_WRONG_PATH):
-            throw SignedDataError(.invalidChain, "the chain is not leaf, x5c[1], root")
-        default:
-            throw SignedDataError(.invalidChain, "the chain could not be checked")
+        do {
+            try store.verify(leaf: leaf, intermediate: intermediate, root: root, at: time)
+        } catch {
+            switch error.reason {
+            case .wrongPath: throw SignedDataError(.invalidChain, "the chain is not leaf, x5c[1], root")
+            case .internalFailure: throw SignedDataError(.invalidChain, "the chain could not be checked")
+            default: throw SignedDataError(.invalidChain, openSSLDetail: Self.chainFailure(error))
+            }
         }
         guard leaf.hasExtension(Self.leafOID) else {
             throw SignedDataError(.missingAppleOID, "the leaf lacks 1.2.840.113635.100.6.11.1")
@@ -214,32 +215,13 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// OpenSSL's reason, with the ones the App Store's rules name said in their terms.
-    private static func chainFailure(_ error: Int32) -> String {
-        switch error {
-        case X509_V_ERR_CERT_HAS_EXPIRED: return "a certificate had expired at the validation time"
-        case X509_V_ERR_CERT_NOT_YET_VALID: return "a certificate was not yet valid at the validation time"
-        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-            return "the chain does not lead to a configured root"
-        case X509_V_ERR_CERT_SIGNATURE_FAILURE: return "a certificate's signature is invalid"
-        default: return String(cString: wxpay_x509_error_text(error))
+    private static func chainFailure(_ error: ChainError) -> String {
+        switch error.reason {
+        case .expired: "a certificate had expired at the validation time"
+        case .notYetValid: "a certificate was not yet valid at the validation time"
+        case .untrustedIssuer: "the chain does not lead to a configured root"
+        case .badSignature: "a certificate's signature is invalid"
+        default: error.description
         }
     }
-}
-
-/// An OpenSSL `X509_STORE` holding the configured roots; thread-safe for concurrent verification.
-final class TrustStore: @unchecked Sendable {
-    // @unchecked: built once and then only read by X509_verify_cert, which locks internally.
-    let pointer: OpaquePointer
-    private let roots: [Certificate]
-
-    init(_ roots: [Certificate]) throws(AppStoreConfigurationError) {
-        let pointers: [OpaquePointer?] = roots.map { $0.x509 }
-        guard let store = pointers.withUnsafeBufferPointer({ buffer in
-            wxpay_x509_store_new(UnsafePointer(OpaquePointer(buffer.baseAddress!)), Int32(buffer.count))
-        }) else { throw AppStoreConfigurationError("OpenSSL refused a root certificate") }
-        pointer = store
-        self.roots = roots
-    }
-
-    deinit { X509_STORE_free(pointer) }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 
 /// The root certificates App Store signed data must chain to.
 ///

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Foundation
 
 /// An app receipt (StoreKit 1's `Bundle.main.appStoreReceiptURL`), read locally: PKCS #7 signed
@@ -92,28 +92,11 @@ public struct AppReceipt: Sendable, Hashable {
 
     /// The encapsulated content of the SignedData in `der`, through OpenSSL's CMS decoder.
     static func signedContent(_ der: [UInt8]) throws(AppReceiptError) -> [UInt8] {
-        let (cms, consumed): (OpaquePointer?, Int) = der.withUnsafeBufferPointer { buffer in
-            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
-            let cms = d2i_CMS_ContentInfo(nil, &pointer, buffer.count)
-            return (cms, pointer.map { $0 - buffer.baseAddress! } ?? 0)
+        do {
+            return try CMSSignedData.content(of: der)
+        } catch {
+            throw AppReceiptError(error)
         }
-        guard let cms else {
-            ERR_clear_error()
-            throw AppReceiptError(.malformed, "not a PKCS #7 ContentInfo")
-        }
-        defer { CMS_ContentInfo_free(cms) }
-        guard consumed == der.count else { throw AppReceiptError(.malformed, "bytes after the PKCS #7 ContentInfo") }
-        guard OBJ_obj2nid(CMS_get0_type(cms)) == NID_pkcs7_signed else {
-            throw AppReceiptError(.malformed, "not PKCS #7 signed data")
-        }
-        guard let slot = CMS_get0_content(cms), let octets = slot.pointee else {
-            throw AppReceiptError(.malformed, "the signed data carries no content")
-        }
-        let length = Int(ASN1_STRING_length(octets))
-        guard length > 0, let bytes = ASN1_STRING_get0_data(octets) else {
-            throw AppReceiptError(.malformed, "the signed data carries no content")
-        }
-        return Array(UnsafeBufferPointer(start: bytes, count: length))
     }
 
     // MARK: - The ASN.1 payload
@@ -131,25 +114,27 @@ public struct AppReceipt: Sendable, Hashable {
 
     private static func decodePayload(_ reader: DERReader) throws(AppReceiptError) -> AppReceipt {
         let buffer = reader.buffer
-        var top = try reader.element(in: 0..<buffer.count)
+        var top = try read { () throws(DERError) in try reader.element(in: 0..<buffer.count) }
         var end = buffer.count
         // Receipts made by Xcode's StoreKit testing wrap the set in one more OCTET STRING.
-        if top.tag == V_ASN1_OCTET_STRING && !top.constructed && top.end == end {
+        if top.tag == DER.Tag.octetString && !top.constructed && top.end == end {
             end = top.content.upperBound
-            top = try reader.element(in: top.content)
+            top = try read { () throws(DERError) in try reader.element(in: top.content) }
         }
-        guard top.tag == V_ASN1_SET, top.constructed, top.end == end else {
+        guard top.tag == DER.Tag.set, top.constructed, top.end == end else {
             throw AppReceiptError(.malformed, "the receipt payload is not a SET of attributes")
         }
         var bundleID: String?
         var purchases: [Purchase] = []
-        for attribute in try reader.attributes(in: top.content) {
+        for attribute in try read({ () throws(DERError) in try reader.attributes(in: top.content) }) {
             switch attribute.type {
             case bundleIDType:
-                bundleID = try reader.text(in: attribute.value)
+                bundleID = try read { () throws(DERError) in try reader.text(in: attribute.value) }
             case inAppType:
                 guard purchases.count < maximumPurchases else { throw AppReceiptError(.tooManyPurchases) }
-                if let purchase = try purchase(in: attribute.value, reader: reader) { purchases.append(purchase) }
+                if let purchase = try read({ () throws(DERError) in try purchase(in: attribute.value, reader: reader) }) {
+                    purchases.append(purchase)
+                }
             default:
                 continue
             }
@@ -158,10 +143,10 @@ public struct AppReceipt: Sendable, Hashable {
     }
 
     /// One in-app purchase record; nil when it carries no transaction id (nothing to ask about).
-    private static func purchase(in range: Range<Int>, reader: DERReader) throws(AppReceiptError) -> Purchase? {
+    private static func purchase(in range: Range<Int>, reader: DERReader) throws(DERError) -> Purchase? {
         let set = try reader.element(in: range)
-        guard set.tag == V_ASN1_SET, set.constructed, set.end == range.upperBound else {
-            throw AppReceiptError(.malformed, "an in-app purchase record is not a SET of attributes")
+        guard set.tag == DER.Tag.set, set.constructed, set.end == range.upperBound else {
+            throw DERError("an in-app purchase record is not a SET of attributes")
         }
         var transactionID: String?
         var purchase = Purchase(transactionID: "")
@@ -178,6 +163,15 @@ public struct AppReceipt: Sendable, Hashable {
         guard let transactionID, !transactionID.isEmpty else { return nil }
         purchase.transactionID = transactionID
         return purchase
+    }
+
+    /// DER the reader refuses is a malformed receipt, for the reader's reason.
+    private static func read<T>(_ body: () throws(DERError) -> T) throws(AppReceiptError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw AppReceiptError(error)
+        }
     }
 
     /// Apple writes dates as RFC 3339 in an IA5String (`2026-12-04T09:00:00Z`).
@@ -203,6 +197,11 @@ public struct AppReceiptError: Error, Sendable, Hashable, CustomStringConvertibl
         self.reason = reason
     }
 
+    /// DER or PKCS #7 the reader refused: malformed, for its reason.
+    init(_ error: DERError) {
+        self.init(.malformed, error.reason)
+    }
+
     public static func == (lhs: AppReceiptError, rhs: AppReceiptError) -> Bool { lhs.kind == rhs.kind }
     public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
@@ -216,113 +215,45 @@ public struct AppReceiptError: Error, Sendable, Hashable, CustomStringConvertibl
     }
 }
 
-/// DER elements read with OpenSSL's `ASN1_get_object`, within a buffer: definite lengths only,
-/// every element inside the range it was looked for in.
-struct DERReader {
-    struct Element {
-        var tag: Int32
-        var constructed: Bool
-        var content: Range<Int>
-        /// Where the element ends (its content's end).
-        var end: Int { content.upperBound }
-        var start: Int
-    }
-
+/// Apple's receipt attributes, read from DER.
+extension DERReader {
     /// A receipt attribute: its `type` and the range of its `value` OCTET STRING's content.
     struct Attribute {
         var type: Int64
         var value: Range<Int>
     }
 
-    let buffer: UnsafeRawBufferPointer
-
-    init(_ buffer: UnsafeRawBufferPointer) {
-        self.buffer = buffer
-    }
-
-    /// The element starting at `range.lowerBound`, which must lie within `range`.
-    func element(in range: Range<Int>) throws(AppReceiptError) -> Element {
-        guard let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self), range.lowerBound < range.upperBound,
-              range.upperBound <= buffer.count
-        else { throw AppReceiptError(.malformed, "a truncated ASN.1 element") }
-        var pointer: UnsafePointer<UInt8>? = UnsafePointer(base + range.lowerBound)
-        var length = 0
-        var tag: Int32 = 0
-        var tagClass: Int32 = 0
-        let flags = ASN1_get_object(&pointer, &length, &tag, &tagClass, range.count)
-        // 0x80: an error (too long, bad header); bit 0: indefinite length, which DER never uses.
-        guard flags & 0x80 == 0, flags & 0x01 == 0, let pointer, tagClass == V_ASN1_UNIVERSAL else {
-            ERR_clear_error()
-            throw AppReceiptError(.malformed, "an ASN.1 element that is not DER")
-        }
-        let start = pointer - UnsafePointer(base)
-        guard length >= 0, start + length <= range.upperBound else { throw AppReceiptError(.malformed, "an ASN.1 length past its end") }
-        return Element(tag: tag, constructed: flags & V_ASN1_CONSTRUCTED != 0, content: start..<(start + length),
-                       start: range.lowerBound)
-    }
-
-    /// The children of a constructed element's content, in order.
-    func children(in range: Range<Int>) throws(AppReceiptError) -> [Element] {
-        var children: [Element] = []
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let child = try element(in: offset..<range.upperBound)
-            children.append(child)
-            offset = child.end
-        }
-        return children
-    }
-
     /// The `ReceiptAttribute` sequences of a SET's content.
-    func attributes(in range: Range<Int>) throws(AppReceiptError) -> [Attribute] {
+    func attributes(in range: Range<Int>) throws(DERError) -> [Attribute] {
         var attributes: [Attribute] = []
         for sequence in try children(in: range) {
-            guard sequence.tag == V_ASN1_SEQUENCE, sequence.constructed else {
-                throw AppReceiptError(.malformed, "a receipt attribute is not a SEQUENCE")
+            guard sequence.tag == DER.Tag.sequence, sequence.constructed else {
+                throw DERError("a receipt attribute is not a SEQUENCE")
             }
             let fields = try children(in: sequence.content)
-            guard fields.count == 3, fields[0].tag == V_ASN1_INTEGER, fields[1].tag == V_ASN1_INTEGER,
-                  fields[2].tag == V_ASN1_OCTET_STRING, !fields[2].constructed
-            else { throw AppReceiptError(.malformed, "a receipt attribute is not (INTEGER, INTEGER, OCTET STRING)") }
+            guard fields.count == 3, fields[0].tag == DER.Tag.integer, fields[1].tag == DER.Tag.integer,
+                  fields[2].tag == DER.Tag.octetString, !fields[2].constructed
+            else { throw DERError("a receipt attribute is not (INTEGER, INTEGER, OCTET STRING)") }
             attributes.append(Attribute(type: try integer(fields[0]), value: fields[2].content))
         }
         return attributes
     }
 
-    /// An INTEGER element's value, decoded by OpenSSL.
-    func integer(_ element: Element) throws(AppReceiptError) -> Int64 {
-        guard element.tag == V_ASN1_INTEGER, !element.constructed, let base = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self)
-        else { throw AppReceiptError(.malformed, "an INTEGER was expected") }
-        var pointer: UnsafePointer<UInt8>? = UnsafePointer(base + element.start)
-        guard let integer = d2i_ASN1_INTEGER(nil, &pointer, element.end - element.start) else {
-            ERR_clear_error()
-            throw AppReceiptError(.malformed, "an INTEGER that does not decode")
-        }
-        defer { ASN1_INTEGER_free(integer) }
-        var value: Int64 = 0
-        guard ASN1_INTEGER_get_int64(&value, integer) == 1 else {
-            ERR_clear_error()
-            throw AppReceiptError(.malformed, "an INTEGER out of range")
-        }
-        return value
-    }
-
     /// The INTEGER a value OCTET STRING holds.
-    func integer(in range: Range<Int>) throws(AppReceiptError) -> Int64 {
+    func integer(in range: Range<Int>) throws(DERError) -> Int64 {
         let inner = try element(in: range)
-        guard inner.end == range.upperBound else { throw AppReceiptError(.malformed, "trailing bytes after a value") }
+        guard inner.end == range.upperBound else { throw DERError("trailing bytes after a value") }
         return try integer(inner)
     }
 
     /// The UTF8String or IA5String a value OCTET STRING holds; nil for another type (Apple keeps
     /// opaque values in some attributes).
-    func text(in range: Range<Int>) throws(AppReceiptError) -> String? {
+    func text(in range: Range<Int>) throws(DERError) -> String? {
         let inner = try element(in: range)
-        guard inner.end == range.upperBound else { throw AppReceiptError(.malformed, "trailing bytes after a value") }
-        guard !inner.constructed, inner.tag == V_ASN1_UTF8STRING || inner.tag == V_ASN1_IA5STRING else { return nil }
-        guard inner.content.count <= AppReceipt.maximumText else { throw AppReceiptError(.malformed, "a text value longer than 256 bytes") }
-        let bytes = UnsafeRawBufferPointer(rebasing: buffer[inner.content])
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw AppReceiptError(.malformed, "a text value that is not UTF-8") }
+        guard inner.end == range.upperBound else { throw DERError("trailing bytes after a value") }
+        guard !inner.constructed, inner.tag == DER.Tag.utf8String || inner.tag == DER.Tag.ia5String else { return nil }
+        guard inner.content.count <= AppReceipt.maximumText else { throw DERError("a text value longer than 256 bytes") }
+        guard let text = String(validating: bytes(inner), as: UTF8.self) else { throw DERError("a text value that is not UTF-8") }
         return text
     }
 }

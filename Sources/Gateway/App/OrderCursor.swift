@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import JSON
 import StorageCore
@@ -30,11 +31,11 @@ struct OrderPageRequest: Sendable, Hashable {
     /// The `next_cursor` for continuing after `key`.
     static func cursor(_ key: OrderPageKey) -> String {
         let milliseconds = Int64((key.createdAt.timeIntervalSince1970 * 1000).rounded())
-        return Base64URL.encode(Array("\(milliseconds):\(key.outTradeNo)".utf8))
+        return Base64.encode(Array("\(milliseconds):\(key.outTradeNo)".utf8), .urlUnpadded)
     }
 
     private static func key(_ cursor: String) -> OrderPageKey? {
-        guard cursor.utf8.count <= 128, let bytes = Base64URL.decode(cursor.utf8),
+        guard cursor.utf8.count <= 128, let bytes = Base64.decode(cursor.utf8, .urlUnpadded),
               let text = String(validating: bytes, as: UTF8.self)
         else { return nil }
         let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import JSON
 
@@ -112,7 +113,7 @@ public struct AppTokenVerifier: Sendable {
         guard bytes.count <= Self.maximumLength else { throw .tooLong }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty else { throw .segments }
-        guard let headerBytes = Base64URL.decode(parts[0]) else { throw .badBase64(segment: "header") }
+        guard let headerBytes = Base64.decode(parts[0], .urlUnpadded) else { throw .badBase64(segment: "header") }
         let header = try Self.object(headerBytes, segment: "header")
         // Before the other segments: an unsigned `alg: none` token (its signature empty) is
         // refused for what it is, not for its shape.
@@ -120,12 +121,12 @@ public struct AppTokenVerifier: Sendable {
         guard header["crit"] == nil else { throw .criticalHeader }
         if let type = header["typ"], type.stringValue?.uppercased() != "JWT" { throw .type }
         guard !parts[1].isEmpty, !parts[2].isEmpty else { throw .segments }
-        guard let signature = Base64URL.decode(parts[2]) else { throw .badBase64(segment: "signature") }
+        guard let signature = Base64.decode(parts[2], .urlUnpadded) else { throw .badBase64(segment: "signature") }
         let signingInput = Array(bytes[..<parts[1].endIndex])
         var verified = false
-        for key in keys where constantTimeEqual(key.mac(signingInput), signature) { verified = true }
+        for key in keys where ConstantTime.equal(key.authenticationCode(for: signingInput), signature) { verified = true }
         guard verified else { throw .signature }
-        guard let payloadBytes = Base64URL.decode(parts[1]) else { throw .badBase64(segment: "payload") }
+        guard let payloadBytes = Base64.decode(parts[1], .urlUnpadded) else { throw .badBase64(segment: "payload") }
         return try Self.claims(try Self.object(payloadBytes, segment: "payload"), now: Int(now.timeIntervalSince1970))
     }
 
@@ -187,8 +188,8 @@ public struct AppTokenMinter: Sendable {
         payload.number("exp", issuedAt + ttl)
         payload.number("iat", issuedAt)
         payload.string("sub", subject)
-        let signingInput = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "."
-            + Base64URL.encode(payload.finish())
-        return signingInput + "." + Base64URL.encode(key.mac(Array(signingInput.utf8)))
+        let signingInput = Base64.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8), .urlUnpadded) + "."
+            + Base64.encode(payload.finish(), .urlUnpadded)
+        return signingInput + "." + Base64.encode(key.authenticationCode(for: Array(signingInput.utf8)), .urlUnpadded)
     }
 }

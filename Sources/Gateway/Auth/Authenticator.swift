@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 
 /// What a bearer token may do. Client tokens (the app backend) create, read and close any order;
@@ -77,7 +78,7 @@ struct Authenticator: Sendable {
         let bytes = Array(presented)
         var scopes = Set<Scope>()
         var name: String?
-        for entry in tokens where !entry.token.isEmpty && constantTimeEqual(entry.token, bytes) {
+        for entry in tokens where !entry.token.isEmpty && ConstantTime.equal(entry.token, bytes) {
             scopes.insert(entry.scope)
             // A token listed as both is named by its support side: that is what the audit is about.
             if name == nil || entry.scope == .support { name = entry.name }
@@ -88,7 +89,7 @@ struct Authenticator: Sendable {
     /// The first 8 hex digits of the token's SHA-256: enough to tell configured tokens apart in
     /// the audit log, nothing to guess a token from.
     static func fingerprint(_ token: String) -> String {
-        String(sha256Hex(token).prefix(8))
+        String(Hex.encode(SHA256.hash(token)).prefix(8))
     }
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 public import AppStore
+import Crypto
 import Foundation
 
 /// Apple In-App Purchase: the iOS app's purchases verified with the App Store (README, "iOS").

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Foundation
 import StorageCore
 import Synchronization
@@ -125,10 +125,10 @@ public final class Console: Sendable {
             return .refused
         }
         let started = now
-        let token = Base64URL.encode(RandomBytes.take(32))
+        let token = Base64.encode(RandomBytes.take(32), .urlUnpadded)
         let session = ConsoleSession(
             id: Self.sessionID(token), username: user.name, credentialStamp: user.credentialStamp,
-            csrfToken: Base64URL.encode(RandomBytes.take(32)), createdAt: started, lastSeenAt: started,
+            csrfToken: Base64.encode(RandomBytes.take(32), .urlUnpadded), createdAt: started, lastSeenAt: started,
             expiresAt: started.addingTimeInterval(Self.absoluteTimeout), address: address)
         try await storage { () throws(StorageError) in
             try await self.store.recordLoginSuccess(username: name, address: source, at: started,
@@ -203,7 +203,7 @@ public final class Console: Sendable {
     }
 
     /// The database's id of a session: the SHA-256 of its token, in hex.
-    static func sessionID(_ token: String) -> String { sha256Hex(token) }
+    static func sessionID(_ token: String) -> String { Hex.encode(SHA256.hash(token)) }
 
     func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
         try await service.storage(operation)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import HTTP
 import JSON
@@ -59,7 +60,7 @@ extension Console {
             if isPost {
                 let form = ConsoleHTTP.form(request)
                 guard let presented = form?["csrf"],
-                      constantTimeEqual(Array(presented.utf8), Array(signedIn.session.csrfToken.utf8))
+                      ConstantTime.equal(Array(presented.utf8), Array(signedIn.session.csrfToken.utf8))
                 else {
                     metrics.increment("wxpay_console_refusals_total", ["reason": "csrf"])
                     logger.warning("console POST refused: CSRF token missing or wrong",
@@ -422,7 +423,7 @@ extension Console {
     private func loginForm(_ exchange: Exchange, notice: ConsoleNotice?, status: Int, username: String = "",
                            retryAfter: Int? = nil) -> HTTPServerResponse {
         let existing = exchange.cookies[Self.loginCookie].flatMap { $0.utf8.count == 43 ? $0 : nil }
-        let token = existing ?? Base64URL.encode(RandomBytes.take(32))
+        let token = existing ?? Base64.encode(RandomBytes.take(32), .urlUnpadded)
         let next = ConsoleHTTP.safeReturn(exchange.request.query["next"] ?? ConsoleHTTP.form(exchange.request)?["next"])
         let page = ConsolePages.login(exchange.chrome, csrf: token, username: username, next: next, notice: notice)
         var response = ConsoleHTTP.html(page, status: status, cookies: existing == nil
@@ -436,7 +437,7 @@ extension Console {
         let text = exchange.text
         let form = ConsoleHTTP.form(request)
         guard let form, let presented = form["csrf"], let expected = exchange.cookies[Self.loginCookie], !expected.isEmpty,
-              constantTimeEqual(Array(presented.utf8), Array(expected.utf8))
+              ConstantTime.equal(Array(presented.utf8), Array(expected.utf8))
         else {
             metrics.increment("wxpay_console_refusals_total", ["reason": "csrf"])
             return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: text.csrfTitle, text.csrfRefused,

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 /// What a console user may do. Each role has the rights of the one before it and more.
 public enum ConsoleRole: String, Sendable, Hashable, CaseIterable {
     /// Search, view orders, recheck with WeChat.
@@ -45,7 +46,7 @@ public struct ConsoleUser: Sendable, Hashable {
 
     /// A digest of the password entry: a session remembers it, and ends when it changes (a new
     /// password, or the user removed and added again). Not secret, and says nothing about the password.
-    var credentialStamp: String { String(sha256Hex(password.encoded).prefix(32)) }
+    var credentialStamp: String { String(Hex.encode(SHA256.hash(password.encoded)).prefix(32)) }
 }
 
 extension String {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
 import Glibc
 
@@ -68,7 +69,7 @@ public enum ConsoleUserFile {
     static func write(_ text: String, to path: String) throws(ConsoleUserFileError) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
-        let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + Base64URL.encode(RandomBytes.take(9))
+        let temporary = directory + "/." + url.lastPathComponent + ".tmp-" + Base64.encode(RandomBytes.take(9), .urlUnpadded)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .unwritable(path, errno) }
         var failure: Int32 = 0

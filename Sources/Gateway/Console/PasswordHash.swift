@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 import Dispatch
 import Synchronization
 
-/// A console password as the user file stores it: scrypt through OpenSSL (`EVP_PBE_scrypt`) with
+/// A console password as the user file stores it: scrypt (Crypto's, OpenSSL's `EVP_PBE_scrypt`) with
 /// a per-user random salt, written as a PHC string, `$scrypt$ln=17,r=8,p=1$<salt>$<hash>` (salt and
 /// hash in unpadded base64url).
 ///
@@ -21,9 +21,6 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
         public static let standard = Parameters(logN: 17, r: 8, p: 1)
         static let minimum = standard
         static let maximum = Parameters(logN: 20, r: 16, p: 4)
-
-        /// The memory scrypt needs (128 · r · N bytes), and a little more for OpenSSL's limit.
-        var memoryLimit: UInt64 { 128 * UInt64(r) * (UInt64(1) << UInt64(logN)) + 1 << 20 }
 
         var isAllowed: Bool {
             (Self.minimum.logN...Self.maximum.logN).contains(logN) && (Self.minimum.r...Self.maximum.r).contains(r)
@@ -49,14 +46,14 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
     /// A fresh random password that can be typed and pasted (base64url of `bytes` random bytes):
     /// demo mode's own user gets one.
     public static func randomPassword(bytes: Int = 12) -> String {
-        Base64URL.encode(RandomBytes.take(bytes))
+        Base64.encode(RandomBytes.take(bytes), .urlUnpadded)
     }
 
     /// Whether `password` is the one hashed here, compared in constant time. Runs scrypt on the
     /// calling thread.
     public func matches(_ password: String) -> Bool {
         guard let derived = Self.derive(password, salt: salt, parameters: parameters) else { return false }
-        return constantTimeEqual(derived, hash)
+        return ConstantTime.equal(derived, hash)
     }
 
     /// Parses a stored PHC string; nil when it is not one this gateway accepts.
@@ -71,8 +68,8 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
         }
         guard values.count == 3, let logN = values["ln"], let r = values["r"], let p = values["p"] else { return nil }
         let parameters = Parameters(logN: logN, r: r, p: p)
-        guard parameters.isAllowed, let salt = Base64URL.decode(parts[3].utf8), salt.count >= Self.saltBytes,
-              let hash = Base64URL.decode(parts[4].utf8), hash.count == Self.hashBytes
+        guard parameters.isAllowed, let salt = Base64.decode(parts[3].utf8, .urlUnpadded), salt.count >= Self.saltBytes,
+              let hash = Base64.decode(parts[4].utf8, .urlUnpadded), hash.count == Self.hashBytes
         else { return nil }
         self.init(parameters: parameters, salt: salt, hash: hash)
     }
@@ -85,26 +82,15 @@ public struct PasswordHash: Sendable, Hashable, CustomStringConvertible {
 
     /// The PHC string stored in the user file.
     public var encoded: String {
-        "$scrypt$ln=\(parameters.logN),r=\(parameters.r),p=\(parameters.p)$\(Base64URL.encode(salt))$\(Base64URL.encode(hash))"
+        "$scrypt$ln=\(parameters.logN),r=\(parameters.r),p=\(parameters.p)$\(Base64.encode(salt, .urlUnpadded))$\(Base64.encode(hash, .urlUnpadded))"
     }
 
     /// Never the hash itself, so a log line or an error cannot carry it.
     public var description: String { "PasswordHash(scrypt ln=\(parameters.logN))" }
 
     private static func derive(_ password: String, salt: [UInt8], parameters: Parameters) -> [UInt8]? {
-        var out = [UInt8](repeating: 0, count: hashBytes)
-        // NUL-terminated so the buffer is never empty (an empty password still has an address).
-        let pass = Array(password.utf8CString)
-        let ok = pass.withUnsafeBufferPointer { pass in
-            salt.withUnsafeBufferPointer { salt in
-                out.withUnsafeMutableBufferPointer { key in
-                    EVP_PBE_scrypt(pass.baseAddress, pass.count - 1, salt.baseAddress, salt.count,
-                                   UInt64(1) << UInt64(parameters.logN), UInt64(parameters.r), UInt64(parameters.p),
-                                   parameters.memoryLimit, key.baseAddress, key.count)
-                }
-            }
-        }
-        return ok == 1 ? out : nil
+        Scrypt.derive(password: Array(password.utf8), salt: salt, logN: parameters.logN, r: parameters.r, p: parameters.p,
+                      length: hashBytes)
     }
 }
 

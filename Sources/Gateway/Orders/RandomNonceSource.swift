@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import WeChatPay
 
 /// 32 random characters of `[A-Za-z0-9]` per call, from the system's cryptographic generator, as

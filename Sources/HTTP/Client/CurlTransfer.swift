@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 internal import CCurl
+import Crypto
 import Synchronization
-
-/// Loads OpenSSL 3's legacy provider once, on first use of a PKCS#12 identity, so RC2/3DES-encrypted
-/// files (the usual merchant certificate bundle) can be read; see the CCurl shim.
-private let legacyPKCS12Support: Bool = wxpay_curl_enable_legacy_pkcs12() == 1
 
 /// One request's life inside the ``CurlMultiLoop``: its options, the easy handle while it runs,
 /// the response as it arrives, and the continuation of the task waiting for it.
@@ -180,7 +177,9 @@ final class CurlTransfer: @unchecked Sendable {
             check(wxpay_curl_setopt_string(easy, CURLOPT_SSLKEYTYPE, "PEM"))
             if let keyPassword { check(wxpay_curl_setopt_string(easy, CURLOPT_KEYPASSWD, keyPassword)) }
         case .pkcs12(let file, let password):
-            _ = legacyPKCS12Support
+            // RC2/3DES-encrypted files (the usual merchant certificate bundle) need OpenSSL 3's
+            // legacy provider in the default library context libcurl's OpenSSL uses.
+            _ = LegacyAlgorithms.available
             check(wxpay_curl_setopt_string(easy, CURLOPT_SSLCERT, file))
             check(wxpay_curl_setopt_string(easy, CURLOPT_SSLCERTTYPE, "P12"))
             check(wxpay_curl_setopt_string(easy, CURLOPT_KEYPASSWD, password))

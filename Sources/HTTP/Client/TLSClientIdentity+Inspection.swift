@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-internal import CCurl
-internal import COpenSSL
+import Crypto
 import Foundation
-
-/// OpenSSL 3's legacy provider, loaded once, for RC2/3DES PKCS#12 bundles (as libcurl needs it too).
-private let legacyProviderLoaded: Bool = wxpay_curl_enable_legacy_pkcs12() == 1
 
 /// What a client identity's certificate says, read once at start-up.
 public struct TLSClientCertificate: Sendable, Hashable {
@@ -66,81 +62,28 @@ extension TLSClientIdentity {
     /// if certificate.secondsUntilExpiry() < 30 * 86400 { logger.warning("renew the merchant certificate") }
     /// ```
     public func inspect() throws(TLSClientIdentityError) -> TLSClientCertificate {
-        // OpenSSL's reading failures leave entries on this thread's error queue, which libcurl reads
-        // after its own TLS calls on the same thread: never leave them behind.
-        defer { ERR_clear_error() }
-        let certificate: OpaquePointer
-        let key: OpaquePointer
+        let certificate: Certificate
+        let key: PrivateKey
         switch storage {
         case .pem(let certificateFile, let keyFile, let keyPassword):
-            guard let read = Self.readPEMCertificate(certificateFile) else { throw .unreadableCertificate }
+            guard let text = Self.read(certificateFile), let read = Certificate(pem: text) else { throw .unreadableCertificate }
             certificate = read
-            guard let readKey = Self.readPEMKey(keyFile, password: keyPassword) else {
-                X509_free(certificate)
+            guard let text = Self.read(keyFile), let readKey = try? PrivateKey(pem: text, password: keyPassword) else {
                 throw .unreadableKey
             }
             key = readKey
         case .pkcs12(let file, let password):
-            // RC2/3DES bundles (older tools) need OpenSSL 3's legacy provider, as libcurl does.
-            _ = legacyProviderLoaded
-            guard let pair = Self.readPKCS12(file, password: password) else { throw .unreadablePKCS12 }
+            guard let bytes = FileManager.default.contents(atPath: file),
+                  let pair = PKCS12.read(Array(bytes), password: password)
+            else { throw .unreadablePKCS12 }
             (certificate, key) = pair
         }
-        defer {
-            X509_free(certificate)
-            EVP_PKEY_free(key)
-        }
-        guard X509_check_private_key(certificate, key) == 1 else { throw .keyMismatch }
-        guard let notAfter = Self.date(X509_get0_notAfter(certificate)) else {
-            throw .unreadableCertificate
-        }
-        return TLSClientCertificate(commonName: Self.commonName(certificate), notAfter: notAfter)
+        guard certificate.matches(key) else { throw .keyMismatch }
+        guard let validity = certificate.readableValidity else { throw .unreadableCertificate }
+        return TLSClientCertificate(commonName: certificate.commonName, notAfter: validity.notAfter)
     }
 
-    private static func readPEMCertificate(_ path: String) -> OpaquePointer? {
-        guard let bio = BIO_new_file(path, "r") else { return nil }
-        defer { BIO_free(bio) }
-        return PEM_read_bio_X509(bio, nil, nil, nil)
-    }
-
-    private static func readPEMKey(_ path: String, password: String?) -> OpaquePointer? {
-        guard let bio = BIO_new_file(path, "r") else { return nil }
-        defer { BIO_free(bio) }
-        guard let password else { return PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
-        // With no callback, OpenSSL takes the last argument as the pass phrase itself.
-        return password.withCString { phrase in
-            PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: phrase))
-        }
-    }
-
-    private static func readPKCS12(_ path: String, password: String) -> (OpaquePointer, OpaquePointer)? {
-        guard let bio = BIO_new_file(path, "rb") else { return nil }
-        defer { BIO_free(bio) }
-        guard let bundle = d2i_PKCS12_bio(bio, nil) else { return nil }
-        defer { PKCS12_free(bundle) }
-        var key: OpaquePointer?
-        var certificate: OpaquePointer?
-        // The CA certificates in the bundle are not needed here (nil: OpenSSL discards them).
-        guard PKCS12_parse(bundle, password, &key, &certificate, nil) == 1, let key, let certificate else {
-            if let key { EVP_PKEY_free(key) }
-            if let certificate { X509_free(certificate) }
-            return nil
-        }
-        return (certificate, key)
-    }
-
-    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
-        guard let time else { return nil }
-        var parts = tm()
-        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
-    }
-
-    private static func commonName(_ certificate: OpaquePointer) -> String? {
-        guard let name = X509_get_subject_name(certificate) else { return nil }
-        var buffer = [CChar](repeating: 0, count: 256)
-        let length = X509_NAME_get_text_by_NID(name, NID_commonName, &buffer, Int32(buffer.count))
-        guard length > 0 else { return nil }
-        return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    private static func read(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
     }
 }

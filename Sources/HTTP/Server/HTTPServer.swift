@@ -201,11 +201,49 @@ extension HTTPServerConfiguration.TLS {
     /// to refuse a start with a clear message before anything listens.
     public func check() throws(HTTPServerError) {
         guard wxpay_mhd_supports_tls() == 1 else { throw .tlsUnavailable }
-        let keyPair = wxpay_gnutls_check_key_pair(certificatePEM, privateKeyPEM)
+        let keyPair = GnuTLSCredentialCheck.keyPair(certificatePEM: certificatePEM, keyPEM: privateKeyPEM)
         guard keyPair == 0 else { throw .tlsCertificateRejected(gnutlsCode: keyPair) }
         if let clientCAPEM {
-            let trusted = wxpay_gnutls_count_trusted_certificates(clientCAPEM)
+            let trusted = GnuTLSCredentialCheck.trustedCertificates(clientCAPEM)
             guard trusted > 0 else { throw .tlsClientCARejected(gnutlsCode: trusted) }
+        }
+    }
+}
+
+/// PEM loaded into throwaway GnuTLS credentials, so a bad file becomes a precise error before the
+/// daemon starts (libmicrohttpd only reports that starting failed).
+private enum GnuTLSCredentialCheck {
+    /// 0 when GnuTLS takes the certificate chain and key as a pair, else its error code.
+    static func keyPair(certificatePEM: String, keyPEM: String) -> Int32 {
+        let rc = withCredentials { credentials in
+            withDatum(certificatePEM) { certificate in
+                withDatum(keyPEM) { key in gnutls_certificate_set_x509_key_mem(credentials, &certificate, &key, GNUTLS_X509_FMT_PEM) }
+            }
+        }
+        return rc < 0 ? rc : 0
+    }
+
+    /// The number of CA certificates in a PEM trust list (at least 1 when usable), or a GnuTLS error code.
+    static func trustedCertificates(_ caPEM: String) -> Int32 {
+        withCredentials { credentials in
+            withDatum(caPEM) { ca in gnutls_certificate_set_x509_trust_mem(credentials, &ca, GNUTLS_X509_FMT_PEM) }
+        }
+    }
+
+    private static func withCredentials(_ body: (gnutls_certificate_credentials_t) -> Int32) -> Int32 {
+        var credentials: gnutls_certificate_credentials_t?
+        let rc = gnutls_certificate_allocate_credentials(&credentials)
+        guard rc >= 0, let credentials else { return rc }
+        defer { gnutls_certificate_free_credentials(credentials) }
+        return body(credentials)
+    }
+
+    /// The text as GnuTLS data, up to its first NUL (as a C string would end).
+    private static func withDatum(_ text: String, _ body: (inout gnutls_datum_t) -> Int32) -> Int32 {
+        var bytes = Array(text.utf8.prefix { $0 != 0 })
+        return bytes.withUnsafeMutableBufferPointer { buffer in
+            var datum = gnutls_datum_t(data: buffer.baseAddress, size: UInt32(buffer.count))
+            return body(&datum)
         }
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 
 /// Percent-decoding of URI components (RFC 3986 §2.1). The server asks libmicrohttpd to leave the
 /// path and query encoded, so an encoded `/` inside a path parameter is not taken for a separator,
@@ -20,7 +21,7 @@ enum PercentDecoding {
                 let high = utf8.index(after: index)
                 guard high != utf8.endIndex else { return nil }
                 let low = utf8.index(after: high)
-                guard low != utf8.endIndex, let h = hexValue(utf8[high]), let l = hexValue(utf8[low]) else {
+                guard low != utf8.endIndex, let h = Hex.value(ofDigit: utf8[high]), let l = Hex.value(ofDigit: utf8[low]) else {
                     return nil
                 }
                 bytes.append(h << 4 | l)
@@ -32,14 +33,5 @@ enum PercentDecoding {
         }
         guard !bytes.contains(0) else { return nil }
         return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+import Crypto
 
 /// Computes and verifies v2 signatures exactly as WeChat specifies:
 /// drop empty values and `sign`, sort names by ASCII byte order, join `name=value` with `&` using
@@ -14,25 +14,14 @@ import COpenSSL
 /// ```
 public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let key: APIKey
-    /// HMAC-SHA256's keyed inner and outer SHA-256 states, computed once per key. They are as
-    /// secret as the key (they forge HMAC signatures without it), so `description`, `debugDescription`
-    /// and the mirror below leave them out.
-    private let hmacInner: SHA256_CTX
-    private let hmacOuter: SHA256_CTX
+    /// HMAC-SHA256's key schedule, computed once per key. It is as secret as the key (it forges
+    /// HMAC signatures without it), so `description`, `debugDescription` and the mirror below
+    /// leave it out.
+    private let hmacKey: HMACSHA256Key
 
     public init(key: APIKey) {
         self.key = key
-        var inner = SHA256_CTX()
-        var outer = SHA256_CTX()
-        key.withUnsafeBytes { bytes in
-            withUnsafeBytes(of: 0) { zero in
-                // An empty key is still a key to HMAC (all-zero block); give OpenSSL a valid pointer.
-                let base = bytes.count > 0 ? bytes.baseAddress! : zero.baseAddress!
-                wxpay_hmac_sha256_key(base, bytes.count, &inner, &outer)
-            }
-        }
-        hmacInner = inner
-        hmacOuter = outer
+        hmacKey = key.withUnsafeBytes { HMACSHA256Key($0) }
     }
 
     /// The uppercase hex signature of `fields` (their `sign` field, if any, is ignored).
@@ -102,17 +91,15 @@ public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConver
             switch type {
             case .md5:
                 SigningMessage.withBytes(of: fields, key: key) { message in
-                    wxpay_md5(message.baseAddress!, message.count, output)
+                    MD5.hash(message, into: output)
                 }
-                return body(UnsafeRawBufferPointer(rebasing: out[..<16]))
+                return body(UnsafeRawBufferPointer(rebasing: out[..<MD5.byteCount]))
             case .hmacSHA256:
                 // HMAC keys the hash itself, but WeChat still appends "&key=KEY" to the message.
-                withUnsafePointer(to: hmacInner) { inner in
-                    withUnsafePointer(to: hmacOuter) { outer in
-                        SigningMessage.withBytes(of: fields, key: key) { message in
-                            wxpay_hmac_sha256_keyed(inner, outer, message.baseAddress!, message.count, output)
-                        }
-                    }
+                // The schedule taken out first: the closure then captures it alone, not the signer.
+                let hmacKey = self.hmacKey
+                SigningMessage.withBytes(of: fields, key: key) { message in
+                    hmacKey.authenticationCode(for: message, into: output)
                 }
                 return body(UnsafeRawBufferPointer(out))
             }
@@ -122,54 +109,46 @@ public struct Signer: Sendable, CustomStringConvertible, CustomDebugStringConver
     // MARK: - Hex and comparison
 
     private static func writeUppercaseHex(_ digest: UnsafeRawBufferPointer, to out: UnsafeMutableRawBufferPointer) {
-        let digits: StaticString = "0123456789ABCDEF"
-        let table = digits.utf8Start
-        for index in 0..<digest.count {
-            let byte = digest[index]
-            out[2 &* index] = table[Int(byte >> 4)]
-            out[2 &* index &+ 1] = table[Int(byte & 0x0F)]
-        }
+        Hex.write(digest, uppercase: true, to: out)
     }
 
     /// Whether `hex` spells `digest` (either case), in time that depends only on the lengths,
     /// which are public (32 or 64).
     static func constantTimeEqual(digest: UnsafeRawBufferPointer, hex: String) -> Bool {
-        guard hex.utf8.count == digest.count * 2 else { return false }
-        return withScratchBuffer(of: UInt8.self, capacity: 128) { bytes in
+        let count = hex.utf8.count
+        guard count == digest.count * 2, count <= 128 else { return false }
+        return withScratchBuffer(of: UInt8.self, capacity: 256) { bytes in
             let buffer = UnsafeMutableRawBufferPointer(bytes)
-            let computed = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<64])
-            let received = UnsafeMutableRawBufferPointer(rebasing: buffer[64..<128])
+            let computed = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+            let received = UnsafeMutableRawBufferPointer(rebasing: buffer[128..<128 + count])
             writeUppercaseHex(digest, to: computed)
-            SigningMessage.withUTF8(hex) { bytes in
-                for index in 0..<bytes.count {
-                    let byte = bytes[index]
-                    // Branch-free uppercase of a-f: subtract 32 when the byte is in range.
-                    let isLowerHex = UInt8(truncatingIfNeeded: (Int(byte) &- 0x61) >> 8 &+ 1) & UInt8(truncatingIfNeeded: (0x66 &- Int(byte)) >> 8 &+ 1)
-                    received[index] = byte &- (isLowerHex &* 32)
-                }
-            }
-            return CRYPTO_memcmp(computed.baseAddress!, received.baseAddress!, digest.count * 2) == 0
+            SigningMessage.withUTF8(hex) { uppercaseHex(UnsafeRawBufferPointer($0), into: received) }
+            return ConstantTime.equal(UnsafeRawBufferPointer(computed), UnsafeRawBufferPointer(received))
         }
     }
 
     /// Constant-time for equal lengths (lengths are public: 32 or 64). Lowercase hex received from
     /// a peer is accepted, as WeChat's own SDKs compare case-insensitively.
     static func constantTimeEqualIgnoringHexCase(_ computed: String, _ received: String) -> Bool {
-        guard computed.utf8.count == received.utf8.count, computed.utf8.count <= 128 else { return false }
-        return SigningMessage.withUTF8(computed) { a in
-            SigningMessage.withUTF8(received) { b in
-                var difference: UInt8 = 0
-                for index in 0..<a.count {
-                    difference |= uppercasedHex(a[index]) ^ uppercasedHex(b[index])
-                }
-                return difference == 0
-            }
+        let count = computed.utf8.count
+        guard count == received.utf8.count, count <= 128 else { return false }
+        return withScratchBuffer(of: UInt8.self, capacity: 256) { bytes in
+            let buffer = UnsafeMutableRawBufferPointer(bytes)
+            let a = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+            let b = UnsafeMutableRawBufferPointer(rebasing: buffer[128..<128 + count])
+            SigningMessage.withUTF8(computed) { uppercaseHex(UnsafeRawBufferPointer($0), into: a) }
+            SigningMessage.withUTF8(received) { uppercaseHex(UnsafeRawBufferPointer($0), into: b) }
+            return ConstantTime.equal(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b))
         }
     }
 
-    @inline(__always)
-    private static func uppercasedHex(_ byte: UInt8) -> UInt8 {
-        let isLowerHex = UInt8(truncatingIfNeeded: (Int(byte) &- 0x61) >> 8 &+ 1) & UInt8(truncatingIfNeeded: (0x66 &- Int(byte)) >> 8 &+ 1)
-        return byte &- (isLowerHex &* 32)
+    /// Branch-free uppercase of a-f (subtract 32 when the byte is in range), so the time does not
+    /// depend on which digits a received signature has.
+    private static func uppercaseHex(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            let isLowerHex = UInt8(truncatingIfNeeded: (Int(byte) &- 0x61) >> 8 &+ 1) & UInt8(truncatingIfNeeded: (0x66 &- Int(byte)) >> 8 &+ 1)
+            out[index] = byte &- (isLowerHex &* 32)
+        }
     }
 }

@@ -11,7 +11,7 @@
 /// names. libxml2's SAX2 parser decides (`FlatXMLParser`), with network access, DTD loading and
 /// entity substitution off; a declared encoding is ignored, the bytes are UTF-8. Documents in the
 /// one shape WeChat writes are read by a one-pass scanner instead, which can only accept that
-/// shape or hand the document to libxml2, never refuse (CLibXML2/flat_canonical.h).
+/// shape or hand the document to libxml2, never refuse (Sources/CFlatXML/flat_canonical.c).
 ///
 /// ```swift
 /// let fields = try FlatXML.decode(body)

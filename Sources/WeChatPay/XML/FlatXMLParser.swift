@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import CFlatXML
 import CLibXML2
 import Synchronization
 
@@ -6,9 +7,9 @@ import Synchronization
 /// UTF-8, XML characters only, no NUL).
 ///
 /// WeChat's own documents, all in one canonical shape, are read by a one-pass scanner
-/// (CLibXML2/flat_canonical.h) that accepts that shape or declines without a verdict. Every
-/// other document goes to libxml2's SAX2 parser, which decides: libxml2 tokenizes; the C
-/// callbacks of CLibXML2/flat_sax.h enforce the flat subset and refuse, with the error that names
+/// (the CFlatXML target's flat_canonical.c) that accepts that shape or declines without a verdict.
+/// Every other document goes to libxml2's SAX2 parser, which decides: libxml2 tokenizes; the C
+/// callbacks of CFlatXML's flat_sax.c enforce the flat subset and refuse, with the error that names
 /// it, everything else XML allows: a DOCTYPE (refused in its first callback, before any
 /// declaration inside it is read, so no entity can ever be declared), references to entities other
 /// than the predefined five, comments, processing instructions, attributes and namespaces, text
@@ -25,7 +26,7 @@ final class FlatXMLParser {
     static let maximumInternedNames = 2048
 
     private let context: xmlParserCtxtPtr
-    /// What the C callbacks (CLibXML2/flat_sax.h) record: fields as name ids and value ranges in
+    /// What the C callbacks (CFlatXML's flat_sax.c) record: fields as name ids and value ranges in
     /// one byte buffer, or the rule the document broke.
     private let state: UnsafeMutablePointer<wxpay_flat_state>
     /// One String per interned name id: WeChat's field names repeat, so each is decoded once per
@@ -62,7 +63,7 @@ final class FlatXMLParser {
 
     /// Parses one document; the buffer holds all of it. `carriageReturn`: whether it holds one
     /// (the screen knows), so CDATA needs line-end normalisation. A document in WeChat's canonical
-    /// form is read by the scanner of CLibXML2/flat_canonical.h; any other, and any with a carriage
+    /// form is read by the scanner of CFlatXML's flat_canonical.c; any other, and any with a carriage
     /// return, by libxml2. `route` forces libxml2, for the tests that compare the two.
     func parse(_ buffer: UnsafeBufferPointer<UInt8>, root: String, carriageReturn: Bool,
                route: FlatXML.Route = .canonicalFirst) -> Result<[Fields.Field], FlatXMLError> {

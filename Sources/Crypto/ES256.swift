@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-import COpenSSL
+internal import CCrypto
+internal import COpenSSL
 
 /// A P-256 public key that checks ES256 signatures: raw r‖s (64 bytes, RFC 7518 §3.4) over the
 /// SHA-256 of a message.
+///
+/// It holds an EC_KEY rather than an EVP_PKEY: `ECDSA_do_verify` skips the provider fetch and the
+/// context allocation a one-shot EVP verify pays, a measurable part of one App Store verification.
 public final class ES256PublicKey: @unchecked Sendable {
-    // @unchecked: the EC_KEY holds only a public point after creation; ECDSA_do_verify reads it.
+    // @unchecked: the EC_KEY holds only a public point after init; ECDSA_do_verify only reads it.
     private let key: OpaquePointer
 
     /// The leaf key of a certificate, or nil when it is not EC on P-256.
@@ -14,17 +18,12 @@ public final class ES256PublicKey: @unchecked Sendable {
     }
 
     /// A key from PEM: a public key (`BEGIN PUBLIC KEY`) or a private one (its public half).
-    public init?(pem: String) {
-        var pem = pem
-        let parsed: OpaquePointer? = pem.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { text in
-                wxpay_pkey_public_from_pem(text.baseAddress!, text.count)
-                    ?? wxpay_pkey_private_from_pem(text.baseAddress!, text.count)
-            }
-        }
-        guard let pkey = parsed else { return nil }
-        defer { EVP_PKEY_free(pkey) }
-        guard let key = wxpay_pkey_p256_key(pkey) else { return nil }
+    public convenience init?(pem: String) {
+        guard let ec = (try? PublicKey(pem: pem))?.p256Key() ?? (try? PrivateKey(pem: pem))?.p256Key() else { return nil }
+        self.init(owning: ec)
+    }
+
+    fileprivate init(owning key: OpaquePointer) {
         self.key = key
     }
 
@@ -33,12 +32,11 @@ public final class ES256PublicKey: @unchecked Sendable {
     /// Whether `signature` (raw r‖s) signs `message`. Any other length is simply invalid.
     public func isValidSignature(_ signature: some Collection<UInt8>, for message: some Collection<UInt8>) -> Bool {
         guard signature.count == 64 else { return false }
-        let digest = SHA256Digest(Array(message)).bytes
-        return isValidSignature(Array(signature), digest: digest)
+        return isValidSignature(Array(signature), digest: SHA256.hash(message))
     }
 
     /// Verification on a precomputed SHA-256 digest (32 bytes).
-    func isValidSignature(_ signature: [UInt8], digest: [UInt8]) -> Bool {
+    public func isValidSignature(_ signature: [UInt8], digest: [UInt8]) -> Bool {
         guard signature.count == 64, digest.count == 32 else { return false }
         return signature.withUnsafeBufferPointer { sig in
             digest.withUnsafeBufferPointer { wxpay_p256_verify_raw(key, $0.baseAddress!, sig.baseAddress!) == 1 }
@@ -50,72 +48,55 @@ public final class ES256PublicKey: @unchecked Sendable {
 /// Connect hands out for the Server API.
 ///
 /// OpenSSL signs with a fresh random nonce each time (OpenSSL 3.0 has no RFC 6979), so signatures
-/// differ between calls; that is the only randomness in this module.
-public final class ES256PrivateKey: @unchecked Sendable {
-    // @unchecked: the EVP_PKEY is never mutated after loading; EVP_DigestSign on a shared key is
-    // thread-safe in OpenSSL 3.
-    let pkey: OpaquePointer
+/// differ between calls.
+public struct ES256PrivateKey: Sendable {
+    public let key: PrivateKey
 
     /// Loads a PKCS#8 (`.p8`) or SEC1 PEM private key on P-256.
-    /// - Throws: ``AppStoreConfigurationError`` when the text is not such a key (the message
-    ///   never contains the key).
-    public init(pem: String) throws(AppStoreConfigurationError) {
-        var pem = pem
-        let parsed: OpaquePointer? = pem.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { wxpay_pkey_private_from_pem($0.baseAddress!, $0.count) }
-        }
-        guard let pkey = parsed else { throw AppStoreConfigurationError("not a PEM private key") }
-        guard let ec = wxpay_pkey_p256_key(pkey) else {
-            EVP_PKEY_free(pkey)
-            throw AppStoreConfigurationError("the private key is not an EC key on P-256")
-        }
-        EC_KEY_free(ec)
-        self.pkey = pkey
+    /// - Throws: ``CryptoError`` when the text is not such a key (the message never contains the key).
+    public init(pem: String) throws(CryptoError) {
+        try self.init(try PrivateKey(pem: pem))
     }
 
-    /// Takes ownership of a key made by OpenSSL (the simulator generates its own).
-    init(owning pkey: OpaquePointer) { self.pkey = pkey }
+    public init(_ key: PrivateKey) throws(CryptoError) {
+        guard key.algorithm == .ec(.p256) else { throw .privateKeyNotP256 }
+        self.key = key
+    }
 
     /// A new random P-256 key (for simulators and tests).
     public static func generate() -> ES256PrivateKey {
-        guard let pkey = wxpay_ec_generate(NID_X9_62_prime256v1) else { preconditionFailure("EC key generation failed") }
-        return ES256PrivateKey(owning: pkey)
+        guard let key = try? ES256PrivateKey(PrivateKey.generateEC(.p256)) else { preconditionFailure("P-256 key generation failed") }
+        return key
     }
 
-    deinit { EVP_PKEY_free(pkey) }
-
     /// The key as PKCS#8 PEM (the `.p8` format).
-    public var pkcs8PEM: String { Self.pem(pkey, privatePart: true) }
+    public var pkcs8PEM: String { key.pkcs8PEM }
 
     /// The public half as SubjectPublicKeyInfo PEM.
-    public var publicKeyPEM: String { Self.pem(pkey, privatePart: false) }
+    public var publicKeyPEM: String { key.publicKeyPEM }
 
     /// The public half, for verification.
     public var publicKey: ES256PublicKey {
-        guard let key = ES256PublicKey(pem: publicKeyPEM) else { preconditionFailure("a P-256 key without a public half") }
-        return key
+        guard let ec = key.p256Key() else { preconditionFailure("a P-256 key without a public half") }
+        return ES256PublicKey(owning: ec)
     }
 
     /// An ES256 signature of `message`: OpenSSL's DER ECDSA-Sig-Value, converted to raw r‖s.
     public func signature(for message: some Collection<UInt8>) -> [UInt8] {
-        let bytes = Array(message)
-        var der = [UInt8](repeating: 0, count: 80)
-        let length = bytes.withUnsafeBufferPointer { input in
-            wxpay_pkey_sign_sha256(pkey, input.baseAddress ?? UnsafePointer(bitPattern: 1)!, input.count, &der, der.count)
-        }
-        guard length > 0, let raw = ECDSASignature.raw(fromDER: der.prefix(Int(length))) else {
+        guard let raw = ECDSASignature.raw(fromDER: key.signature(for: message, digest: .sha256)) else {
             preconditionFailure("ECDSA signing failed")
         }
         return raw
     }
+}
 
-    private static func pem(_ pkey: OpaquePointer, privatePart: Bool) -> String {
-        var buffer: UnsafeMutablePointer<CChar>?
-        let length = wxpay_pkey_to_pem(pkey, privatePart ? 1 : 0, &buffer)
-        defer { wxpay_openssl_free(buffer) }
-        guard length > 0, let buffer else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: buffer, count: Int(length)), as: UTF8.self)
-    }
+extension PrivateKey {
+    /// The key as an EC_KEY the caller owns, when it is EC on P-256.
+    fileprivate func p256Key() -> OpaquePointer? { wxpay_pkey_p256_key(pointer) }
+}
+
+extension PublicKey {
+    fileprivate func p256Key() -> OpaquePointer? { wxpay_pkey_p256_key(pointer) }
 }
 
 /// Conversions between the two encodings of an ECDSA signature: DER (what OpenSSL and X.509

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-import AppStore
+import Crypto
 import Foundation
 import Testing
 
 struct Base64Tests {
-    @Test func randomBytesRoundTripInBothAlphabetsAndFoundationAgrees() {
+    @Test("random bytes round-trip in both alphabets, and the standard alphabet writes what Foundation writes")
+    func randomBytesRoundTrip() {
         var generator = SystemRandomNumberGenerator()
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -17,7 +18,8 @@ struct Base64Tests {
         }
     }
 
-    @Test func onlyTheCanonicalTextIsAccepted() {
+    @Test("only the canonical text of some bytes is accepted: no stray padding, bits or whitespace")
+    func onlyTheCanonicalTextIsAccepted() {
         #expect(Base64.decode("QQ", .urlUnpadded) == [0x41])
         #expect(Base64.decode("QR", .urlUnpadded) == nil)  // non-zero unused bits
         #expect(Base64.decode("QQ==", .urlUnpadded) == nil)  // padding in base64url

@@ -1,30 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The canonical-form scanner of the strict flat-XML codec (Sources/WeChatPay/XML/FlatXMLParser.swift).
+// The canonical-form scanner of the strict flat-XML codec (see wxpay_flat_parse_canonical in
+// include/flat_xml.h for the shape it accepts and why it can change no verdict).
 //
-// WeChat Pay writes every document the same way: `<xml>`, then for each field `<name>` with its
-// value in one CDATA section or as plain text, `</name>`, then `</xml>`, with at most whitespace
-// between the fields. That shape is a regular language with no references, no declarations and
-// no nesting, so deciding it takes one pass over the bytes and no state beyond the position;
-// libxml2's tokenizer spends 3 us on it here, which is 60% of the 5 us a notify may take.
-//
-// This scanner only ever accepts or declines. It accepts a document only when it is entirely in
-// that shape (ASCII names of letters, digits and `_`, no carriage return, no empty-element tags,
-// no XML declaration, no duplicate or over-long field) and then records exactly the fields the
-// libxml2 path would record. Anything else, hostile or merely unusual, it declines without a
-// verdict, and the document goes to libxml2 and the SAX callbacks of flat_sax.h, which decide
-// and name the error. So a refusal always comes from libxml2, and the scanner can change no
-// verdict; the tests and the fuzz target check that decoding with and without it agrees on
-// every input.
-#ifndef WXPAY_CLIBXML2_FLAT_CANONICAL_H
-#define WXPAY_CLIBXML2_FLAT_CANONICAL_H
-
-#include <stdint.h>
-#include <string.h>
-
-enum {
-    /// Field names in WeChat's documents are under 32 bytes; longer ones go to libxml2.
-    WXPAY_CANONICAL_MAXIMUM_NAME = 128,
-};
+// It accepts a document only when it is entirely in WeChat's shape (ASCII names of letters,
+// digits and `_`, no carriage return, no empty-element tags, no XML declaration, no duplicate or
+// over-long field) and then records exactly the fields the libxml2 path would record. Anything
+// else goes to libxml2 and the SAX callbacks of flat_sax.c, which decide and name the error.
+#include "flat_state.h"
 
 static inline int wxpay_canonical_is_name_start(uint8_t byte) {
     uint8_t lower = byte | 0x20;
@@ -47,10 +29,7 @@ static inline int wxpay_canonical_end_tag(const uint8_t *p, const uint8_t *end, 
            memcmp(p + 2, name, name_length) == 0 && p[2 + name_length] == '>';
 }
 
-/// Scans a whole document, `length` bytes of already screened UTF-8 with no carriage return, in
-/// `state` just reset. 1: the document is canonical and `state` holds its fields, as the SAX
-/// callbacks would have recorded them. 0: declined; `state` must be reset before libxml2 parses.
-static inline int wxpay_flat_parse_canonical(wxpay_flat_state *state, const uint8_t *bytes, size_t length) {
+int wxpay_flat_parse_canonical(wxpay_flat_state *state, const uint8_t *bytes, size_t length) {
     const uint8_t *p = bytes, *end = bytes + length;
     const uint8_t *root = (const uint8_t *)state->root;
     size_t root_length = strlen(state->root);
@@ -104,7 +83,7 @@ static inline int wxpay_flat_parse_canonical(wxpay_flat_state *state, const uint
             interned = state->recent_names[position];
             id = state->recent_ids[position];
         } else {
-            interned = xmlDictLookup(state->context->dict, name, (int)name_length);
+            interned = xmlDictLookup(((xmlParserCtxtPtr)state->context)->dict, name, (int)name_length);
             if (!interned) return 0;
             id = wxpay_flat_name_id(state, interned);
             if (id < 0) return 0;
@@ -127,5 +106,3 @@ static inline int wxpay_flat_parse_canonical(wxpay_flat_state *state, const uint
     state->root_seen = 1;
     return 1;
 }
-
-#endif

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// Strict Base64 codecs: JWS segments are unpadded base64url (RFC 7515 §2), x5c certificates
-/// padded standard base64 (RFC 7515 §4.1.6). Strict means canonical: no whitespace, no padding
-/// where none belongs (and all of it where it does), and zero bits in the unused low bits of the
-/// last character, so each byte string has exactly one accepted text — an attacker cannot make two
+/// The one Base64 codec, strict: unpadded base64url (RFC 4648 §5) for JWS segments (RFC 7515 §2),
+/// app tokens, order cursors and password hashes; padded standard base64 for x5c certificates
+/// (RFC 7515 §4.1.6) and receipts. Strict means canonical: no whitespace, no padding where none
+/// belongs (and all of it where it does), and zero bits in the unused low bits of the last
+/// character, so each byte string has exactly one accepted text — an attacker cannot make two
 /// different tokens carry the same bytes, and a cache keyed on bytes means the same as one keyed
 /// on text.
 public enum Base64 {
     /// The alphabet a text is written in.
     public enum Alphabet: Sendable {
-        /// `A–Z a–z 0–9 - _`, no padding: JWS segments.
+        /// `A–Z a–z 0–9 - _`, no padding: JWS segments, app tokens.
         case urlUnpadded
         /// `A–Z a–z 0–9 + /` with `=` padding: x5c certificates, receipts.
         case standardPadded
@@ -28,7 +29,7 @@ public enum Base64 {
         return text.withUTF8 { decode(UnsafeRawBufferPointer($0), alphabet) }
     }
 
-    static func decode(_ text: UnsafeRawBufferPointer, _ alphabet: Alphabet) -> [UInt8]? {
+    public static func decode(_ text: UnsafeRawBufferPointer, _ alphabet: Alphabet) -> [UInt8]? {
         var count = text.count
         switch alphabet {
         case .urlUnpadded:

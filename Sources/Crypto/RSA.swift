@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// An RSA private key of at least 2048 bits that signs with SHA256withRSA (RSASSA-PKCS1-v1_5 with
+/// SHA-256), as WeChat Pay API v3 requires of a merchant's requests (`apiclient_key.pem`).
+///
+/// ```swift
+/// let key = try RSAPrivateKey(pem: String(decoding: keyFile, as: UTF8.self))
+/// let signature = Base64.encode(key.signature(for: Array(message.utf8)), .standardPadded)
+/// ```
+public struct RSAPrivateKey: Sendable {
+    public let key: PrivateKey
+
+    /// Loads PKCS#8 (`BEGIN PRIVATE KEY`) or PKCS#1 (`BEGIN RSA PRIVATE KEY`) PEM.
+    /// - Throws: ``CryptoError`` when the text is not a private key, not RSA, or under 2048 bits.
+    public init(pem: String, password: String? = nil) throws(CryptoError) {
+        try self.init(try PrivateKey(pem: pem, password: password))
+    }
+
+    public init(_ key: PrivateKey) throws(CryptoError) {
+        guard case .rsa(let bits) = key.algorithm else { throw .privateKeyNotRSA }
+        guard bits >= 2048 else { throw .rsaKeyTooSmall }
+        self.key = key
+    }
+
+    /// A new random 2048-bit key (simulators and tests).
+    public static func generate(bits: Int = 2048) -> RSAPrivateKey {
+        RSAPrivateKey(checked: PrivateKey.generateRSA(bits: bits))
+    }
+
+    private init(checked key: PrivateKey) {
+        self.key = key
+    }
+
+    /// The SHA256withRSA signature of `message` (as long as the modulus: 256 bytes for 2048 bits).
+    public func signature(for message: some Sequence<UInt8>) -> [UInt8] {
+        key.signature(for: message, digest: .sha256)
+    }
+
+    public var publicKey: RSAPublicKey { RSAPublicKey(checked: key.publicKey) }
+}
+
+/// An RSA public key that checks SHA256withRSA signatures: WeChat Pay API v3's platform key (from
+/// its certificate or the `BEGIN PUBLIC KEY` file WeChat hands out).
+public struct RSAPublicKey: Sendable {
+    public let key: PublicKey
+
+    /// Loads SubjectPublicKeyInfo (`BEGIN PUBLIC KEY`) or PKCS#1 (`BEGIN RSA PUBLIC KEY`) PEM.
+    public init(pem: String) throws(CryptoError) {
+        try self.init(try PublicKey(pem: pem))
+    }
+
+    public init(_ key: PublicKey) throws(CryptoError) {
+        guard case .rsa(let bits) = key.algorithm else { throw .publicKeyNotRSA }
+        guard bits >= 2048 else { throw .rsaKeyTooSmall }
+        self.key = key
+    }
+
+    /// The key a certificate certifies.
+    public init(certificate: Certificate) throws(CryptoError) {
+        try self.init(certificate.publicKey)
+    }
+
+    fileprivate init(checked key: PublicKey) {
+        self.key = key
+    }
+
+    /// Whether `signature` is the SHA256withRSA signature of `message` under this key.
+    public func isValidSignature(_ signature: some Sequence<UInt8>, for message: some Sequence<UInt8>) -> Bool {
+        key.isValidSignature(signature, for: message, digest: .sha256)
+    }
+
+    /// Whether `privateKey` is this key's private half.
+    public func matches(_ privateKey: RSAPrivateKey) -> Bool { key.matches(privateKey.key) }
+}
