@@ -37,6 +37,12 @@ let package = Package(
         // The one first-in, first-out queue (O(1) takes) of the stores' threads and the gateway's
         // bounded work: a building block beneath both, so neither depends on the other for it.
         .target(name: "FIFO"),
+        // Logging and metrics for every module that logs or counts: swift-log's Logger shape, and
+        // counter, gauge and histogram handles made once, exposed in Prometheus' text format.
+        .target(name: "Observability", dependencies: ["JSON"]),
+        // Services run by one group (swift-service-lifecycle's shape): started in order, SIGTERM and
+        // SIGINT trapped, stopped in reverse order with a graceful deadline, then cancelled.
+        .target(name: "Lifecycle", dependencies: ["Observability"]),
 
         // Crypto, the one door to OpenSSL: digests, HMAC, constant-time compare, random bytes,
         // base64 and hex, AES (ECB, GCM), scrypt, RSA and EC keys, ES256, X.509 and chains,
@@ -81,13 +87,14 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO"],
-                resources: [.embedInCode("API/openapi.json")]),
+        .target(name: "Gateway", dependencies: [
+            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability",
+        ], resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
             "WeChatPayHTTPTransport",
-            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto",
+            "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "Crypto", "CLibXML2",
@@ -95,6 +102,8 @@ let package = Package(
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
             "AppStore", "AppStoreSimulator", "JSON",
+            // The metrics benchmark: a handle's increment against the string path it replaced.
+            "Observability",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -110,6 +119,8 @@ let package = Package(
             "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "ChildProcessSupport",
         ],
                 path: "Tests/StoreTestSupport"),
+        // What every test target may share: `eventually`, the one bounded wait for what happens elsewhere.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         // Child processes for tests, with posix_spawn (Foundation's Process.run can crash on Linux).
         .target(name: "ChildProcessSupport", path: "Tests/ChildProcessSupport"),
         // What both simulators' test harnesses share (running the notify loop, waiting on it).
@@ -135,8 +146,10 @@ let package = Package(
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
-            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON",
+            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability",
         ]),
+        .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON", "Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "FIFOTests", dependencies: ["FIFO"]),

@@ -4,6 +4,7 @@ import AppStoreHTTPTransport
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import WeChatPay
 
 /// `wxpay-gateway appstore backfill --since DATE`: reads the App Store's notification history

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import PostgresStore
 import SQLiteStore
 import StorageCore
@@ -36,7 +37,7 @@ struct GatewayResources {
         } catch {
             return fail(refusal(error, command: command, demo: demo), ExitStatus.configuration)
         }
-        let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler())
+        let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler(timestamp: Timestamp.rfc3339))
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         /// Every storage protocol both stores implement.
     let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore

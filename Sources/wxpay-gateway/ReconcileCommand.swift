@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport

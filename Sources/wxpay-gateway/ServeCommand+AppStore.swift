@@ -5,6 +5,7 @@ import AppStoreSimulator
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import SimulatorKit
 import StorageCore
 import Synchronization

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 
 /// The gateway's addresses: the public one (GATEWAY_LISTEN: WeChat's and Apple's notifies and the
 /// apps' API) and, with GATEWAY_ADMIN_LISTEN, the operators' own (`/metrics`, `/healthz`,

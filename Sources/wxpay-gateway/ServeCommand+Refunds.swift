@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Observability
 import WeChatPay
 import WeChatPayHTTPTransport
 
@@ -34,6 +35,8 @@ struct WeChatConnection {
 extension ServeCommand {
     /// We warn this long before the merchant certificate expires.
     static let certificateWarning: TimeInterval = 30 * 86400
+    static let certificateExpiry = Metric<Gauge>(
+        "wxpay_client_cert_expiry_seconds", help: "Seconds until the merchant API certificate (refunds) expires; negative once it has.")
 
     /// Says how refunds reach WeChat and, with a merchant certificate (which the configuration's
     /// checks have loaded and matched with its key already), keeps `wxpay_client_cert_expiry_seconds`
@@ -55,11 +58,11 @@ extension ServeCommand {
     /// The gauge once a minute and the warning once a day (and at start-up). An expired certificate
     /// does not stop the gateway: payments do not need it, and WeChat refuses the refunds.
     private static func watchExpiry(of certificate: TLSClientCertificate, metrics: MetricsRegistry, logger: Logger) {
-        metrics.describe("wxpay_client_cert_expiry_seconds", type: "gauge",
-                         help: "Seconds until the merchant API certificate (refunds) expires; negative once it has.")
+        metrics.describe(certificateExpiry)
+        let expiry = metrics.makeGauge(certificateExpiry)
         @Sendable func check(warn: Bool) {
             let remaining = certificate.secondsUntilExpiry()
-            metrics.set("wxpay_client_cert_expiry_seconds", to: remaining.rounded(.down))
+            expiry.set(remaining.rounded(.down))
             guard warn, remaining < certificateWarning else { return }
             let metadata = ["expires": BeijingTime.formatRFC3339(certificate.notAfter), "days": String(Int(remaining / 86400))]
             if remaining <= 0 {

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import Glibc
 import HTTP
+import Observability
 import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import StorageCore
 import StoreTestSupport
 import Testing

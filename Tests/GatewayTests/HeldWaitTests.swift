@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import Synchronization
 import StoreTestSupport
 import Testing

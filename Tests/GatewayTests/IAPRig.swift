@@ -5,6 +5,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
@@ -34,10 +35,11 @@ final class IAPRig: Sendable {
     ///   - store: the gateway's store.
     ///   - recovery: the notification history's and consumption requests' settings.
     ///   - environment: more configuration variables (GATEWAY_APP_REPORT_RATE, say).
+    ///   - pollInterval: how often a held wait asks WeChat (GATEWAY_POLL_INTERVAL).
     static func start(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
                       serverAPI: Bool = true, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy(),
-                      environment: [String: String] = [:]) async throws -> IAPRig {
-        let gateway = try await GatewayRig.start(mode, store: store, environment: environment)
+                      environment: [String: String] = [:], pollInterval: Double = 0.2) async throws -> IAPRig {
+        let gateway = try await GatewayRig.start(mode, store: store, pollInterval: pollInterval, environment: environment)
         let target = NotificationTarget()
         let httpClient = mode == .sockets ? try HTTPClient() : nil
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0, contentType: "application/json") }

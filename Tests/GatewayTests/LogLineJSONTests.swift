@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+import Observability
 import Testing
 
 /// A log line, written by `JSONObjectWriter`, is byte for byte the JSON `JSONSerialization`
@@ -18,7 +19,7 @@ struct LogLineJSONTests {
         object["logger"] = record.label
         object["msg"] = record.message
         let foundation = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        let line = JSONLinesLogHandler.line(record)
+        let line = JSONLinesLogHandler(timestamp: Timestamp.rfc3339).line(record)
         #expect(line == Array(foundation) + [0x0A], "\(String(decoding: line, as: UTF8.self))")
     }
 }

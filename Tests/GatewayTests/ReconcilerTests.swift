@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+import Observability
 import StorageCore
 import StoreTestSupport
 import Testing

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import HTTPClientTestSupport
+import Observability
 import StorageCore
 import StoreTestSupport
 import Synchronization

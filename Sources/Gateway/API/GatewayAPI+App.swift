@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Observability
 
 /// The routes and rules of the Android app as a client: app-token creates priced by the catalog,
 /// the catalog itself, the user's own orders, and the API's description.
@@ -31,7 +32,7 @@ extension GatewayAPI {
         case .unknown:
             return .failure(.unauthorized)
         case .invalid(let error):
-            service.metrics.increment("wxpay_app_token_refusals_total", ["rule": error.rule])
+            service.instruments.appTokenRefusals.labelled(error.rule).increment()
             return .failure(.invalidToken(error))
         case .granted(let caller):
             return caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller)
@@ -48,7 +49,7 @@ extension GatewayAPI {
         let input = try CreateOrderInput(appJSON: request.body, user: user, peerIP: peer, catalog: catalog)
         // Counted once the request is valid: only creates that would reach the store and WeChat.
         if let retryAfter = service.userLimits.admitCreate(user) {
-            service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "creates"])
+            service.instruments.createsLimited.increment()
             throw .rateLimited(retryAfter: retryAfter,
                                "this user created \(service.userLimits.createsPerMinute) orders in the last minute")
         }

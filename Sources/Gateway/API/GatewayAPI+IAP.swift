@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import JSON
+import Observability
 
 /// The iOS app's routes: create an order for StoreKit, report a transaction, Apple's
 /// notifications, and the business's answer to a consumption request. All are 404 while App
@@ -16,7 +17,7 @@ extension GatewayAPI {
             return try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try IAPOrderInput(json: request.body, user: caller.appUser, peerIP: self.peer(request))
                 if let user = caller.appUser, let retryAfter = self.service.userLimits.admitCreate(user) {
-                    self.service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "creates"])
+                    self.service.instruments.createsLimited.increment()
                     throw APIError.rateLimited(retryAfter: retryAfter,
                                                "this user created \(self.service.userLimits.createsPerMinute) orders in the last minute")
                 }
@@ -30,7 +31,7 @@ extension GatewayAPI {
                 let input = try IAPReportInput(json: request.body, user: caller.appUser)
                 // Counted once the request is valid: reports that would reach the store and the App Store.
                 if let user = caller.appUser, let retryAfter = self.service.userLimits.admitReport(user) {
-                    self.service.metrics.increment("wxpay_app_rate_limited_total", ["limit": "reports"])
+                    self.service.instruments.reportsLimited.increment()
                     var limited = APIError.rateLimited(retryAfter: retryAfter,
                                                        "this user reported \(self.service.userLimits.reportsPerMinute) "
                                                            + "transactions in the last minute")

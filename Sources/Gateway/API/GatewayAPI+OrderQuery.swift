@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Observability
 
 /// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: authentication and validation
 /// run on the polling thread, the read and the wait in `OrderService`, which answers through the

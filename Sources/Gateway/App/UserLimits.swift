@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import Synchronization
 
 /// The per-user limits of app tokens, kept in this process (each gateway instance limits on its

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 
@@ -12,17 +13,23 @@ import Synchronization
 public final class AuditLog: Sendable {
     let store: any AuditStore
     private let now: @Sendable () -> Date
-    private let metrics: MetricsRegistry
+    private let written: MetricFamily<Counter>
+    private let failed: MetricFamily<Counter>
     private let logger: Logger
+
+    static let entries = Metric<Counter>("wxpay_audit_entries_total", help: "Audit log entries written, by channel.")
+    static let failures = Metric<Counter>(
+        "wxpay_audit_failures_total",
+        help: "Audit log entries that could not be written (the request was refused or, after an action, logged).")
 
     public init(orders: OrderService, store: any AuditStore) {
         self.store = store
         now = orders.now
-        metrics = orders.metrics
         logger = orders.logger
-        metrics.describe("wxpay_audit_entries_total", type: "counter", help: "Audit log entries written, by channel.")
-        metrics.describe("wxpay_audit_failures_total", type: "counter",
-                         help: "Audit log entries that could not be written (the request was refused or, after an action, logged).")
+        orders.metrics.describe(Self.entries)
+        orders.metrics.describe(Self.failures)
+        written = orders.metrics.makeCounters(Self.entries, labelNames: "channel")
+        failed = orders.metrics.makeCounters(Self.failures, labelNames: "channel")
         orders.attach(self)
     }
 
@@ -41,10 +48,10 @@ public final class AuditLog: Sendable {
                                   outcome: Self.printable(outcome, 64), detail: Self.printable(detail, 500))
         do {
             let stored = try await store.appendAudit(entry)
-            metrics.increment("wxpay_audit_entries_total", ["channel": channel])
+            written.labelled(channel).increment()
             return stored
         } catch {
-            metrics.increment("wxpay_audit_failures_total", ["channel": channel])
+            failed.labelled(channel).increment()
             logger.error("audit entry not written", ["action": action, "actor": actor, "error": error.shortDescription])
             throw .internalError
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import Synchronization
 
 /// The catalog in force, replaced whole on reload: a request sees the old catalog or the new one,

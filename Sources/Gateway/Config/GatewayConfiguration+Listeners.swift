@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Observability
 
 extension GatewayConfiguration {
     /// `GATEWAY_ADMIN_LISTEN`: a second address for what only operators use — `/metrics`,

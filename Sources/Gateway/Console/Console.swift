@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 
@@ -44,6 +45,7 @@ public final class Console: Sendable {
     let pace: LoginPace
     /// Checked instead of a real hash for a name nobody has: the same scrypt work, never a match.
     private let absentUser: PasswordHash
+    let instruments: ConsoleInstruments
 
     public init(orders: OrderService, store: any ConsoleStore, users: ConsoleUserDirectory,
                 passwords: PasswordChecks = PasswordChecks(), pace: LoginPace = LoginPace()) {
@@ -55,12 +57,11 @@ public final class Console: Sendable {
         self.passwords = passwords
         addresses = ClientAddressResolver(trustedProxies: orders.configuration.app.trustedProxies)
         absentUser = PasswordHash(unmatchable: .standard)
-        Self.describeMetrics(orders.metrics)
+        instruments = ConsoleInstruments(orders.metrics)
         orders.attach(self)
     }
 
     var now: Date { service.now() }
-    var metrics: MetricsRegistry { service.metrics }
     var logger: Logger { service.logger }
 
     // MARK: - Login
@@ -90,7 +91,7 @@ public final class Console: Sendable {
                                             knownSince: at.addingTimeInterval(-Self.knownAddressLifetime))
         }
         if let until = state.lockedUntil {
-            metrics.increment("wxpay_console_logins_total", ["outcome": "locked"])
+            instruments.locked.increment()
             return .locked(until: until, now: false)
         }
         // A lock forgets the failures that made it, so each one counts as those failures here.
@@ -98,21 +99,21 @@ public final class Console: Sendable {
         if nameFailures >= Self.paceThreshold && !state.knownAddress {
             switch pace.take(name) {
             case .wait(let wait):
-                metrics.increment("wxpay_console_logins_paced_total")
+                instruments.waitedTurn.increment()
                 if wait > .zero { try? await Task.sleep(for: wait) }
             case .later(let seconds):
-                metrics.increment("wxpay_console_logins_total", ["outcome": "paced"])
+                instruments.paced.increment()
                 return .paced(retryAfter: seconds)
             }
         }
         let user = ConsoleUser.isValidName(name) ? users.user(name) : nil
         guard let matched = await passwords.check(password, against: user?.password ?? absentUser) else {
-            metrics.increment("wxpay_console_logins_total", ["outcome": "busy"])
+            instruments.busy.increment()
             return .busy
         }
-        metrics.increment("wxpay_console_password_checks_total")
+        instruments.passwordChecks.increment()
         guard matched, let user else {
-            metrics.increment("wxpay_console_logins_total", ["outcome": "refused"])
+            instruments.refused.increment()
             let until = try await storage { () throws(StorageError) in
                 try await self.store.recordLoginFailure(username: name, address: source, at: self.now, window: Self.lockWindow,
                                                         threshold: Self.lockThreshold, lockFor: Self.lockDuration)
@@ -136,7 +137,7 @@ public final class Console: Sendable {
             _ = try await self.store.purgeSessions(now: started, idleBefore: started.addingTimeInterval(-Self.idleTimeout))
             try await self.store.createSession(session)
         }
-        metrics.increment("wxpay_console_logins_total", ["outcome": "ok"])
+        instruments.signedIn.increment()
         return .success(token: token, session: session, user: user)
     }
 
@@ -209,15 +210,44 @@ public final class Console: Sendable {
         try await service.storage(operation)
     }
 
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_console_logins_total", type: "counter",
-                         help: "Console login attempts by outcome (ok, refused, locked, paced, busy).")
-        metrics.describe("wxpay_console_logins_paced_total", type: "counter",
-                         help: "Console login attempts that waited their turn: their name failed too often from many addresses.")
-        metrics.describe("wxpay_console_password_checks_total", type: "counter",
-                         help: "scrypt password checks of console logins (an unknown name costs one too).")
-        metrics.describe("wxpay_console_refusals_total", type: "counter",
-                         help: "Console requests refused, by reason (csrf, role, session).")
+}
+
+/// The console's metrics: sign-ins by outcome, the password checks they cost, and refusals.
+struct ConsoleInstruments: Sendable {
+    static let logins = Metric<Counter>(
+        "wxpay_console_logins_total", help: "Console login attempts by outcome (ok, refused, locked, paced, busy).")
+    static let loginsPaced = Metric<Counter>(
+        "wxpay_console_logins_paced_total",
+        help: "Console login attempts that waited their turn: their name failed too often from many addresses.")
+    static let passwordChecks = Metric<Counter>(
+        "wxpay_console_password_checks_total", help: "scrypt password checks of console logins (an unknown name costs one too).")
+    static let refusals = Metric<Counter>(
+        "wxpay_console_refusals_total", help: "Console requests refused, by reason (csrf, role, session).")
+
+    let signedIn: Counter
+    let refused: Counter
+    let locked: Counter
+    let paced: Counter
+    let busy: Counter
+    /// Attempts that waited their turn and then were checked.
+    let waitedTurn: Counter
+    let passwordChecks: Counter
+    let noSession: Counter
+    let csrfRefused: Counter
+    let roleRefused: Counter
+
+    init(_ registry: MetricsRegistry) {
+        for metric in [Self.logins, Self.loginsPaced, Self.passwordChecks, Self.refusals] { registry.describe(metric) }
+        signedIn = registry.makeCounter(Self.logins, ["outcome": "ok"])
+        refused = registry.makeCounter(Self.logins, ["outcome": "refused"])
+        locked = registry.makeCounter(Self.logins, ["outcome": "locked"])
+        paced = registry.makeCounter(Self.logins, ["outcome": "paced"])
+        busy = registry.makeCounter(Self.logins, ["outcome": "busy"])
+        waitedTurn = registry.makeCounter(Self.loginsPaced)
+        passwordChecks = registry.makeCounter(Self.passwordChecks)
+        noSession = registry.makeCounter(Self.refusals, ["reason": "session"])
+        csrfRefused = registry.makeCounter(Self.refusals, ["reason": "csrf"])
+        roleRefused = registry.makeCounter(Self.refusals, ["reason": "role"])
     }
 }
 

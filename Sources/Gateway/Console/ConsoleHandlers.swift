@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HTTP
 import JSON
+import Observability
 import StorageCore
 
 /// The console's request handling: who is asking (session, CSRF, role), what they asked for, the
@@ -49,7 +50,7 @@ extension Console {
         let isPost = request.method == .post
         do {
             guard let signedIn = try await signedIn(exchange.cookies, address: exchange.address, writing: !isPost) else {
-                metrics.increment("wxpay_console_refusals_total", ["reason": "session"])
+                instruments.noSession.increment()
                 if isPost {
                     return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.csrfTitle,
                                                                  exchange.text.signInAgain, back: "/console/login"), status: 403)
@@ -62,7 +63,7 @@ extension Console {
                 guard let presented = form?["csrf"],
                       ConstantTime.equal(Array(presented.utf8), Array(signedIn.session.csrfToken.utf8))
                 else {
-                    metrics.increment("wxpay_console_refusals_total", ["reason": "csrf"])
+                    instruments.csrfRefused.increment()
                     logger.warning("console POST refused: CSRF token missing or wrong",
                                    ["route": request.routeTemplate, "username": signedIn.user.name])
                     return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.csrfTitle,
@@ -71,7 +72,7 @@ extension Console {
                 try await touch(signedIn)
             }
             guard signedIn.user.role.allows(right) else {
-                metrics.increment("wxpay_console_refusals_total", ["reason": "role"])
+                instruments.roleRefused.increment()
                 try await record(exchange, action: action, outTradeNo: request.pathParameters["out_trade_no"],
                                  outcome: "forbidden", detail: "role \(signedIn.user.role.rawValue) lacks \(right.rawValue)")
                 return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.forbiddenTitle,
@@ -439,7 +440,7 @@ extension Console {
         guard let form, let presented = form["csrf"], let expected = exchange.cookies[Self.loginCookie], !expected.isEmpty,
               ConstantTime.equal(Array(presented.utf8), Array(expected.utf8))
         else {
-            metrics.increment("wxpay_console_refusals_total", ["reason": "csrf"])
+            instruments.csrfRefused.increment()
             return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: text.csrfTitle, text.csrfRefused,
                                                          back: "/console/login"), status: 403)
         }

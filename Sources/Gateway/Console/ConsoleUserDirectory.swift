@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import Observability
 import Synchronization
 
 /// The console users in force, from the user file. A running gateway sees an edit without a

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Observability
 import StorageCore
 import Synchronization
 
@@ -77,7 +78,7 @@ public final class FulfilmentDispatcher: Sendable {
     public let claimant: String
     private let store: any OrderStore
     private let transport: any FulfilmentTransport
-    private let metrics: MetricsRegistry
+    private let instruments: FulfilmentInstruments
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let jitter: @Sendable () -> Double
@@ -93,12 +94,11 @@ public final class FulfilmentDispatcher: Sendable {
         self.store = store
         self.configuration = configuration
         self.transport = transport
-        self.metrics = metrics
+        instruments = FulfilmentInstruments(metrics)
         self.logger = logger
         self.claimant = claimant ?? "dispatcher-" + UUID().uuidString.prefix(8).lowercased()
         self.now = now
         self.jitter = jitter
-        Self.describeMetrics(metrics)
     }
 
     /// Delivers until the task is cancelled: a pass, then the poll interval unless the pass was full.
@@ -124,7 +124,7 @@ public final class FulfilmentDispatcher: Sendable {
                 leaseUntil: at.addingTimeInterval(configuration.timeout + 30))
         } catch {
             logger.error("outbox could not be read", ["error": error.shortDescription])
-            metrics.increment("wxpay_outbox_errors_total", ["stage": "store"])
+            instruments.storeErrors.increment()
             return pass
         }
         pass.full = events.count == configuration.batchSize
@@ -169,9 +169,7 @@ public final class FulfilmentDispatcher: Sendable {
         } catch {
             failure = "transport_failure"
         }
-        let elapsed = ContinuousClock.now - started
-        metrics.observe("wxpay_outbox_delivery_duration_seconds",
-                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+        instruments.deliveryDuration.record(ContinuousClock.now - started)
         let at = now()
         do {
             guard let failure else {
@@ -180,7 +178,7 @@ public final class FulfilmentDispatcher: Sendable {
                     _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_delivered",
                                                      detail: "\(event.type) \(event.id) acknowledged", at: at)
                 }
-                metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "delivered"])
+                instruments.delivered.increment()
                 return .delivered
             }
             let attempts = event.attempts + 1
@@ -193,7 +191,7 @@ public final class FulfilmentDispatcher: Sendable {
                     logger.error("fulfilment event dead-lettered", ["event_id": event.id, "out_trade_no": event.outTradeNo,
                                                                     "error": failure])
                 }
-                metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "dead"])
+                instruments.deadLettered.increment()
                 return .dead
             }
             let delay = backoff(attempts: attempts)
@@ -201,12 +199,12 @@ public final class FulfilmentDispatcher: Sendable {
                                            lastError: failure)
             logger.warning("fulfilment delivery failed; will retry", ["event_id": event.id, "error": failure,
                                                                      "attempt": String(attempts)])
-            metrics.increment("wxpay_outbox_deliveries_total", ["outcome": "failed"])
+            instruments.failed.increment()
             return .failed
         } catch {
             // The lease runs out and the event is tried again: at least once, never lost.
             logger.error("outbox bookkeeping failed", ["event_id": event.id, "error": error.shortDescription])
-            metrics.increment("wxpay_outbox_errors_total", ["stage": "store"])
+            instruments.storeErrors.increment()
             return failure == nil ? .delivered : .failed
         }
     }
@@ -234,18 +232,45 @@ public final class FulfilmentDispatcher: Sendable {
     /// Sets the pending, dead and lag gauges from the store now.
     public func refreshGauges() async {
         guard let counts = try? await store.counts() else { return }
-        metrics.set("wxpay_outbox_pending", to: Double(counts.outboxPending))
-        metrics.set("wxpay_outbox_dead", to: Double(counts.outboxDead))
-        metrics.set("wxpay_outbox_lag_seconds", to: counts.oldestPendingOutboxAt.map { max(0, now().timeIntervalSince($0)) } ?? 0)
+        instruments.pending.set(Double(counts.outboxPending))
+        instruments.dead.set(Double(counts.outboxDead))
+        instruments.lag.set(counts.oldestPendingOutboxAt.map { max(0, now().timeIntervalSince($0)) } ?? 0)
     }
+}
 
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_outbox_deliveries_total", type: "counter",
-                         help: "Fulfilment webhook attempts by outcome (delivered, failed, dead).")
-        metrics.describe("wxpay_outbox_pending", type: "gauge", help: "Outbox events not yet delivered.")
-        metrics.describe("wxpay_outbox_dead", type: "gauge", help: "Outbox events given up on, waiting for a redrive.")
-        metrics.describe("wxpay_outbox_lag_seconds", type: "gauge", help: "Age of the oldest pending outbox event.")
-        metrics.describe("wxpay_outbox_errors_total", type: "counter", help: "Outbox store failures.")
-        metrics.describe("wxpay_outbox_delivery_duration_seconds", type: "histogram", help: "Webhook delivery latency.")
+/// The dispatcher's metrics: its attempts and their latency, and the outbox as the store counts it.
+private struct FulfilmentInstruments: Sendable {
+    static let deliveries = Metric<Counter>(
+        "wxpay_outbox_deliveries_total", help: "Fulfilment webhook attempts by outcome (delivered, failed, dead).")
+    static let pending = Metric<Gauge>("wxpay_outbox_pending", help: "Outbox events not yet delivered.")
+    static let dead = Metric<Gauge>("wxpay_outbox_dead", help: "Outbox events given up on, waiting for a redrive.")
+    static let lag = Metric<Gauge>("wxpay_outbox_lag_seconds", help: "Age of the oldest pending outbox event.")
+    static let errors = Metric<Counter>("wxpay_outbox_errors_total", help: "Outbox store failures.")
+    static let deliveryDuration = Metric<Histogram>("wxpay_outbox_delivery_duration_seconds", help: "Webhook delivery latency.")
+
+    let delivered: Counter
+    let failed: Counter
+    let deadLettered: Counter
+    let storeErrors: Counter
+    let deliveryDuration: Histogram
+    let pending: Gauge
+    let dead: Gauge
+    let lag: Gauge
+
+    init(_ registry: MetricsRegistry) {
+        registry.describe(Self.deliveries)
+        registry.describe(Self.pending)
+        registry.describe(Self.dead)
+        registry.describe(Self.lag)
+        registry.describe(Self.errors)
+        registry.describe(Self.deliveryDuration)
+        delivered = registry.makeCounter(Self.deliveries, ["outcome": "delivered"])
+        failed = registry.makeCounter(Self.deliveries, ["outcome": "failed"])
+        deadLettered = registry.makeCounter(Self.deliveries, ["outcome": "dead"])
+        storeErrors = registry.makeCounter(Self.errors, ["stage": "store"])
+        deliveryDuration = registry.makeHistogram(Self.deliveryDuration)
+        pending = registry.makeGauge(Self.pending)
+        dead = registry.makeGauge(Self.dead)
+        lag = registry.makeGauge(Self.lag)
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Observability
 import StorageCore
 
 extension OrderService {
@@ -21,7 +22,7 @@ extension OrderService {
         }
         _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_redriven",
                                          detail: "\(event.type) \(event.id) redriven by \(requestedBy)", at: at)
-        metrics.increment("wxpay_outbox_redrives_total")
+        instruments.outboxRedrives.increment()
         logger.notice("fulfilment event redriven", ["event_id": id, "out_trade_no": event.outTradeNo])
         return try await outboxEvent(id) ?? event
     }

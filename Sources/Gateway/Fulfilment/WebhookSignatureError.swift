@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Observability
 
 /// Why a `Gateway-Signature` header was refused. The description never repeats the header or the
 /// payload.

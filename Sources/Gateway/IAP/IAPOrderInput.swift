@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
+import Observability
 
 /// A validated `POST /v1/iap/orders` body. With an app token: `{"product_id", "out_trade_no"?,
 /// "attach"?}` for the token's user; with a client token (the backend proxies the app) also

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 import StorageCore
 
 /// The notification history backfill: Get Notification History, read with the reconciler's sweeps
@@ -63,8 +64,8 @@ extension IAPService {
             await backfill(environment, api: api, since: since, claimant: claimant, force: force, into: &report)
         }
         if !report.environments.isEmpty {
-            metrics.increment("wxpay_appstore_backfill_runs_total", ["outcome": report.succeeded ? "ok" : "failed"])
-            metrics.increment("wxpay_appstore_backfill_recovered_total", by: Double(report.recovered))
+            (report.succeeded ? instruments.backfillSucceeded : instruments.backfillFailed).increment()
+            instruments.backfillRecovered.increment(by: report.recovered)
             let level: Logger.Level = report.succeeded ? (report.recovered > 0 ? .notice : .info) : .warning
             logger.log(level, "App Store notification history read", [
                 "environments": report.environments.joined(separator: ","), "seen": String(report.seen),
@@ -121,7 +122,7 @@ extension IAPService {
                 token = nil
                 continue
             } catch {
-                metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "notification_history", "error": error.kind.rawValue])
+                instruments.upstreamErrors.labelled("notification_history", error.kind.rawValue).increment()
                 report.errors.append("\(name): Get Notification History: \(error.description)")
                 _ = try? await store.finishBackfill(environment: name, claimant: claimant, through: nil,
                                                     error: error.description, at: now())
@@ -186,23 +187,6 @@ extension IAPService {
             else { return }
             oldest = min(oldest ?? success, success)
         }
-        if let oldest { metrics.set("wxpay_appstore_backfill_last_success_timestamp_seconds", to: oldest.timeIntervalSince1970) }
-    }
-
-    static func describeRecoveryMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_appstore_backfill_runs_total", type: "counter",
-                         help: "Runs of the notification history backfill (Get Notification History) by this instance, by outcome.")
-        metrics.describe("wxpay_appstore_backfill_recovered_total", type: "counter",
-                         help: "Notifications the backfill handled that had not been handled before (their delivery was lost).")
-        metrics.describe("wxpay_appstore_backfill_last_success_timestamp_seconds", type: "gauge",
-                         help: "When the notification history was last read through, for the environment furthest behind.")
-        metrics.describe("wxpay_appstore_consumption_requests_total", type: "counter",
-                         help: "Consumption requests (CONSUMPTION_REQUEST) recorded, by environment.")
-        metrics.describe("wxpay_appstore_consumption_answers_total", type: "counter",
-                         help: "Consumption requests answered, by who answered (business, defaults) and consent.")
-        metrics.describe("wxpay_appstore_consumption_sent_total", type: "counter",
-                         help: "Attempts to send consumption information to Apple, by outcome (accepted, refused, retry).")
-        metrics.describe("wxpay_appstore_consumption_expired_total", type: "counter",
-                         help: "Consumption requests whose 12 hours passed before an answer was sent.")
+        if let oldest { instruments.backfillLastSuccess.set(oldest.timeIntervalSince1970) }
     }
 }

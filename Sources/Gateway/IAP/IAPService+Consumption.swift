@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import StorageCore
 
 /// Consumption requests: when a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST
@@ -52,7 +53,7 @@ extension IAPService {
             try await self.store.recordConsumptionRequest(request, events: [event], outbox: outbox)
         }
         if recorded {
-            metrics.increment("wxpay_appstore_consumption_requests_total", ["environment": purchase.environment])
+            instruments.consumptionRequests.labelled(purchase.environment).increment()
             logger.notice("App Store consumption request recorded", [
                 "transaction_id": purchase.transactionID, "out_trade_no": order?.outTradeNo ?? "",
                 "deadline": Timestamp.rfc3339(request.deadline),
@@ -108,8 +109,7 @@ extension IAPService {
                                                        by: .business, at: at, event: event)
             }
             if let answered {
-                metrics.increment("wxpay_appstore_consumption_answers_total",
-                                  ["by": "business", "consented": String(information.customerConsented)])
+                instruments.consumptionAnswers.labelled("business", String(information.customerConsented)).increment()
                 request = answered
                 if answered.state == .answered {
                     request = await attemptNow(answered) ?? answered
@@ -173,7 +173,7 @@ extension IAPService {
         let at = now()
         var request = leased
         if request.deadline <= at {
-            metrics.increment("wxpay_appstore_consumption_expired_total")
+            instruments.consumptionExpired.increment()
             logger.warning("App Store consumption request expired unanswered", ["transaction_id": request.transactionID])
             return try? await store.finishConsumptionAttempt(
                 request.id, claimant: claimant, outcome: .expired, at: at,
@@ -199,8 +199,7 @@ extension IAPService {
                 // The business answered a moment ago: its answer, not the defaults, is sent.
                 return try? await store.finishConsumptionAttempt(request.id, claimant: claimant, outcome: .release, at: at, event: nil)
             }
-            metrics.increment("wxpay_appstore_consumption_answers_total",
-                              ["by": "defaults", "consented": String(defaults.customerConsented)])
+            instruments.consumptionAnswers.labelled("defaults", String(defaults.customerConsented)).increment()
             guard answered.state == .answered else { return answered }
             request = answered
         }
@@ -225,17 +224,17 @@ extension IAPService {
                                                              environment: AppStoreEnvironment(rawValue: request.environment))
                 outcome = .sent
                 detail = "sent to Apple (Send Consumption Information, \(request.answeredBy?.rawValue ?? "?")'s answer): accepted"
-                metrics.increment("wxpay_appstore_consumption_sent_total", ["outcome": "accepted"])
+                instruments.consumptionAccepted.increment()
             } catch where (error.kind == .apiError && error.status == 400) || error.kind == .notFound {
                 outcome = .refused(error: error.description)
                 detail = "Apple refused the answer (\(error.description)): not sent again"
-                metrics.increment("wxpay_appstore_consumption_sent_total", ["outcome": "refused"])
+                instruments.consumptionRefused.increment()
                 logger.error("Apple refused a consumption answer", ["transaction_id": request.transactionID, "error": error.kind.rawValue])
             } catch {
                 let wait = min(1800, 60 * pow(2, Double(min(request.attempts, 5))))
                 outcome = .retry(next: now().addingTimeInterval(wait), error: error.description)
                 detail = "sending to Apple failed (\(error.description)); tried again in \(Int(wait)) s"
-                metrics.increment("wxpay_appstore_consumption_sent_total", ["outcome": "retry"])
+                instruments.consumptionRetried.increment()
             }
         } else {
             outcome = .retry(next: now().addingTimeInterval(300), error: "the App Store Server API is not configured")

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import StorageCore
 
 /// App Store Server Notifications V2 at `POST /appstore/notifications`, and the same notifications
@@ -41,13 +42,13 @@ extension IAPService {
         }
         switch await process(signedPayload, source: "notification") {
         case .handled:
-            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "handled"])
+            instruments.notificationHandled.increment()
             return (200, Array(#"{"status":"ok"}"#.utf8))
         case .duplicate:
-            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "duplicate"])
+            instruments.notificationDuplicate.increment()
             return (200, Array(#"{"status":"duplicate"}"#.utf8))
         case .ignored(let rule):
-            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "ignored", "reason": rule.rawValue])
+            instruments.notificationIgnored.labelled(rule.rawValue).increment()
             if let suppressed = rejectedNotificationLog.admit(rule.rawValue) {
                 logger.warning("App Store notification for another app or environment ignored",
                                ["rule": rule.rawValue, "suppressed": String(suppressed)])
@@ -57,7 +58,7 @@ extension IAPService {
             return rejected(reason)
         case .failed(let error):
             logger.error("App Store notification not handled; Apple retries it", ["error": error.code])
-            metrics.increment("wxpay_appstore_notifications_total", ["outcome": "error"])
+            instruments.notificationFailed.increment()
             return (error.status >= 500 ? error.status : 500, error.json)
         }
     }
@@ -165,7 +166,7 @@ extension IAPService {
 
     /// A notification that did not verify: 400, nothing written, counted, logged at most once a second.
     private func rejected(_ reason: String) -> (status: Int, body: [UInt8]) {
-        metrics.increment("wxpay_appstore_notifications_total", ["outcome": "rejected", "reason": reason])
+        instruments.notificationRejected.labelled(reason).increment()
         if let suppressed = rejectedNotificationLog.admit(reason) {
             logger.warning("App Store notification rejected", ["reason": reason, "suppressed": String(suppressed)])
         }

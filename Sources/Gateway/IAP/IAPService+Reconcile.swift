@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 import StorageCore
 
 /// The reconciler's App Store half: what the app never reported and no notification brought is
@@ -62,8 +63,8 @@ extension IAPService {
                     query: TransactionHistoryQuery(revision: revision, productIDs: [product], sort: .descending, revoked: false),
                     environment: environment)
             } catch {
-                metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_history", "error": error.kind.rawValue])
-                metrics.increment("wxpay_reconcile_errors_total", ["stage": "transaction_history", "error": error.kind.rawValue])
+                instruments.upstreamErrors.labelled("transaction_history", error.kind.rawValue).increment()
+                instruments.historyErrors.labelled(error.kind.rawValue).increment()
                 _ = try? await service.store.appendEvent(order.outTradeNo, kind: "\(kind)_failed",
                                                          detail: "Get Transaction History: \(error.kind.rawValue)", at: now())
                 return .failed
@@ -71,7 +72,7 @@ extension IAPService {
             for signed in page.signedTransactions {
                 seen += 1
                 guard let transaction = try? clients.verifier.verifyTransaction(signed) else {
-                    metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_history", "error": "invalid_signed_data"])
+                    instruments.upstreamErrors.labelled("transaction_history", "invalid_signed_data").increment()
                     continue
                 }
                 let purchase = VerifiedPurchase(
@@ -177,7 +178,7 @@ extension IAPService {
                     page = try await api.refundHistory(anchor.transactionID, revision: revision, environment: environment)
                 } catch {
                     report.errors += 1
-                    metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "refund_history", "error": error.kind.rawValue])
+                    instruments.upstreamErrors.labelled("refund_history", error.kind.rawValue).increment()
                     break
                 }
                 for signed in page.signedTransactions {

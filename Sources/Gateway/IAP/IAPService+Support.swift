@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import StorageCore
 
 /// What support staff need of iOS purchases: the look-up by Apple's ids (a service call the JSON
@@ -56,7 +57,7 @@ extension IAPService {
             do {
                 transaction = try clients.verifier.verifyTransaction(signed)
             } catch {
-                metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "order_lookup", "error": error.rule.rawValue])
+                instruments.upstreamErrors.labelled("order_lookup", error.rule.rawValue).increment()
                 continue
             }
             let purchase = VerifiedPurchase(transaction, via: "order id lookup",

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 import JSON
+import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
@@ -31,6 +32,7 @@ public final class IAPService: Sendable {
     public let recovery: AppStoreRecoveryPolicy
     /// Refused notifications are logged at most once a second per reason (anyone can post them).
     let rejectedNotificationLog = LogThrottle()
+    let instruments: IAPInstruments
 
     /// - Parameters:
     ///   - orders: the order service whose store, settlement, catalog, metrics and clock iOS orders
@@ -43,12 +45,10 @@ public final class IAPService: Sendable {
         self.store = store
         self.clients = clients
         self.recovery = recovery
-        Self.describeMetrics(orders.metrics)
-        Self.describeRecoveryMetrics(orders.metrics)
+        instruments = IAPInstruments(orders.metrics)
         orders.attach(self)
     }
 
-    var metrics: MetricsRegistry { service.metrics }
     var logger: Logger { service.logger }
     func now() -> Date { service.now() }
 
@@ -78,17 +78,17 @@ public final class IAPService: Sendable {
         }
         switch result {
         case .created(let order):
-            metrics.increment("wxpay_orders_created_total", ["outcome": "created", "channel": "apple"])
+            instruments.created.increment()
             return OrderService.Created(created: true, view: try await service.apiView(order))
         case .existing(let order):
             guard !order.state.isFinal else {
-                metrics.increment("wxpay_orders_created_total", ["outcome": "conflict", "channel": "apple"])
+                instruments.conflicted.increment()
                 throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
             }
-            metrics.increment("wxpay_orders_created_total", ["outcome": "replayed", "channel": "apple"])
+            instruments.replayed.increment()
             return OrderService.Created(created: false, view: try await service.apiView(order))
         case .conflict:
-            metrics.increment("wxpay_orders_created_total", ["outcome": "conflict", "channel": "apple"])
+            instruments.conflicted.increment()
             throw .conflict("this out_trade_no was used with different parameters")
         }
     }
@@ -110,7 +110,7 @@ public final class IAPService: Sendable {
         do {
             purchase = try await withDeadline(clients.deadline) { () async throws(APIError) in try await self.verify(input.evidence) }
         } catch {
-            metrics.increment("wxpay_appstore_reports_total", ["outcome": error.code])
+            instruments.reports.labelled(error.code).increment()
             throw error
         }
         let answer: ReportAnswer
@@ -121,14 +121,14 @@ public final class IAPService: Sendable {
             else { throw APIError.internalError }
             answer = credited
         } catch {
-            metrics.increment("wxpay_appstore_reports_total", ["outcome": error.code])
+            instruments.reports.labelled(error.code).increment()
             throw error.keepingTransaction()
         }
         if !input.evidence.provesPossession, answer.order.userID != input.userID {
-            metrics.increment("wxpay_appstore_reports_total", ["outcome": "credited_elsewhere"])
+            instruments.reports.labelled("credited_elsewhere").increment()
             return ReportAnswer.creditedElsewhere
         }
-        metrics.increment("wxpay_appstore_reports_total", ["outcome": answer.outcome])
+        instruments.reports.labelled(answer.outcome).increment()
         return try await answer.json(service)
     }
 
@@ -219,7 +219,7 @@ public final class IAPService: Sendable {
         }
         switch result {
         case .credited(let order, let how):
-            metrics.increment("wxpay_appstore_credits_total", ["matched_by": how.rawValue, "environment": purchase.environment])
+            instruments.credits.labelled(how.rawValue, purchase.environment).increment()
             logger.info("App Store transaction credited", [
                 "out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID, "matched_by": how.rawValue,
                 "environment": purchase.environment,
@@ -266,7 +266,7 @@ public final class IAPService: Sendable {
         await appendReportLine(order.outTradeNo,
                                "transaction \(purchase.transactionID) reported again by \(user) (\(purchase.via)): refused 409 "
                                    + "transaction_already_used, it credited this order of \(order.userID ?? "nobody")")
-        metrics.increment("wxpay_appstore_reports_total", ["outcome": "transaction_already_used"])
+        instruments.reports.labelled("transaction_already_used").increment()
         throw .transactionAlreadyUsed
     }
 
@@ -278,7 +278,7 @@ public final class IAPService: Sendable {
         let written = try? await service.store.appendEvent(
             outTradeNo, NewOrderEvent(kind: "appstore_report", detail: detail, at: at),
             quietSince: at.addingTimeInterval(-OrderService.copyQuietPeriod))
-        if written == nil { metrics.increment("wxpay_appstore_report_lines_suppressed_total") }
+        if written == nil { instruments.reportLinesSuppressed.increment() }
     }
 
     /// How the order was found, in words for the support timeline.
@@ -355,18 +355,18 @@ public final class IAPService: Sendable {
             do {
                 read = try AppReceipt(base64: receipt)
             } catch {
-                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": error.kind.rawValue])
+                instruments.receiptsRead.labelled(error.kind.rawValue).increment()
                 throw .invalidReport("receipt", "receipt must be the app receipt (PKCS #7, base64, at most 512 KiB): \(error)")
             }
             if let bundle = read.bundleID, bundle != clients.bundleID {
-                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "bundle_mismatch"])
+                instruments.receiptsRead.labelled("bundle_mismatch").increment()
                 throw .transactionNotCreditable("the receipt belongs to another app (bundle id)")
             }
             guard read.contains(transactionID: id) else {
-                metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "transaction_not_in_receipt"])
+                instruments.receiptsRead.labelled("transaction_not_in_receipt").increment()
                 throw .transactionNotInReceipt
             }
-            metrics.increment("wxpay_appstore_receipts_read_total", ["outcome": "ok"])
+            instruments.receiptsRead.labelled("ok").increment()
             var purchase = try await lookUp(id, api: api)
             purchase.via = "receipt"
             purchase.verification = "the transaction is in the app receipt (read locally, \(read.purchases.count) purchases); "
@@ -402,7 +402,7 @@ public final class IAPService: Sendable {
         } catch {
             // Apple's own answer did not verify: a man in the middle or a fault, never the app's doing.
             logger.error("the App Store Server API answered signed data that does not verify", ["rule": error.rule.rawValue])
-            metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_info", "error": error.rule.rawValue])
+            instruments.upstreamErrors.labelled("transaction_info", error.rule.rawValue).increment()
             throw .appStoreUnavailable
         }
     }
@@ -419,7 +419,7 @@ public final class IAPService: Sendable {
     }
 
     func serverAPIRefusal(_ error: AppStoreServerAPIError) -> APIError {
-        metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "transaction_info", "error": error.kind.rawValue])
+        instruments.upstreamErrors.labelled("transaction_info", error.kind.rawValue).increment()
         switch error.kind {
         case .notFound, .invalidRequest: return .transactionNotFound
         case .apiError where error.status == 400 || error.status == 404: return .transactionNotFound
@@ -432,7 +432,7 @@ public final class IAPService: Sendable {
     }
 
     func receiptRefusal(_ error: ReceiptError) -> APIError {
-        metrics.increment("wxpay_appstore_upstream_errors_total", ["api": "verify_receipt", "error": error.kind.rawValue])
+        instruments.upstreamErrors.labelled("verify_receipt", error.kind.rawValue).increment()
         switch error.kind {
         case .transactionNotInReceipt: return .transactionNotInReceipt
         case .bundleMismatch: return .transactionNotCreditable("the receipt belongs to another app (bundle id)")
@@ -487,7 +487,7 @@ public final class IAPService: Sendable {
             try await self.service.settlement.refunded(order, source: detail)
         }
         if result.didChange {
-            metrics.increment("wxpay_appstore_refunds_total", ["environment": purchase.environment])
+            instruments.refunds.labelled(purchase.environment).increment()
             logger.info("App Store refund applied", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
         }
         return result.record ?? order
@@ -520,7 +520,7 @@ public final class IAPService: Sendable {
                 order, source: "Apple reversed its refund of transaction \(purchase.transactionID) (REFUND_REVERSED); via \(source)")
         }
         if result.didChange {
-            metrics.increment("wxpay_appstore_refunds_reversed_total", ["environment": purchase.environment])
+            instruments.refundsReversed.labelled(purchase.environment).increment()
             logger.info("App Store refund reversed", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
         }
         return result.record ?? order
@@ -550,24 +550,5 @@ public final class IAPService: Sendable {
             return first
         }
         return try result.get()
-    }
-
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_appstore_reports_total", type: "counter",
-                         help: "iOS transaction reports by outcome (credited, repeated, or the error code).")
-        metrics.describe("wxpay_appstore_credits_total", type: "counter",
-                         help: "App Store transactions credited to an order, by how the order was found and environment.")
-        metrics.describe("wxpay_appstore_refunds_total", type: "counter",
-                         help: "Orders moved to REFUND because Apple refunded or revoked their transaction.")
-        metrics.describe("wxpay_appstore_upstream_errors_total", type: "counter",
-                         help: "Failed calls to the App Store (Server API, verifyReceipt) by API and error.")
-        metrics.describe("wxpay_appstore_refunds_reversed_total", type: "counter",
-                         help: "Orders moved back to SUCCESS because Apple reversed its refund (REFUND_REVERSED).")
-        metrics.describe("wxpay_appstore_report_lines_suppressed_total", type: "counter",
-                         help: "Repeated iOS reports of one order within a minute that added no timeline line.")
-        metrics.describe("wxpay_appstore_receipts_read_total", type: "counter",
-                         help: "App receipts read locally (StoreKit 1 reports with the Server API), by outcome.")
-        metrics.describe("wxpay_appstore_notifications_total", type: "counter",
-                         help: "App Store Server Notifications by outcome (handled, duplicate, ignored, rejected, error).")
     }
 }

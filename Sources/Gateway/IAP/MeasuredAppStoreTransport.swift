@@ -1,42 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Observability
 
 /// Every call to the App Store counted and timed, whichever client made it: what the "App Store
 /// answering errors or slowly" alerts and the dashboard read. `api` is the endpoint's name (never
 /// a transaction id), `outcome` the HTTP status class or the transport failure.
 public struct MeasuredAppStoreTransport: AppStoreTransport {
+    static let requests = Metric<Counter>(
+        "wxpay_appstore_requests_total",
+        help: "Calls to the App Store (Server API, verifyReceipt) by endpoint and outcome (2xx, 401, 4xx, 5xx, or the transport failure).")
+    static let duration = Metric<Histogram>(
+        "wxpay_appstore_request_duration_seconds", help: "Latency of calls to the App Store, by endpoint.")
+
     let inner: any AppStoreTransport
-    let metrics: MetricsRegistry
+    /// By endpoint and outcome.
+    private let requests: MetricFamily<Counter>
+    /// By endpoint.
+    private let durations: MetricFamily<Histogram>
 
     public init(_ inner: any AppStoreTransport, metrics: MetricsRegistry) {
         self.inner = inner
-        self.metrics = metrics
-        metrics.describe("wxpay_appstore_requests_total", type: "counter",
-                         help: "Calls to the App Store (Server API, verifyReceipt) by endpoint and outcome (2xx, 401, 4xx, 5xx, or the transport failure).")
-        metrics.describe("wxpay_appstore_request_duration_seconds", type: "histogram",
-                         help: "Latency of calls to the App Store, by endpoint.")
+        metrics.describe(Self.requests)
+        metrics.describe(Self.duration)
+        requests = metrics.makeCounters(Self.requests, labelNames: "api", "outcome")
+        durations = metrics.makeHistograms(Self.duration, labelNames: "api")
+        // Exported from the start, for the alerts that compare them over time.
         for api in ["transaction_info", "transaction_history", "refund_history", "look_up_order", "verify_receipt"] {
-            metrics.increment("wxpay_appstore_requests_total", by: 0, ["api": api, "outcome": "2xx"])
+            requests.labelled(api, "2xx").publish()
         }
     }
 
     public func send(_ request: AppStoreRequest) async throws(AppStoreTransportError) -> AppStoreResponse {
         let api = Self.api(request.path)
         let started = ContinuousClock.now
-        defer {
-            let elapsed = ContinuousClock.now - started
-            metrics.observe("wxpay_appstore_request_duration_seconds",
-                            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18, ["api": api])
-        }
+        defer { durations.labelled(api).record(ContinuousClock.now - started) }
         do {
             let response = try await inner.send(request)
             // 401 apart from the other 4xx: the key or its token refused, which no retry mends.
             let outcome = response.status == 401 ? "401" : "\(response.status / 100)xx"
-            metrics.increment("wxpay_appstore_requests_total", ["api": api, "outcome": outcome])
+            requests.labelled(api, outcome).increment()
             return response
         } catch {
-            metrics.increment("wxpay_appstore_requests_total", ["api": api, "outcome": error.kind.rawValue])
+            requests.labelled(api, error.kind.rawValue).increment()
             throw error
         }
     }

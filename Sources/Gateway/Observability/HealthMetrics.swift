@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 
@@ -26,21 +27,35 @@ extension OrderService {
                 answer.resolve(false)
             }
         }
-        let elapsed = ContinuousClock.now - started
-        metrics.observe("wxpay_database_probe_duration_seconds",
-                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
-        metrics.set("wxpay_database_up", to: healthy ? 1 : 0)
+        let health = instruments.health
+        health.probeDuration.record(ContinuousClock.now - started)
+        health.databaseUp.set(healthy ? 1 : 0)
         // Today the database is the only condition of readiness; another one joins here.
-        metrics.set("wxpay_ready", to: healthy ? 1 : 0)
+        health.ready.set(healthy ? 1 : 0)
         return healthy
     }
+}
 
-    static func describeHealthMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_database_up", type: "gauge",
-                         help: "1 when the database answered the last readiness probe (each scrape and /readyz) within 1 s.")
-        metrics.describe("wxpay_ready", type: "gauge", help: "1 when /readyz would answer 200: take the instance out of rotation at 0.")
-        metrics.describe("wxpay_database_probe_duration_seconds", type: "histogram",
-                         help: "How long the database took to answer a readiness probe (capped at the 1 s deadline).")
+/// The readiness gauges and the probe's latency.
+struct HealthInstruments: Sendable {
+    static let databaseUp = Metric<Gauge>(
+        "wxpay_database_up", help: "1 when the database answered the last readiness probe (each scrape and /readyz) within 1 s.")
+    static let ready = Metric<Gauge>("wxpay_ready", help: "1 when /readyz would answer 200: take the instance out of rotation at 0.")
+    static let probeDuration = Metric<Histogram>(
+        "wxpay_database_probe_duration_seconds",
+        help: "How long the database took to answer a readiness probe (capped at the 1 s deadline).")
+
+    let databaseUp: Gauge
+    let ready: Gauge
+    let probeDuration: Histogram
+
+    init(_ registry: MetricsRegistry) {
+        registry.describe(Self.databaseUp)
+        registry.describe(Self.ready)
+        registry.describe(Self.probeDuration)
+        databaseUp = registry.makeGauge(Self.databaseUp)
+        ready = registry.makeGauge(Self.ready)
+        probeDuration = registry.makeHistogram(Self.probeDuration)
     }
 }
 

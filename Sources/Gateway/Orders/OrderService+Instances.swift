@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 
 /// What changes when several gateway instances share one database (PostgreSQL): a wait is woken
@@ -13,8 +14,6 @@ extension OrderService {
     /// waits still re-read their order every poll interval; when it is back, every wait re-reads
     /// at once (it may have missed a change).
     func listenForChangesElsewhere() {
-        metrics.describe("wxpay_wait_polls_total", type: "counter",
-                         help: "Polls of waiting queries: queried WeChat, or left to the instance holding the claim.")
         guard let feed = store as? any OrderChangeFeed else { return }
         let signals = self.signals
         let logger = self.logger
@@ -36,11 +35,11 @@ extension OrderService {
             let claimed = try? await claims.claimCall(
                 .orderQuery, for: outTradeNo, now: at, until: at.addingTimeInterval(configuration.pollInterval))
             guard claimed == true else {
-                metrics.increment("wxpay_wait_polls_total", ["outcome": "claimed_elsewhere"])
+                instruments.pollClaimedElsewhere.increment()
                 return
             }
         }
-        metrics.increment("wxpay_wait_polls_total", ["outcome": "queried"])
+        instruments.pollQueried.increment()
         _ = await refresh(outTradeNo, reason: "wait", paced: true)
     }
 

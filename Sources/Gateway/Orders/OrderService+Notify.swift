@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import WeChatPay
 
@@ -49,7 +50,7 @@ extension OrderService {
             if await !settlement.hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
                 _ = try? await store.appendEvent(outTradeNo, kind: "notify_received", detail: detail, at: now())
             }
-            metrics.increment("wxpay_notifies_total", ["outcome": "payment_failed"])
+            instruments.notifyPaymentFailed.increment()
             return NotifyReply.success.bytes
         case .paid(let payment):
             guard payment.matches(amount: order.amount) else {
@@ -69,14 +70,14 @@ extension OrderService {
                     _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID,
                                                                     source: "notify")
                 } catch {
-                    metrics.increment("wxpay_notifies_total", ["outcome": "storage_error"])
+                    instruments.notifyStorageError.increment()
                     return NotifyReply.fail("try again").bytes
                 }
-                metrics.increment("wxpay_notifies_total", ["outcome": "other_transaction"])
+                instruments.notifyOtherTransaction.increment()
                 return NotifyReply.success.bytes
             }
             if Self.isRecentCopy(payment, of: order, now: now()) {
-                metrics.increment("wxpay_notifies_total", ["outcome": "duplicate"])
+                instruments.notifyDuplicate.increment()
                 return NotifyReply.success.bytes
             }
             do {
@@ -90,14 +91,14 @@ extension OrderService {
                 if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
                 if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
                     // Not settled and not already paid: let WeChat retry rather than lose it.
-                    metrics.increment("wxpay_notifies_total", ["outcome": "not_settled"])
+                    instruments.notifyNotSettled.increment()
                     return NotifyReply.fail("order not settled").bytes
                 }
-                metrics.increment("wxpay_notifies_total", ["outcome": result.didChange ? "settled" : "duplicate"])
+                (result.didChange ? instruments.notifySettled : instruments.notifyDuplicate).increment()
                 return NotifyReply.success.bytes
             } catch {
                 logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
-                metrics.increment("wxpay_notifies_total", ["outcome": "storage_error"])
+                instruments.notifyStorageError.increment()
                 return NotifyReply.fail("try again").bytes
             }
         }
@@ -124,7 +125,7 @@ extension OrderService {
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a
     /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
-        metrics.increment("wxpay_notifies_total", ["outcome": "rejected", "reason": reason])
+        instruments.notifyRejected.labelled(reason).increment()
         if let suppressed = rejectedNotifyLog.admit(reason) {
             logger.warning("payment notify rejected", ["reason": reason, "suppressed": String(suppressed)])
         }

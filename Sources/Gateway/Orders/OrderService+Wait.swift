@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 
@@ -53,11 +54,11 @@ extension OrderService {
             switch userLimits.reserveWait(owner, until: deadline) {
             case .success(let reserved): reservation = reserved
             case .failure(let limited):
-                metrics.increment("wxpay_app_rate_limited_total", ["limit": "waits"])
+                instruments.waitsLimited.increment()
                 return answer(.failure(limited))
             }
         }
-        metrics.add("wxpay_waits_open", 1)
+        instruments.waitsOpen.add(1)
         hold(HeldWait(outTradeNo: outTradeNo, deadline: deadline, reservation: reservation, answer: answer), order,
              since: token)
     }
@@ -102,11 +103,8 @@ extension OrderService {
     }
 
     private func finish(_ held: HeldWait, _ order: OrderRecord) async {
-        metrics.add("wxpay_waits_open", -1)
-        let lasted = ContinuousClock.now - held.started
-        metrics.observe("wxpay_wait_duration_seconds",
-                        Double(lasted.components.seconds) + Double(lasted.components.attoseconds) * 1e-18,
-                        ["state": order.state.isFinal ? "final" : "open"])
+        instruments.waitsOpen.add(-1)
+        (order.state.isFinal ? instruments.waitEndedFinal : instruments.waitRanOut).record(ContinuousClock.now - held.started)
         held.reservation?.release()
         held.answer(await answer(for: order))
     }

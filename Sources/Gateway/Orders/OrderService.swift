@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
+import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
@@ -11,7 +12,9 @@ import WeChatPay
 public final class OrderService: Sendable {
     let configuration: GatewayConfiguration
     let store: any OrderStore
+    /// The registry `/metrics` exposes, and the order flows' handles in it.
     let metrics: MetricsRegistry
+    let instruments: OrderInstruments
     let logger: Logger
     let signals = OrderSignals()
     /// Refused notifies are logged at most once a second per reason (OrderService+Notify.swift).
@@ -59,16 +62,16 @@ public final class OrderService: Sendable {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
+        instruments = OrderInstruments(metrics)
         self.logger = logger
         self.now = now
         signer = Signer(key: configuration.apiKey)
         catalog = CatalogSource(configuration.app.catalog, path: configuration.app.catalogPath)
         userLimits = UserLimits(createsPerMinute: configuration.app.createRate, reportsPerMinute: configuration.app.reportRate,
                                 maximumWaits: configuration.app.maxWaits)
-        settlement = Settlement(store: store, signals: signals, metrics: metrics, logger: logger, now: now)
-        upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, metrics: metrics,
+        settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
+        upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, instruments: instruments,
                             logger: logger)
-        Self.describeMetrics(metrics)
         listenForChangesElsewhere()
     }
 
@@ -97,17 +100,17 @@ public final class OrderService: Sendable {
         }
         switch result {
         case .conflict:
-            metrics.increment("wxpay_orders_created_total", ["outcome": "conflict"])
+            instruments.conflicted.increment()
             throw .conflict("this out_trade_no was used with different parameters")
         case .created(let order):
-            metrics.increment("wxpay_orders_created_total", ["outcome": "created"])
+            instruments.created.increment()
             return Created(created: true, view: try await prepare(order))
         case .existing(let order):
             guard !order.state.isFinal else {
-                metrics.increment("wxpay_orders_created_total", ["outcome": "conflict"])
+                instruments.conflicted.increment()
                 throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
             }
-            metrics.increment("wxpay_orders_created_total", ["outcome": "replayed"])
+            instruments.replayed.increment()
             return Created(created: false, view: try await prepare(order))
         }
     }
@@ -493,36 +496,7 @@ public final class OrderService: Sendable {
     /// The answer for a storage failure, logged and counted.
     func apiError(for error: StorageError) -> APIError {
         logger.error("storage failure", ["error": error.shortDescription])
-        metrics.increment("wxpay_storage_errors_total", ["error": error.shortDescription])
+        instruments.storageErrors.labelled(error.shortDescription).increment()
         return error == .unavailable ? .databaseUnavailable : .internalError
-    }
-
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_orders_created_total", type: "counter", help: "Order creations by outcome.")
-        metrics.describe("wxpay_notifies_total", type: "counter", help: "Payment notifies by outcome.")
-        metrics.describe("wxpay_upstream_calls_total", type: "counter", help: "Calls to WeChat Pay by API and outcome.")
-        metrics.describe("wxpay_upstream_duration_seconds", type: "histogram", help: "Latency of calls to WeChat Pay.")
-        metrics.describe("wxpay_waits_open", type: "gauge", help: "Order queries waiting for a final state.")
-        metrics.describe("wxpay_wait_duration_seconds", type: "histogram",
-                         help: "How long a held wait lasted until it answered, by whether the order was final (else the wait ran out).")
-        metrics.describe("wxpay_settlements_total", type: "counter", help: "State changes by source and new state.")
-        metrics.describe("wxpay_transaction_mismatches_total", type: "counter",
-                         help: "Paid orders WeChat reported paid again under another transaction id (flagged for support).")
-        metrics.describe("wxpay_refunds_outside_gateway_total", type: "counter",
-                         help: "Paid orders WeChat reports REFUND without a refund of the gateway's (flagged for support).")
-        metrics.describe("wxpay_app_token_refusals_total", type: "counter",
-                         help: "App tokens refused (401 invalid_token), by the rule they broke.")
-        metrics.describe("wxpay_app_rate_limited_total", type: "counter",
-                         help: "App-token requests refused by a per-user limit (429), by limit.")
-        metrics.set("wxpay_waits_open", to: 0)
-        metrics.describe("wxpay_amount_mismatches_total", type: "counter",
-                         help: "Payments WeChat reported with another amount than the order's (not settled), by source.")
-        // Alerts compare a counter with its value minutes ago: a series that first appears with
-        // its first event would hide that event, so the ones alerted on exist from the start.
-        for source in Settlement.sourceLabels { metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": source]) }
-        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "settled"])
-        metrics.increment("wxpay_notifies_total", by: 0, ["outcome": "rejected", "reason": "bad_sign"])
-        metrics.increment("wxpay_amount_mismatches_total", by: 0, ["source": "refundquery"])
-        Self.describeHealthMetrics(metrics)
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import WeChatPay
 
@@ -9,7 +10,7 @@ import WeChatPay
 struct Settlement: Sendable {
     let store: any OrderStore
     let signals: OrderSignals
-    let metrics: MetricsRegistry
+    let instruments: OrderInstruments
     let logger: Logger
     let now: @Sendable () -> Date
     /// The mismatch warning is logged at most once a second per source: a signed notify for another
@@ -65,7 +66,7 @@ struct Settlement: Sendable {
         -> OrderRecord
     {
         let label = Self.label(source)
-        metrics.increment("wxpay_transaction_mismatches_total", ["source": label])
+        instruments.transactionMismatches.labelled(label).increment()
         if let suppressed = otherTransactionLog.admit(label) {
             logger.warning("WeChat reported a paid order paid again under another transaction id; flagged for support",
                            ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
@@ -86,7 +87,7 @@ struct Settlement: Sendable {
     /// Without `onTimeline`, only counted and logged (the same line is on the timeline already).
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
                               onTimeline: Bool = true) async throws(StorageError) {
-        metrics.increment("wxpay_amount_mismatches_total", ["source": Self.label(source)])
+        instruments.amountMismatches.labelled(Self.label(source)).increment()
         if let suppressed = amountMismatchLog.admit(Self.label(source)) {
             logger.warning("WeChat reported another amount than the order's; not settled",
                            ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
@@ -169,7 +170,7 @@ struct Settlement: Sendable {
 
     private func announce(_ result: TransitionResult, source: String) {
         guard case .changed(let record) = result else { return }
-        metrics.increment("wxpay_settlements_total", ["source": Self.label(source), "state": record.state.rawValue])
+        instruments.settlements.labelled(Self.label(source), record.state.rawValue).increment()
         logger.info("order state changed", ["out_trade_no": record.outTradeNo, "state": record.state.rawValue,
                                             "source": source])
         signals.wake(record.outTradeNo)
@@ -241,7 +242,7 @@ struct Settlement: Sendable {
             order.outTradeNo, kind: "refund_outside_gateway",
             detail: "\(source): orderquery trade_state=REFUND, but the gateway made no refund of this order; "
                 + "the order stays SUCCESS", at: at)
-        metrics.increment("wxpay_refunds_outside_gateway_total")
+        instruments.refundsOutsideGateway.increment()
         logger.warning("WeChat reports a refund the gateway did not make; flagged for support",
                        ["out_trade_no": order.outTradeNo])
         return flagged

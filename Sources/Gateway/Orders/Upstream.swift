@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
@@ -9,7 +10,7 @@ import WeChatPay
 /// request, single-flight per order, and metrics by API and outcome.
 final class Upstream: Sendable {
     private let clients: [SignType: WeChatPayClient]
-    private let metrics: MetricsRegistry
+    private let instruments: OrderInstruments
     private let logger: Logger
     /// One unifiedorder per order at a time: N identical concurrent creates make one upstream call.
     let prepays = SingleFlight<String, Result<OrderRecord, APIError>>()
@@ -32,7 +33,7 @@ final class Upstream: Sendable {
     static let backoff: [Duration] = [.milliseconds(200), .milliseconds(600)]
 
     init(configuration: GatewayConfiguration, transport: any WeChatPayTransport, nonces: any NonceSource,
-         metrics: MetricsRegistry, logger: Logger) {
+         instruments: OrderInstruments, logger: Logger) {
         var clients: [SignType: WeChatPayClient] = [:]
         for type in SignType.allCases {
             let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID,
@@ -40,7 +41,7 @@ final class Upstream: Sendable {
             clients[type] = WeChatPayClient(merchant: merchant, transport: transport, nonces: nonces)
         }
         self.clients = clients
-        self.metrics = metrics
+        self.instruments = instruments
         self.logger = logger
     }
 
@@ -160,9 +161,7 @@ final class Upstream: Sendable {
     }
 
     private func record(api: String, outcome: String, since started: ContinuousClock.Instant) {
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-        metrics.increment("wxpay_upstream_calls_total", ["api": api, "outcome": outcome])
-        metrics.observe("wxpay_upstream_duration_seconds", seconds, ["api": api])
+        instruments.upstreamCalls.labelled(api, outcome).increment()
+        instruments.upstreamDuration.labelled(api).record(ContinuousClock.now - started)
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import WeChatPay
 
@@ -18,11 +19,13 @@ import WeChatPay
 /// ```
 public struct BillReconciler: Sendable {
     let service: OrderService
+    let instruments: BillInstruments
     /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
     static let maximumBillBytes = 512 << 20
 
     public init(service: OrderService) {
         self.service = service
+        instruments = BillInstruments(service.metrics)
     }
 
     /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
@@ -182,14 +185,7 @@ public struct BillReconciler: Sendable {
     }
 
     private func record(_ report: BillReport) {
-        let metrics = service.metrics
-        metrics.describe("wxpay_bill_differences_total", type: "counter",
-                         help: "Bill comparison findings by kind (settled_from_bill is a repair).")
-        metrics.describe("wxpay_bill_runs_total", type: "counter", help: "Bill comparisons run.")
-        metrics.increment("wxpay_bill_runs_total", ["result": report.isClean ? "clean" : "differences"])
-        for difference in report.differences {
-            metrics.increment("wxpay_bill_differences_total", ["kind": difference.kind.rawValue])
-        }
+        instruments.record(report)
         service.logger.notice("bill compared", [
             "day": report.day, "bill_payments": String(report.billPayments), "matched": String(report.matched),
             "differences": String(report.differences.count),

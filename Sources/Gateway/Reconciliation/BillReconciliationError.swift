@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Observability
 
 /// Why a bill comparison could not run. The description names the stage and a stable reason,
 /// never response bodies.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 
 /// Asks the App Store's Get Refund History once a day (the first run a few minutes after start)
 /// for refunds whose notification never arrived (`IAPService.checkRefundHistory`). On whenever the
@@ -22,7 +23,7 @@ public final class DailyAppStoreRefundCheck: Sendable {
         try? await Task.sleep(for: .seconds(firstRunAfter))
         while !Task.isCancelled {
             let report = await iap.checkRefundHistory()
-            iap.metrics.increment("wxpay_appstore_refund_history_runs_total", ["result": report.errors == 0 ? "ok" : "errors"])
+            (report.errors == 0 ? iap.instruments.refundHistoryClean : iap.instruments.refundHistoryWithErrors).increment()
             try? await Task.sleep(for: .seconds(interval))
         }
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import WeChatPay
 
 /// Compares the previous Beijing day's bill every day after 10:00 Beijing time (bills are ready
@@ -47,7 +48,7 @@ public final class DailyBillReconciliation: Sendable {
                     }
                     break
                 } catch {
-                    service.metrics.increment("wxpay_bill_runs_total", ["result": error.shortDescription])
+                    reconciler.instruments.failed.labelled(error.shortDescription).increment()
                     service.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
                     try? await Task.sleep(for: .seconds(1800))
                 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 
 /// The reconciler's refund half: refunds PROCESSING for `GATEWAY_REFUND_QUERY_AFTER` seconds with
@@ -18,7 +19,7 @@ extension Reconciler {
             return claimed
         } catch {
             service.logger.error("reconciler could not claim refunds", ["error": error.shortDescription])
-            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "store"])
+            instruments.storeErrors.increment()
             report.refundErrors += 1
             return []
         }
@@ -37,16 +38,6 @@ extension Reconciler {
     func skip(_ refund: RefundRecord) async -> Outcome {
         _ = try? await service.refunds?.store.releaseRefundClaim(refund.outRefundNo, claimant: claimant)
         return .skipped
-    }
-
-    func recordRefundMetrics(_ report: SweepReport) {
-        let metrics = service.metrics
-        metrics.describe("wxpay_reconcile_refunds_checked_total", type: "counter",
-                         help: "PROCESSING refunds the reconciler asked WeChat about (refundquery, or a resend).")
-        metrics.describe("wxpay_reconcile_refunds_settled_total", type: "counter",
-                         help: "Refunds the reconciler finished: their notify never arrived.")
-        metrics.increment("wxpay_reconcile_refunds_checked_total", by: Double(report.refundsChecked))
-        metrics.increment("wxpay_reconcile_refunds_settled_total", by: Double(report.refundsSettled))
     }
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
@@ -65,6 +66,7 @@ public final class Reconciler: Sendable {
     /// The name this sweeper's leases carry.
     public let claimant: String
     let service: OrderService
+    let instruments: ReconcilerInstruments
     private let limiter: RateLimiter
 
     /// - Parameters:
@@ -76,7 +78,7 @@ public final class Reconciler: Sendable {
         self.configuration = configuration ?? Configuration(service.configuration)
         self.claimant = claimant ?? "sweeper-" + UUID().uuidString.prefix(8).lowercased()
         limiter = RateLimiter(rate: self.configuration.rate)
-        Self.describeMetrics(service.metrics)
+        instruments = ReconcilerInstruments(service.metrics)
     }
 
     /// Sweeps every `interval` seconds until the task is cancelled. After a sweep whose calls to
@@ -103,7 +105,6 @@ public final class Reconciler: Sendable {
     /// One sweep: lease the due refunds and orders, check each (bounded in concurrency and rate), report.
     @discardableResult
     public func sweep() async -> SweepReport {
-        let metrics = service.metrics
         let started = ContinuousClock.now
         let now = service.now()
         let leaseUntil = now.addingTimeInterval(configuration.lease)
@@ -118,7 +119,7 @@ public final class Reconciler: Sendable {
                 limit: configuration.batchLimit - refunds.count, claimant: claimant, leaseUntil: leaseUntil)
         } catch {
             service.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
-            metrics.increment("wxpay_reconcile_errors_total", ["stage": "store"])
+            instruments.storeErrors.increment()
             report.errors += 1
             claimed = []
         }
@@ -152,18 +153,16 @@ public final class Reconciler: Sendable {
             case .skipped: report.skipped += 1
             }
         }
-        recordRefundMetrics(report)
-        metrics.increment("wxpay_reconcile_sweeps_total")
-        metrics.increment("wxpay_reconcile_orders_checked_total", by: Double(report.checked))
-        metrics.increment("wxpay_reconcile_orders_settled_total", by: Double(report.settled))
-        metrics.increment("wxpay_reconcile_orders_closed_total", by: Double(report.closed))
-        metrics.increment("wxpay_reconcile_orders_skipped_total", by: Double(report.skipped))
-        metrics.set("wxpay_reconcile_lag_seconds", to: report.lagSeconds)
-        metrics.set("wxpay_reconcile_last_sweep_claimed", to: Double(report.claimed))
-        metrics.set("wxpay_reconcile_last_sweep_timestamp_seconds", to: service.now().timeIntervalSince1970.rounded(.down))
-        let elapsed = ContinuousClock.now - started
-        metrics.observe("wxpay_reconcile_sweep_duration_seconds",
-                        Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18)
+        instruments.recordRefunds(checked: report.refundsChecked, settled: report.refundsSettled)
+        instruments.sweeps.increment()
+        instruments.ordersChecked.increment(by: report.checked)
+        instruments.ordersSettled.increment(by: report.settled)
+        instruments.ordersClosed.increment(by: report.closed)
+        instruments.ordersSkipped.increment(by: report.skipped)
+        instruments.lag.set(report.lagSeconds)
+        instruments.lastSweepClaimed.set(Double(report.claimed))
+        instruments.lastSweepTimestamp.set(service.now().timeIntervalSince1970.rounded(.down))
+        instruments.sweepDuration.record(ContinuousClock.now - started)
         if report.claimed + report.refundsClaimed > 0 {
             service.logger.info("reconcile sweep", [
                 "claimed": String(report.claimed), "checked": String(report.checked), "settled": String(report.settled),
@@ -278,7 +277,7 @@ public final class Reconciler: Sendable {
             await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
         }
         if let error = failure.value {
-            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": error])
+            instruments.callErrors.labelled("orderquery", error).increment()
             return .failed
         }
         return Self.outcome(before: order, after: after)
@@ -306,7 +305,7 @@ public final class Reconciler: Sendable {
                 let after = try? await service.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
                 return Self.outcome(before: order, after: after)
             }
-            service.metrics.increment("wxpay_reconcile_errors_total", ["stage": "closeorder", "error": error.shortDescription])
+            instruments.callErrors.labelled("closeorder", error.shortDescription).increment()
             _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile_failed",
                                              detail: "closeorder \(error.shortDescription)", at: service.now())
             return .failed
@@ -320,25 +319,6 @@ public final class Reconciler: Sendable {
         case .closed, .payError, .revoked: return .closed
         case .notPay, .userPaying: return .open
         }
-    }
-
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_reconcile_sweeps_total", type: "counter", help: "Reconciler sweeps run.")
-        metrics.describe("wxpay_reconcile_orders_checked_total", type: "counter",
-                         help: "Open orders the reconciler asked WeChat about (orderquery or closeorder).")
-        metrics.describe("wxpay_reconcile_orders_settled_total", type: "counter",
-                         help: "Orders the reconciler moved to SUCCESS: payments whose notify never arrived.")
-        metrics.describe("wxpay_reconcile_orders_closed_total", type: "counter",
-                         help: "Orders the reconciler closed (expired) or found closed or failed at WeChat.")
-        metrics.describe("wxpay_reconcile_orders_skipped_total", type: "counter",
-                         help: "Claimed orders left for a later sweep (lease ran out or upstream kept failing).")
-        metrics.describe("wxpay_reconcile_errors_total", type: "counter", help: "Reconciler failures by stage.")
-        metrics.describe("wxpay_reconcile_lag_seconds", type: "gauge",
-                         help: "How long the longest-waiting due order had waited for its check at the last sweep.")
-        metrics.describe("wxpay_reconcile_last_sweep_claimed", type: "gauge", help: "Orders leased by the last sweep.")
-        metrics.describe("wxpay_reconcile_last_sweep_timestamp_seconds", type: "gauge",
-                         help: "When the last sweep finished (Unix seconds): a reconciler that stopped sweeping leaves it behind.")
-        metrics.describe("wxpay_reconcile_sweep_duration_seconds", type: "histogram", help: "Duration of one sweep.")
     }
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Observability
 import StorageCore
 import WeChatPay
 
@@ -46,16 +47,16 @@ extension RefundService {
                 expectedAmount: notification.refundFee, touchesNotify: true)
         } catch {
             logger.error("storage failure while settling a refund notify", ["out_refund_no": refund.outRefundNo])
-            metrics.increment("wxpay_refund_notifies_total", ["outcome": "storage_error"])
+            instruments.notifyStorageError.increment()
             return NotifyReply.fail("try again").bytes
         }
         switch result {
         case .changed:
             CrashPoint.hit(CrashPoint.refundNotifyCommitted)
-            metrics.increment("wxpay_refund_notifies_total", ["outcome": "settled"])
+            instruments.notifySettled.increment()
             return NotifyReply.success.bytes
         case .unchanged(let current) where current.state == target:
-            metrics.increment("wxpay_refund_notifies_total", ["outcome": "duplicate"])
+            instruments.notifyDuplicate.increment()
             return NotifyReply.success.bytes
         case .unchanged(let current):
             // A verified notify that contradicts a finished refund (SUCCESS, then REFUNDCLOSE):
@@ -63,7 +64,7 @@ extension RefundService {
             // holding one such notify can replay it, so, as for payment notifies, every copy is
             // counted but the timeline line is written at most once a minute per refund and the
             // log line at most once a second.
-            metrics.increment("wxpay_refund_notifies_total", ["outcome": "contradicts_final_state"])
+            instruments.notifyContradicting.increment()
             if let suppressed = conflictingNotifyLog.admit("contradicts_final_state") {
                 logger.error("a refund notify contradicts the refund's final state",
                              ["out_refund_no": current.outRefundNo, "state": current.state.rawValue,
@@ -83,7 +84,7 @@ extension RefundService {
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a
     /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
-        metrics.increment("wxpay_refund_notifies_total", ["outcome": "rejected", "reason": reason])
+        instruments.notifyRejected.labelled(reason).increment()
         if let suppressed = rejectedNotifyLog.admit(reason) {
             logger.warning("refund notify rejected", ["reason": reason, "suppressed": String(suppressed)])
         }

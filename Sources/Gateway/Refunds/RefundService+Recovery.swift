@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Observability
 import StorageCore
 import WeChatPay
 
@@ -39,7 +40,7 @@ extension RefundService {
         } catch {
             _ = try? await service.store.appendEvent(
                 current.outTradeNo, kind: "\(source)_failed", detail: "\(number): refundquery \(error.shortDescription)", at: now())
-            metrics.increment("wxpay_reconcile_errors_total", ["stage": "refundquery", "error": error.shortDescription])
+            instruments.queryErrors.labelled(error.shortDescription).increment()
             return .failed
         }
     }
@@ -53,7 +54,7 @@ extension RefundService {
         }
         guard entry.refundFee == refund.amount else {
             // A signed answer for another amount: never settled on; a person must look.
-            metrics.increment("wxpay_amount_mismatches_total", ["source": "refundquery"])
+            instruments.amountMismatches.increment()
             _ = try? await service.store.appendEvent(
                 refund.outTradeNo, kind: "refund_amount_mismatch",
                 detail: "\(number): refundquery reports \(entry.refundFee) fen, the refund is \(refund.amount) fen", at: now())

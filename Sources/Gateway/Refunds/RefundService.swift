@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
@@ -35,6 +36,7 @@ public final class RefundService: Sendable {
     let rejectedNotifyLog = LogThrottle()
     /// Verified refund notifies contradicting a finished refund are logged at most once a second.
     let conflictingNotifyLog = LogThrottle()
+    let instruments: RefundInstruments
 
     /// - Parameters:
     ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
@@ -46,7 +48,7 @@ public final class RefundService: Sendable {
         self.mode = mode
         service = orders
         self.store = store
-        Self.describeMetrics(orders.metrics)
+        instruments = RefundInstruments(orders.metrics)
         orders.attach(self)
     }
 
@@ -62,7 +64,6 @@ public final class RefundService: Sendable {
     /// Whether refunds can be sent at all.
     public var isConfigured: Bool { mode != .off }
 
-    var metrics: MetricsRegistry { service.metrics }
     var logger: Logger { service.logger }
     func now() -> Date { service.now() }
 
@@ -89,7 +90,7 @@ public final class RefundService: Sendable {
         // Apple refunds App Store purchases itself (the customer asks Apple); its notification
         // moves the order to REFUND. True whether or not WeChat refunds are configured.
         if let order = try? await service.store.order(outTradeNo), order.channel == .apple {
-            metrics.increment("wxpay_refunds_requested_total", ["outcome": "not_refundable"])
+            instruments.requestRefused.labelled("not_refundable").increment()
             throw .orderNotRefundableByGateway()
         }
         guard isConfigured else { throw .refundsNotConfigured }
@@ -103,7 +104,7 @@ public final class RefundService: Sendable {
                 event: NewOrderEvent(kind: "refund_requested", detail: "\(outRefundNo): \(input.amount) fen", at: at))
         }
         func refused(_ outcome: String, _ error: APIError) -> APIError {
-            metrics.increment("wxpay_refunds_requested_total", ["outcome": outcome])
+            instruments.requestRefused.labelled(outcome).increment()
             return error
         }
         switch result {
@@ -118,10 +119,10 @@ public final class RefundService: Sendable {
         case .exceedsPaid(let refundable):
             throw refused("exceeds_paid", .refundExceedsPaid(refundable: refundable))
         case .existing(let refund):
-            metrics.increment("wxpay_refunds_requested_total", ["outcome": "replayed"])
+            instruments.replayed.increment()
             return Requested(created: false, view: RefundView(refund))
         case .created(let refund):
-            metrics.increment("wxpay_refunds_requested_total", ["outcome": "created"])
+            instruments.created.increment()
             CrashPoint.hit(CrashPoint.refundRecorded)
             let sent = await send(refund, source: "request")
             return Requested(created: true, view: RefundView(sent.refund))
@@ -197,7 +198,7 @@ public final class RefundService: Sendable {
         } catch {
             let label = Self.failureLabel(error)
             if !reached && Self.isRefusal(error) {
-                metrics.increment("wxpay_refunds_refused_total", ["reason": label])
+                instruments.refusedByWeChat.labelled(label).increment()
                 logger.warning("WeChat refused a refund", ["out_refund_no": number, "reason": label])
                 let closed = try? await settle(number, to: .refundClose, from: [.processing], source: "\(source): WeChat refused (\(label))",
                                                failureReason: label)
@@ -242,7 +243,7 @@ public final class RefundService: Sendable {
             expectedAmount: expectedAmount, refundID: refundID, succeededAt: succeededAt, failureReason: failureReason,
             detail: source, outbox: { RefundEventEncoding.event(for: $0, at: at) }, touchesNotify: touchesNotify, at: at))
         if case .changed(let refund, _) = result {
-            metrics.increment("wxpay_refund_settlements_total", ["source": Self.label(source), "state": refund.state.rawValue])
+            instruments.settlements.labelled(Self.label(source), refund.state.rawValue).increment()
             logger.info("refund state changed", ["out_refund_no": refund.outRefundNo, "out_trade_no": refund.outTradeNo,
                                                  "state": refund.state.rawValue, "source": source])
             if refund.state == .change {
@@ -256,19 +257,6 @@ public final class RefundService: Sendable {
     private static func label(_ source: String) -> String {
         for known in ["refund_notify", "refundquery", "reconcile", "request", "bill"] where source.hasPrefix(known) { return known }
         return "other"
-    }
-
-    private static func describeMetrics(_ metrics: MetricsRegistry) {
-        metrics.describe("wxpay_refunds_requested_total", type: "counter", help: "Refund requests by outcome.")
-        metrics.describe("wxpay_refunds_refused_total", type: "counter",
-                         help: "Refunds WeChat refused before accepting them (they end REFUNDCLOSE), by reason.")
-        metrics.describe("wxpay_refund_settlements_total", type: "counter", help: "Refund state changes by source and new state.")
-        metrics.describe("wxpay_refund_notifies_total", type: "counter", help: "Refund notifies by outcome.")
-        // A refund ending CHANGE needs a person; its alert compares the counter over time, so
-        // the series exist before the first one (docs/operations.md).
-        for source in ["refund_notify", "refundquery", "reconcile"] {
-            metrics.increment("wxpay_refund_settlements_total", by: 0, ["source": source, "state": "CHANGE"])
-        }
     }
 }
 

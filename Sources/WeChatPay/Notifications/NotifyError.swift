@@ -9,7 +9,7 @@
 ///
 /// ```swift
 /// do { … } catch let error as NotifyError {
-///     metrics.increment("wechat.notify.rejected", ["reason": error.shortDescription])
+///     rejected.labelled(error.shortDescription).increment()   // a counter family by reason
 /// }
 /// ```
 public struct NotifyError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {

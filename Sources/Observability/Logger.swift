@@ -85,6 +85,14 @@ public struct LogRecord: Sendable {
     public var label: String
     public var message: String
     public var metadata: [String: String]
+
+    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String]) {
+        self.date = date
+        self.level = level
+        self.label = label
+        self.message = message
+        self.metadata = metadata
+    }
 }
 
 /// Where log records go.
@@ -99,17 +107,23 @@ public struct NoOpLogHandler: LogHandler {
 
 /// One JSON object per line on standard error: `{"ts","level","logger","msg",…metadata}`.
 public struct JSONLinesLogHandler: LogHandler {
-    public init() {}
+    private let timestamp: @Sendable (Date) -> String
+
+    /// - Parameter timestamp: how `ts` writes the record's instant (the gateway writes the API's
+    ///   RFC 3339 form, so a log line and an order's JSON show one instant alike).
+    public init(timestamp: @escaping @Sendable (Date) -> String) {
+        self.timestamp = timestamp
+    }
 
     public func write(_ record: LogRecord) {
-        FileHandle.standardError.write(Data(Self.line(record)))
+        FileHandle.standardError.write(Data(line(record)))
     }
 
     /// The record as one line of JSON, names in byte order (as JSONSerialization's `.sortedKeys`
     /// wrote them before), ending in a newline.
-    static func line(_ record: LogRecord) -> [UInt8] {
+    public func line(_ record: LogRecord) -> [UInt8] {
         var object: [String: String] = record.metadata
-        object["ts"] = Timestamp.rfc3339(record.date)
+        object["ts"] = timestamp(record.date)
         object["level"] = record.level.description
         object["logger"] = record.label
         object["msg"] = record.message

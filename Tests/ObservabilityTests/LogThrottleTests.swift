@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-@testable import Gateway
+import Observability
 import Testing
 
 struct LogThrottleTests {

@@ -12,7 +12,7 @@ import Synchronization
 /// ```
 ///
 /// Keys must come from a bounded set (outcome labels), never from the request.
-final class LogThrottle: Sendable {
+public final class LogThrottle: Sendable {
     private struct Window {
         var written: ContinuousClock.Instant
         var suppressed: Int
@@ -21,13 +21,13 @@ final class LogThrottle: Sendable {
     private let interval: Duration
     private let windows = Mutex<[String: Window]>([:])
 
-    init(interval: Duration = .seconds(1)) {
+    public init(interval: Duration = .seconds(1)) {
         self.interval = interval
     }
 
     /// Whether a line for `key` may be written at `now`: the number of lines suppressed for `key`
     /// since the last one written (0 for the first), or nil when this one is suppressed too.
-    func admit(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+    public func admit(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
         windows.withLock { windows in
             if let window = windows[key], now - window.written < interval {
                 windows[key]?.suppressed += 1

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+import Observability
+
+/// The order flows' metrics (create, notify, waits, settlement, WeChat calls, the app's limits):
+/// every name declared once here, every series' handle made when the `OrderService` is built, so
+/// that counting on the hot paths is an atomic add. The exposition is pinned by
+/// `MetricsExpositionTests`; a name, a help text or which series exist from the start is part of it.
+final class OrderInstruments: Sendable {
+    static let ordersCreated = Metric<Counter>("wxpay_orders_created_total", help: "Order creations by outcome.")
+    static let notifies = Metric<Counter>("wxpay_notifies_total", help: "Payment notifies by outcome.")
+    static let upstreamCalls = Metric<Counter>("wxpay_upstream_calls_total", help: "Calls to WeChat Pay by API and outcome.")
+    static let upstreamDuration = Metric<Histogram>("wxpay_upstream_duration_seconds", help: "Latency of calls to WeChat Pay.")
+    static let waitsOpen = Metric<Gauge>("wxpay_waits_open", help: "Order queries waiting for a final state.")
+    static let waitDuration = Metric<Histogram>(
+        "wxpay_wait_duration_seconds",
+        help: "How long a held wait lasted until it answered, by whether the order was final (else the wait ran out).")
+    static let waitPolls = Metric<Counter>(
+        "wxpay_wait_polls_total", help: "Polls of waiting queries: queried WeChat, or left to the instance holding the claim.")
+    static let settlements = Metric<Counter>("wxpay_settlements_total", help: "State changes by source and new state.")
+    static let transactionMismatches = Metric<Counter>(
+        "wxpay_transaction_mismatches_total",
+        help: "Paid orders WeChat reported paid again under another transaction id (flagged for support).")
+    static let refundsOutsideGateway = Metric<Counter>(
+        "wxpay_refunds_outside_gateway_total",
+        help: "Paid orders WeChat reports REFUND without a refund of the gateway's (flagged for support).")
+    static let amountMismatches = Metric<Counter>(
+        "wxpay_amount_mismatches_total",
+        help: "Payments WeChat reported with another amount than the order's (not settled), by source.")
+    static let appTokenRefusals = Metric<Counter>(
+        "wxpay_app_token_refusals_total", help: "App tokens refused (401 invalid_token), by the rule they broke.")
+    static let appRateLimited = Metric<Counter>(
+        "wxpay_app_rate_limited_total", help: "App-token requests refused by a per-user limit (429), by limit.")
+    // Never described (no HELP line of their own in /metrics since they were added); describing
+    // them is a change of the exposition, for a commit of its own.
+    static let storageErrors = Metric<Counter>("wxpay_storage_errors_total", help: "Storage failures answered 503 or 500, by error.")
+    static let outboxRedrives = Metric<Counter>("wxpay_outbox_redrives_total", help: "Dead-lettered outbox events redriven by support.")
+
+    // Creates of WeChat orders.
+    let created: Counter
+    let replayed: Counter
+    let conflicted: Counter
+
+    // Payment notifies, by outcome; refusals by reason.
+    let notifySettled: Counter
+    let notifyDuplicate: Counter
+    let notifyPaymentFailed: Counter
+    let notifyOtherTransaction: Counter
+    let notifyNotSettled: Counter
+    let notifyStorageError: Counter
+    let notifyRejected: MetricFamily<Counter>
+
+    // Held waits and their polls.
+    let waitsOpen: Gauge
+    let waitEndedFinal: Histogram
+    let waitRanOut: Histogram
+    let pollQueried: Counter
+    let pollClaimedElsewhere: Counter
+
+    // The one door, by source (`Settlement.label`) and new state.
+    let settlements: MetricFamily<Counter>
+    let transactionMismatches: MetricFamily<Counter>
+    let amountMismatches: MetricFamily<Counter>
+    let refundsOutsideGateway: Counter
+
+    // WeChat Pay calls, by API and outcome.
+    let upstreamCalls: MetricFamily<Counter>
+    let upstreamDuration: MetricFamily<Histogram>
+
+    // The app's tokens and limits.
+    let appTokenRefusals: MetricFamily<Counter>
+    let createsLimited: Counter
+    let reportsLimited: Counter
+    let waitsLimited: Counter
+
+    let storageErrors: MetricFamily<Counter>
+    let outboxRedrives: Counter
+    let health: HealthInstruments
+
+    init(_ registry: MetricsRegistry) {
+        for metric in [Self.ordersCreated, Self.notifies, Self.upstreamCalls, Self.settlements, Self.transactionMismatches,
+                       Self.refundsOutsideGateway, Self.appTokenRefusals, Self.appRateLimited, Self.amountMismatches,
+                       Self.waitPolls] {
+            registry.describe(metric)
+        }
+        registry.describe(Self.upstreamDuration)
+        registry.describe(Self.waitsOpen)
+        registry.describe(Self.waitDuration)
+
+        created = registry.makeCounter(Self.ordersCreated, ["outcome": "created"])
+        replayed = registry.makeCounter(Self.ordersCreated, ["outcome": "replayed"])
+        conflicted = registry.makeCounter(Self.ordersCreated, ["outcome": "conflict"])
+
+        notifySettled = registry.makeCounter(Self.notifies, ["outcome": "settled"])
+        notifyDuplicate = registry.makeCounter(Self.notifies, ["outcome": "duplicate"])
+        notifyPaymentFailed = registry.makeCounter(Self.notifies, ["outcome": "payment_failed"])
+        notifyOtherTransaction = registry.makeCounter(Self.notifies, ["outcome": "other_transaction"])
+        notifyNotSettled = registry.makeCounter(Self.notifies, ["outcome": "not_settled"])
+        notifyStorageError = registry.makeCounter(Self.notifies, ["outcome": "storage_error"])
+        notifyRejected = registry.makeCounters(Self.notifies, ["outcome": "rejected"], labelNames: "reason")
+
+        waitsOpen = registry.makeGauge(Self.waitsOpen)
+        waitEndedFinal = registry.makeHistogram(Self.waitDuration, ["state": "final"])
+        waitRanOut = registry.makeHistogram(Self.waitDuration, ["state": "open"])
+        pollQueried = registry.makeCounter(Self.waitPolls, ["outcome": "queried"])
+        pollClaimedElsewhere = registry.makeCounter(Self.waitPolls, ["outcome": "claimed_elsewhere"])
+
+        settlements = registry.makeCounters(Self.settlements, labelNames: "source", "state")
+        transactionMismatches = registry.makeCounters(Self.transactionMismatches, labelNames: "source")
+        amountMismatches = registry.makeCounters(Self.amountMismatches, labelNames: "source")
+        refundsOutsideGateway = registry.makeCounter(Self.refundsOutsideGateway)
+
+        upstreamCalls = registry.makeCounters(Self.upstreamCalls, labelNames: "api", "outcome")
+        upstreamDuration = registry.makeHistograms(Self.upstreamDuration, labelNames: "api")
+
+        appTokenRefusals = registry.makeCounters(Self.appTokenRefusals, labelNames: "rule")
+        createsLimited = registry.makeCounter(Self.appRateLimited, ["limit": "creates"])
+        reportsLimited = registry.makeCounter(Self.appRateLimited, ["limit": "reports"])
+        waitsLimited = registry.makeCounter(Self.appRateLimited, ["limit": "waits"])
+
+        storageErrors = registry.makeCounters(Self.storageErrors, labelNames: "error")
+        outboxRedrives = registry.makeCounter(Self.outboxRedrives)
+        health = HealthInstruments(registry)
+
+        // Exported from the start: alerts compare a counter with its value minutes ago, and a
+        // series that first appeared with its first event would hide that event.
+        waitsOpen.set(0)
+        for source in Settlement.sourceLabels + ["refundquery"] { amountMismatches.labelled(source).publish() }
+        notifySettled.publish()
+        notifyRejected.labelled("bad_sign").publish()
+    }
+}
