@@ -16,7 +16,9 @@ let package = Package(
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
         .library(name: "HTTP", targets: ["HTTP"]),
-        .library(name: "Storage", targets: ["Storage"]),
+        .library(name: "StorageCore", targets: ["StorageCore"]),
+        .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
+        .library(name: "PostgresStore", targets: ["PostgresStore"]),
         .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
         .library(name: "AppStore", targets: ["AppStore"]),
     ],
@@ -32,6 +34,9 @@ let package = Package(
 
         // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
         .target(name: "JSON"),
+        // The one first-in, first-out queue (O(1) takes) of the stores' threads and the gateway's
+        // bounded work: a building block beneath both, so neither depends on the other for it.
+        .target(name: "FIFO"),
         // Logging and metrics for every module that logs or counts: swift-log's Logger shape, and
         // counter, gauge and histogram handles made once, exposed in Prometheus' text format.
         .target(name: "Observability", dependencies: ["JSON"]),
@@ -54,8 +59,16 @@ let package = Package(
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (Crypto: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
-        // The durable order store (SQLite for one process, PostgreSQL for several); knows nothing of the protocol.
-        .target(name: "Storage", dependencies: ["CSQLite", "CLibPQ"]),
+        // The durable order store, knowing nothing of the protocol: what every store keeps and
+        // promises (the store protocols, records, errors, and every rule above the SQL: checks of
+        // the arguments, the door's decisions, the App Store matching), which is all the product
+        // sees; and the two stores, which only say it in their SQL. Only the executable, the
+        // tests and the benchmarks choose a store.
+        .target(name: "StorageCore"),
+        // One SQLite file, for one process: one writer thread with group commit, a reader pool.
+        .target(name: "SQLiteStore", dependencies: ["StorageCore", "CSQLite", "FIFO"]),
+        // PostgreSQL, for several instances: libpq's pipeline, a pool with group commit, LISTEN.
+        .target(name: "PostgresStore", dependencies: ["StorageCore", "CLibPQ", "FIFO"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
         .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
 
@@ -74,15 +87,17 @@ let package = Package(
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
-        .target(name: "Gateway", dependencies: ["WeChatPay", "HTTP", "Storage", "Crypto", "AppStore", "JSON", "Observability"],
-                resources: [.embedInCode("API/openapi.json")]),
+        .target(name: "Gateway", dependencies: [
+            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability",
+        ], resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
-            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "Storage", "WeChatPayHTTPTransport",
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
+            "WeChatPayHTTPTransport",
             "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
-            "WeChatPay", "WeChatPayReference", "HTTP", "Storage", "Crypto", "CLibXML2",
+            "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "Crypto", "CLibXML2",
             // The reconcile benchmark drives the gateway against the in-process simulator.
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
@@ -96,9 +111,13 @@ let package = Package(
         .testTarget(name: "WeChatPayTests", dependencies: ["WeChatPay", "WeChatPayReference", "ChildProcessSupport", "CHeapStatistics"]),
         // glibc's mallinfo2, for the tests that bound the heap hostile input leaves behind.
         .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport"]),
+        .testTarget(name: "StorageTests", dependencies: [
+            "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport",
+        ]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
-        .target(name: "StoreTestSupport", dependencies: ["Storage", "CSQLite", "CLibPQ", "ChildProcessSupport"],
+        .target(name: "StoreTestSupport", dependencies: [
+            "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "ChildProcessSupport",
+        ],
                 path: "Tests/StoreTestSupport"),
         // What every test target may share: `eventually`, the one bounded wait for what happens elsewhere.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -118,7 +137,7 @@ let package = Package(
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "Storage", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "Gateway", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
             "ChildProcessSupport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
@@ -133,6 +152,7 @@ let package = Package(
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "JSON", "Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .testTarget(name: "FIFOTests", dependencies: ["FIFO"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
             "SimulatorHarnessSupport", "JSON", "Crypto",

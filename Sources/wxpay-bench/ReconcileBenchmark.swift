@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Gateway
-import Storage
+import SQLiteStore
+import StorageCore
 import WeChatPay
 import WeChatPaySimulator
 

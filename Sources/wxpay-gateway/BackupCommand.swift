@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Gateway
-import Storage
+import SQLiteStore
+import StorageCore
 
 /// `wxpay-gateway backup --to FILE` and `wxpay-gateway restore --from FILE`: the SQLite database
 /// of `GATEWAY_DATABASE` (the only variable they read) copied while gateways serve from it, and put

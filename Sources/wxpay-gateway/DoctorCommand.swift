@@ -4,7 +4,9 @@ import AppStoreHTTPTransport
 import Foundation
 import Gateway
 import HTTP
-import Storage
+import PostgresStore
+import SQLiteStore
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 

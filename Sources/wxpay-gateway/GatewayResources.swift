@@ -3,7 +3,9 @@ import Foundation
 import Gateway
 import HTTP
 import Observability
-import Storage
+import PostgresStore
+import SQLiteStore
+import StorageCore
 
 /// What `serve` and `reconcile` both start from: the configuration read from the environment, the
 /// logger it asks for, the order store it names, and an HTTP client. Opening them prints why it

@@ -3,7 +3,7 @@ import Foundation
 import Gateway
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 

@@ -7,7 +7,7 @@ import Gateway
 import HTTP
 import Observability
 import SimulatorKit
-import Storage
+import StorageCore
 import Synchronization
 
 /// How `serve` reaches the App Store: in production the Server API and verifyReceipt over HTTPS

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Gateway
 import Observability
-import Storage
+import StorageCore
 
 extension ServeCommand {
     /// The audit log (always: the JSON support API is audited too) and, when a user file is

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStoreSimulator
 import Foundation
-import Glibc
 import Gateway
+import Glibc
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator

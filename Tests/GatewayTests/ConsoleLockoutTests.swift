@@ -4,7 +4,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Observability
-import Storage
+import StorageCore
 import Testing
 
 /// The console's lockout, driven over raw sockets from several source addresses (the gateway

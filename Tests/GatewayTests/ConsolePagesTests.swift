@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
-import Storage
+import StorageCore
 import Testing
 
 /// The console's pages rendered without a browser or a server: escaping, amounts, times, state

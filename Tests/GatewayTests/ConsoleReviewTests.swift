@@ -3,7 +3,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
-import Storage
+import StorageCore
 import Testing
 
 /// The console: the audit of a search by an Apple order id (Look Up Order ID), and its cookies

@@ -4,7 +4,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 import WeChatPaySimulator

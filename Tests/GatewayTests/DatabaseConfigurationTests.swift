@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Gateway
-import Storage
+import StorageCore
 import Testing
 
 struct DatabaseConfigurationTests {

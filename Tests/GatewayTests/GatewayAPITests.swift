@@ -3,7 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 import WeChatPay

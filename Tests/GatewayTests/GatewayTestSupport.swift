@@ -2,7 +2,7 @@
 import Foundation
 import Gateway
 import Observability
-import Storage
+import StorageCore
 import StoreTestSupport
 import Synchronization
 import WeChatPay

@@ -5,7 +5,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import SimulatorKit
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 

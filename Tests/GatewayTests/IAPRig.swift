@@ -7,7 +7,7 @@ import Foundation
 import HTTP
 import Observability
 import SimulatorKit
-import Storage
+import StorageCore
 import StoreTestSupport
 
 /// The gateway (a `GatewayRig`: API, service, SQLite store, the WeChat simulator) with iOS

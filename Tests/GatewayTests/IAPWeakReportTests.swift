@@ -4,7 +4,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
-import Storage
+import StorageCore
 import Testing
 
 /// A report that does not prove possession (a bare transaction id, a receipt whose signature was not

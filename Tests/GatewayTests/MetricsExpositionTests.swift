@@ -5,7 +5,7 @@ import Foundation
 import HTTP
 import Observability
 import SimulatorKit
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 import WeChatPay

@@ -4,7 +4,7 @@ import ChildProcessSupport
 import Foundation
 @testable import Gateway
 import HTTP
-import Storage
+import StorageCore
 import Testing
 import WeChatPaySimulator
 

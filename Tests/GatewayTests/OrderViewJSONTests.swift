@@ -2,7 +2,7 @@
 import Foundation
 @testable import Gateway
 import JSON
-import Storage
+import StorageCore
 import Testing
 import WeChatPay
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Gateway
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 import WeChatPay

@@ -2,7 +2,7 @@
 import Foundation
 @testable import Gateway
 import Observability
-import Storage
+import StorageCore
 import StoreTestSupport
 import Testing
 import WeChatPay

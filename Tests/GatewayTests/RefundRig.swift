@@ -4,7 +4,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Observability
-import Storage
+import StorageCore
 import StoreTestSupport
 import Synchronization
 import WeChatPay

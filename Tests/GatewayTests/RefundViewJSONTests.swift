@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
-import Storage
+import StorageCore
 import Testing
 
 /// The one writer of the refund's JSON (`RefundView.json`): valid JSON, exactly the documented

@@ -2,7 +2,7 @@
 import Foundation
 @testable import Gateway
 import HTTP
-import Storage
+import StorageCore
 import Testing
 import WeChatPay
 import WeChatPaySimulator

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import ChildProcessSupport
 import Foundation
-import Storage
+import SQLiteStore
+import StorageCore
 import Testing
 
 struct DurabilityTests {

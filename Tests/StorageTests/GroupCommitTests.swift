@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import Storage
+@testable import SQLiteStore
+@testable import StorageCore
 
 struct GroupCommitTests {
     /// Occupies the writer thread until `release` is signalled, so that later writes queue up.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import SQLiteStore
+import StorageCore
 import Testing
 
 struct InMemoryTests {

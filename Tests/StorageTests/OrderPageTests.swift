@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 import Testing
 
 /// A user's orders page by page: newest first, no order twice or missed, whatever is inserted

@@ -4,7 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Storage
+@testable import PostgresStore
+@testable import StorageCore
 
 /// What only the PostgreSQL store does: migrations shared by instances, the pool's group commit
 /// and reconnection, cross-instance query claims, the change feed, outages. (Everything both

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
-import Storage
+import SQLiteStore
+import StorageCore
 import Testing
 
 struct SQLiteBackupTests {

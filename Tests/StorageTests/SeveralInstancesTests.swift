@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 import Testing
 
 /// Two stores on one database behave as one: what several gateway instances rely on. SQLite keeps

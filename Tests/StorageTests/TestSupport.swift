@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Dispatch
 import Foundation
-import Storage
+import SQLiteStore
+import StorageCore
 @_exported import StoreTestSupport
 
 /// Whole-millisecond times, so records compare equal after the store's millisecond rounding.

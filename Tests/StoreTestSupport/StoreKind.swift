@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import PostgresStore
+import SQLiteStore
+import StorageCore
 import Testing
 
 /// A store under test: every storage protocol both stores implement. A new storage responsibility
@@ -150,10 +152,12 @@ public enum TestDatabaseError: Error, CustomStringConvertible {
 
 /// Opens a store on a fresh database of `kind`, runs `body`, and closes the store and removes the
 /// database whether or not `body` throws.
-public func withStore(_ kind: StoreKind, _ body: (TestStore, TestDatabase) async throws -> Void) async throws {
+public func withStore(_ kind: StoreKind, poolSize: Int = 3, _ body: (TestStore, TestDatabase) async throws -> Void)
+    async throws
+{
     let database = try await TestDatabase(kind)
     do {
-        let store = try await database.open()
+        let store = try await database.open(poolSize: poolSize)
         do {
             try await body(store, database)
             await store.close()

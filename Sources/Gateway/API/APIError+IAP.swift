@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Storage
+import StorageCore
 
 /// The error answers of iOS purchases. Every answer to a transaction report says whether the app
 /// may finish the StoreKit transaction (`finish_transaction`): true only when nothing more can be

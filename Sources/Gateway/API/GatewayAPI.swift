@@ -2,7 +2,7 @@
 import Foundation
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 import WeChatPay
 

@@ -2,7 +2,7 @@
 import Crypto
 import Foundation
 import JSON
-import Storage
+import StorageCore
 
 /// `limit` and `cursor` of a paginated order list (`GET /v1/me/orders`, the support lookup by
 /// `user_id`), and the `next_cursor` it answers. The cursor is opaque to clients: base64url of

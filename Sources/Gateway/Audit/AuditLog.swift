@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 
 /// The one writer of the audit log: the console's searches, order views and actions, and every

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Storage
+import StorageCore
 
 extension GatewayConfiguration {
     /// `GATEWAY_DATABASE`: `sqlite:PATH` (default `sqlite:data/gateway.sqlite`), or a libpq URI

@@ -2,7 +2,7 @@
 import Foundation
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 
 /// Everything the gateway is configured with, read from the environment (the README's table).

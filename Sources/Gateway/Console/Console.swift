@@ -2,7 +2,7 @@
 import Crypto
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 
 /// The support console: accounts from the user file, sessions and failed logins in the database

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
-import Storage
+import StorageCore
 import WeChatPay
 
 /// How the console writes amounts, times and states, and reads amounts and dates typed into it.

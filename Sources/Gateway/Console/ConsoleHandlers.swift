@@ -4,7 +4,7 @@ import Foundation
 import HTTP
 import JSON
 import Observability
-import Storage
+import StorageCore
 
 /// The console's request handling: who is asking (session, CSRF, role), what they asked for, the
 /// audit entry, and which page answers. The flows are the order service's and the refund

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
-import Storage
+import StorageCore
 
 /// What every console page shows around its content: the language, who is signed in (with the
 /// session's CSRF token for the sign-out form), and where the language switch returns to.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 
 /// The console's two languages: Chinese (zh-CN) by default, English when the browser prefers it
 /// (`Accept-Language`) or the person chose it with the switch on every page (a cookie).

@@ -2,7 +2,7 @@
 import Foundation
 import HTTP
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 
 /// Delivers the transactional outbox (`order.paid` events written in the same transaction as the

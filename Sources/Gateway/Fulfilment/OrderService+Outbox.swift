@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Observability
-import Storage
+import StorageCore
 
 extension OrderService {
     /// Makes a dead-lettered fulfilment event pending again, due now (support's redrive). Answers the

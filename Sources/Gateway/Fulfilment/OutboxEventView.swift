@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import JSON
-import Storage
+import StorageCore
 
 /// An outbox event as support sees it (the lookup's `outbox` and the redrive answer): where its
 /// delivery stands, without the payload. Times absent until they happen.

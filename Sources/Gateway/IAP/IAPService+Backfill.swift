@@ -2,7 +2,7 @@
 import AppStore
 import Foundation
 import Observability
-import Storage
+import StorageCore
 
 /// The notification history backfill: Get Notification History, read with the reconciler's sweeps
 /// (at most every APPSTORE_BACKFILL_INTERVAL seconds), is what finds a purchase whose app report

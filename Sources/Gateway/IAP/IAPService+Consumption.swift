@@ -3,7 +3,7 @@ import AppStore
 import Foundation
 import JSON
 import Observability
-import Storage
+import StorageCore
 
 /// Consumption requests: when a customer asks Apple for a refund, Apple sends CONSUMPTION_REQUEST
 /// and takes, for 12 hours, the developer's word on what the customer received (Send

@@ -3,7 +3,7 @@ import AppStore
 import Foundation
 import JSON
 import Observability
-import Storage
+import StorageCore
 
 /// App Store Server Notifications V2 at `POST /appstore/notifications`, and the same notifications
 /// read back from Get Notification History (IAPService+Backfill.swift): iOS's answer to the lost

@@ -2,7 +2,7 @@
 import AppStore
 import Foundation
 import Observability
-import Storage
+import StorageCore
 
 /// The reconciler's App Store half: what the app never reported and no notification brought is
 /// found by asking the App Store about the user's account, and Apple's refunds that no

@@ -3,7 +3,7 @@ import AppStore
 import Foundation
 import JSON
 import Observability
-import Storage
+import StorageCore
 
 /// What support staff need of iOS purchases: the look-up by Apple's ids (a service call the JSON
 /// route and the console share) and a recheck that asks the App Store.

@@ -3,7 +3,7 @@ import AppStore
 import Foundation
 import JSON
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 import WeChatPay
 

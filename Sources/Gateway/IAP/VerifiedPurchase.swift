@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
-import Storage
+import StorageCore
 
 /// An App Store transaction the gateway has verified — a StoreKit 2 JWS checked locally, an answer
 /// of the Server API, a receipt's `in_app` entry from verifyReceipt, a notification's transaction —

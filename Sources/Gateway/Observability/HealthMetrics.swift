@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 
 /// Readiness as a metric: `/readyz` and every `/metrics` scrape ask the database, and what they

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import FIFO
 import Synchronization
 
 /// Runs queued operations with at most `width` of them in flight, in the order queued.
@@ -9,8 +10,7 @@ import Synchronization
 /// operations cost a closure each until a worker takes them.
 public final class BoundedWork: Sendable {
     private struct State {
-        var queue: [@Sendable () async -> Void] = []
-        var head = 0
+        var queue = FIFOQueue<@Sendable () async -> Void>()
         var workers = 0
     }
 
@@ -24,7 +24,7 @@ public final class BoundedWork: Sendable {
     }
 
     /// Operations queued or running now.
-    public var backlog: Int { state.withLock { $0.queue.count - $0.head + $0.workers } }
+    public var backlog: Int { state.withLock { $0.queue.count + $0.workers } }
 
     /// Queues `operation`; it runs once fewer than `width` queued before it are running.
     public func submit(_ operation: @escaping @Sendable () async -> Void) {
@@ -46,18 +46,11 @@ public final class BoundedWork: Sendable {
     /// The next operation, or nil after retiring this worker when none is left.
     private func next() -> (@Sendable () async -> Void)? {
         state.withLock { state in
-            guard state.head < state.queue.count else {
+            guard let operation = state.queue.popFirst() else {
                 state.workers -= 1
-                state.queue.removeAll(keepingCapacity: false)
-                state.head = 0
+                // Idle: the storage a burst grew goes back.
+                state.queue.removeAll()
                 return nil
-            }
-            let operation = state.queue[state.head]
-            state.head += 1
-            // Taken entries are dropped in bulk, keeping each take O(1) amortised.
-            if state.head >= 1024 && state.head * 2 >= state.queue.count {
-                state.queue.removeFirst(state.head)
-                state.head = 0
             }
             return operation
         }

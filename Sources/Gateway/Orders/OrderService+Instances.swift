@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 
 /// What changes when several gateway instances share one database (PostgreSQL): a wait is woken
 /// by a change made on any instance, the waits of all instances together ask WeChat about an

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 
 /// `GET /v1/orders/{id}?wait=N`: the order, waiting up to N seconds for a final state. WeChat is

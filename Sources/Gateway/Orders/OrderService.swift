@@ -2,7 +2,7 @@
 import Foundation
 import JSON
 import Observability
-import Storage
+import StorageCore
 import Synchronization
 import WeChatPay
 

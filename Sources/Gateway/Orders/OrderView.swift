@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
-import Storage
+import StorageCore
 import WeChatPay
 
 /// An order as the API shows it, and the one writer of that JSON shape: `GET /v1/orders/{id}`, the

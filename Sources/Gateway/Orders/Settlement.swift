@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 
 /// The one door to SUCCESS. Notify, query, close and (later) the reconciler and the bill all settle

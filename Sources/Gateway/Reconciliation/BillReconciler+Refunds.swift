@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 import WeChatPay
 
 /// The bill's refund lines against the local refunds. A bill lists refunds by the day they were

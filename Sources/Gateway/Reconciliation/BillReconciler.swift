@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 
 /// Compares one Beijing day's WeChat bill (downloadbill ALL, gzip) with the local orders.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Storage
+import StorageCore
 
 /// The reconciler's App Store half: leased iOS orders are checked with the App Store instead of
 /// WeChat (`IAPService.reconcile`: Get Transaction History of the user's account, and a local close

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Observability
-import Storage
+import StorageCore
 
 /// The reconciler's refund half: refunds PROCESSING for `GATEWAY_REFUND_QUERY_AFTER` seconds with
 /// no notify are leased like orders and asked about with refundquery (`RefundService.check`), in

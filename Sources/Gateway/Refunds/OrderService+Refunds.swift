@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-import Storage
+import StorageCore
 import Synchronization
 
 extension OrderService {

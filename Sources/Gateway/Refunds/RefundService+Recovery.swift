@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Observability
-import Storage
+import StorageCore
 import WeChatPay
 
 extension RefundService {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
-import Storage
+import StorageCore
 
 /// A refund as the API, the order view and the `refund.*` webhook events show it.
 ///

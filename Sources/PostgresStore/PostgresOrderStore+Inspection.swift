@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension PostgresOrderStore {
+    /// Inspects the PostgreSQL database of `settings` with one connection of its own.
+    public static func inspect(_ settings: PostgresSettings) async throws(StorageError) -> StoreInspection {
+        let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
+            do throws(StorageError) {
+                let connection = try PGConnection.connect(settings)
+                defer { connection.close() }
+                let results = try connection.run([
+                    PGQuery("SELECT to_regclass('schema_migrations') IS NOT NULL"),
+                    PGQuery("SELECT pg_is_in_recovery()"),
+                    PGQuery("SELECT to_regclass('orders') IS NULL OR has_table_privilege('orders', 'INSERT,UPDATE')"),
+                    PGQuery("SELECT has_schema_privilege(current_schema(), 'CREATE')"),
+                ], timeout: .seconds(30))
+                let migrated = try results[0].first { row throws(StorageError) in try row.bool(0) } ?? false
+                let standby = try results[1].first { row throws(StorageError) in try row.bool(0) } ?? true
+                let mayWrite = try results[2].first { row throws(StorageError) in try row.bool(0) } ?? false
+                let mayCreate = try results[3].first { row throws(StorageError) in try row.bool(0) } ?? false
+                let version = migrated
+                    ? try connection.run(PGQuery("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations"))
+                        .first { row throws(StorageError) in try row.int(0) } ?? 0
+                    : 0
+                // Before the first start the role must be able to create the tables.
+                return .success(StoreInspection(
+                    schemaVersion: version, latestVersion: PostgresMigrations.latestVersion,
+                    writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+}

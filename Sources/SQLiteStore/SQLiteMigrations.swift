@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+/// The schema, as numbered migrations applied in order, each once, in one transaction at open.
+///
+/// Never edit a released migration: add a new one. A database migrated by a newer program (a higher
+/// version than the last one here) is refused rather than used half-understood.
+enum SQLiteMigrations {
+    struct Migration: Sendable {
+        let version: Int
+        let name: String
+        let sql: SQL
+    }
+
+    static let all: [Migration] = [
+        Migration(version: 1, name: "orders, events, outbox", sql: """
+            CREATE TABLE orders (
+                out_trade_no TEXT PRIMARY KEY NOT NULL,
+                amount INTEGER NOT NULL CHECK (amount > 0),
+                description TEXT NOT NULL,
+                client_ip TEXT NOT NULL,
+                attach TEXT,
+                user_id TEXT,
+                product_id TEXT,
+                sign_type TEXT NOT NULL,
+                time_expire TEXT NOT NULL,
+                expires_at INTEGER NOT NULL,
+                created_at INTEGER NOT NULL,
+                state TEXT NOT NULL
+                    CHECK (state IN ('NOTPAY', 'SUCCESS', 'REFUND', 'CLOSED', 'REVOKED', 'PAYERROR', 'USERPAYING')),
+                transaction_id TEXT,
+                paid_at INTEGER,
+                prepay_id TEXT,
+                prepay_issued_at INTEGER,
+                parameters_digest TEXT NOT NULL,
+                last_notify_at INTEGER,
+                last_queried_at INTEGER,
+                flags TEXT NOT NULL DEFAULT '',
+                updated_at INTEGER NOT NULL,
+                claimed_by TEXT,
+                claimed_until INTEGER
+            ) STRICT;
+            CREATE INDEX orders_by_transaction_id ON orders (transaction_id) WHERE transaction_id IS NOT NULL;
+            CREATE INDEX orders_by_user_id ON orders (user_id, created_at) WHERE user_id IS NOT NULL;
+            CREATE INDEX orders_by_state_created_at ON orders (state, created_at);
+            CREATE INDEX orders_open_by_expires_at ON orders (expires_at) WHERE state IN ('NOTPAY', 'USERPAYING');
+
+            -- C1: once paid, an order is never reported unpaid again, whatever code runs against it.
+            CREATE TRIGGER orders_paid_stays_paid BEFORE UPDATE OF state ON orders
+            WHEN OLD.state IN ('SUCCESS', 'REFUND') AND NEW.state NOT IN ('SUCCESS', 'REFUND')
+            BEGIN SELECT RAISE(ABORT, 'a paid order cannot become unpaid'); END;
+
+            CREATE TABLE order_events (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                out_trade_no TEXT NOT NULL REFERENCES orders (out_trade_no),
+                at INTEGER NOT NULL,
+                kind TEXT NOT NULL,
+                detail TEXT NOT NULL
+            ) STRICT;
+            CREATE INDEX order_events_by_order ON order_events (out_trade_no, id);
+            -- The timeline is evidence: append-only, enforced by the database itself.
+            CREATE TRIGGER order_events_no_update BEFORE UPDATE ON order_events
+            BEGIN SELECT RAISE(ABORT, 'order_events is append-only'); END;
+            CREATE TRIGGER order_events_no_delete BEFORE DELETE ON order_events
+            BEGIN SELECT RAISE(ABORT, 'order_events is append-only'); END;
+
+            CREATE TABLE outbox (
+                id TEXT PRIMARY KEY NOT NULL,
+                out_trade_no TEXT NOT NULL REFERENCES orders (out_trade_no),
+                type TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                next_attempt_at INTEGER NOT NULL,
+                delivered_at INTEGER,
+                dead_at INTEGER,
+                last_error TEXT,
+                claimed_by TEXT,
+                claimed_until INTEGER
+            ) STRICT;
+            CREATE INDEX outbox_pending_by_next_attempt_at ON outbox (next_attempt_at)
+                WHERE delivered_at IS NULL AND dead_at IS NULL;
+            CREATE INDEX outbox_by_order ON outbox (out_trade_no);
+            """),
+        // The reconciler closes expired orders from its leased batches (claimOpenOrders), so no
+        // query reads open orders by expiry, and the index only cost a write per order change.
+        Migration(version: 2, name: "drop the unused expiry index", sql: """
+            DROP INDEX orders_open_by_expires_at;
+            """),
+        Migration(version: 3, name: "refunds", sql: SQLiteOrderStore.refundsSchema),
+        Migration(version: 4, name: "App Store purchases", sql: SQLiteOrderStore.appStoreSchema),
+        Migration(version: 5, name: "console sessions and logins, audit log, orders by creation",
+                  sql: SQLiteOrderStore.consoleSchema + SQLiteOrderStore.auditSchema),
+        Migration(version: 6, name: "console logins by name and address, and the addresses names sign in from",
+                  sql: SQLiteOrderStore.consoleLoginsByAddressSchema),
+        Migration(version: 7, name: "App Store recovery: unknown products, notification history, consumption, reversals",
+                  sql: SQLiteOrderStore.appStoreRecoverySchema),
+    ]
+
+    static var latestVersion: Int { all.last?.version ?? 0 }
+
+    /// Applies the missing migrations in one transaction; a failure leaves the schema as it was.
+    static func apply(on connection: SQLiteConnection, now: Date) throws(StorageError) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do throws(StorageError) {
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    applied_at INTEGER NOT NULL
+                ) STRICT
+                """)
+            let current = try connection.row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") {
+                row throws(StorageError) in try row.int(0)
+            } ?? 0
+            guard current <= latestVersion else {
+                throw StorageError.schemaTooNew(found: current, known: latestVersion)
+            }
+            for migration in all where migration.version > current {
+                try connection.execute(migration.sql)
+                try connection.run(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    migration.version, migration.name, now)
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSQLite
+import Foundation
+import StorageCore
+
+extension SQLiteOrderStore {
+    /// Inspects the database at `path` (absent: whether its directory can take it).
+    public static func inspect(path: String) async throws(StorageError) -> StoreInspection {
+        let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
+            do throws(StorageError) { return .success(try inspectNow(path: path)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private static func inspectNow(path: String) throws(StorageError) -> StoreInspection {
+        let latest = SQLiteMigrations.latestVersion
+        guard FileManager.default.fileExists(atPath: path) else {
+            var directory = (path as NSString).deletingLastPathComponent
+            if directory.isEmpty { directory = "." }
+            // The nearest existing ancestor must take the directories and the file.
+            while !FileManager.default.fileExists(atPath: directory) && directory != "/" {
+                directory = (directory as NSString).deletingLastPathComponent
+                if directory.isEmpty { directory = "." }
+            }
+            return StoreInspection(schemaVersion: 0, latestVersion: latest,
+                                   writable: FileManager.default.isWritableFile(atPath: directory), exists: false)
+        }
+        let connection = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: .seconds(5))
+        defer { connection.close() }
+        let hasMigrations = try connection.row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'") { row throws(StorageError) in
+                try row.int(0)
+            } == 1
+        let version = hasMigrations
+            ? try connection.row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") { row throws(StorageError) in
+                try row.int(0)
+            } ?? 0
+            : 0
+        var writable = true
+        do throws(StorageError) {
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute("ROLLBACK")
+        } catch {
+            writable = false
+        }
+        return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true)
+    }
+}

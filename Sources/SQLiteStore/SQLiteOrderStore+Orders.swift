@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension SQLiteOrderStore {
+    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+        try order.validateNew()
+        try event.validate()
+        return try await write { db throws(StorageError) in
+            if try Self.insert(order, on: db) {
+                _ = try Self.insertEvent(order.outTradeNo, event, on: db)
+                return .created(try Self.existingOrder(order.outTradeNo, on: db))
+            }
+            let existing = try Self.existingOrder(order.outTradeNo, on: db)
+            return existing.parametersDigest == order.parametersDigest ? .existing(existing) : .conflict(existing)
+        }
+    }
+
+    public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
+        try await read { db throws(StorageError) in try Self.order(outTradeNo, on: db) }
+    }
+
+    public func orders(transactionID: String) async throws(StorageError) -> [OrderRecord] {
+        try await read { db throws(StorageError) in
+            try db.rows(
+                "SELECT " + OrderRecord.columns + " FROM orders WHERE transaction_id = ? ORDER BY created_at",
+                transactionID, decode: OrderRecord.init(row:))
+        }
+    }
+
+    public func orders(userID: String, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage {
+        guard limit > 0 else { return OrderPage(orders: [], next: nil) }
+        let select: SQL = "SELECT " + OrderRecord.columns + " FROM orders WHERE user_id = ?"
+        let order: SQL = " ORDER BY created_at DESC, out_trade_no DESC LIMIT ?"
+        // One row more than asked says whether there is a next page. The keyset comparison runs on
+        // the (user_id, created_at) index; out_trade_no only breaks ties within one millisecond.
+        let rows = try await read { db throws(StorageError) in
+            if let after {
+                try db.rows(
+                    select + " AND (created_at, out_trade_no) < (?, ?)" + order,
+                    userID, after.createdAt, after.outTradeNo, limit + 1, decode: OrderRecord.init(row:))
+            } else {
+                try db.rows(select + order, userID, limit + 1, decode: OrderRecord.init(row:))
+            }
+        }
+        return OrderPage(rows: rows, limit: limit)
+    }
+
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
+    {
+        try StoreText.validate(outTradeNo, prepayID)
+        try event.validate()
+        return try await write { db throws(StorageError) in
+            let updated = try db.row(
+                """
+                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
+                WHERE out_trade_no = ?3 RETURNING
+                """ + " " + OrderRecord.columns,
+                prepayID, issuedAt, outTradeNo, decode: OrderRecord.init(row:))
+            if updated != nil, let event { _ = try Self.insertEvent(outTradeNo, event, on: db) }
+            return updated
+        }
+    }
+
+    public func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date) async throws(StorageError) -> Bool {
+        try await write { db throws(StorageError) in try Self.touch(outTradeNo, timestamp, at: at, on: db) != nil }
+    }
+
+    public func addFlags(_ outTradeNo: String, _ flags: Set<OrderFlag>, at: Date) async throws(StorageError)
+        -> OrderRecord?
+    {
+        try await write { db throws(StorageError) in
+            guard let order = try Self.order(outTradeNo, on: db) else { return nil }
+            guard let added = order.flags(adding: flags) else { return order }
+            return try Self.setFlags(added, of: outTradeNo, at: at, on: db)
+        }
+    }
+
+    public func transition(_ transition: OrderTransition) async throws(StorageError) -> TransitionResult {
+        try transition.validate()
+        return try await write { db throws(StorageError) in try Self.transition(transition, on: db) }
+    }
+
+    /// The door itself, inside the caller's write transaction: `transition(_:)` and
+    /// `creditAppleTransaction` both change an order's state only through here.
+    static func transition(_ transition: OrderTransition, on db: SQLiteConnection) throws(StorageError)
+        -> TransitionResult
+    {
+        let allowed = transition.sourceStates
+        // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
+        // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
+        guard
+            let beforeState = try db.row(
+                "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
+                decode: { row throws(StorageError) in try row.text(0) })
+        else { return .notFound }
+        // A receipt's bookkeeping time rides in the same UPDATE when the state changes.
+        let touchCode =
+            switch transition.receipt?.touching {
+            case .lastNotify: 1
+            case .lastQueried: 2
+            case nil: 0
+            }
+        // The door itself: a conditional UPDATE, so even a second process writing the same file
+        // could not make two callers both see a change. An App Store transaction is stored only
+        // where none is (COALESCE), and the unique index refuses one another order holds.
+        guard
+            var after = try db.row(
+                """
+                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+                    original_transaction_id = COALESCE(original_transaction_id, ?10),
+                    environment = COALESCE(environment, ?11)
+                WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
+                    AND (?7 IS NULL OR amount = ?7)
+                RETURNING
+                """ + " " + OrderRecord.columns,
+                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
+                transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment,
+                decode: OrderRecord.init(row:))
+        else {
+            if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
+                let receipt = transition.receiptEvent(changed: false)
+            {
+                try appendEvent(receipt, to: transition.outTradeNo, on: db)
+                if let timestamp = transition.receipt?.touching,
+                    let touched = try touch(transition.outTradeNo, timestamp, at: transition.at, on: db)
+                {
+                    return .unchanged(touched)
+                }
+            }
+            return .unchanged(try existingOrder(transition.outTradeNo, on: db))
+        }
+        if let flags = transition.flags(after: after.flags) {
+            after = try setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
+        }
+        guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
+        try appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
+        if let outbox = transition.outbox {
+            try insertOutbox(outbox, on: db)
+        }
+        if let receipt = transition.receiptEvent(changed: true) {
+            try appendEvent(receipt, to: transition.outTradeNo, on: db)
+        }
+        return .changed(after)
+    }
+
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent? {
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write { db throws(StorageError) in try Self.insertEvent(outTradeNo, event, on: db) }
+    }
+
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
+        -> OrderEvent?
+    {
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write { db throws(StorageError) in
+            try db.row(
+                """
+                INSERT INTO order_events (out_trade_no, at, kind, detail)
+                SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM orders WHERE out_trade_no = ?1)
+                AND NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = ?1 AND kind = ?3 AND at > ?5)
+                RETURNING
+                """ + " " + OrderEvent.columns,
+                outTradeNo, event.at, event.kind, event.detail, quietSince, decode: OrderEvent.init(row:))
+        }
+    }
+
+    public func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent] {
+        try await read { db throws(StorageError) in
+            try db.rows(
+                "SELECT " + OrderEvent.columns + " FROM order_events WHERE out_trade_no = ? ORDER BY id",
+                outTradeNo, decode: OrderEvent.init(row:))
+        }
+    }
+
+    // MARK: Statements shared by operations (run inside the caller's transaction)
+
+    /// Inserts a new order unless its out_trade_no exists; returns whether it did.
+    static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
+        try db.run(
+            "INSERT INTO orders (" + OrderRecord.columns + """
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (out_trade_no) DO NOTHING
+                """,
+            order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
+            order.productID, order.signType, order.timeExpire, order.expiresAt, order.createdAt,
+            order.state.rawValue, order.transactionID, order.paidAt, order.prepayID, order.prepayIssuedAt,
+            order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
+            OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
+            order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID,
+            order.currency) == 1
+    }
+
+    static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {
+        try db.row(
+            "SELECT " + OrderRecord.columns + " FROM orders WHERE out_trade_no = ?", outTradeNo,
+            decode: OrderRecord.init(row:))
+    }
+
+    /// For an order this transaction just saw: its absence means the database broke a promise.
+    static func existingOrder(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError)
+        -> OrderRecord
+    {
+        guard let order = try order(outTradeNo, on: db) else { throw .unexpectedRow }
+        return order
+    }
+
+    /// Sets a bookkeeping time; returns the order afterwards, or `nil` if unknown.
+    static func touch(_ outTradeNo: String, _ timestamp: OrderTimestamp, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord?
+    {
+        // MAX: a late, out-of-order touch never moves a time backwards.
+        let sql: SQL =
+            switch timestamp {
+            case .lastNotify:
+                "UPDATE orders SET last_notify_at = MAX(COALESCE(last_notify_at, ?1), ?1), "
+            case .lastQueried:
+                "UPDATE orders SET last_queried_at = MAX(COALESCE(last_queried_at, ?1), ?1), "
+            }
+        return try db.row(
+            sql + "updated_at = MAX(updated_at, ?1) WHERE out_trade_no = ?2 RETURNING " + OrderRecord.columns,
+            at, outTradeNo, decode: OrderRecord.init(row:))
+    }
+
+    /// Appends an event of an order this transaction has seen (no existence check).
+    static func appendEvent(_ event: NewOrderEvent, to outTradeNo: String, on db: SQLiteConnection)
+        throws(StorageError)
+    {
+        try db.run(
+            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
+            outTradeNo, event.at, event.kind, event.detail)
+    }
+
+    /// Appends an event if the order exists; `nil` otherwise.
+    static func insertEvent(_ outTradeNo: String, _ event: NewOrderEvent, on db: SQLiteConnection)
+        throws(StorageError) -> OrderEvent?
+    {
+        try db.row(
+            """
+            INSERT INTO order_events (out_trade_no, at, kind, detail)
+            SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM orders WHERE out_trade_no = ?1)
+            RETURNING
+            """ + " " + OrderEvent.columns,
+            outTradeNo, event.at, event.kind, event.detail, decode: OrderEvent.init(row:))
+    }
+
+    /// Replaces the flags and returns the updated order.
+    static func setFlags(_ flags: Set<OrderFlag>, of outTradeNo: String, at: Date, on db: SQLiteConnection)
+        throws(StorageError) -> OrderRecord
+    {
+        guard
+            let updated = try db.row(
+                "UPDATE orders SET flags = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3 RETURNING "
+                    + OrderRecord.columns,
+                OrderRecord.encodeFlags(flags), at, outTradeNo, decode: OrderRecord.init(row:))
+        else { throw .unexpectedRow }
+        return updated
+    }
+
+    static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
+        try db.run(
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts,
+            event.nextAttemptAt, event.deliveredAt, event.deadAt, event.lastError)
+    }
+}

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension Set<OrderState> {
+    /// The set as a JSON array for `state IN (SELECT value FROM json_each(?))`: one bound
+    /// parameter instead of SQL text that varies with the set. Raw values are fixed identifiers.
+    var jsonArray: String {
+        "[" + map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
+    }
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+import Dispatch
+import FIFO
+import Foundation
+import StorageCore
+import Synchronization
+
+/// The one thread that writes, owning the one write connection, with group commit.
+///
+/// Whatever is queued when the thread becomes free runs in one `BEGIN IMMEDIATE … COMMIT`, each
+/// operation inside its own SAVEPOINT so a failing operation is rolled back alone. Results are
+/// delivered after COMMIT returns. With `synchronous=FULL` that is one fsync for the whole batch
+/// instead of one per operation, and no waiting when idle: a lone write is a batch of one.
+final class SQLiteWriter: Sendable {
+    private enum Item: Sendable {
+        case write(WriteJob)
+        case read(ReadJob)
+    }
+
+    private struct Queue {
+        var items = FIFOQueue<Item>()
+        var isClosed = false
+    }
+
+    private enum Work {
+        case batch([Item])
+        case sleep
+        case exit
+    }
+
+    private let connection: SQLiteConnection
+    private let maxBatchSize: Int
+    private let queue = Mutex(Queue())
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let exited = DispatchSemaphore(value: 0)
+    private let transactionCount = Atomic<Int>(0)
+    private let operationCount = Atomic<Int>(0)
+    /// Test hook: the number of queued items, to build a batch deterministically.
+    var queuedCount: Int { queue.withLock { $0.items.count } }
+
+    /// Starts the thread; `connection` belongs to it from now on.
+    init(connection: SQLiteConnection, maxBatchSize: Int, name: String) {
+        precondition(maxBatchSize >= 1)
+        self.connection = connection
+        self.maxBatchSize = maxBatchSize
+        let thread = Thread { [self] in
+            self.runLoop()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues a write; fails it with `.closed` if the writer was closed.
+    func submit(_ job: WriteJob) {
+        enqueue(.write(job), orFail: job.fail)
+    }
+
+    /// Queues a read on the write connection (in-memory databases have no other connection).
+    func submit(_ job: ReadJob) {
+        enqueue(.read(job), orFail: job.fail)
+    }
+
+    /// Transactions committed or rolled back, and operations run in them, since start.
+    var statistics: (transactions: Int, operations: Int) {
+        (transactionCount.load(ordering: .relaxed), operationCount.load(ordering: .relaxed))
+    }
+
+    /// Refuses new work, finishes what is queued, closes the connection and ends the thread.
+    func close() async {
+        guard requestClose() else { return }
+        await Blocking.run { [exited] in exited.wait() }
+    }
+
+    /// Starts closing without waiting for the thread. Returns whether this call started it.
+    @discardableResult
+    func requestClose() -> Bool {
+        let first = queue.withLock { queue in
+            defer { queue.isClosed = true }
+            return !queue.isClosed
+        }
+        if first { wakeup.signal() }
+        return first
+    }
+
+    private func enqueue(_ item: Item, orFail fail: (StorageError) -> Void) {
+        let accepted = queue.withLock { queue in
+            guard !queue.isClosed else { return false }
+            queue.items.append(item)
+            return true
+        }
+        if accepted {
+            wakeup.signal()
+        } else {
+            fail(.closed)
+        }
+    }
+
+    private func runLoop() {
+        while true {
+            // Extra signals (work already taken by an earlier batch) only cause an empty pass.
+            let work = queue.withLock { queue -> Work in
+                if !queue.items.isEmpty {
+                    return .batch(queue.items.popFirst(maxBatchSize))
+                }
+                return queue.isClosed ? .exit : .sleep
+            }
+            switch work {
+            case .sleep:
+                wakeup.wait()
+            case .exit:
+                // SQLite's advice for long-lived connections: refresh planner statistics at close.
+                _ = try? connection.run("PRAGMA optimize")
+                connection.close()
+                exited.signal()
+                return
+            case .batch(let items):
+                var writes: [WriteJob] = []
+                for item in items {
+                    switch item {
+                    // Reads queued together with writes were concurrent with them, so running them
+                    // first, outside the transaction, never hides a write their caller awaited.
+                    case .read(let job): job.run(connection)
+                    case .write(let job): writes.append(job)
+                    }
+                }
+                if !writes.isEmpty { commit(writes) }
+            }
+        }
+    }
+
+    /// Runs the jobs in as few transactions as possible: one, unless SQLite itself abandons a
+    /// transaction after a failure (disk full, I/O error), in which case the jobs already run in it
+    /// fail and the rest start a new one.
+    // Transaction control goes through the statement cache too: parsing SAVEPOINT and RELEASE anew
+    // for every operation is wasted work on the one thread every write waits for.
+    private func commit(_ jobs: [WriteJob]) {
+        var next = 0
+        while next < jobs.count {
+            do throws(StorageError) {
+                try connection.run("BEGIN IMMEDIATE")
+            } catch {
+                for job in jobs[next...] { job.fail(error) }
+                return
+            }
+            transactionCount.add(1, ordering: .relaxed)
+            var succeeded: [(job: WriteJob, delivery: Delivery)] = []
+            var failed: [(job: WriteJob, error: StorageError)] = []
+            var abandoned: StorageError?
+            while next < jobs.count, abandoned == nil {
+                let job = jobs[next]
+                next += 1
+                operationCount.add(1, ordering: .relaxed)
+                switch runInSavepoint(job) {
+                case .success(let delivery):
+                    succeeded.append((job, delivery))
+                case .failure(let error):
+                    failed.append((job, error))
+                    if connection.isAutocommit { abandoned = error }
+                }
+            }
+            if let abandoned {
+                for (job, _) in succeeded { job.fail(abandoned) }
+                for (job, error) in failed { job.fail(error) }
+                continue
+            }
+            do throws(StorageError) {
+                try connection.run("COMMIT")
+            } catch {
+                if !connection.isAutocommit { _ = try? connection.run("ROLLBACK") }
+                for (job, _) in succeeded { job.fail(error) }
+                for (job, error) in failed { job.fail(error) }
+                continue
+            }
+            for (_, delivery) in succeeded { delivery.deliver() }
+            for (job, error) in failed { job.fail(error) }
+        }
+    }
+
+    private func runInSavepoint(_ job: WriteJob) -> Result<Delivery, StorageError> {
+        do throws(StorageError) {
+            try connection.run("SAVEPOINT operation")
+        } catch {
+            return .failure(error)
+        }
+        var result = job.perform(connection)
+        if case .success = result {
+            do throws(StorageError) {
+                try connection.run("RELEASE operation")
+                return result
+            } catch {
+                result = .failure(error)
+            }
+        }
+        // Undo this operation alone. When SQLite already rolled the whole transaction back there
+        // is no savepoint left, and the caller sees that in `isAutocommit`.
+        if !connection.isAutocommit {
+            _ = try? connection.run("ROLLBACK TO operation")
+            _ = try? connection.run("RELEASE operation")
+        }
+        return result
+    }
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// What one store does inside the write transaction of `IAPStore.creditAppleTransaction`: read
+/// and write rows. The matching itself (which order, in which order, with which flags) is decided
+/// once, for every store, by `AppleCredit.perform(in:)` below.
+package protocol AppleCreditSession {
+    /// Inserts the ledger row unless one exists, then reads it, so that from here on this
+    /// transaction is the only writer of the transaction id (PostgreSQL: locked until COMMIT).
+    func claimLedgerRow(_ facts: AppleTransactionFacts, source: String, at: Date) throws(StorageError)
+        -> AppleTransactionRecord
+    /// Sets the revocation date unless one is known; returns the row.
+    func revoke(_ transactionID: String, at revoked: Date, now: Date) throws(StorageError) -> AppleTransactionRecord
+    func order(_ outTradeNo: String) throws(StorageError) -> OrderRecord?
+    func order(appAccountToken: String) throws(StorageError) -> OrderRecord?
+    /// The user's open App Store orders for the product, oldest first, at most `limit`.
+    func openAppleOrders(userID: String, appleProductID: String, limit: Int) throws(StorageError) -> [OrderRecord]
+    /// The candidates as they stand now, in the order given (nil for one that is gone), each
+    /// locked until the transaction ends; the locks are taken in one order every credit uses
+    /// (PostgreSQL: by out_trade_no), whatever order the candidates are tried in.
+    func lock(_ candidates: [OrderRecord]) throws(StorageError) -> [OrderRecord?]
+    /// Inserts a new order and its `created` event; false when the out_trade_no exists.
+    func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool
+    /// The one door (`OrderStore.transition`), inside this transaction.
+    func transition(_ transition: OrderTransition) throws(StorageError) -> TransitionResult
+    /// Names the credited order in the ledger row (set once: the database refuses a change).
+    func markCredited(_ transactionID: String, outTradeNo: String, matchedBy: AppleMatch, at: Date) throws(StorageError)
+    func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError)
+}
+
+extension AppleTransactionFacts {
+    /// Text every store keeps (no U+0000).
+    package func validate() throws(StorageError) {
+        try StoreText.validate(transactionID, originalTransactionID, productID, environment, appAccountToken, currency,
+                               storefront)
+    }
+}
+
+extension AppleCredit {
+    /// Candidates of one user and product tried at most (凑单 finds the oldest; more would only
+    /// be orders a double tap left open).
+    package static let openOrdersTried = 8
+
+    package func validate() throws(StorageError) {
+        if let made = newOrder {
+            try made.order.validateNew()
+            guard made.order.channel == .apple, made.order.appleProductID == transaction.productID else {
+                throw .invalidArgument("the new order must be an App Store order for the transaction's product")
+            }
+        }
+        try transaction.validate()
+        try StoreText.validate(userID, outTradeNo, source)
+    }
+
+    /// The matching and the credit, steps 1 to 4 of `IAPStore.creditAppleTransaction`, in the
+    /// caller's transaction.
+    package func perform(in session: some AppleCreditSession) throws(StorageError) -> AppleCreditResult {
+        let facts = transaction
+        // 1. The claim of the id.
+        var ledger = try session.claimLedgerRow(facts, source: source, at: at)
+        if let credited = ledger.outTradeNo {
+            guard let order = try session.order(credited) else { throw .unexpectedRow }
+            return .alreadyCredited(order, ledger.matchedBy ?? .userProduct)
+        }
+        if let revoked = facts.revocationDate, ledger.facts.revocationDate == nil {
+            ledger = try session.revoke(facts.transactionID, at: revoked, now: at)
+        }
+        if ledger.isRevoked { return .revoked(ledger) }
+
+        // 2. The candidates, in the order they are tried.
+        var notes: [AppleMatchNote] = []
+        var user = userID
+        var candidates: [(order: OrderRecord, how: AppleMatch)] = []
+        if let token = facts.appAccountToken {
+            if let order = try session.order(appAccountToken: token) {
+                // The token says whose purchase it is, whoever reports it (an account switch).
+                if let owner = order.userID { user = owner }
+                if order.channel != .apple || order.appleProductID != facts.productID {
+                    notes.append(.tokenOrderOtherProduct(outTradeNo: order.outTradeNo, appleProductID: order.appleProductID))
+                } else if order.state == .success || order.state == .refund {
+                    notes.append(.tokenOrderAlreadyPaid(outTradeNo: order.outTradeNo))
+                } else {
+                    candidates.append((order, .appAccountToken))
+                }
+            } else {
+                notes.append(.tokenUnknown)
+            }
+        }
+        if let outTradeNo, !candidates.contains(where: { $0.order.outTradeNo == outTradeNo }) {
+            if let order = try session.order(outTradeNo), let user, order.userID == user,
+               Self.isOpenAppleOrder(order, product: facts.productID) {
+                candidates.append((order, .outTradeNo))
+            } else {
+                notes.append(.outTradeNoNotUsable(outTradeNo: outTradeNo))
+            }
+        }
+        if let user {
+            let open = try session.openAppleOrders(userID: user, appleProductID: facts.productID, limit: Self.openOrdersTried)
+            for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo }) {
+                candidates.append((order, .userProduct))
+            }
+        }
+
+        // 3. The first candidate the door moves to SUCCESS. All of them are locked first, in one
+        // order: each purchase tries them in an order of its own (its token's order, the one the
+        // app named, the oldest), and two credits of one user and product taking the locks as
+        // they try would each hold an order the other waits for, a deadlock (the door keeps the
+        // lock of an order it finds paid meanwhile until COMMIT). Each is then decided on what it
+        // is now, not on what it was when read.
+        let current = try session.lock(candidates.map(\.order))
+        for ((_, how), candidate) in zip(candidates, current) {
+            guard let candidate else { continue }
+            if let credited = try credit(candidate, how, notes: notes, in: session) {
+                return .credited(credited, how)
+            }
+        }
+
+        // 4. Nothing open: an order made for the purchase, or the ledger row waits.
+        guard var made = newOrder, let user else { return .unmatched(ledger) }
+        made.order.userID = user
+        guard try session.insert(made.order, event: made.event) else { throw .constraint }
+        guard let inserted = try session.order(made.order.outTradeNo),
+              let credited = try credit(inserted, .newOrder, notes: notes, in: session)
+        else { throw .unexpectedRow }
+        return .credited(credited, .newOrder)
+    }
+
+    /// Credits `candidate` through the door if it is still in a state it may be credited from;
+    /// returns the order as credited, or nil when it was not (then nothing was written).
+    private func credit(_ candidate: OrderRecord, _ how: AppleMatch, notes: [AppleMatchNote],
+                        in session: some AppleCreditSession) throws(StorageError) -> OrderRecord? {
+        let facts = transaction
+        // Only the token proves an order closed at its expiry was paid after all.
+        let from = how == .appAccountToken ? OrderState.open.union([.closed]) : OrderState.open
+        guard from.contains(candidate.state) else { return nil }
+        var flags: Set<OrderFlag> = []
+        if candidate.state == .closed { flags.insert(.paidAfterClose) }
+        if how == .newOrder {
+            flags.insert(.matchedWithoutOrder)
+            flags.formUnion(newOrder?.flags ?? [])
+        }
+        let apple = AppleTransactionFields(transactionID: facts.transactionID,
+                                           originalTransactionID: facts.originalTransactionID, environment: facts.environment)
+        // The order as it will read once this commits: what the outbox event describes.
+        var paid = candidate
+        paid.state = .success
+        paid.paidAt = StoreTime.date(milliseconds: StoreTime.milliseconds(facts.purchaseDate))
+        paid.appleTransactionID = apple.transactionID
+        paid.originalTransactionID = apple.originalTransactionID
+        paid.environment = apple.environment
+        paid.flags.formUnion(flags)
+        let transition = OrderTransition(
+            outTradeNo: candidate.outTradeNo, to: .success, from: from, paidAt: facts.purchaseDate,
+            detail: candidate.state == .closed ? source + " (paid after close)" : source,
+            outbox: outbox(paid), addingFlags: flags, at: at, apple: apple)
+        try transition.validate()
+        guard case .changed(let after) = try session.transition(transition) else { return nil }
+        try session.markCredited(facts.transactionID, outTradeNo: after.outTradeNo, matchedBy: how, at: at)
+        let decision = AppleMatchDecision(matchedBy: how, order: after, previousState: candidate.state, notes: notes)
+        try session.appendEvents(events(decision), to: after.outTradeNo)
+        return after
+    }
+
+    private static func isOpenAppleOrder(_ order: OrderRecord, product: String) -> Bool {
+        order.channel == .apple && order.appleProductID == product && OrderState.open.contains(order.state)
+    }
+}

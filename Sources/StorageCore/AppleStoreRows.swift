@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+// The App Store tables' column lists and decoders, one for both stores (see StoreRow.swift).
+
+extension AppleTransactionRecord {
+    package static let columns: SQL = """
+        transaction_id, original_transaction_id, product_id, environment, app_account_token, purchase_date, \
+        revocation_date, out_trade_no, matched_by, source, first_seen_at, credited_at, updated_at, price, currency, \
+        storefront, refund_reversed_at
+        """
+
+    package init(row: some StoreRow) throws(StorageError) {
+        let matchedBy = try row.optionalText(8)
+        let match = try matchedBy.map { text throws(StorageError) in
+            guard let match = AppleMatch(rawValue: text) else { throw StorageError.unexpectedRow }
+            return match
+        }
+        self.init(
+            facts: AppleTransactionFacts(
+                transactionID: try row.text(0), originalTransactionID: try row.text(1), productID: try row.text(2),
+                environment: try row.text(3), appAccountToken: try row.optionalText(4), purchaseDate: try row.date(5),
+                revocationDate: try row.optionalDate(6), price: try row.optionalInt64(13), currency: try row.optionalText(14),
+                storefront: try row.optionalText(15)),
+            outTradeNo: try row.optionalText(7), matchedBy: match, source: try row.text(9), firstSeenAt: try row.date(10),
+            creditedAt: try row.optionalDate(11), updatedAt: try row.date(12), refundReversedAt: try row.optionalDate(16))
+    }
+}
+
+extension AppleAnchor {
+    package init(row: some StoreRow) throws(StorageError) {
+        self.init(userID: try row.text(0), transactionID: try row.text(1), environment: try row.text(2))
+    }
+}
+
+extension AppStoreNotificationRecord {
+    package static let columns: SQL = """
+        notification_uuid, notification_type, subtype, environment, transaction_id, signed_date, received_at, outcome
+        """
+
+    package init(row: some StoreRow) throws(StorageError) {
+        self.init(
+            notificationUUID: try row.text(0), notificationType: try row.text(1), subtype: try row.optionalText(2),
+            environment: try row.text(3), transactionID: try row.optionalText(4), signedDate: try row.date(5),
+            receivedAt: try row.date(6), outcome: try row.text(7))
+    }
+}
+
+extension AppStoreNotificationRecord {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(notificationUUID, notificationType, subtype, environment, transactionID, outcome)
+    }
+}
