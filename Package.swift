@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "wxpay-gateway", targets: ["wxpay-gateway"]),
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
+        .library(name: "WeChatPayV3", targets: ["WeChatPayV3"]),
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "Storage", targets: ["Storage"]),
         .library(name: "WeChatPayHTTPTransport", targets: ["WeChatPayHTTPTransport"]),
@@ -45,6 +46,11 @@ let package = Package(
 
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["Crypto", "CLibXML2", "CFlatXML", "CZlib"]),
+        // The WeChat Pay API v3 protocol, pure beside v2: request signatures, verification by
+        // serial (public key or platform certificates), AEAD_AES_256_GCM resources, the JSON
+        // messages, notifies. No sockets, files, clock or randomness inside. (WeChatPay: the advice
+        // the order flows share, and the bill's gzip.)
+        .target(name: "WeChatPayV3", dependencies: ["Crypto", "JSON", "WeChatPay"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (Crypto: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
@@ -63,8 +69,8 @@ let package = Package(
 
         // What both simulators share: scaled time, seeded randomness, the notification scheduler.
         .target(name: "SimulatorKit", dependencies: ["HTTP"]),
-        // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
-        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP", "SimulatorKit"]),
+        // A faithful fake of WeChat Pay's v2 and v3 APIs, for demo mode and every end-to-end test.
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "WeChatPayV3", "HTTP", "SimulatorKit", "Crypto", "JSON"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
@@ -98,8 +104,10 @@ let package = Package(
         .target(name: "SimulatorHarnessSupport", path: "Tests/SimulatorHarnessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
-            "SimulatorHarnessSupport",
+            "SimulatorHarnessSupport", "WeChatPayV3", "Crypto", "JSON", "ChildProcessSupport",
         ]),
+        // The v3 protocol core against vectors made by the openssl tool and Python's cryptography.
+        .testTarget(name: "WeChatPayV3Tests", dependencies: ["WeChatPayV3", "WeChatPay", "Crypto", "JSON", "ChildProcessSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
