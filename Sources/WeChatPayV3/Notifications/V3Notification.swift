@@ -123,18 +123,13 @@ public struct V3NotifyReply: Sendable, Hashable {
     public static func acknowledges(status: Int) -> Bool { (200..<300).contains(status) }
 }
 
-/// Builds notifies as WeChat does: the resource sealed with the APIv3 key, the envelope signed
-/// with the WeChat Pay key named by `serial`. The simulator's half, and the tests'.
+/// Builds notify bodies as WeChat does: the event's resource sealed with the APIv3 key in the
+/// envelope; ``WeChatPaySigner`` signs each attempt. The simulator's half, and the tests'.
 public struct V3NotifyBuilder: Sendable {
     public let key: APIv3Key
-    public let signingKey: RSAPrivateKey
-    /// `PUB_KEY_ID_…` or a platform certificate's serial.
-    public let serial: String
 
-    public init(key: APIv3Key, signingKey: RSAPrivateKey, serial: String) {
+    public init(key: APIv3Key) {
         self.key = key
-        self.signingKey = signingKey
-        self.serial = serial
     }
 
     /// The envelope's bytes for `event`.
@@ -148,11 +143,6 @@ public struct V3NotifyBuilder: Sendable {
         let resource = EncryptedResource.seal(plaintext, key: key, nonce: nonce, associatedData: originalType,
                                               originalType: originalType)
         return V3Notification(id: id, createTime: createTime, eventType: type, summary: summary, resource: resource).body
-    }
-
-    /// The signed message (headers and body) for `body`, signed at `timestamp`.
-    public func sign(_ body: [UInt8], timestamp: Int64, nonce: String) -> V3SignedMessage {
-        WeChatPaySigner(key: signingKey, serial: serial).sign(body, timestamp: timestamp, nonce: nonce)
     }
 }
 
