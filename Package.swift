@@ -87,6 +87,8 @@ let package = Package(
             "Gateway", "WeChatPaySimulator",
             // The JWS benchmark signs with the App Store simulator's PKI.
             "AppStore", "AppStoreSimulator", "JSON",
+            // The v3 benchmark: RSA, AES-GCM and whole notifies against openssl speed.
+            "WeChatPayV3",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.

@@ -10,6 +10,7 @@ let commands: [BenchmarkCommand] = [
     SignBenchmark.command,
     NotifyVerifyBenchmark.command,
     JWSBenchmark.command,
+    V3Benchmark.command,
     BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
                      arguments: NotifyBenchmark.run),
     BenchmarkCommand(name: "client-pipeline", summary: "sign/encode/decode/verify cost of one WeChat call, no network",

@@ -50,8 +50,7 @@ public struct EncryptedResource: Sendable, Hashable {
             throw WeChatPayV3Error(.decryptionFailed)
         }
         do {
-            return try AES256GCM.decrypt(sealed, key: key.bytes, nonce: Array(nonce.utf8),
-                                         associatedData: Array(associatedData.utf8))
+            return try key.cipher.open(sealed, nonce: Array(nonce.utf8), associatedData: Array(associatedData.utf8))
         } catch {
             throw WeChatPayV3Error(.decryptionFailed)
         }
@@ -62,8 +61,7 @@ public struct EncryptedResource: Sendable, Hashable {
                             originalType: String? = nil) -> EncryptedResource {
         let sealed: [UInt8]
         do {
-            sealed = try AES256GCM.encrypt(plaintext, key: key.bytes, nonce: Array(nonce.utf8),
-                                           associatedData: Array(associatedData.utf8))
+            sealed = try key.cipher.seal(plaintext, nonce: Array(nonce.utf8), associatedData: Array(associatedData.utf8))
         } catch {
             preconditionFailure("AES-256-GCM refused a 32-byte key and a non-empty nonce")
         }
