@@ -235,12 +235,7 @@ extension WeChatPaySimulator {
             refundFee: request.refund, refundDesc: request.reason,
             refundAccount: request.fundsAccount == "AVAILABLE" ? .rechargeFunds : .unsettledFunds,
             notifyURL: request.notifyURL, requestedAt: now, status: .processing)
-        order.refunds.append(refund)
-        order.state = .refund
-        book.orders[order.outTradeNo] = order
-        book.refundOwner[request.outRefundNo] = order.outTradeNo
-        book.byRefundID[refund.refundID] = request.outRefundNo
-        if let delay = configuration.refundCompletionDelay { book.refundsDue.append((request.outRefundNo, now + delay)) }
+        book.record(refund, of: &order, completionDelay: configuration.refundCompletionDelay)
         return v3RefundBody(refund, order: order)
     }
 

@@ -2,6 +2,7 @@
 import Crypto
 import JSON
 import Synchronization
+import WeChatPay
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -151,61 +152,31 @@ public final class PlatformCertificateStore: Sendable {
     }
 }
 
-/// RFC 3339 times as v3 writes them: Beijing time with its offset, `2018-06-08T10:34:56+08:00`.
+/// RFC 3339 times as v3 writes them: Beijing time with its offset, `2018-06-08T10:34:56+08:00`
+/// (the calendar arithmetic is `BeijingTime`'s, v2's).
 public enum RFC3339 {
     public static func format(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down)) + 8 * 3600
-        let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
-        let rest = seconds - days * 86400
-        let (year, month, day) = civil(fromDays: days)
-        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))+08:00"
+        String(BeijingTime.formatWithSeparators(date).map { $0 == " " ? "T" : $0 }) + "+08:00"
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS` with `Z` or `±HH:MM` (fractions of a second are refused: v3 writes none).
     public static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
-        guard bytes.count == 20 || bytes.count == 25 else { return nil }
-        func number(_ range: Range<Int>) -> Int64? {
-            guard bytes[range].allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-            return Int64(String(decoding: bytes[range], as: UTF8.self))
-        }
-        guard bytes[4] == 0x2D, bytes[7] == 0x2D, bytes[10] == UInt8(ascii: "T"), bytes[13] == 0x3A, bytes[16] == 0x3A,
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-              let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
-        else { return nil }
+        guard bytes.count == 20 || bytes.count == 25, bytes[10] == UInt8(ascii: "T") else { return nil }
         var offset: Int64 = 0
         if bytes.count == 20 {
             guard bytes[19] == UInt8(ascii: "Z") else { return nil }
         } else {
-            guard bytes[19] == 0x2B || bytes[19] == 0x2D, bytes[22] == 0x3A, let h = number(20..<22), let m = number(23..<25),
-                  h < 24, m < 60 else { return nil }
-            offset = (h * 3600 + m * 60) * (bytes[19] == 0x2B ? 1 : -1)
+            guard bytes[19] == 0x2B || bytes[19] == 0x2D, bytes[22] == 0x3A,
+                  bytes[20...21].allSatisfy({ (0x30...0x39).contains($0) }), bytes[23...24].allSatisfy({ (0x30...0x39).contains($0) }),
+                  let hours = Int64(String(decoding: bytes[20...21], as: UTF8.self)),
+                  let minutes = Int64(String(decoding: bytes[23...24], as: UTF8.self)), hours < 24, minutes < 60
+            else { return nil }
+            offset = (hours * 3600 + minutes * 60) * (bytes[19] == 0x2B ? 1 : -1)
         }
-        let days = daysFromCivil(year: year, month: month, day: day)
-        return Date(timeIntervalSince1970: TimeInterval(days * 86400 + hour * 3600 + minute * 60 + second - offset))
-    }
-
-    /// Howard Hinnant's days-from-civil and its inverse (proleptic Gregorian, 1970-01-01 = day 0).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
-    }
-
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        // The wall time read as Beijing's, then moved by the difference between the offsets.
+        let wall = String(decoding: bytes[0..<10], as: UTF8.self) + " " + String(decoding: bytes[11..<19], as: UTF8.self)
+        guard let beijing = BeijingTime.parseWithSeparators(wall) else { return nil }
+        return beijing + TimeInterval(8 * 3600 - offset)
     }
 }
