@@ -138,7 +138,7 @@ let package = Package(
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
             "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
-            "Crypto",
+            "Crypto", "WeChatPayV3",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

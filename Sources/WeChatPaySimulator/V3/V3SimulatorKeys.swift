@@ -104,18 +104,17 @@ final class V3SimulatorKeys: Sendable {
 
     /// The headers of one notify attempt: signed now with the notify key, or with the fault drawn.
     func notifyHeaders(for body: [UInt8], now: Date) -> [String: String] {
-        let (faults, nonce, draws) = state.withLock { state -> (V3NotifyFaults, String, [Bool]) in
-            let f = state.notifyFaults
-            return (f, state.random.alphanumerics(32), [state.random.chance(f.probeRate), state.random.chance(f.staleTimestampRate),
-                                                         state.random.chance(f.badSignatureRate), state.random.chance(f.unknownSerialRate)])
+        let (nonce, probe, stale, bad, unknown) = state.withLock { state in
+            let faults = state.notifyFaults
+            return (state.random.alphanumerics(32), state.random.chance(faults.probeRate), state.random.chance(faults.staleTimestampRate),
+                    state.random.chance(faults.badSignatureRate), state.random.chance(faults.unknownSerialRate))
         }
-        _ = faults
         var timestamp = Int64(now.timeIntervalSince1970.rounded(.down))
-        if draws[1] { timestamp -= 600 }
+        if stale { timestamp -= 600 }
         var message = signer(for: notifySerial).sign(body, timestamp: timestamp, nonce: nonce)
-        if draws[0] { message.signature = V3SignedMessage.probePrefix + nonce }
-        if draws[2] { message.signature = Self.corrupt(message.signature) }
-        if draws[3] { message.serial = "7FFFFFFFFFFFFFFF" }
+        if probe { message.signature = V3SignedMessage.probePrefix + nonce }
+        if bad { message.signature = Self.corrupt(message.signature) }
+        if unknown { message.serial = "7FFFFFFFFFFFFFFF" }
         var headers = message.headers
         headers["Content-Type"] = "application/json"
         return headers
