@@ -47,7 +47,7 @@ final class V3SimulatorRig: Sendable {
             platformCertificates: mode != .publicKey)
         let client = try HTTPClient()
         let simulator = WeChatPaySimulator(configuration: SimulatorConfiguration(appID: "wxd678efh567hg6787", mchID: "1900000109",
-                                                                                 notifyRetryIntervals: [1, 1, 1], v3: v3),
+                                                                                 notifyRetryIntervals: [1, 1, 1, 1, 1], notifyTimeout: 60, v3: v3),
                                            clock: clock, notifySender: HTTPNotifySender(client: client))
         return try await V3SimulatorRig(simulator: simulator, merchantKey: merchantKey, certificate: certificate,
                                         wechatpayKey: wechatpayKey, client: client)
@@ -96,6 +96,9 @@ final class V3SimulatorRig: Sendable {
         await client.shutdown()
     }
 
+    /// Deadlines for a starved machine (the suite runs beside other builds): never a measure of speed.
+    static let generous = HTTPClient.Timeouts(connect: .seconds(60), total: .seconds(120))
+
     var signer: MerchantSigner {
         MerchantSigner(mchID: "1900000109", serialNumber: merchantCertificate.serialNumberHex!, key: merchantKey)
     }
@@ -109,17 +112,17 @@ final class V3SimulatorRig: Sendable {
                                                       wechatpaySerial: serial)
         return try await client.execute(HTTPClientRequest(method: request.method == "GET" ? .get : .post, url: base + request.url,
                                                           headers: HTTPHeaders(headers.map { ($0.key, $0.value) }), body: request.body,
-                                                          timeouts: HTTPClient.Timeouts(connect: .seconds(10), total: .seconds(30))))
+                                                          timeouts: Self.generous))
     }
 
     func control(_ path: String, method: HTTPMethod = .post, body: String = "{}") async throws -> HTTPClientResponse {
         try await client.execute(HTTPClientRequest(method: method, url: base + path, headers: ["Content-Type": "application/json"],
-                                                   body: Array(body.utf8)))
+                                                   body: Array(body.utf8), timeouts: Self.generous))
     }
 
     /// Waits (bounded) until `count` notify attempts have arrived.
     func waitForNotifies(_ count: Int) async throws -> [(headers: [String: String], body: [UInt8], outcome: String)] {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(180)
         while inbox.received.withLock({ $0.count }) < count && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -67,7 +67,8 @@ struct SimulateV3CommandTests {
                 let headers = signer.headers(for: request, timestamp: Int64(Date().timeIntervalSince1970), nonce: UUID().uuidString,
                                              wechatpaySerial: "PUB_KEY_ID_0119000001092024")
                 return try await client.execute(HTTPClientRequest(method: request.method == "GET" ? .get : .post, url: base + request.url,
-                                                                  headers: HTTPHeaders(headers.map { ($0.key, $0.value) }), body: request.body))
+                                                                  headers: HTTPHeaders(headers.map { ($0.key, $0.value) }), body: request.body,
+                                                                  timeouts: HTTPClient.Timeouts(connect: .seconds(60), total: .seconds(120))))
             }
             let order = try AppPrepayRequest(appID: "wxd678efh567hg6787", mchID: "1900000109", description: "课程", outTradeNo: "cli0000001",
                                              notifyURL: "http://127.0.0.1:1/notify", total: 100).request()

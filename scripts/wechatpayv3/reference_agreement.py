@@ -62,11 +62,11 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 def control(base, path, body=None):
     request = urllib.request.Request(base + path, data=json.dumps(body or {}).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as answer:
+    with urllib.request.urlopen(request, timeout=120) as answer:
         return json.loads(answer.read())
 
 
-def next_notify(timeout=60):
+def next_notify(timeout=180):
     return Receiver.received.get(timeout=timeout)
 
 
@@ -81,7 +81,7 @@ def main():
                       private_key=open(config["merchant_key"], encoding="utf-8").read(),
                       cert_serial_no=config["merchant_serial"], appid=config["appid"], apiv3_key=config["apiv3_key"],
                       notify_url=notify_url, public_key=open(config["wechatpay_public_key"], encoding="utf-8").read(),
-                      public_key_id=config["public_key_id"], timeout=(10, 30))
+                      public_key_id=config["public_key_id"], timeout=(60, 120))
     # The gateway URL is an attribute of the client's core: the simulator instead of api.mch.weixin.qq.com.
     wxpay._core._gate_way = base
     number = config["out_trade_no"]
