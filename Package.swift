@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "wxpay-gateway", targets: ["wxpay-gateway"]),
         .executable(name: "wxpay-bench", targets: ["wxpay-bench"]),
         .library(name: "WeChatPay", targets: ["WeChatPay"]),
+        .library(name: "WeChatPayV3", targets: ["WeChatPayV3"]),
         .library(name: "HTTP", targets: ["HTTP"]),
         .library(name: "StorageCore", targets: ["StorageCore"]),
         .library(name: "SQLiteStore", targets: ["SQLiteStore"]),
@@ -56,6 +57,11 @@ let package = Package(
 
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["Crypto", "CLibXML2", "CFlatXML", "CZlib"]),
+        // The WeChat Pay API v3 protocol, pure beside v2: request signatures, verification by
+        // serial (public key or platform certificates), AEAD_AES_256_GCM resources, the JSON
+        // messages, notifies. No sockets, files, clock or randomness inside. (WeChatPay: the advice
+        // the order flows share, and the bill's gzip.)
+        .target(name: "WeChatPayV3", dependencies: ["Crypto", "JSON", "WeChatPay"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (Crypto: reading the client certificate for its start-up check.)
         .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
@@ -82,8 +88,8 @@ let package = Package(
 
         // What both simulators share: scaled time, seeded randomness, the notification scheduler.
         .target(name: "SimulatorKit", dependencies: ["HTTP"]),
-        // A faithful fake of WeChat Pay's v2 API, for demo mode and every end-to-end test.
-        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "HTTP", "SimulatorKit"]),
+        // A faithful fake of WeChat Pay's v2 and v3 APIs, for demo mode and every end-to-end test.
+        .target(name: "WeChatPaySimulator", dependencies: ["WeChatPay", "WeChatPayV3", "HTTP", "SimulatorKit", "Crypto", "JSON"]),
 
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
@@ -104,6 +110,8 @@ let package = Package(
             "AppStore", "AppStoreSimulator", "JSON",
             // The metrics benchmark: a handle's increment against the string path it replaced.
             "Observability",
+            // The v3 benchmark: RSA, AES-GCM and whole notifies against openssl speed.
+            "WeChatPayV3",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -127,8 +135,10 @@ let package = Package(
         .target(name: "SimulatorHarnessSupport", path: "Tests/SimulatorHarnessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
-            "SimulatorHarnessSupport",
+            "SimulatorHarnessSupport", "WeChatPayV3", "Crypto", "JSON", "ChildProcessSupport",
         ]),
+        // The v3 protocol core against vectors made by the openssl tool and Python's cryptography.
+        .testTarget(name: "WeChatPayV3Tests", dependencies: ["WeChatPayV3", "WeChatPay", "Crypto", "JSON", "ChildProcessSupport"]),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
@@ -160,7 +170,7 @@ let package = Package(
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
             "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
-            "Crypto",
+            "Crypto", "WeChatPayV3",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

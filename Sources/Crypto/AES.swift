@@ -33,7 +33,7 @@ public enum AES256GCM {
     /// The ciphertext followed by its tag.
     public static func encrypt(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8],
                                associatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
-        try CipherRun(cipher: EVP_aes_256_gcm(), key: key, encrypt: true)
+        try CipherRun(cipher: FetchedCipher.aes256GCM, key: key, encrypt: true)
             .gcm(plaintext, nonce: nonce, associatedData: associatedData, tag: nil)
     }
 
@@ -44,7 +44,7 @@ public enum AES256GCM {
                                associatedData: [UInt8] = []) throws(CryptoError) -> [UInt8] {
         guard sealed.count >= tagByteCount else { throw .decryptionFailed }
         let tag = Array(sealed.suffix(tagByteCount))
-        return try CipherRun(cipher: EVP_aes_256_gcm(), key: key, encrypt: false)
+        return try CipherRun(cipher: FetchedCipher.aes256GCM, key: key, encrypt: false)
             .gcm(Array(sealed.dropLast(tagByteCount)), nonce: nonce, associatedData: associatedData, tag: tag)
     }
 }

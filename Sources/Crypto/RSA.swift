@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+internal import CCrypto
 
 /// An RSA private key of at least 2048 bits that signs with SHA256withRSA (RSASSA-PKCS1-v1_5 with
 /// SHA-256), as WeChat Pay API v3 requires of a merchant's requests (`apiclient_key.pem`).
@@ -64,9 +65,17 @@ public struct RSAPublicKey: Sendable {
         self.key = key
     }
 
-    /// Whether `signature` is the SHA256withRSA signature of `message` under this key.
+    /// Whether `signature` is the SHA256withRSA signature of `message` under this key (through
+    /// the RSA fast path: every v3 answer and notify is verified here).
     public func isValidSignature(_ signature: some Sequence<UInt8>, for message: some Sequence<UInt8>) -> Bool {
-        key.isValidSignature(signature, for: message, digest: .sha256)
+        let signature = Array(signature), message = Array(message)
+        guard !signature.isEmpty else { return false }
+        return signature.withUnsafeBufferPointer { sig in
+            message.withUnsafeBytes { input in
+                wxpay_rsa_sha256_verify(key.pointer, input.baseAddress ?? UnsafeRawPointer(sig.baseAddress!), input.count,
+                                        sig.baseAddress!, sig.count) == 1
+            }
+        }
     }
 
     /// Whether `privateKey` is this key's private half.

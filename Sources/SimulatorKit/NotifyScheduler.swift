@@ -7,6 +7,16 @@ public protocol NotifySender: Sendable {
     /// Posts `body` to `url`; returns the reply body of a 2xx answer, or nil when the merchant could
     /// not be reached, did not answer within `timeout` seconds, or answered with another status.
     func post(_ body: [UInt8], to url: String, timeout: TimeInterval) async -> [UInt8]?
+
+    /// Posts `body` with `headers` besides the sender's own (WeChat Pay v3 signs every notify in
+    /// its `Wechatpay-*` headers). Senders that cannot carry headers post the body alone.
+    func post(_ body: [UInt8], headers: [String: String], to url: String, timeout: TimeInterval) async -> [UInt8]?
+}
+
+extension NotifySender {
+    public func post(_ body: [UInt8], headers: [String: String], to url: String, timeout: TimeInterval) async -> [UInt8]? {
+        await post(body, to: url, timeout: timeout)
+    }
 }
 
 /// One delivery attempt, as the merchant would have seen it.
@@ -68,6 +78,7 @@ public final class NotifyScheduler: Sendable {
     private let retryIntervals: [TimeInterval]
     private let timeout: TimeInterval
     private let acknowledges: @Sendable ([UInt8]) -> Bool
+    private let headers: (@Sendable ([UInt8]) -> [String: String])?
     private let state: Mutex<State>
     static let historyLimit = 200_000
     static let maximumInFlight = 256
@@ -76,12 +87,16 @@ public final class NotifyScheduler: Sendable {
     ///   - retryIntervals: the waits after each failed attempt; after the last one the notify is abandoned.
     ///   - timeout: how long one attempt waits for the merchant.
     ///   - acknowledges: whether the body of a 2xx answer acknowledges the notify.
+    ///   - headers: the headers of one attempt at a body, made afresh for each attempt (a v3
+    ///     notify is signed when it is sent, so a retry a day later carries a fresh timestamp).
     public init(clock: any SimulatorClock, sender: any NotifySender, retryIntervals: [TimeInterval], timeout: TimeInterval,
-                seed: UInt64 = 0x5EED, acknowledges: @escaping @Sendable ([UInt8]) -> Bool) {
+                seed: UInt64 = 0x5EED, headers: (@Sendable ([UInt8]) -> [String: String])? = nil,
+                acknowledges: @escaping @Sendable ([UInt8]) -> Bool) {
         self.clock = clock
         self.sender = sender
         self.retryIntervals = retryIntervals
         self.timeout = timeout
+        self.headers = headers
         self.acknowledges = acknowledges
         state = Mutex(State(random: SeededRandom(seed: seed)))
     }
@@ -155,8 +170,14 @@ public final class NotifyScheduler: Sendable {
             acknowledged = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<copies {
                     group.addTask {
-                        guard let reply = await self.sender.post(delivery.body, to: delivery.url, timeout: self.timeout)
-                        else { return false }
+                        let sent: [UInt8]?
+                        if let headers = self.headers {
+                            sent = await self.sender.post(delivery.body, headers: headers(delivery.body), to: delivery.url,
+                                                          timeout: self.timeout)
+                        } else {
+                            sent = await self.sender.post(delivery.body, to: delivery.url, timeout: self.timeout)
+                        }
+                        guard let reply = sent else { return false }
                         return self.acknowledges(reply)
                     }
                 }

@@ -31,12 +31,15 @@ public struct EndpointFaults: Codable, Sendable, Hashable {
     /// naming an `out_trade_no` get the other order's number): what a proxy or a connection pool
     /// that mixes up answers produces. Only answers that name an order can carry it.
     public var otherOrderRate: Double = 0
+    /// v3 only: sign the answer with a timestamp ten minutes old (the caller must refuse it).
+    public var staleTimestampRate: Double = 0
 
     public init(
         systemErrorRate: Double = 0, http5xxRate: Double = 0, truncatedRate: Double = 0, nonUTF8Rate: Double = 0,
         badSignatureRate: Double = 0, missingSignatureRate: Double = 0, resetRate: Double = 0, latency: Double = 0,
-        timeoutRate: Double = 0, timeoutSeconds: Double = 15, otherOrderRate: Double = 0
+        timeoutRate: Double = 0, timeoutSeconds: Double = 15, otherOrderRate: Double = 0, staleTimestampRate: Double = 0
     ) {
+        self.staleTimestampRate = staleTimestampRate
         self.systemErrorRate = systemErrorRate
         self.http5xxRate = http5xxRate
         self.truncatedRate = truncatedRate
@@ -53,14 +56,18 @@ public struct EndpointFaults: Codable, Sendable, Hashable {
     var isEmpty: Bool { self == EndpointFaults() }
 }
 
-/// Every fault the simulator injects. Endpoint keys are API paths (`/pay/unifiedorder`) or `*` for all.
+/// Every fault the simulator injects. Endpoint keys are API paths (`/pay/unifiedorder`), v3 route
+/// templates (`/v3/pay/transactions/out-trade-no/{id}`) or `*` for all.
 public struct FaultPlan: Codable, Sendable, Hashable {
     public var endpoints: [String: EndpointFaults] = [:]
     public var notify = NotifyFaults()
+    /// The signatures of v3 notifies (probes, stale timestamps, bad signatures, unknown serials).
+    public var v3Notify = V3NotifyFaults()
 
-    public init(endpoints: [String: EndpointFaults] = [:], notify: NotifyFaults = NotifyFaults()) {
+    public init(endpoints: [String: EndpointFaults] = [:], notify: NotifyFaults = NotifyFaults(), v3Notify: V3NotifyFaults = V3NotifyFaults()) {
         self.endpoints = endpoints
         self.notify = notify
+        self.v3Notify = v3Notify
     }
 
     func faults(for path: String) -> EndpointFaults {
@@ -73,7 +80,7 @@ public struct FaultPlan: Codable, Sendable, Hashable {
 extension EndpointFaults {
     private enum CodingKeys: String, CodingKey {
         case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
-             resetRate, latency, timeoutRate, timeoutSeconds, otherOrderRate
+             resetRate, latency, timeoutRate, timeoutSeconds, otherOrderRate, staleTimestampRate
     }
 
     public init(from decoder: any Decoder) throws {
@@ -89,16 +96,18 @@ extension EndpointFaults {
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
             timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
             timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 15,
-            otherOrderRate: try c.decodeIfPresent(Double.self, forKey: .otherOrderRate) ?? 0)
+            otherOrderRate: try c.decodeIfPresent(Double.self, forKey: .otherOrderRate) ?? 0,
+            staleTimestampRate: try c.decodeIfPresent(Double.self, forKey: .staleTimestampRate) ?? 0)
     }
 }
 
 extension FaultPlan {
-    private enum CodingKeys: String, CodingKey { case endpoints, notify }
+    private enum CodingKeys: String, CodingKey { case endpoints, notify, v3Notify }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: EndpointFaults].self, forKey: .endpoints) ?? [:],
-                  notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults())
+                  notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),
+                  v3Notify: try c.decodeIfPresent(V3NotifyFaults.self, forKey: .v3Notify) ?? V3NotifyFaults())
     }
 }

@@ -83,6 +83,17 @@ struct OrderBook: Sendable {
         refundRequests[number]!.parameterSets.insert(parameters)
     }
 
+    /// Records an accepted refund of `order` (v2's and v3's alike): the order moves to REFUND, the
+    /// refund is found by its numbers, and completes by itself after `completionDelay` if one is set.
+    mutating func record(_ refund: SimulatedRefund, of order: inout SimulatedOrder, completionDelay: TimeInterval?) {
+        order.refunds.append(refund)
+        order.state = .refund
+        orders[order.outTradeNo] = order
+        refundOwner[refund.outRefundNo] = order.outTradeNo
+        byRefundID[refund.refundID] = refund.outRefundNo
+        if let completionDelay { refundsDue.append((refund.outRefundNo, refund.requestedAt + completionDelay)) }
+    }
+
     mutating func newRefundID() -> String {
         "50300" + random.digits(24)
     }

@@ -30,9 +30,15 @@ struct SimulatedOrder: Sendable {
     var openid: String?
     var closedAt: Date?
     var refunds: [SimulatedRefund] = []
+    /// The API the order was created with; its notifies speak the same.
+    var apiVersion: SimulatedAPIVersion = .v2
 
     var isPaid: Bool { state == .success || state == .refund }
     var refundedTotal: Int { refunds.filter { $0.status != .closed }.reduce(0) { $0 + $1.refundFee } }
+}
+
+enum SimulatedAPIVersion: String, Sendable {
+    case v2, v3
 }
 
 /// One refund of an order.

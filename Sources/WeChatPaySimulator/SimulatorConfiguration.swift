@@ -30,6 +30,8 @@ public struct SimulatorConfiguration: Sendable {
     /// side answering), with its refund notify; nil (the default) leaves every refund PROCESSING
     /// until the control panel completes it.
     public var refundCompletionDelay: TimeInterval?
+    /// API v3 (keys, mode); nil answers every v3 request 404 as for a merchant without v3.
+    public var v3: V3SimulatorConfiguration?
 
     public static let wechatNotifyRetryIntervals: [TimeInterval] = [
         15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 10800, 21600, 21600,
@@ -46,8 +48,10 @@ public struct SimulatorConfiguration: Sendable {
         maximumRefundsPerOrder: Int = 50,
         notifyCarriesSignTypeForHMAC: Bool = false,
         notifyTimeout: TimeInterval = 5,
-        refundCompletionDelay: TimeInterval? = nil
+        refundCompletionDelay: TimeInterval? = nil,
+        v3: V3SimulatorConfiguration? = nil
     ) {
+        self.v3 = v3
         self.appID = appID
         self.mchID = mchID
         self.key = key

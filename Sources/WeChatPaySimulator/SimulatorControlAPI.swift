@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+import Crypto
 import Foundation
+import WeChatPayV3
 
 /// The control panel: what happens outside the merchant's servers, as JSON over HTTP.
 ///
@@ -15,6 +17,9 @@ import Foundation
 /// | GET | /simulator/notifies | every notify attempt |
 /// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
 /// | GET | /simulator/refundrequests | per out_refund_no: refund requests received and distinct parameter sets |
+/// | POST | /simulator/v3/rotate | v3: issues a new platform certificate, which signs from now on (the old one stays) |
+/// | PUT | /simulator/v3/notify-serial | v3: which key signs notifies (body: `{"serial":"PUB_KEY_ID_…"}` or a certificate's serial) |
+/// | GET | /simulator/v3/certificates | v3: the platform certificates (PEM) and the serial notifies are signed with |
 public struct SimulatorControlAPI: Sendable {
     public let simulator: WeChatPaySimulator
 
@@ -75,10 +80,28 @@ public struct SimulatorControlAPI: Sendable {
                                   at: ISO8601DateFormatter().string(from: $0.at), acknowledged: $0.acknowledged,
                                   dropped: $0.dropped, copies: $0.copies)
             })
+        case ("POST", 2, "v3", "rotate"):
+            guard let v3 = simulator.v3, v3.configuration.platformCertificates else {
+                return error(409, "no_platform_certificates", "this simulator serves no platform certificates")
+            }
+            return ok(["serial": v3.rotate(now: simulator.clock.now())])
+        case ("PUT", 2, "v3", "notify-serial"):
+            guard let v3 = simulator.v3 else { return error(409, "no_v3", "this simulator does not speak v3") }
+            guard let serial = (try? JSONDecoder().decode([String: String].self, from: Data(body)))?["serial"],
+                  v3.setNotifySerial(serial) else {
+                return error(400, "invalid_request", "serial must name the public key or a platform certificate")
+            }
+            return ok(["serial": serial])
+        case ("GET", 2, "v3", "certificates"):
+            guard let v3 = simulator.v3 else { return error(409, "no_v3", "this simulator does not speak v3") }
+            return ok(V3CertificatesJSON(certificates: v3.platformCertificates.map { ["serial": $0.serialNumber, "pem": $0.certificate.pem] },
+                                         notifySerial: v3.notifySerial))
         default:
             return error(404, "not_found", "no such control route")
         }
     }
+
+    private struct V3CertificatesJSON: Encodable { var certificates: [[String: String]]; var notifySerial: String? }
 
     private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
     private struct RefundBody: Decodable { var status: String? }

@@ -13,12 +13,19 @@ public struct SimulatorRequest: Sendable {
     /// WeChat's front end refuses a merchant certificate it does not trust (a refundquery made with
     /// the certificate, as older SDKs do, is how `wxpay-gateway doctor` checks it).
     public var clientCertificateRejected = false
+    /// The request's headers (v3: Authorization, Wechatpay-Serial, Host).
+    public var headers: [String: String]
+    /// The query as sent, without `?` (v3 signs it with the path).
+    public var query: String
 
-    public init(method: String = "POST", path: String, body: [UInt8], clientCertificateVerified: Bool = false) {
+    public init(method: String = "POST", path: String, body: [UInt8], clientCertificateVerified: Bool = false,
+                headers: [String: String] = [:], query: String = "") {
         self.method = method
         self.path = path
         self.body = body
         self.clientCertificateVerified = clientCertificateVerified
+        self.headers = headers
+        self.query = query
     }
 }
 
@@ -34,9 +41,12 @@ public struct SimulatorResponse: Sendable {
     /// Close the connection without answering after `delay` seconds, by which time the caller
     /// should have given up (an injected timeout); an in-process caller gets a timeout error.
     public var timesOut: Bool
+    /// Headers besides Content-Type (v3's `Wechatpay-*` signature headers).
+    public var headers: [String: String]
 
     public init(status: Int = 200, body: [UInt8], contentType: String = "text/xml; charset=utf-8",
-                delay: Double = 0, resetConnection: Bool = false, timesOut: Bool = false) {
+                delay: Double = 0, resetConnection: Bool = false, timesOut: Bool = false, headers: [String: String] = [:]) {
+        self.headers = headers
         self.status = status
         self.body = body
         self.contentType = contentType

@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import WeChatPay
+import WeChatPayV3
 
 /// Puts the simulator on an HTTP router: WeChat's API paths (production and sandbox) and the
 /// control panel under `/simulator/`. `wxpay-gateway simulate` serves both; the gateway's demo mode
@@ -36,6 +37,29 @@ public enum SimulatorRoutes {
         }
     }
 
+    /// The v3 endpoints (see `WeChatPaySimulator+V3.swift`): headers and the query pass through,
+    /// and the answer's signature headers come back.
+    public static func registerV3API(_ simulator: WeChatPaySimulator, in router: inout HTTPRouter) {
+        for (method, template) in WeChatPaySimulator.v3Routes {
+            let httpMethod: HTTPMethod = method == "GET" ? .get : .post
+            router.add(httpMethod, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in
+                var headers: [String: String] = [:]
+                for field in request.headers { headers[field.name] = field.value }
+                // The query as the client wrote it: the server hands it over decoded, so it is
+                // written again in the same order with the same escaping rules v3 clients use.
+                let query = request.query.map { V3URLComponent.encode($0.name) + "=" + V3URLComponent.encode($0.value) }
+                    .joined(separator: "&")
+                let incoming = SimulatorRequest(method: method, path: request.path, body: request.body, headers: headers, query: query)
+                let response = simulator.handleV3(incoming, template: template, parameter: request.pathParameters["id"])
+                if response.delay > 0 { try? await Task.sleep(for: .seconds(response.delay)) }
+                if response.resetConnection || response.timesOut { return .connectionAborted }
+                var fields: [(String, String)] = [("Content-Type", response.contentType)]
+                for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) { fields.append((name, value)) }
+                return HTTPServerResponse(status: response.status, headers: HTTPHeaders(fields), body: response.body)
+            }
+        }
+    }
+
     /// The control panel (see `SimulatorControlAPI`).
     public static func registerControl(_ simulator: WeChatPaySimulator, in router: inout HTTPRouter) {
         let control = SimulatorControlAPI(simulator: simulator)
@@ -44,7 +68,8 @@ public enum SimulatorRoutes {
             (.get, "/simulator/orders/{id}"), (.post, "/simulator/refunds/{id}/complete"),
             (.get, "/simulator/faults"), (.put, "/simulator/faults"), (.post, "/simulator/clock/advance"),
             (.get, "/simulator/stats"), (.get, "/simulator/notifies"), (.get, "/simulator/orderqueries"),
-            (.get, "/simulator/refundrequests"),
+            (.get, "/simulator/refundrequests"), (.post, "/simulator/v3/rotate"), (.put, "/simulator/v3/notify-serial"),
+            (.get, "/simulator/v3/certificates"),
         ]
         for (method, template) in routes {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in

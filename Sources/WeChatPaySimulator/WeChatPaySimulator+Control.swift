@@ -2,6 +2,7 @@
 import Foundation
 import Synchronization
 import WeChatPay
+import WeChatPayV3
 
 /// Why a control action (what a user or WeChat does outside the merchant's servers) could not happen.
 public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -31,6 +32,8 @@ public struct SimulatedOrderSnapshot: Sendable, Codable, Hashable {
     public var prepayID: String
     public var transactionID: String?
     public var signType: String
+    /// `v2` or `v3`: the API the order was created with.
+    public var apiVersion: String
     public var refunds: [Refund]
 
     public struct Refund: Sendable, Codable, Hashable {
@@ -50,8 +53,8 @@ extension WeChatPaySimulator {
     public func pay(outTradeNo: String, openid: String? = nil,
                     afterClose: Bool = false) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
         let now = clock.now()
-        let (snapshot, notify) = try withBook(holding: { $0.orders[outTradeNo] != nil }) {
-            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])) in
+        let (snapshot, notify, isV3) = try withBook(holding: { $0.orders[outTradeNo] != nil }) {
+            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8]), Bool) in
             guard var order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
             guard order.state == .notPaid || (afterClose && order.state == .closed) else {
                 throw SimulatorControlError(code: .orderNotPayable)
@@ -64,9 +67,13 @@ extension WeChatPaySimulator {
             book.orders[outTradeNo] = order
             book.byTransactionID[transactionID] = outTradeNo
             book.counters.paymentsMade += 1
-            return (Self.snapshot(order), (order.notifyURL, paymentNotifyBody(order, book: &book)))
+            if order.apiVersion == .v3, let v3 {
+                let body = v3NotifyBody(.payment(v3Transaction(order)), keys: v3, now: now, book: &book)
+                return (Self.snapshot(order), (order.notifyURL, body), true)
+            }
+            return (Self.snapshot(order), (order.notifyURL, paymentNotifyBody(order, book: &book)), false)
         }
-        notifies.enqueue(kind: .payment, reference: outTradeNo, url: notify.0, body: notify.1)
+        (isV3 ? v3Notifies : notifies).enqueue(kind: .payment, reference: outTradeNo, url: notify.0, body: notify.1)
         return snapshot
     }
 
@@ -111,7 +118,7 @@ extension WeChatPaySimulator {
             merged.paymentsMade += sandbox.paymentsMade
             return merged
         }
-        let history = notifies.history
+        let history = notifyHistory
         counters.notifyAttempts = history.count
         counters.notifiesAcknowledged = history.filter(\.acknowledged).count
         counters.notifiesDropped = history.filter(\.dropped).count
@@ -128,21 +135,24 @@ extension WeChatPaySimulator {
     public var orderQueryTimes: [String: [Date]] { books.withLock { $0.production.orderQueryTimes } }
 
     /// Every notify attempt so far.
-    public var notifyHistory: [NotifyAttempt] { notifies.history }
+    public var notifyHistory: [NotifyAttempt] { (notifies.history + v3Notifies.history).sorted { $0.at < $1.at } }
 
-    /// Notifies still waiting for the merchant's SUCCESS.
-    public var pendingNotifies: Int { notifies.pending }
+    /// Notifies still waiting for the merchant's acknowledgement.
+    public var pendingNotifies: Int { notifies.pending + v3Notifies.pending }
 
     /// Replaces the whole fault plan: endpoint faults and notify faults.
     public func apply(_ plan: FaultPlan) {
         setFaults(plan)
         notifies.setFaults(plan.notify)
+        v3Notifies.setFaults(plan.notify)
+        v3?.state.withLock { $0.notifyFaults = plan.v3Notify }
     }
 
     static func snapshot(_ order: SimulatedOrder) -> SimulatedOrderSnapshot {
         SimulatedOrderSnapshot(
             outTradeNo: order.outTradeNo, state: order.state.rawValue, totalFee: order.totalFee,
-            prepayID: order.prepayID, transactionID: order.transactionID, signType: order.signType.rawValue,
+            prepayID: order.prepayID, transactionID: order.transactionID,
+            signType: order.apiVersion == .v3 ? "RSA" : order.signType.rawValue, apiVersion: order.apiVersion.rawValue,
             refunds: order.refunds.map {
                 .init(outRefundNo: $0.outRefundNo, refundID: $0.refundID, refundFee: $0.refundFee, status: $0.status.rawValue)
             })
@@ -172,11 +182,13 @@ extension WeChatPaySimulator {
         -> SimulatedOrderSnapshot
     {
         let now = clock.now()
-        guard let finalStatus = SimulatedRefund.Status(rawValue: status), finalStatus != .processing else {
+        // v3's names are taken too: CLOSED is v2's REFUNDCLOSE, ABNORMAL v2's CHANGE.
+        let named = ["CLOSED": "REFUNDCLOSE", "ABNORMAL": "CHANGE"][status] ?? status
+        guard let finalStatus = SimulatedRefund.Status(rawValue: named), finalStatus != .processing else {
             throw SimulatorControlError(code: .refundNotProcessing)
         }
-        let (snapshot, notify) = try withBook(holding: { $0.refundOwner[outRefundNo] != nil }) {
-            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?) in
+        let (snapshot, notify, isV3) = try withBook(holding: { $0.refundOwner[outRefundNo] != nil }) {
+            book throws(SimulatorControlError) -> (SimulatedOrderSnapshot, (String, [UInt8])?, Bool) in
             guard let owner = book.refundOwner[outRefundNo], var order = book.orders[owner],
                   let index = order.refunds.firstIndex(where: { $0.outRefundNo == outRefundNo }) else {
                 throw SimulatorControlError(code: .refundNotFound)
@@ -186,10 +198,20 @@ extension WeChatPaySimulator {
             order.refunds[index].completedAt = now
             book.orders[owner] = order
             let refund = order.refunds[index]
+            if order.apiVersion == .v3, let v3 {
+                let notice = V3RefundNotice(
+                    mchID: configuration.mchID, transactionID: order.transactionID ?? "", outTradeNo: order.outTradeNo,
+                    refundID: refund.refundID, outRefundNo: refund.outRefundNo, refundStatus: Self.v3Status(refund.status),
+                    successTime: refund.status == .success ? RFC3339.format(now) : nil,
+                    userReceivedAccount: Self.refundReceivingAccount, total: order.totalFee, refund: refund.refundFee,
+                    payerTotal: order.totalFee, payerRefund: refund.refundFee)
+                let notify = refund.notifyURL.map { ($0, v3NotifyBody(.refund(notice), keys: v3, now: now, book: &book)) }
+                return (Self.snapshot(order), notify, true)
+            }
             let notify = refund.notifyURL.map { ($0, refundNotifyBody(refund, order: order, book: &book)) }
-            return (Self.snapshot(order), notify)
+            return (Self.snapshot(order), notify, false)
         }
-        if let notify { notifies.enqueue(kind: .refund, reference: outRefundNo, url: notify.0, body: notify.1) }
+        if let notify { (isV3 ? v3Notifies : notifies).enqueue(kind: .refund, reference: outRefundNo, url: notify.0, body: notify.1) }
         return snapshot
     }
 }

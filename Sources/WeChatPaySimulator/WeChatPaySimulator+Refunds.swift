@@ -25,12 +25,7 @@ extension WeChatPaySimulator {
             outRefundNo: request.outRefundNo, refundID: book.newRefundID(), outTradeNo: order.outTradeNo,
             totalFee: request.totalFee, refundFee: request.refundFee, refundDesc: request.refundDescription,
             refundAccount: request.refundAccount ?? .unsettledFunds, notifyURL: request.notifyURL, requestedAt: now, status: .processing)
-        order.refunds.append(refund)
-        order.state = .refund
-        book.orders[order.outTradeNo] = order
-        book.refundOwner[request.outRefundNo] = order.outTradeNo
-        book.byRefundID[refund.refundID] = request.outRefundNo
-        if let delay = configuration.refundCompletionDelay { book.refundsDue.append((request.outRefundNo, now + delay)) }
+        book.record(refund, of: &order, completionDelay: configuration.refundCompletionDelay)
         return refundReply(refund, order: order)
     }
 

@@ -17,6 +17,10 @@ public final class WeChatPaySimulator: Sendable {
     let signer: Signer
     let books: Mutex<Books>
     let notifies: NotifyScheduler
+    /// v3's side (nil without a v3 configuration) and its notifies: any 2xx acknowledges one, and
+    /// each attempt is signed as it is sent.
+    let v3: V3SimulatorKeys?
+    let v3Notifies: NotifyScheduler
 
     /// - Parameters:
     ///   - configuration: the merchant the simulator serves, and its limits.
@@ -34,6 +38,12 @@ public final class WeChatPaySimulator: Sendable {
                                    timeout: configuration.notifyTimeout) { reply in
             (try? FlatXML.decode(reply))?["return_code"] == "SUCCESS"
         }
+        let v3 = configuration.v3.map { V3SimulatorKeys(configuration: $0, seed: configuration.seed, now: clock.now()) }
+        self.v3 = v3
+        v3Notifies = NotifyScheduler(clock: clock, sender: notifySender, retryIntervals: configuration.notifyRetryIntervals,
+                                     timeout: configuration.notifyTimeout, seed: 0x5EED ^ 0x76_33,
+                                     headers: { body in v3?.notifyHeaders(for: body, now: Date()) ?? [:] },
+                                     acknowledges: { _ in true })
     }
 
     /// Starts delivering notifies (and completing refunds, with `refundCompletionDelay`). Runs
@@ -41,6 +51,7 @@ public final class WeChatPaySimulator: Sendable {
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.notifies.run() }
+            if v3 != nil { group.addTask { await self.v3Notifies.run() } }
             if configuration.refundCompletionDelay != nil {
                 group.addTask { await self.completeRefundsWhenDue() }
             }

@@ -11,6 +11,7 @@ let commands: [BenchmarkCommand] = [
     NotifyVerifyBenchmark.command,
     JWSBenchmark.command,
     MetricsBenchmark.command,
+    V3Benchmark.command,
     BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
                      arguments: NotifyBenchmark.run),
     BenchmarkCommand(name: "client-pipeline", summary: "sign/encode/decode/verify cost of one WeChat call, no network",

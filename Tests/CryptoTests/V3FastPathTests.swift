@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+import Crypto
+import Testing
+
+/// The fast paths WeChat Pay v3 verifies and decrypts through agree with the general ones.
+struct V3FastPathTests {
+    @Test("the RSA fast path accepts exactly what EVP_DigestVerify accepts: valid, tampered, short, empty, another key's")
+    func rsaFastPathAgreesWithEVP() throws {
+        let key = RSAPrivateKey.generate()
+        let other = RSAPrivateKey.generate()
+        let message = Array("1554208460\n593BEC0C930BF1AFEB40B4A08C8FB242\n{\"prepay_id\":\"wx1\"}\n".utf8)
+        let good = key.signature(for: message)
+        var tampered = good
+        tampered[10] ^= 0x40
+        for (signature, valid) in [(good, true), (tampered, false), (Array(good.prefix(255)), false), ([], false),
+                                   (other.signature(for: message), false), (good + [0], false)] {
+            #expect(key.publicKey.isValidSignature(signature, for: message) == valid)
+            #expect(key.publicKey.key.isValidSignature(signature, for: message, digest: .sha256) == valid)
+        }
+        #expect(!key.publicKey.isValidSignature(good, for: message + [0x0A]))
+    }
+
+    @Test("an expanded AES-256-GCM key seals and opens as AES256GCM does, and refuses what it refuses")
+    func gcmKeyAgreesWithOneShot() throws {
+        let keyBytes = Array("a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb".utf8)
+        let key = try AES256GCMKey(keyBytes)
+        let nonce = Array("fdasflkja484".utf8)
+        for plaintext in [[], Array("x".utf8), (0..<1500).map { UInt8(truncatingIfNeeded: $0) }] {
+            for aad in [[], Array("transaction".utf8)] {
+                let sealed = try key.seal(plaintext, nonce: nonce, associatedData: aad)
+                #expect(sealed == (try AES256GCM.encrypt(plaintext, key: keyBytes, nonce: nonce, associatedData: aad)))
+                #expect(try key.open(sealed, nonce: nonce, associatedData: aad) == plaintext)
+                var broken = sealed
+                broken[broken.count - 1] ^= 1
+                #expect(throws: CryptoError.decryptionFailed) { try key.open(broken, nonce: nonce, associatedData: aad) }
+                #expect(throws: CryptoError.decryptionFailed) { try key.open(sealed, nonce: nonce, associatedData: aad + [1]) }
+            }
+        }
+        // Another nonce length than 12 bytes, as GCM allows.
+        let long = Array("a sixteen-byte n".utf8)
+        let sealed = try key.seal(Array("p".utf8), nonce: long)
+        #expect(sealed == (try AES256GCM.encrypt(Array("p".utf8), key: keyBytes, nonce: long)))
+        #expect(throws: CryptoError.decryptionFailed) { try key.open(Array(sealed.prefix(15)), nonce: nonce) }
+        #expect(throws: CryptoError.self) { try AES256GCMKey(Array(keyBytes.prefix(31))) }
+    }
+}
