@@ -155,6 +155,19 @@ import Testing
         }
     }
 
+    @Test("A bare CR inside a header value, which a proxy may take as a line end, is answered 400 before any handler runs",
+          arguments: ["X-A: 1\rContent-Length: 5", "X-A: 1\rTransfer-Encoding: chunked"])
+    func aBareCRInAValueIs400(field: String) async throws {
+        let seen = Seen()
+        try await withServer(Self.router(seen)) { _, address in
+            let (response, closed) = try await Self.exchange(
+                address, "POST /upload HTTP/1.1\r\nHost: x\r\n\(field)\r\nContent-Length: 5\r\n\r\nhello" + Self.smuggled)
+            #expect(response?.status == 400, "\(field)")
+            #expect(closed)
+            #expect(seen.all.isEmpty, "\(seen.all)")
+        }
+    }
+
     @Test("A second Host or Authorization field is answered 400 before any handler runs",
           arguments: ["Host: y", "Authorization: Bearer a\r\nAuthorization: Bearer b"])
     func aRepeatedSingletonFieldIs400(fields: String) async throws {

@@ -22,8 +22,12 @@ enum HTTPRequestFraming {
     /// names it twice, has no determinable length (400); a known-length list with another coding
     /// before `chunked` is one this server does not implement (501, RFC 9112 §6.1).
     static func refusal(version: String, contentLengths: [String], transferEncodings: [String],
-                        whitespaceInAName: Bool = false, hosts: Int = 1, authorizations: Int = 0) -> HTTPServerResponse? {
+                        whitespaceInAName: Bool = false, hosts: Int = 1, authorizations: Int = 0,
+                        lineBreakInAValue: Bool = false) -> HTTPServerResponse? {
         if whitespaceInAName { return refused(400, "bad request: whitespace in a header name, or a folded (obs-fold) field") }
+        // A bare CR inside a value is a line end to some proxies (RFC 9112 §2.2: invalid, or read as
+        // SP): `X-A: 1<CR>Content-Length: 5` would be a second Content-Length there and none here.
+        if lineBreakInAValue { return refused(400, "bad request: a CR or LF inside a header value") }
         // A field that must be single, sent twice, is read one way here and another by a proxy that
         // keeps the last one (RFC 9112 §3.2 for Host; Authorization names one set of credentials).
         if hosts > 1 { return refused(400, "bad request: more than one Host") }

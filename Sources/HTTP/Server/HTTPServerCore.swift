@@ -115,7 +115,7 @@ final class HTTPServerCore: Sendable {
         return HTTPRequestFraming.refusal(
             version: version.map { String(cString: $0) } ?? "", contentLengths: fields.contentLengths,
             transferEncodings: fields.transferEncodings, whitespaceInAName: fields.whitespaceInAName || fields.foldedFraming, hosts: fields.hosts,
-            authorizations: fields.authorizations)
+            authorizations: fields.authorizations, lineBreakInAValue: fields.lineBreakInAValue)
     }
 
     /// Whether the request announces a body (RFC 9112 §6.3: only these two headers can).
@@ -372,11 +372,14 @@ private struct FramingFields {
     var foldedFraming = false
     var hosts = 0
     var authorizations = 0
+    /// A CR or LF kept inside a field's value: a bare CR libmicrohttpd did not take as a line end.
+    var lineBreakInAValue = false
 
     static let collect: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let fields = cls.assumingMemoryBound(to: FramingFields.self)
         if strpbrk(key, " \t") != nil { fields.pointee.whitespaceInAName = true }
+        if let value, strpbrk(value, "\r\n") != nil { fields.pointee.lineBreakInAValue = true }
         // libmicrohttpd 0.9.75 unfolds an obs-fold continuation into the field's name
         // (`Transfer-Encoding:` CRLF SP `chunked` becomes a field `Transfer-Encodingchunked`).
         if strncasecmp(key, "Transfer-Encoding", 17) == 0 && key[17] != 0
