@@ -188,6 +188,18 @@ struct ConfigurationTests {
         #expect(GatewayConfiguration.warnings(for: Environment(Self.production)).isEmpty)
     }
 
+    @Test("With the Server API key but no receipt root, start-up warns that a token-less StoreKit 1 purchase cannot be credited from its receipt")
+    func aServerAPIKeyWithoutAReceiptRootIsWarnedAbout() {
+        var env = Self.production
+        env["APPSTORE_PRIVATE_KEY_FILE"] = "/etc/wxpay-gateway/SubscriptionKey.p8"
+        let warnings = GatewayConfiguration.warnings(for: Environment(env))
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.hasPrefix("APPSTORE_RECEIPT_ROOT_CA_FILE is not set") == true)
+        #expect(warnings.first?.contains("/etc/wxpay-gateway") == false)
+        env["APPSTORE_RECEIPT_ROOT_CA_FILE"] = "/etc/wxpay-gateway/AppleIncRootCertificate.cer"
+        #expect(GatewayConfiguration.warnings(for: Environment(env)).isEmpty)
+    }
+
     #if !GATEWAY_FAULT_INJECTION
     @Test func aNormalBuildHasNoCrashHookIgnoresGATEWAY_CRASH_POINTAndWarnsOnce() throws {
         #expect(!CrashPoint.isCompiledIn)

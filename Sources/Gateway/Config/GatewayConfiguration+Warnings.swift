@@ -15,6 +15,14 @@ extension GatewayConfiguration {
             warnings.append("GATEWAY_CRASH_POINT is set but ignored: the crash hook exists only in builds made with "
                             + "-DGATEWAY_FAULT_INJECTION (the reliability battery's), not in this one")
         }
+        // Not refused (a gateway taking StoreKit 2 reports only needs no receipt root), but said: a
+        // StoreKit 1 purchase without a token is then credited by nothing its owner can send.
+        if environment.get("APPSTORE_PRIVATE_KEY_FILE") != nil && environment.get("APPSTORE_RECEIPT_ROOT_CA_FILE") == nil {
+            warnings.append("APPSTORE_RECEIPT_ROOT_CA_FILE is not set: StoreKit 1 receipts are read without verifying them, "
+                            + "so a purchase made without an appAccountToken (an interrupted purchase, an app without "
+                            + "applicationUsername) is not credited from its owner's receipt; set it to Apple Root CA "
+                            + "(AppleIncRootCertificate.cer)")
+        }
         return warnings
     }
 
