@@ -94,13 +94,14 @@ let package = Package(
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
         .target(name: "Gateway", dependencies: [
-            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability",
+            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
         ], resources: [.embedInCode("API/openapi.json")]),
 
         .executableTarget(name: "wxpay-gateway", dependencies: [
             "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
             "WeChatPayHTTPTransport",
             "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
+            "Lifecycle",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "Crypto", "CLibXML2",

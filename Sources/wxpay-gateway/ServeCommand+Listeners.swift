@@ -66,11 +66,10 @@ struct Listeners {
         }
     }
 
-    /// Stops both: new connections refused at once, requests in flight given `gracePeriod`.
-    func shutdown(gracePeriod: Duration) async {
-        async let publicStopped: Void = server.shutdown(gracePeriod: gracePeriod)
-        await admin?.shutdown(gracePeriod: gracePeriod)
-        await publicStopped
+    /// Both addresses as one service: at its turn to stop, new connections are refused at once and
+    /// requests in flight (a held wait is at most 30 s) are given 10 s.
+    var serving: Serving {
+        Serving(description: "listeners", servers: [server] + (admin.map { [$0] } ?? []), gracePeriod: .seconds(10))
     }
 
     /// Which address could not be served, and why.

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import Glibc
 import HTTP
+import Lifecycle
 import Observability
 import StorageCore
 import WeChatPay
@@ -61,7 +62,7 @@ enum ServeCommand {
                                    logger: logger)
         // Refunds (ServeCommand+Refunds.swift): the routes answer 503 while the mode is off.
         let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
-        announceRefunds(refunds.mode, metrics: metrics, logger: logger)
+        let certificateWatch = announceRefunds(refunds.mode, metrics: metrics, logger: logger)
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {
@@ -121,58 +122,57 @@ enum ServeCommand {
             refunds.useNotifyURL("\(base)/wechat/refund-notify")
             appStore?.listening(at: base)
         }
+        service.addReloadHooks(to: reloads)
+        // Started in this order, stopped in the reverse: the simulators stop sending, the listeners
+        // drain, then the background work finishes its call in hand, all before the store closes.
+        // The group traps SIGTERM and SIGINT, and `ReloadOnHangUp` SIGHUP, before the banner.
+        var services: [any Service] = certificateWatch.map { [$0] } ?? []
+        services += background(configuration, service: service, store: store, client: client, metrics: metrics,
+                               logger: logger)
+        if let iap = appStore?.iap, iap.clients.serverAPI != nil { services.append(DailyAppStoreRefundCheck(iap: iap)) }
+        services.append(ReloadOnHangUp(reloads))
+        services.append(listeners.serving)
+        if let simulator { services.append(BackgroundLoop(description: "WeChat Pay simulator's notifies") { await simulator.run() }) }
+        if let simulator = appStore?.simulator {
+            services.append(BackgroundLoop(description: "App Store simulator's notifications") { await simulator.run() })
+        }
+        let group = ServiceGroup(services: services, logger: logger)
+
         let adminLine = listeners.admin == nil ? "" : "admin (metrics, health, console) on \(listeners.adminBase)\n"
         FileHandle.standardOutput.write(Data((banner(configuration, base: base) + adminLine
                                               + consoleBanner.line(base: listeners.adminBase)).utf8))
         logger.notice("listening", ["address": base, "admin": listeners.adminBase, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
-
-        let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
-        let appStoreNotifyLoop = appStore?.simulator.map { simulator in Task { await simulator.run() } }
-        service.addReloadHooks(to: reloads)
-        Signals.onHangUp { Task { await reloads.fire() } }
-        var services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
-                                     logger: logger)
-        if let iap = appStore?.iap, iap.clients.serverAPI != nil {
-            let refundCheck = DailyAppStoreRefundCheck(iap: iap)
-            services.append(Task { await refundCheck.run() })
+        var status: Int32 = 0
+        do {
+            try await group.run()
+        } catch {
+            // The group logged which service stopped; the rest have stopped too.
+            status = ExitStatus.internal
         }
-        let signal = await Signals.waitForTermination()
-        logger.notice("shutting down", ["signal": String(signal)])
-        notifyLoop?.cancel()
-        appStoreNotifyLoop?.cancel()
-        await listeners.shutdown(gracePeriod: .seconds(10))
-        // The recovery services finish their current call and stop before the store closes.
-        for task in services.reversed() { task.cancel() }
-        for task in services.reversed() { await task.value }
         await wechat?.close()
         await resources.close()
-        return 0
+        return status
     }
 
-    /// The reconciler, the fulfilment dispatcher and the daily bill job, started once the server
-    /// listens; each runs until its task is cancelled.
-    private static func startRecovery(_ configuration: GatewayConfiguration, service: OrderService, store: any OrderStore,
-                                      client: HTTPClient, metrics: MetricsRegistry, logger: Logger) -> [Task<Void, Never>] {
-        var services: [Task<Void, Never>] = []
+    /// What runs behind the listeners: the reconciler, the fulfilment dispatcher and the daily bill
+    /// job, each as configured.
+    private static func background(_ configuration: GatewayConfiguration, service: OrderService, store: any OrderStore,
+                                   client: HTTPClient, metrics: MetricsRegistry, logger: Logger) -> [any Service] {
+        var services: [any Service] = []
         if configuration.reconcileInterval > 0 {
-            let reconciler = Reconciler(service: service)
-            services.append(Task { await reconciler.run() })
+            services.append(Reconciler(service: service))
         } else {
             logger.notice("reconciler off (GATEWAY_RECONCILE_INTERVAL=0)")
         }
         if let webhook = FulfilmentDispatcher.Configuration(configuration.fulfilment) {
-            let dispatcher = FulfilmentDispatcher(
+            services.append(FulfilmentDispatcher(
                 store: store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
-                metrics: metrics, logger: logger)
-            services.append(Task { await dispatcher.run() })
+                metrics: metrics, logger: logger))
         } else {
             logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
         }
-        if configuration.billReconcile {
-            let daily = DailyBillReconciliation(service: service)
-            services.append(Task { await daily.run() })
-        }
+        if configuration.billReconcile { services.append(DailyBillReconciliation(service: service)) }
         return services
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Lifecycle
 
 /// What `simulate` and `simulate-appstore` share: `--name value` options, and serving a simulator
 /// on a port until SIGINT or SIGTERM.
@@ -42,13 +43,24 @@ enum SimulatorServing {
             await client.shutdown()
             return fail("cannot listen: \(error)")
         }
+        // The notify loop stops first, then the server; SIGINT and SIGTERM are trapped from here,
+        // before the banner tells anyone the simulator is up.
+        let group = ServiceGroup(services: [
+            Serving(description: "simulator", servers: [server], gracePeriod: .seconds(5)),
+            BackgroundLoop(description: "notify loop", loop: background),
+        ])
         // Written unbuffered, so a reader sees the first line at once.
         FileHandle.standardOutput.write(Data(banner(address).utf8))
-        let running = Task { await background() }
-        _ = await Signals.waitForTermination()
-        running.cancel()
-        await server.shutdown(gracePeriod: .seconds(5))
+        let status: Int32
+        do {
+            try await group.run()
+            status = 0
+        } catch {
+            // A service ended before it was asked to: nothing a command line can fix.
+            FileHandle.standardError.write(Data("the simulator stopped: \(error)\n".utf8))
+            status = ExitStatus.internal
+        }
         await client.shutdown()
-        return 0
+        return status
     }
 }

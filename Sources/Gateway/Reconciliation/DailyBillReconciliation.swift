@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Lifecycle
 import Observability
 import WeChatPay
 
@@ -7,7 +8,7 @@ import WeChatPay
 /// from about 09:00; WeChat recommends fetching after 10:00). Turned on with
 /// GATEWAY_BILL_RECONCILE=on. Several gateways may each run it: settling is idempotent, and a
 /// report twice is only noise.
-public final class DailyBillReconciliation: Sendable {
+public final class DailyBillReconciliation: Service, CustomStringConvertible {
     /// Minutes after 10:00 the run happens, so instances do not download at the same second.
     private let offset: TimeInterval
     private let reconciler: BillReconciler
@@ -31,8 +32,15 @@ public final class DailyBillReconciliation: Sendable {
         return (at, day)
     }
 
-    /// Runs once a day until the task is cancelled; a failed run is retried after 30 minutes, until noon.
+    public var description: String { "daily bill reconciliation" }
+
+    /// Runs once a day until its graceful shutdown or the task is cancelled; a failed run is
+    /// retried after 30 minutes, until noon.
     public func run() async {
+        await cancelWhenGracefulShutdown { [self] in await reconcileDaily() }
+    }
+
+    private func reconcileDaily() async {
         service.logger.notice("daily bill reconciliation on", ["offset_seconds": String(Int(offset))])
         while !Task.isCancelled {
             let next = Self.nextRun(after: service.now(), offset: offset)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Lifecycle
 import Observability
 import StorageCore
 import Synchronization
@@ -23,9 +24,9 @@ import WeChatPay
 ///
 /// ```swift
 /// let reconciler = Reconciler(service: service)
-/// let task = Task { await reconciler.run() }   // until cancelled
+/// try await ServiceGroup(services: [reconciler]).run()   // until SIGTERM
 /// ```
-public final class Reconciler: Sendable {
+public final class Reconciler: Service, CustomStringConvertible {
     /// How a sweeper paces itself; defaults come from `GatewayConfiguration`.
     public struct Configuration: Sendable, Hashable {
         /// Seconds between sweeps (default 30).
@@ -81,9 +82,16 @@ public final class Reconciler: Sendable {
         instruments = ReconcilerInstruments(service.metrics)
     }
 
-    /// Sweeps every `interval` seconds until the task is cancelled. After a sweep whose calls to
-    /// WeChat mostly failed, the next waits longer (doubling, up to 32 periods).
+    public var description: String { "reconciler" }
+
+    /// Sweeps every `interval` seconds until its graceful shutdown or the task is cancelled (the
+    /// sweep in hand is cut short: what it leased is leased again next time). After a sweep whose
+    /// calls to WeChat mostly failed, the next waits longer (doubling, up to 32 periods).
     public func run() async {
+        await cancelWhenGracefulShutdown { [self] in await sweepUntilCancelled() }
+    }
+
+    private func sweepUntilCancelled() async {
         service.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
                                                      "after": String(configuration.after)])
         var failedSweeps = 0
