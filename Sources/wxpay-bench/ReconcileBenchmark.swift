@@ -26,8 +26,10 @@ enum ReconcileBenchmark {
                                                       key: configuration.apiKey),
                 clock: clock, notifySender: ClosureNotifySender { _, _ in nil })
             simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
-            let service = OrderService(configuration: configuration, store: store,
-                                       transport: SimulatorTransport(simulator: simulator), now: { clock.now() })
+            let services = GatewayServices(GatewayContext(configuration: configuration, store: store,
+                                                          transport: SimulatorTransport(simulator: simulator),
+                                                          now: { clock.now() }))
+            let service = services.orders
             let setupStart = ContinuousClock.now
             for index in 0..<orders {
                 let body = #"{"amount":990,"description":"bench","client_ip":"203.0.113.7","out_trade_no":"bench-\#(index)"}"#
@@ -40,7 +42,7 @@ enum ReconcileBenchmark {
             clock.advance(by: 120)
 
             let pacing = Reconciler.Configuration(interval: 600, after: 60, concurrency: 8, rate: 1_000_000)
-            let sweepers = (0..<sweeperCount).map { Reconciler(service: service, configuration: pacing, claimant: "bench-\($0)") }
+            let sweepers = (0..<sweeperCount).map { Reconciler(services: services, configuration: pacing, claimant: "bench-\($0)") }
             let cpuBefore = cpuSeconds()
             let started = ContinuousClock.now
             let reports = await withTaskGroup(of: SweepReport.self) { group in

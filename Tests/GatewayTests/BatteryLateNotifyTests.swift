@@ -42,7 +42,7 @@ struct BatteryLateNotifyTests {
         _ = try await harness.create(
             #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"late-0002","expires_in":300}"#)
         harness.clock.advance(by: 301)
-        let report = await Reconciler(service: harness.service,
+        let report = await Reconciler(services: harness.services,
                                       configuration: Reconciler.Configuration(interval: 30, after: 0.5)).sweep()
         #expect(report.closed == 1)
         #expect(try await harness.store.order("late-0002")?.state == .closed)

@@ -43,7 +43,7 @@ struct BatteryPollingChurnTests {
                 timeoutSeconds: 0.3, otherOrderRate: rate(8))],
             notify: NotifyFaults(dropRate: 0.2, attemptDropRate: 0.2, duplicateRate: 0.3, duplicateCopies: 3,
                                  reorderWindow: 0.5)))
-        let reconciler = Reconciler(service: rig.service,
+        let reconciler = Reconciler(services: rig.services,
                                     configuration: .init(interval: 0.2, after: 0, concurrency: 4, rate: 1000))
         let sweeping = Task { await reconciler.run() }
         let toPay = Array(numbers.prefix(6))

@@ -62,7 +62,7 @@ struct BatteryRefundStormTests {
         }
         // Every accepted refund ends SUCCESS (by its notify, or the reconciler for those whose answer
         // was SYSTEMERROR three times over), announced once.
-        let reconciler = Reconciler(service: rig.service, configuration: .init(interval: 30, after: 3600))
+        let reconciler = Reconciler(services: rig.gateway.services, configuration: .init(interval: 30, after: 3600))
         let finished = await Battery.eventually(timeout: 60) {
             _ = await reconciler.sweep()
             var all = true

@@ -75,7 +75,7 @@ struct BillReconcilerTests {
         // The bill is ready the next morning.
         let tomorrowTen = dayStart + 86400 + 10 * 3600 + 60
         harness.clock.advance(by: tomorrowTen.timeIntervalSince(harness.clock.now()))
-        let report = try await BillReconciler(service: harness.service).reconcile(day: Self.day(paymentDay))
+        let report = try await BillReconciler(services: harness.services).reconcile(day: Self.day(paymentDay))
 
         #expect(report.billPayments == 4)
         #expect(report.matched == 1)
@@ -107,7 +107,7 @@ struct BillReconcilerTests {
         #expect(harness.metrics.counter("wxpay_bill_differences_total", ["kind": "settled_from_bill"]) == 1)
 
         // A second run repairs nothing more and finds the dropped order matched.
-        let again = try await BillReconciler(service: harness.service).reconcile(day: Self.day(paymentDay))
+        let again = try await BillReconciler(services: harness.services).reconcile(day: Self.day(paymentDay))
         #expect(again.matched == 2)
         #expect(!again.differences.contains { $0.kind == .settledFromBill })
     }
@@ -118,7 +118,7 @@ struct BillReconcilerTests {
         let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(harness.clock.now())))
         try await Self.localOrder(harness, "ghost-0001", amount: 100, paidAt: dayStart + 3600)
         harness.clock.advance(by: (dayStart + 86400 + 11 * 3600).timeIntervalSince(harness.clock.now()))
-        let report = try await BillReconciler(service: harness.service).reconcile(day: Self.day(dayStart))
+        let report = try await BillReconciler(services: harness.services).reconcile(day: Self.day(dayStart))
         #expect(report.billPayments == 0)
         #expect(report.differences.map(\.kind) == [.paidLocallyNotInBill])
     }
@@ -128,7 +128,7 @@ struct BillReconcilerTests {
         defer { Task { await harness.shutdown() } }
         for day in ["2026-13-01", "20261130", "2026-11-3", "yesterday"] {
             await #expect(throws: BillReconciliationError.invalidDay) {
-                _ = try await BillReconciler(service: harness.service).reconcile(day: day)
+                _ = try await BillReconciler(services: harness.services).reconcile(day: day)
             }
         }
         #expect(harness.simulator.counters.requests["/pay/downloadbill"] == nil)

@@ -50,7 +50,7 @@ struct BillRefundsTests {
 
         rig.clock.advance(by: (dayStart + 86400 + 10 * 3600 + 60).timeIntervalSince(rig.clock.now()))
         let compact = BeijingTime.formatDay(day)
-        let report = try await BillReconciler(service: rig.service)
+        let report = try await BillReconciler(services: rig.gateway.services)
             .reconcile(day: "\(compact.prefix(4))-\(compact.dropFirst(4).prefix(2))-\(compact.suffix(2))")
 
         #expect(report.billRefunds == 3)

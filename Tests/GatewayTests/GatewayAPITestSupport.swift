@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStore
 import Foundation
 @testable import Gateway
 import HTTP
@@ -34,10 +35,24 @@ final class GatewayRig: Sendable {
     static let client = GatewayConfiguration.demoClientToken
     static let support = GatewayConfiguration.demoSupportToken
 
+    /// What the gateway is composed of beyond its orders: how refunds reach WeChat, the App Store's
+    /// clients (iOS purchases on), the support console's user file.
+    struct Composition: Sendable {
+        /// Default: the configuration's (demo mode: the embedded simulator).
+        var refundMode: GatewayConfiguration.RefundMode?
+        var appStore: AppStoreClients?
+        var recovery: AppStoreRecoveryPolicy?
+        /// A user file: the console is on.
+        var consoleUsers: String?
+        var consolePace = LoginPace()
+    }
+
     let mode: Mode
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
-    let service: OrderService
+    let services: GatewayServices
+    var service: OrderService { services.orders }
+    let console: Console?
     let store: TestStore
     private let router: HTTPRouter
     /// The gateway's server (`.sockets`), and WeChat's (`.mutualTLS`).
@@ -64,14 +79,16 @@ final class GatewayRig: Sendable {
     /// the demo catalog included).
     static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
                       environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+                      composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
-                        environment: environment, logger: logger, wechat: wechat, simulator: tune)
+                        environment: environment, logger: logger, wechat: wechat, composition: composition, simulator: tune)
     }
 
     /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings.
     static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
                       environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+                      composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
@@ -114,31 +131,36 @@ final class GatewayRig: Sendable {
                 timeouts: .init(connect: .seconds(10), total: .seconds(60))))
             transport = identity == nil ? WithoutClientCertificate(https) : https
         }
-        let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger,
-                                   now: { clock.now() })
-        target.set(service)
+        let services = GatewayServices(
+            GatewayContext(configuration: configuration, store: store, transport: transport, logger: logger, now: { clock.now() }),
+            refundMode: composition.refundMode, appStore: composition.appStore, recovery: composition.recovery)
+        let console = try composition.consoleUsers.map { path in
+            Console(services: services, users: try ConsoleUserDirectory(path: path), pace: composition.consolePace)
+        }
+        target.set(services)
         var router = HTTPRouter()
-        GatewayAPI(service: service).register(in: &router)
+        GatewayAPI(services: services, console: console).register(in: &router)
         SimulatorRoutes.registerControl(simulator, in: &router)
         var base = ""
         if mode == .sockets {
             let gateway = HTTPServer(router: router)
             let address = try await gateway.start()
             base = "http://127.0.0.1:\(address.port)"
-            service.useNotifyURL(base + "/wechat/notify")
+            services.context.callbacks.use(base: base)
             servers.append(gateway)
         }
-        return GatewayRig(mode: mode, simulator: simulator, clock: clock, service: service, store: store, router: router,
-                          servers: servers, httpClient: httpClient, base: base, database: database)
+        return GatewayRig(mode: mode, simulator: simulator, clock: clock, services: services, console: console, store: store,
+                          router: router, servers: servers, httpClient: httpClient, base: base, database: database)
     }
 
-    private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
+    private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, services: GatewayServices, console: Console?,
                  store: TestStore, router: HTTPRouter, servers: [HTTPServer], httpClient: HTTPClient?,
                  base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
         self.clock = clock
-        self.service = service
+        self.services = services
+        self.console = console
         self.store = store
         self.router = router
         self.servers = servers
@@ -216,9 +238,9 @@ final class GatewayRig: Sendable {
 }
 
 extension NotifyTarget {
-    /// Payment notifies to the order service, refund notifies to its refund service, by URL.
+    /// Payment notifies to the order flows, refund notifies to the refund flow, by URL.
     func deliver(_ body: [UInt8], url: String) async -> [UInt8]? {
-        if url.hasSuffix("/wechat/refund-notify") { return await orderService?.refunds?.handleNotify(body) }
+        if url.hasSuffix("/wechat/refund-notify") { return await services?.refunds.handleNotify(body) }
         return await deliver(body)
     }
 }

@@ -12,10 +12,11 @@ import WeChatPaySimulator
 /// fresh database (a SQLite file in a temp directory, or a PostgreSQL schema of its own).
 /// Notifies from the simulator go straight into `handleNotify`, as they would over HTTP.
 final class GatewayHarness: Sendable {
-    let service: OrderService
+    let services: GatewayServices
+    var service: OrderService { services.orders }
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
-    let store: any OrderStore
+    let store: TestStore
     let metrics: MetricsRegistry
     let database: TestDatabase
     private let notifyTask: Mutex<Task<Void, Never>?> = Mutex(nil)
@@ -34,7 +35,7 @@ final class GatewayHarness: Sendable {
         return GatewayHarness(configuration: configuration, store: store, database: database, clockScale: clockScale)
     }
 
-    private init(configuration: GatewayConfiguration, store: any OrderStore, database: TestDatabase, clockScale: Double) {
+    private init(configuration: GatewayConfiguration, store: TestStore, database: TestDatabase, clockScale: Double) {
         // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
         // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
         let clock = ScaledClock(start: Date(), scale: clockScale)
@@ -45,11 +46,11 @@ final class GatewayHarness: Sendable {
             clock: clock,
             notifySender: ClosureNotifySender { body, _ in await target.deliver(body) })
         let metrics = MetricsRegistry()
-        let service = OrderService(configuration: configuration, store: store,
-                                   transport: SimulatorTransport(simulator: simulator), metrics: metrics,
-                                   now: { clock.now() })
-        target.set(service)
-        self.service = service
+        let services = GatewayServices(GatewayContext(
+            configuration: configuration, store: store, transport: SimulatorTransport(simulator: simulator), metrics: metrics,
+            now: { clock.now() }))
+        target.set(services)
+        self.services = services
         self.simulator = simulator
         self.clock = clock
         self.store = store
@@ -89,14 +90,14 @@ final class GatewayHarness: Sendable {
     }
 }
 
-/// Breaks the cycle simulator → notify → service → transport → simulator.
+/// Breaks the cycle simulator → notify → services → transport → simulator.
 final class NotifyTarget: Sendable {
-    private let service = Mutex<OrderService?>(nil)
-    func set(_ value: OrderService) { service.withLock { $0 = value } }
-    var orderService: OrderService? { service.withLock { $0 } }
+    private let composed = Mutex<GatewayServices?>(nil)
+    func set(_ value: GatewayServices) { composed.withLock { $0 = value } }
+    var services: GatewayServices? { composed.withLock { $0 } }
     func deliver(_ body: [UInt8]) async -> [UInt8]? {
-        guard let service = service.withLock({ $0 }) else { return nil }
-        return await service.handleNotify(body)
+        guard let services else { return nil }
+        return await services.orders.handleNotify(body)
     }
 }
 

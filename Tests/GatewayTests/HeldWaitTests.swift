@@ -138,7 +138,7 @@ struct HeldWaitTests {
 
     static func serve(_ harness: GatewayHarness) async throws -> (HTTPServer, String) {
         var router = HTTPRouter()
-        GatewayAPI(service: harness.service).register(in: &router)
+        GatewayAPI(services: harness.services).register(in: &router)
         let server = HTTPServer(router: router)
         let address = try await server.start()
         return (server, "http://127.0.0.1:\(address.port)")

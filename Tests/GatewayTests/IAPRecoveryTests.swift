@@ -384,10 +384,9 @@ struct IAPRecoveryTests {
             #expect((unknown.json["orders"] as? [Any])?.isEmpty == true)
             #expect(try await rig.gateway.send(.get, "/v1/support/orders?apple_order_id=mv%20x", token: GatewayRig.support).status == 400)
             // The look-up is on record with what it looked for.
-            if let audit = rig.service.audit {
-                let entries = try await audit.entries(AuditQuery(action: "api_lookup"), limit: 10, before: nil).entries
-                #expect(entries.contains { $0.entry.target == "apple_order_id=\(first.orderID)" })
-            }
+            let entries = try await rig.gateway.services.audit.entries(AuditQuery(action: "api_lookup"), limit: 10, before: nil)
+                .entries
+            #expect(entries.contains { $0.entry.target == "apple_order_id=\(first.orderID)" })
         }
     }
 

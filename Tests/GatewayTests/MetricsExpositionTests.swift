@@ -21,15 +21,20 @@ import WeChatPaySimulator
 @Suite(.serialized)
 struct MetricsExpositionTests {
     @Test func theExpositionOfAGatewayThatHasDoneSomeWorkIsPinned() async throws {
-        // A held wait asks WeChat once (the first poll) whatever the machine's speed.
-        let rig = try await IAPRig.start(.inProcess, environment: ["GATEWAY_REFUND_QUERY_AFTER": "0"], pollInterval: 60)
         let users = FileManager.default.temporaryDirectory.appendingPathComponent("exposition-users-\(UUID().uuidString)").path
         defer {
             try? FileManager.default.removeItem(atPath: users)
             try? FileManager.default.removeItem(atPath: users + ".lock")
         }
+        try ConsoleUserFile.update(path: users) { list in
+            list = [ConsoleUser(name: "adam", role: .admin, password: ConsoleRig.hash(ConsoleRig.password))]
+        }
+        // Refunds through the embedded simulator, the audit log and the console, as demo mode has
+        // them. A held wait asks WeChat once (the first poll) whatever the machine's speed.
+        let rig = try await IAPRig.start(.inProcess, environment: ["GATEWAY_REFUND_QUERY_AFTER": "0"], pollInterval: 60,
+                                         consoleUsers: users)
         do {
-            try await work(rig, users: users)
+            try await work(rig)
             let scraped = try await rig.gateway.send(.get, "/metrics", token: nil)
             #expect(scraped.status == 200)
             let exposition = Self.masked(String(decoding: scraped.body, as: UTF8.self))
@@ -51,20 +56,13 @@ struct MetricsExpositionTests {
 
     /// What the gateway does before the scrape; each step waits for its effect, so that what is
     /// counted does not depend on the machine's speed.
-    private func work(_ rig: IAPRig, users: String) async throws {
+    private func work(_ rig: IAPRig) async throws {
         let gateway = rig.gateway
         // Every payment on one Beijing day (the bill's), whatever time the test runs.
         let secondOfDay = (Int(gateway.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
         if secondOfDay > 86400 - 900 { gateway.clock.advance(by: 1200) }
         let paymentDay = gateway.clock.now()
         let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(paymentDay)))
-        let refunds = RefundService(orders: gateway.service, store: gateway.store, mode: .embedded)
-        refunds.useNotifyURL("http://gateway.invalid/wechat/refund-notify")
-        _ = AuditLog(orders: gateway.service, store: gateway.store)
-        try ConsoleUserFile.update(path: users) { list in
-            list = [ConsoleUser(name: "adam", role: .admin, password: ConsoleRig.hash(ConsoleRig.password))]
-        }
-        _ = Console(orders: gateway.service, store: gateway.store, users: try ConsoleUserDirectory(path: users))
         // Apple's notifications are dropped: a purchase is credited by the app's report alone.
         rig.appStore.apply(AppStoreFaultPlan(notify: NotifyFaults(dropRate: 1)))
 
@@ -107,7 +105,7 @@ struct MetricsExpositionTests {
         // A sweep (the unpaid order is asked about); the next morning, the day's bill; the webhook down.
         _ = await rig.sweep(after: 0)
         gateway.clock.advance(by: (dayStart + 86400 + 10 * 3600 + 60).timeIntervalSince(gateway.clock.now()))
-        _ = try await BillReconciler(service: gateway.service).reconcile(day: BillReconcilerTests.day(paymentDay))
+        _ = try await BillReconciler(services: gateway.services).reconcile(day: BillReconcilerTests.day(paymentDay))
         let dispatcher = FulfilmentDispatcher(
             store: gateway.store, configuration: .init(url: "http://127.0.0.1:9/hooks", secret: WebhookReceiver.secret),
             transport: RefusingTransport(), metrics: gateway.service.metrics, now: { gateway.clock.now() })

@@ -28,7 +28,7 @@ struct OpenAPITests {
         let harness = try await GatewayHarness.make()
         defer { Task { await harness.shutdown() } }
         var router = HTTPRouter()
-        GatewayAPI(service: harness.service).register(in: &router)
+        GatewayAPI(services: harness.services).register(in: &router)
         let registered = Set(router.registeredRoutes.map { "\($0.method.rawValue.lowercased()) \($0.template)" })
         let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
         let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]

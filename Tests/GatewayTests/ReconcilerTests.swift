@@ -31,7 +31,7 @@ struct ReconcilerTests {
         _ = try await harness.create(Self.order("dropped-0001"))
         try harness.simulator.pay(outTradeNo: "dropped-0001")
 
-        let reconciler = Reconciler(service: harness.service)
+        let reconciler = Reconciler(services: harness.services)
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
         let settled = await harness.eventually(timeout: 120) {
@@ -56,7 +56,7 @@ struct ReconcilerTests {
         let harness = try await GatewayHarness.make(store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.order("young-0001"))
-        let reconciler = Reconciler(service: harness.service)
+        let reconciler = Reconciler(services: harness.services)
         #expect(await reconciler.sweep().claimed == 0)
         #expect(harness.simulator.counters.requests["/pay/orderquery"] == nil)
         harness.clock.advance(by: 61)
@@ -77,7 +77,7 @@ struct ReconcilerTests {
 
         // A long period (so a long lease): on a loaded machine the sweep must not run out of lease.
         let configuration = Reconciler.Configuration(interval: 30, after: 0.5)
-        let report = await Reconciler(service: harness.service, configuration: configuration).sweep()
+        let report = await Reconciler(services: harness.services, configuration: configuration).sweep()
         #expect(report.claimed == 2)
         #expect(report.settled == 1)
         #expect(report.closed == 1)
@@ -119,7 +119,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
 
         let configuration = Reconciler.Configuration(interval: 30, after: 60, concurrency: 4, rate: 2000)
-        let sweepers = (0..<4).map { Reconciler(service: harness.service, configuration: configuration, claimant: "s\($0)") }
+        let sweepers = (0..<4).map { Reconciler(services: harness.services, configuration: configuration, claimant: "s\($0)") }
         let reports = await withTaskGroup(of: SweepReport.self) { group in
             for sweeper in sweepers { group.addTask { await sweeper.sweep() } }
             var reports: [SweepReport] = []
@@ -157,7 +157,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
         // 9 orders per sweep (rate 10/s over a 0.9 s lease), 20 unpaid or paid orders waiting.
         let configuration = Reconciler.Configuration(interval: 1, after: 60, concurrency: 1, rate: 10)
-        let reconciler = Reconciler(service: harness.service, configuration: configuration)
+        let reconciler = Reconciler(services: harness.services, configuration: configuration)
         #expect(configuration.batchLimit == 9)
         var sweeps = 0
         while sweeps < 3, try await harness.store.order("backlog-19")?.state != .success {
@@ -187,7 +187,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
         let configuration = Reconciler.Configuration(interval: 30, after: 60, concurrency: 1, rate: 2000, failureLimit: 5)
-        let reconciler = Reconciler(service: harness.service, configuration: configuration)
+        let reconciler = Reconciler(services: harness.services, configuration: configuration)
         let report = await reconciler.sweep()
         #expect(report.claimed == 15)
         #expect(report.errors == 5)
@@ -195,7 +195,7 @@ struct ReconcilerTests {
         #expect(harness.metrics.counter("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": "http_status"]) == 5)
         // Skipped orders were released: once WeChat answers again, another sweeper takes them now.
         harness.simulator.apply(FaultPlan())
-        let other = Reconciler(service: harness.service, configuration: configuration, claimant: "other")
+        let other = Reconciler(services: harness.services, configuration: configuration, claimant: "other")
         let next = await other.sweep()
         #expect(next.claimed == 10)
         #expect(next.errors == 0)
@@ -210,7 +210,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
         let configuration = Reconciler.Configuration(interval: 60, after: 60, concurrency: 6, rate: 10)
         let started = ContinuousClock.now
-        let report = await Reconciler(service: harness.service, configuration: configuration).sweep()
+        let report = await Reconciler(services: harness.services, configuration: configuration).sweep()
         let elapsed = ContinuousClock.now - started
         #expect(report.checked == 6)
         // Six calls at 10 per second need at least five gaps of 0.1 s (a lower bound only).

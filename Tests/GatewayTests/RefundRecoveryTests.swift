@@ -14,7 +14,7 @@ import WeChatPaySimulator
 struct RefundRecoveryTests {
     /// A sweeper with a long lease, so a slow machine never runs out of it mid-sweep.
     static func reconciler(_ rig: RefundRig) -> Reconciler {
-        Reconciler(service: rig.service, configuration: .init(interval: 30, after: 3600))
+        Reconciler(services: rig.gateway.services, configuration: .init(interval: 30, after: 3600))
     }
 
     @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)

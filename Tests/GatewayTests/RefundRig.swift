@@ -35,7 +35,7 @@ final class RefundRig: Sendable {
     var clock: ScaledClock { gateway.clock }
     var service: OrderService { gateway.service }
     var store: TestStore { gateway.store }
-    var metrics: MetricsRegistry { gateway.service.metrics }
+    var metrics: MetricsRegistry { gateway.services.metrics }
 
     /// - Parameters:
     ///   - refundsOn: false starts the gateway without a certificate (refunds answer 503).
@@ -52,23 +52,21 @@ final class RefundRig: Sendable {
         case .rogue: TestCertificates.rogueClientIdentity
         case .none: nil
         }
+        // A gateway presenting no certificate at all still has refunds configured (the test is the
+        // simulator's refusal); `refundsOn: false` is a gateway without a certificate.
+        var composition = GatewayRig.Composition()
+        if sockets { composition.refundMode = .mutualTLS(identity ?? TestCertificates.clientPEMIdentity) }
+        if !refundsOn { composition.refundMode = .off }
         // Over sockets the gateway talks mutual TLS to the simulator.
         let gateway = try await GatewayRig.start(mode, store: kind, environment: variables, logger: logger,
-                                                 wechat: sockets ? .mutualTLS(identity) : .inProcess) {
+                                                 wechat: sockets ? .mutualTLS(identity) : .inProcess, composition: composition) {
             // Short retries and a long reply timeout: on a loaded machine a notify attempt may time
             // out, and WeChat's 15 s first retry would outlast a test's patience.
             $0.notifyRetryIntervals = [0.5, 1, 2, 4, 8, 15]
             $0.notifyTimeout = 30
             $0.refundCompletionDelay = completeRefundsAfter
         }
-        // A gateway presenting no certificate at all still has refunds configured (the test is the
-        // simulator's refusal); `refundsOn: false` is a gateway without a certificate.
-        var refundMode = sockets ? GatewayConfiguration.RefundMode.mutualTLS(identity ?? TestCertificates.clientPEMIdentity)
-            : gateway.service.configuration.refundMode
-        if !refundsOn { refundMode = .off }
-        let refunds = RefundService(orders: gateway.service, store: gateway.store, mode: refundMode)
-        refunds.useNotifyURL(sockets ? gateway.base + "/wechat/refund-notify" : "http://gateway.invalid/wechat/refund-notify")
-        return RefundRig(gateway: gateway, refunds: refunds)
+        return RefundRig(gateway: gateway, refunds: gateway.services.refunds)
     }
 
     private init(gateway: GatewayRig, refunds: RefundService) {

@@ -127,7 +127,7 @@ struct UpstreamFaultTests {
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("paced-0001"))
         _ = try await harness.create(Self.body("paced-0002"))
-        let reconciler = Reconciler(service: harness.service,
+        let reconciler = Reconciler(services: harness.services,
                                     configuration: .init(interval: 5, after: 0, concurrency: 2, rate: 1000))
         func queries(_ number: String) -> Int { harness.simulator.orderQueryTimes[number]?.count ?? 0 }
 

@@ -31,7 +31,9 @@ import WeChatPay
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
-    public let service: OrderService
+    public let services: GatewayServices
+    /// The support console, when GATEWAY_CONSOLE_USERS is set (its routes answer 404 otherwise).
+    let console: Console?
     let authenticator: Authenticator
     let clientAddresses: ClientAddressResolver
     let logger: Logger
@@ -41,14 +43,18 @@ public struct GatewayAPI: Sendable {
     /// The longest a `wait` may hold a request.
     static let maximumWait = 30.0
 
-    public init(service: OrderService, logger: Logger = .disabled) {
-        self.service = service
-        authenticator = Authenticator(clientTokens: service.configuration.clientTokens,
-                                      supportTokens: service.configuration.supportTokens,
-                                      appTokenSecrets: service.configuration.app.tokenSecrets)
-        clientAddresses = ClientAddressResolver(trustedProxies: service.configuration.app.trustedProxies)
+    public init(services: GatewayServices, console: Console? = nil, logger: Logger = .disabled) {
+        self.services = services
+        self.console = console
+        let configuration = services.configuration
+        authenticator = Authenticator(clientTokens: configuration.clientTokens, supportTokens: configuration.supportTokens,
+                                      appTokenSecrets: configuration.app.tokenSecrets)
+        clientAddresses = ClientAddressResolver(trustedProxies: configuration.app.trustedProxies)
         self.logger = logger
     }
+
+    /// The order flows the routes translate to.
+    var service: OrderService { services.orders }
 
     /// Adds every route to `router`: one listener serves everything.
     public func register(in router: inout HTTPRouter) {
@@ -119,16 +125,16 @@ public struct GatewayAPI: Sendable {
         registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
-            await self.service.probeReadiness()
+            await self.services.context.probeReadiness()
                 ? .json(#"{"status":"ready"}"#)
                 : .json(#"{"status":"unavailable","reason":"database"}"#, status: 503)
         }
         // The readiness gauges are measured at each scrape, so an alert sees the database as the
         // scrape found it (Observability/HealthMetrics.swift).
         router.add(.get, "/metrics") { _ in
-            _ = await self.service.probeReadiness()
+            _ = await self.services.context.probeReadiness()
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-                                      body: Array(self.service.metrics.exposition().utf8))
+                                      body: Array(self.services.metrics.exposition().utf8))
         }
     }
 

@@ -37,8 +37,8 @@ public final class Console: Sendable {
 
     public let users: ConsoleUserDirectory
     let store: any ConsoleStore
-    /// The order service owns this console (`OrderService.console`); unowned so neither keeps the other.
-    unowned let service: OrderService
+    /// The flows the console is one more door to (recheck, redrive, refunds, the audit log).
+    let services: GatewayServices
     let secureCookie: Bool
     let passwords: PasswordChecks
     let addresses: ClientAddressResolver
@@ -47,22 +47,22 @@ public final class Console: Sendable {
     private let absentUser: PasswordHash
     let instruments: ConsoleInstruments
 
-    public init(orders: OrderService, store: any ConsoleStore, users: ConsoleUserDirectory,
-                passwords: PasswordChecks = PasswordChecks(), pace: LoginPace = LoginPace()) {
+    public init(services: GatewayServices, users: ConsoleUserDirectory, passwords: PasswordChecks = PasswordChecks(),
+                pace: LoginPace = LoginPace()) {
         self.users = users
         self.pace = pace
-        self.store = store
-        service = orders
-        secureCookie = orders.configuration.console.secureCookie
+        store = services.context.store
+        self.services = services
+        secureCookie = services.configuration.console.secureCookie
         self.passwords = passwords
-        addresses = ClientAddressResolver(trustedProxies: orders.configuration.app.trustedProxies)
+        addresses = ClientAddressResolver(trustedProxies: services.configuration.app.trustedProxies)
         absentUser = PasswordHash(unmatchable: .standard)
-        instruments = ConsoleInstruments(orders.metrics)
-        orders.attach(self)
+        instruments = ConsoleInstruments(services.metrics)
     }
 
-    var now: Date { service.now() }
-    var logger: Logger { service.logger }
+    var service: OrderService { services.orders }
+    var now: Date { services.context.now() }
+    var logger: Logger { services.context.logger }
 
     // MARK: - Login
 
@@ -207,7 +207,7 @@ public final class Console: Sendable {
     static func sessionID(_ token: String) -> String { Hex.encode(SHA256.hash(token)) }
 
     func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
-        try await service.storage(operation)
+        try await services.context.storage(operation)
     }
 
 }
@@ -248,15 +248,6 @@ struct ConsoleInstruments: Sendable {
         noSession = registry.makeCounter(Self.refusals, ["reason": "session"])
         csrfRefused = registry.makeCounter(Self.refusals, ["reason": "csrf"])
         roleRefused = registry.makeCounter(Self.refusals, ["reason": "role"])
-    }
-}
-
-extension OrderService {
-    /// The support console, once one attached itself (`Console.init`).
-    public var console: Console? { consoleService.withLock { $0 } }
-
-    func attach(_ console: Console) {
-        consoleService.withLock { $0 = console }
     }
 }
 

@@ -87,7 +87,7 @@ extension Console {
 
     func record(_ exchange: Exchange, action: String, outTradeNo: String? = nil, target: String? = nil,
                 outcome: String, detail: String = "") async throws(APIError) {
-        guard let audit = service.audit else { return }
+        let audit = services.audit
         try await audit.record(actor: exchange.actor, channel: "console", role: exchange.role, action: action,
                                outTradeNo: outTradeNo, target: target, address: exchange.address, outcome: outcome,
                                detail: detail)
@@ -166,7 +166,7 @@ extension Console {
     /// Look Up Order ID for what was typed, when it can be an Apple order id (6 to 64 capitals and
     /// digits, with a letter) and the App Store Server API is configured; nil otherwise.
     private func appleOrderLookup(_ typed: String, _ text: ConsoleText) async -> ([OrderRecord], ConsoleNotice)? {
-        guard let iap = service.iap, iap.clients.serverAPI != nil, (6...64).contains(typed.utf8.count),
+        guard let iap = services.iap, iap.clients.serverAPI != nil, (6...64).contains(typed.utf8.count),
               typed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }),
               typed.utf8.contains(where: { $0 >= 0x41 })
         else { return nil }
@@ -228,8 +228,8 @@ extension Console {
                      audited: String?, refundAmount: String = "", refundReason: String = "", refundNumber: String? = nil)
         async throws(APIError) -> HTTPServerResponse
     {
-        let refundService = service.refunds
-        let store = service.store
+        let refundService = services.refunds
+        let store = services.context.store
         // The order, its timeline, deliveries and refunds are separate reads: the order is read
         // again after the others, and all of them again (a few times at most) if it changed
         // meanwhile, so a refund that just succeeded is never shown beside the order before it.
@@ -239,7 +239,7 @@ extension Console {
             guard let before = found else { break }
             (events, outbox, refunds) = try await storage { () throws(StorageError) in
                 (try await store.events(outTradeNo), try await store.outboxEvents(outTradeNo),
-                 try await refundService?.store.refunds(outTradeNo: outTradeNo) ?? [])
+                 try await refundService.store.refunds(outTradeNo: outTradeNo))
             }
             found = try await storage { () throws(StorageError) in try await store.order(outTradeNo) }
             if found == before { break }
@@ -252,9 +252,9 @@ extension Console {
         if let audited { try await record(exchange, action: audited, outTradeNo: outTradeNo, outcome: "ok") }
         var model = ConsolePages.Order(
             order: order, events: events, outbox: outbox, refunds: refunds,
-            refundsConfigured: refundService?.isConfigured ?? false, notice: notice, refundAmount: refundAmount,
+            refundsConfigured: refundService.isConfigured, notice: notice, refundAmount: refundAmount,
             refundReason: refundReason, refundNumber: refundNumber ?? RefundService.generateOutRefundNo(at: now))
-        if order.channel == .apple, let iap = service.iap {
+        if order.channel == .apple, let iap = services.iap {
             // What Apple charged and where its refund stands (the ledger), and Apple's questions.
             (model.appleTransaction, model.consumption) = try await storage { () throws(StorageError) in
                 var ledger: AppleTransactionRecord?
@@ -273,7 +273,7 @@ extension Console {
     {
         if let value = query["recheck"], let after = Int64(value) {
             let (order, events) = try await storage { () throws(StorageError) in
-                (try await self.service.store.order(outTradeNo), try await self.service.store.events(outTradeNo))
+                (try await self.services.context.store.order(outTradeNo), try await self.services.context.store.events(outTradeNo))
             }
             // WeChat answers an orderquery; the App Store's answers are the recheck's own lines.
             let apple = order?.channel == .apple
@@ -283,7 +283,8 @@ extension Console {
             return ConsoleNotice(kind: answer.kind.hasSuffix("_failed") ? .error : .success,
                                  text: apple ? text.appleSaid : text.wechatSaid, detail: text.eventDetail(answer.detail))
         }
-        if let number = query["refund"], RefundInput.isValidOutRefundNo(number), let refunds = service.refunds {
+        if let number = query["refund"], RefundInput.isValidOutRefundNo(number) {
+            let refunds = services.refunds
             guard let refund = try await storage({ () throws(StorageError) in try await refunds.store.refund(number) }),
                   refund.outTradeNo == outTradeNo
             else { return nil }
@@ -330,7 +331,8 @@ extension Console {
                                                   status: status, audited: nil, refundAmount: amountText, refundReason: reason,
                                                   refundNumber: number)
             }
-            guard let refunds = self.service.refunds, refunds.isConfigured else {
+            let refunds = self.services.refunds
+            guard refunds.isConfigured else {
                 return try await again(exchange.text.refundsOff, status: 503, outcome: APIError.refundsNotConfigured.code)
             }
             guard let fen = ConsoleFormat.fen(fromYuan: amountText), fen > 0 else {
@@ -388,7 +390,7 @@ extension Console {
 
     func auditPage(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         await signedInPage(request, right: .audit, action: "view_audit") { (exchange) throws(APIError) in
-            guard let audit = self.service.audit else { throw APIError.internalError }
+            let audit = self.services.audit
             var model = ConsolePages.Audit()
             let query = request.query
             model.actor = String((query["actor"] ?? "").trimmingWhitespace().prefix(128))
@@ -482,7 +484,7 @@ extension Console {
     /// so is the failure that locks a name. Answers to a name already locked are not: they cost no
     /// password check, so recording each would let anyone grow the log as fast as they can send.
     private func recordFailedLogin(_ exchange: Exchange, name: String, outcome: String) async {
-        guard let audit = service.audit else { return }
+        let audit = services.audit
         _ = try? await audit.record(actor: Self.normalizedName(name), channel: "console", role: "-", action: "login",
                                     address: exchange.address, outcome: outcome)
     }

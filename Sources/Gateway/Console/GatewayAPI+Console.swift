@@ -23,7 +23,7 @@ extension GatewayAPI {
         func route(_ method: HTTPMethod, _ template: String,
                    _ handler: @escaping @Sendable (Console, HTTPServerRequest) async -> HTTPServerResponse) {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: Self.consoleBodyLimit)) { request in
-                guard let console = self.service.console else { return ConsoleHTTP.notFound }
+                guard let console = self.console else { return ConsoleHTTP.notFound }
                 let response = await handler(console, request)
                 return request.isSecure ? ConsoleHTTP.overHTTPS(response) : response
             }

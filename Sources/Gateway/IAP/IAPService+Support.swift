@@ -19,7 +19,7 @@ extension IAPService {
             throw .invalid(appleTransactionID != nil ? "apple_transaction_id" : "original_transaction_id",
                            "an App Store transaction id is 1 to 32 digits")
         }
-        return try await service.storage { () throws(StorageError) in
+        return try await context.storage { () throws(StorageError) in
             if let appleTransactionID {
                 let orders = try await self.store.orders(appleTransactionID: appleTransactionID)
                 let rows = try await self.store.appleTransaction(appleTransactionID).map { [$0] } ?? []
@@ -62,7 +62,7 @@ extension IAPService {
             }
             let purchase = VerifiedPurchase(transaction, via: "order id lookup",
                                             verification: "found with Look Up Order ID \(appleOrderID); its signed transaction verified")
-            if try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }) == nil {
+            if try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }) == nil {
                 if purchase.facts.revocationDate != nil {
                     _ = try? await recordRevocation(purchase, source: "support: Look Up Order ID \(appleOrderID)")
                 } else {
@@ -105,7 +105,7 @@ extension IAPService {
     func recheck(_ order: OrderRecord) async -> OrderRecord {
         let at = now()
         guard let api = clients.serverAPI else {
-            _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+            _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck",
                                                      detail: "the App Store Server API is not configured: nothing to ask", at: at)
             return order
         }
@@ -115,19 +115,19 @@ extension IAPService {
                                                 environment: order.environment.flatMap(AppStoreEnvironment.init(rawValue:)))
                 if purchase.facts.revocationDate != nil {
                     let after = try await recordRevocation(purchase, source: "support recheck (Get Transaction Info)")
-                    _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+                    _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck",
                                                              detail: "Get Transaction Info: \(purchase.summary); revoked", at: now())
                     return after ?? order
                 }
-                _ = try? await service.store.appendEvent(
+                _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
             } catch {
-                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
+                _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
                                                          detail: "Get Transaction Info: \(error.code)", at: now())
             }
-            return (try? await service.store.order(order.outTradeNo)) ?? order
+            return (try? await context.store.order(order.outTradeNo)) ?? order
         }
         _ = await checkHistory(of: order, reason: "support recheck", kind: "recheck", recordNothingFound: true)
-        return (try? await service.store.order(order.outTradeNo)) ?? order
+        return (try? await context.store.order(order.outTradeNo)) ?? order
     }
 }

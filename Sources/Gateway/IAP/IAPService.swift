@@ -19,14 +19,14 @@ import WeChatPay
 /// ever** (`IAPStore`, held by the database too).
 ///
 /// ```swift
-/// let iap = IAPService(orders: service, store: store, clients: try AppStoreClients.production(
-///     configuration.appStore, transport: AppStoreHTTPTransport(client: http), clock: SystemAppStoreClock()))
+/// let iap = GatewayServices(context, appStore: try AppStoreClients.production(
+///     configuration.appStore, transport: AppStoreHTTPTransport(client: http), clock: SystemAppStoreClock())).iap!
 /// let answer = try await iap.report(IAPReportInput(json: body, user: "u-42"))
 /// ```
 public final class IAPService: Sendable {
-    /// The order service owns this one (`OrderService.iap`); unowned so neither keeps the other.
-    unowned let service: OrderService
-    let store: any IAPStore
+    let context: GatewayContext
+    /// The App Store ledger (the same database as the orders).
+    var store: any IAPStore { context.store }
     public let clients: AppStoreClients
     /// How Get Notification History and consumption requests are used.
     public let recovery: AppStoreRecoveryPolicy
@@ -34,23 +34,17 @@ public final class IAPService: Sendable {
     let rejectedNotificationLog = LogThrottle()
     let instruments: IAPInstruments
 
-    /// - Parameters:
-    ///   - orders: the order service whose store, settlement, catalog, metrics and clock iOS orders
-    ///     share; it keeps this service as `iap` from now on, and its iOS routes answer.
-    ///   - store: the App Store ledger (the same database as the orders).
-    ///   - recovery: the notification history's and consumption requests' settings.
-    public init(orders: OrderService, store: any IAPStore, clients: AppStoreClients,
-                recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy()) {
-        service = orders
-        self.store = store
+    /// Made by `GatewayServices`, the composition root.
+    /// - Parameter recovery: the notification history's and consumption requests' settings.
+    init(context: GatewayContext, clients: AppStoreClients, recovery: AppStoreRecoveryPolicy) {
+        self.context = context
         self.clients = clients
         self.recovery = recovery
-        instruments = IAPInstruments(orders.metrics)
-        orders.attach(self)
+        instruments = IAPInstruments(context.metrics)
     }
 
-    var logger: Logger { service.logger }
-    func now() -> Date { service.now() }
+    var logger: Logger { context.logger }
+    func now() -> Date { context.now() }
 
     // MARK: - Create
 
@@ -59,7 +53,7 @@ public final class IAPService: Sendable {
     /// Idempotent on out_trade_no as WeChat creates are (same parameters: 200 and the same order,
     /// token included; others: 409).
     func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderService.Created {
-        guard let product = service.catalog.catalog.product(input.productID), product.active,
+        guard let product = context.catalog.catalog.product(input.productID), product.active,
               let appleProductID = product.appleProductID
         else { throw .unknownAppleProduct }
         let createdAt = now()
@@ -71,22 +65,22 @@ public final class IAPService: Sendable {
             timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt, createdAt: createdAt,
             parametersDigest: input.parametersDigest, channel: .apple, appleProductID: appleProductID,
             appAccountToken: UUID().uuidString.lowercased())
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.store.create(record, event: NewOrderEvent(
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
                     + "app_account_token \(record.appAccountToken ?? "")", at: createdAt))
         }
         switch result {
         case .created(let order):
             instruments.created.increment()
-            return OrderService.Created(created: true, view: try await service.apiView(order))
+            return OrderService.Created(created: true, view: try await context.apiView(order))
         case .existing(let order):
             guard !order.state.isFinal else {
                 instruments.conflicted.increment()
                 throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
             }
             instruments.replayed.increment()
-            return OrderService.Created(created: false, view: try await service.apiView(order))
+            return OrderService.Created(created: false, view: try await context.apiView(order))
         case .conflict:
             instruments.conflicted.increment()
             throw .conflict("this out_trade_no was used with different parameters")
@@ -143,7 +137,7 @@ public final class IAPService: Sendable {
             return ReportAnswer.creditedElsewhere
         }
         instruments.reports.labelled(answer.outcome).increment()
-        return try await answer.json(service)
+        return try await answer.json(context)
     }
 
     /// Whose purchase a transaction reported with weak evidence is, as far as the gateway can tell
@@ -164,8 +158,8 @@ public final class IAPService: Sendable {
         var matchedBy: AppleMatch
         var outcome: String
 
-        func json(_ service: OrderService) async throws(APIError) -> [UInt8] {
-            let view = try await service.viewJSON(order)
+        func json(_ context: GatewayContext) async throws(APIError) -> [UInt8] {
+            let view = try await context.viewJSON(order)
             var writer = JSONObjectWriter(capacity: view.count + 128)
             writer.string("credited_user_id", order.userID)
             writer.bool("finish_transaction", true)
@@ -186,10 +180,10 @@ public final class IAPService: Sendable {
         -> ReportAnswer?
     {
         // Credited before: the same answer (a redelivered transaction), or 409 for another user's.
-        if let known = try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
+        if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
            let credited = known.outTradeNo {
             if purchase.facts.revocationDate != nil { _ = try await recordRevocation(purchase, source: source) }
-            guard let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) }) else {
+            guard let order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) }) else {
                 throw .internalError
             }
             return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
@@ -208,7 +202,7 @@ public final class IAPService: Sendable {
         var newOrder: AppleNewOrder?
         var nothingCharged: APIError?
         if let user {
-            if let product = service.catalog.catalog.product(appleProductID: purchase.productID) {
+            if let product = context.catalog.catalog.product(appleProductID: purchase.productID) {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: product.amount, currency: nil,
                                           description: product.description, productID: product.id, at: at),
@@ -240,8 +234,8 @@ public final class IAPService: Sendable {
                 [NewOrderEvent(kind: "appstore_verified", detail: summary, at: at),
                  NewOrderEvent(kind: "appstore_match", detail: Self.words(decision, reporter: reporter, source: source), at: at)]
             }, at: at)
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.creditApple(credit, in: self.store)
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.settlement.creditApple(credit, in: self.store)
         }
         switch result {
         case .credited(let order, let how):
@@ -301,7 +295,7 @@ public final class IAPService: Sendable {
     /// limit lets them, so the timeline keeps the first of each minute (counted all the same).
     func appendReportLine(_ outTradeNo: String, _ detail: String) async {
         let at = now()
-        let written = try? await service.store.appendEvent(
+        let written = try? await context.store.appendEvent(
             outTradeNo, NewOrderEvent(kind: "appstore_report", detail: detail, at: at),
             quietSince: at.addingTimeInterval(-OrderService.copyQuietPeriod))
         if written == nil { instruments.reportLinesSuppressed.increment() }
@@ -502,16 +496,16 @@ public final class IAPService: Sendable {
         var facts = purchase.facts
         let at = now()
         if facts.revocationDate == nil { facts.revocationDate = at }
-        let row = try await service.storage { () throws(StorageError) in
+        let row = try await context.storage { () throws(StorageError) in
             try await self.store.recordAppleRevocation(facts, source: source, at: at)
         }
         guard let credited = row.outTradeNo,
-              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
+              let order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) })
         else { return nil }
         guard row.isRevoked else {
             // Apple reversed this refund after it was made (REFUND_REVERSED came first, or the
             // refund was read late from the notification history): not applied again.
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 order.outTradeNo, kind: "appstore_refund",
                 detail: "a refund of transaction \(purchase.transactionID) dated \(Timestamp.rfc3339(facts.revocationDate ?? at)) "
                     + "arrived via \(source), but Apple reversed that refund at "
@@ -521,8 +515,8 @@ public final class IAPService: Sendable {
         guard order.state == .success else { return order }
         let detail = "Apple refunded or revoked transaction \(purchase.transactionID)"
             + (reason.map { " (\($0))" } ?? "") + "; via \(source)"
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.refunded(order, source: detail)
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.settlement.refunded(order, source: detail)
         }
         if result.didChange {
             instruments.refunds.labelled(purchase.environment).increment()
@@ -539,22 +533,22 @@ public final class IAPService: Sendable {
         var facts = purchase.facts
         facts.revocationDate = nil
         let at = now()
-        let row = try await service.storage { () throws(StorageError) in
+        let row = try await context.storage { () throws(StorageError) in
             try await self.store.recordAppleRefundReversal(facts, reversedAt: reversedAt, source: source, at: at)
         }
         guard let credited = row.outTradeNo,
-              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
+              let order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) })
         else { return nil }
         guard order.state == .refund, !row.isRevoked else {
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 order.outTradeNo, kind: "appstore_refund",
                 detail: "Apple reversed a refund of transaction \(purchase.transactionID) (via \(source)); the order is "
                     + "\(order.state.rawValue)" + (row.isRevoked ? " and a newer refund stands: nothing changed" : ": nothing to change"),
                 at: now())
             return order
         }
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.refundReversed(
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.settlement.refundReversed(
                 order, source: "Apple reversed its refund of transaction \(purchase.transactionID) (REFUND_REVERSED); via \(source)")
         }
         if result.didChange {

@@ -10,68 +10,36 @@ import WeChatPay
 /// recheck. Every change of state goes through `Settlement`, the one door; everything WeChat says
 /// is verified by the protocol core before it is believed.
 public final class OrderService: Sendable {
-    let configuration: GatewayConfiguration
-    let store: any OrderStore
-    /// The registry `/metrics` exposes, and the order flows' handles in it.
-    let metrics: MetricsRegistry
-    let instruments: OrderInstruments
-    let logger: Logger
-    let signals = OrderSignals()
+    let context: GatewayContext
+    /// iOS purchases, when on: support's look-ups by Apple's ids and rechecks of iOS orders go there.
+    let iap: IAPService?
     /// Refused notifies are logged at most once a second per reason (OrderService+Notify.swift).
     let rejectedNotifyLog = LogThrottle()
     /// The reads and rechecks of order queries, a few at a time (OrderService+Wait.swift).
     let queryWork = OrderQueryWork()
-    let settlement: Settlement
-    let upstream: Upstream
-    let now: @Sendable () -> Date
-    /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks
-    /// that every notify and every create's app parameters otherwise recomputed.
-    let signer: Signer
-    /// The catalog in force (re-read on SIGHUP) and the app users' limits (Catalog/, App/).
-    public let catalog: CatalogSource
-    let userLimits: UserLimits
-    /// The notify_url sent with unifiedorder: the configured one, or the address a server bound to
-    /// port 0 reports once it listens (demo mode and tests).
-    private let notifyURLOverride = Mutex<String?>(nil)
-    /// Refunds (Refunds/OrderService+Refunds.swift), once a `RefundService` attached itself.
-    let refundService = Mutex<RefundService?>(nil)
-    /// iOS purchases (IAP/OrderService+IAP.swift), once an `IAPService` attached itself.
-    let iapService = Mutex<IAPService?>(nil)
-    /// The audit log and the support console (Audit/, Console/), once attached.
-    let auditLog = Mutex<AuditLog?>(nil)
-    let consoleService = Mutex<Console?>(nil)
-    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? configuration.notifyURL }
 
-    /// Sends `url` as notify_url from now on. For a gateway whose own address is known only after
-    /// binding; a configured `WXPAY_NOTIFY_URL` should not be overridden.
-    public func useNotifyURL(_ url: String) {
-        notifyURLOverride.withLock { $0 = url }
-    }
+    var configuration: GatewayConfiguration { context.configuration }
+    var store: any GatewayStore { context.store }
+    var metrics: MetricsRegistry { context.metrics }
+    var instruments: OrderInstruments { context.instruments }
+    var logger: Logger { context.logger }
+    var signals: OrderSignals { context.signals }
+    var settlement: Settlement { context.settlement }
+    var upstream: Upstream { context.upstream }
+    var signer: Signer { context.signer }
+    var userLimits: UserLimits { context.userLimits }
+    func now() -> Date { context.now() }
+    var notifyURL: String { context.callbacks.payment }
 
     /// How long WeChat keeps a prepay_id (2 hours); a re-entry after that asks for a fresh one.
     static let prepayLifetime: TimeInterval = 2 * 3600
     /// WeChat does not close an order within 5 minutes of its creation.
     static let minimumAgeToClose: TimeInterval = 5 * 60
 
-    /// - Parameters:
-    ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode and tests).
-    ///   - now: the clock; tests move it.
-    public init(configuration: GatewayConfiguration, store: any OrderStore, transport: any WeChatPayTransport,
-                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
-                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
-        self.configuration = configuration
-        self.store = store
-        self.metrics = metrics
-        instruments = OrderInstruments(metrics)
-        self.logger = logger
-        self.now = now
-        signer = Signer(key: configuration.apiKey)
-        catalog = CatalogSource(configuration.app.catalog, path: configuration.app.catalogPath)
-        userLimits = UserLimits(createsPerMinute: configuration.app.createRate, reportsPerMinute: configuration.app.reportRate,
-                                maximumWaits: configuration.app.maxWaits)
-        settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
-        upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, instruments: instruments,
-                            logger: logger)
+    /// Made by `GatewayServices`, the composition root.
+    init(context: GatewayContext, iap: IAPService?) {
+        self.context = context
+        self.iap = iap
         listenForChangesElsewhere()
     }
 
@@ -496,20 +464,10 @@ public final class OrderService: Sendable {
 
     // MARK: - Helpers
 
-    /// Runs a store operation, turning a storage failure into an API error without leaking its
-    /// details: 503 `database_unavailable` while the database cannot be reached, else 500.
+    /// `GatewayContext.storage`: a storage failure as an API error.
     func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
-        do {
-            return try await operation()
-        } catch {
-            throw apiError(for: error)
-        }
+        try await context.storage(operation)
     }
 
-    /// The answer for a storage failure, logged and counted.
-    func apiError(for error: StorageError) -> APIError {
-        logger.error("storage failure", ["error": error.shortDescription])
-        instruments.storageErrors.labelled(error.shortDescription).increment()
-        return error == .unavailable ? .databaseUnavailable : .internalError
-    }
+    func apiError(for error: StorageError) -> APIError { context.apiError(for: error) }
 }

@@ -12,12 +12,12 @@ public final class DailyBillReconciliation: Service, CustomStringConvertible {
     /// Minutes after 10:00 the run happens, so instances do not download at the same second.
     private let offset: TimeInterval
     private let reconciler: BillReconciler
-    private let service: OrderService
+    private let context: GatewayContext
 
-    public init(service: OrderService, offset: TimeInterval = Double.random(in: 0...600)) {
-        self.service = service
+    public init(services: GatewayServices, offset: TimeInterval = Double.random(in: 0...600)) {
+        context = services.context
         self.offset = offset
-        reconciler = BillReconciler(service: service)
+        reconciler = BillReconciler(services: services)
     }
 
     /// The first 10:00 Beijing (plus `offset`) strictly after `date`, and the Beijing day
@@ -41,23 +41,23 @@ public final class DailyBillReconciliation: Service, CustomStringConvertible {
     }
 
     private func reconcileDaily() async {
-        service.logger.notice("daily bill reconciliation on", ["offset_seconds": String(Int(offset))])
+        context.logger.notice("daily bill reconciliation on", ["offset_seconds": String(Int(offset))])
         while !Task.isCancelled {
-            let next = Self.nextRun(after: service.now(), offset: offset)
-            try? await Task.sleep(for: .seconds(max(0, next.at.timeIntervalSince(service.now()))))
+            let next = Self.nextRun(after: context.now(), offset: offset)
+            try? await Task.sleep(for: .seconds(max(0, next.at.timeIntervalSince(context.now()))))
             var attempt = 0
             while !Task.isCancelled && attempt < 4 {
                 attempt += 1
                 do {
                     let report = try await reconciler.reconcile(day: next.day)
                     if !report.isClean {
-                        service.logger.warning("bill differences found", ["day": next.day,
+                        context.logger.warning("bill differences found", ["day": next.day,
                                                                           "report": report.render()])
                     }
                     break
                 } catch {
                     reconciler.instruments.failed.labelled(error.shortDescription).increment()
-                    service.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
+                    context.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
                     try? await Task.sleep(for: .seconds(1800))
                 }
             }

@@ -23,7 +23,7 @@ import WeChatPay
 /// delayed (exponential backoff).
 ///
 /// ```swift
-/// let reconciler = Reconciler(service: service)
+/// let reconciler = Reconciler(services: services)
 /// try await ServiceGroup(services: [reconciler]).run()   // until SIGTERM
 /// ```
 public final class Reconciler: Service, CustomStringConvertible {
@@ -66,20 +66,27 @@ public final class Reconciler: Service, CustomStringConvertible {
     public let configuration: Configuration
     /// The name this sweeper's leases carry.
     public let claimant: String
-    let service: OrderService
+    let context: GatewayContext
+    /// The orderquery flow the sweeps share with the waits (`OrderService.queryAndSettle`).
+    let orders: OrderService
+    let refunds: RefundService
+    let iap: IAPService?
     let instruments: ReconcilerInstruments
     private let limiter: RateLimiter
 
     /// - Parameters:
-    ///   - service: the order service whose store, upstream and settlement the sweeps use.
-    ///   - configuration: pacing; default: the service's `GatewayConfiguration`.
+    ///   - services: the flows whose orders, refunds and iOS purchases the sweeps check.
+    ///   - configuration: pacing; default: the `GatewayConfiguration`'s.
     ///   - claimant: the lease owner's name; default: unique per instance.
-    public init(service: OrderService, configuration: Configuration? = nil, claimant: String? = nil) {
-        self.service = service
-        self.configuration = configuration ?? Configuration(service.configuration)
+    public init(services: GatewayServices, configuration: Configuration? = nil, claimant: String? = nil) {
+        context = services.context
+        orders = services.orders
+        refunds = services.refunds
+        iap = services.iap
+        self.configuration = configuration ?? Configuration(services.configuration)
         self.claimant = claimant ?? "sweeper-" + UUID().uuidString.prefix(8).lowercased()
         limiter = RateLimiter(rate: self.configuration.rate)
-        instruments = ReconcilerInstruments(service.metrics)
+        instruments = ReconcilerInstruments(context.metrics)
     }
 
     public var description: String { "reconciler" }
@@ -92,7 +99,7 @@ public final class Reconciler: Service, CustomStringConvertible {
     }
 
     private func sweepUntilCancelled() async {
-        service.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
+        context.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
                                                      "after": String(configuration.after)])
         var failedSweeps = 0
         while !Task.isCancelled {
@@ -100,21 +107,21 @@ public final class Reconciler: Service, CustomStringConvertible {
             let errors = report.errors + report.refundErrors
             if errors > 0 && errors * 2 >= report.checked + report.refundsChecked {
                 failedSweeps = min(failedSweeps + 1, 5)
-                service.logger.warning("reconciler backing off after upstream errors",
+                context.logger.warning("reconciler backing off after upstream errors",
                                        ["errors": String(errors), "periods": String(1 << failedSweeps)])
             } else {
                 failedSweeps = 0
             }
             try? await Task.sleep(for: .seconds(configuration.interval * Double(1 << failedSweeps)))
         }
-        service.logger.notice("reconciler stopped", ["claimant": claimant])
+        context.logger.notice("reconciler stopped", ["claimant": claimant])
     }
 
     /// One sweep: lease the due refunds and orders, check each (bounded in concurrency and rate), report.
     @discardableResult
     public func sweep() async -> SweepReport {
         let started = ContinuousClock.now
-        let now = service.now()
+        let now = context.now()
         let leaseUntil = now.addingTimeInterval(configuration.lease)
         var report = SweepReport()
         // Refunds first, with at most a quarter of the batch: rarer than orders, and never starved
@@ -122,11 +129,11 @@ public final class Reconciler: Service, CustomStringConvertible {
         let refunds = await claimRefunds(now: now, leaseUntil: leaseUntil, into: &report)
         let claimed: [OrderRecord]
         do {
-            claimed = try await service.store.claimOpenOrders(
+            claimed = try await context.store.claimOpenOrders(
                 noNotifySince: now.addingTimeInterval(-configuration.after), now: now,
                 limit: configuration.batchLimit - refunds.count, claimant: claimant, leaseUntil: leaseUntil)
         } catch {
-            service.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
+            context.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
             instruments.storeErrors.increment()
             report.errors += 1
             claimed = []
@@ -169,10 +176,10 @@ public final class Reconciler: Service, CustomStringConvertible {
         instruments.ordersSkipped.increment(by: report.skipped)
         instruments.lag.set(report.lagSeconds)
         instruments.lastSweepClaimed.set(Double(report.claimed))
-        instruments.lastSweepTimestamp.set(service.now().timeIntervalSince1970.rounded(.down))
+        instruments.lastSweepTimestamp.set(context.now().timeIntervalSince1970.rounded(.down))
         instruments.sweepDuration.record(ContinuousClock.now - started)
         if report.claimed + report.refundsClaimed > 0 {
-            service.logger.info("reconcile sweep", [
+            context.logger.info("reconcile sweep", [
                 "claimed": String(report.claimed), "checked": String(report.checked), "settled": String(report.settled),
                 "closed": String(report.closed), "errors": String(report.errors), "skipped": String(report.skipped),
                 "refunds_checked": String(report.refundsChecked), "refunds_settled": String(report.refundsSettled),
@@ -202,7 +209,7 @@ public final class Reconciler: Service, CustomStringConvertible {
                         return (index, await self.skip(item))
                     }
                     await self.limiter.acquire()
-                    guard self.service.now() < leaseUntil, !Task.isCancelled else { return (index, await self.skip(item)) }
+                    guard self.context.now() < leaseUntil, !Task.isCancelled else { return (index, await self.skip(item)) }
                     let outcome = await self.check(item)
                     CrashPoint.hit(CrashPoint.midSweep)
                     if outcome == .failed {
@@ -224,7 +231,7 @@ public final class Reconciler: Service, CustomStringConvertible {
 
     private func check(_ item: SweepItem) async -> Outcome {
         switch item {
-        case .order(let order): await check(order, now: service.now())
+        case .order(let order): await check(order, now: context.now())
         case .refund(let refund): await check(refund)
         }
     }
@@ -256,7 +263,7 @@ public final class Reconciler: Service, CustomStringConvertible {
     }
 
     private func skip(_ order: OrderRecord) async -> Outcome {
-        _ = try? await service.store.releaseClaim(order.outTradeNo, claimant: claimant)
+        _ = try? await context.store.releaseClaim(order.outTradeNo, claimant: claimant)
         return .skipped
     }
 
@@ -271,18 +278,18 @@ public final class Reconciler: Service, CustomStringConvertible {
     private func query(_ order: OrderRecord, reason: String, fresh: Bool = false) async -> Outcome {
         let failure = LockedBox<String?>(nil)
         let outTradeNo = order.outTradeNo
-        let service = self.service
-        if fresh && service.upstream.queries.isRunning(outTradeNo) {
+        let (orders, queries) = (self.orders, context.upstream.queries)
+        if fresh && queries.isRunning(outTradeNo) {
             // A query in flight may have left before closeorder's ORDERPAID: let it finish first,
             // then ask again, so the answer settled is one given after the payment (T7 found this).
-            _ = await service.upstream.queries.run(outTradeNo) {
-                await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            _ = await queries.run(outTradeNo) {
+                await orders.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
             }
         }
         // A routine check is paced like the waits' polls (an order a wait asked about moments ago
         // is not asked again); the check after ORDERPAID is news and asks.
-        let after = await service.upstream.queries.run(outTradeNo) {
-            await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
+        let after = await queries.run(outTradeNo) {
+            await orders.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
         }
         if let error = failure.value {
             instruments.callErrors.labelled("orderquery", error).increment()
@@ -294,28 +301,28 @@ public final class Reconciler: Service, CustomStringConvertible {
     /// closeorder for an order past its expiry: closed → closed locally; ORDERPAID → believed only
     /// after a verified orderquery (as `OrderService.close` does).
     private func closeExpired(_ order: OrderRecord) async -> Outcome {
-        let store = service.store
+        let store = context.store
         do {
-            let response = try await service.upstream.closeOrder(for: order)
+            let response = try await context.upstream.closeOrder(for: order)
             switch response.outcome {
             case .closed, .alreadyClosed:
-                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder (expired)")
+                let after = try? await context.settlement.close(order, detail: "reconcile: closeorder (expired)")
                 return Self.outcome(before: order, after: after)
             case .alreadyPaid:
                 _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile",
                                                  detail: "closeorder answered ORDERPAID; confirming with orderquery",
-                                                 at: service.now())
+                                                 at: context.now())
                 return await query(order, reason: "reconcile after ORDERPAID", fresh: true)
             }
         } catch {
             if error.errorCode == .orderNotExist {
                 // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
-                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
+                let after = try? await context.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
                 return Self.outcome(before: order, after: after)
             }
             instruments.callErrors.labelled("closeorder", error.shortDescription).increment()
             _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile_failed",
-                                             detail: "closeorder \(error.shortDescription)", at: service.now())
+                                             detail: "closeorder \(error.shortDescription)", at: context.now())
             return .failed
         }
     }

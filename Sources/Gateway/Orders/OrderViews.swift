@@ -1,15 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import StorageCore
-import Synchronization
 
-extension OrderService {
-    /// The refund service, once one was made for this order service (`RefundService.init`).
-    public var refunds: RefundService? { refundService.withLock { $0 } }
-
-    func attach(_ refunds: RefundService) {
-        refundService.withLock { $0 = refunds }
-    }
-
+extension GatewayContext {
     /// The order as the API shows it: a paid order with its refunds and what they returned
     /// (`refunded_amount` counts successful refunds), and its flags when it has any
     /// (`refund_needs_attention`, `paid_after_close`). Only a paid order can have refunds, so no
@@ -22,15 +14,25 @@ extension OrderService {
             if order.state == .refund { view.refundedAmount = order.amount }
             return view
         }
-        guard order.state == .success || order.state == .refund, let refunds else { return view }
-        let records = try await refunds.store.refunds(outTradeNo: order.outTradeNo)
+        guard order.state == .success || order.state == .refund else { return view }
+        let records = try await store.refunds(outTradeNo: order.outTradeNo)
         view.refunds = records.map(RefundView.init)
         view.refundedAmount = records.filter { $0.state == .success }.reduce(0) { $0 + $1.amount }
         return view
     }
 
-    /// `view(_:)` as JSON, a storage failure answered as a 500.
-    func viewJSON(_ order: OrderRecord) async throws(APIError) -> [UInt8] {
-        try await storage { () throws(StorageError) in try await self.view(order).json }
+    /// `view(_:)`, a storage failure answered as a 500 (or 503 while the database is down).
+    func apiView(_ order: OrderRecord) async throws(APIError) -> OrderView {
+        try await storage { () throws(StorageError) in try await self.view(order) }
     }
+
+    /// `view(_:)` as JSON, a storage failure answered as a 500 (or 503).
+    func viewJSON(_ order: OrderRecord) async throws(APIError) -> [UInt8] {
+        try await apiView(order).json
+    }
+}
+
+extension OrderService {
+    func view(_ order: OrderRecord) async throws(StorageError) -> OrderView { try await context.view(order) }
+    func viewJSON(_ order: OrderRecord) async throws(APIError) -> [UInt8] { try await context.viewJSON(order) }
 }
