@@ -64,10 +64,7 @@ struct OrderFollowsItsRefundsTests {
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-elsewhere", amount: 990)
         // Refunded by hand in the merchant platform: WeChat holds a refund the gateway never asked for.
-        let order = try #require(try await rig.store.order("rf-elsewhere"))
-        _ = try await rig.service.upstream.client(for: order).send(RefundRequest(
-            order: .outTradeNo("rf-elsewhere"), outRefundNo: "by-hand-1", totalFee: 990, refundFee: 990,
-            refundDescription: "by hand", notifyURL: nil))
+        try await rig.refundByHand("rf-elsewhere", number: "by-hand-1", amount: 990)
 
         for _ in 0..<2 {
             let rechecked = try await rig.send(.post, "/v1/support/orders/rf-elsewhere/recheck", token: RefundRig.support)
@@ -90,10 +87,7 @@ struct OrderFollowsItsRefundsTests {
                                          body: #"{"amount":990,"description":"d","client_ip":"203.0.113.7","out_trade_no":"rf-first"}"#)
         #expect(created.status == 201)
         try rig.simulator.pay(outTradeNo: "rf-first")
-        let order = try #require(try await rig.store.order("rf-first"))
-        _ = try await rig.service.upstream.client(for: order).send(RefundRequest(
-            order: .outTradeNo("rf-first"), outRefundNo: "by-hand-2", totalFee: 990, refundFee: 990,
-            refundDescription: "by hand", notifyURL: nil))
+        try await rig.refundByHand("rf-first", number: "by-hand-2", amount: 990)
 
         let after = try #require(await rig.service.queryAndSettle("rf-first", reason: "sweep", source: "reconcile"))
         #expect(after.state == .success)

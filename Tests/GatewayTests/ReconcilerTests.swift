@@ -102,7 +102,7 @@ struct ReconcilerTests {
         _ = try await harness.service.settlement.close(record, detail: "test: closed locally")
         try harness.simulator.pay(outTradeNo: "late-0001")
         let closed = try #require(try await harness.store.order("late-0001"))
-        let response = try await harness.service.upstream.orderQuery(for: closed)
+        let response = try await harness.service.upstream.queryOrder(closed)
         _ = await harness.service.settlement.apply(response, to: closed, source: "reconcile")
         let order = try #require(try await harness.store.order("late-0001"))
         #expect(order.state == .success)

@@ -113,6 +113,17 @@ final class RefundRig: Sendable {
         try await store.outboxEvents(outTradeNo).filter { $0.type == type }
     }
 
+    /// A refund of the whole order made in the merchant platform, not through the gateway: WeChat
+    /// holds it, the gateway never asked for it.
+    func refundByHand(_ outTradeNo: String, number: String, amount: Int) async throws {
+        let merchant = MerchantCredentials(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID,
+                                           key: APIKey(GatewayConfiguration.demoKey), signType: .hmacSHA256)
+        _ = try await WeChatPayClient(merchant: merchant, transport: SimulatorTransport(simulator: simulator),
+                                     nonces: RandomNonceSource()).send(RefundRequest(
+            order: .outTradeNo(outTradeNo), outRefundNo: number, totalFee: amount, refundFee: amount,
+            refundDescription: "by hand", notifyURL: nil))
+    }
+
     /// Refund requests WeChat received (its request counter for the refund path).
     var upstreamRefundRequests: Int { simulator.counters.requests["/secapi/pay/refund"] ?? 0 }
 

@@ -31,16 +31,26 @@ public struct GatewayContext: Sendable {
     let instruments: OrderInstruments
     let settlement: Settlement
     let upstream: Upstream
-    /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks
-    /// that every notify and every create's app parameters otherwise recomputed.
+    /// The merchant key's signer, made once (its HMAC-SHA256 key schedule is two SHA-256 blocks),
+    /// for the v2 payment notifies.
     let signer: Signer
 
+    /// A context whose flows speak WeChat Pay API v2 (`WeChatPayV2Upstream`).
     /// - Parameters:
     ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode and tests).
     ///   - now: the clock; tests move it.
     public init(configuration: GatewayConfiguration, store: any GatewayStore, transport: any WeChatPayTransport,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
                 nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(configuration: configuration, store: store,
+                  upstream: WeChatPayV2Upstream(configuration: configuration, transport: transport, nonces: nonces),
+                  metrics: metrics, logger: logger, now: now)
+    }
+
+    /// - Parameter upstream: how the order flows reach WeChat Pay (the seam).
+    public init(configuration: GatewayConfiguration, store: any GatewayStore, upstream: any WeChatPayUpstream,
+                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
@@ -53,8 +63,7 @@ public struct GatewayContext: Sendable {
         signals = OrderSignals()
         instruments = OrderInstruments(metrics)
         settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
-        upstream = Upstream(configuration: configuration, transport: transport, nonces: nonces, instruments: instruments,
-                            logger: logger)
+        self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = Signer(key: configuration.apiKey)
     }
 

@@ -97,7 +97,12 @@ public final class OrderService: Sendable {
         guard let prepayID = order.prepayID, let issuedAt = order.prepayIssuedAt else { throw .internalError }
         var view = OrderView(order)
         view.prepayID = prepayID
-        view.appParams = try appParameters(order, prepayID: prepayID, issuedAt: issuedAt)
+        do {
+            view.appParams = try upstream.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+        } catch {
+            logger.error("app parameters could not be signed", ["error": "\(error)"])
+            throw .internalError
+        }
         return view
     }
 
@@ -121,32 +126,30 @@ public final class OrderService: Sendable {
         }
     }
 
-    /// unifiedorder for `order`, and its prepay_id stored.
+    /// A prepay for `order` (v2 unifiedorder), and its prepay_id stored.
     func unifiedOrder(_ order: OrderRecord) async -> Result<OrderRecord, APIError> {
         let outTradeNo = order.outTradeNo
+        let prepayID: String
         do {
-            let response = try await upstream.unifiedOrder(for: order, notifyURL: notifyURL)
+            prepayID = try await upstream.prepay(order, notifyURL: notifyURL)
+        } catch {
+            return .failure(await upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
+        }
+        do {
             let issuedAt = now()
             // The prepay_id and its timeline event in one write (one savepoint in the group commit).
             guard let updated = try await store.setPrepay(
-                outTradeNo, prepayID: response.prepayID, issuedAt: issuedAt,
+                outTradeNo, prepayID: prepayID, issuedAt: issuedAt,
                 event: NewOrderEvent(kind: "prepay", detail: "prepay_id issued", at: issuedAt))
             else { return .failure(.orderNotFound) }
             return .success(updated)
-        } catch let error as APIError {
-            return .failure(error)
-        } catch let error as WeChatPayError {
-            return .failure(await upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
-        } catch let error as StorageError {
-            return .failure(apiError(for: error))
         } catch {
-            logger.error("unexpected failure during create", ["error": "\(error)"])
-            return .failure(.internalError)
+            return .failure(apiError(for: error))
         }
     }
 
     /// What the API answers when WeChat refused or failed; some answers also change the order.
-    private func upstreamFailure(_ error: WeChatPayError, outTradeNo: String, api: String) async -> APIError {
+    private func upstreamFailure(_ error: UpstreamError, outTradeNo: String, api: String) async -> APIError {
         let at = now()
         _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: error.shortDescription, at: at)
         switch error.advice {
@@ -167,25 +170,10 @@ public final class OrderService: Sendable {
         {
             return .upstreamUnavailable
         }
-        if let code = error.errorCode {
-            return .upstreamRejected(code.rawValue, "WeChat Pay refused the request (\(code.rawValue))")
+        if let code = error.code {
+            return .upstreamRejected(code, "WeChat Pay refused the request (\(code))")
         }
         return .upstreamRejected("RETURN_FAIL", "WeChat Pay refused the request")
-    }
-
-    private func appParameters(_ order: OrderRecord, prepayID: String, issuedAt: Date) throws(APIError) -> AppPayParameters {
-        let signType = SignType(rawValue: order.signType) ?? configuration.signType
-        // The app's noncestr is derived from the prepay_id under our key, and the timestamp is the
-        // prepay's issue time, so every identical create answers byte-identical parameters.
-        let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "app-noncestr"], type: .md5)
-        do {
-            return try AppPayParameters(
-                appID: configuration.appID, partnerID: configuration.mchID, prepayID: prepayID, nonce: nonce,
-                timestamp: Int(issuedAt.timeIntervalSince1970), signType: signType, signer: signer)
-        } catch {
-            logger.error("app parameters could not be signed", ["error": "\(error)"])
-            throw .internalError
-        }
     }
 
     /// A fresh out_trade_no: Beijing date and time plus 12 random characters (26 in all).
@@ -240,19 +228,19 @@ public final class OrderService: Sendable {
         guard order.channel == .wechat else { return order }
         if paced && upstream.isPaced(outTradeNo, interval: configuration.pollInterval) { return order }
         do {
-            let response = try await upstream.orderQuery(for: order)
+            let trade = try await upstream.queryOrder(order)
             let at = now()
             _ = try? await store.touch(outTradeNo, .lastQueried, at: at)
             // A sweep checks long-unpaid orders again and again: the first check and every answer
             // other than NOTPAY are what a person needs to see in the timeline.
-            if order.lastQueriedAt == nil || response.tradeState != .notPay || source != "reconcile" {
+            if order.lastQueriedAt == nil || trade.state != .notPay || source != "reconcile" {
                 _ = try? await store.appendEvent(
-                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(response.tradeState.rawValue)",
+                    outTradeNo, kind: source, detail: "\(reason): orderquery trade_state=\(trade.state.rawValue)",
                     at: at)
             }
-            return await settlement.apply(response, to: order, source: source) ?? order
+            return await settlement.apply(trade, to: order, source: source) ?? order
         } catch {
-            if error.errorCode == .orderNotExist {
+            if error.notFound {
                 // unifiedorder never reached WeChat; the order is closed locally once it expires.
                 _ = try? await store.touch(outTradeNo, .lastQueried, at: now())
                 return order
@@ -288,11 +276,11 @@ public final class OrderService: Sendable {
         // A close answers a final order or an error, never the order as it was: the client asked
         // for an outcome, and "still open" would read as "not paid, not closed" when WeChat may
         // hold it either.
-        let outcome: CloseOrderResponse.Outcome
+        let outcome: UpstreamClosing
         do {
-            outcome = try await upstream.closeOrder(for: order).outcome
+            outcome = try await upstream.closeOrder(order)
         } catch {
-            guard error.errorCode == .orderNotExist else {
+            guard error.notFound else {
                 throw await upstreamFailure(error, outTradeNo: outTradeNo, api: "closeorder")
             }
             // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
@@ -302,7 +290,7 @@ public final class OrderService: Sendable {
             return try await viewJSON(closed)
         }
         switch outcome {
-        case .closed, .alreadyClosed:
+        case .closed:
             let closed = try await storage { () throws(StorageError) in
                 try await self.settlement.close(order, detail: "closeorder")
             }

@@ -24,8 +24,6 @@ public struct BillReconciler: Sendable {
     /// The refund flow's refundquery, for the bill's refund lines.
     let refunds: RefundService
     let instruments: BillInstruments
-    /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
-    static let maximumBillBytes = 512 << 20
 
     public init(services: GatewayServices) {
         context = services.context
@@ -37,7 +35,7 @@ public struct BillReconciler: Sendable {
     /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
     public func reconcile(day: String) async throws(BillReconciliationError) -> BillReport {
         guard let dayStart = Self.dayStart(day) else { throw .invalidDay }
-        let rows = try await download(day.replacingOccurrences(of: "-", with: ""))
+        let rows = try await download(day)
         return try await compare(rows, day: day, dayStart: dayStart)
     }
 
@@ -50,30 +48,14 @@ public struct BillReconciler: Sendable {
     }
 
     /// The bill's detail rows; an empty list when WeChat says the day has no bill.
-    private func download(_ billDate: String) async throws(BillReconciliationError) -> [BillRow] {
-        let response: DownloadBillResponse
+    private func download(_ day: String) async throws(BillReconciliationError) -> [BillRow] {
         do {
-            response = try await context.upstream.downloadBill(
-                DownloadBillRequest(billDate: billDate, billType: .all, gzip: true), signType: context.configuration.signType)
+            return try await context.upstream.bill(day: day)
         } catch {
-            // "No Bill Exist": no transaction that day. Local payments that day are still compared.
-            if error.kind == .protocolFailure, error.returnMessage?.contains("No Bill Exist") == true { return [] }
-            throw .download(error.shortDescription + (error.returnMessage.map { ": " + String($0.prefix(60)) } ?? ""))
-        }
-        let text: [UInt8]
-        if response.isGzip {
-            do {
-                text = try Gzip.decompress(response.body, maximumOutput: Self.maximumBillBytes)
-            } catch {
-                throw .unreadableBill("gzip")
-            }
-        } else {
-            text = response.body
-        }
-        do {
-            return try Bill.parse(text).rows
-        } catch {
-            throw .unreadableBill(error.shortDescription)
+            // No bill: no transaction that day. Local payments that day are still compared.
+            if error.notFound { return [] }
+            if error.kind == .unreadableBill { throw .unreadableBill(error.shortDescription) }
+            throw .download(error.shortDescription + (error.message.map { ": " + String($0.prefix(60)) } ?? ""))
         }
     }
 

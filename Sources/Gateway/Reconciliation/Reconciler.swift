@@ -303,9 +303,8 @@ public final class Reconciler: Service, CustomStringConvertible {
     private func closeExpired(_ order: OrderRecord) async -> Outcome {
         let store = context.store
         do {
-            let response = try await context.upstream.closeOrder(for: order)
-            switch response.outcome {
-            case .closed, .alreadyClosed:
+            switch try await context.upstream.closeOrder(order) {
+            case .closed:
                 let after = try? await context.settlement.close(order, detail: "reconcile: closeorder (expired)")
                 return Self.outcome(before: order, after: after)
             case .alreadyPaid:
@@ -315,7 +314,7 @@ public final class Reconciler: Service, CustomStringConvertible {
                 return await query(order, reason: "reconcile after ORDERPAID", fresh: true)
             }
         } catch {
-            if error.errorCode == .orderNotExist {
+            if error.notFound {
                 // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
                 let after = try? await context.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
                 return Self.outcome(before: order, after: after)

@@ -26,9 +26,9 @@ extension RefundService {
         let at = now()
         _ = try? await store.touchRefund(number, queriedAt: at)
         do {
-            let answer = try await context.upstream.refundQuery(number, order: order)
+            let answer = try await context.upstream.queryRefund(number, order: order)
             return await apply(answer, to: current, source: source)
-        } catch where error.errorCode == .refundNotExist {
+        } catch where error.notFound {
             _ = try? await context.store.appendEvent(
                 current.outTradeNo, kind: source,
                 detail: "\(number): refundquery REFUNDNOTEXIST; sending it again (same out_refund_no, same parameters)", at: at)
@@ -46,18 +46,18 @@ extension RefundService {
     }
 
     /// A verified refundquery answer about `refund`, settled through the one door when final.
-    func apply(_ answer: RefundQueryResponse, to refund: RefundRecord, source: String) async -> CheckOutcome {
+    func apply(_ answer: UpstreamRefundReport, to refund: RefundRecord, source: String) async -> CheckOutcome {
         let number = refund.outRefundNo
         guard answer.outTradeNo == refund.outTradeNo, let entry = answer.refunds.first(where: { $0.outRefundNo == number }) else {
             logger.error("refundquery answered about another refund", ["out_refund_no": number])
             return .failed
         }
-        guard entry.refundFee == refund.amount else {
+        guard entry.amount == refund.amount else {
             // A signed answer for another amount: never settled on; a person must look.
             instruments.amountMismatches.increment()
             _ = try? await context.store.appendEvent(
                 refund.outTradeNo, kind: "refund_amount_mismatch",
-                detail: "\(number): refundquery reports \(entry.refundFee) fen, the refund is \(refund.amount) fen", at: now())
+                detail: "\(number): refundquery reports \(entry.amount) fen, the refund is \(refund.amount) fen", at: now())
             return .failed
         }
         let target: RefundState
@@ -80,7 +80,7 @@ extension RefundService {
         }
         do {
             let result = try await settle(
-                number, to: target, source: "\(source): refundquery", refundID: entry.refundID, succeededAt: entry.successTime,
+                number, to: target, source: "\(source): refundquery", refundID: entry.refundID, succeededAt: entry.succeededAt,
                 expectedOutTradeNo: refund.outTradeNo, expectedAmount: refund.amount)
             return result.didChange ? .settled : .open
         } catch {

@@ -170,8 +170,7 @@ public final class RefundService: Sendable {
             let response = try await context.upstream.refund(refund, order: order, failed: { error in
                 if error.mayHaveTakenEffect { reached = true }
             })
-            guard response.outRefundNo == number, response.outTradeNo == refund.outTradeNo,
-                  response.refundFee == refund.amount
+            guard response.outRefundNo == number, response.outTradeNo == refund.outTradeNo, response.amount == refund.amount
             else {
                 logger.error("WeChat's refund answer names another refund; left PROCESSING", ["out_refund_no": number])
                 _ = try? await context.store.appendEvent(refund.outTradeNo, kind: "refund_failed",
@@ -202,13 +201,13 @@ public final class RefundService: Sendable {
     /// Whether WeChat's answer rejects the request for good: it cannot have refunded anything and
     /// resending it unchanged would fail again (a documented error code, a 4xx such as a refused
     /// client certificate). Unknown codes and "may have taken effect" answers are left to refundquery.
-    static func isRefusal(_ error: WeChatPayError) -> Bool {
+    static func isRefusal(_ error: UpstreamError) -> Bool {
         !error.mayHaveTakenEffect && !error.isRetryable && error.advice != .query
     }
 
     /// `failure_reason`: WeChat's err_code, or the kind of refusal.
-    static func failureLabel(_ error: WeChatPayError) -> String {
-        if let code = error.errorCode { return code.description }
+    static func failureLabel(_ error: UpstreamError) -> String {
+        if let code = error.codeLabel { return code }
         if let status = error.httpStatus { return "HTTP_\(status)" }
         if error.kind == .protocolFailure { return "RETURN_FAIL" }
         return error.shortDescription.uppercased()

@@ -5,21 +5,21 @@ import StorageCore
 import Synchronization
 import WeChatPay
 
-/// The gateway's side of every call to WeChat Pay: one client per signature algorithm (an order is
-/// always spoken about with the algorithm it was created with), retries that repeat the identical
-/// request, single-flight per order, and metrics by API and outcome.
+/// The order flows' calls to WeChat Pay, whatever API version answers them (`WeChatPayUpstream`,
+/// the seam): retries that repeat the identical request, single-flight per order, the pacing of
+/// queries, and metrics by API and outcome.
 final class Upstream: Sendable {
-    private let clients: [SignType: WeChatPayClient]
+    private let api: any WeChatPayUpstream
     private let instruments: OrderInstruments
     private let logger: Logger
-    /// One unifiedorder per order at a time: N identical concurrent creates make one upstream call.
+    /// One prepay per order at a time: N identical concurrent creates make one upstream call.
     let prepays = SingleFlight<String, Result<OrderRecord, APIError>>()
-    /// One orderquery per order at a time, shared by every waiting client, the recheck and the sweeps.
+    /// One order query per order at a time, shared by every waiting client, the recheck and the sweeps.
     let queries = SingleFlight<String, OrderRecord?>()
     /// The polls of waiting queries, at most 64 at a time (see `BoundedWork`).
     let polls = BoundedWork(width: 64)
-    /// When each order's last poll was scheduled and its last orderquery ended, so that WeChat
-    /// hears about an order at most once per poll interval from this process (see `isPaced`).
+    /// When each order's last poll was scheduled and its last query ended, so that WeChat hears
+    /// about an order at most once per poll interval from this process (see `isPaced`).
     private let queryTimes = Mutex<[String: QueryTimes]>([:])
 
     private struct QueryTimes {
@@ -32,38 +32,25 @@ final class Upstream: Sendable {
     static let attempts = 3
     static let backoff: [Duration] = [.milliseconds(200), .milliseconds(600)]
 
-    init(configuration: GatewayConfiguration, transport: any WeChatPayTransport, nonces: any NonceSource,
-         instruments: OrderInstruments, logger: Logger) {
-        var clients: [SignType: WeChatPayClient] = [:]
-        for type in SignType.allCases {
-            let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID,
-                                               key: configuration.apiKey, signType: type)
-            clients[type] = WeChatPayClient(merchant: merchant, transport: transport, nonces: nonces)
-        }
-        self.clients = clients
+    init(_ api: any WeChatPayUpstream, instruments: OrderInstruments, logger: Logger) {
+        self.api = api
         self.instruments = instruments
         self.logger = logger
     }
 
-    func client(for order: OrderRecord) -> WeChatPayClient {
-        clients[SignType(rawValue: order.signType) ?? .hmacSHA256]!
+    /// The order's prepay_id (v2 unifiedorder), for the order exactly as stored.
+    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
+        try await withRetries(api: "unifiedorder") { () throws(UpstreamError) in try await self.api.prepay(order, notifyURL: notifyURL) }
     }
 
-    /// unifiedorder for the order exactly as stored: every retry, replay and prepay refresh sends
-    /// the same parameters (time_expire included); only nonce_str and sign change.
-    func unifiedOrder(for order: OrderRecord, notifyURL: String) async throws(WeChatPayError) -> UnifiedOrderResponse {
-        let request = UnifiedOrderRequest(
-            body: order.description, outTradeNo: order.outTradeNo, totalFee: order.amount,
-            spbillCreateIP: order.clientIP, notifyURL: notifyURL, tradeType: .app, attach: order.attach,
-            timeExpire: BeijingTime.parse(order.timeExpire), productID: order.productID)
-        return try await withRetries(api: "unifiedorder") { () throws(WeChatPayError) in
-            try await self.client(for: order).send(request)
-        }
+    /// The app's payment parameters for a prepay_id (computed, not a call).
+    func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
+        try api.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
     }
 
-    /// One orderquery (not repeated: the next poll or sweep is the retry). When it ends, answered
-    /// or not, is remembered for the pacing of polls and sweeps.
-    func orderQuery(for order: OrderRecord) async throws(WeChatPayError) -> OrderQueryResponse {
+    /// One query of the order's state (not repeated: the next poll or sweep is the retry). When it
+    /// ends, answered or not, is remembered for the pacing of polls and sweeps.
+    func queryOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamTrade {
         defer {
             let now = ContinuousClock.now
             queryTimes.withLock { times in
@@ -71,12 +58,12 @@ final class Upstream: Sendable {
                 Self.forgetOld(&times, now: now)
             }
         }
-        return try await withRetries(api: "orderquery", attempts: 1) { () throws(WeChatPayError) in
-            try await self.client(for: order).send(OrderQueryRequest(outTradeNo: order.outTradeNo))
+        return try await withRetries(api: "orderquery", attempts: 1) { () throws(UpstreamError) in
+            try await self.api.queryOrder(order)
         }
     }
 
-    /// Whether an orderquery about `key` ended less than `interval` seconds ago: a poll or a sweep
+    /// Whether an order query about `key` ended less than `interval` seconds ago: a poll or a sweep
     /// then has its answer already (settled in the store) and asks nothing. Checked inside the
     /// per-order single-flight (`queries`), where calls about one order run one after another, so
     /// two paced calls are never closer than `interval` at WeChat: the second starts after the
@@ -86,18 +73,30 @@ final class Upstream: Sendable {
         return queryTimes.withLock { $0[key]?.ended.map { now - $0 < .seconds(interval) } ?? false }
     }
 
-    func closeOrder(for order: OrderRecord) async throws(WeChatPayError) -> CloseOrderResponse {
-        try await withRetries(api: "closeorder") { () throws(WeChatPayError) in
-            try await self.client(for: order).send(CloseOrderRequest(outTradeNo: order.outTradeNo))
+    func closeOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamClosing {
+        try await withRetries(api: "closeorder") { () throws(UpstreamError) in try await self.api.closeOrder(order) }
+    }
+
+    /// The refund exactly as recorded; `failed` sees every failed attempt (whether any of them may
+    /// have reached WeChat decides what a refusal means).
+    func refund(_ refund: RefundRecord, order: OrderRecord, failed: (UpstreamError) -> Void)
+        async throws(UpstreamError) -> UpstreamRefundAcceptance
+    {
+        try await withRetries(api: "refund", failed: failed) { () throws(UpstreamError) in
+            try await self.api.refund(refund, order: order)
         }
     }
 
-    /// downloadbill (a file; repeated like any idempotent read). Signed with `signType`, the
-    /// gateway's configured algorithm, since a bill belongs to no single order.
-    func downloadBill(_ request: DownloadBillRequest, signType: SignType) async throws(WeChatPayError) -> DownloadBillResponse {
-        try await withRetries(api: "downloadbill") { () throws(WeChatPayError) in
-            try await self.clients[signType]!.send(request)
+    /// One refund query by number (a read: the sweep asks again next time).
+    func queryRefund(_ outRefundNo: String, order: OrderRecord) async throws(UpstreamError) -> UpstreamRefundReport {
+        try await withRetries(api: "refundquery", attempts: 1) { () throws(UpstreamError) in
+            try await self.api.queryRefund(outRefundNo, order: order)
         }
+    }
+
+    /// A Beijing day's bill (repeated like any idempotent read).
+    func bill(day: String) async throws(UpstreamError) -> [BillRow] {
+        try await withRetries(api: "downloadbill") { () throws(UpstreamError) in try await self.api.bill(day: day) }
     }
 
     /// Starts `query` for `key` unless a poll was scheduled or a query ended within `interval`
@@ -127,8 +126,8 @@ final class Upstream: Sendable {
     /// records each call's outcome and latency. `failed` sees every failed attempt, the last included
     /// (a refund needs to know whether any of them may have reached WeChat).
     func withRetries<T>(api: String, attempts: Int = Upstream.attempts,
-                        failed: (WeChatPayError) -> Void = { _ in },
-                        _ operation: () async throws(WeChatPayError) -> T) async throws(WeChatPayError) -> T {
+                        failed: (UpstreamError) -> Void = { _ in },
+                        _ operation: () async throws(UpstreamError) -> T) async throws(UpstreamError) -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -150,7 +149,7 @@ final class Upstream: Sendable {
 
     /// Whether sending the identical request again is right: WeChat asks for it (SYSTEMERROR,
     /// BIZERR_NEED_RETRY) or the answer never arrived intact (transport, 5xx, malformed, bad sign).
-    static func shouldRepeat(_ error: WeChatPayError) -> Bool {
+    static func shouldRepeat(_ error: UpstreamError) -> Bool {
         if error.advice == .retrySameParameters { return true }
         switch error.kind {
         case .transport, .malformedResponse, .badSignature: return true
