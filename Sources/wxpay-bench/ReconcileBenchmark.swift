@@ -29,11 +29,11 @@ enum ReconcileBenchmark {
             let services = GatewayServices(GatewayContext(configuration: configuration, store: store,
                                                           transport: SimulatorTransport(simulator: simulator),
                                                           now: { clock.now() }))
-            let service = services.orders
+            let creation = services.creation
             let setupStart = ContinuousClock.now
             for index in 0..<orders {
                 let body = #"{"amount":990,"description":"bench","client_ip":"203.0.113.7","out_trade_no":"bench-\#(index)"}"#
-                _ = try await service.create(try CreateOrderInput(json: Array(body.utf8)))
+                _ = try await creation.create(try CreateOrderInput(json: Array(body.utf8)))
                 if index % 50 < 3 { try simulator.pay(outTradeNo: "bench-\(index)") }
             }
             let paid = (0..<orders).filter { $0 % 50 < 3 }.count

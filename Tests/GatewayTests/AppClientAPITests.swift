@@ -271,7 +271,7 @@ struct AppClientAPITests {
         }
         async let first = rig.send(.get, "/v1/orders/wait-0000?wait=20", token: alice)
         async let second = rig.send(.get, "/v1/orders/wait-0001?wait=20", token: alice)
-        let held = await Self.eventually { rig.service.userLimits.openWaits("alice") == 2 }
+        let held = await Self.eventually { rig.services.context.userLimits.openWaits("alice") == 2 }
         #expect(held)
         let third = try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice)
         #expect(third.status == 429 && third.error?["code"] as? String == "rate_limited")
@@ -282,7 +282,7 @@ struct AppClientAPITests {
         try rig.simulator.pay(outTradeNo: "wait-0001")
         #expect(try await first.json["state"] as? String == "SUCCESS")
         #expect(try await second.json["state"] as? String == "SUCCESS")
-        #expect(await Self.eventually { rig.service.userLimits.openWaits("alice") == 0 })
+        #expect(await Self.eventually { rig.services.context.userLimits.openWaits("alice") == 0 })
         try rig.simulator.pay(outTradeNo: "wait-0002")
         #expect(try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice).json["state"] as? String == "SUCCESS")
     }

@@ -15,14 +15,14 @@ struct BatteryLateNotifyTests {
         _ = try await harness.create(
             #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"late-0001"}"#)
         harness.clock.advance(by: 301)
-        let closed = GatewayHarness.object(try await harness.service.close("late-0001"))
+        let closed = GatewayHarness.object(try await harness.services.closing.close("late-0001"))
         #expect(closed.string("state") == "CLOSED")
 
         // The payment raced the close at WeChat; its notify comes afterwards, and again on retry.
         let notify = Battery.genuineNotify(outTradeNo: "late-0001", transactionID: "4200000000202611309999999999",
                                            totalFee: 990, nonce: "afterclose")
         for _ in 0..<3 {
-            #expect(String(decoding: await harness.service.handleNotify(notify), as: UTF8.self).contains(Battery.acknowledged))
+            #expect(String(decoding: await harness.services.notifies.handleNotify(notify), as: UTF8.self).contains(Battery.acknowledged))
         }
         let order = try #require(try await harness.store.order("late-0001"))
         #expect(order.state == .success)

@@ -105,7 +105,7 @@ struct BatteryUpstreamFaultsTests {
             try await group.waitForAll()
         }
         // WeChat's 5 minutes, on the simulator's clock and the gateway's (the same clock here).
-        rig.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        rig.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in closing {
                 group.addTask {
@@ -166,7 +166,7 @@ struct BatteryUpstreamFaultsTests {
             return true
         })
         let counters = rig.simulator.counters
-        let metrics = rig.service.metrics
+        let metrics = rig.services.metrics
         for (api, path) in [("unifiedorder", "/pay/unifiedorder"), ("orderquery", "/pay/orderquery"),
                             ("closeorder", "/pay/closeorder")] {
             let exposition = metrics.exposition()

@@ -51,7 +51,6 @@ final class GatewayRig: Sendable {
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
     let services: GatewayServices
-    var service: OrderService { services.orders }
     let console: Console?
     let store: TestStore
     private let router: HTTPRouter

@@ -13,7 +13,6 @@ import WeChatPaySimulator
 /// Notifies from the simulator go straight into `handleNotify`, as they would over HTTP.
 final class GatewayHarness: Sendable {
     let services: GatewayServices
-    var service: OrderService { services.orders }
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
     let store: TestStore
@@ -67,12 +66,12 @@ final class GatewayHarness: Sendable {
 
     /// Creates an order through the service with a JSON body.
     func create(_ json: String) async throws(APIError) -> (created: Bool, body: [String: Any]) {
-        let result = try await service.create(try CreateOrderInput(json: Array(json.utf8)))
+        let result = try await services.creation.create(try CreateOrderInput(json: Array(json.utf8)))
         return (result.created, Self.object(result.json))
     }
 
     func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [String: Any] {
-        Self.object(try await service.order(outTradeNo, wait: wait))
+        Self.object(try await services.queries.order(outTradeNo, wait: wait))
     }
 
     static func object(_ bytes: [UInt8]) -> [String: Any] {
@@ -97,7 +96,7 @@ final class NotifyTarget: Sendable {
     var services: GatewayServices? { composed.withLock { $0 } }
     func deliver(_ body: [UInt8]) async -> [UInt8]? {
         guard let services else { return nil }
-        return await services.orders.handleNotify(body)
+        return await services.notifies.handleNotify(body)
     }
 }
 

@@ -9,7 +9,7 @@ import Testing
 import WeChatPay
 import WeChatPaySimulator
 
-/// `wait` queries held as data (OrderService+Wait.swift): answered on a wake, at the deadline
+/// `wait` queries held as data (OrderQueries+Wait.swift): answered on a wake, at the deadline
 /// whatever orderquery does, and by the HTTP server's shutdown, with no task per held wait.
 struct HeldWaitTests {
     static func body(_ outTradeNo: String) -> String {
@@ -18,8 +18,8 @@ struct HeldWaitTests {
 
     /// Answers given through the callback API, by order of arrival.
     final class Answers: Sendable {
-        private let list = Mutex<[OrderService.OrderAnswer]>([])
-        func record(_ answer: OrderService.OrderAnswer) { list.withLock { $0.append(answer) } }
+        private let list = Mutex<[OrderQueries.OrderAnswer]>([])
+        func record(_ answer: OrderQueries.OrderAnswer) { list.withLock { $0.append(answer) } }
         var count: Int { list.withLock { $0.count } }
         var objects: [[String: Any]] {
             list.withLock { $0 }.map { answer in
@@ -38,17 +38,17 @@ struct HeldWaitTests {
         let answers = Answers()
         // `order(_:wait:answer:)` returns at once: no caller task stays behind for a held wait.
         for _ in 0..<1_000 {
-            harness.service.order("held-0001", wait: 600, answer: answers.record)
+            harness.services.queries.order("held-0001", wait: 600, answer: answers.record)
         }
-        #expect(await harness.eventually(timeout: 300) { harness.service.signals.openWaits == 1_000 })
+        #expect(await harness.eventually(timeout: 300) { harness.services.context.signals.openWaits == 1_000 })
         #expect(harness.metrics.gauge("wxpay_waits_open") == 1_000)
         #expect(answers.count == 0)
         // No task is working for them either: the read and recheck queues have drained, and
         // their worker tasks retire when a queue is empty.
         #expect(await harness.eventually {
-            harness.service.queryWork.reads.backlog == 0 && harness.service.queryWork.rechecks.backlog == 0
+            harness.services.queries.queryWork.reads.backlog == 0 && harness.services.queries.queryWork.rechecks.backlog == 0
         })
-        #expect(harness.service.signals.openWaits == 1_000)
+        #expect(harness.services.context.signals.openWaits == 1_000)
         // One orderquery for all of them (single-flight), then one per 60 s poll interval: parking a
         // thousand waits can outlast an interval on a loaded machine, so the check is the spacing
         // (arrivals, which load can shift: at least half an interval apart), not a count.
@@ -60,7 +60,7 @@ struct HeldWaitTests {
         #expect(await harness.eventually(timeout: 300) { answers.count == 1_000 })
         #expect(answers.objects.allSatisfy { $0["state"] as? String == "SUCCESS" && $0["final"] as? Bool == true })
         #expect(harness.metrics.gauge("wxpay_waits_open") == 0)
-        #expect(harness.service.signals.openWaits == 0)
+        #expect(harness.services.context.signals.openWaits == 0)
     }
 
     @Test(arguments: StoreKind.all) func aWaitAnswersAtItsDeadlineWhileOrderqueryHangs(store: StoreKind) async throws {
@@ -99,7 +99,7 @@ struct HeldWaitTests {
         // A final order is answered at once, not at the end of its 120 s wait.
         #expect(try await harness.order("held-0004", wait: 120).string("state") == "SUCCESS")
         #expect(ContinuousClock.now - started < .seconds(60))
-        #expect(harness.service.signals.openWaits == 0)
+        #expect(harness.services.context.signals.openWaits == 0)
     }
 
     // MARK: - Over HTTP
@@ -111,7 +111,7 @@ struct HeldWaitTests {
         let (server, base) = try await Self.serve(harness)
         let client = try HTTPClient()
         async let answer = client.execute(Self.waitRequest(base, "held-0005"))
-        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        #expect(await harness.eventually { harness.services.context.signals.openWaits == 1 })
         // Shutdown drains: the held wait still gets its answer, the real one, within the grace period.
         let stopping = Task { await server.shutdown(gracePeriod: .seconds(20)) }
         try harness.simulator.pay(outTradeNo: "held-0005")
@@ -129,7 +129,7 @@ struct HeldWaitTests {
         let (server, base) = try await Self.serve(harness)
         let client = try HTTPClient()
         async let answer = client.execute(Self.waitRequest(base, "held-0006"))
-        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        #expect(await harness.eventually { harness.services.context.signals.openWaits == 1 })
         await server.shutdown(gracePeriod: .milliseconds(300))
         #expect(try await answer.status == 503)
         await client.shutdown()

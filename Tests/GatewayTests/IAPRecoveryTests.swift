@@ -139,7 +139,7 @@ struct IAPRecoveryTests {
                 _ = try rig.buy("apple-\(index)", token: E2E.token(created))
             }
             // Another instance holds the lease: this one reads nothing.
-            let now = rig.gateway.service.now()
+            let now = rig.gateway.services.context.now()
             _ = try await rig.store.claimBackfill(environment: "Production", claimant: "elsewhere", now: now,
                                                   leaseUntil: now.addingTimeInterval(600), lastRunBefore: nil)
             #expect(!(await rig.iap.backfill(since: nil, claimant: "here", force: true)).environments.contains("Production"))

@@ -24,7 +24,6 @@ final class IAPRig: Sendable {
     private let notificationLoop: Task<Void, Never>
 
     var mode: GatewayRig.Mode { gateway.mode }
-    var service: OrderService { gateway.service }
     var store: TestStore { gateway.store }
     static let product = "swift-101"
     static let appleProduct = "com.example.courses.swift101"

@@ -73,7 +73,7 @@ struct MetricsExpositionTests {
         try gateway.simulator.pay(outTradeNo: "exposition-1")
         #expect(await Battery.eventually(timeout: 120) {
             (try? await gateway.store.order("exposition-1"))??.state == .success
-                && gateway.service.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
+                && gateway.services.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
         })
         // A forged notify (another key): refused, counted by reason.
         let forged = gateway.forgedNotify("exposition-1", amount: 990, key: APIKey("forged-key-forged-key-forged-key"))
@@ -82,7 +82,7 @@ struct MetricsExpositionTests {
         // An order nobody pays: a held wait asks WeChat (orderquery) and runs out.
         #expect(try await gateway.createOrder("exposition-2").status == 201)
         #expect(try await gateway.send(.get, "/v1/orders/exposition-2?wait=1").status == 200)
-        #expect(await Battery.eventually(timeout: 60) { gateway.service.metrics.gauge("wxpay_waits_open") == 0 })
+        #expect(await Battery.eventually(timeout: 60) { gateway.services.metrics.gauge("wxpay_waits_open") == 0 })
         // Support looks the paid one up (audited).
         #expect(try await gateway.send(.get, "/v1/support/orders?out_trade_no=exposition-1", token: GatewayRig.support)
             .status == 200)
@@ -108,7 +108,7 @@ struct MetricsExpositionTests {
         _ = try await BillReconciler(services: gateway.services).reconcile(day: BillReconcilerTests.day(paymentDay))
         let dispatcher = FulfilmentDispatcher(
             store: gateway.store, configuration: .init(url: "http://127.0.0.1:9/hooks", secret: WebhookReceiver.secret),
-            transport: RefusingTransport(), metrics: gateway.service.metrics, now: { gateway.clock.now() })
+            transport: RefusingTransport(), metrics: gateway.services.metrics, now: { gateway.clock.now() })
         _ = await dispatcher.deliverDue()
 
         // A console sign-in with the wrong password.

@@ -39,7 +39,7 @@ struct OrderFollowsItsRefundsTests {
         try rig.simulator.completeRefund(outRefundNo: "rf-pending-r1", status: "REFUNDCLOSE")
         #expect(await rig.eventually("rf-pending-r1", is: .refundClose))
         _ = try await rig.send(.post, "/v1/support/orders/rf-pending/recheck", token: RefundRig.support)
-        _ = await rig.service.queryAndSettle("rf-pending", reason: "sweep", source: "reconcile", includingFinal: true)
+        _ = await rig.services.queries.queryAndSettle("rf-pending", reason: "sweep", source: "reconcile", includingFinal: true)
         #expect(try await Self.state(rig, "rf-pending") == "SUCCESS")
         #expect(try await rig.events("rf-pending", type: "order.refunded").isEmpty)
 
@@ -89,7 +89,7 @@ struct OrderFollowsItsRefundsTests {
         try rig.simulator.pay(outTradeNo: "rf-first")
         try await rig.refundByHand("rf-first", number: "by-hand-2", amount: 990)
 
-        let after = try #require(await rig.service.queryAndSettle("rf-first", reason: "sweep", source: "reconcile"))
+        let after = try #require(await rig.services.queries.queryAndSettle("rf-first", reason: "sweep", source: "reconcile"))
         #expect(after.state == .success)
         #expect(after.flags == [.refundOutsideGateway])
         #expect(try await rig.events("rf-first", type: "order.paid").count == 1)
@@ -101,7 +101,7 @@ struct OrderFollowsItsRefundsTests {
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-door", amount: 990)
         let order = try #require(try await rig.store.order("rf-door"))
-        let result = try await rig.service.settlement.refunded(order, source: "a word from elsewhere")
+        let result = try await rig.services.context.settlement.refunded(order, source: "a word from elsewhere")
         #expect(!result.didChange)
         #expect(try await rig.store.order("rf-door")?.state == .success)
         #expect(try await rig.events("rf-door", type: "order.refunded").isEmpty)

@@ -18,7 +18,7 @@ struct PaidEventTests {
             "amount": 990, "description": description, "client_ip": "203.0.113.7", "out_trade_no": "paid-evt-01",
             "attach": "a\"b\\c", "user_id": "u-42",
         ])
-        _ = try await harness.service.create(try CreateOrderInput(json: Array(body)))
+        _ = try await harness.services.creation.create(try CreateOrderInput(json: Array(body)))
         try harness.simulator.pay(outTradeNo: "paid-evt-01")
         #expect(await harness.eventually { (try? await harness.order("paid-evt-01"))?.string("state") == "SUCCESS" })
         let events = try await harness.store.outboxEvents("paid-evt-01")

@@ -33,7 +33,7 @@ final class RefundRig: Sendable {
     var mode: Mode { gateway.mode }
     var simulator: WeChatPaySimulator { gateway.simulator }
     var clock: ScaledClock { gateway.clock }
-    var service: OrderService { gateway.service }
+    var services: GatewayServices { gateway.services }
     var store: TestStore { gateway.store }
     var metrics: MetricsRegistry { gateway.services.metrics }
 

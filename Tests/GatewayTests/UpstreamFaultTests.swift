@@ -90,13 +90,13 @@ struct UpstreamFaultTests {
         _ = try await harness.create(Self.body("close-0001"))
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "close-0001")
-        harness.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        harness.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
 
         // closeorder answers ORDERPAID; the orderquery that must confirm it fails.
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(systemErrorRate: 1)],
                                           notify: NotifyFaults(dropRate: 1)))
         do {
-            let answer = try await harness.service.close("close-0001")
+            let answer = try await harness.services.closing.close("close-0001")
             Issue.record("the close answered \(GatewayHarness.object(answer)) before WeChat confirmed anything")
         } catch {
             #expect(error.code == "upstream_unavailable" && error.status == 503 && error.retryAfter == 1)
@@ -104,7 +104,7 @@ struct UpstreamFaultTests {
         #expect(try await harness.store.order("close-0001")?.state == .notPay)
 
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
-        let retried = GatewayHarness.object(try await harness.service.close("close-0001"))
+        let retried = GatewayHarness.object(try await harness.services.closing.close("close-0001"))
         #expect(retried.string("state") == "SUCCESS")
     }
 
@@ -112,12 +112,12 @@ struct UpstreamFaultTests {
         let harness = try await GatewayHarness.make(clockScale: 0)
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body("close-0002"))
-        harness.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        harness.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
         // The first closeorder took effect but its answer was lost: the retry hears ORDERCLOSED.
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/closeorder": EndpointFaults(resetRate: 1)]))
-        await #expect(throws: APIError.upstreamUnavailable) { _ = try await harness.service.close("close-0002") }
+        await #expect(throws: APIError.upstreamUnavailable) { _ = try await harness.services.closing.close("close-0002") }
         harness.simulator.apply(FaultPlan())
-        #expect(GatewayHarness.object(try await harness.service.close("close-0002")).string("state") == "CLOSED")
+        #expect(GatewayHarness.object(try await harness.services.closing.close("close-0002")).string("state") == "CLOSED")
     }
 
     @Test func aSweepAndTheWaitsAskWeChatAboutAnOrderAtMostOncePerPollInterval() async throws {
@@ -147,7 +147,7 @@ struct UpstreamFaultTests {
         #expect(queries("paced-0001") == 1 && queries("paced-0002") == 1)
 
         // News is not paced: support's recheck asks now.
-        _ = try await harness.service.recheck("paced-0001")
+        _ = try await harness.services.support.recheck("paced-0001")
         #expect(queries("paced-0001") == 2)
     }
 

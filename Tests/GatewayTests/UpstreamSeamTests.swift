@@ -82,14 +82,14 @@ struct UpstreamSeamTests {
         let services = GatewayServices(GatewayContext(configuration: configuration, store: store, upstream: wechat))
         do {
             let body = #"{"amount":990,"description":"d","client_ip":"203.0.113.7","out_trade_no":"seam-1"}"#
-            let created = try await services.orders.create(try CreateOrderInput(json: Array(body.utf8)))
+            let created = try await services.creation.create(try CreateOrderInput(json: Array(body.utf8)))
             let shown = try JSONSerialization.jsonObject(with: Data(created.json)) as? [String: Any] ?? [:]
             #expect(shown["prepay_id"] as? String == "scripted-prepay-seam-1")
             #expect((shown["app_params"] as? [String: Any])?["packageValue"] as? String == "Sign=Scripted")
 
             // A held wait asks the scripted WeChat and settles what it says through the one door.
             wechat.pay("seam-1")
-            let waited = try await services.orders.order("seam-1", wait: 20)
+            let waited = try await services.queries.order("seam-1", wait: 20)
             #expect((try JSONSerialization.jsonObject(with: Data(waited)) as? [String: Any])?["state"] as? String == "SUCCESS")
             #expect(try await store.order("seam-1")?.transactionID == "scripted-tx-seam-1")
 
@@ -103,10 +103,10 @@ struct UpstreamSeamTests {
 
             // An unpaid order past WeChat's five minutes is closed through the seam.
             let second = #"{"amount":100,"description":"d","client_ip":"203.0.113.7","out_trade_no":"seam-2"}"#
-            _ = try await services.orders.create(try CreateOrderInput(json: Array(second.utf8)))
+            _ = try await services.creation.create(try CreateOrderInput(json: Array(second.utf8)))
             let later = GatewayServices(GatewayContext(configuration: configuration, store: store, upstream: wechat,
                                                        now: { Date().addingTimeInterval(600) }))
-            _ = try await later.orders.close("seam-2")
+            _ = try await later.closing.close("seam-2")
             #expect(try await store.order("seam-2")?.state == .closed)
 
             // A day without a bill (the seam's notFound) is a clean comparison of nothing.

@@ -17,7 +17,7 @@ extension GatewayAPI {
                 guard let user = caller.appUser else { throw APIError.forbidden }
                 let page = try OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                                 defaultLimit: 20, maximum: 50)
-                return Self.json(try await self.service.userOrders(user, page: page))
+                return Self.json(try await self.services.queries.userOrders(user, page: page))
             }
         }
         router.addImmediate(.get, "/openapi.json") { _ in

@@ -7,7 +7,7 @@ import Synchronization
 import WeChatPay
 
 /// The gateway's HTTP surface: routes, authentication, JSON errors, request logging. Handlers
-/// only translate between HTTP and `OrderService`; the flows live there.
+/// only translate between HTTP and the flows of `GatewayServices`; the flows live there.
 ///
 /// | route | scope |
 /// |---|---|
@@ -53,8 +53,6 @@ public struct GatewayAPI: Sendable {
         self.logger = logger
     }
 
-    /// The order flows the routes translate to.
-    var service: OrderService { services.orders }
 
     /// Adds every route to `router`: one listener serves everything.
     public func register(in router: inout HTTPRouter) {
@@ -66,7 +64,7 @@ public struct GatewayAPI: Sendable {
     public func registerPublic(in router: inout HTTPRouter) {
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
-                let result = try await self.service.create(try self.createInput(request, caller))
+                let result = try await self.services.creation.create(try self.createInput(request, caller))
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }
@@ -74,16 +72,16 @@ public struct GatewayAPI: Sendable {
         registerOrderQuery(in: &router)
         router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
-                Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
+                Self.json(try await self.services.closing.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
             }
         }
         router.add(.post, "/wechat/notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
-            let reply = await self.service.handleNotify(request.body)
+            let reply = await self.services.notifies.handleNotify(request.body)
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
         }
         router.add(.get, "/v1/support/orders") { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.supportLookup(
+                Self.json(try await self.services.support.supportLookup(
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
                     userID: request.query["user_id"], appleTransactionID: request.query["apple_transaction_id"],
                     originalTransactionID: request.query["original_transaction_id"], appleOrderID: request.query["apple_order_id"],
@@ -93,7 +91,7 @@ public struct GatewayAPI: Sendable {
         }
         router.add(.get, "/v1/support/attention") { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.attentionList(
+                Self.json(try await self.services.support.attentionList(
                     flag: request.query["flag"],
                     page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                            defaultLimit: 50, maximum: 100)))
@@ -102,12 +100,12 @@ public struct GatewayAPI: Sendable {
         router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {
             request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.recheck(request.pathParameters["out_trade_no"] ?? ""))
+                Self.json(try await self.services.support.recheck(request.pathParameters["out_trade_no"] ?? ""))
             }
         }
         router.add(.post, "/v1/support/outbox/{id}/redrive", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
+                Self.json(try await self.services.support.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.

@@ -46,7 +46,7 @@ struct OrderPageRequest: Sendable, Hashable {
     }
 }
 
-extension OrderService {
+extension OrderQueries {
     /// Whether an app user may see `order`: only their own (an order without a user is nobody's).
     /// Everything else answers `order_not_found`, like an order that does not exist.
     static func isVisible(_ order: OrderRecord, to owner: String?) -> Bool {

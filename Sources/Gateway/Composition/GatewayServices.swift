@@ -7,10 +7,14 @@ import Observability
 /// back to what made it, so the graph has no cycle and nothing is filled in after construction.
 ///
 /// ```
-/// context ─┬─ refunds (request, notify, recovery)
-///          ├─ iap (iOS purchases: reports, notifications, recovery) — when App Store purchases are on
-///          ├─ orders (create, notify, query, close, support) ── iap
-///          └─ audit (the one writer of the audit log)
+/// context ─┬─ queries (what WeChat holds of an order, settled; held waits; an app user's orders)
+///          ├─ creation ── queries        (create: prepay, app parameters)
+///          ├─ closing ── queries         (close)
+///          ├─ notifies                   (WeChat's payment notifies)
+///          ├─ refunds                    (request, notify, recovery)
+///          ├─ iap                        (iOS purchases: reports, notifications, recovery) — when on
+///          ├─ support ── queries, iap    (look-ups, attention list, recheck, redrive)
+///          └─ audit                      (the one writer of the audit log)
 /// ```
 ///
 /// What runs on top — the HTTP surface (`GatewayAPI`), the console, the reconciler, the bill job —
@@ -20,10 +24,15 @@ import Observability
 /// let context = GatewayContext(configuration: configuration, store: store, transport: transport)
 /// let services = GatewayServices(context)
 /// GatewayAPI(services: services).register(in: &router)
+/// let created = try await services.creation.create(input)
 /// ```
 public struct GatewayServices: Sendable {
     public let context: GatewayContext
-    public let orders: OrderService
+    public let queries: OrderQueries
+    public let creation: OrderCreation
+    public let closing: OrderClosing
+    public let notifies: PaymentNotifies
+    public let support: SupportDesk
     /// Always made: with refunds off (`mode` `.off`) its routes answer 503.
     public let refunds: RefundService
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
@@ -43,7 +52,11 @@ public struct GatewayServices: Sendable {
             IAPService(context: context, clients: clients,
                        recovery: recovery ?? AppStoreRecoveryPolicy(context.configuration.appStore))
         }
-        orders = OrderService(context: context, iap: iap)
+        queries = OrderQueries(context: context)
+        creation = OrderCreation(context: context, queries: queries)
+        closing = OrderClosing(context: context, queries: queries)
+        notifies = PaymentNotifies(context: context)
+        support = SupportDesk(context: context, queries: queries, iap: iap)
         audit = AuditLog(context: context)
     }
 

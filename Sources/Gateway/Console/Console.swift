@@ -60,7 +60,6 @@ public final class Console: Sendable {
         instruments = ConsoleInstruments(services.metrics)
     }
 
-    var service: OrderService { services.orders }
     var now: Date { services.context.now() }
     var logger: Logger { services.context.logger }
 

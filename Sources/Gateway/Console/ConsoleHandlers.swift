@@ -203,7 +203,7 @@ extension Console {
             }
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
-            if model.flag == nil { model.unclaimed = try await service.unclaimedTransactions() }
+            if model.flag == nil { model.unclaimed = try await services.support.unclaimedTransactions() }
             try await record(exchange, action: "view_attention", outcome: "ok",
                              detail: (model.flag.map { ["flag=\($0.rawValue)"] } ?? [])
                                  .joined(separator: " ") + " offset=\(model.offset) \(found.orders.count) orders"
@@ -292,7 +292,7 @@ extension Console {
             return ConsoleNotice(kind: refund.state == .refundClose ? .error : .success,
                                  text: text.refundRecorded(number, text.refundStateLabel(refund.state) + failure))
         }
-        if let id = query["redelivered"], let event = try await service.outboxEvent(id), event.outTradeNo == outTradeNo {
+        if let id = query["redelivered"], let event = try await services.support.outboxEvent(id), event.outTradeNo == outTradeNo {
             return ConsoleNotice(kind: .success, text: text.redelivered(event.id))
         }
         return nil
@@ -305,7 +305,7 @@ extension Console {
             let outTradeNo = request.pathParameters["out_trade_no"] ?? ""
             let path = "/console/orders/" + HTML.segment(outTradeNo)
             do throws(APIError) {
-                let result = try await self.service.recheckOrder(outTradeNo, requestedBy: "console user \(exchange.actor)")
+                let result = try await self.services.support.recheckOrder(outTradeNo, requestedBy: "console user \(exchange.actor)")
                 await self.recordAfterAction(exchange, action: "recheck", outTradeNo: outTradeNo, outcome: "ok",
                                              detail: "state \(result.order.state.rawValue)")
                 return ConsoleHTTP.redirect(path + HTML.query([("recheck", result.request.map { String($0.id) } ?? "0")]))
@@ -367,14 +367,14 @@ extension Console {
         await signedInPage(request, right: .redeliver, action: "redeliver") { (exchange) throws(APIError) in
             let outTradeNo = request.pathParameters["out_trade_no"] ?? ""
             let id = request.pathParameters["id"] ?? ""
-            guard let event = try await self.service.outboxEvent(id), event.outTradeNo == outTradeNo else {
+            guard let event = try await self.services.support.outboxEvent(id), event.outTradeNo == outTradeNo else {
                 await self.recordAfterAction(exchange, action: "redeliver", outTradeNo: outTradeNo, target: String(id.prefix(128)),
                                              outcome: "outbox_event_not_found")
                 return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: exchange.text.eventNotFound),
                                                   status: 404, audited: nil)
             }
             do throws(APIError) {
-                let redriven = try await self.service.redrive(id, requestedBy: "console user \(exchange.actor)")
+                let redriven = try await self.services.support.redrive(id, requestedBy: "console user \(exchange.actor)")
                 await self.recordAfterAction(exchange, action: "redeliver", outTradeNo: outTradeNo, target: id, outcome: "ok",
                                              detail: redriven.type)
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(outTradeNo) + HTML.query([("redelivered", id)]))

@@ -52,12 +52,12 @@ public final class IAPService: Sendable {
     /// fresh `app_account_token` unique to it, closed locally if unpaid after `expires_in`.
     /// Idempotent on out_trade_no as WeChat creates are (same parameters: 200 and the same order,
     /// token included; others: 409).
-    func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderService.Created {
+    func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderCreation.Created {
         guard let product = context.catalog.catalog.product(input.productID), product.active,
               let appleProductID = product.appleProductID
         else { throw .unknownAppleProduct }
         let createdAt = now()
-        let outTradeNo = input.outTradeNo ?? OrderService.generateOutTradeNo(at: createdAt)
+        let outTradeNo = input.outTradeNo ?? OrderCreation.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
         let record = OrderRecord(
             outTradeNo: outTradeNo, amount: product.amount, description: product.description, clientIP: input.clientIP,
@@ -73,14 +73,14 @@ public final class IAPService: Sendable {
         switch result {
         case .created(let order):
             instruments.created.increment()
-            return OrderService.Created(created: true, view: try await context.apiView(order))
+            return OrderCreation.Created(created: true, view: try await context.apiView(order))
         case .existing(let order):
             guard !order.state.isFinal else {
                 instruments.conflicted.increment()
                 throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
             }
             instruments.replayed.increment()
-            return OrderService.Created(created: false, view: try await context.apiView(order))
+            return OrderCreation.Created(created: false, view: try await context.apiView(order))
         case .conflict:
             instruments.conflicted.increment()
             throw .conflict("this out_trade_no was used with different parameters")
@@ -259,7 +259,7 @@ public final class IAPService: Sendable {
     static func madeOrder(for purchase: VerifiedPurchase, user: String, amount: Int, currency: String?, description: String,
                           productID: String?, at: Date) -> OrderRecord {
         OrderRecord(
-            outTradeNo: OrderService.generateOutTradeNo(at: at), amount: amount, description: description, clientIP: "",
+            outTradeNo: OrderCreation.generateOutTradeNo(at: at), amount: amount, description: description, clientIP: "",
             userID: user, productID: productID, signType: "", timeExpire: BeijingTime.format(at), expiresAt: at, createdAt: at,
             parametersDigest: "apple|matched|\(purchase.transactionID)", channel: .apple, appleProductID: purchase.productID,
             appAccountToken: UUID().uuidString.lowercased(), currency: currency)
@@ -297,7 +297,7 @@ public final class IAPService: Sendable {
         let at = now()
         let written = try? await context.store.appendEvent(
             outTradeNo, NewOrderEvent(kind: "appstore_report", detail: detail, at: at),
-            quietSince: at.addingTimeInterval(-OrderService.copyQuietPeriod))
+            quietSince: at.addingTimeInterval(-PaymentNotifies.copyQuietPeriod))
         if written == nil { instruments.reportLinesSuppressed.increment() }
     }
 

@@ -2,7 +2,7 @@
 import Observability
 
 /// The order flows' metrics (create, notify, waits, settlement, WeChat calls, the app's limits):
-/// every name declared once here, every series' handle made when the `OrderService` is built, so
+/// every name declared once here, every series' handle made when the `GatewayContext` is built, so
 /// that counting on the hot paths is an atomic add. The exposition is pinned by
 /// `MetricsExpositionTests`; a name, a help text or which series exist from the start is part of it.
 final class OrderInstruments: Sendable {

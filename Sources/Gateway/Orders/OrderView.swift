@@ -41,7 +41,7 @@ struct OrderView: Sendable {
     var events: [EventView]?
     var outbox: [OutboxEventView]?
     /// The sum of the order's successful refunds, in fen, and every refund (Refunds/RefundView);
-    /// 0 and none until `OrderService.view` reads them for a paid order.
+    /// 0 and none until `GatewayContext.view` reads them for a paid order.
     var refundedAmount = 0
     var refunds: [RefundView] = []
     /// App Store orders only (all nil for WeChat's).

@@ -31,8 +31,3 @@ extension GatewayContext {
         try await apiView(order).json
     }
 }
-
-extension OrderService {
-    func view(_ order: OrderRecord) async throws(StorageError) -> OrderView { try await context.view(order) }
-    func viewJSON(_ order: OrderRecord) async throws(APIError) -> [UInt8] { try await context.viewJSON(order) }
-}

@@ -102,7 +102,7 @@ struct Settlement: Sendable {
         "\(source) reported \(amount) fen, order is \(order.amount) fen"
     }
 
-    /// Whether the order's timeline got this very line less than `OrderService.copyQuietPeriod`
+    /// Whether the order's timeline got this very line less than `PaymentNotifies.copyQuietPeriod`
     /// ago. A verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
     /// contradicting its refund's final state), replayed, then adds nothing (its reply and its
     /// count stay the same). Only such messages come here, so reading the timeline is no cost on
@@ -110,7 +110,7 @@ struct Settlement: Sendable {
     /// the same moment (as many as arrive at once, not as many as are sent).
     func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
         guard let events = try? await store.events(outTradeNo) else { return false }
-        let since = now().addingTimeInterval(-OrderService.copyQuietPeriod)
+        let since = now().addingTimeInterval(-PaymentNotifies.copyQuietPeriod)
         return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 

@@ -20,14 +20,14 @@ import WeChatPay
 public struct BillReconciler: Sendable {
     let context: GatewayContext
     /// The orderquery flow that confirms what the bill says before anything is settled.
-    let orders: OrderService
+    let queries: OrderQueries
     /// The refund flow's refundquery, for the bill's refund lines.
     let refunds: RefundService
     let instruments: BillInstruments
 
     public init(services: GatewayServices) {
         context = services.context
-        orders = services.orders
+        queries = services.queries
         refunds = services.refunds
         instruments = BillInstruments(services.metrics)
     }
@@ -149,10 +149,10 @@ public struct BillReconciler: Sendable {
         }
         // Paid at WeChat, not here: only a verified orderquery answer may settle it.
         let failure = LockedBox<String?>(nil)
-        let orders = self.orders
+        let queries = self.queries
         let outTradeNo = row.outTradeNo
         let after = await context.upstream.queries.run(outTradeNo) {
-            await orders.queryAndSettle(outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
+            await queries.queryAndSettle(outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
         }
         if let after, after.state == .success || after.state == .refund {
             return BillDifference(kind: .settledFromBill, outTradeNo: outTradeNo, transactionID: after.transactionID,

@@ -67,8 +67,8 @@ public final class Reconciler: Service, CustomStringConvertible {
     /// The name this sweeper's leases carry.
     public let claimant: String
     let context: GatewayContext
-    /// The orderquery flow the sweeps share with the waits (`OrderService.queryAndSettle`).
-    let orders: OrderService
+    /// The orderquery flow the sweeps share with the waits (`OrderQueries.queryAndSettle`).
+    let queries: OrderQueries
     let refunds: RefundService
     let iap: IAPService?
     let instruments: ReconcilerInstruments
@@ -80,7 +80,7 @@ public final class Reconciler: Service, CustomStringConvertible {
     ///   - claimant: the lease owner's name; default: unique per instance.
     public init(services: GatewayServices, configuration: Configuration? = nil, claimant: String? = nil) {
         context = services.context
-        orders = services.orders
+        queries = services.queries
         refunds = services.refunds
         iap = services.iap
         self.configuration = configuration ?? Configuration(services.configuration)
@@ -278,18 +278,18 @@ public final class Reconciler: Service, CustomStringConvertible {
     private func query(_ order: OrderRecord, reason: String, fresh: Bool = false) async -> Outcome {
         let failure = LockedBox<String?>(nil)
         let outTradeNo = order.outTradeNo
-        let (orders, queries) = (self.orders, context.upstream.queries)
-        if fresh && queries.isRunning(outTradeNo) {
+        let (queries, flights) = (self.queries, context.upstream.queries)
+        if fresh && flights.isRunning(outTradeNo) {
             // A query in flight may have left before closeorder's ORDERPAID: let it finish first,
             // then ask again, so the answer settled is one given after the payment (T7 found this).
-            _ = await queries.run(outTradeNo) {
-                await orders.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            _ = await flights.run(outTradeNo) {
+                await queries.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
             }
         }
         // A routine check is paced like the waits' polls (an order a wait asked about moments ago
         // is not asked again); the check after ORDERPAID is news and asks.
-        let after = await queries.run(outTradeNo) {
-            await orders.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
+        let after = await flights.run(outTradeNo) {
+            await queries.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
         }
         if let error = failure.value {
             instruments.callErrors.labelled("orderquery", error).increment()
@@ -299,7 +299,7 @@ public final class Reconciler: Service, CustomStringConvertible {
     }
 
     /// closeorder for an order past its expiry: closed → closed locally; ORDERPAID → believed only
-    /// after a verified orderquery (as `OrderService.close` does).
+    /// after a verified orderquery (as `OrderClosing.close` does).
     private func closeExpired(_ order: OrderRecord) async -> Outcome {
         let store = context.store
         do {

@@ -2,7 +2,7 @@
 import Observability
 import StorageCore
 
-extension OrderService {
+extension SupportDesk {
     /// Makes a dead-lettered fulfilment event pending again, due now (support's redrive). Answers the
     /// event as support sees it; 404 for an unknown id, 409 for an event that is not dead.
     public func redriveOutboxEvent(_ id: String) async throws(APIError) -> [UInt8] {

@@ -7,7 +7,7 @@ import Testing
 import WeChatPay
 import WeChatPaySimulator
 
-struct OrderServiceTests {
+struct OrderFlowTests {
     static let body = #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"course-0001","user_id":"u-42"}"#
 
     @Test(arguments: StoreKind.all) func creatingAnOrderAnswersSignedAppParametersForTheAndroidSDK(store: StoreKind) async throws {
@@ -148,14 +148,14 @@ struct OrderServiceTests {
         defer { Task { await harness.shutdown() } }
         _ = try await harness.create(Self.body)
         do {
-            _ = try await harness.service.close("course-0001")
+            _ = try await harness.services.closing.close("course-0001")
             Issue.record("closed inside the window")
         } catch {
             #expect(error.code == "close_too_early")
             #expect((error.retryAfter ?? 0) > 0 && (error.retryAfter ?? 0) <= 300)
         }
         harness.clock.advance(by: 301)
-        let closed = GatewayHarness.object(try await harness.service.close("course-0001"))
+        let closed = GatewayHarness.object(try await harness.services.closing.close("course-0001"))
         #expect(closed.string("state") == "CLOSED")
     }
 
@@ -166,7 +166,7 @@ struct OrderServiceTests {
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "course-0001")
         harness.clock.advance(by: 301)
-        let closed = GatewayHarness.object(try await harness.service.close("course-0001"))
+        let closed = GatewayHarness.object(try await harness.services.closing.close("course-0001"))
         #expect(closed.string("state") == "SUCCESS")
     }
 }

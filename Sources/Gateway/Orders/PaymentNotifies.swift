@@ -4,7 +4,19 @@ import Observability
 import StorageCore
 import WeChatPay
 
-extension OrderService {
+/// The notify flow (`POST /wechat/notify`, API v2's signed XML): verified by the protocol core
+/// before anything is read or written beyond the order, settled through the one door, answered
+/// SUCCESS only once the change is durable.
+public final class PaymentNotifies: OrderFlow {
+    let context: GatewayContext
+    /// Refused notifies are logged at most once a second per reason.
+    let rejectedNotifyLog = LogThrottle()
+
+    /// Made by `GatewayServices`, the composition root.
+    init(context: GatewayContext) {
+        self.context = context
+    }
+
     /// Handles a payment notify: strict XML, the order's own signature algorithm, appid and mch_id,
     /// result_code, and total_fee equal to the order's amount; then the one door. Answers SUCCESS
     /// only once the change is durable (or was already made), FAIL otherwise — and then nothing
@@ -38,7 +50,7 @@ extension OrderService {
         do {
             outcome = try PaymentNotification.verify(
                 fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
-                signer: signer,
+                signer: context.signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {
             return rejected(reason: error.shortDescription)

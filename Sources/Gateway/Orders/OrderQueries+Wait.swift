@@ -18,7 +18,7 @@ import Synchronization
 /// The reads and rechecks go through `queryWork`, a few at a time, rather than a task each: a
 /// burst of 10,000 queries (or 10,000 waits timing out together) would otherwise be 10,000 tasks
 /// alive at once, queued on the store's two reader threads, and that peak stays in the heap.
-extension OrderService {
+extension OrderQueries {
     /// What a query answers: the order's JSON, or the error to answer instead.
     public typealias OrderAnswer = Result<[UInt8], APIError>
 
@@ -127,16 +127,16 @@ private struct HeldWait: Sendable {
     let started = ContinuousClock.now
     /// An app user's open-wait slot, given back when the wait answers.
     let reservation: WaitReservation?
-    let answer: @Sendable (OrderService.OrderAnswer) -> Void
+    let answer: @Sendable (OrderQueries.OrderAnswer) -> Void
 }
 
 /// Bridges a callback answer to the task that awaits it; filled once, possibly before it is awaited.
 private final class AnswerSlot: Sendable {
-    private let state = Mutex<(answer: OrderService.OrderAnswer?, waiter: CheckedContinuation<OrderService.OrderAnswer, Never>?)>(
+    private let state = Mutex<(answer: OrderQueries.OrderAnswer?, waiter: CheckedContinuation<OrderQueries.OrderAnswer, Never>?)>(
         (nil, nil))
 
-    @Sendable func fill(_ answer: OrderService.OrderAnswer) {
-        let waiter = state.withLock { state -> CheckedContinuation<OrderService.OrderAnswer, Never>? in
+    @Sendable func fill(_ answer: OrderQueries.OrderAnswer) {
+        let waiter = state.withLock { state -> CheckedContinuation<OrderQueries.OrderAnswer, Never>? in
             guard state.answer == nil else { return nil }
             state.answer = answer
             defer { state.waiter = nil }
@@ -145,10 +145,10 @@ private final class AnswerSlot: Sendable {
         waiter?.resume(returning: answer)
     }
 
-    var value: OrderService.OrderAnswer {
+    var value: OrderQueries.OrderAnswer {
         get async {
             await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> OrderService.OrderAnswer? in
+                let ready = state.withLock { state -> OrderQueries.OrderAnswer? in
                     if let answer = state.answer { return answer }
                     state.waiter = continuation
                     return nil
