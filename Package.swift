@@ -97,8 +97,15 @@ let package = Package(
             "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
         ], resources: [.embedInCode("API/openapi.json")]),
 
+        // The support console, on top of the product's service API: its pages (pure functions of
+        // what they show), their handlers (sessions, CSRF, roles, the audit entry of every look and
+        // action) and the user file. (Crypto: scrypt for passwords, SHA-256 for session ids.)
+        .target(name: "GatewayConsole", dependencies: [
+            "Gateway", "HTTP", "StorageCore", "Crypto", "JSON", "Observability", "AppStore", "WeChatPay",
+        ]),
+
         .executableTarget(name: "wxpay-gateway", dependencies: [
-            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "GatewayConsole", "StorageCore", "SQLiteStore", "PostgresStore",
             "WeChatPayHTTPTransport",
             "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
             "Lifecycle",
@@ -148,7 +155,7 @@ let package = Package(
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "Gateway", "GatewayConsole", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
             "ChildProcessSupport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",

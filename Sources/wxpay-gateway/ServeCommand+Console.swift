@@ -2,6 +2,7 @@
 import Dispatch
 import Foundation
 import Gateway
+import GatewayConsole
 import Observability
 import StorageCore
 

@@ -2,6 +2,7 @@
 import AppStoreSimulator
 import Foundation
 import Gateway
+import GatewayConsole
 import Glibc
 import HTTP
 import Lifecycle
@@ -92,7 +93,7 @@ enum ServeCommand {
             return ExitStatus.configuration
         }
         // The public address and, with GATEWAY_ADMIN_LISTEN, the operators' (ServeCommand+Listeners.swift).
-        let routers = Listeners.routers(GatewayAPI(services: services, console: console, logger: logger),
+        let routers = Listeners.routers(GatewayAPI(services: services, logger: logger), console: console,
                                         configuration: configuration)
         var router = routers.public
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }

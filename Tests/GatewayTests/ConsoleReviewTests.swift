@@ -2,6 +2,7 @@
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import StorageCore
 import Testing
@@ -42,7 +43,8 @@ struct ConsoleReviewTests {
     func overDirectHTTPSTheCookiesAreSecureWithHSTS() async throws {
         let rig = try await ConsoleRig.start()
         var router = HTTPRouter()
-        GatewayAPI(services: rig.rig.services, console: rig.rig.console).register(in: &router)
+        GatewayAPI(services: rig.rig.services).register(in: &router)
+        Console.register(rig.console, in: &router)
         for secure in [true, false] {
             let request = HTTPServerRequest(method: .get, path: "/console/login", isSecure: secure)
             let response = await router.respond(to: request)

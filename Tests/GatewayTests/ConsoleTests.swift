@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import Observability
 import StorageCore

@@ -2,6 +2,7 @@
 import AppStore
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import HTTPClientTestSupport
 import Observability
@@ -138,7 +139,8 @@ final class GatewayRig: Sendable {
         }
         target.set(services)
         var router = HTTPRouter()
-        GatewayAPI(services: services, console: console).register(in: &router)
+        GatewayAPI(services: services).register(in: &router)
+        Console.register(console, in: &router)
         SimulatorRoutes.registerControl(simulator, in: &router)
         var base = ""
         if mode == .sockets {

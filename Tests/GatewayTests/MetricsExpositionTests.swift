@@ -2,6 +2,7 @@
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import Observability
 import SimulatorKit

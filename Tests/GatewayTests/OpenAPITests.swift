@@ -3,6 +3,7 @@ import AppStoreSimulator
 import ChildProcessSupport
 import Foundation
 @testable import Gateway
+import GatewayConsole
 import HTTP
 import StorageCore
 import Testing
@@ -29,6 +30,8 @@ struct OpenAPITests {
         defer { Task { await harness.shutdown() } }
         var router = HTTPRouter()
         GatewayAPI(services: harness.services).register(in: &router)
+        // The console's routes are described too (they answer 404 while it is off).
+        Console.register(nil, in: &router)
         let registered = Set(router.registeredRoutes.map { "\($0.method.rawValue.lowercased()) \($0.template)" })
         let paths = try #require(try Self.document()["paths"] as? [String: [String: Any]])
         let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]

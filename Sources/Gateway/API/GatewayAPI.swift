@@ -32,8 +32,6 @@ import WeChatPay
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
     public let services: GatewayServices
-    /// The support console, when GATEWAY_CONSOLE_USERS is set (its routes answer 404 otherwise).
-    let console: Console?
     let authenticator: Authenticator
     let clientAddresses: ClientAddressResolver
     let logger: Logger
@@ -43,9 +41,8 @@ public struct GatewayAPI: Sendable {
     /// The longest a `wait` may hold a request.
     static let maximumWait = 30.0
 
-    public init(services: GatewayServices, console: Console? = nil, logger: Logger = .disabled) {
+    public init(services: GatewayServices, logger: Logger = .disabled) {
         self.services = services
-        self.console = console
         let configuration = services.configuration
         authenticator = Authenticator(clientTokens: configuration.clientTokens, supportTokens: configuration.supportTokens,
                                       appTokenSecrets: configuration.app.tokenSecrets)
@@ -116,11 +113,10 @@ public struct GatewayAPI: Sendable {
         registerIAP(in: &router)
     }
 
-    /// What only operators use: probes, metrics and the support console. On the public address
-    /// unless GATEWAY_ADMIN_LISTEN gives them one of their own.
+    /// What only operators use: probes and metrics (and the support console's routes, which its
+    /// module registers beside these: `Console.register`). On the public address unless
+    /// GATEWAY_ADMIN_LISTEN gives them one of their own.
     public func registerAdmin(in router: inout HTTPRouter) {
-        // The support console (404 unless one is attached): Console/GatewayAPI+Console.swift.
-        registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
             await self.services.context.probeReadiness()

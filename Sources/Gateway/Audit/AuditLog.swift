@@ -34,7 +34,7 @@ public final class AuditLog: Sendable {
     /// Appends an entry stamped now. Throws when it could not be written: a look that cannot be
     /// recorded is not shown.
     @discardableResult
-    func record(actor: String, channel: String, role: String, action: String, outTradeNo: String? = nil,
+    public func record(actor: String, channel: String, role: String, action: String, outTradeNo: String? = nil,
                 target: String? = nil, address: String?, outcome: String, detail: String = "") async throws(APIError)
         -> AuditEntry
     {
@@ -65,7 +65,7 @@ public final class AuditLog: Sendable {
     }
 
     /// A page of entries, newest first.
-    func entries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(APIError) -> AuditPage {
+    public func entries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(APIError) -> AuditPage {
         do {
             return try await store.auditEntries(query, limit: limit, before: before)
         } catch {

@@ -69,7 +69,7 @@ public struct GatewayContext: Sendable {
 
     /// Runs a store operation, turning a storage failure into an API error without leaking its
     /// details: 503 `database_unavailable` while the database cannot be reached, else 500.
-    func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
+    public func storage<T>(_ operation: () async throws(StorageError) -> T) async throws(APIError) -> T {
         do {
             return try await operation()
         } catch {

@@ -11,7 +11,7 @@ extension IAPService {
     /// The orders credited by the App Store transaction (or by the transactions sharing the original
     /// transaction id), and the ledger's rows for them as JSON — credited or not: a purchase whose
     /// user was never known shows up here even without an order.
-    func lookup(appleTransactionID: String?, originalTransactionID: String?) async throws(APIError)
+    public func lookup(appleTransactionID: String?, originalTransactionID: String?) async throws(APIError)
         -> (orders: [OrderRecord], ledger: [[UInt8]])
     {
         for id in [appleTransactionID, originalTransactionID].compactMap({ $0 })
@@ -37,7 +37,7 @@ extension IAPService {
     /// gateway never saw goes through the usual credit (its token names its order; else its
     /// ledger row waits for its user): a customer quoting an invoice is how a lost one is found.
     /// Returns nil for an order id Apple does not know (status 1).
-    func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
+    public func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
         guard (6...64).contains(appleOrderID.utf8.count),
               appleOrderID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
             throw .invalid("apple_order_id", "an Apple order id is 6 to 64 capital letters and digits, as on the receipt e-mail")

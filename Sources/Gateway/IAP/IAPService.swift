@@ -26,7 +26,7 @@ import WeChatPay
 public final class IAPService: Sendable {
     let context: GatewayContext
     /// The App Store ledger (the same database as the orders).
-    var store: any IAPStore { context.store }
+    public var store: any IAPStore { context.store }
     public let clients: AppStoreClients
     /// How Get Notification History and consumption requests are used.
     public let recovery: AppStoreRecoveryPolicy

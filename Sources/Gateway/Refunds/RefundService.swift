@@ -27,7 +27,7 @@ public final class RefundService: Sendable {
     public let mode: GatewayConfiguration.RefundMode
     let context: GatewayContext
     /// The refunds (the same database as the orders).
-    var store: any RefundStore { context.store }
+    public var store: any RefundStore { context.store }
     /// One refund call to WeChat per refund at a time: a request's attempts and a sweep's resend
     /// never overlap in this process.
     let sends = SingleFlight<String, SendOutcome>()
@@ -134,7 +134,7 @@ public final class RefundService: Sendable {
     }
 
     /// A fresh out_refund_no: `R`, the Beijing date and time, and 12 random characters (27 in all).
-    static func generateOutRefundNo(at date: Date) -> String {
+    public static func generateOutRefundNo(at date: Date) -> String {
         "R" + BeijingTime.format(date) + String(RandomNonceSource().nextNonce().prefix(12))
     }
 
@@ -248,7 +248,7 @@ public final class RefundService: Sendable {
 }
 
 extension APIError {
-    static let refundsNotConfigured = APIError(
+    public static let refundsNotConfigured = APIError(
         status: 503, code: "refunds_not_configured",
         message: "refunds need the merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
     static let refundNotFound = APIError(status: 404, code: "refund_not_found", message: "no refund with that out_refund_no")

@@ -11,7 +11,7 @@ extension SupportDesk {
 
     /// `redriveOutboxEvent`'s work: the event afterwards. `requestedBy` names who asked in the
     /// timeline (`support`, or a console user).
-    func redrive(_ id: String, requestedBy: String = "support") async throws(APIError) -> OutboxEvent {
+    public func redrive(_ id: String, requestedBy: String = "support") async throws(APIError) -> OutboxEvent {
         guard let event = try await outboxEvent(id) else {
             throw APIError(status: 404, code: "outbox_event_not_found", message: "no outbox event with that id")
         }
@@ -28,7 +28,7 @@ extension SupportDesk {
     }
 
     /// One outbox event, or nil (also for an id no event could have).
-    func outboxEvent(_ id: String) async throws(APIError) -> OutboxEvent? {
+    public func outboxEvent(_ id: String) async throws(APIError) -> OutboxEvent? {
         guard id.utf8.count <= 128 else { return nil }
         return try await storage { () throws(StorageError) in try await self.store.outboxEvent(id: id) }
     }

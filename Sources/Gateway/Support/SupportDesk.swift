@@ -114,7 +114,7 @@ public final class SupportDesk: OrderFlow {
     /// The App Store purchases no order holds yet (a notification's without a token, a weak report's
     /// nothing ties to its reporter), least recently tried first: what the attention list shows
     /// beside its orders, since only a signed report, the reconciler or a person can place them.
-    func unclaimedTransactions(limit: Int = 50) async throws(APIError) -> [AppleTransactionRecord] {
+    public func unclaimedTransactions(limit: Int = 50) async throws(APIError) -> [AppleTransactionRecord] {
         guard let iap else { return [] }
         let before = now().addingTimeInterval(1)
         return try await storage { () throws(StorageError) in try await iap.store.unmatchedAppleTransactions(before: before, limit: limit) }
@@ -146,7 +146,7 @@ public final class SupportDesk: OrderFlow {
     /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
     /// answer WeChat (or the App Store) gave is the next `orderquery` (or `orderquery_failed`)
     /// entry. `requestedBy` names who asked, in that event (`support`, or a console user).
-    func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
+    public func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
         -> (order: OrderRecord, request: OrderEvent?)
     {
         guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {

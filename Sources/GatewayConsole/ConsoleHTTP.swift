@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Gateway
 import HTTP
 
 /// What the console reads from requests (cookies, forms) and how every answer goes out: HTML or a

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import Gateway
 import Observability
 import StorageCore
 import Synchronization
@@ -247,13 +248,5 @@ struct ConsoleInstruments: Sendable {
         noSession = registry.makeCounter(Self.refusals, ["reason": "session"])
         csrfRefused = registry.makeCounter(Self.refusals, ["reason": "csrf"])
         roleRefused = registry.makeCounter(Self.refusals, ["reason": "role"])
-    }
-}
-
-extension PasswordHash {
-    /// A hash no password matches (random bytes, never derived): what an unknown name is checked
-    /// against, with the real cost.
-    init(unmatchable parameters: Parameters) {
-        self.init(parameters: parameters, salt: RandomBytes.take(Self.saltBytes), hash: RandomBytes.take(Self.hashBytes))
     }
 }

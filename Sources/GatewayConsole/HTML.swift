@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Gateway
 
 /// HTML text in which every interpolated `String` is escaped: markup can only come from literals
 /// in this module or from another `HTML`, so nothing an order, a user or a request carries can

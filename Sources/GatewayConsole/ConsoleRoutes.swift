@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+import Gateway
 import HTTP
 
-/// The support console's routes. They are always registered, so the route table (and the API
-/// description) is one whatever the configuration; while no console is attached (no
-/// `GATEWAY_CONSOLE_USERS`) every one of them answers 404.
+/// The support console's routes, on the operators' address beside `GatewayAPI.registerAdmin`'s.
+/// They are always registered, so the route table (and the API description) is one whatever the
+/// configuration; without a console (no `GATEWAY_CONSOLE_USERS`) every one of them answers 404.
 ///
 /// | route | who |
 /// |---|---|
@@ -16,14 +17,15 @@ import HTTP
 /// | POST /console/orders/{out_trade_no}/outbox/{id}/redeliver | refunder and up |
 /// | GET /console/audit | admin |
 /// | GET /console/language, /console/console.css | anyone |
-extension GatewayAPI {
-    static let consoleBodyLimit = 8 * 1024
+extension Console {
+    static let bodyLimit = 8 * 1024
 
-    func registerConsole(in router: inout HTTPRouter) {
+    /// Adds every console route to `router`; each answers 404 while `console` is nil.
+    public static func register(_ console: Console?, in router: inout HTTPRouter) {
         func route(_ method: HTTPMethod, _ template: String,
                    _ handler: @escaping @Sendable (Console, HTTPServerRequest) async -> HTTPServerResponse) {
-            router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: Self.consoleBodyLimit)) { request in
-                guard let console = self.console else { return ConsoleHTTP.notFound }
+            router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in
+                guard let console else { return ConsoleHTTP.notFound }
                 let response = await handler(console, request)
                 return request.isSecure ? ConsoleHTTP.overHTTPS(response) : response
             }

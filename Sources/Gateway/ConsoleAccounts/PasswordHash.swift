@@ -110,7 +110,7 @@ public final class PasswordChecks: Sendable {
     }
 
     /// Whether `password` matches `hash`; nil when too many checks are queued already.
-    func check(_ password: String, against hash: PasswordHash) async -> Bool? {
+    public func check(_ password: String, against hash: PasswordHash) async -> Bool? {
         let admitted = waiting.withLock { count -> Bool in
             guard count < maximumWaiting else { return false }
             count += 1
@@ -126,5 +126,13 @@ public final class PasswordChecks: Sendable {
                 continuation.resume(returning: matched)
             }
         }
+    }
+}
+
+extension PasswordHash {
+    /// A hash no password matches (random bytes, never derived): what an unknown name is checked
+    /// against, with the real cost.
+    public init(unmatchable parameters: Parameters) {
+        self.init(parameters: parameters, salt: RandomBytes.take(Self.saltBytes), hash: RandomBytes.take(Self.hashBytes))
     }
 }

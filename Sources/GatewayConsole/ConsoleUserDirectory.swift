@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Gateway
 import Glibc
 import Observability
 import Synchronization

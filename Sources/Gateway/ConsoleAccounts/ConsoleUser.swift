@@ -46,11 +46,5 @@ public struct ConsoleUser: Sendable, Hashable {
 
     /// A digest of the password entry: a session remembers it, and ends when it changes (a new
     /// password, or the user removed and added again). Not secret, and says nothing about the password.
-    var credentialStamp: String { String(Hex.encode(SHA256.hash(password.encoded)).prefix(32)) }
-}
-
-extension String {
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
-    }
+    public var credentialStamp: String { String(Hex.encode(SHA256.hash(password.encoded)).prefix(32)) }
 }

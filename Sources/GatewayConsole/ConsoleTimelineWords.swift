@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Gateway
 
 /// The timeline's details in Chinese. The gateway writes each line once, in English (the API
 /// returns it as written, and people grep logs for it); the zh-CN console translates its fixed

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Gateway
 import StorageCore
 
 /// What every console page shows around its content: the language, who is signed in (with the

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Gateway
 
 /// The console's one stylesheet, served by the gateway at `/console/console.css`: no external
 /// asset, no build step. System fonts (with the common Chinese ones named), readable tables.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Gateway
 import Synchronization
 
 /// The pace of password checks for a console name that many addresses are failing on: at most one

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Gateway
 import StorageCore
 
 /// The console's two languages: Chinese (zh-CN) by default, English when the browser prefers it

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import Foundation
+import Gateway
 import StorageCore
 import WeChatPay
 
@@ -78,5 +79,11 @@ enum ConsoleFormat {
         case .change: "退款异常"
         case .refundClose: "退款关闭"
         }
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character = "0") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }
