@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -56,7 +57,7 @@ struct BatteryDuplicateStormTests {
             return replies
         }
         await waiting.value
-        let delivered = await Battery.eventually(timeout: 30) { Set(receiver.acknowledged.keys).count >= Self.orders }
+        let delivered = await eventually(timeout: .seconds(30)) { Set(receiver.acknowledged.keys).count >= Self.orders }
         sweeping.cancel()
         delivering.cancel()
         _ = await sweeping.value

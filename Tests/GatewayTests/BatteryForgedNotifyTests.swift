@@ -5,6 +5,7 @@ import HTTP
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -20,10 +21,10 @@ struct BatteryForgedNotifyTests {
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
         let paid = try rig.simulator.pay(outTradeNo: "forge-0002")
-        #expect(await Battery.eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
+        #expect(await eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
         // And WeChat has its answer, with no retry left to send: a retry of a reply that was slow
         // (a loaded machine) lands as a duplicate, whose timeline row is not the forgeries' doing.
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             rig.simulator.pendingNotifies == 0 && rig.simulator.counters.notifiesAcknowledged >= 1
         })
         let genuine = String(decoding: Battery.genuineNotify(paid, nonce: "replayed"), as: UTF8.self)

@@ -5,6 +5,7 @@ import HTTP
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -85,7 +86,7 @@ struct BatteryPollingChurnTests {
             }
         }
         _ = await paying.value
-        let settled = await Battery.eventually(timeout: 60) {
+        let settled = await eventually(timeout: .seconds(60)) {
             for number in toPay { if (try? await rig.store.order(number))?.state != .success { return false } }
             return true
         }

@@ -6,6 +6,7 @@ import Observability
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -161,7 +162,7 @@ struct BatteryUpstreamFaultsTests {
         }
 
         // Paid orders end SUCCESS (waits and notifies), and the metrics add up to WeChat's counts.
-        #expect(await Battery.eventually(timeout: 60) {
+        #expect(await eventually(timeout: .seconds(60)) {
             for number in paid { if (try? await rig.store.order(number))?.state != .success { return false } }
             return true
         })

@@ -13,9 +13,12 @@ import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
 
-/// The whole gateway API (router, service, SQLite store) with the simulator as WeChat, reachable
-/// either in process (the router answers directly, notifies are handed over in memory) or over
-/// real sockets on 127.0.0.1 (the gateway and the notify path both go through HTTP).
+/// The one gateway rig: every flow composed as `serve` composes them (`GatewayServices`, and the
+/// console when asked), on a fresh database of either store kind (a SQLite file in a temp
+/// directory, or a PostgreSQL schema of its own), with the simulator as WeChat. Reachable in
+/// process (the router answers directly, the simulator's notifies are handed to the flows in
+/// memory) or over real sockets on 127.0.0.1 (the gateway and the notify path both go through
+/// HTTP). Service-level tests call the flows directly (`services`, `create`, `order`).
 final class GatewayRig: Sendable {
     enum Mode: String, CaseIterable, Sendable, CustomStringConvertible {
         case inProcess = "in-process"
@@ -29,7 +32,7 @@ final class GatewayRig: Sendable {
         var headers: [String: String]
         /// Every Set-Cookie header, in order (`headers` keeps one value per name).
         var setCookies: [String] = []
-        var json: [String: Any] { GatewayHarness.object(body) }
+        var json: [String: Any] { GatewayRig.object(body) }
         var error: [String: Any]? { json["error"] as? [String: Any] }
     }
 
@@ -77,24 +80,33 @@ final class GatewayRig: Sendable {
 
     /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
     /// the demo catalog included).
-    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
-                      composition: Composition = Composition(),
+    /// - Parameters:
+    ///   - signType: the merchant's algorithm (demo mode takes no `WXPAY_*` variable; the tests'
+    ///     merchant signs with either).
+    ///   - clockScale: simulated seconds per real second (0 freezes the clock, so only
+    ///     `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
+    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, signType: SignType? = nil, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
-        try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
-                        environment: environment, logger: logger, wechat: wechat, composition: composition, simulator: tune)
+        try await start(mode, database: try await TestDatabase(kind), signType: signType, pollInterval: pollInterval,
+                        environment: environment, clockScale: clockScale, logger: logger, wechat: wechat,
+                        composition: composition, simulator: tune)
     }
 
     /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings.
-    static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
-                      composition: Composition = Composition(),
+    static func start(_ mode: Mode, database: TestDatabase, signType: SignType? = nil, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
-        let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
+        var configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
+        if let signType { configuration.signType = signType }
         let store = try await database.open()
-        let clock = ScaledClock(start: Date(), scale: 1)
+        // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
+        // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
+        let clock = ScaledClock(start: Date(), scale: clockScale)
         let target = NotifyTarget()
         var tls = false
         if case .mutualTLS = wechat {
@@ -177,6 +189,23 @@ final class GatewayRig: Sendable {
         await httpClient?.shutdown()
         await store.close()
         await database.remove()
+    }
+
+    var metrics: MetricsRegistry { services.metrics }
+
+    /// Creates an order through the create flow with a JSON body.
+    func create(_ json: String) async throws(APIError) -> (created: Bool, body: [String: Any]) {
+        let result = try await services.creation.create(try CreateOrderInput(json: Array(json.utf8)))
+        return (result.created, Self.object(result.json))
+    }
+
+    /// The order as `GET` shows it, after waiting up to `wait` seconds for a final state.
+    func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [String: Any] {
+        Self.object(try await services.queries.order(outTradeNo, wait: wait))
+    }
+
+    static func object(_ bytes: [UInt8]) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
     }
 
     /// One request to the gateway, by whichever path this rig uses.

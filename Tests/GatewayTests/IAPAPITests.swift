@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import SimulatorKit
 import StorageCore
+import TestSupport
 import Testing
 import WeChatPaySimulator
 
@@ -291,7 +292,7 @@ struct IAPAPITests {
             #expect(try await rig.report("user-a", ["signed_transaction": first.signedTransactionInfo]).status == 200)
             let created = try await rig.createOrder("user-a")
             _ = try rig.buy("apple-a", token: nil)
-            #expect(try await rig.eventually { try await rig.order(E2E.number(created))?.state == .success })
+            #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .success })
             let words = try await rig.store.events(E2E.number(created)).map(\.detail).joined(separator: "\n")
             #expect(words.contains("another purchase of the same App Store account"))
         }

@@ -143,16 +143,6 @@ final class IAPRig: Sendable {
     /// The order, as the store keeps it.
     func order(_ outTradeNo: String) async throws -> OrderRecord? { try await store.order(outTradeNo) }
 
-    /// Waits (bounded, real time) until `condition` holds; the notification path is asynchronous.
-    func eventually(timeout: Double = 120, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     /// A reconciler sweep now, for orders with no news for `after` seconds. The gateway's clock runs
     /// in real time here, and a sweeper starts no check once its lease (0.9 × interval) has run out:
     /// a long interval keeps a loaded machine from skipping the very order the test looks at.

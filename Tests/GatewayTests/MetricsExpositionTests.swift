@@ -8,6 +8,7 @@ import Observability
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -72,7 +73,7 @@ struct MetricsExpositionTests {
         #expect(try await gateway.createOrder("exposition-1").status == 200)
         #expect(try await gateway.createOrder("exposition-1", amount: 991).status == 409)
         try gateway.simulator.pay(outTradeNo: "exposition-1")
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             (try? await gateway.store.order("exposition-1"))??.state == .success
                 && gateway.services.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
         })
@@ -83,7 +84,7 @@ struct MetricsExpositionTests {
         // An order nobody pays: a held wait asks WeChat (orderquery) and runs out.
         #expect(try await gateway.createOrder("exposition-2").status == 201)
         #expect(try await gateway.send(.get, "/v1/orders/exposition-2?wait=1").status == 200)
-        #expect(await Battery.eventually(timeout: 60) { gateway.services.metrics.gauge("wxpay_waits_open") == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { gateway.services.metrics.gauge("wxpay_waits_open") == 0 })
         // Support looks the paid one up (audited).
         #expect(try await gateway.send(.get, "/v1/support/orders?out_trade_no=exposition-1", token: GatewayRig.support)
             .status == 200)
@@ -93,7 +94,7 @@ struct MetricsExpositionTests {
                                             body: #"{"amount":300,"reason":"bought by mistake","out_refund_no":"exposition-r1"}"#)
         #expect(refund.status == 201)
         try gateway.simulator.completeRefund(outRefundNo: "exposition-r1")
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             (try? await gateway.store.refund("exposition-r1"))??.state == .success
         })
 

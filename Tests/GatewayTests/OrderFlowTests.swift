@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -11,8 +12,8 @@ struct OrderFlowTests {
     static let body = #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"course-0001","user_id":"u-42"}"#
 
     @Test(arguments: StoreKind.all) func creatingAnOrderAnswersSignedAppParametersForTheAndroidSDK(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let (created, order) = try await harness.create(Self.body)
         #expect(created)
         #expect(order.string("state") == "NOTPAY")
@@ -32,8 +33,8 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func anIdenticalReplayAnswersTheSameOrderAndAChangedOneConflicts(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let first = try await harness.create(Self.body)
         let second = try await harness.create(Self.body)
         #expect(!second.created)
@@ -45,8 +46,8 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func concurrentIdenticalCreatesMakeOneOrderAndOneUpstreamCall(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let results = await withTaskGroup(of: Bool?.self) { group in
             for _ in 0..<50 { group.addTask { try? await harness.create(Self.body).created } }
             var results: [Bool?] = []
@@ -59,21 +60,21 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func aPaymentNotifySettlesTheOrderExactlyOnce(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 8)))
         try harness.simulator.pay(outTradeNo: "course-0001")
-        #expect(await harness.eventually { (try? await harness.order("course-0001"))?.string("state") == "SUCCESS" })
-        #expect(await harness.eventually { harness.simulator.pendingNotifies == 0 })
+        #expect(await eventually { (try? await harness.order("course-0001"))?.string("state") == "SUCCESS" })
+        #expect(await eventually { harness.simulator.pendingNotifies == 0 })
         let events = try await harness.store.events("course-0001")
         #expect(events.filter { $0.kind == "state_changed" && $0.detail.contains("SUCCESS") }.count == 1)
         #expect(try await harness.store.outboxEvents("course-0001").count == 1)
     }
 
     @Test(arguments: StoreKind.all) func aWaitingQueryFindsAPaymentWhoseNotifyWasDropped(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "course-0001")
@@ -88,11 +89,11 @@ struct OrderFlowTests {
         // The next poll is a minute away and the wait's deadline ten minutes: only the notify's wake-up can
         // answer SUCCESS with WeChat asked once (the wait's first orderquery). No clock is compared,
         // so a loaded machine cannot fail it; a lost wake-up shows as the poll's second orderquery.
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 60)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 60)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         async let waited = harness.order("course-0001", wait: 600)
-        let asked = await harness.eventually(timeout: 120) { harness.simulator.counters.requests["/pay/orderquery"] == 1 }
+        let asked = await eventually(timeout: .seconds(120)) { harness.simulator.counters.requests["/pay/orderquery"] == 1 }
         #expect(asked)
         try harness.simulator.pay(outTradeNo: "course-0001")
         let order = try await waited
@@ -101,8 +102,8 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func aWaitEndsAtItsDeadlineWithTheLatestKnownState(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         let started = ContinuousClock.now
         let order = try await harness.order("course-0001", wait: 1)
@@ -112,8 +113,8 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func aSystemErrorIsRetriedWithIdenticalParameters(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/unifiedorder": EndpointFaults(systemErrorRate: 0.5)]))
         var unavailable: [String] = []
         for n in 0..<10 {
@@ -144,8 +145,8 @@ struct OrderFlowTests {
     }
 
     @Test(arguments: StoreKind.all) func closingInsideFiveMinutesIsRefusedWithRetryAfter(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         do {
             _ = try await harness.services.closing.close("course-0001")
@@ -155,18 +156,18 @@ struct OrderFlowTests {
             #expect((error.retryAfter ?? 0) > 0 && (error.retryAfter ?? 0) <= 300)
         }
         harness.clock.advance(by: 301)
-        let closed = GatewayHarness.object(try await harness.services.closing.close("course-0001"))
+        let closed = GatewayRig.object(try await harness.services.closing.close("course-0001"))
         #expect(closed.string("state") == "CLOSED")
     }
 
     @Test(arguments: StoreKind.all) func closingAnOrderWeChatSaysIsPaidSettlesItAsPaid(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body)
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "course-0001")
         harness.clock.advance(by: 301)
-        let closed = GatewayHarness.object(try await harness.services.closing.close("course-0001"))
+        let closed = GatewayRig.object(try await harness.services.closing.close("course-0001"))
         #expect(closed.string("state") == "SUCCESS")
     }
 }

@@ -37,7 +37,7 @@ struct OrderFollowsItsRefundsTests {
 
         // The refund fails: the order was never refunded, and a sweep or the bill asking changes nothing.
         try rig.simulator.completeRefund(outRefundNo: "rf-pending-r1", status: "REFUNDCLOSE")
-        #expect(await rig.eventually("rf-pending-r1", is: .refundClose))
+        #expect(await rig.refund("rf-pending-r1", becomes: .refundClose))
         _ = try await rig.send(.post, "/v1/support/orders/rf-pending/recheck", token: RefundRig.support)
         _ = await rig.services.queries.queryAndSettle("rf-pending", reason: "sweep", source: "reconcile", includingFinal: true)
         #expect(try await Self.state(rig, "rf-pending") == "SUCCESS")
@@ -46,7 +46,7 @@ struct OrderFollowsItsRefundsTests {
         // A refund that succeeds moves it, through the refund door, with its refund.succeeded.
         #expect(try await rig.refund("rf-pending", amount: 500, number: "rf-pending-r2").status == 201)
         try rig.simulator.completeRefund(outRefundNo: "rf-pending-r2")
-        #expect(await rig.eventually("rf-pending-r2", is: .success))
+        #expect(await rig.refund("rf-pending-r2", becomes: .success))
         let order = try await rig.send(.get, "/v1/orders/rf-pending")
         #expect(order.json["state"] as? String == "REFUND")
         #expect(order.json["refunded_amount"] as? Int == 500)

@@ -4,6 +4,7 @@ import Foundation
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -16,17 +17,17 @@ struct ReconcilerTests {
         #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)","expires_in":\#(expiresIn)}"#
     }
 
-    static func dropAllNotifies(_ harness: GatewayHarness) {
+    static func dropAllNotifies(_ harness: GatewayRig) {
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
     }
 
-    static func events(_ harness: GatewayHarness, _ outTradeNo: String) async throws -> [OrderEvent] {
+    static func events(_ harness: GatewayRig, _ outTradeNo: String) async throws -> [OrderEvent] {
         try await harness.store.events(outTradeNo)
     }
 
     @Test(arguments: StoreKind.all) func aPaymentWhoseNotifyWasDroppedIsRecoveredByTheReconcilerAlone(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("dropped-0001"))
         try harness.simulator.pay(outTradeNo: "dropped-0001")
@@ -34,7 +35,7 @@ struct ReconcilerTests {
         let reconciler = Reconciler(services: harness.services)
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
-        let settled = await harness.eventually(timeout: 120) {
+        let settled = await eventually(timeout: .seconds(120)) {
             (try? await harness.store.order("dropped-0001"))??.state == .success
         }
         #expect(settled)
@@ -45,7 +46,7 @@ struct ReconcilerTests {
         #expect(events.contains { $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("reconcile") })
         #expect(events.contains { $0.kind == "reconcile" && $0.detail.contains("trade_state=SUCCESS") })
         // The sweep records its metrics once every order of its batch is done.
-        #expect(await harness.eventually { harness.metrics.counter("wxpay_reconcile_orders_settled_total") == 1 })
+        #expect(await eventually { harness.metrics.counter("wxpay_reconcile_orders_settled_total") == 1 })
         #expect(harness.metrics.counter("wxpay_reconcile_sweeps_total") >= 1)
         let outbox = try await harness.store.outboxEvents("dropped-0001")
         #expect(outbox.count == 1 && outbox.first?.type == "order.paid")
@@ -53,8 +54,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func anOrderIsNotAskedAboutBeforeItHasGoneWithoutANotifyForTheConfiguredTime(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.order("young-0001"))
         let reconciler = Reconciler(services: harness.services)
         #expect(await reconciler.sweep().claimed == 0)
@@ -67,8 +68,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func anExpiredOrderPaidWithItsNotifyDroppedIsClosedGetsORDERPAIDAndEndsSuccess(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("expired-paid", expiresIn: 300))
         _ = try await harness.create(Self.order("expired-unpaid", expiresIn: 300))
@@ -93,8 +94,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func aPaymentArrivingAfterALocalCloseIsStillRecordedAndFlagged(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("late-0001"))
         // Closed locally (e.g. WeChat said ORDERCLOSED earlier) although the user pays after all.
@@ -110,8 +111,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func severalSweepersAtOnceQueryEachOrderAtMostOncePerSweep(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<30).map { String(format: "multi-%04d", $0) }
         for number in numbers { _ = try await harness.create(Self.order(number)) }
@@ -145,8 +146,8 @@ struct ReconcilerTests {
 
     @Test(arguments: StoreKind.all) func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved(store: StoreKind) async throws {
         // Frozen: on a loaded machine nine paced calls can outlast a real-time 0.9 s lease.
-        let harness = try await GatewayHarness.make(store: store, clockScale: 0)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, clockScale: 0)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<20).map { String(format: "backlog-%02d", $0) }
         for number in numbers {
@@ -181,8 +182,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func aSweepWhoseCallsKeepFailingStopsEarlyAndLeavesTheRestForLater(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         for index in 0..<15 { _ = try await harness.create(Self.order("failing-\(index)")) }
         harness.clock.advance(by: 120)
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
@@ -204,8 +205,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func theRateLimitSpacesCallsToWeChat(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         for index in 0..<6 { _ = try await harness.create(Self.order("paced-\(index)")) }
         harness.clock.advance(by: 120)
         let configuration = Reconciler.Configuration(interval: 60, after: 60, concurrency: 6, rate: 10)

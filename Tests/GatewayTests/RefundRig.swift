@@ -7,6 +7,7 @@ import Observability
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
@@ -90,7 +91,7 @@ final class RefundRig: Sendable {
         let created = try await send(.post, "/v1/orders", body: #"{"amount":\#(amount),"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
         guard created.status == 201 else { throw RigError.setup("create answered \(created.status)") }
         try simulator.pay(outTradeNo: outTradeNo)
-        let paid = await Battery.eventually(timeout: 60) { (try? await self.store.order(outTradeNo))??.state == .success }
+        let paid = await eventually(timeout: .seconds(60)) { (try? await self.store.order(outTradeNo))??.state == .success }
         guard paid else { throw RigError.setup("\(outTradeNo) was not settled") }
     }
 
@@ -104,8 +105,8 @@ final class RefundRig: Sendable {
     }
 
     /// Waits (bounded) until the refund is in `state` locally.
-    func eventually(_ outRefundNo: String, is state: RefundState, timeout: Double = 60) async -> Bool {
-        await Battery.eventually(timeout: timeout) { (try? await self.store.refund(outRefundNo))??.state == state }
+    func refund(_ outRefundNo: String, becomes state: RefundState, timeout: Duration = .seconds(60)) async -> Bool {
+        await eventually(timeout: timeout) { (try? await self.store.refund(outRefundNo))??.state == state }
     }
 
     /// The order's outbox events of `type`.
