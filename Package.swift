@@ -94,13 +94,21 @@ let package = Package(
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
         .target(name: "Gateway", dependencies: [
-            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability",
+            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
         ], resources: [.embedInCode("API/openapi.json")]),
 
+        // The support console, on top of the product's service API: its pages (pure functions of
+        // what they show), their handlers (sessions, CSRF, roles, the audit entry of every look and
+        // action) and the user file. (Crypto: scrypt for passwords, SHA-256 for session ids.)
+        .target(name: "GatewayConsole", dependencies: [
+            "Gateway", "HTTP", "StorageCore", "Crypto", "JSON", "Observability", "AppStore", "WeChatPay",
+        ]),
+
         .executableTarget(name: "wxpay-gateway", dependencies: [
-            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "StorageCore", "SQLiteStore", "PostgresStore",
+            "WeChatPay", "HTTP", "WeChatPaySimulator", "Gateway", "GatewayConsole", "StorageCore", "SQLiteStore", "PostgresStore",
             "WeChatPayHTTPTransport",
             "AppStore", "AppStoreSimulator", "SimulatorKit", "AppStoreHTTPTransport", "JSON", "Crypto", "Observability",
+            "Lifecycle",
         ]),
         .executableTarget(name: "wxpay-bench", dependencies: [
             "WeChatPay", "WeChatPayReference", "HTTP", "StorageCore", "SQLiteStore", "Crypto", "CLibXML2",
@@ -121,6 +129,7 @@ let package = Package(
         .systemLibrary(name: "CHeapStatistics", path: "Tests/CHeapStatistics"),
         .testTarget(name: "StorageTests", dependencies: [
             "StorageCore", "SQLiteStore", "PostgresStore", "CSQLite", "CLibPQ", "StoreTestSupport", "ChildProcessSupport",
+            "TestSupport",
         ]),
         // Both stores for the behaviour suites: a fresh SQLite file or PostgreSQL schema per test.
         .target(name: "StoreTestSupport", dependencies: [
@@ -135,11 +144,11 @@ let package = Package(
         .target(name: "SimulatorHarnessSupport", path: "Tests/SimulatorHarnessSupport"),
         .testTarget(name: "WeChatPaySimulatorTests", dependencies: [
             "WeChatPaySimulator", "WeChatPay", "HTTP", "WeChatPayHTTPTransport", "HTTPClientTestSupport",
-            "SimulatorHarnessSupport", "WeChatPayV3", "Crypto", "JSON", "ChildProcessSupport",
+            "SimulatorHarnessSupport", "WeChatPayV3", "Crypto", "JSON", "ChildProcessSupport", "TestSupport",
         ]),
         // The v3 protocol core against vectors made by the openssl tool and Python's cryptography.
         .testTarget(name: "WeChatPayV3Tests", dependencies: ["WeChatPayV3", "WeChatPay", "Crypto", "JSON", "ChildProcessSupport"]),
-        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport"]),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "HTTPClientTestSupport", "ChildProcessSupport", "TestSupport"]),
         .testTarget(name: "WeChatPayHTTPTransportTests", dependencies: [
             "WeChatPayHTTPTransport", "WeChatPay", "HTTP", "HTTPClientTestSupport",
         ]),
@@ -147,7 +156,7 @@ let package = Package(
         .target(name: "HTTPClientTestSupport", dependencies: ["HTTP", "ChildProcessSupport"], path: "Tests/HTTPClientTestSupport",
                 exclude: ["test_server.py"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
+            "Gateway", "GatewayConsole", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
             "ChildProcessSupport",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
@@ -156,7 +165,7 @@ let package = Package(
             // Row counts of every table, read beside the store (forged notifies write nothing).
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
-            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability",
+            "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability", "TestSupport",
         ]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),
@@ -165,12 +174,12 @@ let package = Package(
         .testTarget(name: "FIFOTests", dependencies: ["FIFO"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator", "AppStore", "AppStoreHTTPTransport", "HTTP", "SimulatorKit", "ChildProcessSupport",
-            "SimulatorHarnessSupport", "JSON", "Crypto",
+            "SimulatorHarnessSupport", "JSON", "Crypto", "TestSupport",
         ]),
         // `wxpay-gateway` itself, run as a child process (the debug build beside the test bundle).
         .testTarget(name: "wxpay-gatewayTests", dependencies: [
             "HTTP", "HTTPClientTestSupport", "StoreTestSupport", "ChildProcessSupport", "AppStore", "AppStoreSimulator", "JSON",
-            "Crypto", "WeChatPayV3",
+            "Crypto", "WeChatPayV3", "TestSupport",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
             "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",

@@ -26,12 +26,14 @@ enum ReconcileBenchmark {
                                                       key: configuration.apiKey),
                 clock: clock, notifySender: ClosureNotifySender { _, _ in nil })
             simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
-            let service = OrderService(configuration: configuration, store: store,
-                                       transport: SimulatorTransport(simulator: simulator), now: { clock.now() })
+            let services = GatewayServices(GatewayContext(configuration: configuration, store: store,
+                                                          transport: SimulatorTransport(simulator: simulator),
+                                                          now: { clock.now() }))
+            let creation = services.creation
             let setupStart = ContinuousClock.now
             for index in 0..<orders {
                 let body = #"{"amount":990,"description":"bench","client_ip":"203.0.113.7","out_trade_no":"bench-\#(index)"}"#
-                _ = try await service.create(try CreateOrderInput(json: Array(body.utf8)))
+                _ = try await creation.create(try CreateOrderInput(json: Array(body.utf8)))
                 if index % 50 < 3 { try simulator.pay(outTradeNo: "bench-\(index)") }
             }
             let paid = (0..<orders).filter { $0 % 50 < 3 }.count
@@ -40,7 +42,7 @@ enum ReconcileBenchmark {
             clock.advance(by: 120)
 
             let pacing = Reconciler.Configuration(interval: 600, after: 60, concurrency: 8, rate: 1_000_000)
-            let sweepers = (0..<sweeperCount).map { Reconciler(service: service, configuration: pacing, claimant: "bench-\($0)") }
+            let sweepers = (0..<sweeperCount).map { Reconciler(services: services, configuration: pacing, claimant: "bench-\($0)") }
             let cpuBefore = cpuSeconds()
             let started = ContinuousClock.now
             let reports = await withTaskGroup(of: SweepReport.self) { group in

@@ -52,13 +52,13 @@ enum AppStoreBackfillCommand {
         }
         var logger = resources.logger
         logger.level = max(logger.level, .warning)
-        let service = OrderService(configuration: configuration, store: resources.store, transport: wechat.transport, logger: logger)
+        let context = GatewayContext(configuration: configuration, store: resources.store, transport: wechat.transport,
+                                     logger: logger)
         let status: Int32
         do {
             let transport = AppStoreHTTPTransport(client: resources.client, timeouts: .init(connect: .seconds(5), total: .seconds(30)))
             let clients = try AppStoreClients.production(configuration.appStore, transport: transport, clock: SystemAppStoreClock())
-            let iap = IAPService(orders: service, store: resources.store, clients: clients,
-                                 recovery: AppStoreRecoveryPolicy(configuration.appStore))
+            let iap = GatewayServices(context, appStore: clients).iap!
             let report = await iap.backfill(since: since, claimant: "cli-" + String(UUID().uuidString.prefix(8)).lowercased(),
                                             force: true)
             FileHandle.standardOutput.write(Data(render(report, since: since).utf8))

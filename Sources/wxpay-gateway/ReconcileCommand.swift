@@ -37,12 +37,12 @@ enum ReconcileCommand {
         // The report goes to standard output; the log keeps to what went wrong.
         var logger = resources.logger
         logger.level = max(logger.level, .warning)
-        let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger)
         // The bill's refund lines are compared with the local refunds (refundquery needs no certificate).
-        _ = RefundService(orders: service, store: store, mode: configuration.refundMode)
+        let services = GatewayServices(GatewayContext(configuration: configuration, store: store, transport: transport,
+                                                      logger: logger))
         let status: Int32
         do {
-            let report = try await BillReconciler(service: service).reconcile(day: day)
+            let report = try await BillReconciler(services: services).reconcile(day: day)
             FileHandle.standardOutput.write(Data(report.render().utf8))
             status = report.isClean ? 0 : 1
         } catch {

@@ -14,14 +14,15 @@ import Synchronization
 /// (APPSTORE_*), in demo mode the embedded App Store simulator in process, whose notifications
 /// come to this gateway's `/appstore/notifications` over HTTP once it listens.
 struct AppStoreConnection {
-    let iap: IAPService
+    let clients: AppStoreClients
     /// Demo mode's simulator: its control panel is mounted, its notification loop run.
     let simulator: AppStoreSimulator?
     private let notificationBase: LockedBase
 
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
-    static func open(_ configuration: GatewayConfiguration, service: OrderService, store: any IAPStore,
-                     client: HTTPClient, metrics: MetricsRegistry) throws(AppStoreConfigurationError) -> AppStoreConnection? {
+    /// - Parameter catalog: what the demo's simulated App Store charges (re-read on SIGHUP).
+    static func open(_ configuration: GatewayConfiguration, catalog: CatalogSource, client: HTTPClient,
+                     metrics: MetricsRegistry) throws(AppStoreConfigurationError) -> AppStoreConnection? {
         guard configuration.appStore.isEnabled else { return nil }
         let base = LockedBase()
         guard configuration.demo else {
@@ -30,14 +31,11 @@ struct AppStoreConnection {
                 AppStoreHTTPTransport(client: client, timeouts: .init(connect: .seconds(2), total: .seconds(3))),
                 metrics: metrics)
             let clients = try AppStoreClients.production(configuration.appStore, transport: transport, clock: SystemAppStoreClock())
-            return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
-                                                      recovery: AppStoreRecoveryPolicy(configuration.appStore)),
-                                      simulator: nil, notificationBase: base)
+            return AppStoreConnection(clients: clients, simulator: nil, notificationBase: base)
         }
         let placeholder = "http://gateway.demo/appstore/notifications"
         let http = HTTPNotifySender(client: client, contentType: "application/json")
         // The simulated App Store charges what the catalog (re-read on SIGHUP) says, in CNY.
-        let catalog = service.catalog
         var simulatorConfiguration = AppStoreSimulatorConfiguration(
         bundleID: AppStoreConfiguration.demoBundleID, appAppleID: AppStoreConfiguration.demoAppAppleID,
         productionNotificationURL: placeholder, sandboxNotificationURL: placeholder,
@@ -67,9 +65,7 @@ struct AppStoreConnection {
                           AppStoreSimulatorTransport.sandboxBaseURL + "/verifyReceipt"),
             transport: MeasuredAppStoreTransport(AppStoreSimulatorTransport(simulator: simulator), metrics: metrics),
             clock: SystemAppStoreClock())
-        return AppStoreConnection(iap: IAPService(orders: service, store: store, clients: clients,
-                                                  recovery: AppStoreRecoveryPolicy(configuration.appStore)),
-                                  simulator: simulator, notificationBase: base)
+        return AppStoreConnection(clients: clients, simulator: simulator, notificationBase: base)
     }
 
     /// Demo mode: where the simulator's notifications go, once the server knows its address.

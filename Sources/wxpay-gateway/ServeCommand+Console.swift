@@ -2,20 +2,19 @@
 import Dispatch
 import Foundation
 import Gateway
+import GatewayConsole
 import Observability
 import StorageCore
 
 extension ServeCommand {
-    /// The audit log (always: the JSON support API is audited too) and, when a user file is
-    /// configured (or in demo mode), the support console with its reload hook. Demo mode puts a
-    /// `demo` admin with a fresh random password into the file, for the banner to print. Nil when
-    /// the console's users could not be read or written (start-up stops).
-    static func startConsole(_ configuration: GatewayConfiguration, service: OrderService, store: any ConsoleStore & AuditStore,
-                             reloads: ReloadHooks, logger: Logger) async -> ConsoleBanner? {
-        _ = AuditLog(orders: service, store: store)
+    /// When a user file is configured (or in demo mode), the support console with its reload
+    /// hook. Demo mode puts a `demo` admin with a fresh random password into the file, for the
+    /// banner to print. Nil when the console's users could not be read or written (start-up stops).
+    static func startConsole(_ configuration: GatewayConfiguration, services: GatewayServices, reloads: ReloadHooks,
+                             logger: Logger) async -> (Console?, ConsoleBanner)? {
         guard let path = configuration.consoleUsersPath else {
             logger.notice("support console off: GATEWAY_CONSOLE_USERS is not set; /console/ answers 404")
-            return ConsoleBanner(enabled: false, demoPassword: nil)
+            return (nil, ConsoleBanner(enabled: false, demoPassword: nil))
         }
         var demoPassword: String?
         if configuration.demo {
@@ -43,7 +42,7 @@ extension ServeCommand {
             FileHandle.standardError.write(Data("serve: cannot read the console users in \(path): \(error)\n".utf8))
             return nil
         }
-        let console = Console(orders: service, store: store, users: users)
+        let console = Console(services: services, users: users)
         reloads.add("console users") {
             switch console.users.reload() {
             case .success(let count): logger.notice("console users reloaded", ["path": path, "users": String(count)])
@@ -52,7 +51,7 @@ extension ServeCommand {
             }
         }
         logger.notice("support console on", ["path": path, "users": String(users.count)])
-        return ConsoleBanner(enabled: true, demoPassword: demoPassword)
+        return (console, ConsoleBanner(enabled: true, demoPassword: demoPassword))
     }
 
     static let demoConsoleUser = "demo"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Gateway
+import GatewayConsole
 import HTTP
 import Observability
 
@@ -16,16 +17,21 @@ struct Listeners {
     let adminBase: String
 
     /// Routes every path to its address: with an admin address, the public router lacks the
-    /// operators' routes (404 there) and the admin router has nothing else.
-    static func routers(_ api: GatewayAPI, configuration: GatewayConfiguration) -> (public: HTTPRouter, admin: HTTPRouter?) {
+    /// operators' routes (404 there) and the admin router has nothing else. The console's routes
+    /// are the operators' (404 while it is off).
+    static func routers(_ api: GatewayAPI, console: Console?, configuration: GatewayConfiguration)
+        -> (public: HTTPRouter, admin: HTTPRouter?)
+    {
         var router = HTTPRouter()
         guard configuration.adminListen != nil else {
             api.register(in: &router)
+            Console.register(console, in: &router)
             return (router, nil)
         }
         var admin = HTTPRouter()
         api.registerPublic(in: &router)
         api.registerAdmin(in: &admin)
+        Console.register(console, in: &admin)
         return (router, admin)
     }
 
@@ -66,11 +72,10 @@ struct Listeners {
         }
     }
 
-    /// Stops both: new connections refused at once, requests in flight given `gracePeriod`.
-    func shutdown(gracePeriod: Duration) async {
-        async let publicStopped: Void = server.shutdown(gracePeriod: gracePeriod)
-        await admin?.shutdown(gracePeriod: gracePeriod)
-        await publicStopped
+    /// Both addresses as one service: at its turn to stop, new connections are refused at once and
+    /// requests in flight (a held wait is at most 30 s) are given 10 s.
+    var serving: Serving {
+        Serving(description: "listeners", servers: [server] + (admin.map { [$0] } ?? []), gracePeriod: .seconds(10))
     }
 
     /// Which address could not be served, and why.

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import Lifecycle
 import Observability
 import WeChatPay
 import WeChatPayHTTPTransport
@@ -39,41 +40,59 @@ extension ServeCommand {
         "wxpay_client_cert_expiry_seconds", help: "Seconds until the merchant API certificate (refunds) expires; negative once it has.")
 
     /// Says how refunds reach WeChat and, with a merchant certificate (which the configuration's
-    /// checks have loaded and matched with its key already), keeps `wxpay_client_cert_expiry_seconds`
-    /// current and warns from 30 days before it expires.
-    static func announceRefunds(_ mode: GatewayConfiguration.RefundMode, metrics: MetricsRegistry, logger: Logger) {
+    /// checks have loaded and matched with its key already), sets `wxpay_client_cert_expiry_seconds`
+    /// and warns from 30 days before it expires; the watch it answers keeps both current.
+    static func announceRefunds(_ mode: GatewayConfiguration.RefundMode, metrics: MetricsRegistry,
+                                logger: Logger) -> CertificateExpiryWatch? {
         switch mode {
         case .off:
             logger.notice("refunds off: no merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
+            return nil
         case .embedded:
             logger.notice("refunds through the embedded simulator (demo mode)")
+            return nil
         case .mutualTLS(let identity):
-            guard let certificate = try? identity.inspect() else { return }
+            guard let certificate = try? identity.inspect() else { return nil }
             logger.notice("refunds on", ["certificate": certificate.commonName ?? "?",
                                          "expires": BeijingTime.formatRFC3339(certificate.notAfter)])
-            watchExpiry(of: certificate, metrics: metrics, logger: logger)
+            let watch = CertificateExpiryWatch(certificate: certificate, metrics: metrics, logger: logger)
+            watch.check(warn: true)
+            return watch
+        }
+    }
+}
+
+/// The merchant certificate's expiry: the gauge once a minute and the warning once a day. An
+/// expired certificate does not stop the gateway: payments do not need it, and WeChat refuses the
+/// refunds.
+struct CertificateExpiryWatch: Service, CustomStringConvertible {
+    let certificate: TLSClientCertificate
+    let expiry: Gauge
+    let logger: Logger
+
+    init(certificate: TLSClientCertificate, metrics: MetricsRegistry, logger: Logger) {
+        self.certificate = certificate
+        metrics.describe(ServeCommand.certificateExpiry)
+        expiry = metrics.makeGauge(ServeCommand.certificateExpiry)
+        self.logger = logger
+    }
+
+    var description: String { "merchant certificate expiry watch" }
+
+    func check(warn: Bool) {
+        let remaining = certificate.secondsUntilExpiry()
+        expiry.set(remaining.rounded(.down))
+        guard warn, remaining < ServeCommand.certificateWarning else { return }
+        let metadata = ["expires": BeijingTime.formatRFC3339(certificate.notAfter), "days": String(Int(remaining / 86400))]
+        if remaining <= 0 {
+            logger.error("the merchant certificate has expired: WeChat will refuse every refund", metadata)
+        } else {
+            logger.warning("the merchant certificate expires within 30 days: renew it in the merchant platform", metadata)
         }
     }
 
-    /// The gauge once a minute and the warning once a day (and at start-up). An expired certificate
-    /// does not stop the gateway: payments do not need it, and WeChat refuses the refunds.
-    private static func watchExpiry(of certificate: TLSClientCertificate, metrics: MetricsRegistry, logger: Logger) {
-        metrics.describe(certificateExpiry)
-        let expiry = metrics.makeGauge(certificateExpiry)
-        @Sendable func check(warn: Bool) {
-            let remaining = certificate.secondsUntilExpiry()
-            expiry.set(remaining.rounded(.down))
-            guard warn, remaining < certificateWarning else { return }
-            let metadata = ["expires": BeijingTime.formatRFC3339(certificate.notAfter), "days": String(Int(remaining / 86400))]
-            if remaining <= 0 {
-                logger.error("the merchant certificate has expired: WeChat will refuse every refund", metadata)
-            } else {
-                logger.warning("the merchant certificate expires within 30 days: renew it in the merchant platform", metadata)
-            }
-        }
-        check(warn: true)
-        // For the process's life: a loop of a few lines with nothing to shut down.
-        Task.detached {
+    func run() async {
+        await cancelWhenGracefulShutdown {
             var minutes = 0
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(60))

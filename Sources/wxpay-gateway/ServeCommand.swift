@@ -2,8 +2,10 @@
 import AppStoreSimulator
 import Foundation
 import Gateway
+import GatewayConsole
 import Glibc
 import HTTP
+import Lifecycle
 import Observability
 import StorageCore
 import WeChatPay
@@ -57,16 +59,12 @@ enum ServeCommand {
             }
             transport = wechat!.transport
         }
-        let service = OrderService(configuration: configuration, store: store, transport: transport, metrics: metrics,
-                                   logger: logger)
-        // Refunds (ServeCommand+Refunds.swift): the routes answer 503 while the mode is off.
-        let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
-        announceRefunds(refunds.mode, metrics: metrics, logger: logger)
+        let context = GatewayContext(configuration: configuration, store: store, transport: transport, metrics: metrics,
+                                     logger: logger)
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {
-            appStore = try AppStoreConnection.open(configuration, service: service, store: store, client: client,
-                                                  metrics: metrics)
+            appStore = try AppStoreConnection.open(configuration, catalog: context.catalog, client: client, metrics: metrics)
         } catch {
             FileHandle.standardError.write(Data("serve: App Store purchases cannot start: \(error)\n".utf8))
             await resources.close()
@@ -81,17 +79,22 @@ enum ServeCommand {
             logger.warning("App receipts are verified against a root that is not Apple Root CA: whoever holds its key can "
                            + "sign receipts this gateway takes as a device's evidence", ["root_sha256": fingerprint])
         }
-        // The audit log and the support console (ServeCommand+Console.swift); SIGHUP re-reads
-        // what can change without a restart (the catalog file, the console's users).
+        // Every flow, composed once (GatewayServices). Refunds (ServeCommand+Refunds.swift): the
+        // routes answer 503 while the mode is off.
+        let services = GatewayServices(context, appStore: appStore?.clients)
+        let certificateWatch = announceRefunds(services.refunds.mode, metrics: metrics, logger: logger)
+        // The support console on top of them (ServeCommand+Console.swift); SIGHUP re-reads what
+        // can change without a restart (the catalog file, the console's users).
         let reloads = ReloadHooks()
-        guard let consoleBanner = await startConsole(configuration, service: service, store: store, reloads: reloads,
-                                                     logger: logger)
+        guard let (console, consoleBanner) = await startConsole(configuration, services: services, reloads: reloads,
+                                                                logger: logger)
         else {
             await resources.close()
             return ExitStatus.configuration
         }
         // The public address and, with GATEWAY_ADMIN_LISTEN, the operators' (ServeCommand+Listeners.swift).
-        let routers = Listeners.routers(GatewayAPI(service: service, logger: logger), configuration: configuration)
+        let routers = Listeners.routers(GatewayAPI(services: services, logger: logger), console: console,
+                                        configuration: configuration)
         var router = routers.public
         if let simulator { SimulatorRoutes.registerControl(simulator, in: &router) }
         if let simulator = appStore?.simulator { AppStoreSimulatorRoutes.registerControl(simulator, in: &router) }
@@ -117,63 +120,60 @@ enum ServeCommand {
         let base = listeners.base
         // Demo mode has no public URL: the simulator posts its notifies to the address bound.
         if configuration.demo {
-            service.useNotifyURL("\(base)/wechat/notify")
-            refunds.useNotifyURL("\(base)/wechat/refund-notify")
+            context.callbacks.use(base: base)
             appStore?.listening(at: base)
         }
+        context.catalog.addReloadHooks(to: reloads, logger: logger)
+        // Started in this order, stopped in the reverse: the simulators stop sending, the listeners
+        // drain, then the background work finishes its call in hand, all before the store closes.
+        // The group traps SIGTERM and SIGINT, and `ReloadOnHangUp` SIGHUP, before the banner.
+        var running: [any Service] = certificateWatch.map { [$0] } ?? []
+        running += background(services, client: client, logger: logger)
+        if let iap = services.iap, iap.clients.serverAPI != nil { running.append(DailyAppStoreRefundCheck(iap: iap)) }
+        running.append(ReloadOnHangUp(reloads))
+        running.append(listeners.serving)
+        if let simulator { running.append(BackgroundLoop(description: "WeChat Pay simulator's notifies") { await simulator.run() }) }
+        if let simulator = appStore?.simulator {
+            running.append(BackgroundLoop(description: "App Store simulator's notifications") { await simulator.run() })
+        }
+        let group = ServiceGroup(services: running, logger: logger)
+
         let adminLine = listeners.admin == nil ? "" : "admin (metrics, health, console) on \(listeners.adminBase)\n"
         FileHandle.standardOutput.write(Data((banner(configuration, base: base) + adminLine
                                               + consoleBanner.line(base: listeners.adminBase)).utf8))
         logger.notice("listening", ["address": base, "admin": listeners.adminBase, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
-
-        let notifyLoop = simulator.map { simulator in Task { await simulator.run() } }
-        let appStoreNotifyLoop = appStore?.simulator.map { simulator in Task { await simulator.run() } }
-        service.addReloadHooks(to: reloads)
-        Signals.onHangUp { Task { await reloads.fire() } }
-        var services = startRecovery(configuration, service: service, store: store, client: client, metrics: metrics,
-                                     logger: logger)
-        if let iap = appStore?.iap, iap.clients.serverAPI != nil {
-            let refundCheck = DailyAppStoreRefundCheck(iap: iap)
-            services.append(Task { await refundCheck.run() })
+        var status: Int32 = 0
+        do {
+            try await group.run()
+        } catch {
+            // The group logged which service stopped; the rest have stopped too.
+            status = ExitStatus.internal
         }
-        let signal = await Signals.waitForTermination()
-        logger.notice("shutting down", ["signal": String(signal)])
-        notifyLoop?.cancel()
-        appStoreNotifyLoop?.cancel()
-        await listeners.shutdown(gracePeriod: .seconds(10))
-        // The recovery services finish their current call and stop before the store closes.
-        for task in services.reversed() { task.cancel() }
-        for task in services.reversed() { await task.value }
         await wechat?.close()
         await resources.close()
-        return 0
+        return status
     }
 
-    /// The reconciler, the fulfilment dispatcher and the daily bill job, started once the server
-    /// listens; each runs until its task is cancelled.
-    private static func startRecovery(_ configuration: GatewayConfiguration, service: OrderService, store: any OrderStore,
-                                      client: HTTPClient, metrics: MetricsRegistry, logger: Logger) -> [Task<Void, Never>] {
-        var services: [Task<Void, Never>] = []
+    /// What runs behind the listeners: the reconciler, the fulfilment dispatcher and the daily bill
+    /// job, each as configured.
+    private static func background(_ services: GatewayServices, client: HTTPClient, logger: Logger) -> [any Service] {
+        let configuration = services.configuration
+        var running: [any Service] = []
         if configuration.reconcileInterval > 0 {
-            let reconciler = Reconciler(service: service)
-            services.append(Task { await reconciler.run() })
+            running.append(Reconciler(services: services))
         } else {
             logger.notice("reconciler off (GATEWAY_RECONCILE_INTERVAL=0)")
         }
         if let webhook = FulfilmentDispatcher.Configuration(configuration.fulfilment) {
-            let dispatcher = FulfilmentDispatcher(
-                store: store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
-                metrics: metrics, logger: logger)
-            services.append(Task { await dispatcher.run() })
+            running.append(FulfilmentDispatcher(
+                store: services.context.store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
+                metrics: services.metrics, logger: logger))
         } else {
             logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
         }
-        if configuration.billReconcile {
-            let daily = DailyBillReconciliation(service: service)
-            services.append(Task { await daily.run() })
-        }
-        return services
+        if configuration.billReconcile { running.append(DailyBillReconciliation(services: services)) }
+        return running
     }
 
     /// GATEWAY_MAX_CONNECTIONS (default 16,384): every `wait` long-poll holds a connection, so the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Lifecycle
 
 /// What `simulate` and `simulate-appstore` share: `--name value` options, and serving a simulator
 /// on a port until SIGINT or SIGTERM.
@@ -27,6 +28,41 @@ enum SimulatorServing {
         return .values(values)
     }
 
+    /// What both simulators read alike: the port (0 picks a free one), the time scale, the seed.
+    struct Common {
+        var port: UInt16
+        var timeScale: Double
+        var seed: UInt64
+    }
+
+    /// How a command that read its arguments ends before serving: 0 after the usage was asked
+    /// for, else the status `fail` gave for what was wrong.
+    struct Exit: Error {
+        let status: Int32
+    }
+
+    /// The `--name value` options and the common ones (`--port`, `--time-scale`, `--seed`), or how
+    /// the command ends: `usage` printed for `--help`, `fail` called with the first problem.
+    static func read(_ arguments: [String], known: Set<String>, usage: String,
+                     fail: (String) -> Int32) -> Result<(options: [String: String], common: Common), Exit> {
+        let options: [String: String]
+        switch Self.options(arguments, known: known) {
+        case .help:
+            print(usage)
+            return .failure(Exit(status: 0))
+        case .invalid(let message):
+            return .failure(Exit(status: fail(message)))
+        case .values(let values):
+            options = values
+        }
+        guard let port = UInt16(options["--port"] ?? "0") else { return .failure(Exit(status: fail("--port must be 0-65535"))) }
+        guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else {
+            return .failure(Exit(status: fail("--time-scale must be positive")))
+        }
+        guard let seed = UInt64(options["--seed"] ?? "1") else { return .failure(Exit(status: fail("--seed must be a number"))) }
+        return .success((options, Common(port: port, timeScale: scale, seed: seed)))
+    }
+
     /// Starts the server, prints `banner` (its first line names the address: scripts read it to
     /// learn the port), runs `background` (the simulator's notify loop) until a termination
     /// signal, then stops everything. `client` is the simulator's outgoing client, shut down last.
@@ -42,13 +78,24 @@ enum SimulatorServing {
             await client.shutdown()
             return fail("cannot listen: \(error)")
         }
+        // The notify loop stops first, then the server; SIGINT and SIGTERM are trapped from here,
+        // before the banner tells anyone the simulator is up.
+        let group = ServiceGroup(services: [
+            Serving(description: "simulator", servers: [server], gracePeriod: .seconds(5)),
+            BackgroundLoop(description: "notify loop", loop: background),
+        ])
         // Written unbuffered, so a reader sees the first line at once.
         FileHandle.standardOutput.write(Data(banner(address).utf8))
-        let running = Task { await background() }
-        _ = await Signals.waitForTermination()
-        running.cancel()
-        await server.shutdown(gracePeriod: .seconds(5))
+        let status: Int32
+        do {
+            try await group.run()
+            status = 0
+        } catch {
+            // A service ended before it was asked to: nothing a command line can fix.
+            FileHandle.standardError.write(Data("the simulator stopped: \(error)\n".utf8))
+            status = ExitStatus.internal
+        }
         await client.shutdown()
-        return 0
+        return status
     }
 }

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import Foundation
 import SimulatorHarnessSupport
 import SimulatorKit
+import TestSupport
 import Testing
 
 /// Server Notifications V2: what is sent for each event, Apple's retry schedule (on a clock the
@@ -14,7 +15,7 @@ struct SimulatorNotificationTests {
         try await harness.withNotifyLoop {
             let token = UUID()
             let purchase = try harness.buy(token: token)
-            #expect(await harness.eventually { harness.inbox.count == 1 })
+            #expect(await eventually { harness.inbox.count == 1 })
             let notification = try harness.verifier.verifyNotification(try #require(harness.inbox.signedPayloads.first))
             #expect(notification.notificationType == .oneTimeCharge)
             #expect(notification.environment == .production)
@@ -22,7 +23,7 @@ struct SimulatorNotificationTests {
             #expect(notification.transaction?.transactionID == purchase.transactionID)
             #expect(notification.transaction?.appAccountToken == token)
             #expect(harness.inbox.urls == ["https://merchant.example/appstore/notifications"])
-            #expect(await harness.eventually { harness.simulator.pendingNotifications == 0 })
+            #expect(await eventually { harness.simulator.pendingNotifications == 0 })
         }
     }
 
@@ -35,7 +36,7 @@ struct SimulatorNotificationTests {
             try harness.simulator.refund(transactionID: course.transactionID, reason: 1)
             try harness.simulator.revoke(transactionID: shared.transactionID)
             harness.simulator.sendTestNotification()
-            #expect(await harness.eventually { harness.inbox.count == 6 })
+            #expect(await eventually { harness.inbox.count == 6 })
             let notifications = try harness.inbox.signedPayloads.map { try harness.verifier.verifyNotification($0) }
             let byType = Dictionary(grouping: notifications, by: \.notificationType)
             let subscribed = try #require(byType[.subscribed]?.first)
@@ -56,15 +57,15 @@ struct SimulatorNotificationTests {
         let harness = try AppStoreHarness(retryScale: 1) { _ in 500 }
         try await harness.withNotifyLoop {
             try harness.buy()
-            #expect(await harness.eventually { harness.inbox.count == 1 })
+            #expect(await eventually { harness.inbox.count == 1 })
             for (hours, expected) in [(1.0, 2), (12, 3), (24, 4), (48, 5), (72, 6)] {
                 harness.clock.advance(by: hours * 3600 - 1)
                 try await Task.sleep(for: .milliseconds(50))
                 #expect(harness.inbox.count == expected - 1, "not before \(hours) h")
                 harness.clock.advance(by: 1)
-                #expect(await harness.eventually { harness.inbox.count == expected }, "after \(hours) h")
+                #expect(await eventually { harness.inbox.count == expected }, "after \(hours) h")
             }
-            #expect(await harness.eventually { harness.simulator.counters["notifications abandoned"] == 1 })
+            #expect(await eventually { harness.simulator.counters["notifications abandoned"] == 1 })
             #expect(Set(harness.inbox.signedPayloads).count == 1)  // the same notification every time
         }
     }
@@ -73,9 +74,9 @@ struct SimulatorNotificationTests {
         let harness = try AppStoreHarness(retryScale: 1) { number in number == 1 ? 503 : 204 }
         try await harness.withNotifyLoop {
             try harness.buy()
-            #expect(await harness.eventually { harness.inbox.count == 1 })
+            #expect(await eventually { harness.inbox.count == 1 })
             harness.clock.advance(by: 3600)
-            #expect(await harness.eventually { harness.simulator.pendingNotifications == 0 })
+            #expect(await eventually { harness.simulator.pendingNotifications == 0 })
             harness.clock.advance(by: 200 * 3600)
             try await Task.sleep(for: .milliseconds(50))
             #expect(harness.inbox.count == 2)
@@ -87,12 +88,12 @@ struct SimulatorNotificationTests {
         try await harness.withNotifyLoop {
             harness.simulator.apply(AppStoreFaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 3)))
             try harness.buy()
-            #expect(await harness.eventually { harness.inbox.count == 3 })
+            #expect(await eventually { harness.inbox.count == 3 })
             #expect(Set(harness.inbox.signedPayloads).count == 1)
 
             harness.simulator.apply(AppStoreFaultPlan(notify: NotifyFaults(dropRate: 1)))
             try harness.buy(product: "course.2")
-            #expect(await harness.eventually { harness.simulator.notificationHistory.contains { $0.dropped } })
+            #expect(await eventually { harness.simulator.notificationHistory.contains { $0.dropped } })
             #expect(harness.inbox.count == 3)
 
             harness.simulator.apply(AppStoreFaultPlan(notify: NotifyFaults(delay: 600)))
@@ -100,7 +101,7 @@ struct SimulatorNotificationTests {
             try await Task.sleep(for: .milliseconds(50))
             #expect(harness.inbox.count == 3)
             harness.clock.advance(by: 600)
-            #expect(await harness.eventually { harness.inbox.count == 4 })
+            #expect(await eventually { harness.inbox.count == 4 })
         }
     }
 
@@ -109,7 +110,7 @@ struct SimulatorNotificationTests {
         try await harness.withNotifyLoop {
             harness.simulator.apply(AppStoreFaultPlan(notificationRogueChainRate: 1))
             try harness.buy()
-            #expect(await harness.eventually { harness.inbox.count == 1 })
+            #expect(await eventually { harness.inbox.count == 1 })
             let payload = try #require(harness.inbox.signedPayloads.first)
             #expect(throws: SignedDataError.self) { try harness.verifier.verifyNotification(payload) }
         }
@@ -120,7 +121,7 @@ struct SimulatorNotificationTests {
         try await harness.withNotifyLoop {
             let (_, completed) = try harness.simulator.interruptedPurchase(
                 SimulatedPurchase(user: "alice", productID: "course.swift.basics", appAccountToken: UUID()))
-            #expect(await harness.eventually { harness.inbox.count == 1 })
+            #expect(await eventually { harness.inbox.count == 1 })
             let notification = try harness.verifier.verifyNotification(try #require(harness.inbox.signedPayloads.first))
             #expect(notification.transaction?.transactionID == completed.transactionID)
             #expect(notification.transaction?.appAccountToken == nil)

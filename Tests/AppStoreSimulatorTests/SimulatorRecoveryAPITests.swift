@@ -5,6 +5,7 @@ import Foundation
 import JSON
 import SimulatorHarnessSupport
 import SimulatorKit
+import TestSupport
 import Testing
 
 /// What the simulated App Store answers for Apple's recovery and refund-defence APIs: real app
@@ -46,7 +47,7 @@ struct SimulatorRecoveryAPITests {
             for index in 0..<25 { bought.append(try harness.buy("user-\(index % 2)", token: nil)) }
             // Every first attempt recorded (the merchant's inbox fills before the simulator has
             // written down each attempt's outcome).
-            #expect(await harness.eventually { harness.simulator.notificationHistory.count >= 25 })
+            #expect(await eventually { harness.simulator.notificationHistory.count >= 25 })
         }
         let api = harness.apiClient()
         let window = NotificationHistoryRequest(startDate: start.addingTimeInterval(-1), endDate: start.addingTimeInterval(3600))
@@ -142,7 +143,7 @@ struct SimulatorRecoveryAPITests {
             try harness.simulator.refund(transactionID: bought.transactionID)
             try harness.simulator.reverseRefund(transactionID: bought.transactionID)
             try harness.simulator.requestConsumption(transactionID: bought.transactionID, reason: "FULFILLMENT_ISSUE")
-            #expect(await harness.eventually { harness.inbox.count == 4 })
+            #expect(await eventually { harness.inbox.count == 4 })
             let notifications = try harness.inbox.signedPayloads.map { try harness.verifier.verifyNotification($0) }
             let byType = Dictionary(grouping: notifications, by: \.notificationType.rawValue).mapValues { $0[0] }
             #expect(Set(byType.keys) == ["ONE_TIME_CHARGE", "REFUND", "REFUND_REVERSED", "CONSUMPTION_REQUEST"])

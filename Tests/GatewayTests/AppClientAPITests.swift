@@ -5,6 +5,7 @@ import Foundation
 import HTTP
 import Observability
 import StorageCore
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -16,16 +17,6 @@ struct AppClientAPITests {
         async throws -> GatewayRig.Response
     {
         try await rig.send(.post, "/v1/orders", token: token, body: body, headers: headers)
-    }
-
-    /// Waits (real time, bounded) until `condition` holds.
-    static func eventually(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
     }
 
     @Test(arguments: GatewayRig.Mode.allCases)
@@ -271,7 +262,7 @@ struct AppClientAPITests {
         }
         async let first = rig.send(.get, "/v1/orders/wait-0000?wait=20", token: alice)
         async let second = rig.send(.get, "/v1/orders/wait-0001?wait=20", token: alice)
-        let held = await Self.eventually { rig.service.userLimits.openWaits("alice") == 2 }
+        let held = await eventually { rig.services.context.userLimits.openWaits("alice") == 2 }
         #expect(held)
         let third = try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice)
         #expect(third.status == 429 && third.error?["code"] as? String == "rate_limited")
@@ -282,7 +273,7 @@ struct AppClientAPITests {
         try rig.simulator.pay(outTradeNo: "wait-0001")
         #expect(try await first.json["state"] as? String == "SUCCESS")
         #expect(try await second.json["state"] as? String == "SUCCESS")
-        #expect(await Self.eventually { rig.service.userLimits.openWaits("alice") == 0 })
+        #expect(await eventually { rig.services.context.userLimits.openWaits("alice") == 0 })
         try rig.simulator.pay(outTradeNo: "wait-0002")
         #expect(try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice).json["state"] as? String == "SUCCESS")
     }

@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -21,7 +22,7 @@ struct BatteryDuplicateStormTests {
         let client = try HTTPClient()
         let dispatcher = FulfilmentDispatcher(store: rig.store, configuration: FulfilmentTests.configuration(receiver),
                                               transport: HTTPFulfilmentTransport(client: client))
-        let reconciler = Reconciler(service: rig.service,
+        let reconciler = Reconciler(services: rig.services,
                                     configuration: .init(interval: 0.05, after: 0, concurrency: 4, rate: 1000))
         let numbers = (0..<Self.orders).map { String(format: "storm-%04d", $0) }
         // WeChat loses its own notifies, so only the storm (or a sweep) can settle the orders.
@@ -56,7 +57,7 @@ struct BatteryDuplicateStormTests {
             return replies
         }
         await waiting.value
-        let delivered = await Battery.eventually(timeout: 30) { Set(receiver.acknowledged.keys).count >= Self.orders }
+        let delivered = await eventually(timeout: .seconds(30)) { Set(receiver.acknowledged.keys).count >= Self.orders }
         sweeping.cancel()
         delivering.cancel()
         _ = await sweeping.value

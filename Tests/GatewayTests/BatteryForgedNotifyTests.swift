@@ -5,6 +5,7 @@ import HTTP
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -20,10 +21,10 @@ struct BatteryForgedNotifyTests {
         _ = try await rig.createOrder("forge-0002", amount: 500)
         // forge-0002 is genuinely paid; its notify is the material the attacker replays.
         let paid = try rig.simulator.pay(outTradeNo: "forge-0002")
-        #expect(await Battery.eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
+        #expect(await eventually { await Self.state(rig, "forge-0002") == "SUCCESS" })
         // And WeChat has its answer, with no retry left to send: a retry of a reply that was slow
         // (a loaded machine) lands as a duplicate, whose timeline row is not the forgeries' doing.
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             rig.simulator.pendingNotifies == 0 && rig.simulator.counters.notifiesAcknowledged >= 1
         })
         let genuine = String(decoding: Battery.genuineNotify(paid, nonce: "replayed"), as: UTF8.self)
@@ -60,7 +61,7 @@ struct BatteryForgedNotifyTests {
             #expect(String(decoding: reply.body, as: UTF8.self).contains("<return_code><![CDATA[FAIL]]></return_code>"))
         }
         #expect(try await rig.store.events("forge-0001").filter { $0.kind == "amount_mismatch" }.count == 1)
-        #expect(rig.service.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 3)
+        #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 3)
 
         // The genuine notify replayed as is only repeats what is already true.
         let replay = try await rig.send(.post, "/wechat/notify", token: nil, body: genuine)
@@ -72,7 +73,7 @@ struct BatteryForgedNotifyTests {
         #expect(try await Battery.transitionsIntoSuccess(rig.store, "forge-0002") == 1)
         #expect(try await rig.store.outboxEvents("forge-0002").count == 1)
         #expect(try await rig.store.order("forge-9999") == nil)
-        let counted = Battery.sum(rig.service.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
+        let counted = Battery.sum(rig.services.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
         #expect(counted == Double(forgeries.count * 3 + 3), "each refusal is counted")
     }
 
@@ -118,7 +119,7 @@ struct BatteryForgedNotifyTests {
         #expect(await TableRowCounts.of(rig.database) == rowsBefore, "a forged notify wrote a row")
         #expect(try await rig.store.events("forge-1000").map(\.kind) == ["created", "prepay"])
 
-        let metrics = rig.service.metrics
+        let metrics = rig.services.metrics
         for reason in Set(kinds.map(\.reason)) {
             let expected = kinds.filter { $0.reason == reason }.count * copies
             #expect(metrics.counter("wxpay_notifies_total", ["outcome": "rejected", "reason": reason]) == Double(expected),
@@ -150,7 +151,7 @@ struct BatteryForgedNotifyTests {
             #expect(String(decoding: reply.body, as: UTF8.self).contains("<return_code><![CDATA[FAIL]]></return_code>"))
         }
         let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
-        #expect(rig.service.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == Double(copies))
+        #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == Double(copies))
         #expect(try await rig.store.events("forge-amount").filter { $0.kind == "amount_mismatch" }.count == 1)
         let warnings = log.all.filter { $0.message == "WeChat reported another amount than the order's; not settled" }
         #expect(!warnings.isEmpty && warnings.count <= seconds, "\(warnings.count) warnings in \(seconds) s")

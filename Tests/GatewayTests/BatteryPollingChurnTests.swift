@@ -5,6 +5,7 @@ import HTTP
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -43,7 +44,7 @@ struct BatteryPollingChurnTests {
                 timeoutSeconds: 0.3, otherOrderRate: rate(8))],
             notify: NotifyFaults(dropRate: 0.2, attemptDropRate: 0.2, duplicateRate: 0.3, duplicateCopies: 3,
                                  reorderWindow: 0.5)))
-        let reconciler = Reconciler(service: rig.service,
+        let reconciler = Reconciler(services: rig.services,
                                     configuration: .init(interval: 0.2, after: 0, concurrency: 4, rate: 1000))
         let sweeping = Task { await reconciler.run() }
         let toPay = Array(numbers.prefix(6))
@@ -85,7 +86,7 @@ struct BatteryPollingChurnTests {
             }
         }
         _ = await paying.value
-        let settled = await Battery.eventually(timeout: 60) {
+        let settled = await eventually(timeout: .seconds(60)) {
             for number in toPay { if (try? await rig.store.order(number))?.state != .success { return false } }
             return true
         }

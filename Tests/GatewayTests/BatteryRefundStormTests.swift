@@ -4,6 +4,7 @@ import Foundation
 import HTTP
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -62,8 +63,8 @@ struct BatteryRefundStormTests {
         }
         // Every accepted refund ends SUCCESS (by its notify, or the reconciler for those whose answer
         // was SYSTEMERROR three times over), announced once.
-        let reconciler = Reconciler(service: rig.service, configuration: .init(interval: 30, after: 3600))
-        let finished = await Battery.eventually(timeout: 60) {
+        let reconciler = Reconciler(services: rig.gateway.services, configuration: .init(interval: 30, after: 3600))
+        let finished = await eventually(timeout: .seconds(60)) {
             _ = await reconciler.sweep()
             var all = true
             for number in accepted where (try? await rig.store.refund(number))??.state != .success { all = false }

@@ -40,14 +40,4 @@ enum Battery {
         exposition.split(separator: "\n").filter { $0.hasPrefix(prefix) }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
     }
-
-    /// Waits (real time, bounded) until `condition` holds.
-    static func eventually(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return await condition()
-    }
 }

@@ -6,6 +6,7 @@ import Observability
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -105,7 +106,7 @@ struct BatteryUpstreamFaultsTests {
             try await group.waitForAll()
         }
         // WeChat's 5 minutes, on the simulator's clock and the gateway's (the same clock here).
-        rig.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        rig.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in closing {
                 group.addTask {
@@ -161,12 +162,12 @@ struct BatteryUpstreamFaultsTests {
         }
 
         // Paid orders end SUCCESS (waits and notifies), and the metrics add up to WeChat's counts.
-        #expect(await Battery.eventually(timeout: 60) {
+        #expect(await eventually(timeout: .seconds(60)) {
             for number in paid { if (try? await rig.store.order(number))?.state != .success { return false } }
             return true
         })
         let counters = rig.simulator.counters
-        let metrics = rig.service.metrics
+        let metrics = rig.services.metrics
         for (api, path) in [("unifiedorder", "/pay/unifiedorder"), ("orderquery", "/pay/orderquery"),
                             ("closeorder", "/pay/closeorder")] {
             let exposition = metrics.exposition()

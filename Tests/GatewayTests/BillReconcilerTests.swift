@@ -4,6 +4,7 @@ import Foundation
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -14,7 +15,7 @@ struct BillReconcilerTests {
     }
 
     /// An order WeChat holds that this gateway never sent: unifiedorder straight to the simulator.
-    static func orderOnlyAtWeChat(_ harness: GatewayHarness, _ outTradeNo: String, amount: Int) async throws {
+    static func orderOnlyAtWeChat(_ harness: GatewayRig, _ outTradeNo: String, amount: Int) async throws {
         let client = WeChatPayClient(
             merchant: MerchantCredentials(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID,
                                           key: APIKey(GatewayConfiguration.demoKey), signType: .hmacSHA256),
@@ -25,7 +26,7 @@ struct BillReconcilerTests {
     }
 
     /// A local order written straight into the store (another amount, or a forged payment).
-    static func localOrder(_ harness: GatewayHarness, _ outTradeNo: String, amount: Int, paidAt: Date? = nil) async throws {
+    static func localOrder(_ harness: GatewayRig, _ outTradeNo: String, amount: Int, paidAt: Date? = nil) async throws {
         let now = harness.clock.now()
         let record = OrderRecord(
             outTradeNo: outTradeNo, amount: amount, description: "Swift 入门课", clientIP: "203.0.113.7",
@@ -45,8 +46,8 @@ struct BillReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func aBillWithADroppedPaymentAndDisagreementsSettlesTheOneAndReportsTheOthers(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         // Keep every payment on one Beijing day, whatever time the test runs.
         let secondOfDay = (Int(harness.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
         if secondOfDay > 86400 - 900 { harness.clock.advance(by: 1200) }
@@ -55,7 +56,7 @@ struct BillReconcilerTests {
 
         _ = try await harness.create(Self.order("bill-match"))
         try harness.simulator.pay(outTradeNo: "bill-match")
-        #expect(await harness.eventually { (try? await harness.store.order("bill-match"))??.state == .success })
+        #expect(await eventually { (try? await harness.store.order("bill-match"))??.state == .success })
 
         // From here on WeChat's notifies are lost and no reconciler runs.
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
@@ -75,7 +76,7 @@ struct BillReconcilerTests {
         // The bill is ready the next morning.
         let tomorrowTen = dayStart + 86400 + 10 * 3600 + 60
         harness.clock.advance(by: tomorrowTen.timeIntervalSince(harness.clock.now()))
-        let report = try await BillReconciler(service: harness.service).reconcile(day: Self.day(paymentDay))
+        let report = try await BillReconciler(services: harness.services).reconcile(day: Self.day(paymentDay))
 
         #expect(report.billPayments == 4)
         #expect(report.matched == 1)
@@ -107,28 +108,28 @@ struct BillReconcilerTests {
         #expect(harness.metrics.counter("wxpay_bill_differences_total", ["kind": "settled_from_bill"]) == 1)
 
         // A second run repairs nothing more and finds the dropped order matched.
-        let again = try await BillReconciler(service: harness.service).reconcile(day: Self.day(paymentDay))
+        let again = try await BillReconciler(services: harness.services).reconcile(day: Self.day(paymentDay))
         #expect(again.matched == 2)
         #expect(!again.differences.contains { $0.kind == .settledFromBill })
     }
 
     @Test(arguments: StoreKind.all) func aDayWithoutTransactionsStillReportsLocalPaymentsAbsentFromTheBill(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(harness.clock.now())))
         try await Self.localOrder(harness, "ghost-0001", amount: 100, paidAt: dayStart + 3600)
         harness.clock.advance(by: (dayStart + 86400 + 11 * 3600).timeIntervalSince(harness.clock.now()))
-        let report = try await BillReconciler(service: harness.service).reconcile(day: Self.day(dayStart))
+        let report = try await BillReconciler(services: harness.services).reconcile(day: Self.day(dayStart))
         #expect(report.billPayments == 0)
         #expect(report.differences.map(\.kind) == [.paidLocallyNotInBill])
     }
 
     @Test(arguments: StoreKind.all) func aMalformedDayIsRefusedBeforeAnythingIsDownloaded(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         for day in ["2026-13-01", "20261130", "2026-11-3", "yesterday"] {
             await #expect(throws: BillReconciliationError.invalidDay) {
-                _ = try await BillReconciler(service: harness.service).reconcile(day: day)
+                _ = try await BillReconciler(services: harness.services).reconcile(day: day)
             }
         }
         #expect(harness.simulator.counters.requests["/pay/downloadbill"] == nil)

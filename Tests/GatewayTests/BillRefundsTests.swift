@@ -24,7 +24,7 @@ struct BillRefundsTests {
         try await rig.paidOrder("bill-r-match")
         _ = try await rig.refund("bill-r-match", amount: 100, number: "bill-r-match-1")
         try rig.simulator.completeRefund(outRefundNo: "bill-r-match-1")
-        #expect(await rig.eventually("bill-r-match-1", is: .success))
+        #expect(await rig.refund("bill-r-match-1", becomes: .success))
 
         // Its notify lost: WeChat says SUCCESS, the gateway still PROCESSING (no reconciler runs).
         try await rig.paidOrder("bill-r-lost")
@@ -50,7 +50,7 @@ struct BillRefundsTests {
 
         rig.clock.advance(by: (dayStart + 86400 + 10 * 3600 + 60).timeIntervalSince(rig.clock.now()))
         let compact = BeijingTime.formatDay(day)
-        let report = try await BillReconciler(service: rig.service)
+        let report = try await BillReconciler(services: rig.gateway.services)
             .reconcile(day: "\(compact.prefix(4))-\(compact.dropFirst(4).prefix(2))-\(compact.suffix(2))")
 
         #expect(report.billRefunds == 3)

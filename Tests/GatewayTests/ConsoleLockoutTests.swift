@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import HTTPClientTestSupport
 import Observability
@@ -49,11 +50,11 @@ struct ConsoleLockoutTests {
             #expect(answer.status == (attempt < 5 ? 403 : 429), "attempt \(attempt)")
         }
         // From the attacker's address even the right password is refused, without a check.
-        let checks = rig.rig.service.metrics.counter("wxpay_console_password_checks_total")
+        let checks = rig.rig.services.metrics.counter("wxpay_console_password_checks_total")
         let locked = try await Self.signIn(rig, from: Self.attacker, name: "adam", password: ConsoleRig.password)
         #expect(locked.status == 429 && locked.header("Retry-After") != nil)
         #expect(locked.text.contains("Other addresses are not affected") || locked.text.contains("其他地址不受影响"))
-        #expect(rig.rig.service.metrics.counter("wxpay_console_password_checks_total") == checks)
+        #expect(rig.rig.services.metrics.counter("wxpay_console_password_checks_total") == checks)
         // The admin at their own address signs in; another address is refused, not locked.
         let signedIn = try await Self.signIn(rig, from: Self.admin, name: "adam", password: ConsoleRig.password)
         #expect(signedIn.status == 303)
@@ -69,7 +70,7 @@ struct ConsoleLockoutTests {
         // told to come back, which makes the test's outcome independent of the machine's speed.
         let rig = try await Self.start(pace: LoginPace(interval: .seconds(60), maximumWait: .zero))
         defer { Task { await rig.stop() } }
-        let metrics = rig.rig.service.metrics
+        let metrics = rig.rig.services.metrics
         // The admin signed in from the office before: that address is known for the name.
         #expect(try await Self.signIn(rig, from: Self.admin, name: "adam", password: ConsoleRig.password).status == 303)
         // A campaign over many addresses, each staying under its own lock's threshold.
@@ -101,7 +102,7 @@ struct ConsoleLockoutTests {
     @Test func addressesLockedFromANameCountTowardsItsPace() async throws {
         let rig = try await Self.start(pace: LoginPace(interval: .seconds(60), maximumWait: .zero))
         defer { Task { await rig.stop() } }
-        let metrics = rig.rig.service.metrics
+        let metrics = rig.rig.services.metrics
         // Four addresses each lock themselves out (5 failures each): 20 failures in all.
         for index in 1...(Console.paceThreshold / Console.lockThreshold) {
             for attempt in 1...Console.lockThreshold {

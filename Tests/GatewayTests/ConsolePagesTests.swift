@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import StorageCore
 import Testing
 

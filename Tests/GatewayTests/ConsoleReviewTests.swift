@@ -2,6 +2,7 @@
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import StorageCore
 import Testing
@@ -14,16 +15,14 @@ struct ConsoleReviewTests {
 
     @Test("The audit entry of a console search by Apple order id counts the orders the page showed")
     func theAuditEntryCountsTheOrdersAnAppleOrderIdLookupShowed() async throws {
-        let rig = try await IAPRig.start(.inProcess)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("console-users-\(UUID().uuidString)").path
+        let hash = ConsoleRig.hash(ConsoleRig.password)
+        try ConsoleUserFile.update(path: file) { users in users = [ConsoleUser(name: "vera", role: .viewer, password: hash)] }
+        let rig = try await IAPRig.start(.inProcess, consoleUsers: file)
         do {
             E2E.dropNotifications(rig)
             let created = try await rig.createOrder("kate")
             let bought = try rig.buy("apple-kate", token: E2E.token(created))
-            let hash = ConsoleRig.hash(ConsoleRig.password)
-            try ConsoleUserFile.update(path: file) { users in users = [ConsoleUser(name: "vera", role: .viewer, password: hash)] }
-            _ = AuditLog(orders: rig.gateway.service, store: rig.gateway.store)
-            _ = Console(orders: rig.gateway.service, store: rig.gateway.store, users: try ConsoleUserDirectory(path: file))
             let browser = ConsoleBrowser(rig: rig.gateway, language: "en")
             #expect(try await browser.signIn("vera").status == 303)
             #expect(try await browser.get("/console/?q=\(bought.orderID)").status == 200)
@@ -44,7 +43,8 @@ struct ConsoleReviewTests {
     func overDirectHTTPSTheCookiesAreSecureWithHSTS() async throws {
         let rig = try await ConsoleRig.start()
         var router = HTTPRouter()
-        GatewayAPI(service: rig.rig.service).register(in: &router)
+        GatewayAPI(services: rig.rig.services).register(in: &router)
+        Console.register(rig.console, in: &router)
         for secure in [true, false] {
             let request = HTTPServerRequest(method: .get, path: "/console/login", isSecure: secure)
             let response = await router.respond(to: request)

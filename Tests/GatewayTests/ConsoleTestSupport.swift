@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import StorageCore
 import StoreTestSupport
@@ -36,16 +37,14 @@ final class ConsoleRig: Sendable {
     {
         var variables = environment
         if secureCookie { variables["GATEWAY_CONSOLE_SECURE_COOKIE"] = "on" }
-        let rig = try await GatewayRig.start(mode, store: store, environment: variables)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("console-users-\(UUID().uuidString)").path
         let hash = Self.hash(password)
         try ConsoleUserFile.update(path: file) { users in
             users = Self.users.map { ConsoleUser(name: $0.0, role: $0.1, password: hash) }
         }
-        let refunds = RefundService(orders: rig.service, store: rig.store, mode: refundsOn ? .embedded : .off)
-        let audit = AuditLog(orders: rig.service, store: rig.store)
-        let console = Console(orders: rig.service, store: rig.store, users: try ConsoleUserDirectory(path: file), pace: pace)
-        return ConsoleRig(rig: rig, console: console, audit: audit, refunds: refunds, usersFile: file)
+        let rig = try await GatewayRig.start(mode, store: store, environment: variables, composition: GatewayRig.Composition(
+            refundMode: refundsOn ? .embedded : .off, consoleUsers: file, consolePace: pace))
+        return ConsoleRig(rig: rig, console: rig.console!, audit: rig.services.audit, refunds: rig.services.refunds, usersFile: file)
     }
 
     private init(rig: GatewayRig, console: Console, audit: AuditLog, refunds: RefundService, usersFile: String) {

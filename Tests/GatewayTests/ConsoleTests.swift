@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import Observability
 import StorageCore
@@ -69,7 +70,7 @@ struct ConsoleTests {
     @Test func aWrongPasswordAndAnUnknownNameGetTheSameAnswerAfterTheSamePasswordCheck() async throws {
         let rig = try await ConsoleRig.start()
         defer { Task { await rig.stop() } }
-        let metrics = rig.rig.service.metrics
+        let metrics = rig.rig.services.metrics
         let before = metrics.counter("wxpay_console_password_checks_total")
         let wrong = rig.browser()
         let wrongAnswer = try await wrong.signIn("vera", password: "not the password")
@@ -94,11 +95,11 @@ struct ConsoleTests {
                 #expect(answer.status == (attempt < 5 ? 403 : 429), "\(name) attempt \(attempt)")
             }
             // Locked: even the right password is refused, without a password check.
-            let checks = rig.rig.service.metrics.counter("wxpay_console_password_checks_total")
+            let checks = rig.rig.services.metrics.counter("wxpay_console_password_checks_total")
             let locked = try await browser.signIn(name)
             #expect(locked.status == 429 && locked.headers["Retry-After"] != nil)
             #expect(browser.cookies["wxpay_console_session"] == nil)
-            #expect(rig.rig.service.metrics.counter("wxpay_console_password_checks_total") == checks)
+            #expect(rig.rig.services.metrics.counter("wxpay_console_password_checks_total") == checks)
         }
         // Each refused password is on record under the name typed, and so is the failure that
         // locked it; the answers to a locked name (no password check) are not.
@@ -119,7 +120,7 @@ struct ConsoleTests {
         let browser = rig.browser()
         let answer = try await browser.post("/console/login", [("username", "vera"), ("password", ConsoleRig.password)], csrf: .none)
         #expect(answer.status == 403 && browser.cookies["wxpay_console_session"] == nil)
-        #expect(rig.rig.service.metrics.counter("wxpay_console_password_checks_total") == 0)
+        #expect(rig.rig.services.metrics.counter("wxpay_console_password_checks_total") == 0)
     }
 
     // MARK: - Sessions

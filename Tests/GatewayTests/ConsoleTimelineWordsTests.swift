@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import Testing
 
 /// The zh-CN console shows every timeline line in Chinese: each kind by a Chinese name, and each

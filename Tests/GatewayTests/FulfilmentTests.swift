@@ -6,6 +6,7 @@ import HTTP
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -16,11 +17,11 @@ struct FulfilmentTests {
               pollInterval: 0.05, timeout: 5)
     }
 
-    static func paidOrder(_ harness: GatewayHarness, _ outTradeNo: String) async throws -> OutboxEvent {
+    static func paidOrder(_ harness: GatewayRig, _ outTradeNo: String) async throws -> OutboxEvent {
         _ = try await harness.create(
             #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
         try harness.simulator.pay(outTradeNo: outTradeNo)
-        let paid = await harness.eventually { (try? await harness.store.outboxEvents(outTradeNo).count) == 1 }
+        let paid = await eventually { (try? await harness.store.outboxEvents(outTradeNo).count) == 1 }
         #expect(paid)
         return try #require(try await harness.store.outboxEvents(outTradeNo).first)
     }
@@ -66,8 +67,8 @@ struct FulfilmentTests {
     // MARK: - Delivery
 
     @Test(arguments: StoreKind.all) func theOutboxRedeliversAfterTheReceiverWasDown(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let receiver = try await WebhookReceiver.start(answering: 500)
         let client = try HTTPClient()
         defer { Task { await receiver.stop(); await client.shutdown() } }
@@ -77,12 +78,12 @@ struct FulfilmentTests {
                                               transport: HTTPFulfilmentTransport(client: client), metrics: harness.metrics)
         let delivering = Task { await dispatcher.run() }
         defer { delivering.cancel() }
-        #expect(await harness.eventually { receiver.deliveries.count >= 2 })
+        #expect(await eventually { receiver.deliveries.count >= 2 })
         #expect(try await harness.store.outboxEvent(id: event.id)?.deliveredAt == nil)
         receiver.answer(200)
-        #expect(await harness.eventually { (try? await harness.store.outboxEvent(id: event.id))??.deliveredAt != nil })
+        #expect(await eventually { (try? await harness.store.outboxEvent(id: event.id))??.deliveredAt != nil })
         // The delivery's bookkeeping (timeline, metric) follows the store's acknowledgement.
-        #expect(await harness.eventually {
+        #expect(await eventually {
             harness.metrics.counter("wxpay_outbox_deliveries_total", ["outcome": "delivered"]) == 1
         })
 
@@ -100,8 +101,8 @@ struct FulfilmentTests {
     }
 
     @Test(arguments: StoreKind.all) func deliveryContinuesAfterARestartAndEachEventIsAcknowledgedOnce(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let receiver = try await WebhookReceiver.start(answering: 200)
         let client = try HTTPClient()
         defer { Task { await receiver.stop(); await client.shutdown() } }
@@ -121,7 +122,7 @@ struct FulfilmentTests {
         receiver.answer(200)
         let after = FulfilmentDispatcher(store: reopened, configuration: Self.configuration(receiver), transport: transport)
         let delivering = Task { await after.run() }
-        let done = await harness.eventually {
+        let done = await eventually {
             (try? await reopened.outboxEvent(id: third.id))??.deliveredAt != nil
         }
         // Run a little longer: nothing already acknowledged may be sent again.
@@ -141,7 +142,7 @@ struct FulfilmentTests {
         let client = try HTTPClient()
         _ = try await rig.createOrder("dead-0001")
         try rig.simulator.pay(outTradeNo: "dead-0001")
-        #expect(await Self.eventually { (try? await rig.store.outboxEvents("dead-0001").count) == 1 })
+        #expect(await eventually { (try? await rig.store.outboxEvents("dead-0001").count) == 1 })
         let event = try #require(try await rig.store.outboxEvents("dead-0001").first)
         // The dispatcher's clock starts after the event was written, and the receiver shares it.
         let clock = ManualClock(Date().addingTimeInterval(1))
@@ -197,8 +198,8 @@ struct FulfilmentTests {
     }
 
     @Test(arguments: StoreKind.all) func retriesBackOffExponentiallyWithJitterUpToTheCap(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         func dispatcher(jitter: Double) -> FulfilmentDispatcher {
             FulfilmentDispatcher(store: harness.store, configuration: .init(url: "http://127.0.0.1:9/", secret: "x",
                                                                             initialBackoff: 5, maxBackoff: 3600),
@@ -216,15 +217,6 @@ struct FulfilmentTests {
         #expect(top.backoff(attempts: 5) == 120)
         #expect(top.backoff(attempts: 12) == 3600)
         #expect(top.backoff(attempts: 30) == 3600)
-    }
-
-    static func eventually(timeout: Double = 30, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return await condition()
     }
 }
 

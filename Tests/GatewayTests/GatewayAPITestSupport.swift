@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+import AppStore
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import HTTPClientTestSupport
 import Observability
@@ -11,9 +13,12 @@ import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
 
-/// The whole gateway API (router, service, SQLite store) with the simulator as WeChat, reachable
-/// either in process (the router answers directly, notifies are handed over in memory) or over
-/// real sockets on 127.0.0.1 (the gateway and the notify path both go through HTTP).
+/// The one gateway rig: every flow composed as `serve` composes them (`GatewayServices`, and the
+/// console when asked), on a fresh database of either store kind (a SQLite file in a temp
+/// directory, or a PostgreSQL schema of its own), with the simulator as WeChat. Reachable in
+/// process (the router answers directly, the simulator's notifies are handed to the flows in
+/// memory) or over real sockets on 127.0.0.1 (the gateway and the notify path both go through
+/// HTTP). Service-level tests call the flows directly (`services`, `create`, `order`).
 final class GatewayRig: Sendable {
     enum Mode: String, CaseIterable, Sendable, CustomStringConvertible {
         case inProcess = "in-process"
@@ -27,17 +32,30 @@ final class GatewayRig: Sendable {
         var headers: [String: String]
         /// Every Set-Cookie header, in order (`headers` keeps one value per name).
         var setCookies: [String] = []
-        var json: [String: Any] { GatewayHarness.object(body) }
+        var json: [String: Any] { GatewayRig.object(body) }
         var error: [String: Any]? { json["error"] as? [String: Any] }
     }
 
     static let client = GatewayConfiguration.demoClientToken
     static let support = GatewayConfiguration.demoSupportToken
 
+    /// What the gateway is composed of beyond its orders: how refunds reach WeChat, the App Store's
+    /// clients (iOS purchases on), the support console's user file.
+    struct Composition: Sendable {
+        /// Default: the configuration's (demo mode: the embedded simulator).
+        var refundMode: GatewayConfiguration.RefundMode?
+        var appStore: AppStoreClients?
+        var recovery: AppStoreRecoveryPolicy?
+        /// A user file: the console is on.
+        var consoleUsers: String?
+        var consolePace = LoginPace()
+    }
+
     let mode: Mode
     let simulator: WeChatPaySimulator
     let clock: ScaledClock
-    let service: OrderService
+    let services: GatewayServices
+    let console: Console?
     let store: TestStore
     private let router: HTTPRouter
     /// The gateway's server (`.sockets`), and WeChat's (`.mutualTLS`).
@@ -62,22 +80,33 @@ final class GatewayRig: Sendable {
 
     /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
     /// the demo catalog included).
-    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+    /// - Parameters:
+    ///   - signType: the merchant's algorithm (demo mode takes no `WXPAY_*` variable; the tests'
+    ///     merchant signs with either).
+    ///   - clockScale: simulated seconds per real second (0 freezes the clock, so only
+    ///     `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
+    static func start(_ mode: Mode, store kind: StoreKind = .sqlite, signType: SignType? = nil, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
-        try await start(mode, database: try await TestDatabase(kind), pollInterval: pollInterval,
-                        environment: environment, logger: logger, wechat: wechat, simulator: tune)
+        try await start(mode, database: try await TestDatabase(kind), signType: signType, pollInterval: pollInterval,
+                        environment: environment, clockScale: clockScale, logger: logger, wechat: wechat,
+                        composition: composition, simulator: tune)
     }
 
     /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings.
-    static func start(_ mode: Mode, database: TestDatabase, pollInterval: Double = 0.2,
-                      environment: [String: String] = [:], logger: Logger = .disabled, wechat: WeChatLink = .inProcess,
+    static func start(_ mode: Mode, database: TestDatabase, signType: SignType? = nil, pollInterval: Double = 0.2,
+                      environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
-        let configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
+        var configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
+        if let signType { configuration.signType = signType }
         let store = try await database.open()
-        let clock = ScaledClock(start: Date(), scale: 1)
+        // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
+        // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
+        let clock = ScaledClock(start: Date(), scale: clockScale)
         let target = NotifyTarget()
         var tls = false
         if case .mutualTLS = wechat {
@@ -114,31 +143,37 @@ final class GatewayRig: Sendable {
                 timeouts: .init(connect: .seconds(10), total: .seconds(60))))
             transport = identity == nil ? WithoutClientCertificate(https) : https
         }
-        let service = OrderService(configuration: configuration, store: store, transport: transport, logger: logger,
-                                   now: { clock.now() })
-        target.set(service)
+        let services = GatewayServices(
+            GatewayContext(configuration: configuration, store: store, transport: transport, logger: logger, now: { clock.now() }),
+            refundMode: composition.refundMode, appStore: composition.appStore, recovery: composition.recovery)
+        let console = try composition.consoleUsers.map { path in
+            Console(services: services, users: try ConsoleUserDirectory(path: path), pace: composition.consolePace)
+        }
+        target.set(services)
         var router = HTTPRouter()
-        GatewayAPI(service: service).register(in: &router)
+        GatewayAPI(services: services).register(in: &router)
+        Console.register(console, in: &router)
         SimulatorRoutes.registerControl(simulator, in: &router)
         var base = ""
         if mode == .sockets {
             let gateway = HTTPServer(router: router)
             let address = try await gateway.start()
             base = "http://127.0.0.1:\(address.port)"
-            service.useNotifyURL(base + "/wechat/notify")
+            services.context.callbacks.use(base: base)
             servers.append(gateway)
         }
-        return GatewayRig(mode: mode, simulator: simulator, clock: clock, service: service, store: store, router: router,
-                          servers: servers, httpClient: httpClient, base: base, database: database)
+        return GatewayRig(mode: mode, simulator: simulator, clock: clock, services: services, console: console, store: store,
+                          router: router, servers: servers, httpClient: httpClient, base: base, database: database)
     }
 
-    private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, service: OrderService,
+    private init(mode: Mode, simulator: WeChatPaySimulator, clock: ScaledClock, services: GatewayServices, console: Console?,
                  store: TestStore, router: HTTPRouter, servers: [HTTPServer], httpClient: HTTPClient?,
                  base: String, database: TestDatabase) {
         self.mode = mode
         self.simulator = simulator
         self.clock = clock
-        self.service = service
+        self.services = services
+        self.console = console
         self.store = store
         self.router = router
         self.servers = servers
@@ -154,6 +189,23 @@ final class GatewayRig: Sendable {
         await httpClient?.shutdown()
         await store.close()
         await database.remove()
+    }
+
+    var metrics: MetricsRegistry { services.metrics }
+
+    /// Creates an order through the create flow with a JSON body.
+    func create(_ json: String) async throws(APIError) -> (created: Bool, body: [String: Any]) {
+        let result = try await services.creation.create(try CreateOrderInput(json: Array(json.utf8)))
+        return (result.created, Self.object(result.json))
+    }
+
+    /// The order as `GET` shows it, after waiting up to `wait` seconds for a final state.
+    func order(_ outTradeNo: String, wait: Double = 0) async throws(APIError) -> [String: Any] {
+        Self.object(try await services.queries.order(outTradeNo, wait: wait))
+    }
+
+    static func object(_ bytes: [UInt8]) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] ?? [:]
     }
 
     /// One request to the gateway, by whichever path this rig uses.
@@ -216,9 +268,9 @@ final class GatewayRig: Sendable {
 }
 
 extension NotifyTarget {
-    /// Payment notifies to the order service, refund notifies to its refund service, by URL.
+    /// Payment notifies to the order flows, refund notifies to the refund flow, by URL.
     func deliver(_ body: [UInt8], url: String) async -> [UInt8]? {
-        if url.hasSuffix("/wechat/refund-notify") { return await orderService?.refunds?.handleNotify(body) }
+        if url.hasSuffix("/wechat/refund-notify") { return await services?.refunds.handleNotify(body) }
         return await deliver(body)
     }
 }

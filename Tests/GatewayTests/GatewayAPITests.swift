@@ -173,7 +173,7 @@ struct GatewayAPITests {
         let events = try await rig.store.events("e2e-0006")
         #expect(events.map(\.kind) == ["created", "prepay", "amount_mismatch"])
         #expect(!events.contains { $0.detail.contains("passwd") || $0.detail.contains("root:") })
-        let counted = Battery.sum(rig.service.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
+        let counted = Battery.sum(rig.services.metrics.exposition(), #"wxpay_notifies_total{outcome="rejected""#)
         #expect(counted == Double(forgeries.count))
     }
 
@@ -218,10 +218,10 @@ struct GatewayAPITests {
         for copy in 0..<40 { #expect(try await notify(copy.isMultiple(of: 2) ? genuine : relaidOut).contains("SUCCESS")) }
         #expect(try await rig.store.events("e2e-0009") == timeline)
         #expect(try await rig.store.order("e2e-0009") == settled)
-        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate"]) == 40)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate"]) == 40)
 
         // A minute on, a copy is recorded again: once.
-        rig.clock.advance(by: OrderService.copyQuietPeriod + 1)
+        rig.clock.advance(by: PaymentNotifies.copyQuietPeriod + 1)
         for _ in 0..<3 { #expect(try await notify(genuine).contains("SUCCESS")) }
         let after = try await rig.store.events("e2e-0009").filter { $0.kind == "notify_received" }.map(\.detail)
         #expect(after == ["settled", "duplicate"])
@@ -249,10 +249,10 @@ struct GatewayAPITests {
         let once = ["notify_received: result_code=FAIL NOTENOUGH", "amount_mismatch: notify reported 1 fen, order is 990 fen"]
         #expect(try await lines() == once)
         // Every copy is still counted: the mismatch is what a leaked key looks like.
-        #expect(rig.service.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 15)
-        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "payment_failed"]) == 15)
+        #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 15)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "payment_failed"]) == 15)
 
-        rig.clock.advance(by: OrderService.copyQuietPeriod + 1)
+        rig.clock.advance(by: PaymentNotifies.copyQuietPeriod + 1)
         for _ in 0..<3 {
             _ = try await notify(failed)
             _ = try await notify(otherAmount)
@@ -341,8 +341,8 @@ struct GatewayAPITests {
         #expect(lines == ["notify reported transaction_id 4200000000202612010000000002; "
             + "the order was paid with 4200000000202612010000000001"])
         #expect(try await rig.store.outboxEvents("other-txn").count == 1)
-        #expect(rig.service.metrics.counter("wxpay_notifies_total", ["outcome": "other_transaction"]) == 5)
-        #expect(rig.service.metrics.counter("wxpay_transaction_mismatches_total", ["source": "notify"]) == 5)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "other_transaction"]) == 5)
+        #expect(rig.services.metrics.counter("wxpay_transaction_mismatches_total", ["source": "notify"]) == 5)
         let lookup = try await rig.send(.get, "/v1/support/orders?out_trade_no=other-txn", token: GatewayRig.support)
         #expect(((lookup.json["orders"] as? [[String: Any]])?.first?["flags"] as? [String]) == ["other_transaction_id"])
     }

@@ -5,11 +5,12 @@ import HTTP
 import Observability
 import Synchronization
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
 
-/// `wait` queries held as data (OrderService+Wait.swift): answered on a wake, at the deadline
+/// `wait` queries held as data (OrderQueries+Wait.swift): answered on a wake, at the deadline
 /// whatever orderquery does, and by the HTTP server's shutdown, with no task per held wait.
 struct HeldWaitTests {
     static func body(_ outTradeNo: String) -> String {
@@ -18,54 +19,54 @@ struct HeldWaitTests {
 
     /// Answers given through the callback API, by order of arrival.
     final class Answers: Sendable {
-        private let list = Mutex<[OrderService.OrderAnswer]>([])
-        func record(_ answer: OrderService.OrderAnswer) { list.withLock { $0.append(answer) } }
+        private let list = Mutex<[OrderQueries.OrderAnswer]>([])
+        func record(_ answer: OrderQueries.OrderAnswer) { list.withLock { $0.append(answer) } }
         var count: Int { list.withLock { $0.count } }
         var objects: [[String: Any]] {
             list.withLock { $0 }.map { answer in
                 guard case .success(let body) = answer else { return [:] }
-                return GatewayHarness.object(body)
+                return GatewayRig.object(body)
             }
         }
     }
 
     @Test(arguments: StoreKind.all) func aThousandHeldWaitsOutliveTheirCallersShareOneOrderqueryAndAreAllAnsweredByOneNotify(store: StoreKind) async throws {
         // Waits and poll interval far longer than a loaded machine needs to park a thousand waits.
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 60)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 60)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0001"))
         let queriesBefore = harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count
         let answers = Answers()
         // `order(_:wait:answer:)` returns at once: no caller task stays behind for a held wait.
         for _ in 0..<1_000 {
-            harness.service.order("held-0001", wait: 600, answer: answers.record)
+            harness.services.queries.order("held-0001", wait: 600, answer: answers.record)
         }
-        #expect(await harness.eventually(timeout: 300) { harness.service.signals.openWaits == 1_000 })
+        #expect(await eventually(timeout: .seconds(300)) { harness.services.context.signals.openWaits == 1_000 })
         #expect(harness.metrics.gauge("wxpay_waits_open") == 1_000)
         #expect(answers.count == 0)
         // No task is working for them either: the read and recheck queues have drained, and
         // their worker tasks retire when a queue is empty.
-        #expect(await harness.eventually {
-            harness.service.queryWork.reads.backlog == 0 && harness.service.queryWork.rechecks.backlog == 0
+        #expect(await eventually {
+            harness.services.queries.queryWork.reads.backlog == 0 && harness.services.queries.queryWork.rechecks.backlog == 0
         })
-        #expect(harness.service.signals.openWaits == 1_000)
+        #expect(harness.services.context.signals.openWaits == 1_000)
         // One orderquery for all of them (single-flight), then one per 60 s poll interval: parking a
         // thousand waits can outlast an interval on a loaded machine, so the check is the spacing
         // (arrivals, which load can shift: at least half an interval apart), not a count.
-        #expect(await harness.eventually { harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count > queriesBefore })
+        #expect(await eventually { harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.count > queriesBefore })
         let queried = harness.simulator.requests.filter { $0.path == "/pay/orderquery" }.map(\.at).dropFirst(queriesBefore)
         #expect(zip(queried, queried.dropFirst()).allSatisfy { $1.timeIntervalSince($0) >= 30 }, "\(queried)")
 
         try harness.simulator.pay(outTradeNo: "held-0001")
-        #expect(await harness.eventually(timeout: 300) { answers.count == 1_000 })
+        #expect(await eventually(timeout: .seconds(300)) { answers.count == 1_000 })
         #expect(answers.objects.allSatisfy { $0["state"] as? String == "SUCCESS" && $0["final"] as? Bool == true })
         #expect(harness.metrics.gauge("wxpay_waits_open") == 0)
-        #expect(harness.service.signals.openWaits == 0)
+        #expect(harness.services.context.signals.openWaits == 0)
     }
 
     @Test(arguments: StoreKind.all) func aWaitAnswersAtItsDeadlineWhileOrderqueryHangs(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 0.2)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 0.2)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0002"))
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(latency: 60)]))
         let started = ContinuousClock.now
@@ -78,8 +79,8 @@ struct HeldWaitTests {
     }
 
     @Test(arguments: StoreKind.all) func aWaitAnswersAtItsDeadlineWhenOrderqueryFails(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 0.2)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 0.2)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0003"))
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
         let order = try await harness.order("held-0003", wait: 1)
@@ -89,56 +90,56 @@ struct HeldWaitTests {
     }
 
     @Test(arguments: StoreKind.all) func anUnknownOrderAndAFinalOrderAreAnsweredWithoutHoldingAnything(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         await #expect(throws: APIError.self) { _ = try await harness.order("held-none", wait: 20) }
         _ = try await harness.create(Self.body("held-0004"))
         try harness.simulator.pay(outTradeNo: "held-0004")
-        #expect(await harness.eventually { (try? await harness.order("held-0004"))?.string("state") == "SUCCESS" })
+        #expect(await eventually { (try? await harness.order("held-0004"))?.string("state") == "SUCCESS" })
         let started = ContinuousClock.now
         // A final order is answered at once, not at the end of its 120 s wait.
         #expect(try await harness.order("held-0004", wait: 120).string("state") == "SUCCESS")
         #expect(ContinuousClock.now - started < .seconds(60))
-        #expect(harness.service.signals.openWaits == 0)
+        #expect(harness.services.context.signals.openWaits == 0)
     }
 
     // MARK: - Over HTTP
 
     @Test(arguments: StoreKind.all) func aHeldWaitIsAnsweredWithTheRealStateWhenTheOrderIsPaidDuringShutdown(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 30)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0005"))
         let (server, base) = try await Self.serve(harness)
         let client = try HTTPClient()
         async let answer = client.execute(Self.waitRequest(base, "held-0005"))
-        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        #expect(await eventually { harness.services.context.signals.openWaits == 1 })
         // Shutdown drains: the held wait still gets its answer, the real one, within the grace period.
         let stopping = Task { await server.shutdown(gracePeriod: .seconds(20)) }
         try harness.simulator.pay(outTradeNo: "held-0005")
         let response = try await answer
         #expect(response.status == 200)
-        #expect(GatewayHarness.object(response.body).string("state") == "SUCCESS")
+        #expect(GatewayRig.object(response.body).string("state") == "SUCCESS")
         await stopping.value
         await client.shutdown()
     }
 
     @Test(arguments: StoreKind.all) func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnswered503(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, pollInterval: 30)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 30)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0006"))
         let (server, base) = try await Self.serve(harness)
         let client = try HTTPClient()
         async let answer = client.execute(Self.waitRequest(base, "held-0006"))
-        #expect(await harness.eventually { harness.service.signals.openWaits == 1 })
+        #expect(await eventually { harness.services.context.signals.openWaits == 1 })
         await server.shutdown(gracePeriod: .milliseconds(300))
         #expect(try await answer.status == 503)
         await client.shutdown()
         // The held wait ends at its own deadline later; its answer then goes nowhere, harmlessly.
     }
 
-    static func serve(_ harness: GatewayHarness) async throws -> (HTTPServer, String) {
+    static func serve(_ harness: GatewayRig) async throws -> (HTTPServer, String) {
         var router = HTTPRouter()
-        GatewayAPI(service: harness.service).register(in: &router)
+        GatewayAPI(services: harness.services).register(in: &router)
         let server = HTTPServer(router: router)
         let address = try await server.start()
         return (server, "http://127.0.0.1:\(address.port)")

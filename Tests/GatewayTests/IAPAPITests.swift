@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import SimulatorKit
 import StorageCore
+import TestSupport
 import Testing
 import WeChatPaySimulator
 
@@ -173,7 +174,7 @@ struct IAPAPITests {
             let bought = try rig.buy("apple-a", token: E2E.token(created))
             #expect(try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
             // Refunds on (the rig's WeChat simulator takes them in process): still not for an iOS order.
-            _ = RefundService(orders: rig.service, store: rig.store, mode: .embedded)
+            #expect(rig.gateway.services.refunds.isConfigured)
             let refund = try await rig.gateway.send(.post, "/v1/orders/\(number)/refunds", body: #"{"amount":990,"reason":"x"}"#)
             #expect(refund.status == 409 && refund.error?["code"] as? String == "order_not_refundable")
             let shown = try await rig.gateway.send(.get, "/v1/orders/\(number)", token: rig.token("user-a"))
@@ -291,7 +292,7 @@ struct IAPAPITests {
             #expect(try await rig.report("user-a", ["signed_transaction": first.signedTransactionInfo]).status == 200)
             let created = try await rig.createOrder("user-a")
             _ = try rig.buy("apple-a", token: nil)
-            #expect(try await rig.eventually { try await rig.order(E2E.number(created))?.state == .success })
+            #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .success })
             let words = try await rig.store.events(E2E.number(created)).map(\.detail).joined(separator: "\n")
             #expect(words.contains("another purchase of the same App Store account"))
         }

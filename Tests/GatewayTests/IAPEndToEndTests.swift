@@ -7,6 +7,7 @@ import HTTP
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// The seeds' scenarios of iOS purchases, end to end: the app's calls to the gateway, the gateway's
@@ -296,7 +297,7 @@ struct IAPEndToEndTests {
         try await Self.withRig(mode) { rig in
             let created = try await rig.createOrder("user-a")
             let bought = try rig.buy("apple-a", token: Self.token(created))
-            let credited = try await rig.eventually { try await rig.order(Self.number(created))?.state == .success }
+            let credited = try await eventually { try await rig.order(Self.number(created))?.state == .success }
             #expect(credited)
             let events = try await rig.store.events(Self.number(created)).map(\.detail)
             #expect(events.contains { $0.contains("ONE_TIME_CHARGE") && $0.contains("verified") })
@@ -337,11 +338,11 @@ struct IAPEndToEndTests {
             let bought = try rig.buy("apple-a", token: Self.token(created))
             #expect(try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
             try rig.appStore.refund(transactionID: bought.transactionID, reason: 1)
-            let refunded = try await rig.eventually { try await rig.order(Self.number(created))?.state == .refund }
+            let refunded = try await eventually { try await rig.order(Self.number(created))?.state == .refund }
             #expect(refunded)
             let events = try await rig.store.outboxEvents(Self.number(created))
             #expect(events.map(\.type) == ["order.paid", "order.refunded"])
-            let data = try #require(GatewayHarness.object(Array(events[1].payload.utf8))["data"] as? [String: Any])
+            let data = try #require(GatewayRig.object(Array(events[1].payload.utf8))["data"] as? [String: Any])
             #expect(data["state"] as? String == "REFUND")
             #expect(data["refunded_amount"] as? Int == 990)
             #expect(data["apple_transaction_id"] as? String == bought.transactionID)
@@ -370,7 +371,7 @@ struct IAPEndToEndTests {
             }
             #expect(answers.allSatisfy { $0.status == 200 && $0.json["finish_transaction"] as? Bool == true })
             #expect(Set(answers.map { Self.order($0)["out_trade_no"] as? String ?? "" }) == [Self.number(created)])
-            _ = await rig.eventually(timeout: 60) { rig.appStore.pendingNotifications == 0 }
+            _ = await eventually(timeout: .seconds(60)) { rig.appStore.pendingNotifications == 0 }
             #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
             #expect(try await rig.store.orders(appleTransactionID: bought.transactionID).map(\.outTradeNo) == [Self.number(created)])
             let ledger = try #require(try await rig.store.appleTransaction(bought.transactionID))
@@ -388,7 +389,7 @@ struct IAPEndToEndTests {
             rig.appStore.apply(AppStoreFaultPlan(notify: NotifyFaults(duplicateRate: 1, duplicateCopies: 3)))
             let created = try await rig.createOrder("user-a")
             let bought = try rig.buy("apple-a", token: Self.token(created))
-            #expect(try await rig.eventually { try await rig.order(Self.number(created))?.state == .success })
+            #expect(try await eventually { try await rig.order(Self.number(created))?.state == .success })
             // The same notification by hand, twice: acknowledged, no second effect.
             let genuine = try #require(rig.appStore.transaction(bought.transactionID))
             let notification = AppStoreNotification(
@@ -401,7 +402,7 @@ struct IAPEndToEndTests {
                                                         body: #"{"signedPayload":"\#(payload)"}"#)
                 #expect(posted.status == 200 && posted.json["status"] as? String == expected)
             }
-            _ = await rig.eventually(timeout: 30) { rig.appStore.pendingNotifications == 0 }
+            _ = await eventually(timeout: .seconds(30)) { rig.appStore.pendingNotifications == 0 }
             #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
             let transitions = try await rig.store.events(Self.number(created)).filter {
                 $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("-> SUCCESS")

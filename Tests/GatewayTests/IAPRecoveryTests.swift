@@ -7,6 +7,7 @@ import HTTP
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// No paid purchase is ever lost, and Apple's own recovery and refund-defence APIs, end to end over
@@ -86,7 +87,7 @@ struct IAPRecoveryTests {
             // The user's first purchase: no earlier transaction for Get Transaction History to start from.
             let created = try await rig.createOrder("user-new")
             let bought = try rig.buy("apple-new", token: E2E.token(created))
-            _ = await rig.eventually(timeout: 60) { !rig.appStore.notificationHistory.isEmpty }
+            _ = await eventually(timeout: .seconds(60)) { !rig.appStore.notificationHistory.isEmpty }
             // The reconciler's history look-up cannot find it; the notification history can.
             let report = await rig.sweep()
             #expect(report.backfillRan)
@@ -114,8 +115,8 @@ struct IAPRecoveryTests {
         try await Self.withRig(mode) { rig in
             let created = try await rig.createOrder("user-a")
             let bought = try rig.buy("apple-a", token: E2E.token(created))
-            #expect(try await rig.eventually { try await rig.order(E2E.number(created))?.state == .success })
-            _ = await rig.eventually(timeout: 60) { rig.appStore.pendingNotifications == 0 }
+            #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .success })
+            _ = await eventually(timeout: .seconds(60)) { rig.appStore.pendingNotifications == 0 }
             let first = await rig.sweep()
             #expect(first.backfillRan && first.notificationsRecovered == 0)
             // Not due again within the interval; by hand it reads everything again, and changes nothing.
@@ -139,7 +140,7 @@ struct IAPRecoveryTests {
                 _ = try rig.buy("apple-\(index)", token: E2E.token(created))
             }
             // Another instance holds the lease: this one reads nothing.
-            let now = rig.gateway.service.now()
+            let now = rig.gateway.services.context.now()
             _ = try await rig.store.claimBackfill(environment: "Production", claimant: "elsewhere", now: now,
                                                   leaseUntil: now.addingTimeInterval(600), lastRunBefore: nil)
             #expect(!(await rig.iap.backfill(since: nil, claimant: "here", force: true)).environments.contains("Production"))
@@ -247,7 +248,7 @@ struct IAPRecoveryTests {
         let bought = try rig.buy("apple-\(user)", token: E2E.token(created), type: "Consumable")
         #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
         try rig.appStore.requestConsumption(transactionID: bought.transactionID, reason: "UNSATISFIED_WITH_PURCHASE")
-        let recorded = try await rig.eventually {
+        let recorded = try await eventually {
             try await !rig.store.consumptionRequests(transactionID: bought.transactionID).isEmpty
         }
         #expect(recorded)
@@ -260,7 +261,7 @@ struct IAPRecoveryTests {
             let (order, transaction) = try await Self.requested(rig)
             // The business hears of it: the webhook event names the order, the transaction and the deadline.
             let event = try #require(try await rig.store.outboxEvents(order).first { $0.type == "appstore.consumption_requested" })
-            let data = try #require(GatewayHarness.object(Array(event.payload.utf8))["data"] as? [String: Any])
+            let data = try #require(GatewayRig.object(Array(event.payload.utf8))["data"] as? [String: Any])
             #expect(data["transaction_id"] as? String == transaction)
             #expect(data["reason"] as? String == "UNSATISFIED_WITH_PURCHASE")
             #expect((data["order"] as? [String: Any])?["out_trade_no"] as? String == order)
@@ -272,7 +273,7 @@ struct IAPRecoveryTests {
             #expect(answer.json["state"] as? String == "sent" && answer.json["answered_by"] as? String == "business")
             let received = rig.appStore.consumptionReceived
             #expect(received.map(\.transactionId) == [transaction])
-            let body = GatewayHarness.object(Array(received[0].body.utf8))
+            let body = GatewayRig.object(Array(received[0].body.utf8))
             #expect(body["customerConsented"] as? Bool == true && body["consumptionPercentage"] as? Int == 25000)
             #expect(body["refundPreference"] as? String == "GRANT_PRORATED" && body["deliveryStatus"] as? String == "DELIVERED")
             // The same answer again is answered as it stands; another one is refused; nothing more is sent.
@@ -384,10 +385,9 @@ struct IAPRecoveryTests {
             #expect((unknown.json["orders"] as? [Any])?.isEmpty == true)
             #expect(try await rig.gateway.send(.get, "/v1/support/orders?apple_order_id=mv%20x", token: GatewayRig.support).status == 400)
             // The look-up is on record with what it looked for.
-            if let audit = rig.service.audit {
-                let entries = try await audit.entries(AuditQuery(action: "api_lookup"), limit: 10, before: nil).entries
-                #expect(entries.contains { $0.entry.target == "apple_order_id=\(first.orderID)" })
-            }
+            let entries = try await rig.gateway.services.audit.entries(AuditQuery(action: "api_lookup"), limit: 10, before: nil)
+                .entries
+            #expect(entries.contains { $0.entry.target == "apple_order_id=\(first.orderID)" })
         }
     }
 
@@ -400,12 +400,12 @@ struct IAPRecoveryTests {
             let bought = try rig.buy("apple-a", token: E2E.token(created))
             #expect(try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
             let refunded = try rig.appStore.refund(transactionID: bought.transactionID)
-            #expect(try await rig.eventually { try await rig.order(E2E.number(created))?.state == .refund })
+            #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .refund })
             try rig.appStore.reverseRefund(transactionID: bought.transactionID)
-            #expect(try await rig.eventually { try await rig.order(E2E.number(created))?.state == .success })
+            #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .success })
             let events = try await rig.store.outboxEvents(E2E.number(created))
             #expect(events.map(\.type) == ["order.paid", "order.refunded", "order.refund_reversed"])
-            let data = try #require(GatewayHarness.object(Array(events[2].payload.utf8))["data"] as? [String: Any])
+            let data = try #require(GatewayRig.object(Array(events[2].payload.utf8))["data"] as? [String: Any])
             #expect(data["state"] as? String == "SUCCESS" && data["refunded_amount"] as? Int == 0)
             let shown = try await rig.gateway.send(.get, "/v1/orders/\(E2E.number(created))")
             #expect(shown.json["state"] as? String == "SUCCESS" && shown.json["refunded_amount"] as? Int == 0)

@@ -24,7 +24,6 @@ final class IAPRig: Sendable {
     private let notificationLoop: Task<Void, Never>
 
     var mode: GatewayRig.Mode { gateway.mode }
-    var service: OrderService { gateway.service }
     var store: TestStore { gateway.store }
     static let product = "swift-101"
     static let appleProduct = "com.example.courses.swift101"
@@ -37,15 +36,24 @@ final class IAPRig: Sendable {
     ///   - recovery: the notification history's and consumption requests' settings.
     ///   - environment: more configuration variables (GATEWAY_APP_REPORT_RATE, say).
     ///   - pollInterval: how often a held wait asks WeChat (GATEWAY_POLL_INTERVAL).
+    ///   - consoleUsers: a user file: the support console is on.
     static func start(_ mode: GatewayRig.Mode, store: StoreKind = .sqlite, acceptSandbox: Bool = true,
                       serverAPI: Bool = true, verifiedReceipts: Bool = true, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy(),
-                      environment: [String: String] = [:], pollInterval: Double = 0.2) async throws -> IAPRig {
-        let gateway = try await GatewayRig.start(mode, store: store, pollInterval: pollInterval, environment: environment)
+                      environment: [String: String] = [:], pollInterval: Double = 0.2, consoleUsers: String? = nil)
+        async throws -> IAPRig
+    {
         let target = NotificationTarget()
         let httpClient = mode == .sockets ? try HTTPClient() : nil
-        let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0, contentType: "application/json") }
-            ?? ClosureNotifySender { body, _ in await target.deliver(body) }
-        let url = mode == .sockets ? gateway.base + "/appstore/notifications" : "http://in-process/appstore/notifications"
+        // The gateway's address is known once it listens, after the App Store's clients are made:
+        // the simulator's notifications go wherever `target` says by then.
+        let sender: any NotifySender = httpClient.map { client in
+            let http = HTTPNotifySender(client: client, contentType: "application/json")
+            return ClosureNotifySender { body, _ in
+                guard let base = target.base else { return nil }
+                return await http.post(body, to: base + "/appstore/notifications", timeout: 30)
+            }
+        } ?? ClosureNotifySender { body, _ in await target.deliver(body) }
+        let url = "http://gateway.invalid/appstore/notifications"
         let appStore = try AppStoreSimulator(
             configuration: AppStoreSimulatorConfiguration(productionNotificationURL: url, sandboxNotificationURL: url,
                                                           notificationRetryScale: 3600),
@@ -77,8 +85,12 @@ final class IAPRig: Sendable {
             transport: transport, clock: SystemAppStoreClock(),
             // A loaded machine: the deadline is for Apple's slowness, not the test's.
             deadline: .seconds(60))
-        let iap = IAPService(orders: gateway.service, store: gateway.store, clients: clients, recovery: recovery)
-        target.set(iap)
+        var composition = GatewayRig.Composition(appStore: clients, recovery: recovery)
+        composition.consoleUsers = consoleUsers
+        let gateway = try await GatewayRig.start(mode, store: store, pollInterval: pollInterval, environment: environment,
+                                                 composition: composition)
+        let iap = gateway.services.iap!
+        target.set(iap, base: gateway.base)
         return IAPRig(gateway: gateway, appStore: appStore, iap: iap, appStoreServer: appStoreServer, httpClient: httpClient)
     }
 
@@ -131,21 +143,11 @@ final class IAPRig: Sendable {
     /// The order, as the store keeps it.
     func order(_ outTradeNo: String) async throws -> OrderRecord? { try await store.order(outTradeNo) }
 
-    /// Waits (bounded, real time) until `condition` holds; the notification path is asynchronous.
-    func eventually(timeout: Double = 120, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
-    }
-
     /// A reconciler sweep now, for orders with no news for `after` seconds. The gateway's clock runs
     /// in real time here, and a sweeper starts no check once its lease (0.9 × interval) has run out:
     /// a long interval keeps a loaded machine from skipping the very order the test looks at.
     func sweep(after: Double = 0) async -> SweepReport {
-        await Reconciler(service: service, configuration: .init(interval: 30, after: after, concurrency: 4, rate: 1000)).sweep()
+        await Reconciler(services: gateway.services, configuration: .init(interval: 30, after: after, concurrency: 4, rate: 1000)).sweep()
     }
 
     /// The customer buys at a price of their own (milli-units of `currency`).
@@ -158,7 +160,7 @@ final class IAPRig: Sendable {
 
     /// The value of one metric series in the gateway's exposition (0 when absent).
     func metric(_ series: String) -> Double {
-        for line in service.metrics.exposition().split(separator: "\n") where line.hasPrefix(series + " ") {
+        for line in gateway.services.metrics.exposition().split(separator: "\n") where line.hasPrefix(series + " ") {
             return Double(line.split(separator: " ").last ?? "") ?? 0
         }
         return 0
@@ -169,11 +171,18 @@ final class IAPRig: Sendable {
     }
 }
 
-/// The gateway end of in-process notifications (set once the service exists).
+/// The gateway end of notifications (set once the gateway exists): its iOS flow in process, its
+/// address over sockets.
 private final class NotificationTarget: Sendable {
     private let iap = LockedBox<IAPService?>(nil)
+    private let address = LockedBox<String?>(nil)
 
-    func set(_ service: IAPService) { iap.update { $0 = service } }
+    func set(_ service: IAPService, base: String) {
+        iap.update { $0 = service }
+        address.update { $0 = base }
+    }
+
+    var base: String? { address.value }
 
     func deliver(_ body: [UInt8]) async -> [UInt8]? {
         guard let service = iap.value else { return nil }

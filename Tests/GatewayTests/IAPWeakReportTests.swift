@@ -5,6 +5,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import StorageCore
+import TestSupport
 import Testing
 
 /// A report that does not prove possession (a bare transaction id, a receipt whose signature was not
@@ -30,7 +31,7 @@ struct IAPWeakReportTests {
                 user: "apple-victim", productID: IAPRig.appleProduct, appAccountToken: UUID(uuidString: E2E.token(victims))))
             #expect(completed.appAccountToken == nil)
             // Its notification arrives; nobody is known, the ledger row waits.
-            #expect(try await rig.eventually { try await rig.store.appleTransaction(completed.transactionID) != nil })
+            #expect(try await eventually { try await rig.store.appleTransaction(completed.transactionID) != nil })
             let stolen = try await rig.report("thief", ["transaction_id": completed.transactionID])
             #expect(stolen.status == 409)
             #expect((stolen.json["error"] as? [String: Any])?["code"] as? String == "transaction_unclaimed")

@@ -2,11 +2,13 @@
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+@testable import GatewayConsole
 import HTTP
 import Observability
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -21,15 +23,20 @@ import WeChatPaySimulator
 @Suite(.serialized)
 struct MetricsExpositionTests {
     @Test func theExpositionOfAGatewayThatHasDoneSomeWorkIsPinned() async throws {
-        // A held wait asks WeChat once (the first poll) whatever the machine's speed.
-        let rig = try await IAPRig.start(.inProcess, environment: ["GATEWAY_REFUND_QUERY_AFTER": "0"], pollInterval: 60)
         let users = FileManager.default.temporaryDirectory.appendingPathComponent("exposition-users-\(UUID().uuidString)").path
         defer {
             try? FileManager.default.removeItem(atPath: users)
             try? FileManager.default.removeItem(atPath: users + ".lock")
         }
+        try ConsoleUserFile.update(path: users) { list in
+            list = [ConsoleUser(name: "adam", role: .admin, password: ConsoleRig.hash(ConsoleRig.password))]
+        }
+        // Refunds through the embedded simulator, the audit log and the console, as demo mode has
+        // them. A held wait asks WeChat once (the first poll) whatever the machine's speed.
+        let rig = try await IAPRig.start(.inProcess, environment: ["GATEWAY_REFUND_QUERY_AFTER": "0"], pollInterval: 60,
+                                         consoleUsers: users)
         do {
-            try await work(rig, users: users)
+            try await work(rig)
             let scraped = try await rig.gateway.send(.get, "/metrics", token: nil)
             #expect(scraped.status == 200)
             let exposition = Self.masked(String(decoding: scraped.body, as: UTF8.self))
@@ -51,20 +58,13 @@ struct MetricsExpositionTests {
 
     /// What the gateway does before the scrape; each step waits for its effect, so that what is
     /// counted does not depend on the machine's speed.
-    private func work(_ rig: IAPRig, users: String) async throws {
+    private func work(_ rig: IAPRig) async throws {
         let gateway = rig.gateway
         // Every payment on one Beijing day (the bill's), whatever time the test runs.
         let secondOfDay = (Int(gateway.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
         if secondOfDay > 86400 - 900 { gateway.clock.advance(by: 1200) }
         let paymentDay = gateway.clock.now()
         let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(paymentDay)))
-        let refunds = RefundService(orders: gateway.service, store: gateway.store, mode: .embedded)
-        refunds.useNotifyURL("http://gateway.invalid/wechat/refund-notify")
-        _ = AuditLog(orders: gateway.service, store: gateway.store)
-        try ConsoleUserFile.update(path: users) { list in
-            list = [ConsoleUser(name: "adam", role: .admin, password: ConsoleRig.hash(ConsoleRig.password))]
-        }
-        _ = Console(orders: gateway.service, store: gateway.store, users: try ConsoleUserDirectory(path: users))
         // Apple's notifications are dropped: a purchase is credited by the app's report alone.
         rig.appStore.apply(AppStoreFaultPlan(notify: NotifyFaults(dropRate: 1)))
 
@@ -73,9 +73,9 @@ struct MetricsExpositionTests {
         #expect(try await gateway.createOrder("exposition-1").status == 200)
         #expect(try await gateway.createOrder("exposition-1", amount: 991).status == 409)
         try gateway.simulator.pay(outTradeNo: "exposition-1")
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             (try? await gateway.store.order("exposition-1"))??.state == .success
-                && gateway.service.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
+                && gateway.services.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
         })
         // A forged notify (another key): refused, counted by reason.
         let forged = gateway.forgedNotify("exposition-1", amount: 990, key: APIKey("forged-key-forged-key-forged-key"))
@@ -84,7 +84,7 @@ struct MetricsExpositionTests {
         // An order nobody pays: a held wait asks WeChat (orderquery) and runs out.
         #expect(try await gateway.createOrder("exposition-2").status == 201)
         #expect(try await gateway.send(.get, "/v1/orders/exposition-2?wait=1").status == 200)
-        #expect(await Battery.eventually(timeout: 60) { gateway.service.metrics.gauge("wxpay_waits_open") == 0 })
+        #expect(await eventually(timeout: .seconds(60)) { gateway.services.metrics.gauge("wxpay_waits_open") == 0 })
         // Support looks the paid one up (audited).
         #expect(try await gateway.send(.get, "/v1/support/orders?out_trade_no=exposition-1", token: GatewayRig.support)
             .status == 200)
@@ -94,7 +94,7 @@ struct MetricsExpositionTests {
                                             body: #"{"amount":300,"reason":"bought by mistake","out_refund_no":"exposition-r1"}"#)
         #expect(refund.status == 201)
         try gateway.simulator.completeRefund(outRefundNo: "exposition-r1")
-        #expect(await Battery.eventually(timeout: 120) {
+        #expect(await eventually(timeout: .seconds(120)) {
             (try? await gateway.store.refund("exposition-r1"))??.state == .success
         })
 
@@ -107,10 +107,10 @@ struct MetricsExpositionTests {
         // A sweep (the unpaid order is asked about); the next morning, the day's bill; the webhook down.
         _ = await rig.sweep(after: 0)
         gateway.clock.advance(by: (dayStart + 86400 + 10 * 3600 + 60).timeIntervalSince(gateway.clock.now()))
-        _ = try await BillReconciler(service: gateway.service).reconcile(day: BillReconcilerTests.day(paymentDay))
+        _ = try await BillReconciler(services: gateway.services).reconcile(day: BillReconcilerTests.day(paymentDay))
         let dispatcher = FulfilmentDispatcher(
             store: gateway.store, configuration: .init(url: "http://127.0.0.1:9/hooks", secret: WebhookReceiver.secret),
-            transport: RefusingTransport(), metrics: gateway.service.metrics, now: { gateway.clock.now() })
+            transport: RefusingTransport(), metrics: gateway.services.metrics, now: { gateway.clock.now() })
         _ = await dispatcher.deliverDue()
 
         // A console sign-in with the wrong password.

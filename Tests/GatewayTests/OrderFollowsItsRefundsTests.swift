@@ -37,16 +37,16 @@ struct OrderFollowsItsRefundsTests {
 
         // The refund fails: the order was never refunded, and a sweep or the bill asking changes nothing.
         try rig.simulator.completeRefund(outRefundNo: "rf-pending-r1", status: "REFUNDCLOSE")
-        #expect(await rig.eventually("rf-pending-r1", is: .refundClose))
+        #expect(await rig.refund("rf-pending-r1", becomes: .refundClose))
         _ = try await rig.send(.post, "/v1/support/orders/rf-pending/recheck", token: RefundRig.support)
-        _ = await rig.service.queryAndSettle("rf-pending", reason: "sweep", source: "reconcile", includingFinal: true)
+        _ = await rig.services.queries.queryAndSettle("rf-pending", reason: "sweep", source: "reconcile", includingFinal: true)
         #expect(try await Self.state(rig, "rf-pending") == "SUCCESS")
         #expect(try await rig.events("rf-pending", type: "order.refunded").isEmpty)
 
         // A refund that succeeds moves it, through the refund door, with its refund.succeeded.
         #expect(try await rig.refund("rf-pending", amount: 500, number: "rf-pending-r2").status == 201)
         try rig.simulator.completeRefund(outRefundNo: "rf-pending-r2")
-        #expect(await rig.eventually("rf-pending-r2", is: .success))
+        #expect(await rig.refund("rf-pending-r2", becomes: .success))
         let order = try await rig.send(.get, "/v1/orders/rf-pending")
         #expect(order.json["state"] as? String == "REFUND")
         #expect(order.json["refunded_amount"] as? Int == 500)
@@ -64,10 +64,7 @@ struct OrderFollowsItsRefundsTests {
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-elsewhere", amount: 990)
         // Refunded by hand in the merchant platform: WeChat holds a refund the gateway never asked for.
-        let order = try #require(try await rig.store.order("rf-elsewhere"))
-        _ = try await rig.service.upstream.client(for: order).send(RefundRequest(
-            order: .outTradeNo("rf-elsewhere"), outRefundNo: "by-hand-1", totalFee: 990, refundFee: 990,
-            refundDescription: "by hand", notifyURL: nil))
+        try await rig.refundByHand("rf-elsewhere", number: "by-hand-1", amount: 990)
 
         for _ in 0..<2 {
             let rechecked = try await rig.send(.post, "/v1/support/orders/rf-elsewhere/recheck", token: RefundRig.support)
@@ -90,12 +87,9 @@ struct OrderFollowsItsRefundsTests {
                                          body: #"{"amount":990,"description":"d","client_ip":"203.0.113.7","out_trade_no":"rf-first"}"#)
         #expect(created.status == 201)
         try rig.simulator.pay(outTradeNo: "rf-first")
-        let order = try #require(try await rig.store.order("rf-first"))
-        _ = try await rig.service.upstream.client(for: order).send(RefundRequest(
-            order: .outTradeNo("rf-first"), outRefundNo: "by-hand-2", totalFee: 990, refundFee: 990,
-            refundDescription: "by hand", notifyURL: nil))
+        try await rig.refundByHand("rf-first", number: "by-hand-2", amount: 990)
 
-        let after = try #require(await rig.service.queryAndSettle("rf-first", reason: "sweep", source: "reconcile"))
+        let after = try #require(await rig.services.queries.queryAndSettle("rf-first", reason: "sweep", source: "reconcile"))
         #expect(after.state == .success)
         #expect(after.flags == [.refundOutsideGateway])
         #expect(try await rig.events("rf-first", type: "order.paid").count == 1)
@@ -107,7 +101,7 @@ struct OrderFollowsItsRefundsTests {
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-door", amount: 990)
         let order = try #require(try await rig.store.order("rf-door"))
-        let result = try await rig.service.settlement.refunded(order, source: "a word from elsewhere")
+        let result = try await rig.services.context.settlement.refunded(order, source: "a word from elsewhere")
         #expect(!result.didChange)
         #expect(try await rig.store.order("rf-door")?.state == .success)
         #expect(try await rig.events("rf-door", type: "order.refunded").isEmpty)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 @testable import Gateway
 import Synchronization
+import TestSupport
 import Testing
 
 struct OrderSignalsTests {
@@ -127,14 +128,5 @@ struct OrderSignalsTests {
         signals.park("order-next", since: signals.token(), seconds: 30) { _ in }
         #expect(signals.scheduledDeadlines == 1)
         #expect(signals.openWaits == 1)
-    }
-
-    func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
     }
 }

@@ -51,7 +51,10 @@ struct OrderViewJSONTests {
         let parameters = try AppPayParameters(
             appID: "wxd930ea5d5a258f4f", partnerID: "10000100", prepayID: "wx2026", nonce: "n0nce",
             timestamp: 1_796_019_823, signType: .hmacSHA256, signer: Signer(key: APIKey("192006250b4c09247ec02edce69f6a2d")))
-        view.appParams = parameters
+        view.appParams = AppPayRequest(
+            appId: parameters.appId, partnerId: parameters.partnerId, prepayId: parameters.prepayId,
+            packageValue: parameters.packageValue, nonceStr: parameters.nonceStr, timeStamp: parameters.timeStamp,
+            sign: parameters.sign, signType: parameters.signType)
         let object = try Self.object(view.json)
         #expect(Set(object.keys) == Self.plainKeys.union(["prepay_id", "app_params"]))
         let params = try #require(object["app_params"] as? [String: String])

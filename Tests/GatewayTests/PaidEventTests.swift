@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -11,16 +12,16 @@ import WeChatPaySimulator
 /// valid JSON carrying exactly the order's values, whatever characters the client sent.
 struct PaidEventTests {
     @Test(arguments: StoreKind.all) func aSettledNotifyWritesAnOrderPaidEventWhoseJSONCarriesTheOrdersValuesEscaped(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         let description = "Swift \"course\" \\ 课程 / end"
         let body = try JSONSerialization.data(withJSONObject: [
             "amount": 990, "description": description, "client_ip": "203.0.113.7", "out_trade_no": "paid-evt-01",
             "attach": "a\"b\\c", "user_id": "u-42",
         ])
-        _ = try await harness.service.create(try CreateOrderInput(json: Array(body)))
+        _ = try await harness.services.creation.create(try CreateOrderInput(json: Array(body)))
         try harness.simulator.pay(outTradeNo: "paid-evt-01")
-        #expect(await harness.eventually { (try? await harness.order("paid-evt-01"))?.string("state") == "SUCCESS" })
+        #expect(await eventually { (try? await harness.order("paid-evt-01"))?.string("state") == "SUCCESS" })
         let events = try await harness.store.outboxEvents("paid-evt-01")
         #expect(events.count == 1)
         let event = try #require(events.first)
@@ -43,12 +44,12 @@ struct PaidEventTests {
     /// The webhook's `data` is the order as `GET /v1/orders/{id}` shows it, plus what only the
     /// business needs: one writer for the order's shape, so the two never drift apart.
     @Test(arguments: StoreKind.all) func theWebhookDataIsTheOrderAsTheQueryShowsItPlusAttachUserAndProduct(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(#"{"amount":1990,"description":"Swift","client_ip":"203.0.113.7","#
             + #""out_trade_no":"paid-evt-02","attach":"cart=7","user_id":"u-7","product_id":"swift-101"}"#)
         try harness.simulator.pay(outTradeNo: "paid-evt-02")
-        #expect(await harness.eventually { (try? await harness.order("paid-evt-02"))?.string("state") == "SUCCESS" })
+        #expect(await eventually { (try? await harness.order("paid-evt-02"))?.string("state") == "SUCCESS" })
         let shown = try await harness.order("paid-evt-02")
         let payload = try #require(try await harness.store.outboxEvents("paid-evt-02").first?.payload)
         let event = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
@@ -65,15 +66,15 @@ struct PaidEventTests {
     }
 
     @Test(arguments: StoreKind.all) func eventIDsAreUniqueAndOrderedByTimeOfCreation(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         var ids: [String] = []
         for index in 0..<3 {
             let outTradeNo = "paid-order-\(index)"
             _ = try await harness.create(
                 #"{"amount":100,"description":"d","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
             try harness.simulator.pay(outTradeNo: outTradeNo)
-            #expect(await harness.eventually { (try? await harness.order(outTradeNo))?.string("state") == "SUCCESS" })
+            #expect(await eventually { (try? await harness.order(outTradeNo))?.string("state") == "SUCCESS" })
             ids.append(try #require(try await harness.store.outboxEvents(outTradeNo).first?.id))
             // Ids share a millisecond prefix; a pause makes the order observable.
             try await Task.sleep(for: .milliseconds(5))

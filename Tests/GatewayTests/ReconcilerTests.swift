@@ -4,6 +4,7 @@ import Foundation
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -16,25 +17,25 @@ struct ReconcilerTests {
         #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)","expires_in":\#(expiresIn)}"#
     }
 
-    static func dropAllNotifies(_ harness: GatewayHarness) {
+    static func dropAllNotifies(_ harness: GatewayRig) {
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
     }
 
-    static func events(_ harness: GatewayHarness, _ outTradeNo: String) async throws -> [OrderEvent] {
+    static func events(_ harness: GatewayRig, _ outTradeNo: String) async throws -> [OrderEvent] {
         try await harness.store.events(outTradeNo)
     }
 
     @Test(arguments: StoreKind.all) func aPaymentWhoseNotifyWasDroppedIsRecoveredByTheReconcilerAlone(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("dropped-0001"))
         try harness.simulator.pay(outTradeNo: "dropped-0001")
 
-        let reconciler = Reconciler(service: harness.service)
+        let reconciler = Reconciler(services: harness.services)
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
-        let settled = await harness.eventually(timeout: 120) {
+        let settled = await eventually(timeout: .seconds(120)) {
             (try? await harness.store.order("dropped-0001"))??.state == .success
         }
         #expect(settled)
@@ -45,7 +46,7 @@ struct ReconcilerTests {
         #expect(events.contains { $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("reconcile") })
         #expect(events.contains { $0.kind == "reconcile" && $0.detail.contains("trade_state=SUCCESS") })
         // The sweep records its metrics once every order of its batch is done.
-        #expect(await harness.eventually { harness.metrics.counter("wxpay_reconcile_orders_settled_total") == 1 })
+        #expect(await eventually { harness.metrics.counter("wxpay_reconcile_orders_settled_total") == 1 })
         #expect(harness.metrics.counter("wxpay_reconcile_sweeps_total") >= 1)
         let outbox = try await harness.store.outboxEvents("dropped-0001")
         #expect(outbox.count == 1 && outbox.first?.type == "order.paid")
@@ -53,10 +54,10 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func anOrderIsNotAskedAboutBeforeItHasGoneWithoutANotifyForTheConfiguredTime(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: ["GATEWAY_RECONCILE_AFTER": "60"])
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.order("young-0001"))
-        let reconciler = Reconciler(service: harness.service)
+        let reconciler = Reconciler(services: harness.services)
         #expect(await reconciler.sweep().claimed == 0)
         #expect(harness.simulator.counters.requests["/pay/orderquery"] == nil)
         harness.clock.advance(by: 61)
@@ -67,8 +68,8 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func anExpiredOrderPaidWithItsNotifyDroppedIsClosedGetsORDERPAIDAndEndsSuccess(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("expired-paid", expiresIn: 300))
         _ = try await harness.create(Self.order("expired-unpaid", expiresIn: 300))
@@ -77,7 +78,7 @@ struct ReconcilerTests {
 
         // A long period (so a long lease): on a loaded machine the sweep must not run out of lease.
         let configuration = Reconciler.Configuration(interval: 30, after: 0.5)
-        let report = await Reconciler(service: harness.service, configuration: configuration).sweep()
+        let report = await Reconciler(services: harness.services, configuration: configuration).sweep()
         #expect(report.claimed == 2)
         #expect(report.settled == 1)
         #expect(report.closed == 1)
@@ -93,25 +94,25 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func aPaymentArrivingAfterALocalCloseIsStillRecordedAndFlagged(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store, environment: Self.fast)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, environment: Self.fast)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         _ = try await harness.create(Self.order("late-0001"))
         // Closed locally (e.g. WeChat said ORDERCLOSED earlier) although the user pays after all.
         let record = try #require(try await harness.store.order("late-0001"))
-        _ = try await harness.service.settlement.close(record, detail: "test: closed locally")
+        _ = try await harness.services.context.settlement.close(record, detail: "test: closed locally")
         try harness.simulator.pay(outTradeNo: "late-0001")
         let closed = try #require(try await harness.store.order("late-0001"))
-        let response = try await harness.service.upstream.orderQuery(for: closed)
-        _ = await harness.service.settlement.apply(response, to: closed, source: "reconcile")
+        let response = try await harness.services.context.upstream.queryOrder(closed)
+        _ = await harness.services.context.settlement.apply(response, to: closed, source: "reconcile")
         let order = try #require(try await harness.store.order("late-0001"))
         #expect(order.state == .success)
         #expect(order.flags.contains(.paidAfterClose))
     }
 
     @Test(arguments: StoreKind.all) func severalSweepersAtOnceQueryEachOrderAtMostOncePerSweep(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<30).map { String(format: "multi-%04d", $0) }
         for number in numbers { _ = try await harness.create(Self.order(number)) }
@@ -119,7 +120,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
 
         let configuration = Reconciler.Configuration(interval: 30, after: 60, concurrency: 4, rate: 2000)
-        let sweepers = (0..<4).map { Reconciler(service: harness.service, configuration: configuration, claimant: "s\($0)") }
+        let sweepers = (0..<4).map { Reconciler(services: harness.services, configuration: configuration, claimant: "s\($0)") }
         let reports = await withTaskGroup(of: SweepReport.self) { group in
             for sweeper in sweepers { group.addTask { await sweeper.sweep() } }
             var reports: [SweepReport] = []
@@ -145,8 +146,8 @@ struct ReconcilerTests {
 
     @Test(arguments: StoreKind.all) func aBacklogLargerThanOneBatchRotatesSoANewerPaidOrderIsNotStarved(store: StoreKind) async throws {
         // Frozen: on a loaded machine nine paced calls can outlast a real-time 0.9 s lease.
-        let harness = try await GatewayHarness.make(store: store, clockScale: 0)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store, clockScale: 0)
+        defer { Task { await harness.stop() } }
         Self.dropAllNotifies(harness)
         let numbers = (0..<20).map { String(format: "backlog-%02d", $0) }
         for number in numbers {
@@ -157,7 +158,7 @@ struct ReconcilerTests {
         harness.clock.advance(by: 120)
         // 9 orders per sweep (rate 10/s over a 0.9 s lease), 20 unpaid or paid orders waiting.
         let configuration = Reconciler.Configuration(interval: 1, after: 60, concurrency: 1, rate: 10)
-        let reconciler = Reconciler(service: harness.service, configuration: configuration)
+        let reconciler = Reconciler(services: harness.services, configuration: configuration)
         #expect(configuration.batchLimit == 9)
         var sweeps = 0
         while sweeps < 3, try await harness.store.order("backlog-19")?.state != .success {
@@ -181,13 +182,13 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func aSweepWhoseCallsKeepFailingStopsEarlyAndLeavesTheRestForLater(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         for index in 0..<15 { _ = try await harness.create(Self.order("failing-\(index)")) }
         harness.clock.advance(by: 120)
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(http5xxRate: 1)]))
         let configuration = Reconciler.Configuration(interval: 30, after: 60, concurrency: 1, rate: 2000, failureLimit: 5)
-        let reconciler = Reconciler(service: harness.service, configuration: configuration)
+        let reconciler = Reconciler(services: harness.services, configuration: configuration)
         let report = await reconciler.sweep()
         #expect(report.claimed == 15)
         #expect(report.errors == 5)
@@ -195,7 +196,7 @@ struct ReconcilerTests {
         #expect(harness.metrics.counter("wxpay_reconcile_errors_total", ["stage": "orderquery", "error": "http_status"]) == 5)
         // Skipped orders were released: once WeChat answers again, another sweeper takes them now.
         harness.simulator.apply(FaultPlan())
-        let other = Reconciler(service: harness.service, configuration: configuration, claimant: "other")
+        let other = Reconciler(services: harness.services, configuration: configuration, claimant: "other")
         let next = await other.sweep()
         #expect(next.claimed == 10)
         #expect(next.errors == 0)
@@ -204,13 +205,13 @@ struct ReconcilerTests {
     }
 
     @Test(arguments: StoreKind.all) func theRateLimitSpacesCallsToWeChat(store: StoreKind) async throws {
-        let harness = try await GatewayHarness.make(store: store)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, store: store)
+        defer { Task { await harness.stop() } }
         for index in 0..<6 { _ = try await harness.create(Self.order("paced-\(index)")) }
         harness.clock.advance(by: 120)
         let configuration = Reconciler.Configuration(interval: 60, after: 60, concurrency: 6, rate: 10)
         let started = ContinuousClock.now
-        let report = await Reconciler(service: harness.service, configuration: configuration).sweep()
+        let report = await Reconciler(services: harness.services, configuration: configuration).sweep()
         let elapsed = ContinuousClock.now - started
         #expect(report.checked == 6)
         // Six calls at 10 per second need at least five gaps of 0.1 s (a lower bound only).

@@ -29,7 +29,7 @@ struct RefundAPITests {
         #expect(sent.fields["notify_url"]?.hasSuffix("/wechat/refund-notify") == true)
 
         try rig.simulator.completeRefund(outRefundNo: "rf-full-r1")
-        #expect(await rig.eventually("rf-full-r1", is: .success))
+        #expect(await rig.refund("rf-full-r1", becomes: .success))
         let refund = try await rig.send(.get, "/v1/refunds/rf-full-r1")
         #expect(refund.json["state"] as? String == "SUCCESS")
         #expect(refund.json["succeeded_at"] as? String != nil)
@@ -61,15 +61,15 @@ struct RefundAPITests {
         // The first two succeed; the order is REFUND with what they returned.
         try rig.simulator.completeRefund(outRefundNo: "rf-part-1")
         try rig.simulator.completeRefund(outRefundNo: "rf-part-2")
-        #expect(await rig.eventually("rf-part-2", is: .success))
-        #expect(await rig.eventually("rf-part-1", is: .success))
+        #expect(await rig.refund("rf-part-2", becomes: .success))
+        #expect(await rig.refund("rf-part-1", becomes: .success))
         let order = try await rig.send(.get, "/v1/orders/rf-part")
         #expect(order.json["state"] as? String == "REFUND")
         #expect(order.json["refunded_amount"] as? Int == 600)
         #expect((order.json["refunds"] as? [[String: Any]])?.count == 3)
         // A closed refund gives its amount back.
         try rig.simulator.completeRefund(outRefundNo: "rf-part-3", status: "REFUNDCLOSE")
-        #expect(await rig.eventually("rf-part-3", is: .refundClose))
+        #expect(await rig.refund("rf-part-3", becomes: .refundClose))
         #expect(try await rig.refund("rf-part", amount: 400, number: "rf-part-5").status == 201)
         #expect(try await rig.events("rf-part", type: "refund.failed").count == 1)
     }
@@ -191,7 +191,7 @@ struct RefundAPITests {
         try await rig.paidOrder("rf-change", amount: 800)
         #expect(try await rig.refund("rf-change", amount: 500, number: "rf-change-r1").status == 201)
         try rig.simulator.completeRefund(outRefundNo: "rf-change-r1", status: "CHANGE")
-        #expect(await rig.eventually("rf-change-r1", is: .change))
+        #expect(await rig.refund("rf-change-r1", becomes: .change))
         let order = try await rig.send(.get, "/v1/orders/rf-change")
         #expect(order.json["state"] as? String == "SUCCESS")
         #expect(order.json["flags"] as? [String] == ["refund_needs_attention"])

@@ -5,6 +5,7 @@ import HTTP
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -14,7 +15,7 @@ import WeChatPaySimulator
 struct RefundRecoveryTests {
     /// A sweeper with a long lease, so a slow machine never runs out of it mid-sweep.
     static func reconciler(_ rig: RefundRig) -> Reconciler {
-        Reconciler(service: rig.service, configuration: .init(interval: 30, after: 3600))
+        Reconciler(services: rig.gateway.services, configuration: .init(interval: 30, after: 3600))
     }
 
     @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
@@ -25,7 +26,7 @@ struct RefundRecoveryTests {
         #expect(try await rig.refund("rc-drop", amount: 990, number: "rc-drop-r1").status == 201)
         rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try rig.simulator.completeRefund(outRefundNo: "rc-drop-r1")
-        #expect(await Battery.eventually { rig.simulator.notifyHistory.contains { $0.kind == .refund && $0.dropped } })
+        #expect(await eventually { rig.simulator.notifyHistory.contains { $0.kind == .refund && $0.dropped } })
         #expect(try await rig.store.refund("rc-drop-r1")?.state == .processing)
 
         let report = await Self.reconciler(rig).sweep()
@@ -62,7 +63,7 @@ struct RefundRecoveryTests {
         #expect(await Self.reconciler(rig).sweep().refundsChecked == 1)
         #expect(try await rig.store.refund("rc-syserr-r1")?.refundID != nil)
         try rig.simulator.completeRefund(outRefundNo: "rc-syserr-r1")
-        #expect(await rig.eventually("rc-syserr-r1", is: .success))
+        #expect(await rig.refund("rc-syserr-r1", becomes: .success))
         #expect(rig.simulator.order("rc-syserr")?.refunds.count == 1)
         #expect(rig.simulator.refundRequests["rc-syserr-r1"]?.parameterSets.count == 1)
     }
@@ -92,7 +93,7 @@ struct RefundRecoveryTests {
         // A replay of the client's request meanwhile is the same refund, not a second one.
         #expect(try await rig.refund("rc-crash", amount: 250, reason: "crash", number: "rc-crash-r1").status == 200)
         try rig.simulator.completeRefund(outRefundNo: "rc-crash-r1")
-        #expect(await rig.eventually("rc-crash-r1", is: .success))
+        #expect(await rig.refund("rc-crash-r1", becomes: .success))
         #expect(rig.simulator.order("rc-crash")?.refunds.count == 1)
     }
 
@@ -107,7 +108,7 @@ struct RefundRecoveryTests {
         rig.simulator.apply(FaultPlan())
         _ = await Self.reconciler(rig).sweep()
         try rig.simulator.completeRefund(outRefundNo: "rc-reset-r1", status: "REFUNDCLOSE")
-        #expect(await rig.eventually("rc-reset-r1", is: .refundClose))
+        #expect(await rig.refund("rc-reset-r1", becomes: .refundClose))
         // Closed: the reservation is released.
         #expect(try await rig.refund("rc-reset", amount: 990, number: "rc-reset-r2").status == 201)
     }
@@ -120,7 +121,7 @@ struct RefundRecoveryTests {
         try await rig.paidOrder("rc-hook", amount: 500)
         _ = try await rig.refund("rc-hook", amount: 200, number: "rc-hook-r1")
         try rig.simulator.completeRefund(outRefundNo: "rc-hook-r1")
-        #expect(await rig.eventually("rc-hook-r1", is: .success))
+        #expect(await rig.refund("rc-hook-r1", becomes: .success))
         let event = try #require(try await rig.events("rc-hook", type: "refund.succeeded").first)
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
         #expect(payload["type"] as? String == "refund.succeeded" && payload["id"] as? String == event.id)

@@ -7,6 +7,7 @@ import Observability
 import StorageCore
 import StoreTestSupport
 import Synchronization
+import TestSupport
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
@@ -33,9 +34,9 @@ final class RefundRig: Sendable {
     var mode: Mode { gateway.mode }
     var simulator: WeChatPaySimulator { gateway.simulator }
     var clock: ScaledClock { gateway.clock }
-    var service: OrderService { gateway.service }
+    var services: GatewayServices { gateway.services }
     var store: TestStore { gateway.store }
-    var metrics: MetricsRegistry { gateway.service.metrics }
+    var metrics: MetricsRegistry { gateway.services.metrics }
 
     /// - Parameters:
     ///   - refundsOn: false starts the gateway without a certificate (refunds answer 503).
@@ -52,23 +53,21 @@ final class RefundRig: Sendable {
         case .rogue: TestCertificates.rogueClientIdentity
         case .none: nil
         }
+        // A gateway presenting no certificate at all still has refunds configured (the test is the
+        // simulator's refusal); `refundsOn: false` is a gateway without a certificate.
+        var composition = GatewayRig.Composition()
+        if sockets { composition.refundMode = .mutualTLS(identity ?? TestCertificates.clientPEMIdentity) }
+        if !refundsOn { composition.refundMode = .off }
         // Over sockets the gateway talks mutual TLS to the simulator.
         let gateway = try await GatewayRig.start(mode, store: kind, environment: variables, logger: logger,
-                                                 wechat: sockets ? .mutualTLS(identity) : .inProcess) {
+                                                 wechat: sockets ? .mutualTLS(identity) : .inProcess, composition: composition) {
             // Short retries and a long reply timeout: on a loaded machine a notify attempt may time
             // out, and WeChat's 15 s first retry would outlast a test's patience.
             $0.notifyRetryIntervals = [0.5, 1, 2, 4, 8, 15]
             $0.notifyTimeout = 30
             $0.refundCompletionDelay = completeRefundsAfter
         }
-        // A gateway presenting no certificate at all still has refunds configured (the test is the
-        // simulator's refusal); `refundsOn: false` is a gateway without a certificate.
-        var refundMode = sockets ? GatewayConfiguration.RefundMode.mutualTLS(identity ?? TestCertificates.clientPEMIdentity)
-            : gateway.service.configuration.refundMode
-        if !refundsOn { refundMode = .off }
-        let refunds = RefundService(orders: gateway.service, store: gateway.store, mode: refundMode)
-        refunds.useNotifyURL(sockets ? gateway.base + "/wechat/refund-notify" : "http://gateway.invalid/wechat/refund-notify")
-        return RefundRig(gateway: gateway, refunds: refunds)
+        return RefundRig(gateway: gateway, refunds: gateway.services.refunds)
     }
 
     private init(gateway: GatewayRig, refunds: RefundService) {
@@ -92,7 +91,7 @@ final class RefundRig: Sendable {
         let created = try await send(.post, "/v1/orders", body: #"{"amount":\#(amount),"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)"}"#)
         guard created.status == 201 else { throw RigError.setup("create answered \(created.status)") }
         try simulator.pay(outTradeNo: outTradeNo)
-        let paid = await Battery.eventually(timeout: 60) { (try? await self.store.order(outTradeNo))??.state == .success }
+        let paid = await eventually(timeout: .seconds(60)) { (try? await self.store.order(outTradeNo))??.state == .success }
         guard paid else { throw RigError.setup("\(outTradeNo) was not settled") }
     }
 
@@ -106,13 +105,24 @@ final class RefundRig: Sendable {
     }
 
     /// Waits (bounded) until the refund is in `state` locally.
-    func eventually(_ outRefundNo: String, is state: RefundState, timeout: Double = 60) async -> Bool {
-        await Battery.eventually(timeout: timeout) { (try? await self.store.refund(outRefundNo))??.state == state }
+    func refund(_ outRefundNo: String, becomes state: RefundState, timeout: Duration = .seconds(60)) async -> Bool {
+        await eventually(timeout: timeout) { (try? await self.store.refund(outRefundNo))??.state == state }
     }
 
     /// The order's outbox events of `type`.
     func events(_ outTradeNo: String, type: String) async throws -> [OutboxEvent] {
         try await store.outboxEvents(outTradeNo).filter { $0.type == type }
+    }
+
+    /// A refund of the whole order made in the merchant platform, not through the gateway: WeChat
+    /// holds it, the gateway never asked for it.
+    func refundByHand(_ outTradeNo: String, number: String, amount: Int) async throws {
+        let merchant = MerchantCredentials(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID,
+                                           key: APIKey(GatewayConfiguration.demoKey), signType: .hmacSHA256)
+        _ = try await WeChatPayClient(merchant: merchant, transport: SimulatorTransport(simulator: simulator),
+                                     nonces: RandomNonceSource()).send(RefundRequest(
+            order: .outTradeNo(outTradeNo), outRefundNo: number, totalFee: amount, refundFee: amount,
+            refundDescription: "by hand", notifyURL: nil))
     }
 
     /// Refund requests WeChat received (its request counter for the refund path).

@@ -17,7 +17,7 @@ struct ServedAppTests {
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         let response = try await client.execute(HTTPClientRequest(
             method: .get, url: url, headers: headers, timeouts: .init(connect: .seconds(5), total: .seconds(30))))
-        return (response.status, GatewayHarness.object(response.body))
+        return (response.status, GatewayRig.object(response.body))
     }
 
     static func prices(_ gateway: ServedGateway) async throws -> [String: Int] {

@@ -13,10 +13,10 @@ struct TimelineKindsTests {
     /// not here fails the test until its kinds are added (and documented).
     static let computed: [String: Set<String>] = [
         // upstreamFailure(_:outTradeNo:api:), for unifiedorder and closeorder
-        #"OrderService.swift "\(api)_failed""#: ["unifiedorder_failed", "closeorder_failed"],
+        #"OrderQueries.swift "\(api)_failed""#: ["unifiedorder_failed", "closeorder_failed"],
         // queryAndSettle(_:reason:source:): a wait or recheck (orderquery), the reconciler, the bill
-        "OrderService.swift source": ["orderquery", "reconcile", "bill"],
-        #"OrderService.swift "\(source)_failed""#: ["orderquery_failed", "reconcile_failed", "bill_failed"],
+        "OrderQueries.swift source": ["orderquery", "reconcile", "bill"],
+        #"OrderQueries.swift "\(source)_failed""#: ["orderquery_failed", "reconcile_failed", "bill_failed"],
         // RefundService.check(_:source:): the reconciler, the bill
         "RefundService+Recovery.swift source": ["reconcile", "bill"],
         #"RefundService+Recovery.swift "\(source)_failed""#: ["reconcile_failed", "bill_failed"],

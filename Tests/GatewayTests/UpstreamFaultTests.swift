@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import Observability
 import StorageCore
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -57,12 +58,12 @@ struct UpstreamFaultTests {
     }
 
     @Test func anOrderqueryAnswerAboutAnotherPaidOrderSettlesNothingAndCountsAsAMismatch() async throws {
-        let harness = try await GatewayHarness.make(pollInterval: 0.05)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, pollInterval: 0.05)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("asked-0001"))
         _ = try await harness.create(Self.body("other-0001"))
         try harness.simulator.pay(outTradeNo: "other-0001")
-        #expect(await harness.eventually { (try? await harness.store.order("other-0001"))?.state == .success })
+        #expect(await eventually { (try? await harness.store.order("other-0001"))?.state == .success })
 
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(otherOrderRate: 1)]))
         let answer = try await harness.order("asked-0001", wait: 0.5)
@@ -73,68 +74,68 @@ struct UpstreamFaultTests {
         func mismatches() -> Double {
             harness.metrics.counter("wxpay_upstream_calls_total", ["api": "orderquery", "outcome": "answer_mismatch"])
         }
-        #expect(await harness.eventually {
+        #expect(await eventually {
             mismatches() >= 1 && Double(harness.simulator.counters.faultsInjected["other_order"] ?? 0) == mismatches()
         })
         // The timeline's entry follows the call's metric (after the call's last attempt).
         func failed() async -> [OrderEvent] {
             ((try? await harness.store.events("asked-0001")) ?? []).filter { $0.kind == "orderquery_failed" }
         }
-        #expect(await harness.eventually { await !failed().isEmpty })
+        #expect(await eventually { await !failed().isEmpty })
         #expect(await failed().allSatisfy { $0.detail.contains("answer_mismatch") })
     }
 
     @Test func aCloseWhoseOrderpaidCannotBeConfirmedYetIsRetryableAndTheRetryAnswersSuccess() async throws {
-        let harness = try await GatewayHarness.make(clockScale: 0)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, clockScale: 0)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("close-0001"))
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
         try harness.simulator.pay(outTradeNo: "close-0001")
-        harness.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        harness.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
 
         // closeorder answers ORDERPAID; the orderquery that must confirm it fails.
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/orderquery": EndpointFaults(systemErrorRate: 1)],
                                           notify: NotifyFaults(dropRate: 1)))
         do {
-            let answer = try await harness.service.close("close-0001")
-            Issue.record("the close answered \(GatewayHarness.object(answer)) before WeChat confirmed anything")
+            let answer = try await harness.services.closing.close("close-0001")
+            Issue.record("the close answered \(GatewayRig.object(answer)) before WeChat confirmed anything")
         } catch {
             #expect(error.code == "upstream_unavailable" && error.status == 503 && error.retryAfter == 1)
         }
         #expect(try await harness.store.order("close-0001")?.state == .notPay)
 
         harness.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
-        let retried = GatewayHarness.object(try await harness.service.close("close-0001"))
+        let retried = GatewayRig.object(try await harness.services.closing.close("close-0001"))
         #expect(retried.string("state") == "SUCCESS")
     }
 
     @Test func aCloseOfAnUnpaidOrderAnswersClosed() async throws {
-        let harness = try await GatewayHarness.make(clockScale: 0)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, clockScale: 0)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("close-0002"))
-        harness.clock.advance(by: OrderService.minimumAgeToClose + 1)
+        harness.clock.advance(by: OrderClosing.minimumAgeToClose + 1)
         // The first closeorder took effect but its answer was lost: the retry hears ORDERCLOSED.
         harness.simulator.apply(FaultPlan(endpoints: ["/pay/closeorder": EndpointFaults(resetRate: 1)]))
-        await #expect(throws: APIError.upstreamUnavailable) { _ = try await harness.service.close("close-0002") }
+        await #expect(throws: APIError.upstreamUnavailable) { _ = try await harness.services.closing.close("close-0002") }
         harness.simulator.apply(FaultPlan())
-        #expect(GatewayHarness.object(try await harness.service.close("close-0002")).string("state") == "CLOSED")
+        #expect(GatewayRig.object(try await harness.services.closing.close("close-0002")).string("state") == "CLOSED")
     }
 
     @Test func aSweepAndTheWaitsAskWeChatAboutAnOrderAtMostOncePerPollInterval() async throws {
         // The longest poll interval there is: the pacing runs in real time, and on a machine at load
         // 70 this test once took longer than 30 s, so the recheck's query was not the only new one.
-        let harness = try await GatewayHarness.make(pollInterval: 60)
-        defer { Task { await harness.shutdown() } }
+        let harness = try await GatewayRig.start(.inProcess, pollInterval: 60)
+        defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("paced-0001"))
         _ = try await harness.create(Self.body("paced-0002"))
-        let reconciler = Reconciler(service: harness.service,
+        let reconciler = Reconciler(services: harness.services,
                                     configuration: .init(interval: 5, after: 0, concurrency: 2, rate: 1000))
         func queries(_ number: String) -> Int { harness.simulator.orderQueryTimes[number]?.count ?? 0 }
 
         // A wait asks at once; a sweep right after leaves that order alone and asks about the other.
         // (The wait may answer before its poll reaches WeChat on a loaded machine.)
         _ = try await harness.order("paced-0001", wait: 0.2)
-        #expect(await harness.eventually { queries("paced-0001") == 1 })
+        #expect(await eventually { queries("paced-0001") == 1 })
         let report = await reconciler.sweep()
         #expect(report.checked == 2 && report.errors == 0)
         #expect(queries("paced-0001") == 1)
@@ -147,7 +148,7 @@ struct UpstreamFaultTests {
         #expect(queries("paced-0001") == 1 && queries("paced-0002") == 1)
 
         // News is not paced: support's recheck asks now.
-        _ = try await harness.service.recheck("paced-0001")
+        _ = try await harness.services.support.recheck("paced-0001")
         #expect(queries("paced-0001") == 2)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// Deferred routes: the handler returns at once and the request stays held (no task, no thread)

@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// Request smuggling primitives (RFC 9112 §6.1, §6.3): a request whose body length two parsers

@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// Binding, start errors, and graceful shutdown.

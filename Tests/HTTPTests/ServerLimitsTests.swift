@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HTTP
 import HTTPClientTestSupport
+import TestSupport
 import Testing
 
 /// Body caps, the slow-loris timeout and the connection limit, driven by raw sockets so the

@@ -4,6 +4,7 @@ import Glibc
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
+import TestSupport
 import Testing
 
 /// Async handlers that wait: suspended connections hold no thread, and a vanished client costs

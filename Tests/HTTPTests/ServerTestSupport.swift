@@ -37,14 +37,6 @@ func withServer<Result: Sendable>(
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
 // Three minutes: at load 60+ other suites held the cooperative pool long enough to starve a minute.
-func eventually(timeout: Duration = .seconds(180), _ condition: @Sendable () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
-}
 
 extension HTTPServerSocketAddress {
     func url(_ pathAndQuery: String, scheme: String = "http") -> URL {

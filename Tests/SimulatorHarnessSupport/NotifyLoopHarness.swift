@@ -16,15 +16,4 @@ extension NotifyLoopHarness {
         defer { task.cancel() }
         try await body()
     }
-
-    /// Waits (in real time, bounded generously: the notify loop shares two cores and the
-    /// cooperative pool with the whole suite) until `condition` holds.
-    public func eventually(timeout: Double = 120, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
 }

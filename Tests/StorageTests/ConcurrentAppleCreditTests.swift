@@ -2,6 +2,7 @@
 import Foundation
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// Many App Store purchases of one user and one product credited at the same moment, on both
@@ -153,13 +154,13 @@ struct TransactionRaceTests {
         }
         // The other session holds the newer order (its row lock's table lock says so) before the credit starts.
         let schema = try #require(database.schema)
-        try await eventuallyAsync(within: 60) {
+        try #require(await eventually(timeout: .seconds(60)) {
             await database.scalar("""
                 SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                 WHERE a.application_name = '\(schema)' AND l.relation = 'orders'::regclass
                   AND l.mode = 'RowShareLock' AND l.granted
                 """) == "1"
-        }
+        })
         let id = String(4_000_000_000_000_000 + attempt)
         let result = try await store.creditAppleTransaction(
             IAPStoreTests.credit(IAPStoreTests.facts(id), user: user, at: TestTime.at(Double(attempt * 10 + 5))))

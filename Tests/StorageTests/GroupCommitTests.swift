@@ -5,6 +5,7 @@ import Testing
 
 @testable import SQLiteStore
 @testable import StorageCore
+import TestSupport
 
 struct GroupCommitTests {
     /// Occupies the writer thread until `release` is signalled, so that later writes queue up.
@@ -32,7 +33,7 @@ struct GroupCommitTests {
         let (blocker, release) = await blockWriter(store)
         let before = store.writeStatistics
         let payments = orders.map { order in Task { try await Fixture.pay(order, in: store) } }
-        try await eventually { store.writer.queuedCount == orders.count }
+        try #require(await eventually { store.writer.queuedCount == orders.count })
         release.signal()
         _ = try await blocker.value
         for payment in payments { #expect(try await payment.value.didChange) }
@@ -54,20 +55,20 @@ struct GroupCommitTests {
             let (blocker, release) = await blockWriter(store)
             let before = store.writeStatistics
             let good1 = Task { try await Fixture.pay("F1", in: store) }
-            try await eventually { store.writer.queuedCount == 1 }
+            try #require(await eventually { store.writer.queuedCount == 1 })
             // Same outbox id as F1's payment (a constraint failure) after F1 in the same batch.
             let bad = Task {
                 try await store.transition(
                     "F2", to: .success, from: OrderState.open, outbox: Fixture.paid("F2", id: "dup"),
                     at: TestTime.at(1))
             }
-            try await eventually { store.writer.queuedCount == 2 }
+            try #require(await eventually { store.writer.queuedCount == 2 })
             let dupOwner = Task {
                 try await store.transition(
                     "F3", to: .success, from: OrderState.open, outbox: Fixture.paid("F3", id: "dup"),
                     at: TestTime.at(1))
             }
-            try await eventually { store.writer.queuedCount == 3 }
+            try #require(await eventually { store.writer.queuedCount == 3 })
             release.signal()
             _ = try await blocker.value
             #expect(try await good1.value.didChange)

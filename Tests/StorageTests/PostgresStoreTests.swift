@@ -6,6 +6,7 @@ import Testing
 
 @testable import PostgresStore
 @testable import StorageCore
+import TestSupport
 
 /// What only the PostgreSQL store does: migrations shared by instances, the pool's group commit
 /// and reconnection, cross-instance query claims, the change feed, outages. (Everything both
@@ -75,12 +76,12 @@ struct PostgresStoreTests {
         }
         let schema = database.schema!
         do {
-            try await eventuallyAsync(within: 60) {
+            try #require(await eventually(timeout: .seconds(60)) {
                 await database.scalar("""
                     SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                     WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = '\(schema)'
                     """) == "1"
-            }
+            })
             try await body()
         } catch {
             _ = try? await holder.value
@@ -185,7 +186,7 @@ struct PostgresStoreTests {
         let (blocker, release) = await occupy(store)
         let before = store.writeStatistics
         let submitted = submit()
-        try await eventually { store.pool.queuedWrites == count }
+        try #require(await eventually { store.pool.queuedWrites == count })
         release.signal()
         _ = try await blocker.value
         return (submitted, before)
@@ -337,13 +338,13 @@ struct PostgresStoreTests {
             let second = try await PostgresOrderStore.open(database.postgresSettings!)
             let heard = Mutex<[String]>([])
             first.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } }, resync: {})
-            try await eventually { first.isFeedConnected }
+            try #require(await eventually { first.isFeedConnected })
             try await Fixture.create(Fixture.order("A1"), in: second)
             try await Fixture.create(Fixture.order("A2"), in: second)
             _ = try await second.setPrepay("A1", prepayID: "wx-prepay", issuedAt: TestTime.at(1))
             #expect(try await second.claimCall(.unifiedOrder, for: "A2", now: TestTime.at(1), until: TestTime.at(30)))
             try await second.releaseCall(.unifiedOrder, for: "A2", claimedUntil: TestTime.at(30))
-            try await eventually { Set(heard.withLock { $0 }) == ["A1", "A2"] }
+            try #require(await eventually { Set(heard.withLock { $0 }) == ["A1", "A2"] })
             await second.close()
         }
     }
@@ -355,13 +356,13 @@ struct PostgresStoreTests {
             let second = try await PostgresOrderStore.open(database.postgresSettings!)
             let heard = Mutex<[String]>([])
             first.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } }, resync: {})
-            try await eventually { first.isFeedConnected }
+            try #require(await eventually { first.isFeedConnected })
             for index in 0..<3 { try await Fixture.create(Fixture.order("N\(index)"), in: second) }
             _ = try await Fixture.pay("N0", in: second)
             _ = try await Fixture.pay("N1", in: first)
             // A transition that changes nothing announces nothing.
             _ = try await Fixture.pay("N0", in: second)
-            try await eventually { Set(heard.withLock { $0 }) == ["N0", "N1"] }
+            try #require(await eventually { Set(heard.withLock { $0 }) == ["N0", "N1"] })
             await second.close()
             #expect(heard.withLock { $0 }.filter { $0 == "N2" }.isEmpty)
         }
@@ -373,13 +374,13 @@ struct PostgresStoreTests {
             let resyncs = Atomic<Int>(0)
             store.observeOrderChanges(changed: { key in heard.withLock { $0.append(key) } },
                                       resync: { resyncs.add(1, ordering: .relaxed) })
-            try await eventually { store.isFeedConnected }
+            try #require(await eventually { store.isFeedConnected })
             #expect(resyncs.load(ordering: .relaxed) == 0)
             _ = try await database.terminateConnections()
-            try await eventually { resyncs.load(ordering: .relaxed) >= 1 && store.isFeedConnected }
+            try #require(await eventually { resyncs.load(ordering: .relaxed) >= 1 && store.isFeedConnected })
             try await Fixture.create(Fixture.order("R1"), in: store)
             _ = try await Fixture.pay("R1", in: store)
-            try await eventually { heard.withLock { $0 }.contains("R1") }
+            try #require(await eventually { heard.withLock { $0 }.contains("R1") })
         }
     }
 
@@ -400,7 +401,7 @@ struct PostgresStoreTests {
             #expect(await store.isHealthy() == false)
             try await server.resume()
             // Connections come back (after the backoff): the retried create is the first.
-            try await eventuallyAsync(within: 60) { (try? await store.create(Fixture.order("O2"), event: Fixture.created)) != nil }
+            try #require(try await eventually(timeout: .seconds(60)) { (try? await store.create(Fixture.order("O2"), event: Fixture.created)) != nil })
             #expect(await store.isHealthy())
             #expect(try await store.order("O1")?.state == .success)
             #expect(try await store.outboxEvents("O1").count == 1)
@@ -429,7 +430,7 @@ struct PostgresStoreTests {
             }
             try await server.halt(crash: true)
             try await server.resume()
-            try await eventuallyAsync(within: 60) { await store.isHealthy() }
+            try #require(await eventually(timeout: .seconds(60)) { await store.isHealthy() })
             #expect(try await store.counts().ordersByState[.success] == orders.count)
             #expect(try await store.counts().outboxPending == orders.count)
             #expect(try await store.integrityCheck() == "ok")
@@ -439,14 +440,5 @@ struct PostgresStoreTests {
             throw error
         }
         await server.remove()
-    }
-}
-
-/// Polls an async condition every 50 ms for at most `seconds`; throws if it never holds.
-func eventuallyAsync(within seconds: Double = 20, _ condition: () async -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !(await condition()) {
-        guard Date() < deadline else { throw FixtureError.timedOut }
-        try await Task.sleep(for: .milliseconds(50))
     }
 }

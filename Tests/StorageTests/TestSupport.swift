@@ -103,12 +103,3 @@ func wait(for semaphore: DispatchSemaphore) async {
         }
     }
 }
-
-/// Polls `condition` every 5 ms for at most `seconds`; throws if it never holds.
-func eventually(within seconds: Double = 20, _ condition: () -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else { throw FixtureError.timedOut }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-}

@@ -3,6 +3,7 @@ import ChildProcessSupport
 import Foundation
 import Glibc
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// The throwaway PostgreSQL servers of the tests (`scripts/postgres`) never outlive the process
@@ -20,18 +21,18 @@ struct ThrowawayServerTests {
                                        environment: ProcessInfo.processInfo.environment, output: "/dev/null", errors: "/dev/null")
         var postmaster: pid_t = 0
         do {
-            try await eventuallyAsync(within: 300) {
+            try #require(try await eventually(timeout: .seconds(300)) {
                 ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("export WXPAY_TEST_POSTGRES=")
-            }
+            })
             let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
             postmaster = try #require(pid_t(pidFile.split(separator: "\n").first ?? ""))
             #expect(kill(postmaster, 0) == 0, "the server runs while its starter does")
 
             starter.send(SIGKILL)
             await starter.wait(timeout: .seconds(60))
-            try await eventuallyAsync(within: 300) {
+            try #require(await eventually(timeout: .seconds(300)) {
                 !FileManager.default.fileExists(atPath: directory) && kill(postmaster, 0) != 0 && errno == ESRCH
-            }
+            })
         } catch {
             starter.send(SIGKILL)
             await starter.wait(timeout: .seconds(60))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import SimulatorHarnessSupport
+import TestSupport
 import Testing
 import WeChatPay
 @testable import WeChatPaySimulator
@@ -61,9 +62,9 @@ struct SimulatorBillAndSandboxTests {
         _ = harness.call("/secapi/pay/refund", ["out_trade_no": "rn-0001", "out_refund_no": "rn-r1", "total_fee": "300",
                                                 "refund_fee": "300", "notify_url": "https://merchant.example/refund"])
         try await harness.withNotifyLoop {
-            #expect(await harness.eventually { harness.received.count == 1 })  // the payment notify
+            #expect(await eventually { harness.received.count == 1 })  // the payment notify
             try harness.simulator.completeRefund(outRefundNo: "rn-r1")
-            #expect(await harness.eventually { harness.received.count == 2 })
+            #expect(await eventually { harness.received.count == 2 })
         }
         let notify = try #require(harness.received.all.last)
         #expect(notify["sign"] == nil)

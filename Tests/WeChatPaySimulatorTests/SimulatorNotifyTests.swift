@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import SimulatorHarnessSupport
+import TestSupport
 import Testing
 import WeChatPay
 @testable import WeChatPaySimulator
@@ -11,7 +12,7 @@ struct SimulatorNotifyTests {
         _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("notify-0001", fee: 1234), signType: .hmacSHA256)
         try await harness.withNotifyLoop {
             let paid = try harness.simulator.pay(outTradeNo: "notify-0001")
-            #expect(await harness.eventually { harness.received.count == 1 })
+            #expect(await eventually { harness.received.count == 1 })
             let notify = try #require(harness.received.all.first)
             #expect(notify["sign_type"] == nil)
             #expect(notify["sign"]?.count == 64)
@@ -33,7 +34,7 @@ struct SimulatorNotifyTests {
             try harness.simulator.pay(outTradeNo: "retry-0001")
             let schedule = SimulatorConfiguration.wechatNotifyRetryIntervals
             for attempt in 1...(schedule.count + 1) {
-                #expect(await harness.eventually { harness.simulator.notifyHistory.count == attempt })
+                #expect(await eventually { harness.simulator.notifyHistory.count == attempt })
                 if attempt <= schedule.count { harness.clock.advance(by: schedule[attempt - 1]) }
             }
             harness.clock.advance(by: 86_400)
@@ -52,16 +53,16 @@ struct SimulatorNotifyTests {
         _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("retry-0002"))
         try await harness.withNotifyLoop {
             try harness.simulator.pay(outTradeNo: "retry-0002")
-            #expect(await harness.eventually { harness.simulator.notifyHistory.count == 1 })
+            #expect(await eventually { harness.simulator.notifyHistory.count == 1 })
             harness.clock.advance(by: 15)
-            #expect(await harness.eventually { harness.simulator.notifyHistory.count == 2 })
+            #expect(await eventually { harness.simulator.notifyHistory.count == 2 })
             #expect(harness.simulator.notifies.pending == 1)
         }
         let acknowledging = SimulatorHarness()
         _ = acknowledging.call("/pay/unifiedorder", SimulatorHarness.order("retry-0003"))
         try await acknowledging.withNotifyLoop {
             try acknowledging.simulator.pay(outTradeNo: "retry-0003")
-            #expect(await acknowledging.eventually { acknowledging.simulator.notifies.pending == 0 })
+            #expect(await eventually { acknowledging.simulator.notifies.pending == 0 })
             acknowledging.clock.advance(by: 86_400)
             try await Task.sleep(for: .milliseconds(50))
             #expect(acknowledging.simulator.notifyHistory.count == 1)
@@ -75,7 +76,7 @@ struct SimulatorNotifyTests {
         _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("drop-0001"))
         try await harness.withNotifyLoop {
             try harness.simulator.pay(outTradeNo: "drop-0001")
-            #expect(await harness.eventually { harness.simulator.notifyHistory.count == 1 })
+            #expect(await eventually { harness.simulator.notifyHistory.count == 1 })
             #expect(harness.received.count == 0)
             #expect(harness.simulator.notifyHistory.first?.dropped == true)
         }
@@ -89,7 +90,7 @@ struct SimulatorNotifyTests {
         _ = harness.call("/pay/unifiedorder", SimulatorHarness.order("dup-0001"))
         try await harness.withNotifyLoop {
             try harness.simulator.pay(outTradeNo: "dup-0001")
-            #expect(await harness.eventually { harness.received.count == 5 })
+            #expect(await eventually { harness.received.count == 5 })
             #expect(Set(harness.received.all.map { $0["sign"] }).count == 1)
         }
     }
@@ -103,7 +104,7 @@ struct SimulatorNotifyTests {
             try await Task.sleep(for: .milliseconds(50))
             #expect(harness.received.count == 0)
             harness.clock.advance(by: 60)
-            #expect(await harness.eventually { harness.received.count == 1 })
+            #expect(await eventually { harness.received.count == 1 })
         }
     }
 }

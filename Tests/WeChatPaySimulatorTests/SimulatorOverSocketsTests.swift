@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPayHTTPTransport
@@ -185,11 +186,5 @@ struct SimulatorOverSocketsTests {
         } catch {
             #expect(error.kind == .transport)
         }
-    }
-
-    private func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return condition()
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import SimulatorHarnessSupport
+import TestSupport
 import Testing
 import WeChatPay
 @testable import WeChatPaySimulator
@@ -23,8 +24,8 @@ struct SimulatorRefundCompletionTests {
             try await Task.sleep(for: .milliseconds(100))
             #expect(harness.simulator.order("auto-0001")?.refunds.first?.status == "PROCESSING")
             harness.clock.advance(by: 61)
-            #expect(await harness.eventually { harness.simulator.order("auto-0001")?.refunds.first?.status == "SUCCESS" })
-            #expect(await harness.eventually { harness.received.all.contains { $0["req_info"] != nil } })
+            #expect(await eventually { harness.simulator.order("auto-0001")?.refunds.first?.status == "SUCCESS" })
+            #expect(await eventually { harness.received.all.contains { $0["req_info"] != nil } })
         }
         let notify = try #require(harness.received.all.first { $0["req_info"] != nil })
         let decrypted = try RefundNotification.decrypt(

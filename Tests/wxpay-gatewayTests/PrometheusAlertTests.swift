@@ -3,6 +3,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// The alert rules against the real thing: Debian's Prometheus scrapes a production gateway (on a
@@ -185,7 +186,15 @@ struct DashboardTests {
         let stack = try await ProductionStack.start()
         let client = try HTTPClient()
         do {
-            let exposition = try await client.send(.get, stack.adminBase + "/metrics").body
+            // The reconciler's refund figures are listed from its first sweep on, which runs beside
+            // the first scrape: the scrape that counts is one taken after a sweep.
+            var exposition = ""
+            try #require(try await eventually(timeout: .seconds(120)) {
+                exposition = try await client.send(.get, stack.adminBase + "/metrics").body
+                return exposition.split(separator: "\n").contains { line in
+                    line.hasPrefix("wxpay_reconcile_sweeps_total ") && (Double(line.split(separator: " ").last ?? "") ?? 0) >= 1
+                }
+            })
             let exported = Operations.exportedFamilies(exposition)
             let rules = try String(contentsOfFile: Operations.path("deploy/prometheus/alerts.yml.in"), encoding: .utf8)
             let named = Operations.metricNames(in: rules).union(Operations.metricNames(in: try Self.expressions().joined(separator: "\n")))

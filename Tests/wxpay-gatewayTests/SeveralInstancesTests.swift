@@ -2,6 +2,7 @@
 import Foundation
 import HTTP
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// Two and three real gateway processes on one PostgreSQL database, WeChat played by a separate
@@ -116,17 +117,8 @@ extension GatewayCluster {
     /// Waits until the instance holds one wait and has its first orderquery's answer (unpaid): a
     /// payment made after this reaches the gateway only by WeChat's notify.
     func heldWithItsFirstPollAnswered(on instance: Int) async throws {
-        try await eventually { try await self.metric(on: instance, "wxpay_waits_open") == 1 }
-        try await eventually { try await self.metric(on: instance, #"wxpay_upstream_calls_total{api="orderquery""#) >= 1 }
-    }
-}
-
-/// Polls an async condition every 20 ms for at most `seconds`; throws if it never holds.
-func eventually(within seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else { throw ClusterError("a condition did not hold within \(seconds) s") }
-        try await Task.sleep(for: .milliseconds(20))
+        try #require(try await eventually { try await self.metric(on: instance, "wxpay_waits_open") == 1 })
+        try #require(try await eventually { try await self.metric(on: instance, #"wxpay_upstream_calls_total{api="orderquery""#) >= 1 })
     }
 }
 

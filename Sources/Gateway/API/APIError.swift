@@ -61,7 +61,7 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     static let databaseUnavailable = APIError(
         status: 503, code: "database_unavailable",
         message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)
-    static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
+    public static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
 
     /// The JSON body, keys sorted (`JSONObjectWriter`: T5's hostile bodies are refused by the
     /// thousand, and `JSONSerialization`'s boxing of `[String: Any]` was its own, third writer).

@@ -9,7 +9,7 @@ extension GatewayAPI {
     func registerApp(in router: inout HTTPRouter) {
         router.add(.get, "/v1/catalog") { request in
             try await self.handle(request, scopes: [.client, .app]) {
-                Self.json(self.service.catalog.catalog.json)
+                Self.json(self.services.context.catalog.catalog.json)
             }
         }
         router.add(.get, "/v1/me/orders") { request in
@@ -17,7 +17,7 @@ extension GatewayAPI {
                 guard let user = caller.appUser else { throw APIError.forbidden }
                 let page = try OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                                 defaultLimit: 20, maximum: 50)
-                return Self.json(try await self.service.userOrders(user, page: page))
+                return Self.json(try await self.services.queries.userOrders(user, page: page))
             }
         }
         router.addImmediate(.get, "/openapi.json") { _ in
@@ -28,11 +28,11 @@ extension GatewayAPI {
     /// Authenticates the request and checks its scope: 401 without a valid token (`invalid_token`
     /// for an app token that broke a rule), 403 when the token's scope does not allow the route.
     func authorize(_ request: HTTPServerRequest, scopes allowed: Set<Scope>) -> Result<Caller, APIError> {
-        switch authenticator.authenticate(authorization: request.headers["Authorization"], now: service.now()) {
+        switch authenticator.authenticate(authorization: request.headers["Authorization"], now: services.context.now()) {
         case .unknown:
             return .failure(.unauthorized)
         case .invalid(let error):
-            service.instruments.appTokenRefusals.labelled(error.rule).increment()
+            services.context.instruments.appTokenRefusals.labelled(error.rule).increment()
             return .failure(.invalidToken(error))
         case .granted(let caller):
             return caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller)
@@ -42,16 +42,16 @@ extension GatewayAPI {
     /// The create a body asks for: the backend's as it says (with catalog prices for catalog
     /// products), or the app user's, priced by the catalog and counted against the user's rate.
     func createInput(_ request: HTTPServerRequest, _ caller: Caller) throws(APIError) -> CreateOrderInput {
-        let catalog = service.catalog.catalog
+        let catalog = services.context.catalog.catalog
         guard let user = caller.appUser else { return try CreateOrderInput(clientJSON: request.body, catalog: catalog) }
         let peer = clientAddresses.clientIP(peer: request.remoteAddress?.host,
                                             forwardedFor: request.headers.values(for: "X-Forwarded-For"))
         let input = try CreateOrderInput(appJSON: request.body, user: user, peerIP: peer, catalog: catalog)
         // Counted once the request is valid: only creates that would reach the store and WeChat.
-        if let retryAfter = service.userLimits.admitCreate(user) {
-            service.instruments.createsLimited.increment()
+        if let retryAfter = services.context.userLimits.admitCreate(user) {
+            services.context.instruments.createsLimited.increment()
             throw .rateLimited(retryAfter: retryAfter,
-                               "this user created \(service.userLimits.createsPerMinute) orders in the last minute")
+                               "this user created \(services.context.userLimits.createsPerMinute) orders in the last minute")
         }
         return input
     }

@@ -13,13 +13,13 @@ extension GatewayAPI {
 
     func registerIAP(in router: inout HTTPRouter) {
         router.add(.post, "/v1/iap/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
-            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            guard let iap = self.services.iap else { return Self.error(.notFound) }
             return try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try IAPOrderInput(json: request.body, user: caller.appUser, peerIP: self.peer(request))
-                if let user = caller.appUser, let retryAfter = self.service.userLimits.admitCreate(user) {
-                    self.service.instruments.createsLimited.increment()
+                if let user = caller.appUser, let retryAfter = self.services.context.userLimits.admitCreate(user) {
+                    self.services.context.instruments.createsLimited.increment()
                     throw APIError.rateLimited(retryAfter: retryAfter,
-                                               "this user created \(self.service.userLimits.createsPerMinute) orders in the last minute")
+                                               "this user created \(self.services.context.userLimits.createsPerMinute) orders in the last minute")
                 }
                 let result = try await iap.createOrder(input)
                 return Self.json(result.json, status: result.created ? 201 : 200)
@@ -29,14 +29,14 @@ extension GatewayAPI {
             maxBodyBytes: Self.reportBodyLimit,
             payloadTooLarge: ("application/json", APIError.reportTooLarge(limit: Self.reportBodyLimit).json))
         router.add(.post, "/v1/iap/transactions", options: reportOptions) { request in
-            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            guard let iap = self.services.iap else { return Self.error(.notFound) }
             var response = try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try IAPReportInput(json: request.body, user: caller.appUser)
                 // Counted once the request is valid: reports that would reach the store and the App Store.
-                if let user = caller.appUser, let retryAfter = self.service.userLimits.admitReport(user) {
-                    self.service.instruments.reportsLimited.increment()
+                if let user = caller.appUser, let retryAfter = self.services.context.userLimits.admitReport(user) {
+                    self.services.context.instruments.reportsLimited.increment()
                     var limited = APIError.rateLimited(retryAfter: retryAfter,
-                                                       "this user reported \(self.service.userLimits.reportsPerMinute) "
+                                                       "this user reported \(self.services.context.userLimits.reportsPerMinute) "
                                                            + "transactions in the last minute")
                     limited.finishTransaction = false
                     throw limited
@@ -51,7 +51,7 @@ extension GatewayAPI {
         }
         router.add(.put, "/v1/iap/transactions/{transaction_id}/consumption", options: HTTPRouteOptions(maxBodyBytes: 4096)) {
             request in
-            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            guard let iap = self.services.iap else { return Self.error(.notFound) }
             return try await self.handle(request, scopes: [.client]) {
                 Self.json(try await iap.answerConsumption(transactionID: request.pathParameters["transaction_id"] ?? "",
                                                           body: request.body))
@@ -59,7 +59,7 @@ extension GatewayAPI {
         }
         router.add(.post, "/appstore/notifications", options: HTTPRouteOptions(maxBodyBytes: IAPService.notificationBodyLimit)) {
             request in
-            guard let iap = self.service.iap else { return Self.error(.notFound) }
+            guard let iap = self.services.iap else { return Self.error(.notFound) }
             let (status, body) = await iap.handleNotification(request.body)
             return Self.json(body, status: status)
         }

@@ -4,9 +4,9 @@ import HTTP
 import Observability
 
 /// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: authentication and validation
-/// run on the polling thread, the read and the wait in `OrderService`, which answers through the
+/// run on the polling thread, the read and the wait in `OrderQueries`, which answers through the
 /// responder; a held wait keeps only its suspended connection and the responder, no task (see
-/// OrderService+Wait.swift for why).
+/// OrderQueries+Wait.swift for why).
 extension GatewayAPI {
     func registerOrderQuery(in router: inout HTTPRouter) {
         router.addDeferred(.get, "/v1/orders/{out_trade_no}") { request, responder in
@@ -42,7 +42,7 @@ extension GatewayAPI {
             return reply(Self.error(error))
         }
         let audited = caller.scopes.contains(.support)
-        service.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner) { answer in
+        services.queries.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner) { answer in
             let (response, outcome): (HTTPServerResponse, String) =
                 switch answer {
                 case .success(let body): (Self.json(body), "ok")

@@ -11,7 +11,7 @@ extension GatewayAPI {
         router.add(.post, "/v1/orders/{out_trade_no}/refunds", options: HTTPRouteOptions(maxBodyBytes: Self.refundBodyLimit)) {
             request in
             try await self.handle(request, scopes: [.client]) {
-                guard let refunds = self.service.refunds else { throw APIError.refundsNotConfigured }
+                let refunds = self.services.refunds
                 let input = try RefundInput(json: request.body)
                 let answer = try await refunds.request(input, outTradeNo: request.pathParameters["out_trade_no"] ?? "")
                 return Self.json(answer.json, status: answer.created ? 201 : 200)
@@ -19,14 +19,14 @@ extension GatewayAPI {
         }
         router.add(.get, "/v1/refunds/{out_refund_no}") { request in
             try await self.handle(request, scopes: [.client, .support]) {
-                guard let refunds = self.service.refunds else { throw APIError.refundNotFound }
+                let refunds = self.services.refunds
                 let wait = try Self.wait(request.query["wait"])
                 return Self.json(try await refunds.refund(request.pathParameters["out_refund_no"] ?? "", wait: wait))
             }
         }
         router.add(.post, "/wechat/refund-notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
             // Without a refund service no refund exists to settle: refused like any unknown refund.
-            let reply = await self.service.refunds?.handleNotify(request.body) ?? NotifyReply.fail("rejected").bytes
+            let reply = await self.services.refunds.handleNotify(request.body)
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
         }
     }

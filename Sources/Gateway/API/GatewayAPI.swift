@@ -7,7 +7,7 @@ import Synchronization
 import WeChatPay
 
 /// The gateway's HTTP surface: routes, authentication, JSON errors, request logging. Handlers
-/// only translate between HTTP and `OrderService`; the flows live there.
+/// only translate between HTTP and the flows of `GatewayServices`; the flows live there.
 ///
 /// | route | scope |
 /// |---|---|
@@ -31,7 +31,7 @@ import WeChatPay
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
-    public let service: OrderService
+    public let services: GatewayServices
     let authenticator: Authenticator
     let clientAddresses: ClientAddressResolver
     let logger: Logger
@@ -41,14 +41,15 @@ public struct GatewayAPI: Sendable {
     /// The longest a `wait` may hold a request.
     static let maximumWait = 30.0
 
-    public init(service: OrderService, logger: Logger = .disabled) {
-        self.service = service
-        authenticator = Authenticator(clientTokens: service.configuration.clientTokens,
-                                      supportTokens: service.configuration.supportTokens,
-                                      appTokenSecrets: service.configuration.app.tokenSecrets)
-        clientAddresses = ClientAddressResolver(trustedProxies: service.configuration.app.trustedProxies)
+    public init(services: GatewayServices, logger: Logger = .disabled) {
+        self.services = services
+        let configuration = services.configuration
+        authenticator = Authenticator(clientTokens: configuration.clientTokens, supportTokens: configuration.supportTokens,
+                                      appTokenSecrets: configuration.app.tokenSecrets)
+        clientAddresses = ClientAddressResolver(trustedProxies: configuration.app.trustedProxies)
         self.logger = logger
     }
+
 
     /// Adds every route to `router`: one listener serves everything.
     public func register(in router: inout HTTPRouter) {
@@ -60,7 +61,7 @@ public struct GatewayAPI: Sendable {
     public func registerPublic(in router: inout HTTPRouter) {
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
-                let result = try await self.service.create(try self.createInput(request, caller))
+                let result = try await self.services.creation.create(try self.createInput(request, caller))
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }
@@ -68,16 +69,16 @@ public struct GatewayAPI: Sendable {
         registerOrderQuery(in: &router)
         router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
-                Self.json(try await self.service.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
+                Self.json(try await self.services.closing.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
             }
         }
         router.add(.post, "/wechat/notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
-            let reply = await self.service.handleNotify(request.body)
+            let reply = await self.services.notifies.handleNotify(request.body)
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
         }
         router.add(.get, "/v1/support/orders") { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.supportLookup(
+                Self.json(try await self.services.support.supportLookup(
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
                     userID: request.query["user_id"], appleTransactionID: request.query["apple_transaction_id"],
                     originalTransactionID: request.query["original_transaction_id"], appleOrderID: request.query["apple_order_id"],
@@ -87,7 +88,7 @@ public struct GatewayAPI: Sendable {
         }
         router.add(.get, "/v1/support/attention") { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.attentionList(
+                Self.json(try await self.services.support.attentionList(
                     flag: request.query["flag"],
                     page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                            defaultLimit: 50, maximum: 100)))
@@ -96,12 +97,12 @@ public struct GatewayAPI: Sendable {
         router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {
             request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.recheck(request.pathParameters["out_trade_no"] ?? ""))
+                Self.json(try await self.services.support.recheck(request.pathParameters["out_trade_no"] ?? ""))
             }
         }
         router.add(.post, "/v1/support/outbox/{id}/redrive", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.support]) {
-                Self.json(try await self.service.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
+                Self.json(try await self.services.support.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
@@ -112,23 +113,22 @@ public struct GatewayAPI: Sendable {
         registerIAP(in: &router)
     }
 
-    /// What only operators use: probes, metrics and the support console. On the public address
-    /// unless GATEWAY_ADMIN_LISTEN gives them one of their own.
+    /// What only operators use: probes and metrics (and the support console's routes, which its
+    /// module registers beside these: `Console.register`). On the public address unless
+    /// GATEWAY_ADMIN_LISTEN gives them one of their own.
     public func registerAdmin(in router: inout HTTPRouter) {
-        // The support console (404 unless one is attached): Console/GatewayAPI+Console.swift.
-        registerConsole(in: &router)
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
-            await self.service.probeReadiness()
+            await self.services.context.probeReadiness()
                 ? .json(#"{"status":"ready"}"#)
                 : .json(#"{"status":"unavailable","reason":"database"}"#, status: 503)
         }
         // The readiness gauges are measured at each scrape, so an alert sees the database as the
         // scrape found it (Observability/HealthMetrics.swift).
         router.add(.get, "/metrics") { _ in
-            _ = await self.service.probeReadiness()
+            _ = await self.services.context.probeReadiness()
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
-                                      body: Array(self.service.metrics.exposition().utf8))
+                                      body: Array(self.services.metrics.exposition().utf8))
         }
     }
 

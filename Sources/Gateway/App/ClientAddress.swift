@@ -74,11 +74,15 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
 /// when the peer is a trusted proxy — the right-most `X-Forwarded-For` address that is not one
 /// of the trusted proxies. Addresses to the left of that were written by the client itself and
 /// prove nothing.
-struct ClientAddressResolver: Sendable {
+public struct ClientAddressResolver: Sendable {
     let trustedProxies: [IPNetwork]
 
+    public init(trustedProxies: [IPNetwork]) {
+        self.trustedProxies = trustedProxies
+    }
+
     /// `peer`: the TCP peer's numeric host; `forwardedFor`: every X-Forwarded-For header, in order.
-    func clientIP(peer: String?, forwardedFor: [String]) -> String? {
+    public func clientIP(peer: String?, forwardedFor: [String]) -> String? {
         guard let peer, let peerAddress = IPAddress(peer) else { return nil }
         guard isTrusted(peerAddress) else { return peerAddress.description }
         var nearest = peerAddress

@@ -8,12 +8,12 @@ import StorageCore
 /// `user_id`), and the `next_cursor` it answers. The cursor is opaque to clients: base64url of
 /// the last order's creation time (milliseconds) and out_trade_no. A made-up cursor can only move
 /// the start within the same user's orders, so it needs no signature.
-struct OrderPageRequest: Sendable, Hashable {
-    var limit: Int
-    var after: OrderPageKey?
+public struct OrderPageRequest: Sendable, Hashable {
+    public var limit: Int
+    public var after: OrderPageKey?
 
     /// Parses the query values; `limit` defaults to `defaultLimit` and may be 1 to `maximum`.
-    init(limit: String?, cursor: String?, defaultLimit: Int, maximum: Int) throws(APIError) {
+    public init(limit: String?, cursor: String?, defaultLimit: Int, maximum: Int) throws(APIError) {
         if let limit {
             guard let value = Int(limit), (1...maximum).contains(value), limit.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                 throw .invalid("limit", "limit must be an integer from 1 to \(maximum)")
@@ -29,7 +29,7 @@ struct OrderPageRequest: Sendable, Hashable {
     }
 
     /// The `next_cursor` for continuing after `key`.
-    static func cursor(_ key: OrderPageKey) -> String {
+    public static func cursor(_ key: OrderPageKey) -> String {
         let milliseconds = Int64((key.createdAt.timeIntervalSince1970 * 1000).rounded())
         return Base64.encode(Array("\(milliseconds):\(key.outTradeNo)".utf8), .urlUnpadded)
     }
@@ -46,7 +46,7 @@ struct OrderPageRequest: Sendable, Hashable {
     }
 }
 
-extension OrderService {
+extension OrderQueries {
     /// Whether an app user may see `order`: only their own (an order without a user is nobody's).
     /// Everything else answers `order_not_found`, like an order that does not exist.
     static func isVisible(_ order: OrderRecord, to owner: String?) -> Bool {

@@ -8,8 +8,7 @@ import Synchronization
 /// call of the JSON support API, each one entry (who, what, which order, when, from where, the
 /// outcome). The store keeps the log append-only; nothing here can change or remove an entry.
 ///
-/// Made once per order service (`AuditLog(orders:store:)` attaches itself as `OrderService.audit`);
-/// without one, support calls are answered without a record, which only tests do.
+/// Made once, by `GatewayServices`; the JSON API and the console both write through it.
 public final class AuditLog: Sendable {
     let store: any AuditStore
     private let now: @Sendable () -> Date
@@ -22,21 +21,20 @@ public final class AuditLog: Sendable {
         "wxpay_audit_failures_total",
         help: "Audit log entries that could not be written (the request was refused or, after an action, logged).")
 
-    public init(orders: OrderService, store: any AuditStore) {
-        self.store = store
-        now = orders.now
-        logger = orders.logger
-        orders.metrics.describe(Self.entries)
-        orders.metrics.describe(Self.failures)
-        written = orders.metrics.makeCounters(Self.entries, labelNames: "channel")
-        failed = orders.metrics.makeCounters(Self.failures, labelNames: "channel")
-        orders.attach(self)
+    init(context: GatewayContext) {
+        store = context.store
+        now = context.now
+        logger = context.logger
+        context.metrics.describe(Self.entries)
+        context.metrics.describe(Self.failures)
+        written = context.metrics.makeCounters(Self.entries, labelNames: "channel")
+        failed = context.metrics.makeCounters(Self.failures, labelNames: "channel")
     }
 
     /// Appends an entry stamped now. Throws when it could not be written: a look that cannot be
     /// recorded is not shown.
     @discardableResult
-    func record(actor: String, channel: String, role: String, action: String, outTradeNo: String? = nil,
+    public func record(actor: String, channel: String, role: String, action: String, outTradeNo: String? = nil,
                 target: String? = nil, address: String?, outcome: String, detail: String = "") async throws(APIError)
         -> AuditEntry
     {
@@ -67,21 +65,12 @@ public final class AuditLog: Sendable {
     }
 
     /// A page of entries, newest first.
-    func entries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(APIError) -> AuditPage {
+    public func entries(_ query: AuditQuery, limit: Int, before: Int64?) async throws(APIError) -> AuditPage {
         do {
             return try await store.auditEntries(query, limit: limit, before: before)
         } catch {
             logger.error("audit log unreadable", ["error": error.shortDescription])
             throw .internalError
         }
-    }
-}
-
-extension OrderService {
-    /// The audit log, once one attached itself.
-    public var audit: AuditLog? { auditLog.withLock { $0 } }
-
-    func attach(_ audit: AuditLog) {
-        auditLog.withLock { $0 = audit }
     }
 }

@@ -7,7 +7,7 @@ extension GatewayAPI {
     /// to send instead when a read could not be recorded (500: a look off the record is not
     /// given); an action already done keeps its answer, and the failure is logged and counted.
     func auditSupportCall(_ request: HTTPServerRequest, caller: Caller, outcome: String) async -> HTTPServerResponse? {
-        guard let audit = service.audit else { return nil }
+        let audit = services.audit
         let parameters = request.pathParameters
         let query = request.query
         let (action, outTradeNo, target): (String, String?, String?) =

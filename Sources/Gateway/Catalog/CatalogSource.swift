@@ -32,11 +32,11 @@ public final class CatalogSource: Sendable {
     }
 }
 
-extension OrderService {
-    /// Registers what this service re-reads on SIGHUP: the catalog file. A new catalog is logged
+extension CatalogSource {
+    /// Registers what this source re-reads on SIGHUP: the catalog file. A new catalog is logged
     /// with its product count; a bad one is logged with why, and the old one stays.
-    public func addReloadHooks(to hooks: ReloadHooks) {
-        let (catalog, logger) = (self.catalog, self.logger)
+    public func addReloadHooks(to hooks: ReloadHooks, logger: Logger) {
+        let catalog = self
         hooks.add("catalog") {
             guard let path = catalog.path else { return }
             switch catalog.reload() {

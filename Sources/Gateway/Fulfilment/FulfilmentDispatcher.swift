@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Lifecycle
 import Observability
 import StorageCore
 import Synchronization
@@ -18,9 +19,9 @@ import Synchronization
 /// ```swift
 /// let dispatcher = FulfilmentDispatcher(store: store, configuration: .init(url: url, secret: secret),
 ///                                       transport: HTTPFulfilmentTransport(client: client))
-/// let task = Task { await dispatcher.run() }   // until cancelled
+/// try await ServiceGroup(services: [dispatcher]).run()   // until SIGTERM
 /// ```
-public final class FulfilmentDispatcher: Sendable {
+public final class FulfilmentDispatcher: Service, CustomStringConvertible {
     /// Where and how events are delivered.
     public struct Configuration: Sendable, Hashable {
         /// The business backend's webhook URL (GATEWAY_FULFILMENT_URL).
@@ -101,8 +102,15 @@ public final class FulfilmentDispatcher: Sendable {
         self.jitter = jitter
     }
 
-    /// Delivers until the task is cancelled: a pass, then the poll interval unless the pass was full.
+    public var description: String { "fulfilment dispatcher" }
+
+    /// Delivers until its graceful shutdown or the task is cancelled: a pass, then the poll
+    /// interval unless the pass was full. Events leased by a pass cut short are due again later.
     public func run() async {
+        await cancelWhenGracefulShutdown { [self] in await deliverUntilCancelled() }
+    }
+
+    private func deliverUntilCancelled() async {
         logger.notice("fulfilment dispatcher started", ["claimant": claimant])
         while !Task.isCancelled {
             let pass = await deliverDue()

@@ -28,10 +28,10 @@ extension IAPService {
     func recordConsumptionRequest(_ notification: AppStoreNotification, purchase: VerifiedPurchase) async throws(APIError)
         -> String
     {
-        let row = try await service.storage { () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }
+        let row = try await context.storage { () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }
         var order: OrderRecord?
         if let credited = row?.outTradeNo {
-            order = try await service.storage { () throws(StorageError) in try await self.service.store.order(credited) }
+            order = try await context.storage { () throws(StorageError) in try await self.context.store.order(credited) }
         }
         let requestedAt = notification.signedDate
         let request = ConsumptionRequestRecord(
@@ -49,7 +49,7 @@ extension IAPService {
                 + "/v1/iap/transactions/\(purchase.transactionID)/consumption before \(Timestamp.rfc3339(request.deadline))" + defaults,
             at: now())
         let outbox = order.map { Self.consumptionRequestedEvent($0, request, at: now()) }
-        let recorded = try await service.storage { () throws(StorageError) in
+        let recorded = try await context.storage { () throws(StorageError) in
             try await self.store.recordConsumptionRequest(request, events: [event], outbox: outbox)
         }
         if recorded {
@@ -93,7 +93,7 @@ extension IAPService {
         guard clients.serverAPI != nil else { throw .consumptionUnavailable }
         let information = try ConsumptionAnswer.parse(body)
         let answer = String(decoding: information.json.bytes(), as: UTF8.self)
-        let requests = try await service.storage { () throws(StorageError) in
+        let requests = try await context.storage { () throws(StorageError) in
             try await self.store.consumptionRequests(transactionID: transactionID)
         }
         guard let newest = requests.first else { throw .consumptionRequestNotFound }
@@ -104,7 +104,7 @@ extension IAPService {
                                       detail: "the business answered: \(ConsumptionAnswer.summary(information))"
                                           + (information.customerConsented ? "" : "; without the customer's consent nothing is sent"),
                                       at: at)
-            let answered = try await service.storage { () throws(StorageError) in
+            let answered = try await context.storage { () throws(StorageError) in
                 try await self.store.answerConsumption(newest.id, answer: answer, consented: information.customerConsented,
                                                        by: .business, at: at, event: event)
             }
@@ -117,7 +117,7 @@ extension IAPService {
                 return Self.json(request)
             }
             // Answered or expired meanwhile: read what it is now.
-            request = try await service.storage { () throws(StorageError) in
+            request = try await context.storage { () throws(StorageError) in
                 try await self.store.consumptionRequests(transactionID: transactionID).first { $0.id == newest.id }
             } ?? newest
         }

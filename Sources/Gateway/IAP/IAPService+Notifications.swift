@@ -133,10 +133,10 @@ extension IAPService {
     private func creditOrRecord(_ purchase: VerifiedPurchase, notification: AppStoreNotification, type: String, source: String)
         async throws(APIError) -> String
     {
-        if let known = try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
+        if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
            let credited = known.outTradeNo {
             // Credited already (the app reported it, or an earlier notification): only the timeline hears of it.
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 credited, kind: "appstore_notification",
                 detail: "\(type) (\(notification.notificationUUID)) about transaction \(purchase.transactionID), which "
                     + "credited this order already" + (source.hasPrefix("notification history") ? "; read from the notification history" : ""),

@@ -18,12 +18,12 @@ extension IAPService {
     /// locally (there is nothing to close at Apple); otherwise its user's account is asked about.
     func reconcile(_ order: OrderRecord, now: Date) async -> Reconciler.Outcome {
         let outcome = await checkHistory(of: order, reason: "reconcile", kind: "reconcile", recordNothingFound: order.lastQueriedAt == nil)
-        _ = try? await service.store.touch(order.outTradeNo, .lastQueried, at: self.now())
-        let after = (try? await service.store.order(order.outTradeNo)) ?? order
+        _ = try? await context.store.touch(order.outTradeNo, .lastQueried, at: self.now())
+        let after = (try? await context.store.order(order.outTradeNo)) ?? order
         if after.state == .success { return .settled }
         if outcome == .failed { return .failed }
         guard order.expiresAt <= now, OrderState.open.contains(after.state) else { return .open }
-        let closed = try? await service.settlement.close(
+        let closed = try? await context.settlement.close(
             after, detail: "reconcile: expired unpaid, closed locally (an iOS order has nothing to close at Apple; a "
                 + "transaction arriving later still settles it, flagged paid_after_close)")
         return closed?.state == .closed ? .closed : .open
@@ -44,7 +44,7 @@ extension IAPService {
         }
         guard let anchor else {
             if recordNothingFound {
-                _ = try? await service.store.appendEvent(
+                _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: kind,
                     detail: "no App Store transaction of \(user) credited yet: no account to ask Get Transaction History about",
                     at: now())
@@ -65,7 +65,7 @@ extension IAPService {
             } catch {
                 instruments.upstreamErrors.labelled("transaction_history", error.kind.rawValue).increment()
                 instruments.historyErrors.labelled(error.kind.rawValue).increment()
-                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "\(kind)_failed",
+                _ = try? await context.store.appendEvent(order.outTradeNo, kind: "\(kind)_failed",
                                                          detail: "Get Transaction History: \(error.kind.rawValue)", at: now())
                 return .failed
             }
@@ -93,7 +93,7 @@ extension IAPService {
         }
         if !credited.isEmpty || recordNothingFound {
             let found = credited.isEmpty ? "no purchase of \(product) that credits nothing yet" : "credited \(credited.joined(separator: ", "))"
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 order.outTradeNo, kind: kind,
                 detail: "Get Transaction History of \(user)'s account (\(seen) transactions of \(product)): \(found)", at: now())
         }
@@ -140,7 +140,7 @@ extension IAPService {
             for signed in page.signedTransactions {
                 guard let other = try? clients.verifier.verifyTransaction(signed), other.transactionID != purchase.transactionID,
                       let row = try? await store.appleTransaction(other.transactionID), let credited = row.outTradeNo,
-                      let order = try? await service.store.order(credited), let user = order.userID
+                      let order = try? await context.store.order(credited), let user = order.userID
                 else { continue }
                 return (user, "another purchase of the same App Store account (\(other.transactionID)) credited \(user)'s order "
                             + "\(order.outTradeNo)")

@@ -11,7 +11,7 @@ extension IAPService {
     /// The orders credited by the App Store transaction (or by the transactions sharing the original
     /// transaction id), and the ledger's rows for them as JSON — credited or not: a purchase whose
     /// user was never known shows up here even without an order.
-    func lookup(appleTransactionID: String?, originalTransactionID: String?) async throws(APIError)
+    public func lookup(appleTransactionID: String?, originalTransactionID: String?) async throws(APIError)
         -> (orders: [OrderRecord], ledger: [[UInt8]])
     {
         for id in [appleTransactionID, originalTransactionID].compactMap({ $0 })
@@ -19,7 +19,7 @@ extension IAPService {
             throw .invalid(appleTransactionID != nil ? "apple_transaction_id" : "original_transaction_id",
                            "an App Store transaction id is 1 to 32 digits")
         }
-        return try await service.storage { () throws(StorageError) in
+        return try await context.storage { () throws(StorageError) in
             if let appleTransactionID {
                 let orders = try await self.store.orders(appleTransactionID: appleTransactionID)
                 let rows = try await self.store.appleTransaction(appleTransactionID).map { [$0] } ?? []
@@ -37,7 +37,7 @@ extension IAPService {
     /// gateway never saw goes through the usual credit (its token names its order; else its
     /// ledger row waits for its user): a customer quoting an invoice is how a lost one is found.
     /// Returns nil for an order id Apple does not know (status 1).
-    func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
+    public func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
         guard (6...64).contains(appleOrderID.utf8.count),
               appleOrderID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
             throw .invalid("apple_order_id", "an Apple order id is 6 to 64 capital letters and digits, as on the receipt e-mail")
@@ -62,7 +62,7 @@ extension IAPService {
             }
             let purchase = VerifiedPurchase(transaction, via: "order id lookup",
                                             verification: "found with Look Up Order ID \(appleOrderID); its signed transaction verified")
-            if try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }) == nil {
+            if try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }) == nil {
                 if purchase.facts.revocationDate != nil {
                     _ = try? await recordRevocation(purchase, source: "support: Look Up Order ID \(appleOrderID)")
                 } else {
@@ -105,7 +105,7 @@ extension IAPService {
     func recheck(_ order: OrderRecord) async -> OrderRecord {
         let at = now()
         guard let api = clients.serverAPI else {
-            _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+            _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck",
                                                      detail: "the App Store Server API is not configured: nothing to ask", at: at)
             return order
         }
@@ -115,19 +115,19 @@ extension IAPService {
                                                 environment: order.environment.flatMap(AppStoreEnvironment.init(rawValue:)))
                 if purchase.facts.revocationDate != nil {
                     let after = try await recordRevocation(purchase, source: "support recheck (Get Transaction Info)")
-                    _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck",
+                    _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck",
                                                              detail: "Get Transaction Info: \(purchase.summary); revoked", at: now())
                     return after ?? order
                 }
-                _ = try? await service.store.appendEvent(
+                _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
             } catch {
-                _ = try? await service.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
+                _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
                                                          detail: "Get Transaction Info: \(error.code)", at: now())
             }
-            return (try? await service.store.order(order.outTradeNo)) ?? order
+            return (try? await context.store.order(order.outTradeNo)) ?? order
         }
         _ = await checkHistory(of: order, reason: "support recheck", kind: "recheck", recordNothingFound: true)
-        return (try? await service.store.order(order.outTradeNo)) ?? order
+        return (try? await context.store.order(order.outTradeNo)) ?? order
     }
 }

@@ -19,14 +19,14 @@ import WeChatPay
 /// ever** (`IAPStore`, held by the database too).
 ///
 /// ```swift
-/// let iap = IAPService(orders: service, store: store, clients: try AppStoreClients.production(
-///     configuration.appStore, transport: AppStoreHTTPTransport(client: http), clock: SystemAppStoreClock()))
+/// let iap = GatewayServices(context, appStore: try AppStoreClients.production(
+///     configuration.appStore, transport: AppStoreHTTPTransport(client: http), clock: SystemAppStoreClock())).iap!
 /// let answer = try await iap.report(IAPReportInput(json: body, user: "u-42"))
 /// ```
 public final class IAPService: Sendable {
-    /// The order service owns this one (`OrderService.iap`); unowned so neither keeps the other.
-    unowned let service: OrderService
-    let store: any IAPStore
+    let context: GatewayContext
+    /// The App Store ledger (the same database as the orders).
+    public var store: any IAPStore { context.store }
     public let clients: AppStoreClients
     /// How Get Notification History and consumption requests are used.
     public let recovery: AppStoreRecoveryPolicy
@@ -34,23 +34,17 @@ public final class IAPService: Sendable {
     let rejectedNotificationLog = LogThrottle()
     let instruments: IAPInstruments
 
-    /// - Parameters:
-    ///   - orders: the order service whose store, settlement, catalog, metrics and clock iOS orders
-    ///     share; it keeps this service as `iap` from now on, and its iOS routes answer.
-    ///   - store: the App Store ledger (the same database as the orders).
-    ///   - recovery: the notification history's and consumption requests' settings.
-    public init(orders: OrderService, store: any IAPStore, clients: AppStoreClients,
-                recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy()) {
-        service = orders
-        self.store = store
+    /// Made by `GatewayServices`, the composition root.
+    /// - Parameter recovery: the notification history's and consumption requests' settings.
+    init(context: GatewayContext, clients: AppStoreClients, recovery: AppStoreRecoveryPolicy) {
+        self.context = context
         self.clients = clients
         self.recovery = recovery
-        instruments = IAPInstruments(orders.metrics)
-        orders.attach(self)
+        instruments = IAPInstruments(context.metrics)
     }
 
-    var logger: Logger { service.logger }
-    func now() -> Date { service.now() }
+    var logger: Logger { context.logger }
+    func now() -> Date { context.now() }
 
     // MARK: - Create
 
@@ -58,12 +52,12 @@ public final class IAPService: Sendable {
     /// fresh `app_account_token` unique to it, closed locally if unpaid after `expires_in`.
     /// Idempotent on out_trade_no as WeChat creates are (same parameters: 200 and the same order,
     /// token included; others: 409).
-    func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderService.Created {
-        guard let product = service.catalog.catalog.product(input.productID), product.active,
+    func createOrder(_ input: IAPOrderInput) async throws(APIError) -> OrderCreation.Created {
+        guard let product = context.catalog.catalog.product(input.productID), product.active,
               let appleProductID = product.appleProductID
         else { throw .unknownAppleProduct }
         let createdAt = now()
-        let outTradeNo = input.outTradeNo ?? OrderService.generateOutTradeNo(at: createdAt)
+        let outTradeNo = input.outTradeNo ?? OrderCreation.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
         let record = OrderRecord(
             outTradeNo: outTradeNo, amount: product.amount, description: product.description, clientIP: input.clientIP,
@@ -71,26 +65,13 @@ public final class IAPService: Sendable {
             timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt, createdAt: createdAt,
             parametersDigest: input.parametersDigest, channel: .apple, appleProductID: appleProductID,
             appAccountToken: UUID().uuidString.lowercased())
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.store.create(record, event: NewOrderEvent(
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
                     + "app_account_token \(record.appAccountToken ?? "")", at: createdAt))
         }
-        switch result {
-        case .created(let order):
-            instruments.created.increment()
-            return OrderService.Created(created: true, view: try await service.apiView(order))
-        case .existing(let order):
-            guard !order.state.isFinal else {
-                instruments.conflicted.increment()
-                throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
-            }
-            instruments.replayed.increment()
-            return OrderService.Created(created: false, view: try await service.apiView(order))
-        case .conflict:
-            instruments.conflicted.increment()
-            throw .conflict("this out_trade_no was used with different parameters")
-        }
+        let (order, created) = try instruments.creates.resolve(result)
+        return OrderCreation.Created(created: created, view: try await context.apiView(order))
     }
 
     // MARK: - Report
@@ -143,7 +124,7 @@ public final class IAPService: Sendable {
             return ReportAnswer.creditedElsewhere
         }
         instruments.reports.labelled(answer.outcome).increment()
-        return try await answer.json(service)
+        return try await answer.json(context)
     }
 
     /// Whose purchase a transaction reported with weak evidence is, as far as the gateway can tell
@@ -164,8 +145,8 @@ public final class IAPService: Sendable {
         var matchedBy: AppleMatch
         var outcome: String
 
-        func json(_ service: OrderService) async throws(APIError) -> [UInt8] {
-            let view = try await service.viewJSON(order)
+        func json(_ context: GatewayContext) async throws(APIError) -> [UInt8] {
+            let view = try await context.viewJSON(order)
             var writer = JSONObjectWriter(capacity: view.count + 128)
             writer.string("credited_user_id", order.userID)
             writer.bool("finish_transaction", true)
@@ -186,10 +167,10 @@ public final class IAPService: Sendable {
         -> ReportAnswer?
     {
         // Credited before: the same answer (a redelivered transaction), or 409 for another user's.
-        if let known = try await service.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
+        if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
            let credited = known.outTradeNo {
             if purchase.facts.revocationDate != nil { _ = try await recordRevocation(purchase, source: source) }
-            guard let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) }) else {
+            guard let order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) }) else {
                 throw .internalError
             }
             return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
@@ -208,7 +189,7 @@ public final class IAPService: Sendable {
         var newOrder: AppleNewOrder?
         var nothingCharged: APIError?
         if let user {
-            if let product = service.catalog.catalog.product(appleProductID: purchase.productID) {
+            if let product = context.catalog.catalog.product(appleProductID: purchase.productID) {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: product.amount, currency: nil,
                                           description: product.description, productID: product.id, at: at),
@@ -240,8 +221,8 @@ public final class IAPService: Sendable {
                 [NewOrderEvent(kind: "appstore_verified", detail: summary, at: at),
                  NewOrderEvent(kind: "appstore_match", detail: Self.words(decision, reporter: reporter, source: source), at: at)]
             }, at: at)
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.creditApple(credit, in: self.store)
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.settlement.creditApple(credit, in: self.store)
         }
         switch result {
         case .credited(let order, let how):
@@ -265,7 +246,7 @@ public final class IAPService: Sendable {
     static func madeOrder(for purchase: VerifiedPurchase, user: String, amount: Int, currency: String?, description: String,
                           productID: String?, at: Date) -> OrderRecord {
         OrderRecord(
-            outTradeNo: OrderService.generateOutTradeNo(at: at), amount: amount, description: description, clientIP: "",
+            outTradeNo: OrderCreation.generateOutTradeNo(at: at), amount: amount, description: description, clientIP: "",
             userID: user, productID: productID, signType: "", timeExpire: BeijingTime.format(at), expiresAt: at, createdAt: at,
             parametersDigest: "apple|matched|\(purchase.transactionID)", channel: .apple, appleProductID: purchase.productID,
             appAccountToken: UUID().uuidString.lowercased(), currency: currency)
@@ -301,9 +282,9 @@ public final class IAPService: Sendable {
     /// limit lets them, so the timeline keeps the first of each minute (counted all the same).
     func appendReportLine(_ outTradeNo: String, _ detail: String) async {
         let at = now()
-        let written = try? await service.store.appendEvent(
+        let written = try? await context.store.appendEvent(
             outTradeNo, NewOrderEvent(kind: "appstore_report", detail: detail, at: at),
-            quietSince: at.addingTimeInterval(-OrderService.copyQuietPeriod))
+            quietSince: at.addingTimeInterval(-PaymentNotifies.copyQuietPeriod))
         if written == nil { instruments.reportLinesSuppressed.increment() }
     }
 
@@ -346,222 +327,6 @@ public final class IAPService: Sendable {
             }
         }
         return text + "; via \(source)"
-    }
-
-    // MARK: - Verification
-
-    /// The reported evidence, verified: the JWS locally, a transaction id with Get Transaction
-    /// Info (its answer verified like a JWS from the app), a receipt with the transaction found in
-    /// it — read locally and decided by Get Transaction Info when the Server API key is configured
-    /// (the transaction then carries its appAccountToken and environment), else by verifyReceipt.
-    /// Apple unreachable after a few retries: 503, finish false.
-    func verify(_ evidence: IAPReportInput.Evidence) async throws(APIError) -> VerifiedPurchase {
-        switch evidence {
-        case .signedTransaction(let jws):
-            do {
-                var purchase = VerifiedPurchase(try clients.verifier.verifyTransaction(jws), via: "signed_transaction",
-                                                verification: "signed_transaction (StoreKit 2 JWS) verified locally: chain to the "
-                                                    + "configured root, Apple's OIDs, ES256, bundle id")
-                purchase.provesPossession = true
-                return purchase
-            } catch {
-                throw Self.refusal(error)
-            }
-        case .transactionID(let id):
-            guard let api = clients.serverAPI else { throw .transactionLookupUnavailable }
-            return try await lookUp(id, api: api)
-        case .receipt(let receipt, let id):
-            guard let api = clients.serverAPI else {
-                do {
-                    let (transaction, verified) = try await clients.receipts.transaction(id, inReceipt: receipt)
-                    return VerifiedPurchase(transaction, receipt: verified)
-                } catch {
-                    throw receiptRefusal(error)
-                }
-            }
-            let read: AppReceipt
-            do throws(AppReceiptError) {
-                if let verifier = clients.receiptVerifier {
-                    read = try verifier.verify(base64: receipt, now: now())
-                } else {
-                    read = try AppReceipt(base64: receipt)
-                }
-            } catch where error.kind == .invalidSignature || error.kind == .invalidChain {
-                instruments.receiptsRead.labelled(error.kind.rawValue).increment()
-                throw .invalidSignedData("receipt: \(error)")
-            } catch {
-                instruments.receiptsRead.labelled(error.kind.rawValue).increment()
-                throw .invalidReport("receipt", "receipt must be the app receipt (PKCS #7, base64, at most 512 KiB): \(error)")
-            }
-            if let bundle = read.bundleID, bundle != clients.bundleID {
-                instruments.receiptsRead.labelled("bundle_mismatch").increment()
-                throw .transactionNotCreditable("the receipt belongs to another app (bundle id)")
-            }
-            guard read.contains(transactionID: id) else {
-                instruments.receiptsRead.labelled("transaction_not_in_receipt").increment()
-                throw .transactionNotInReceipt
-            }
-            instruments.receiptsRead.labelled("ok").increment()
-            var purchase = try await lookUp(id, api: api)
-            purchase.via = "receipt"
-            let how = clients.receiptVerifier == nil ? "read locally, its signature not verified"
-                : "read locally, its PKCS #7 signature verified to the configured receipt root"
-            purchase.verification = "the transaction is in the app receipt (\(how), \(read.purchases.count) purchases); "
-                + purchase.verification
-            purchase.provesPossession = clients.receiptVerifier != nil
-            return purchase
-        }
-    }
-
-    /// Get Transaction Info (production, then the sandbox when accepted), its JWS verified.
-    func lookUp(_ id: String, api: AppStoreServerAPIClient, environment: AppStoreEnvironment? = nil) async throws(APIError)
-        -> VerifiedPurchase
-    {
-        let info: TransactionInfoResponse
-        do {
-            info = try await api.transactionInfo(id, environment: environment)
-        } catch where error.kind == .notFound && environment == nil && !clients.acceptSandbox {
-            // Production does not know it, and the sandbox is not taken: a sandbox purchase (a
-            // tester's, against this production gateway) can never be credited, so the app may
-            // finish it; an id unknown in both stays not found (keep it).
-            if (try? await api.transactionInfo(id, environment: .sandbox)) != nil {
-                throw .transactionNotCreditable("it is from the sandbox, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
-            }
-            throw serverAPIRefusal(error)
-        } catch {
-            throw serverAPIRefusal(error)
-        }
-        do {
-            return VerifiedPurchase(try clients.verifier.verifyTransaction(info.signedTransactionInfo), via: "transaction_id",
-                                    verification: "looked up with the App Store Server API (Get Transaction Info, "
-                                        + "\(info.environment.rawValue)); its signedTransactionInfo verified")
-        } catch where error.rule == .bundleMismatch || error.rule == .environmentMismatch {
-            throw Self.refusal(error)
-        } catch {
-            // Apple's own answer did not verify: a man in the middle or a fault, never the app's doing.
-            logger.error("the App Store Server API answered signed data that does not verify", ["rule": error.rule.rawValue])
-            instruments.upstreamErrors.labelled("transaction_info", error.rule.rawValue).increment()
-            throw .appStoreUnavailable
-        }
-    }
-
-    /// A signed transaction that did not verify: another app's or the wrong environment can never be
-    /// credited (finish); anything else is a forgery or damage (keep it, nothing changed).
-    static func refusal(_ error: SignedDataError) -> APIError {
-        switch error.rule {
-        case .bundleMismatch: return .transactionNotCreditable("it belongs to another app (bundle id)")
-        case .environmentMismatch, .appAppleIDMismatch:
-            return .transactionNotCreditable("it is from the sandbox, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
-        default: return .invalidSignedData(error.rule.rawValue)
-        }
-    }
-
-    func serverAPIRefusal(_ error: AppStoreServerAPIError) -> APIError {
-        instruments.upstreamErrors.labelled("transaction_info", error.kind.rawValue).increment()
-        switch error.kind {
-        case .notFound, .invalidRequest: return .transactionNotFound
-        case .apiError where error.status == 400 || error.status == 404: return .transactionNotFound
-        case .unauthorized:
-            logger.error("the App Store Server API refused our token (401): check APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, "
-                         + "APPSTORE_PRIVATE_KEY_FILE and APPSTORE_BUNDLE_ID")
-            return .appStoreUnavailable
-        default: return .appStoreUnavailable
-        }
-    }
-
-    func receiptRefusal(_ error: ReceiptError) -> APIError {
-        instruments.upstreamErrors.labelled("verify_receipt", error.kind.rawValue).increment()
-        switch error.kind {
-        case .transactionNotInReceipt: return .transactionNotInReceipt
-        case .bundleMismatch: return .transactionNotCreditable("the receipt belongs to another app (bundle id)")
-        case .invalidRequest: return .invalidReport("receipt", "receipt must be the app receipt, base64, at most 512 KiB")
-        case .status:
-            switch error.status {
-            case .sandboxReceipt?:
-                return .transactionNotCreditable("a sandbox receipt, which this gateway does not accept (APPSTORE_ACCEPT_SANDBOX=off)")
-            case .notAuthenticated?, .malformedOrTemporary?, .accountNotFound?:
-                return .invalidSignedData("verifyReceipt status \(error.status?.rawValue ?? 0)")
-            case .sharedSecretMismatch?:
-                logger.error("verifyReceipt refused our shared secret (21004): check APPSTORE_SHARED_SECRET")
-                return .appStoreUnavailable
-            default:
-                return .appStoreUnavailable
-            }
-        case .transport, .httpStatus, .malformedResponse: return .appStoreUnavailable
-        }
-    }
-
-    // MARK: - Revocations
-
-    /// Records Apple's refund or revocation and moves the order it credited, if still SUCCESS, to
-    /// REFUND (with `order.refunded`). Returns the order afterwards, if the transaction credited one.
-    @discardableResult
-    func recordRevocation(_ purchase: VerifiedPurchase, source: String, reason: String? = nil) async throws(APIError)
-        -> OrderRecord?
-    {
-        var facts = purchase.facts
-        let at = now()
-        if facts.revocationDate == nil { facts.revocationDate = at }
-        let row = try await service.storage { () throws(StorageError) in
-            try await self.store.recordAppleRevocation(facts, source: source, at: at)
-        }
-        guard let credited = row.outTradeNo,
-              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
-        else { return nil }
-        guard row.isRevoked else {
-            // Apple reversed this refund after it was made (REFUND_REVERSED came first, or the
-            // refund was read late from the notification history): not applied again.
-            _ = try? await service.store.appendEvent(
-                order.outTradeNo, kind: "appstore_refund",
-                detail: "a refund of transaction \(purchase.transactionID) dated \(Timestamp.rfc3339(facts.revocationDate ?? at)) "
-                    + "arrived via \(source), but Apple reversed that refund at "
-                    + "\(row.refundReversedAt.map(Timestamp.rfc3339) ?? "?"): not applied", at: now())
-            return order
-        }
-        guard order.state == .success else { return order }
-        let detail = "Apple refunded or revoked transaction \(purchase.transactionID)"
-            + (reason.map { " (\($0))" } ?? "") + "; via \(source)"
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.refunded(order, source: detail)
-        }
-        if result.didChange {
-            instruments.refunds.labelled(purchase.environment).increment()
-            logger.info("App Store refund applied", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
-        }
-        return result.record ?? order
-    }
-
-    /// Records Apple's reversal of a refund (REFUND_REVERSED) and moves the order the transaction
-    /// credited, if REFUND because of that refund, back to SUCCESS through the door (with
-    /// `order.refund_reversed`). Returns the order afterwards, if the transaction credited one.
-    @discardableResult
-    func reverseRefund(_ purchase: VerifiedPurchase, reversedAt: Date, source: String) async throws(APIError) -> OrderRecord? {
-        var facts = purchase.facts
-        facts.revocationDate = nil
-        let at = now()
-        let row = try await service.storage { () throws(StorageError) in
-            try await self.store.recordAppleRefundReversal(facts, reversedAt: reversedAt, source: source, at: at)
-        }
-        guard let credited = row.outTradeNo,
-              let order = try await service.storage({ () throws(StorageError) in try await self.service.store.order(credited) })
-        else { return nil }
-        guard order.state == .refund, !row.isRevoked else {
-            _ = try? await service.store.appendEvent(
-                order.outTradeNo, kind: "appstore_refund",
-                detail: "Apple reversed a refund of transaction \(purchase.transactionID) (via \(source)); the order is "
-                    + "\(order.state.rawValue)" + (row.isRevoked ? " and a newer refund stands: nothing changed" : ": nothing to change"),
-                at: now())
-            return order
-        }
-        let result = try await service.storage { () throws(StorageError) in
-            try await self.service.settlement.refundReversed(
-                order, source: "Apple reversed its refund of transaction \(purchase.transactionID) (REFUND_REVERSED); via \(source)")
-        }
-        if result.didChange {
-            instruments.refundsReversed.labelled(purchase.environment).increment()
-            logger.info("App Store refund reversed", ["out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID])
-        }
-        return result.record ?? order
     }
 
     // MARK: - Helpers

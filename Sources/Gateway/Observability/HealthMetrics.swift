@@ -8,7 +8,7 @@ import Synchronization
 /// found is `wxpay_database_up`, `wxpay_ready` and how long the answer took. An alert on a gauge
 /// that only a background task refreshes would go on reporting a database that answered minutes
 /// ago; measured at the scrape, it is the state Prometheus saw.
-extension OrderService {
+extension GatewayContext {
     /// How long the database has to answer before the instance counts as not ready.
     static let readinessDeadline: Duration = .seconds(1)
 

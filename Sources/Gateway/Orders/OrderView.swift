@@ -28,7 +28,7 @@ struct OrderView: Sendable {
     /// Create answers and support lookups.
     var prepayID: String?
     /// Create answers only: what the app hands the WeChat SDK.
-    var appParams: AppPayParameters?
+    var appParams: AppPayRequest?
     /// Support lookups and the webhook.
     var userID: String?
     /// The webhook only: the merchant data and product of the order.
@@ -41,7 +41,7 @@ struct OrderView: Sendable {
     var events: [EventView]?
     var outbox: [OutboxEventView]?
     /// The sum of the order's successful refunds, in fen, and every refund (Refunds/RefundView);
-    /// 0 and none until `OrderService.view` reads them for a paid order.
+    /// 0 and none until `GatewayContext.view` reads them for a paid order.
     var refundedAmount = 0
     var refunds: [RefundView] = []
     /// App Store orders only (all nil for WeChat's).
@@ -113,8 +113,8 @@ struct OrderView: Sendable {
         return writer.finish()
     }
 
-    /// The names the WeChat Android SDK's `PayReq` takes (`AppPayParameters`' properties), sorted.
-    private static func json(_ parameters: AppPayParameters) -> [UInt8] {
+    /// The names the WeChat Android SDK's `PayReq` takes (`AppPayRequest`'s properties), sorted.
+    private static func json(_ parameters: AppPayRequest) -> [UInt8] {
         var writer = JSONObjectWriter(capacity: 320)
         writer.string("appId", parameters.appId)
         writer.string("nonceStr", parameters.nonceStr)

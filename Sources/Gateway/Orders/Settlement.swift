@@ -102,7 +102,7 @@ struct Settlement: Sendable {
         "\(source) reported \(amount) fen, order is \(order.amount) fen"
     }
 
-    /// Whether the order's timeline got this very line less than `OrderService.copyQuietPeriod`
+    /// Whether the order's timeline got this very line less than `PaymentNotifies.copyQuietPeriod`
     /// ago. A verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
     /// contradicting its refund's final state), replayed, then adds nothing (its reply and its
     /// count stay the same). Only such messages come here, so reading the timeline is no cost on
@@ -110,7 +110,7 @@ struct Settlement: Sendable {
     /// the same moment (as many as arrive at once, not as many as are sent).
     func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
         guard let events = try? await store.events(outTradeNo) else { return false }
-        let since = now().addingTimeInterval(-OrderService.copyQuietPeriod)
+        let since = now().addingTimeInterval(-PaymentNotifies.copyQuietPeriod)
         return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
     }
 
@@ -121,24 +121,24 @@ struct Settlement: Sendable {
         _ = try await store.appendEvent(order.outTradeNo, kind: receipt.kind, detail: receipt.unchangedDetail, at: at)
     }
 
-    /// Applies a verified orderquery answer; returns the order afterwards.
-    func apply(_ response: OrderQueryResponse, to order: OrderRecord, source: String) async -> OrderRecord? {
+    /// Applies what WeChat verifiably holds of the order (its query's answer); returns the order afterwards.
+    func apply(_ response: UpstreamTrade, to order: OrderRecord, source: String) async -> OrderRecord? {
         guard response.outTradeNo == order.outTradeNo else {
             logger.error("orderquery answered about another order", ["out_trade_no": order.outTradeNo])
             return order
         }
         do {
-            switch response.tradeState {
+            switch response.state {
             case .success, .refund:
-                guard let transactionID = response.transactionID, let totalFee = response.totalFee else { return order }
-                let result = try await settlePaid(order, transactionID: transactionID, paidAt: response.timeEnd,
+                guard let transactionID = response.transactionID, let totalFee = response.amount else { return order }
+                let result = try await settlePaid(order, transactionID: transactionID, paidAt: response.paidAt,
                                                   amount: totalFee, source: source)
                 // REFUND says two things: the order was paid (settled above, as SUCCESS is), and a
                 // refund of it was asked for. The second is the refunds' to decide, each by its own
                 // notify or refundquery through the refund door, and the order follows its refunds:
                 // WeChat says REFUND from the moment a refund is requested, while it may still end
                 // REFUNDCLOSE, so on orderquery's word alone the order never moves to REFUND.
-                if response.tradeState == .refund, let paid = result.record, paid.state == .success {
+                if response.state == .refund, let paid = result.record, paid.state == .success {
                     return try await flagRefundMadeElsewhere(paid, source: source)
                 }
                 return result.record

@@ -13,7 +13,7 @@ extension BillReconciler {
     func compareRefund(_ row: BillRow, billed: inout Set<String>, report: inout BillReport)
         async throws(BillReconciliationError) -> BillDifference?
     {
-        guard let refunds = service.refunds, let number = row.outRefundNo, !number.isEmpty else { return nil }
+        guard let number = row.outRefundNo, !number.isEmpty else { return nil }
         billed.insert(number)
         let local: RefundRecord?
         do {
@@ -58,7 +58,6 @@ extension BillReconciler {
     func refundsAbsent(from billed: Set<String>, dayStart: Date, report: inout BillReport)
         async throws(BillReconciliationError) -> [BillDifference]
     {
-        guard let refunds = service.refunds else { return [] }
         let local: [RefundRecord]
         do {
             local = try await refunds.store.refunds(createdFrom: dayStart, to: dayStart.addingTimeInterval(86400))

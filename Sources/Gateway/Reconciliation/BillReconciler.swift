@@ -14,24 +14,28 @@ import WeChatPay
 /// same Beijing day (an order paid at 23:59:59 +08:00 is in that day's bill).
 ///
 /// ```swift
-/// let report = try await BillReconciler(service: service).reconcile(day: "2026-11-29")
+/// let report = try await BillReconciler(services: services).reconcile(day: "2026-11-29")
 /// print(report.render())
 /// ```
 public struct BillReconciler: Sendable {
-    let service: OrderService
+    let context: GatewayContext
+    /// The orderquery flow that confirms what the bill says before anything is settled.
+    let queries: OrderQueries
+    /// The refund flow's refundquery, for the bill's refund lines.
+    let refunds: RefundService
     let instruments: BillInstruments
-    /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
-    static let maximumBillBytes = 512 << 20
 
-    public init(service: OrderService) {
-        self.service = service
-        instruments = BillInstruments(service.metrics)
+    public init(services: GatewayServices) {
+        context = services.context
+        queries = services.queries
+        refunds = services.refunds
+        instruments = BillInstruments(services.metrics)
     }
 
     /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
     public func reconcile(day: String) async throws(BillReconciliationError) -> BillReport {
         guard let dayStart = Self.dayStart(day) else { throw .invalidDay }
-        let rows = try await download(day.replacingOccurrences(of: "-", with: ""))
+        let rows = try await download(day)
         return try await compare(rows, day: day, dayStart: dayStart)
     }
 
@@ -44,36 +48,20 @@ public struct BillReconciler: Sendable {
     }
 
     /// The bill's detail rows; an empty list when WeChat says the day has no bill.
-    private func download(_ billDate: String) async throws(BillReconciliationError) -> [BillRow] {
-        let response: DownloadBillResponse
+    private func download(_ day: String) async throws(BillReconciliationError) -> [BillRow] {
         do {
-            response = try await service.upstream.downloadBill(
-                DownloadBillRequest(billDate: billDate, billType: .all, gzip: true), signType: service.configuration.signType)
+            return try await context.upstream.bill(day: day)
         } catch {
-            // "No Bill Exist": no transaction that day. Local payments that day are still compared.
-            if error.kind == .protocolFailure, error.returnMessage?.contains("No Bill Exist") == true { return [] }
-            throw .download(error.shortDescription + (error.returnMessage.map { ": " + String($0.prefix(60)) } ?? ""))
-        }
-        let text: [UInt8]
-        if response.isGzip {
-            do {
-                text = try Gzip.decompress(response.body, maximumOutput: Self.maximumBillBytes)
-            } catch {
-                throw .unreadableBill("gzip")
-            }
-        } else {
-            text = response.body
-        }
-        do {
-            return try Bill.parse(text).rows
-        } catch {
-            throw .unreadableBill(error.shortDescription)
+            // No bill: no transaction that day. Local payments that day are still compared.
+            if error.notFound { return [] }
+            if error.kind == .unreadableBill { throw .unreadableBill(error.shortDescription) }
+            throw .download(error.shortDescription + (error.message.map { ": " + String($0.prefix(60)) } ?? ""))
         }
     }
 
     private func compare(_ rows: [BillRow], day: String, dayStart: Date) async throws(BillReconciliationError) -> BillReport {
         var report = BillReport(day: day)
-        let store = service.store
+        let store = context.store
         var billed = Set<String>()
         var billedRefunds = Set<String>()
         for row in rows {
@@ -97,7 +85,7 @@ public struct BillReconciler: Sendable {
                 if difference.kind != .unknownOrder {
                     _ = try? await store.appendEvent(difference.outTradeNo, kind: "bill",
                                                      detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
-                                                     at: service.now())
+                                                     at: context.now())
                 }
             } else {
                 report.matched += 1
@@ -125,7 +113,7 @@ public struct BillReconciler: Sendable {
             report.differences.append(difference)
             _ = try? await store.appendEvent(order.outTradeNo, kind: "bill",
                                              detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
-                                             at: service.now())
+                                             at: context.now())
         }
         record(report)
         return report
@@ -135,7 +123,7 @@ public struct BillReconciler: Sendable {
     private func compare(_ row: BillRow) async throws(BillReconciliationError) -> BillDifference? {
         let order: OrderRecord?
         do {
-            order = try await service.store.order(row.outTradeNo)
+            order = try await context.store.order(row.outTradeNo)
         } catch {
             throw .storage(error.shortDescription)
         }
@@ -161,10 +149,10 @@ public struct BillReconciler: Sendable {
         }
         // Paid at WeChat, not here: only a verified orderquery answer may settle it.
         let failure = LockedBox<String?>(nil)
-        let service = self.service
+        let queries = self.queries
         let outTradeNo = row.outTradeNo
-        let after = await service.upstream.queries.run(outTradeNo) {
-            await service.queryAndSettle(outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
+        let after = await context.upstream.queries.run(outTradeNo) {
+            await queries.queryAndSettle(outTradeNo, reason: "bill comparison", source: "bill", failure: failure)
         }
         if let after, after.state == .success || after.state == .refund {
             return BillDifference(kind: .settledFromBill, outTradeNo: outTradeNo, transactionID: after.transactionID,
@@ -179,14 +167,14 @@ public struct BillReconciler: Sendable {
 
     /// A finding goes to its order's timeline too.
     func note(_ difference: BillDifference, day: String) async {
-        _ = try? await service.store.appendEvent(difference.outTradeNo, kind: "bill",
+        _ = try? await context.store.appendEvent(difference.outTradeNo, kind: "bill",
                                                  detail: "bill \(day): \(difference.kind.rawValue): \(difference.detail)",
-                                                 at: service.now())
+                                                 at: context.now())
     }
 
     private func record(_ report: BillReport) {
         instruments.record(report)
-        service.logger.notice("bill compared", [
+        context.logger.notice("bill compared", [
             "day": report.day, "bill_payments": String(report.billPayments), "matched": String(report.matched),
             "differences": String(report.differences.count),
         ])

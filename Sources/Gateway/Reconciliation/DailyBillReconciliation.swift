@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Lifecycle
 import Observability
 import WeChatPay
 
@@ -7,16 +8,16 @@ import WeChatPay
 /// from about 09:00; WeChat recommends fetching after 10:00). Turned on with
 /// GATEWAY_BILL_RECONCILE=on. Several gateways may each run it: settling is idempotent, and a
 /// report twice is only noise.
-public final class DailyBillReconciliation: Sendable {
+public final class DailyBillReconciliation: Service, CustomStringConvertible {
     /// Minutes after 10:00 the run happens, so instances do not download at the same second.
     private let offset: TimeInterval
     private let reconciler: BillReconciler
-    private let service: OrderService
+    private let context: GatewayContext
 
-    public init(service: OrderService, offset: TimeInterval = Double.random(in: 0...600)) {
-        self.service = service
+    public init(services: GatewayServices, offset: TimeInterval = Double.random(in: 0...600)) {
+        context = services.context
         self.offset = offset
-        reconciler = BillReconciler(service: service)
+        reconciler = BillReconciler(services: services)
     }
 
     /// The first 10:00 Beijing (plus `offset`) strictly after `date`, and the Beijing day
@@ -31,25 +32,32 @@ public final class DailyBillReconciliation: Sendable {
         return (at, day)
     }
 
-    /// Runs once a day until the task is cancelled; a failed run is retried after 30 minutes, until noon.
+    public var description: String { "daily bill reconciliation" }
+
+    /// Runs once a day until its graceful shutdown or the task is cancelled; a failed run is
+    /// retried after 30 minutes, until noon.
     public func run() async {
-        service.logger.notice("daily bill reconciliation on", ["offset_seconds": String(Int(offset))])
+        await cancelWhenGracefulShutdown { [self] in await reconcileDaily() }
+    }
+
+    private func reconcileDaily() async {
+        context.logger.notice("daily bill reconciliation on", ["offset_seconds": String(Int(offset))])
         while !Task.isCancelled {
-            let next = Self.nextRun(after: service.now(), offset: offset)
-            try? await Task.sleep(for: .seconds(max(0, next.at.timeIntervalSince(service.now()))))
+            let next = Self.nextRun(after: context.now(), offset: offset)
+            try? await Task.sleep(for: .seconds(max(0, next.at.timeIntervalSince(context.now()))))
             var attempt = 0
             while !Task.isCancelled && attempt < 4 {
                 attempt += 1
                 do {
                     let report = try await reconciler.reconcile(day: next.day)
                     if !report.isClean {
-                        service.logger.warning("bill differences found", ["day": next.day,
+                        context.logger.warning("bill differences found", ["day": next.day,
                                                                           "report": report.render()])
                     }
                     break
                 } catch {
                     reconciler.instruments.failed.labelled(error.shortDescription).increment()
-                    service.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
+                    context.logger.error("bill reconciliation failed", ["day": next.day, "error": error.description])
                     try? await Task.sleep(for: .seconds(1800))
                 }
             }

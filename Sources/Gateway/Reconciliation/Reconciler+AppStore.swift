@@ -13,10 +13,10 @@ extension Reconciler {
     static let unmatchedRetryAge: TimeInterval = 300
 
     func checkApple(_ order: OrderRecord, now: Date) async -> Outcome {
-        guard let iap = service.iap else {
+        guard let iap = iap else {
             // App Store purchases were turned off: nothing can pay it, but it is closed at its expiry.
             guard order.expiresAt <= now else { return .open }
-            let closed = try? await service.settlement.close(order, detail: "reconcile: expired, closed locally")
+            let closed = try? await context.settlement.close(order, detail: "reconcile: expired, closed locally")
             return closed?.state == .closed ? .closed : .open
         }
         return await iap.reconcile(order, now: now)
@@ -24,7 +24,7 @@ extension Reconciler {
 
     /// The backfill (when due) and the consumption requests that need work; what they did goes into `report`.
     func sweepAppStoreRecovery(into report: inout SweepReport) async {
-        guard let iap = service.iap else { return }
+        guard let iap = iap else { return }
         if let backfill = await iap.backfillIfDue(claimant: claimant) {
             report.backfillRan = !backfill.environments.isEmpty
             report.notificationsRecovered = backfill.recovered
@@ -34,7 +34,7 @@ extension Reconciler {
 
     /// Returns how many were credited.
     func retryUnmatchedApplePurchases(now: Date) async -> Int {
-        guard let iap = service.iap else { return 0 }
+        guard let iap = iap else { return 0 }
         return await iap.retryUnmatched(now: now, olderThan: max(configuration.after, Self.unmatchedRetryAge),
                                         limit: Self.unmatchedPerSweep)
     }

@@ -9,7 +9,7 @@ import StorageCore
 extension Reconciler {
     /// Leases the due refunds, at most a quarter of the sweep's batch (at least one).
     func claimRefunds(now: Date, leaseUntil: Date, into report: inout SweepReport) async -> [RefundRecord] {
-        guard let refunds = service.refunds, refunds.isConfigured else { return [] }
+        guard refunds.isConfigured else { return [] }
         do {
             let claimed = try await refunds.store.claimProcessingRefunds(
                 createdAtOrBefore: now.addingTimeInterval(-refunds.configuration.queryAfter), now: now,
@@ -18,7 +18,7 @@ extension Reconciler {
             report.refundsClaimed = claimed.count
             return claimed
         } catch {
-            service.logger.error("reconciler could not claim refunds", ["error": error.shortDescription])
+            context.logger.error("reconciler could not claim refunds", ["error": error.shortDescription])
             instruments.storeErrors.increment()
             report.refundErrors += 1
             return []
@@ -27,7 +27,6 @@ extension Reconciler {
 
     /// refundquery (or a resend) for one leased refund.
     func check(_ refund: RefundRecord) async -> Outcome {
-        guard let refunds = service.refunds else { return .skipped }
         switch await refunds.check(refund) {
         case .open: return .open
         case .settled: return .settled
@@ -36,7 +35,7 @@ extension Reconciler {
     }
 
     func skip(_ refund: RefundRecord) async -> Outcome {
-        _ = try? await service.refunds?.store.releaseRefundClaim(refund.outRefundNo, claimant: claimant)
+        _ = try? await refunds.store.releaseRefundClaim(refund.outRefundNo, claimant: claimant)
         return .skipped
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Lifecycle
 import Observability
 import StorageCore
 import Synchronization
@@ -22,10 +23,10 @@ import WeChatPay
 /// delayed (exponential backoff).
 ///
 /// ```swift
-/// let reconciler = Reconciler(service: service)
-/// let task = Task { await reconciler.run() }   // until cancelled
+/// let reconciler = Reconciler(services: services)
+/// try await ServiceGroup(services: [reconciler]).run()   // until SIGTERM
 /// ```
-public final class Reconciler: Sendable {
+public final class Reconciler: Service, CustomStringConvertible {
     /// How a sweeper paces itself; defaults come from `GatewayConfiguration`.
     public struct Configuration: Sendable, Hashable {
         /// Seconds between sweeps (default 30).
@@ -65,26 +66,40 @@ public final class Reconciler: Sendable {
     public let configuration: Configuration
     /// The name this sweeper's leases carry.
     public let claimant: String
-    let service: OrderService
+    let context: GatewayContext
+    /// The orderquery flow the sweeps share with the waits (`OrderQueries.queryAndSettle`).
+    let queries: OrderQueries
+    let refunds: RefundService
+    let iap: IAPService?
     let instruments: ReconcilerInstruments
     private let limiter: RateLimiter
 
     /// - Parameters:
-    ///   - service: the order service whose store, upstream and settlement the sweeps use.
-    ///   - configuration: pacing; default: the service's `GatewayConfiguration`.
+    ///   - services: the flows whose orders, refunds and iOS purchases the sweeps check.
+    ///   - configuration: pacing; default: the `GatewayConfiguration`'s.
     ///   - claimant: the lease owner's name; default: unique per instance.
-    public init(service: OrderService, configuration: Configuration? = nil, claimant: String? = nil) {
-        self.service = service
-        self.configuration = configuration ?? Configuration(service.configuration)
+    public init(services: GatewayServices, configuration: Configuration? = nil, claimant: String? = nil) {
+        context = services.context
+        queries = services.queries
+        refunds = services.refunds
+        iap = services.iap
+        self.configuration = configuration ?? Configuration(services.configuration)
         self.claimant = claimant ?? "sweeper-" + UUID().uuidString.prefix(8).lowercased()
         limiter = RateLimiter(rate: self.configuration.rate)
-        instruments = ReconcilerInstruments(service.metrics)
+        instruments = ReconcilerInstruments(context.metrics)
     }
 
-    /// Sweeps every `interval` seconds until the task is cancelled. After a sweep whose calls to
-    /// WeChat mostly failed, the next waits longer (doubling, up to 32 periods).
+    public var description: String { "reconciler" }
+
+    /// Sweeps every `interval` seconds until its graceful shutdown or the task is cancelled (the
+    /// sweep in hand is cut short: what it leased is leased again next time). After a sweep whose
+    /// calls to WeChat mostly failed, the next waits longer (doubling, up to 32 periods).
     public func run() async {
-        service.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
+        await cancelWhenGracefulShutdown { [self] in await sweepUntilCancelled() }
+    }
+
+    private func sweepUntilCancelled() async {
+        context.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
                                                      "after": String(configuration.after)])
         var failedSweeps = 0
         while !Task.isCancelled {
@@ -92,21 +107,21 @@ public final class Reconciler: Sendable {
             let errors = report.errors + report.refundErrors
             if errors > 0 && errors * 2 >= report.checked + report.refundsChecked {
                 failedSweeps = min(failedSweeps + 1, 5)
-                service.logger.warning("reconciler backing off after upstream errors",
+                context.logger.warning("reconciler backing off after upstream errors",
                                        ["errors": String(errors), "periods": String(1 << failedSweeps)])
             } else {
                 failedSweeps = 0
             }
             try? await Task.sleep(for: .seconds(configuration.interval * Double(1 << failedSweeps)))
         }
-        service.logger.notice("reconciler stopped", ["claimant": claimant])
+        context.logger.notice("reconciler stopped", ["claimant": claimant])
     }
 
     /// One sweep: lease the due refunds and orders, check each (bounded in concurrency and rate), report.
     @discardableResult
     public func sweep() async -> SweepReport {
         let started = ContinuousClock.now
-        let now = service.now()
+        let now = context.now()
         let leaseUntil = now.addingTimeInterval(configuration.lease)
         var report = SweepReport()
         // Refunds first, with at most a quarter of the batch: rarer than orders, and never starved
@@ -114,11 +129,11 @@ public final class Reconciler: Sendable {
         let refunds = await claimRefunds(now: now, leaseUntil: leaseUntil, into: &report)
         let claimed: [OrderRecord]
         do {
-            claimed = try await service.store.claimOpenOrders(
+            claimed = try await context.store.claimOpenOrders(
                 noNotifySince: now.addingTimeInterval(-configuration.after), now: now,
                 limit: configuration.batchLimit - refunds.count, claimant: claimant, leaseUntil: leaseUntil)
         } catch {
-            service.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
+            context.logger.error("reconciler could not claim orders", ["error": error.shortDescription])
             instruments.storeErrors.increment()
             report.errors += 1
             claimed = []
@@ -161,10 +176,10 @@ public final class Reconciler: Sendable {
         instruments.ordersSkipped.increment(by: report.skipped)
         instruments.lag.set(report.lagSeconds)
         instruments.lastSweepClaimed.set(Double(report.claimed))
-        instruments.lastSweepTimestamp.set(service.now().timeIntervalSince1970.rounded(.down))
+        instruments.lastSweepTimestamp.set(context.now().timeIntervalSince1970.rounded(.down))
         instruments.sweepDuration.record(ContinuousClock.now - started)
         if report.claimed + report.refundsClaimed > 0 {
-            service.logger.info("reconcile sweep", [
+            context.logger.info("reconcile sweep", [
                 "claimed": String(report.claimed), "checked": String(report.checked), "settled": String(report.settled),
                 "closed": String(report.closed), "errors": String(report.errors), "skipped": String(report.skipped),
                 "refunds_checked": String(report.refundsChecked), "refunds_settled": String(report.refundsSettled),
@@ -194,7 +209,7 @@ public final class Reconciler: Sendable {
                         return (index, await self.skip(item))
                     }
                     await self.limiter.acquire()
-                    guard self.service.now() < leaseUntil, !Task.isCancelled else { return (index, await self.skip(item)) }
+                    guard self.context.now() < leaseUntil, !Task.isCancelled else { return (index, await self.skip(item)) }
                     let outcome = await self.check(item)
                     CrashPoint.hit(CrashPoint.midSweep)
                     if outcome == .failed {
@@ -216,7 +231,7 @@ public final class Reconciler: Sendable {
 
     private func check(_ item: SweepItem) async -> Outcome {
         switch item {
-        case .order(let order): await check(order, now: service.now())
+        case .order(let order): await check(order, now: context.now())
         case .refund(let refund): await check(refund)
         }
     }
@@ -248,7 +263,7 @@ public final class Reconciler: Sendable {
     }
 
     private func skip(_ order: OrderRecord) async -> Outcome {
-        _ = try? await service.store.releaseClaim(order.outTradeNo, claimant: claimant)
+        _ = try? await context.store.releaseClaim(order.outTradeNo, claimant: claimant)
         return .skipped
     }
 
@@ -263,18 +278,18 @@ public final class Reconciler: Sendable {
     private func query(_ order: OrderRecord, reason: String, fresh: Bool = false) async -> Outcome {
         let failure = LockedBox<String?>(nil)
         let outTradeNo = order.outTradeNo
-        let service = self.service
-        if fresh && service.upstream.queries.isRunning(outTradeNo) {
+        let (queries, flights) = (self.queries, context.upstream.queries)
+        if fresh && flights.isRunning(outTradeNo) {
             // A query in flight may have left before closeorder's ORDERPAID: let it finish first,
             // then ask again, so the answer settled is one given after the payment (T7 found this).
-            _ = await service.upstream.queries.run(outTradeNo) {
-                await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
+            _ = await flights.run(outTradeNo) {
+                await queries.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure)
             }
         }
         // A routine check is paced like the waits' polls (an order a wait asked about moments ago
         // is not asked again); the check after ORDERPAID is news and asks.
-        let after = await service.upstream.queries.run(outTradeNo) {
-            await service.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
+        let after = await flights.run(outTradeNo) {
+            await queries.queryAndSettle(outTradeNo, reason: reason, source: "reconcile", failure: failure, paced: !fresh)
         }
         if let error = failure.value {
             instruments.callErrors.labelled("orderquery", error).increment()
@@ -284,30 +299,29 @@ public final class Reconciler: Sendable {
     }
 
     /// closeorder for an order past its expiry: closed → closed locally; ORDERPAID → believed only
-    /// after a verified orderquery (as `OrderService.close` does).
+    /// after a verified orderquery (as `OrderClosing.close` does).
     private func closeExpired(_ order: OrderRecord) async -> Outcome {
-        let store = service.store
+        let store = context.store
         do {
-            let response = try await service.upstream.closeOrder(for: order)
-            switch response.outcome {
-            case .closed, .alreadyClosed:
-                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder (expired)")
+            switch try await context.upstream.closeOrder(order) {
+            case .closed:
+                let after = try? await context.settlement.close(order, detail: "reconcile: closeorder (expired)")
                 return Self.outcome(before: order, after: after)
             case .alreadyPaid:
                 _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile",
                                                  detail: "closeorder answered ORDERPAID; confirming with orderquery",
-                                                 at: service.now())
+                                                 at: context.now())
                 return await query(order, reason: "reconcile after ORDERPAID", fresh: true)
             }
         } catch {
-            if error.errorCode == .orderNotExist {
+            if error.notFound {
                 // WeChat never had the order (unifiedorder never reached it): nothing can pay it.
-                let after = try? await service.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
+                let after = try? await context.settlement.close(order, detail: "reconcile: closeorder ORDERNOTEXIST")
                 return Self.outcome(before: order, after: after)
             }
             instruments.callErrors.labelled("closeorder", error.shortDescription).increment()
             _ = try? await store.appendEvent(order.outTradeNo, kind: "reconcile_failed",
-                                             detail: "closeorder \(error.shortDescription)", at: service.now())
+                                             detail: "closeorder \(error.shortDescription)", at: context.now())
             return .failed
         }
     }

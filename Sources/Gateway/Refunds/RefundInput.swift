@@ -38,7 +38,7 @@ public struct RefundInput: Sendable, Hashable {
         [String(amount), reason].map { "\($0.utf8.count):\($0)" }.joined(separator: "|")
     }
 
-    static func isValidOutRefundNo(_ value: String) -> Bool {
+    public static func isValidOutRefundNo(_ value: String) -> Bool {
         (1...64).contains(value.utf8.count) && value.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || "_-|*@".utf8.contains(byte)

@@ -18,8 +18,8 @@ extension RefundService {
         do {
             let fields = try RefundNotification.decode(body)
             notification = try RefundNotification.decrypt(
-                fields, merchant: MerchantIdentity(appID: service.configuration.appID, mchID: service.configuration.mchID),
-                key: service.configuration.apiKey)
+                fields, merchant: MerchantIdentity(appID: context.configuration.appID, mchID: context.configuration.mchID),
+                key: context.configuration.apiKey)
         } catch {
             return rejected(reason: error.shortDescription)
         }
@@ -71,8 +71,8 @@ extension RefundService {
                               "notify": target.rawValue, "suppressed": String(suppressed)])
             }
             let detail = "\(current.outRefundNo): notify says \(target.rawValue), the refund is \(current.state.rawValue)"
-            if await !service.settlement.hasRecentLine(current.outTradeNo, kind: "refund_notify_conflict", detail: detail) {
-                _ = try? await service.store.appendEvent(current.outTradeNo, kind: "refund_notify_conflict", detail: detail,
+            if await !context.settlement.hasRecentLine(current.outTradeNo, kind: "refund_notify_conflict", detail: detail) {
+                _ = try? await context.store.appendEvent(current.outTradeNo, kind: "refund_notify_conflict", detail: detail,
                                                          at: now())
             }
             return NotifyReply.success.bytes

@@ -21,15 +21,15 @@ extension RefundService {
     func check(_ refund: RefundRecord, source: String = "reconcile") async -> CheckOutcome {
         let number = refund.outRefundNo
         guard let current = try? await store.refund(number), current.state == .processing,
-              let order = try? await service.store.order(current.outTradeNo)
+              let order = try? await context.store.order(current.outTradeNo)
         else { return .open }
         let at = now()
         _ = try? await store.touchRefund(number, queriedAt: at)
         do {
-            let answer = try await service.upstream.refundQuery(number, order: order)
+            let answer = try await context.upstream.queryRefund(number, order: order)
             return await apply(answer, to: current, source: source)
-        } catch where error.errorCode == .refundNotExist {
-            _ = try? await service.store.appendEvent(
+        } catch where error.notFound {
+            _ = try? await context.store.appendEvent(
                 current.outTradeNo, kind: source,
                 detail: "\(number): refundquery REFUNDNOTEXIST; sending it again (same out_refund_no, same parameters)", at: at)
             switch await send(current, source: source) {
@@ -38,7 +38,7 @@ extension RefundService {
             case .pending: return .failed
             }
         } catch {
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 current.outTradeNo, kind: "\(source)_failed", detail: "\(number): refundquery \(error.shortDescription)", at: now())
             instruments.queryErrors.labelled(error.shortDescription).increment()
             return .failed
@@ -46,18 +46,18 @@ extension RefundService {
     }
 
     /// A verified refundquery answer about `refund`, settled through the one door when final.
-    func apply(_ answer: RefundQueryResponse, to refund: RefundRecord, source: String) async -> CheckOutcome {
+    func apply(_ answer: UpstreamRefundReport, to refund: RefundRecord, source: String) async -> CheckOutcome {
         let number = refund.outRefundNo
         guard answer.outTradeNo == refund.outTradeNo, let entry = answer.refunds.first(where: { $0.outRefundNo == number }) else {
             logger.error("refundquery answered about another refund", ["out_refund_no": number])
             return .failed
         }
-        guard entry.refundFee == refund.amount else {
+        guard entry.amount == refund.amount else {
             // A signed answer for another amount: never settled on; a person must look.
             instruments.amountMismatches.increment()
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 refund.outTradeNo, kind: "refund_amount_mismatch",
-                detail: "\(number): refundquery reports \(entry.refundFee) fen, the refund is \(refund.amount) fen", at: now())
+                detail: "\(number): refundquery reports \(entry.amount) fen, the refund is \(refund.amount) fen", at: now())
             return .failed
         }
         let target: RefundState
@@ -73,14 +73,14 @@ extension RefundService {
                     event: NewOrderEvent(kind: "refund_accepted", detail: "\(number): refundquery shows it accepted, refund_id \(entry.refundID)", at: at))
             }
             if refund.lastQueriedAt == nil {
-                _ = try? await service.store.appendEvent(
+                _ = try? await context.store.appendEvent(
                     refund.outTradeNo, kind: source, detail: "\(number): refundquery refund_status=\(entry.status.rawValue)", at: now())
             }
             return .open
         }
         do {
             let result = try await settle(
-                number, to: target, source: "\(source): refundquery", refundID: entry.refundID, succeededAt: entry.successTime,
+                number, to: target, source: "\(source): refundquery", refundID: entry.refundID, succeededAt: entry.succeededAt,
                 expectedOutTradeNo: refund.outTradeNo, expectedAmount: refund.amount)
             return result.didChange ? .settled : .open
         } catch {

@@ -17,7 +17,7 @@ import WeChatPay
 ///   conditional transition plus its `refund.succeeded` / `refund.failed` outbox event.
 ///
 /// ```swift
-/// let refunds = RefundService(orders: service, store: store, mode: configuration.refundMode)
+/// let refunds = GatewayServices(context).refunds
 /// let answer = try await refunds.request(RefundInput(amount: 300, reason: "bought by mistake"), outTradeNo: "T1")
 /// ```
 public final class RefundService: Sendable {
@@ -25,47 +25,35 @@ public final class RefundService: Sendable {
     public let configuration: GatewayConfiguration.Refunds
     /// How refunds reach WeChat (`.off`: they answer 503).
     public let mode: GatewayConfiguration.RefundMode
-    /// The order service owns this one (`OrderService.refunds`); unowned so neither keeps the other.
-    unowned let service: OrderService
-    let store: any RefundStore
+    let context: GatewayContext
+    /// The refunds (the same database as the orders).
+    public var store: any RefundStore { context.store }
     /// One refund call to WeChat per refund at a time: a request's attempts and a sweep's resend
     /// never overlap in this process.
     let sends = SingleFlight<String, SendOutcome>()
-    private let notifyURLOverride = Mutex<String?>(nil)
     /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
     let rejectedNotifyLog = LogThrottle()
     /// Verified refund notifies contradicting a finished refund are logged at most once a second.
     let conflictingNotifyLog = LogThrottle()
     let instruments: RefundInstruments
 
-    /// - Parameters:
-    ///   - orders: the order service whose store, upstream, metrics and clock refunds share; it
-    ///     keeps this refund service as `refunds` from now on.
-    ///   - store: the refunds (the same database as the orders).
-    ///   - mode: how refunds reach WeChat (`GatewayConfiguration.refundMode`).
-    public init(orders: OrderService, store: any RefundStore, mode: GatewayConfiguration.RefundMode) {
-        configuration = orders.configuration.refunds
+    /// Made by `GatewayServices`, the composition root.
+    /// - Parameter mode: how refunds reach WeChat (`GatewayConfiguration.refundMode`).
+    init(context: GatewayContext, mode: GatewayConfiguration.RefundMode) {
+        configuration = context.configuration.refunds
         self.mode = mode
-        service = orders
-        self.store = store
-        instruments = RefundInstruments(orders.metrics)
-        orders.attach(self)
+        self.context = context
+        instruments = RefundInstruments(context.metrics)
     }
 
-    /// The `notify_url` sent with new refunds: the configured one, or the address a server bound to
-    /// port 0 reports once it listens (demo mode and tests). A refund keeps the one it was sent with.
-    var notifyURL: String { notifyURLOverride.withLock { $0 } ?? service.configuration.refundNotifyURL }
-
-    /// Sends `url` as the refund `notify_url` from now on (a configured one should not be overridden).
-    public func useNotifyURL(_ url: String) {
-        notifyURLOverride.withLock { $0 = url }
-    }
+    /// The `notify_url` sent with new refunds (`CallbackURLs`). A refund keeps the one it was sent with.
+    var notifyURL: String { context.callbacks.refund }
 
     /// Whether refunds can be sent at all.
     public var isConfigured: Bool { mode != .off }
 
-    var logger: Logger { service.logger }
-    func now() -> Date { service.now() }
+    var logger: Logger { context.logger }
+    func now() -> Date { context.now() }
 
     // MARK: - Request
 
@@ -89,14 +77,14 @@ public final class RefundService: Sendable {
     public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
         // Apple refunds App Store purchases itself (the customer asks Apple); its notification
         // moves the order to REFUND. True whether or not WeChat refunds are configured.
-        if let order = try? await service.store.order(outTradeNo), order.channel == .apple {
+        if let order = try? await context.store.order(outTradeNo), order.channel == .apple {
             instruments.requestRefused.labelled("not_refundable").increment()
             throw .orderNotRefundableByGateway()
         }
         guard isConfigured else { throw .refundsNotConfigured }
         let at = now()
         let outRefundNo = input.outRefundNo ?? Self.generateOutRefundNo(at: at)
-        let result = try await service.storage { () throws(StorageError) in
+        let result = try await context.storage { () throws(StorageError) in
             try await self.store.createRefund(
                 NewRefund(outRefundNo: outRefundNo, outTradeNo: outTradeNo, amount: input.amount, reason: input.reason,
                           notifyURL: self.notifyURL, parametersDigest: input.parametersDigest, createdAt: at),
@@ -136,7 +124,7 @@ public final class RefundService: Sendable {
         guard RefundInput.isValidOutRefundNo(outRefundNo) else { throw .refundNotFound }
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
-            guard let refund = try await service.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
+            guard let refund = try await context.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
             else { throw .refundNotFound }
             if refund.state != .processing || ContinuousClock.now >= deadline || Task.isCancelled {
                 return RefundView(refund).json
@@ -146,7 +134,7 @@ public final class RefundService: Sendable {
     }
 
     /// A fresh out_refund_no: `R`, the Beijing date and time, and 12 random characters (27 in all).
-    static func generateOutRefundNo(at date: Date) -> String {
+    public static func generateOutRefundNo(at date: Date) -> String {
         "R" + BeijingTime.format(date) + String(RandomNonceSource().nextNonce().prefix(12))
     }
 
@@ -176,17 +164,16 @@ public final class RefundService: Sendable {
 
     private func sendNow(_ refund: RefundRecord, source: String) async -> SendOutcome {
         let number = refund.outRefundNo
-        guard let order = try? await service.store.order(refund.outTradeNo) else { return .pending(refund) }
+        guard let order = try? await context.store.order(refund.outTradeNo) else { return .pending(refund) }
         var reached = false
         do {
-            let response = try await service.upstream.refund(refund, order: order, failed: { error in
+            let response = try await context.upstream.refund(refund, order: order, failed: { error in
                 if error.mayHaveTakenEffect { reached = true }
             })
-            guard response.outRefundNo == number, response.outTradeNo == refund.outTradeNo,
-                  response.refundFee == refund.amount
+            guard response.outRefundNo == number, response.outTradeNo == refund.outTradeNo, response.amount == refund.amount
             else {
                 logger.error("WeChat's refund answer names another refund; left PROCESSING", ["out_refund_no": number])
-                _ = try? await service.store.appendEvent(refund.outTradeNo, kind: "refund_failed",
+                _ = try? await context.store.appendEvent(refund.outTradeNo, kind: "refund_failed",
                                                          detail: "\(number): the answer names another refund or amount", at: now())
                 return .pending(refund)
             }
@@ -204,7 +191,7 @@ public final class RefundService: Sendable {
                                                failureReason: label)
                 return .refused(closed?.refund ?? refund)
             }
-            _ = try? await service.store.appendEvent(
+            _ = try? await context.store.appendEvent(
                 refund.outTradeNo, kind: "refund_failed",
                 detail: "\(number): \(source): refund \(error.shortDescription); PROCESSING, the reconciler will ask", at: now())
             return .pending(refund)
@@ -214,13 +201,13 @@ public final class RefundService: Sendable {
     /// Whether WeChat's answer rejects the request for good: it cannot have refunded anything and
     /// resending it unchanged would fail again (a documented error code, a 4xx such as a refused
     /// client certificate). Unknown codes and "may have taken effect" answers are left to refundquery.
-    static func isRefusal(_ error: WeChatPayError) -> Bool {
+    static func isRefusal(_ error: UpstreamError) -> Bool {
         !error.mayHaveTakenEffect && !error.isRetryable && error.advice != .query
     }
 
     /// `failure_reason`: WeChat's err_code, or the kind of refusal.
-    static func failureLabel(_ error: WeChatPayError) -> String {
-        if let code = error.errorCode { return code.description }
+    static func failureLabel(_ error: UpstreamError) -> String {
+        if let code = error.codeLabel { return code }
         if let status = error.httpStatus { return "HTTP_\(status)" }
         if error.kind == .protocolFailure { return "RETURN_FAIL" }
         return error.shortDescription.uppercased()
@@ -261,7 +248,7 @@ public final class RefundService: Sendable {
 }
 
 extension APIError {
-    static let refundsNotConfigured = APIError(
+    public static let refundsNotConfigured = APIError(
         status: 503, code: "refunds_not_configured",
         message: "refunds need the merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
     static let refundNotFound = APIError(status: 404, code: "refund_not_found", message: "no refund with that out_refund_no")

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import Observability
+
+/// The composition root: every flow of the gateway, made here and only here, from one shared
+/// `GatewayContext`. A flow that needs another is given it now, as a value; none keeps a pointer
+/// back to what made it, so the graph has no cycle and nothing is filled in after construction.
+///
+/// ```
+/// context ─┬─ queries (what WeChat holds of an order, settled; held waits; an app user's orders)
+///          ├─ creation ── queries        (create: prepay, app parameters)
+///          ├─ closing ── queries         (close)
+///          ├─ notifies                   (WeChat's payment notifies)
+///          ├─ refunds                    (request, notify, recovery)
+///          ├─ iap                        (iOS purchases: reports, notifications, recovery) — when on
+///          ├─ support ── queries, iap    (look-ups, attention list, recheck, redrive)
+///          └─ audit                      (the one writer of the audit log)
+/// ```
+///
+/// What runs on top — the HTTP surface (`GatewayAPI`), the console, the reconciler, the bill job —
+/// takes the whole `GatewayServices`.
+///
+/// ```swift
+/// let context = GatewayContext(configuration: configuration, store: store, transport: transport)
+/// let services = GatewayServices(context)
+/// GatewayAPI(services: services).register(in: &router)
+/// let created = try await services.creation.create(input)
+/// ```
+public struct GatewayServices: Sendable {
+    public let context: GatewayContext
+    public let queries: OrderQueries
+    public let creation: OrderCreation
+    public let closing: OrderClosing
+    public let notifies: PaymentNotifies
+    public let support: SupportDesk
+    /// Always made: with refunds off (`mode` `.off`) its routes answer 503.
+    public let refunds: RefundService
+    /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
+    public let iap: IAPService?
+    public let audit: AuditLog
+
+    /// - Parameters:
+    ///   - refundMode: how refunds reach WeChat; default the configuration's (`refundMode`).
+    ///   - appStore: the App Store's clients, when App Store purchases are on.
+    ///   - recovery: the notification history's and consumption requests' settings; default the
+    ///     configuration's.
+    public init(_ context: GatewayContext, refundMode: GatewayConfiguration.RefundMode? = nil,
+                appStore: AppStoreClients? = nil, recovery: AppStoreRecoveryPolicy? = nil) {
+        self.context = context
+        refunds = RefundService(context: context, mode: refundMode ?? context.configuration.refundMode)
+        iap = appStore.map { clients in
+            IAPService(context: context, clients: clients,
+                       recovery: recovery ?? AppStoreRecoveryPolicy(context.configuration.appStore))
+        }
+        queries = OrderQueries(context: context)
+        creation = OrderCreation(context: context, queries: queries)
+        closing = OrderClosing(context: context, queries: queries)
+        notifies = PaymentNotifies(context: context)
+        support = SupportDesk(context: context, queries: queries, iap: iap)
+        audit = AuditLog(context: context)
+    }
+
+    public var configuration: GatewayConfiguration { context.configuration }
+    public var metrics: MetricsRegistry { context.metrics }
+}

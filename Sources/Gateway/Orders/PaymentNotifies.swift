@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Observability
+import StorageCore
+import WeChatPay
+
+/// The notify flow (`POST /wechat/notify`, API v2's signed XML): verified by the protocol core
+/// before anything is read or written beyond the order, settled through the one door, answered
+/// SUCCESS only once the change is durable.
+public final class PaymentNotifies: OrderFlow {
+    let context: GatewayContext
+    /// Refused notifies are logged at most once a second per reason.
+    let rejectedNotifyLog = LogThrottle()
+
+    /// Made by `GatewayServices`, the composition root.
+    init(context: GatewayContext) {
+        self.context = context
+    }
+
+    /// Handles a payment notify: strict XML, the order's own signature algorithm, appid and mch_id,
+    /// result_code, and total_fee equal to the order's amount; then the one door. Answers SUCCESS
+    /// only once the change is durable (or was already made), FAIL otherwise — and then nothing
+    /// has changed, so WeChat's retry (or the reconciler) gets another chance.
+    ///
+    /// Nothing is written for a notify until `PaymentNotification.verify` has accepted it (our
+    /// key's signature, our appid and mch_id): a malformed, unsigned, badly signed or foreign
+    /// notify, or one naming an order we do not have, is only counted and logged (the log line
+    /// throttled), so no outsider can make the database grow. Only verified notifies reach the
+    /// order's timeline.
+    public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
+        let fields: Fields
+        do {
+            fields = try PaymentNotification.decode(body)
+        } catch {
+            return rejected(reason: error.shortDescription)
+        }
+        guard let outTradeNo = PaymentNotification.claimedOutTradeNo(in: fields) else {
+            return rejected(reason: "no_out_trade_no")
+        }
+        let order: OrderRecord
+        do {
+            guard let found = try await store.order(outTradeNo) else { return rejected(reason: "unknown_order") }
+            // An iOS order is paid by the App Store only, whatever a notify says.
+            guard found.channel == .wechat else { return rejected(reason: "not_a_wechat_order") }
+            order = found
+        } catch {
+            return rejected(reason: "storage_error")
+        }
+        let outcome: PaymentNotifyOutcome
+        do {
+            outcome = try PaymentNotification.verify(
+                fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+                signer: context.signer,
+                expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
+        } catch {
+            return rejected(reason: error.shortDescription)
+        }
+        switch outcome {
+        case .failed(let failure):
+            // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
+            let detail = "result_code=FAIL \(failure.errCode ?? "")"
+            if await !settlement.hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
+                _ = try? await store.appendEvent(outTradeNo, kind: "notify_received", detail: detail, at: now())
+            }
+            instruments.notifyPaymentFailed.increment()
+            return NotifyReply.success.bytes
+        case .paid(let payment):
+            guard payment.matches(amount: order.amount) else {
+                // Our key's signature on another amount means a leaked key or a bug: never settle
+                // it. It is authenticated, so it goes on the order's timeline for a person.
+                let detail = Settlement.amountMismatchDetail(order, reported: payment.totalFee, source: "notify")
+                let recorded = await settlement.hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
+                try? await settlement.recordAmountMismatch(order, reported: payment.totalFee, source: "notify",
+                                                           onTimeline: !recorded)
+                return rejected(reason: "amount_mismatch")
+            }
+            if order.state == .success || order.state == .refund, let recorded = order.transactionID,
+               recorded != payment.transactionID
+            {
+                // Paid already, under another transaction id: nothing to settle, a person to tell.
+                do {
+                    _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID,
+                                                                    source: "notify")
+                } catch {
+                    instruments.notifyStorageError.increment()
+                    return NotifyReply.fail("try again").bytes
+                }
+                instruments.notifyOtherTransaction.increment()
+                return NotifyReply.success.bytes
+            }
+            if Self.isRecentCopy(payment, of: order, now: now()) {
+                instruments.notifyDuplicate.increment()
+                return NotifyReply.success.bytes
+            }
+            do {
+                // One durable write: the transition, last_notify_at and the notify_received event
+                // commit together, so group commit batches one operation per notify.
+                let result = try await settlement.settlePaid(
+                    order, transactionID: payment.transactionID, paidAt: payment.timeEndDate,
+                    amount: payment.totalFee, source: "notify",
+                    receipt: TransitionReceipt(kind: "notify_received", changedDetail: "settled",
+                                               unchangedDetail: "duplicate", touching: .lastNotify))
+                if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
+                if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
+                    // Not settled and not already paid: let WeChat retry rather than lose it.
+                    instruments.notifyNotSettled.increment()
+                    return NotifyReply.fail("order not settled").bytes
+                }
+                (result.didChange ? instruments.notifySettled : instruments.notifyDuplicate).increment()
+                return NotifyReply.success.bytes
+            } catch {
+                logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
+                instruments.notifyStorageError.increment()
+                return NotifyReply.fail("try again").bytes
+            }
+        }
+    }
+
+    /// How long after a payment notify was recorded a copy of it is acknowledged without a write,
+    /// and how long the timeline line of a verified message that changes nothing (a FAIL or
+    /// wrong-amount notify, a refund notify contradicting its refund) stays written only once.
+    static let copyQuietPeriod: TimeInterval = 60
+
+    /// Whether `payment` repeats a notify already settled on `order` (as just read) and recorded
+    /// less than `copyQuietPeriod` ago. WeChat's own repeats come further apart than that; a genuine
+    /// notify captured and replayed comes as often as its sender likes. Such a copy is answered
+    /// SUCCESS and writes nothing (it would only add a `duplicate` line and move `last_notify_at`),
+    /// so no number of copies grows an order's timeline by more than a line a minute. A copy with
+    /// another transaction id is no copy: it goes through the door like any notify.
+    static func isRecentCopy(_ payment: PaymentNotification, of order: OrderRecord, now: Date) -> Bool {
+        guard order.state == .success || order.state == .refund, order.transactionID == payment.transactionID,
+              let recorded = order.lastNotifyAt
+        else { return false }
+        return now.timeIntervalSince(recorded) < copyQuietPeriod
+    }
+
+    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
+    /// second per reason with the number of refusals not logged since (`LogThrottle`).
+    private func rejected(reason: String) -> [UInt8] {
+        instruments.notifyRejected.labelled(reason).increment()
+        if let suppressed = rejectedNotifyLog.admit(reason) {
+            logger.warning("payment notify rejected", ["reason": reason, "suppressed": String(suppressed)])
+        }
+        return NotifyReply.fail("rejected").bytes
+    }
+}

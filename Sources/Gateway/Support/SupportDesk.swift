@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import JSON
+import Observability
+import StorageCore
+import WeChatPay
+
+/// The support flow behind `/v1/support/*` and the console: look-ups by any identifier (Apple's
+/// too), the attention list, rechecks (WeChat's orderquery, or the App Store for an iOS order) and
+/// redrives of the outbox (SupportDesk+Outbox.swift).
+public final class SupportDesk: OrderFlow {
+    let context: GatewayContext
+    /// A recheck asks WeChat through the query flow.
+    let queries: OrderQueries
+    /// iOS purchases, when on: look-ups by Apple's ids and rechecks of iOS orders go there.
+    let iap: IAPService?
+
+    /// Made by `GatewayServices`, the composition root.
+    init(context: GatewayContext, queries: OrderQueries, iap: IAPService?) {
+        self.context = context
+        self.queries = queries
+        self.iap = iap
+    }
+
+    /// Orders found by exactly one identifier, each with its event timeline. A `user_id` lookup
+    /// answers one page (`page`, default the 100 newest) and `next_cursor` when there are more.
+    public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?,
+                              appleTransactionID: String? = nil, originalTransactionID: String? = nil,
+                              appleOrderID: String? = nil) async throws(APIError) -> [UInt8]
+    {
+        try await supportLookup(outTradeNo: outTradeNo, transactionID: transactionID, userID: userID,
+                                appleTransactionID: appleTransactionID, originalTransactionID: originalTransactionID,
+                                appleOrderID: appleOrderID,
+                                page: OrderPageRequest(limit: nil, cursor: nil, defaultLimit: 100, maximum: 100))
+    }
+
+    /// With `apple_transaction_id` or `original_transaction_id` (App Store ids), the answer also
+    /// lists `apple_transactions`: the ledger's rows for them, credited or not yet (an unmatched
+    /// purchase has no order to show). With `apple_order_id` (the order id of the customer's Apple
+    /// receipt e-mail) the App Store is asked (Look Up Order ID), and `apple_order` says whether it
+    /// knew the id.
+    func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, appleTransactionID: String? = nil,
+                       originalTransactionID: String? = nil, appleOrderID: String? = nil,
+                       page: OrderPageRequest) async throws(APIError) -> [UInt8]
+    {
+        let given = [outTradeNo, transactionID, userID, appleTransactionID, originalTransactionID, appleOrderID].compactMap { $0 }
+        guard given.count == 1 else {
+            throw .invalid(nil, "give exactly one of out_trade_no, transaction_id, user_id, apple_transaction_id, "
+                           + "original_transaction_id or apple_order_id")
+        }
+        var orders: [OrderRecord] = []
+        var next: OrderPageKey?
+        var ledger: [[UInt8]]?
+        var appleOrder: [UInt8]?
+        if appleTransactionID != nil || originalTransactionID != nil || appleOrderID != nil {
+            guard let iap else { throw .invalid(nil, "App Store purchases are off (APPSTORE_BUNDLE_ID is unset)") }
+            if let appleOrderID {
+                let found = try await iap.lookup(appleOrderID: appleOrderID)
+                (orders, ledger) = found ?? ([], [])
+                var writer = JSONObjectWriter(capacity: 64)
+                writer.string("order_id", appleOrderID)
+                writer.string("status", found == nil ? "invalid" : "valid")
+                appleOrder = writer.finish()
+            } else {
+                (orders, ledger) = try await iap.lookup(appleTransactionID: appleTransactionID,
+                                                        originalTransactionID: originalTransactionID)
+            }
+        } else if let outTradeNo {
+            orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
+        } else if let transactionID {
+            orders = try await storage { () throws(StorageError) in try await self.store.orders(transactionID: transactionID) }
+        } else if let userID {
+            let found = try await storage { () throws(StorageError) in
+                try await self.store.orders(userID: userID, limit: page.limit, after: page.after)
+            }
+            orders = found.orders
+            next = found.next
+        }
+        var views: [[UInt8]] = []
+        for order in orders { views.append(try await supportView(order, timeline: true)) }
+        var lookup = JSONObjectWriter(capacity: 1024)
+        if let appleOrder { lookup.raw("apple_order", appleOrder) }
+        if let ledger { lookup.array("apple_transactions", ledger) }
+        lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
+        lookup.array("orders", views)
+        return lookup.finish()
+    }
+
+    /// The attention list (`GET /v1/support/attention`): the orders whose flags need a person
+    /// (`OrderFlag.needingAttention`, or only `flag`), newest first, a page at a time; without
+    /// `flag`, also the App Store purchases waiting unclaimed (`unclaimed_transactions`).
+    func attentionList(flag: String?, page: OrderPageRequest) async throws(APIError) -> [UInt8] {
+        var flags = OrderFlag.needingAttention
+        if let flag {
+            guard let parsed = OrderFlag(rawValue: flag), flags.contains(parsed) else {
+                throw .invalid("flag", "flag must be one of " + flags.map(\.rawValue).sorted().joined(separator: ", "))
+            }
+            flags = [parsed]
+        }
+        let found = try await storage { () throws(StorageError) in
+            try await self.store.orders(flagged: flags, limit: page.limit, after: page.after)
+        }
+        var views: [[UInt8]] = []
+        for order in found.orders { views.append(try await supportView(order, timeline: false)) }
+        var list = JSONObjectWriter(capacity: 1024)
+        list.string("next_cursor", found.next.map(OrderPageRequest.cursor))
+        list.array("orders", views)
+        if flag == nil, iap != nil {
+            list.array("unclaimed_transactions", try await unclaimedTransactions().map(IAPService.json))
+        }
+        return list.finish()
+    }
+
+    /// The App Store purchases no order holds yet (a notification's without a token, a weak report's
+    /// nothing ties to its reporter), least recently tried first: what the attention list shows
+    /// beside its orders, since only a signed report, the reconciler or a person can place them.
+    public func unclaimedTransactions(limit: Int = 50) async throws(APIError) -> [AppleTransactionRecord] {
+        guard let iap else { return [] }
+        let before = now().addingTimeInterval(1)
+        return try await storage { () throws(StorageError) in try await iap.store.unmatchedAppleTransactions(before: before, limit: limit) }
+    }
+
+    /// An order as support sees it: its view with the user, prepay_id and flags, and — with
+    /// `timeline` — its events and webhook deliveries.
+    private func supportView(_ order: OrderRecord, timeline: Bool) async throws(APIError) -> [UInt8] {
+        var view = try await storage { () throws(StorageError) in try await self.view(order) }
+        view.userID = order.userID
+        view.prepayID = order.prepayID
+        view.flags = order.flags.map(\.rawValue).sorted()
+        if timeline {
+            view.events = try await storage { () throws(StorageError) in try await self.store.events(order.outTradeNo) }
+                .map(EventView.init)
+            // Whether the business backend heard of the payment: delivered, pending or dead.
+            view.outbox = try await storage { () throws(StorageError) in try await self.store.outboxEvents(order.outTradeNo) }
+                .map(OutboxEventView.init)
+        }
+        return view.json
+    }
+
+    /// Asks WeChat about the order now, final or not, and settles the answer: a CLOSED order
+    /// WeChat holds paid (the payment that raced the close) is exactly what support rechecks.
+    public func recheck(_ outTradeNo: String) async throws(APIError) -> [UInt8] {
+        try await viewJSON(try await recheckOrder(outTradeNo).order)
+    }
+
+    /// `recheck`'s work: the order afterwards and the timeline's `recheck` event, after which the
+    /// answer WeChat (or the App Store) gave is the next `orderquery` (or `orderquery_failed`)
+    /// entry. `requestedBy` names who asked, in that event (`support`, or a console user).
+    public func recheckOrder(_ outTradeNo: String, requestedBy: String = "support") async throws(APIError)
+        -> (order: OrderRecord, request: OrderEvent?)
+    {
+        guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
+            throw .orderNotFound
+        }
+        let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
+        if found.channel == .apple {
+            // The App Store is asked instead of WeChat (IAP/IAPService+Support.swift).
+            guard let iap else { return (found, request ?? nil) }
+            return (await iap.recheck(found), request ?? nil)
+        }
+        let order = await queries.refresh(outTradeNo, reason: "support recheck", fresh: true, includingFinal: true)
+        guard let order else { throw .orderNotFound }
+        return (order, request ?? nil)
+    }
+}

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: it is the console's whole vocabulary, every word in both languages
+// side by side, one line each; a translator or a reviewer reads it top to bottom, and a word is
+// never looked for in more than one place. It holds no logic beyond choosing the language.
+import Foundation
+import Gateway
+import StorageCore
+
+/// The console's two languages: Chinese (zh-CN) by default, English when the browser prefers it
+/// (`Accept-Language`) or the person chose it with the switch on every page (a cookie).
+enum ConsoleLanguage: String, Sendable, Hashable, CaseIterable {
+    case chinese = "zh-CN"
+    case english = "en"
+
+    /// The cookie's choice, else the first of Accept-Language's languages (by q) that is Chinese
+    /// or English, else Chinese.
+    static func choose(cookie: String?, acceptLanguage: String?) -> ConsoleLanguage {
+        if let cookie, let chosen = ConsoleLanguage(rawValue: cookie) { return chosen }
+        guard let acceptLanguage else { return .chinese }
+        var ranges: [(tag: String, q: Double, position: Int)] = []
+        for (position, item) in acceptLanguage.split(separator: ",").prefix(32).enumerated() {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let tag = parts.first?.lowercased(), !tag.isEmpty else { continue }
+            var q = 1.0
+            for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+                q = Double(parameter.dropFirst(2)) ?? 0
+            }
+            if q > 0 { ranges.append((tag, q, position)) }
+        }
+        for range in ranges.sorted(by: { ($0.q, -$0.position) > ($1.q, -$1.position) }) {
+            if range.tag == "zh" || range.tag.hasPrefix("zh-") { return .chinese }
+            if range.tag == "en" || range.tag.hasPrefix("en-") { return .english }
+        }
+        return .chinese
+    }
+
+    var other: ConsoleLanguage { self == .chinese ? .english : .chinese }
+    var text: ConsoleText { ConsoleText(language: self) }
+}
+
+/// Every word the console shows, in both languages side by side (`t(chinese, english)`), so
+/// neither can be forgotten.
+struct ConsoleText: Sendable {
+    let language: ConsoleLanguage
+
+    private func t(_ chinese: String, _ english: String) -> String { language == .chinese ? chinese : english }
+
+    // MARK: Chrome
+    var brand: String { t("wxpay-gateway 客服控制台", "wxpay-gateway support console") }
+    var switchLanguage: String { t("English", "中文") }
+    var navSearch: String { t("查找订单", "Find orders") }
+    var navAudit: String { t("审计日志", "Audit log") }
+    var navAttention: String { t("需要处理", "Needs attention") }
+    var logout: String { t("退出登录", "Sign out") }
+    func signedIn(as name: String, _ role: ConsoleRole) -> String { t("已登录：\(name)（\(roleName(role))）", "Signed in: \(name) (\(roleName(role)))") }
+    func roleName(_ role: ConsoleRole) -> String {
+        switch role {
+        case .viewer: t("查看员 viewer", "viewer")
+        case .refunder: t("退款员 refunder", "refunder")
+        case .admin: t("管理员 admin", "admin")
+        }
+    }
+    var footer: String { t("所有时间均为北京时间（UTC+8），金额单位为元（App Store 以其他货币收款的订单注明币种）。每一次查找、查看和操作都记入审计日志。",
+                           "All times are Beijing time (UTC+8); amounts are in yuan (an App Store order charged in another currency says which). Every search, view and action is recorded in the audit log.") }
+
+    // MARK: Login
+    var loginTitle: String { t("登录", "Sign in") }
+    var username: String { t("用户名", "User name") }
+    var password: String { t("密码", "Password") }
+    var loginButton: String { t("登录", "Sign in") }
+    var loginRefused: String { t("用户名或密码不正确。", "Wrong user name or password.") }
+    func loginLocked(until: Date) -> String {
+        t("这个用户名从你的地址 15 分钟内登录失败 5 次，已锁定到 \(ConsoleFormat.time(until))（北京时间）；其他地址不受影响。",
+          "Five failed sign-ins for this name from your address within 15 minutes: it is locked from here until "
+              + "\(ConsoleFormat.time(until)) (Beijing time). Other addresses are not affected.")
+    }
+    func loginPaced(retryAfter: Int) -> String {
+        t("这个用户名最近从多个地址登录失败过多，登录需要排队；请 \(retryAfter) 秒后再试。",
+          "This name has failed too often lately from many addresses, so its sign-ins take turns: try again in \(retryAfter) s.")
+    }
+    var loginBusy: String { t("同时登录的人太多，请稍后再试。", "Too many sign-ins at once; try again in a moment.") }
+    var loggedOut: String { t("你已退出登录。", "You are signed out.") }
+    var signInAgain: String { t("请登录（会话不存在或已过期）。", "Please sign in (no session, or it ended).") }
+
+    // MARK: Search
+    var searchTitle: String { t("查找订单", "Find orders") }
+    var searchLabel: String {
+        t("商户订单号、微信支付单号、用户 ID、退款单号，或 Apple 的交易 ID、原始交易 ID、appAccountToken、订单号（Order ID，MV 开头）",
+          "out_trade_no, WeChat transaction_id, user id, out_refund_no, or Apple's transaction id, original transaction id, appAccountToken or Order ID (MV…)")
+    }
+    var stateLabel: String { t("状态", "State") }
+    var anyState: String { t("全部", "Any") }
+    var fromLabel: String { t("创建日期从", "Created from") }
+    var toLabel: String { t("至", "to") }
+    var beijingDateHint: String { t("北京时间日期，含首尾两天", "Beijing dates, both days included") }
+    var searchButton: String { t("查找", "Search") }
+    var outTradeNo: String { t("商户订单号", "out_trade_no") }
+    var state: String { t("状态", "State") }
+    var amount: String { t("金额", "Amount") }
+    var userID: String { t("用户 ID", "User id") }
+    var transactionID: String { t("微信支付单号", "transaction_id") }
+    var created: String { t("创建时间", "Created") }
+    var paid: String { t("支付时间", "Paid") }
+    var noResults: String { t("没有符合条件的订单。", "No order matches.") }
+    var paymentID: String { t("支付单号（微信或 Apple）", "Payment id (WeChat or Apple)") }
+    func channelName(_ channel: OrderChannel) -> String {
+        switch channel {
+        case .wechat: t("微信支付", "WeChat Pay")
+        case .apple: t("App Store（iOS）", "App Store (iOS)")
+        }
+    }
+    func appleOrderLookup(_ appleOrderID: String, found: Int) -> String {
+        found == 0
+            ? t("本地没有找到；已用 Apple 的 Look Up Order ID 查询 \(appleOrderID)：没有属于本应用的交易。",
+                "Nothing here; asked Apple's Look Up Order ID about \(appleOrderID): no transaction of this app.")
+            : t("本地没有找到；已用 Apple 的 Look Up Order ID 查询 \(appleOrderID)，下面是其交易对应的订单。",
+                "Nothing here; asked Apple's Look Up Order ID about \(appleOrderID): these are the orders of its transactions.")
+    }
+    var appleOrderLookupFailed: String {
+        t("本地没有找到；向 Apple 查询这个订单号（Look Up Order ID）失败，请稍后再试。",
+          "Nothing here, and asking Apple's Look Up Order ID failed; try again in a moment.")
+    }
+
+    // MARK: Needs attention
+    var attentionTitle: String { t("需要处理的订单", "Orders that need attention") }
+    var attentionHelp: String {
+        t("这些订单带有需要人工处理的标记（最新的在前）。钱已经收到：请核对后为用户开通或退款。",
+          "These orders carry a flag that needs a person (newest first). The money arrived: check each, then deliver or refund.")
+    }
+    var anyFlag: String { t("全部标记", "Any flag") }
+    var flags: String { t("标记", "Flags") }
+    var flagsTitle: String { t("标记的含义", "What the flags mean") }
+    var nothingNeedsAttention: String { t("没有需要处理的订单。", "No order needs attention.") }
+    func flagExplanation(_ flag: OrderFlag) -> String {
+        switch flag {
+        case .unknownProduct:
+            t("Apple 收了款，但产品不在商品目录中（目录漏了或 App Store Connect 先加了产品）：订单按 Apple 的实收金额记录。",
+              "Apple took the money for a product missing from the catalog (a catalog mistake, or a product added in App Store Connect first): the order is recorded at what Apple charged.")
+        case .matchedWithoutOrder:
+            t("Apple 收了款，但用户没有对应的未支付订单：网关为这笔购买新建了订单。",
+              "Apple took the money but the user had no open order for it: the gateway made an order for the purchase.")
+        case .refundNeedsAttention:
+            t("一笔微信退款为 CHANGE（退款异常），需在商户平台人工处理。",
+              "A WeChat refund ended CHANGE and must be handled by hand in the merchant platform.")
+        case .paidAfterClose:
+            t("订单关闭（或过期）之后才收到付款：钱已到账，请开通或退款。",
+              "The payment came after the order was closed (or expired): the money arrived, so deliver or refund.")
+        case .refundOutsideGateway:
+            t("微信查询显示订单已退款，但网关从未发起过它的退款（在商户平台退的）：订单仍为已支付，请通知业务方。",
+              "WeChat reports the order refunded, but the gateway never made a refund of it (refunded in the merchant platform): the order stays paid; tell the business.")
+        case .otherTransactionID:
+            t("已支付的订单又以另一个微信交易号报告为已支付（绕过网关的第二次付款，或密钥泄露）：时间线上有另一个交易号，请人工核查。",
+              "WeChat reported the paid order paid again under another transaction id (a second payment made around the gateway, or a leaked key): the timeline holds the other id; a person must look.")
+        default: flag.rawValue
+        }
+    }
+    var unclaimedTitle: String { t("尚未认领的 App Store 购买", "App Store purchases nobody has claimed") }
+    var unclaimedHelp: String {
+        t("Apple 已收款、但还没有任何订单的购买：通知里没有令牌，或只凭交易号报告、无法确认属于报告者。用户的 App 报告签名交易后会自动入账；对账也会重试。",
+          "Purchases Apple took money for that no order holds yet: the notification carried no token, or a report gave only a transaction id the gateway could not tie to its reporter. The app's signed report credits them; the reconciler tries again too.")
+    }
+    var purchasedAt: String { t("购买时间", "Purchased") }
+    var firstSeenVia: String { t("首次来源", "First seen via") }
+    func showing(_ first: Int, _ last: Int, more: Bool) -> String {
+        more ? t("第 \(first)–\(last) 条，还有更多。", "Orders \(first)–\(last); there are more.")
+            : t("第 \(first)–\(last) 条，已全部列出。", "Orders \(first)–\(last); that is all.")
+    }
+    var nextPage: String { t("下一页", "Next page") }
+    var firstPage: String { t("回到第一页", "First page") }
+    var invalidDate: String { t("日期应写作 YYYY-MM-DD。", "Dates are written YYYY-MM-DD.") }
+    var invalidState: String { t("没有这个状态。", "There is no such state.") }
+    var invalidCursor: String { t("翻页参数无效，已回到第一页。", "The page link is not valid; showing the first page.") }
+
+    // MARK: Order
+    func orderTitle(_ outTradeNo: String) -> String { t("订单 \(outTradeNo)", "Order \(outTradeNo)") }
+    var factsTitle: String { t("订单信息", "Facts") }
+    var description: String { t("商品描述", "Description") }
+    var product: String { t("产品", "Product") }
+    var prepayID: String { t("预支付 ID", "prepay_id") }
+    var expires: String { t("过期时间", "Expires") }
+    var refunded: String { t("已退款", "Refunded") }
+    var refundable: String { t("可退金额", "Left to refund") }
+    var signType: String { t("签名方式", "Sign type") }
+    var attach: String { t("附加数据", "attach") }
+    var none: String { t("无", "none") }
+    var warningsTitle: String { t("需要注意", "Needs attention") }
+    var paidAfterClose: String {
+        t("订单关闭后，微信仍收到了这笔付款：钱已到账，请为用户开通课程，或为其退款。",
+          "WeChat took this payment after the order was closed: the money arrived, so deliver the course or refund it.")
+    }
+    var amountMismatch: String {
+        t("微信报告的金额与订单金额不一致，订单没有按已支付处理：请在微信支付商户平台核对这笔交易。",
+          "WeChat reported a different amount than the order's, so the order was not settled as paid: check this transaction in the WeChat Pay merchant platform.")
+    }
+    var refundNeedsAttention: String {
+        t("有一笔退款为 CHANGE（退款异常）：微信无法原路退回（例如银行卡已冻结或注销），请在商户平台人工处理。",
+          "A refund ended CHANGE: WeChat could not pay it back (a frozen or closed card, say). A person must handle it in the merchant platform.")
+    }
+    var refundOutsideGateway: String {
+        t("微信查询显示此订单已转入退款，但网关从未对它发起退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
+          "WeChat's orderquery says this order is refunded, but the gateway made no refund of it (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
+    }
+    var otherTransactionID: String {
+        t("微信对这笔已支付订单又报告了另一个交易号（见时间线）：可能是绕过网关的第二笔支付，或商户密钥泄露。请人工核实。",
+          "WeChat reported this paid order paid again under another transaction id (see the timeline): a second payment made around the gateway, or a leaked key. A person must check.")
+    }
+    var refundDisagreement: String {
+        t("微信关于一笔退款的回答与我们的记录不一致，没有采用：请人工核对。",
+          "WeChat's answer about a refund disagreed with our record and was not applied: check it by hand.")
+    }
+    func otherFlag(_ flag: String) -> String { t("标记：\(flag)", "Flag: \(flag)") }
+    var applePaidAfterClose: String {
+        t("订单在本地关闭（到期未支付）之后，Apple 的交易才到达：钱已到账，请为用户开通课程。",
+          "Apple's transaction arrived after the order was closed locally (unpaid at its expiry): the money arrived, so deliver the course.")
+    }
+    var unknownProduct: String {
+        t("这笔 App Store 购买的产品不在商品目录中：订单按 Apple 的实收金额和币种记录（unknown_product）。请核对商品目录，并为用户开通对应课程。",
+          "This App Store purchase's product is not in the catalog: the order is recorded at what Apple charged, in its currency (unknown_product). Check the catalog and deliver what the user bought.")
+    }
+    var matchedWithoutOrder: String {
+        t("Apple 收了款，但用户没有对应的未支付订单，网关为这笔购买新建了本订单（matched_without_order）：请确认用户已获得购买的内容。",
+          "Apple took the money but the user had no open order for it, so the gateway made this order for the purchase (matched_without_order): make sure the user got what they bought.")
+    }
+    func partlyRefunded(_ refunded: String, of amount: String) -> String {
+        t("REFUND 部分退款（已退 \(refunded)，共 \(amount)）", "REFUND partly refunded (\(refunded) of \(amount))")
+    }
+    var recheckTitle: String { t("向微信重新查询", "Recheck with WeChat") }
+    var recheckHelp: String { t("立即调用 orderquery，并按微信的回答更新订单（已关闭但其实已支付的订单会变为支付成功）。",
+                                "Calls orderquery now and settles what WeChat says (a closed order WeChat holds paid becomes paid).") }
+    var recheckButton: String { t("重新查询", "Recheck") }
+    var recheckAppleTitle: String { t("向 App Store 重新查询", "Recheck with the App Store") }
+    var recheckAppleHelp: String {
+        t("立即调用 Apple 的 Get Transaction Info（有交易时）或 Get Transaction History（用户的账户），并按 Apple 的回答入账或记录退款。",
+          "Asks Apple now — Get Transaction Info for the order's transaction, or Get Transaction History of the user's account — and settles what Apple says (a purchase is credited, a refund recorded).")
+    }
+    var appleSaid: String { t("App Store 的回答：", "The App Store said:") }
+    var appleSaidNothing: String { t("这次查询没有得到 App Store 的回答。", "This recheck got no answer from the App Store.") }
+    var wechatSaid: String { t("微信的回答：", "WeChat said:") }
+    var wechatSaidNothing: String { t("这次查询没有得到微信的回答。", "This recheck got no answer from WeChat.") }
+    var timelineTitle: String { t("时间线", "Timeline") }
+    var deliveriesTitle: String { t("业务通知投递（发货与退款 webhook）", "Webhook deliveries (fulfilment and refunds)") }
+    var eventID: String { t("事件 ID", "Event id") }
+    var type: String { t("类型", "Type") }
+    var status: String { t("状态", "Status") }
+    var attempts: String { t("尝试次数", "Attempts") }
+    var nextAttempt: String { t("下次尝试", "Next attempt") }
+    var delivered: String { t("送达时间", "Delivered") }
+    var dead: String { t("放弃时间", "Gave up") }
+    var lastError: String { t("最近错误", "Last error") }
+    func deliveryStatus(_ status: String) -> String {
+        switch status {
+        case "delivered": t("已送达 delivered", "delivered")
+        case "dead": t("已放弃 dead", "dead (given up)")
+        default: t("待投递 pending", "pending")
+        }
+    }
+    var redeliverButton: String { t("重新投递", "Redeliver") }
+    func redelivered(_ id: String) -> String { t("事件 \(id) 已重新排队，马上投递。", "Event \(id) is queued again and will be delivered now.") }
+    var noDeliveries: String { t("没有业务通知（订单未支付，或事件尚未产生）。", "No webhook events (the order is not paid, or none was written yet).") }
+    var refundsTitle: String { t("退款", "Refunds") }
+    var outRefundNo: String { t("退款单号", "out_refund_no") }
+    var reason: String { t("原因", "Reason") }
+    var refundID: String { t("微信退款单号", "refund_id") }
+    var succeeded: String { t("退款成功时间", "Succeeded") }
+    var failure: String { t("失败原因", "Failure") }
+    var noRefunds: String { t("没有退款。", "No refunds.") }
+    var refundFormTitle: String { t("发起退款", "Refund") }
+    var amountYuan: String { t("金额（元）", "Amount (yuan)") }
+    var reasonVisible: String { t("原因（用户可见，必填）", "Reason (the payer sees it; required)") }
+    var refundButton: String { t("退款", "Refund") }
+    var refundsOff: String { t("退款未配置（没有商户 API 证书），这里不能退款。", "Refunds are not configured (no merchant API certificate), so none can be made here.") }
+    var notRefundable: String { t("只有已支付的订单可以退款。", "Only a paid order can be refunded.") }
+    func refundRecorded(_ number: String, _ state: String) -> String {
+        t("退款 \(number) 已提交，当前状态：\(state)。", "Refund \(number) was made; it is now \(state).")
+    }
+    var amountInvalid: String { t("金额应以元为单位，最多两位小数，例如 3.50。", "Give the amount in yuan with at most two decimals, e.g. 3.50.") }
+    var reasonInvalid: String { t("请填写原因（1 到 80 字节，不含控制字符）。", "Give a reason (1 to 80 bytes, no control characters).") }
+    var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }
+
+    // MARK: App Store orders
+    var appleProductID: String { t("Apple 产品 ID", "Apple product id") }
+    var appleTransactionID: String { t("Apple 交易 ID", "Apple transaction id") }
+    var originalTransactionID: String { t("原始交易 ID", "Original transaction id") }
+    var appAccountToken: String { t("appAccountToken（下单时发给应用）", "appAccountToken (given to the app)") }
+    var environment: String { t("环境", "Environment") }
+    func environmentName(_ environment: String) -> String {
+        switch environment {
+        case "Production": t("Production 正式环境", "Production")
+        case "Sandbox": t("Sandbox 沙盒（测试，未真实收款）", "Sandbox (testing, no real money)")
+        default: environment
+        }
+    }
+    var storefront: String { t("店面（国家/地区）", "Storefront (country)") }
+    var appleCharged: String { t("Apple 实收", "Apple charged") }
+    var appleRefundState: String { t("App Store 退款", "App Store refund") }
+    func appleRefunded(at time: String) -> String { t("Apple 已于 \(time) 退款", "Apple refunded it at \(time)") }
+    func appleRefundReversed(at time: String) -> String {
+        t("Apple 曾退款，已于 \(time) 撤回退款（REFUND_REVERSED）", "Apple refunded it, then reversed the refund at \(time) (REFUND_REVERSED)")
+    }
+    var appleNotRefunded: String { t("未退款", "Not refunded") }
+    var appleRefundsExplained: String {
+        t("App Store 的订单不能在这里退款：只有顾客本人可以向 Apple 申请退款（reportaproblem.apple.com 或 Apple 支持）。Apple 退款后会通知网关，订单随之变为 REFUND；Apple 询问消费情况时，见上方“消费信息”。",
+          "An App Store order cannot be refunded here: only the customer can ask Apple for a refund (reportaproblem.apple.com or Apple Support). When Apple refunds, it tells the gateway and the order becomes REFUND; when Apple asks about consumption, see Consumption information above.")
+    }
+    var consumptionTitle: String { t("消费信息（Apple 的退款询问）", "Consumption information (Apple's refund questions)") }
+    var consumptionHelp: String {
+        t("顾客向 Apple 申请退款时，Apple 会在 12 小时内询问消费情况。业务系统用 PUT /v1/iap/transactions/{交易 ID}/consumption 回答；没有回答时，按配置的默认值回答。只有顾客同意时才会发送给 Apple。",
+          "When a customer asks Apple for a refund, Apple asks within 12 hours how the purchase was used. The business answers with PUT /v1/iap/transactions/{transaction id}/consumption; without an answer, the configured defaults answer. Nothing is sent to Apple without the customer's consent.")
+    }
+    var noConsumption: String { t("Apple 没有询问过这笔订单的消费情况。", "Apple has not asked about this order's consumption.") }
+    func consumptionState(_ state: ConsumptionState) -> String {
+        switch state {
+        case .requested: t("待回答", "waiting for an answer")
+        case .answered: t("已回答，待发送", "answered, to be sent")
+        case .sent: t("已发送给 Apple", "sent to Apple")
+        case .notSent: t("未发送（顾客未同意）", "not sent (no consent)")
+        case .refused: t("Apple 拒绝", "refused by Apple")
+        case .expired: t("已过期（12 小时内未发送）", "expired (nothing sent within 12 hours)")
+        }
+    }
+    func consumptionAnsweredBy(_ source: ConsumptionAnswerSource) -> String {
+        switch source {
+        case .business: t("业务方", "the business")
+        case .defaults: t("默认值", "the defaults")
+        }
+    }
+    var requested: String { t("询问时间", "Asked") }
+    var deadline: String { t("截止时间", "Deadline") }
+    var answeredBy: String { t("回答方", "Answered by") }
+    var sentToApple: String { t("发送时间", "Sent") }
+
+    // MARK: Refusals and errors
+    var forbiddenTitle: String { t("没有权限", "Not allowed") }
+    var forbidden: String { t("你的角色没有这项权限，什么都没有改变。", "Your role does not allow this; nothing was changed.") }
+    var csrfTitle: String { t("请求被拒绝", "Request refused") }
+    var csrfRefused: String {
+        t("这个表单已失效或不是本页面提交的（CSRF 校验失败），什么都没有改变。请回到页面刷新后再试。",
+          "This form is stale or did not come from this console (the CSRF check failed); nothing was changed. Go back, reload the page and try again.")
+    }
+    var notFoundTitle: String { t("找不到", "Not found") }
+    var orderNotFound: String { t("没有这笔订单。", "There is no such order.") }
+    var eventNotFound: String { t("这笔订单没有这个业务通知事件。", "This order has no such webhook event.") }
+    var errorTitle: String { t("出错了", "Something failed") }
+    var internalError: String { t("网关出错，没有完成；可以重试。", "The gateway failed and did not finish; it is safe to try again.") }
+    var back: String { t("返回", "Back") }
+
+    // MARK: Audit
+    var auditTitle: String { t("审计日志", "Audit log") }
+    var actor: String { t("操作人", "Who") }
+    var role: String { t("角色", "Role") }
+    var channel: String { t("渠道", "Channel") }
+    var action: String { t("操作", "Action") }
+    var order: String { t("订单", "Order") }
+    var target: String { t("对象", "Target") }
+    var address: String { t("来源地址", "From") }
+    var outcome: String { t("结果", "Outcome") }
+    var detail: String { t("详情", "Detail") }
+    var time: String { t("时间", "When") }
+    var filterButton: String { t("筛选", "Filter") }
+    var noEntries: String { t("没有记录。", "No entries.") }
+    func actionName(_ action: String) -> String {
+        switch action {
+        case "login": t("登录", "sign in")
+        case "logout": t("退出", "sign out")
+        case "search": t("查找", "search")
+        case "view_order": t("查看订单", "view order")
+        case "recheck": t("重新查询", "recheck")
+        case "refund": t("退款", "refund")
+        case "redeliver": t("重新投递", "redeliver")
+        case "view_audit": t("查看审计日志", "view audit log")
+        case "api_lookup": t("API 查找", "API lookup")
+        case "api_recheck": t("API 重新查询", "API recheck")
+        case "api_redrive": t("API 重新投递", "API redrive")
+        case "api_read_order": t("API 读取订单", "API read order")
+        case "api_read_refund": t("API 读取退款", "API read refund")
+        case "api_attention": t("API 读取需要处理的订单", "API attention list")
+        case "view_attention": t("查看需要处理的订单", "view attention list")
+        default: action
+        }
+    }
+
+    // MARK: Timeline
+    /// A plain-language name for a timeline kind (the kind itself is shown beside it).
+    func eventName(_ kind: String) -> String {
+        switch kind {
+        case "created": t("订单创建", "order created")
+        case "prepay": t("微信下单成功", "prepay issued by WeChat")
+        case "unifiedorder_failed": t("微信下单失败", "unifiedorder failed")
+        case "closeorder_failed": t("关单失败", "closeorder failed")
+        case "notify_received": t("收到支付通知", "payment notify received")
+        case "amount_mismatch": t("金额不一致", "amount mismatch")
+        case "orderquery": t("向微信查询", "asked WeChat (orderquery)")
+        case "orderquery_failed": t("查询失败", "orderquery failed")
+        case "recheck": t("客服要求重新查询", "support asked for a recheck")
+        case "reconcile": t("对账查询", "reconciler asked WeChat")
+        case "reconcile_failed": t("对账查询失败", "reconciler query failed")
+        case "bill": t("对账单差异", "bill difference")
+        case "bill_failed": t("对账单处理失败", "bill check failed")
+        case "fulfilment_delivered": t("发货通知已送达", "fulfilment delivered")
+        case "fulfilment_dead": t("发货通知已放弃", "fulfilment given up")
+        case "fulfilment_redriven": t("发货通知重新投递", "fulfilment redriven")
+        case "state_changed": t("状态变化", "state changed")
+        case "refund_requested": t("退款已记录", "refund recorded")
+        case "refund_accepted": t("微信受理退款", "refund accepted by WeChat")
+        case "refund_failed": t("退款请求失败", "refund call failed")
+        case "refund_state_changed": t("退款状态变化", "refund state changed")
+        case "refund_amount_mismatch": t("退款金额不一致", "refund amount mismatch")
+        case "refund_notify_conflict": t("退款通知与记录不符", "refund notify disagreed")
+        case "refund_outside_gateway": t("在网关之外退款", "refunded outside the gateway")
+        case "transaction_mismatch": t("另一笔微信交易号", "another WeChat transaction id")
+        case "recheck_failed": t("重新查询失败", "recheck failed")
+        case "appstore_verified": t("App Store 交易已验证", "App Store transaction verified")
+        case "appstore_match": t("App Store 交易匹配订单", "App Store transaction matched")
+        case "appstore_report": t("应用上报交易", "the app reported a transaction")
+        case "appstore_notification": t("App Store 服务器通知", "App Store server notification")
+        case "appstore_refund": t("App Store 退款", "App Store refund")
+        case "appstore_consumption": t("Apple 询问消费信息", "Apple's consumption request")
+        default: kind
+        }
+    }
+
+    /// A timeline line's detail: as written in English, translated phrase by phrase in Chinese.
+    func eventDetail(_ detail: String) -> String {
+        language == .english ? detail : ConsoleTimelineWords.chinese(detail)
+    }
+
+    /// `SUCCESS 支付成功`, with the English gloss in English.
+    func stateLabel(_ state: OrderState) -> String {
+        let english: String =
+            switch state {
+            case .notPay: "not paid"
+            case .success: "paid"
+            case .refund: "refunded"
+            case .closed: "closed"
+            case .revoked: "revoked"
+            case .payError: "payment failed"
+            case .userPaying: "paying"
+            }
+        return t("\(state.rawValue) \(ConsoleFormat.chinese(state))", "\(state.rawValue) \(ConsoleFormat.chinese(state)) · \(english)")
+    }
+
+    func refundStateLabel(_ state: RefundState) -> String {
+        let english: String =
+            switch state {
+            case .processing: "processing"
+            case .success: "refunded"
+            case .change: "needs a person"
+            case .refundClose: "closed"
+            }
+        return t("\(state.rawValue) \(ConsoleFormat.chinese(state))", "\(state.rawValue) \(ConsoleFormat.chinese(state)) · \(english)")
+    }
+}
