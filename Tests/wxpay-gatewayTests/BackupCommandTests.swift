@@ -20,6 +20,13 @@ struct BackupCommandTests {
         return result
     }
 
+    /// `serve --demo` on `database`, the reconciler off.
+    static func serve(_ database: String, on started: StartedGateway) async throws {
+        _ = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
+        }, demo: true))
+    }
+
     static func sqlite(_ database: String, _ sql: String) async throws -> String {
         let run = try await Operations.tool("sqlite3", ["-readonly", database, sql])
         #expect(run.status == 0, "sqlite3: \(run.errors)")
@@ -31,9 +38,7 @@ struct BackupCommandTests {
         let directory = try Operations.temporaryDirectory("wxpay-backup")
         let database = directory + "/gateway.sqlite"
         let started = StartedGateway()
-        _ = try #require(try await started.start({ port in
-            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
-        }, demo: true))
+        try await Self.serve(database, on: started)
         let base = started.base
         let client = try HTTPClient()
         do {
@@ -124,9 +129,7 @@ struct BackupCommandTests {
                 #expect(!FileManager.default.fileExists(atPath: database + suffix), "\(suffix) left beside the restored database")
             }
             let again2 = StartedGateway()
-            _ = try #require(try await again2.start({ port in
-                ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
-            }, demo: true))
+            try await Self.serve(database, on: again2)
             let order = try await client.send(.get, again2.base + "/v1/orders/" + paidBefore[0], token: Self.token)
             #expect(order.json["state"] as? String == "SUCCESS")
             await again2.gateway?.stop()
@@ -144,9 +147,7 @@ struct BackupCommandTests {
         let directory = try Operations.temporaryDirectory("wxpay-killed")
         let database = directory + "/gateway.sqlite"
         let started = StartedGateway()
-        _ = try #require(try await started.start({ port in
-            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
-        }, demo: true))
+        try await Self.serve(database, on: started)
         let client = try HTTPClient()
         do {
             #expect(try await client.createAndPay("killed-0", base: started.base, wechat: started.base, token: Self.token) == "SUCCESS")
