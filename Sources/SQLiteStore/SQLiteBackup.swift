@@ -7,17 +7,23 @@ import StorageCore
 /// Backups of a SQLite order store while gateways serve from it, and restores while none does.
 ///
 /// A backup goes through SQLite's online backup API inside one read transaction of the live
-/// database (WAL: writers carry on meanwhile), so the copy is the database as of one instant —
-/// never a file copy, which can catch the file halfway through a checkpoint. The rows of every
-/// table are counted in that same transaction, and the copy is then opened on its own, checked
-/// with `PRAGMA integrity_check` and counted again: a backup that does not match what it was taken
-/// from is an error, not a file.
+/// database (WAL: writers carry on meanwhile, and frames not yet checkpointed are read as SQLite
+/// reads them), so the copy is the database as of one instant — never a file copy, which can catch
+/// the file halfway through a checkpoint or miss what is still in the WAL. The rows of every table
+/// are counted in that same transaction, and the copy is then opened on its own, checked with
+/// `PRAGMA integrity_check` and counted again: a backup that does not match what it was taken from
+/// is an error, not a file. The safety copy a restore makes of the database it replaces is made by
+/// the same code.
 ///
-/// A restore writes the backup into the database through the same API (one transaction: a crash
-/// leaves the old database or the new one), after saving the database it replaces beside it. It
-/// is refused while any process has the store open: every `SQLiteOrderStore` holds a shared lock
-/// on `<database>.lock` for as long as it is open (`SQLiteUsageLock`), and the restore needs the
-/// exclusive one, which it keeps until it is done, so no gateway starts halfway through.
+/// A restore is refused while any process uses the database: every `SQLiteOrderStore`, backup and
+/// doctor holds a shared `flock` on the database file itself (`SQLiteUsageLock`: the file, not its
+/// name, so a hard or symbolic link meets the same lock), and the restore takes it exclusively,
+/// then SQLite's own exclusive lock (which also shuts out a program that takes no usage lock, such
+/// as a sqlite3 shell). Holding both, it saves the database (WAL included), folds the WAL into
+/// the file and leaves WAL mode (no -wal then, and the -shm of the old WAL is removed: nothing of
+/// the old database is left beside the new one for SQLite to replay), and writes the backup in
+/// through the backup API in one rollback-journal transaction: a crash leaves the old database or
+/// the new one. The next gateway to open it switches it back to WAL.
 public enum SQLiteBackup {
     /// What a backup or a restore verified.
     public struct Report: Sendable, Hashable {
@@ -33,8 +39,9 @@ public enum SQLiteBackup {
 
     /// Why a restore did not happen (nothing changed).
     public enum RestoreRefusal: Error, Sendable, CustomStringConvertible {
-        /// A process has the database open: a gateway serving, a reconcile running.
-        case inUse(String)
+        /// A process has the database open: a gateway serving, a backup or doctor running (`byOtherProgram`
+        /// false), or a program that is not wxpay-gateway, such as a sqlite3 shell (true).
+        case inUse(String, byOtherProgram: Bool)
         /// The backup is not a sound database of this program.
         case badBackup(String)
         /// Reading or writing failed.
@@ -42,7 +49,10 @@ public enum SQLiteBackup {
 
         public var description: String {
             switch self {
-            case .inUse(let path): "\(path) is in use by a running gateway (or another wxpay-gateway command); stop it first"
+            case .inUse(let path, false):
+                "\(path) is in use by a running gateway (or another wxpay-gateway command); stop it first"
+            case .inUse(let path, true):
+                "\(path) is open in another program (not wxpay-gateway: a sqlite3 shell?); close it first"
             case .badBackup(let reason): "the backup cannot be restored: \(reason)"
             case .failed(let reason): reason
             }
@@ -82,41 +92,52 @@ public enum SQLiteBackup {
             guard !FileManager.default.fileExists(atPath: destination) else {
                 throw .invalidArgument("the backup file exists already; choose a new name")
             }
-            let partial = destination + ".partial"
-            try? FileManager.default.removeItem(atPath: partial)
+            // Shared with the gateways; waits out a restore in progress.
+            let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
+            defer { lock.release() }
+            let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
+            defer { source.close() }
+            return try copyVerified(from: source, to: destination)
+        }
+    }
+
+    /// The one way a database is copied, for a backup and for a restore's safety copy: every page
+    /// of `source` (through SQLite, so its WAL's frames too) into `<destination>.partial` inside
+    /// one read transaction whose row counts it must match, made one self-contained file (no WAL),
+    /// verified on its own, synced, and only then renamed to `destination`.
+    private static func copyVerified(from source: SQLiteConnection, to destination: String) throws(StorageError) -> Report {
+        let partial = destination + ".partial"
+        try? FileManager.default.removeItem(atPath: partial)
+        do throws(StorageError) {
+            let target = try SQLiteConnection.open(path: partial, readOnly: false, busyTimeout: .seconds(30))
+            restrictToOwner(partial)
+            let expected: Report
             do throws(StorageError) {
-                let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
-                defer { source.close() }
-                let target = try SQLiteConnection.open(path: partial, readOnly: false, busyTimeout: .seconds(30))
-                restrictToOwner(partial)
-                let expected: Report
-                do throws(StorageError) {
-                    // One read transaction: the counts and the copied pages are the same instant.
-                    try source.execute("BEGIN")
-                    defer { try? source.execute("COMMIT") }
-                    expected = try summary(of: source)
-                    try copy(from: source, to: target)
-                    // A backup is one self-contained file: no WAL beside it to lose when it is moved.
-                    _ = try target.row("PRAGMA journal_mode = DELETE") { row throws(StorageError) in try row.text(0) }
-                } catch {
-                    target.close()
-                    throw error
-                }
-                target.close()
-                let found = try verify(partial)
-                guard found.rows == expected.rows, found.schemaVersion == expected.schemaVersion else {
-                    throw StorageError(code: .corrupt, detail: "the copy's row counts differ from the database's")
-                }
-                try syncFile(partial)
-                guard rename(partial, destination) == 0 else {
-                    throw StorageError(code: .io, detail: "cannot rename the finished backup into place")
-                }
-                syncDirectory(of: destination)
-                return found
+                // One read transaction: the counts and the copied pages are the same instant.
+                try source.execute("BEGIN")
+                defer { try? source.execute("COMMIT") }
+                expected = try summary(of: source)
+                try copy(from: source, to: target)
+                // A backup is one self-contained file: no WAL beside it to lose when it is moved.
+                _ = try target.row("PRAGMA journal_mode = DELETE") { row throws(StorageError) in try row.text(0) }
             } catch {
-                try? FileManager.default.removeItem(atPath: partial)
+                target.close()
                 throw error
             }
+            target.close()
+            let found = try verify(partial)
+            guard found.rows == expected.rows, found.schemaVersion == expected.schemaVersion else {
+                throw StorageError(code: .corrupt, detail: "the copy's row counts differ from the database's")
+            }
+            try syncFile(partial)
+            guard rename(partial, destination) == 0 else {
+                throw StorageError(code: .io, detail: "cannot rename the finished copy into place")
+            }
+            syncDirectory(of: destination)
+            return found
+        } catch {
+            try? FileManager.default.removeItem(atPath: partial)
+            throw error
         }
     }
 
@@ -144,7 +165,7 @@ public enum SQLiteBackup {
 
     /// Replaces the database at `database` with the backup at `backup`; the database replaced is
     /// kept as `<database>.before-restore-<UTC time>` (answered with the report). Refused while the
-    /// database is open anywhere.
+    /// database file is open anywhere, by any of its names.
     public static func restore(from backup: String, to database: String, now: Date = Date()) async
         throws(RestoreRefusal) -> (report: Report, saved: String?)
     {
@@ -166,6 +187,7 @@ public enum SQLiteBackup {
         } catch {
             throw .failed("cannot read the backup \(backup): \(error)")
         }
+        if sameFile(backup, database) { throw .badBackup("it is the database itself") }
         let expected: Report
         do {
             expected = try verify(backup)
@@ -179,35 +201,80 @@ public enum SQLiteBackup {
             throw .badBackup("its schema (version \(expected.schemaVersion)) is newer than this program's "
                 + "(\(SQLiteMigrations.latestVersion)); restore it with the version that made it")
         }
+        let existed = FileManager.default.fileExists(atPath: database)
+        if !existed {
+            let directory = (database as NSString).deletingLastPathComponent
+            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        }
         let lock: SQLiteUsageLock
         do {
             lock = try SQLiteUsageLock.exclusive(database)
         } catch {
-            throw error == .busy ? .inUse(database) : .failed("cannot lock \(database): \(error)")
+            throw error == .busy ? .inUse(database, byOtherProgram: false) : .failed("cannot lock \(database): \(error)")
         }
         defer { lock.release() }
+        do {
+            return try replace(database, with: backup, expected: expected, now: now)
+        } catch {
+            // A database this restore made (it was missing) is removed again: nothing changed.
+            if !existed { unlink(database) }
+            throw error
+        }
+    }
+
+    /// The restore proper, under the exclusive usage lock. Its one connection to the database
+    /// closes before the lock is let go.
+    private static func replace(_ database: String, with backup: String, expected: Report, now: Date)
+        throws(RestoreRefusal) -> (Report, String?)
+    {
+        let target: SQLiteConnection
+        do {
+            target = try SQLiteConnection.open(path: database, readOnly: false, busyTimeout: .seconds(5))
+        } catch {
+            throw .failed("cannot open \(database): \(error)")
+        }
+        defer { target.close() }
+        // SQLite's own exclusive lock, kept until the connection closes: a program that takes no
+        // usage lock cannot be reading or writing the file either, and set before the first read
+        // it keeps this connection off the WAL's shared memory (so the -shm is nobody's).
         do throws(StorageError) {
-            var saved: String?
-            if FileManager.default.fileExists(atPath: database) {
-                let formatter = DateFormatter()
-                formatter.locale = Locale(identifier: "en_US_POSIX")
-                formatter.timeZone = TimeZone(identifier: "UTC")
-                formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-                let copy = uniqueName(database + ".before-restore-" + formatter.string(from: now))
-                _ = try backupNow(database: database, to: copy)
-                saved = copy
-            } else {
-                let directory = (database as NSString).deletingLastPathComponent
-                if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            try target.execute("PRAGMA locking_mode = EXCLUSIVE")
+            try target.execute("BEGIN EXCLUSIVE")
+            try target.execute("COMMIT")
+        } catch {
+            throw error == .busy ? .inUse(database, byOtherProgram: true) : .failed("cannot open \(database): \(error)")
+        }
+        var saved: String?
+        if fileSize(database) > 0 {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+            let copy = uniqueName(database + ".before-restore-" + formatter.string(from: now))
+            do {
+                _ = try copyVerified(from: target, to: copy)
+            } catch {
+                throw .failed("cannot save the database it would replace, so it was left as it was: \(error)")
+            }
+            saved = copy
+        } else {
+            restrictToOwner(database)
+        }
+        do throws(StorageError) {
+            // One file from here: the WAL folded into the database and deleted (the old database
+            // still, now saved), and the write below journalled by a rollback journal.
+            let mode = try target.row("PRAGMA journal_mode = DELETE") { row throws(StorageError) in try row.text(0) }
+            guard mode?.lowercased() == "delete" else {
+                throw StorageError(code: .io, detail: "cannot leave WAL mode")
+            }
+            // The old WAL's shared-memory index: SQLite would rebuild it, but nothing of the old
+            // database stays beside the new one. No one maps it: the exclusive lock is held.
+            if unlink(database + "-shm") != 0 && errno != ENOENT {
+                throw StorageError(code: .io, detail: "cannot remove the old \(database)-shm")
             }
             let source = try SQLiteConnection.open(path: backup, readOnly: true, busyTimeout: .seconds(30))
             defer { source.close() }
-            let target = try SQLiteConnection.open(path: database, readOnly: false, busyTimeout: .seconds(30))
-            defer { target.close() }
-            if saved == nil { restrictToOwner(database) }
             try copy(from: source, to: target)
-            // Fold the WAL into the file, so the database is whole in one file again.
-            try target.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             let found = try summary(of: target)
             guard found.rows == expected.rows, found.schemaVersion == expected.schemaVersion else {
                 throw StorageError(code: .corrupt, detail: "the restored database's row counts differ from the backup's")
@@ -218,6 +285,19 @@ public enum SQLiteBackup {
         } catch {
             throw .failed("the restore failed: \(error)")
         }
+    }
+
+    /// Whether two paths name one file (a restore from the database onto itself).
+    private static func sameFile(_ first: String, _ second: String) -> Bool {
+        var one = stat()
+        var two = stat()
+        guard stat(first, &one) == 0, stat(second, &two) == 0 else { return false }
+        return one.st_dev == two.st_dev && one.st_ino == two.st_ino
+    }
+
+    private static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// `name`, or `name-2`, `name-3`… when it exists: a safety copy never replaces an earlier one
@@ -236,25 +316,6 @@ public enum SQLiteBackup {
     /// the umask of the shell or cron job that made them.
     static func restrictToOwner(_ path: String) {
         _ = chmod(path, 0o600)
-    }
-
-    /// `backup` without the thread hop (a restore is already off the pool).
-    private static func backupNow(database: String, to destination: String) throws(StorageError) -> Report {
-        let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
-        defer { source.close() }
-        let target = try SQLiteConnection.open(path: destination, readOnly: false, busyTimeout: .seconds(30))
-        defer { target.close() }
-        restrictToOwner(destination)
-        try source.execute("BEGIN")
-        defer { try? source.execute("COMMIT") }
-        let expected = try summary(of: source)
-        try copy(from: source, to: target)
-        _ = try target.row("PRAGMA journal_mode = DELETE") { row throws(StorageError) in try row.text(0) }
-        let found = try summary(of: target)
-        guard found.rows == expected.rows else {
-            throw StorageError(code: .corrupt, detail: "the safety copy's row counts differ from the database's")
-        }
-        return found
     }
 
     /// Every page of `source`'s main database into `target`'s, in one step (one read of the

@@ -25,6 +25,9 @@ extension SQLiteOrderStore {
             return StoreInspection(schemaVersion: 0, latestVersion: latest,
                                    writable: FileManager.default.isWritableFile(atPath: directory), exists: false)
         }
+        // Under the usage lock, as every connection to a database in service (SQLiteUsageLock).
+        let lock = try SQLiteUsageLock.shared(path, create: false, timeout: .seconds(5))
+        defer { lock.release() }
         let connection = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: .seconds(5))
         defer { connection.close() }
         let hasMigrations = try connection.row(

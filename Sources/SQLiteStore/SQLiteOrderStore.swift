@@ -207,8 +207,9 @@ public final class SQLiteOrderStore: OrderStore {
                 throw StorageError(code: .openFailed, context: "create directory")
             }
         }
-        let lock = try SQLiteUsageLock.shared(path, timeout: configuration.busyTimeout)
         let creating = !FileManager.default.fileExists(atPath: path)
+        // Held until close (a gateway's whole life): a restore refuses the file meanwhile.
+        let lock = try SQLiteUsageLock.shared(path, create: true, timeout: configuration.busyTimeout)
         let writer: SQLiteConnection
         do {
             writer = try SQLiteConnection.open(path: path, readOnly: false, busyTimeout: configuration.busyTimeout)

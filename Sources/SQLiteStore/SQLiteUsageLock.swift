@@ -2,79 +2,134 @@
 import Foundation
 import Glibc
 import StorageCore
+import Synchronization
 
-/// "This database is in use": an advisory `flock` on `<database>.lock`, shared by every open
-/// `SQLiteOrderStore` (several processes may serve one file) and exclusive for a restore. The
-/// kernel drops it when its holder exits, however it exits (a crash, SIGKILL), so it never goes
-/// stale the way a pid file does, and it needs nothing but the file beside the database.
+/// "This database is in use": an advisory `flock` on the database file itself, shared by every
+/// open `SQLiteOrderStore`, `backup` and `doctor` (several may use one file) and exclusive for a
+/// restore.
+///
+/// The lock belongs to the file, not to a name of it: a symbolic link, a hard link (another path,
+/// the same inode) or a path through a linked directory all open the one file and meet the one
+/// lock. The kernel drops it when its holder exits, however it exits (a crash, SIGKILL), so it
+/// never goes stale the way a pid file does. `flock` locks are apart from the POSIX record locks
+/// SQLite takes on the same file (Linux keeps the two kinds separately on a local file system,
+/// where WAL must be anyway), so the lock neither blocks nor is blocked by SQLite's own.
+///
+/// One hazard shapes the code: closing *any* descriptor of a file drops every POSIX lock the
+/// process holds on it, SQLite's included. So a process opens the file for this lock once per file
+/// (per device and inode), shares that descriptor among its users, and closes it only when the
+/// last of them, whose SQLite connections are closed by then, lets go. Every connection this
+/// program opens to a database it serves is opened under this lock, so none is open when the
+/// descriptor closes.
 final class SQLiteUsageLock: Sendable {
-    private let descriptor: Int32
+    /// A file as the kernel knows it.
+    private struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
 
-    private init(descriptor: Int32) {
-        self.descriptor = descriptor
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
     }
 
-    /// The lock file of the database at `path`: beside the file the path resolves to, so that every
-    /// name of one database — a symbolic link to it or to its directory, `..` segments — takes the
-    /// same lock (a restore through a symlink must still see the gateway serving the real file).
-    static func path(for database: String) -> String { resolved(database) + ".lock" }
-
-    /// The database's path with every symbolic link resolved: the file's own when it exists, else
-    /// its resolved directory's with its name (a database about to be made).
-    static func resolved(_ database: String) -> String {
-        if let real = realPath(database) { return real }
-        let name = (database as NSString).lastPathComponent
-        let directory = (database as NSString).deletingLastPathComponent
-        guard !name.isEmpty, let real = realPath(directory.isEmpty ? "." : directory) else { return database }
-        return real == "/" ? "/" + name : real + "/" + name
+    /// This process's descriptor of one database file and who holds it.
+    private struct Holding {
+        var descriptor: Int32
+        var users: Int
+        var exclusive: Bool
     }
 
-    private static func realPath(_ path: String) -> String? {
-        guard let pointer = realpath(path, nil) else { return nil }
-        defer { free(pointer) }
-        return String(cString: pointer)
+    private static let holdings = Mutex<[FileIdentity: Holding]>([:])
+
+    private let identity: FileIdentity
+    private let released = Atomic<Bool>(false)
+
+    private init(identity: FileIdentity) {
+        self.identity = identity
     }
 
-    /// Taken by a store as it opens. Waits up to `timeout` while a restore holds the exclusive
-    /// lock, then fails with `busy`.
-    static func shared(_ database: String, timeout: Duration) throws(StorageError) -> SQLiteUsageLock {
-        let lock = try openFile(database)
+    /// Taken by a store as it opens (`create`: the file is made, empty, when missing, mode 0600),
+    /// by a backup and by doctor. Waits up to `timeout` while a restore holds the exclusive lock,
+    /// then fails with `busy`.
+    static func shared(_ database: String, create: Bool, timeout: Duration) throws(StorageError) -> SQLiteUsageLock {
         let deadline = ContinuousClock.now + timeout
-        while flock(lock.descriptor, LOCK_SH | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
-                lock.release()
+        while true {
+            if let lock = try attempt(database, create: create, exclusive: false) { return lock }
+            guard ContinuousClock.now < deadline else {
                 throw StorageError(code: .busy, detail: "the database is being restored")
             }
             usleep(50_000)
         }
-        return lock
     }
 
-    /// Taken by a restore: `busy` at once while any store has the database open.
+    /// Taken by a restore: `busy` at once while any process (this one included) has the database
+    /// open. Makes the file, empty, when it is missing.
     static func exclusive(_ database: String) throws(StorageError) -> SQLiteUsageLock {
-        let lock = try openFile(database)
-        guard flock(lock.descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            lock.release()
+        guard let lock = try attempt(database, create: true, exclusive: true) else {
             throw StorageError(code: .busy, detail: "the database is in use")
         }
         return lock
     }
 
-    /// Whether some process has the database open now (a store, or a restore running).
-    static func isInUse(_ database: String) -> Bool {
-        guard let lock = try? exclusive(database) else { return true }
-        lock.release()
-        return false
+    /// One try: the lock, or nil when another holder's lock is in the way.
+    private static func attempt(_ database: String, create: Bool, exclusive: Bool) throws(StorageError) -> SQLiteUsageLock? {
+        try holdings.withLock { holdings throws(StorageError) -> SQLiteUsageLock? in
+            // This process has the file already: share its descriptor (opening and closing another
+            // one would drop SQLite's locks).
+            var info = stat()
+            if stat(database, &info) == 0, let holding = holdings[FileIdentity(info)] {
+                guard !exclusive, !holding.exclusive else { return nil }
+                holdings[FileIdentity(info)]?.users += 1
+                return SQLiteUsageLock(identity: FileIdentity(info))
+            }
+            let descriptor = open(database, O_RDONLY | O_CLOEXEC | (create ? O_CREAT : 0), 0o600)
+            guard descriptor >= 0 else {
+                throw StorageError(code: .openFailed, detail: errno == ENOENT ? "no database file at the configured path"
+                                   : "cannot open the database file to lock it")
+            }
+            var opened = stat()
+            guard fstat(descriptor, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
+                close(descriptor)
+                throw StorageError(code: .openFailed, detail: "the database is not a regular file")
+            }
+            let identity = FileIdentity(opened)
+            if holdings[identity] != nil {
+                // Renamed into this path since the stat above: rare; try again with the new name.
+                close(descriptor)
+                return nil
+            }
+            guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
+                close(descriptor)
+                guard errno == EWOULDBLOCK || errno == EINTR else {
+                    throw StorageError(code: .io, detail: "cannot lock the database file")
+                }
+                return nil
+            }
+            // The path must still name the file locked: one renamed over it meanwhile is another file.
+            var now = stat()
+            guard stat(database, &now) == 0, FileIdentity(now) == identity else {
+                close(descriptor)
+                return nil
+            }
+            holdings[identity] = Holding(descriptor: descriptor, users: 1, exclusive: exclusive)
+            return SQLiteUsageLock(identity: identity)
+        }
     }
 
-    private static func openFile(_ database: String) throws(StorageError) -> SQLiteUsageLock {
-        let fd = open(path(for: database), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StorageError(code: .openFailed, detail: "cannot open the database's lock file") }
-        return SQLiteUsageLock(descriptor: fd)
-    }
-
-    /// Closing the descriptor releases the lock.
+    /// Lets go; the last holder in this process closes the descriptor, which releases the lock.
+    /// Call it only once every SQLite connection opened under this lock is closed.
     func release() {
-        close(descriptor)
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        Self.holdings.withLock { holdings in
+            guard var holding = holdings[identity] else { return }
+            holding.users -= 1
+            if holding.users > 0 {
+                holdings[identity] = holding
+            } else {
+                holdings[identity] = nil
+                close(holding.descriptor)
+            }
+        }
     }
 }

@@ -6,7 +6,7 @@ import StorageCore
 
 /// `wxpay-gateway backup --to FILE` and `wxpay-gateway restore --from FILE`: the SQLite database
 /// of `GATEWAY_DATABASE` (the only variable they read) copied while gateways serve from it, and put
-/// back while none does (Storage/SQLite/SQLiteBackup.swift). PostgreSQL has its own tools
+/// back while none does (SQLiteStore/SQLiteBackup.swift). PostgreSQL has its own tools
 /// (docs/operations.md). Exit status: 0 done and verified; 2 configuration; 64 usage; 65 the
 /// backup to restore is unsound; 74 the database or the file failed; 75 the database is in use.
 enum BackupCommand {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import ChildProcessSupport
 import SQLiteStore
 import StorageCore
+import StoreTestSupport
 import Testing
+import TestSupport
 
 struct SQLiteBackupTests {
     @Test func theBackupCountsEveryTableTheMigrationsCreate() async throws {
@@ -140,5 +143,177 @@ struct SQLiteRestoreSafetyTests {
             }
         }
         #expect(!FileManager.default.fileExists(atPath: directory.databasePath))
+    }
+}
+
+/// The second outside review's restore findings: "in use" belongs to the file, not its name (a hard
+/// link is another name of the same file); the safety copy and the restored database with a WAL.
+struct SQLiteRestoreLockTests {
+    static let path = ["PATH": "/usr/bin:/bin"]
+
+    @Test("A restore through a hard link, the path itself or a symbolic link to a database in use is refused and changes nothing")
+    func aRestoreThroughAHardLinkToADatabaseInUseIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("HL-1"), in: store)
+        let backupPath = directory.path + "/hl.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        try await Fixture.create(Fixture.order("HL-2"), in: store)
+        // Another directory: a lock kept beside a name would not be found from there.
+        let elsewhere = directory.path + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        let hardLink = elsewhere + "/hard.sqlite"
+        #expect(link(directory.databasePath, hardLink) == 0)
+        let symbolic = elsewhere + "/soft.sqlite"
+        try FileManager.default.createSymbolicLink(atPath: symbolic, withDestinationPath: directory.databasePath)
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        for path in [hardLink, directory.databasePath, symbolic] {
+            do {
+                _ = try await SQLiteBackup.restore(from: backupPath, to: path)
+                Issue.record("a restore through \(path) replaced a database in use")
+            } catch {
+                guard case .inUse(_, byOtherProgram: false) = error else { Issue.record("\(path): \(error)"); continue }
+                #expect(error.description.contains("running gateway"))
+            }
+        }
+        // Nothing changed: no safety copy, both orders there, and the store still writes.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).sorted() == ["hard.sqlite", "soft.sqlite"])
+        try await Fixture.create(Fixture.order("HL-3"), in: store)
+        #expect(try await store.order("HL-2") != nil)
+        await store.close()
+        // Closed: the restore through the hard link goes through, and the database is the backup.
+        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: hardLink)
+        #expect(restored.rows["orders"] == 1)
+        let kept = try SQLiteBackup.verify(try #require(saved))
+        #expect(kept.rows["orders"] == 3)
+        let reopened = try await SQLiteOrderStore.open(path: directory.databasePath)
+        #expect(try await reopened.order("HL-1") != nil)
+        #expect(try await reopened.order("HL-3") == nil)
+        await reopened.close()
+    }
+
+    @Test("A backup and doctor's inspection run beside an open store and let go of the database when done")
+    func backupsAndInspectionsShareTheLock() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("SH-1"), in: store)
+        // Both run beside an open store (shared), and leave it working.
+        let report = try await SQLiteBackup.backup(database: directory.databasePath, to: directory.path + "/sh.backup")
+        #expect(report.rows["orders"] == 1)
+        let inspection = try await SQLiteOrderStore.inspect(path: directory.databasePath)
+        #expect(inspection.writable)
+        try await Fixture.create(Fixture.order("SH-2"), in: store)
+        await store.close()
+        // Nothing holds it now: the restore goes through.
+        let (restored, _) = try await SQLiteBackup.restore(from: directory.path + "/sh.backup", to: directory.databasePath)
+        #expect(restored.rows["orders"] == 1)
+    }
+
+    /// What a gateway killed mid-flight leaves: the database file, a WAL whose committed frames
+    /// were never checkpointed, and its shared-memory index (copied by `cp` in a child, since
+    /// this process opening and closing the file would drop the store's SQLite locks).
+    static func crashImage(of source: String, to image: String) async throws {
+        for suffix in ["", "-wal", "-shm"] {
+            let copy = try await ChildProcess.run("cp", [source + suffix, image + suffix], environment: path)
+            try #require(copy.status == 0, "cp \(suffix): \(String(decoding: copy.errors, as: UTF8.self))")
+        }
+    }
+
+    @Test("The safety copy holds rows still only in the WAL, and the restored database has no -wal or -shm beside it")
+    func theSafetyCopyHoldsTheWALAndNoWALIsLeft() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // The backup to restore: one order.
+        let small = try await SQLiteOrderStore.open(path: directory.path + "/small.sqlite")
+        try await Fixture.create(Fixture.order("OLD-1"), in: small)
+        await small.close()
+        let backupPath = directory.path + "/small.backup"
+        _ = try await SQLiteBackup.backup(database: directory.path + "/small.sqlite", to: backupPath)
+
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        for index in 0..<8 { try await Fixture.create(Fixture.order("WAL-\(index)"), in: store) }
+        let image = directory.path + "/crashed.sqlite"
+        try await Self.crashImage(of: directory.databasePath, to: image)
+        await store.close()
+        // The orders are in the WAL only: the database file alone does not have them.
+        let lone = directory.path + "/lone.sqlite"
+        #expect(try await ChildProcess.run("cp", [image, lone], environment: Self.path).status == 0)
+        let loneOrders = try? SQLiteBackup.verify(lone).rows["orders"]
+        try #require((loneOrders ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
+        #expect(FileManager.default.fileExists(atPath: image + "-wal"))
+
+        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: image)
+        #expect(restored.rows["orders"] == 1)
+        // The safety copy is the database as SQLite saw it, WAL included: all eight orders.
+        let kept = try #require(saved)
+        #expect(try SQLiteBackup.verify(kept).rows["orders"] == 8)
+        let keptStore = try await SQLiteOrderStore.open(path: kept)
+        #expect(try await keptStore.order("WAL-7") != nil)
+        await keptStore.close()
+        // Nothing of the old database is left beside the new one for SQLite to replay over it.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: image + suffix), "\(image + suffix) was left")
+        }
+        #expect(!FileManager.default.fileExists(atPath: kept + ".partial"))
+        // And the restored database is the backup, in the store's hands.
+        let reopened = try await SQLiteOrderStore.open(path: image)
+        #expect(try await reopened.order("OLD-1") != nil)
+        #expect(try await reopened.order("WAL-0") == nil)
+        try await Fixture.create(Fixture.order("NEW-1"), in: reopened)
+        await reopened.close()
+        #expect(try SQLiteBackup.verify(image).rows["orders"] == 2)
+    }
+
+    @Test("A restore is refused while a program that takes no usage lock (a sqlite3 shell) has the database open")
+    func aRestoreIsRefusedWhileASQLiteShellHasTheDatabaseOpen() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("SQ-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/sq.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        let store2 = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("SQ-2"), in: store2)
+        await store2.close()
+
+        let output = directory.path + "/sqlite3.out"
+        let shell = try ChildProcess("sqlite3", [directory.databasePath], environment: Self.path, input: .pipe,
+                                     output: output, errors: directory.path + "/sqlite3.err")
+        shell.write(Array("SELECT 'ready', count(*) FROM orders;\n".utf8))
+        try #require(await eventually {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("ready|2")
+        })
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        do {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath)
+            Issue.record("a restore replaced a database a sqlite3 shell has open")
+        } catch {
+            guard case .inUse(_, byOtherProgram: true) = error else { Issue.record("\(error)"); return }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before)
+        shell.write(Array("SELECT 'still', count(*) FROM orders;\n".utf8))
+        #expect(await eventually { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("still|2") })
+        shell.closeInput()
+        #expect(await shell.wait(timeout: .seconds(120)) == 0)
+        let (restored, _) = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath)
+        #expect(restored.rows["orders"] == 1)
+    }
+
+    @Test("A backup is not restored onto the database it is")
+    func aDatabaseIsNotRestoredOntoItself() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        await (try await SQLiteOrderStore.open(path: directory.databasePath)).close()
+        do {
+            _ = try await SQLiteBackup.restore(from: directory.databasePath, to: directory.databasePath)
+            Issue.record("a database was restored onto itself")
+        } catch {
+            guard case .badBackup(let reason) = error else { Issue.record("\(error)"); return }
+            #expect(reason.contains("the database itself"))
+        }
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Glibc
 import HTTP
 import HTTPClientTestSupport
 import Synchronization
@@ -19,6 +20,13 @@ struct BackupCommandTests {
         return result
     }
 
+    /// `serve --demo` on `database`, the reconciler off.
+    static func serve(_ database: String, on started: StartedGateway) async throws {
+        _ = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
+        }, demo: true))
+    }
+
     static func sqlite(_ database: String, _ sql: String) async throws -> String {
         let run = try await Operations.tool("sqlite3", ["-readonly", database, sql])
         #expect(run.status == 0, "sqlite3: \(run.errors)")
@@ -30,9 +38,7 @@ struct BackupCommandTests {
         let directory = try Operations.temporaryDirectory("wxpay-backup")
         let database = directory + "/gateway.sqlite"
         let started = StartedGateway()
-        _ = try #require(try await started.start({ port in
-            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
-        }, demo: true))
+        try await Self.serve(database, on: started)
         let base = started.base
         let client = try HTTPClient()
         do {
@@ -94,28 +100,74 @@ struct BackupCommandTests {
             let again = try await Self.command(["backup", "--to", backupFile], database: database)
             #expect(again.status == 74 && again.stderr.contains("exists already"))
 
-            // While the gateway serves, a restore is refused and changes nothing.
+            // While the gateway serves, a restore is refused and changes nothing, whatever name
+            // of the database it is given: the path, a hard link in another directory (the same
+            // file by another name), a symbolic link.
             let ordersNow = try await Self.sqlite(database, "SELECT count(*) FROM orders")
-            let refused = try await Self.command(["restore", "--from", backupFile], database: database)
-            #expect(refused.status == 75, "restore while serving: \(refused.stderr)")
-            #expect(refused.stderr.contains("in use by a running gateway"))
+            let elsewhere = directory + "/elsewhere"
+            try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+            #expect(link(database, elsewhere + "/hard.sqlite") == 0)
+            try FileManager.default.createSymbolicLink(atPath: elsewhere + "/soft.sqlite", withDestinationPath: database)
+            for name in [database, elsewhere + "/hard.sqlite", elsewhere + "/soft.sqlite"] {
+                let refused = try await Self.command(["restore", "--from", backupFile], database: name)
+                #expect(refused.status == 75, "restore to \(name) while serving: \(refused.stderr)")
+                #expect(refused.stderr.contains("in use by a running gateway"), "\(refused.stderr)")
+            }
             #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders") == ordersNow)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.contains("before-restore") })
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).sorted() == ["hard.sqlite", "soft.sqlite"])
 
-            // Stopped, the restore puts the backup in place (the replaced database kept beside it),
-            // and a gateway serves the restored orders.
+            // Stopped, the restore (through the hard link) puts the backup in place (the replaced
+            // database kept beside that name), leaves no WAL of the old database beside it, and a
+            // gateway serves the restored orders.
             #expect(await started.gateway?.stop() == 0)
-            let restored = try await Self.command(["restore", "--from", backupFile], database: database)
+            let restored = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/hard.sqlite")
             #expect(restored.status == 0, "restore: \(restored.stderr)")
             #expect(restored.stdout.contains("the database it replaced is kept as"))
             #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders") == count)
+            for suffix in ["-wal", "-shm", "-journal"] {
+                #expect(!FileManager.default.fileExists(atPath: database + suffix), "\(suffix) left beside the restored database")
+            }
             let again2 = StartedGateway()
-            _ = try #require(try await again2.start({ port in
-                ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database, "GATEWAY_RECONCILE_INTERVAL": "0"]
-            }, demo: true))
+            try await Self.serve(database, on: again2)
             let order = try await client.send(.get, again2.base + "/v1/orders/" + paidBefore[0], token: Self.token)
             #expect(order.json["state"] as? String == "SUCCESS")
             await again2.gateway?.stop()
+        } catch {
+            Issue.record("\(error)")
+        }
+        await started.gateway?.stop()
+        await client.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test("A gateway killed with SIGKILL holds the database no longer, and the restore's safety copy has every order it acknowledged",
+          .timeLimit(.minutes(10)))
+    func aKilledGatewayLeavesNoLockAndItsWALIsSaved() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-killed")
+        let database = directory + "/gateway.sqlite"
+        let started = StartedGateway()
+        try await Self.serve(database, on: started)
+        let client = try HTTPClient()
+        do {
+            #expect(try await client.createAndPay("killed-0", base: started.base, wechat: started.base, token: Self.token) == "SUCCESS")
+            let backupFile = directory + "/early.sqlite"
+            #expect(try await Self.command(["backup", "--to", backupFile], database: database).status == 0)
+            for index in 1..<6 {
+                #expect(try await client.createAndPay("killed-\(index)", base: started.base, wechat: started.base, token: Self.token) == "SUCCESS")
+            }
+            await started.gateway?.kill()
+            // The kernel let go of its lock with the process: the restore is not refused.
+            let restored = try await Self.command(["restore", "--from", backupFile], database: database)
+            #expect(restored.status == 0, "restore after a crash: \(restored.stderr)")
+            let saved = try #require(restored.stdout.split(separator: "\n").first { $0.contains("is kept as") }
+                .map { String($0.split(separator: " ").last ?? "") })
+            // What the killed gateway had written (WAL included) is in the safety copy, paid.
+            #expect(try await Self.sqlite(saved, "SELECT count(*) FROM orders WHERE out_trade_no LIKE 'killed-%' AND state = 'SUCCESS'") == "6")
+            #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders WHERE out_trade_no LIKE 'killed-%'") == "1")
+            for suffix in ["-wal", "-shm", "-journal"] {
+                #expect(!FileManager.default.fileExists(atPath: database + suffix), "\(suffix) left beside the restored database")
+            }
         } catch {
             Issue.record("\(error)")
         }
