@@ -401,7 +401,7 @@ struct PostgresStoreTests {
             #expect(await store.isHealthy() == false)
             try await server.resume()
             // Connections come back (after the backoff): the retried create is the first.
-            try #require(try await eventually(timeout: .seconds(60)) { (try? await store.create(Fixture.order("O2"), event: Fixture.created)) != nil })
+            try #require(await eventually(timeout: .seconds(60)) { (try? await store.create(Fixture.order("O2"), event: Fixture.created)) != nil })
             #expect(await store.isHealthy())
             #expect(try await store.order("O1")?.state == .success)
             #expect(try await store.outboxEvents("O1").count == 1)

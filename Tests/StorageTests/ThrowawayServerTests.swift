@@ -21,7 +21,7 @@ struct ThrowawayServerTests {
                                        environment: ProcessInfo.processInfo.environment, output: "/dev/null", errors: "/dev/null")
         var postmaster: pid_t = 0
         do {
-            try #require(try await eventually(timeout: .seconds(300)) {
+            try #require(await eventually(timeout: .seconds(300)) {
                 ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("export WXPAY_TEST_POSTGRES=")
             })
             let pidFile = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
