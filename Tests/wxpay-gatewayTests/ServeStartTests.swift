@@ -16,6 +16,16 @@ struct ServeStartTests {
     static let clientToken = "start-test-client-token"
 
     /// A database path in a fresh temp directory, and whether anything was created there.
+    /// A fresh directory holding a simulator's root certificate (not Apple's), as `root.pem`.
+    static func simulatorRoot() throws -> (directory: URL, root: Certificate, file: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-root-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let root = SimulatorPKI().root
+        let file = directory.appendingPathComponent("root.pem").path
+        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: file))
+        return (directory, root, file)
+    }
+
     static func databasePath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-start-\(UUID().uuidString)/gateway.sqlite").path
     }
@@ -143,12 +153,8 @@ struct ServeStartTests {
     /// setup) is refused; the root's own SHA-256 in `APPSTORE_UNTRUSTED_ROOT_SHA256` acknowledges
     /// it, and even then the start says so.
     @Test func aProductionStartTrustingARootThatIsNotApplesIsRefusedUnlessThatRootIsAcknowledged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-root-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let root = SimulatorPKI().root
-        let rootFile = directory.appendingPathComponent("root.pem").path
-        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
         let environment = { (port: Int, acknowledgement: String?) -> [String: String] in
             var variables = [
                 "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
@@ -183,12 +189,8 @@ struct ServeStartTests {
     /// Apple Root CA in production needs its own SHA-256 in APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256.
     @Test("A production start verifying receipts to a root that is not Apple Root CA is refused unless that root is acknowledged")
     func aReceiptRootThatIsNotApplesIsRefusedUnlessAcknowledged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-receipt-root-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let root = SimulatorPKI().root
-        let rootFile = directory.appendingPathComponent("root.pem").path
-        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
         let refused = try CommandProcess(["serve"], environment: [
             "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
             "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:9/wechat/notify",
@@ -210,13 +212,9 @@ struct ServeStartTests {
     /// that costs.
     @Test("A production start with the Server API key and no receipt root is refused unless APPSTORE_RECEIPT_VERIFICATION=off, which still warns")
     func theKeyWithoutAReceiptRootIsRefusedUnlessTurnedOff() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-receipt-off-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let root = SimulatorPKI().root
-        let rootFile = directory.appendingPathComponent("root.pem").path
         let keyFile = directory.appendingPathComponent("key.p8").path
-        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
         try Data(ES256PrivateKey.generate().pkcs8PEM.utf8).write(to: URL(fileURLWithPath: keyFile))
         let environment = { (port: Int, off: Bool) -> [String: String] in
             var variables = [
