@@ -26,6 +26,19 @@ struct ServeStartTests {
         return (directory, root, file)
     }
 
+    /// A production start of the merchant with the iOS app, its JWS root a simulator's (`rootFile`,
+    /// allowed but not yet acknowledged), listening on `port`.
+    static func productionWithApp(port: Int, rootFile: String) -> [String: String] {
+        [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
+            "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
+            "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
+            "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+        ]
+    }
+
     static func databasePath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-start-\(UUID().uuidString)/gateway.sqlite").path
     }
@@ -156,14 +169,7 @@ struct ServeStartTests {
         let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
         let environment = { (port: Int, acknowledgement: String?) -> [String: String] in
-            var variables = [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
-                "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
-                "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
-                "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
-                "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
-            ]
+            var variables = Self.productionWithApp(port: port, rootFile: rootFile)
             variables["APPSTORE_UNTRUSTED_ROOT_SHA256"] = acknowledgement
             return variables
         }
@@ -217,18 +223,12 @@ struct ServeStartTests {
         let keyFile = directory.appendingPathComponent("key.p8").path
         try Data(ES256PrivateKey.generate().pkcs8PEM.utf8).write(to: URL(fileURLWithPath: keyFile))
         let environment = { (port: Int, off: Bool) -> [String: String] in
-            var variables = [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
-                "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
-                "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
-                "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
-                "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+            var variables = Self.productionWithApp(port: port, rootFile: rootFile).merging([
                 "APPSTORE_UNTRUSTED_ROOT_SHA256": root.sha256Fingerprint,
                 "APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a", "APPSTORE_KEY_ID": "SIMKEY0001",
                 "APPSTORE_PRIVATE_KEY_FILE": keyFile, "APPSTORE_BACKFILL_INTERVAL": "0",
                 "APPSTORE_API_BASE": RefusedLoopbackPort().baseURL, "APPSTORE_SANDBOX_API_BASE": RefusedLoopbackPort().baseURL,
-            ]
+            ]) { $1 }
             if off { variables["APPSTORE_RECEIPT_VERIFICATION"] = "off" }
             return variables
         }
