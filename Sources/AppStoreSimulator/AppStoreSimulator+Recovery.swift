@@ -113,7 +113,7 @@ extension AppStoreSimulator {
             return AppStoreSimulatorResponse(status: 400, contentType: "application/json", body: [])
         }
         guard json["customerConsented"] == .bool(true) else {
-            return Self.apiError(400, 4_000_035, "Invalid request. The customer consented field is invalid.")
+            return Self.apiError(400, 4_000_035, "Invalid request. The customer consented field is required and must indicate the customer consented.")
         }
         guard json["deliveryStatus"]?.stringValue.flatMap(ConsumptionInformation.DeliveryStatus.init(rawValue:)) != nil else {
             return Self.apiError(400, 4_000_036, "Invalid request. The delivery status field is invalid.")

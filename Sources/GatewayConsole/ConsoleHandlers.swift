@@ -114,7 +114,8 @@ extension Console {
     /// The order page, with the audit entry of the look (`audited`: nil when the caller records its
     /// own). Unknown orders are a 404 page, recorded too.
     func renderOrder(_ exchange: Exchange, _ outTradeNo: String, notice: ConsoleNotice?, status: Int = 200,
-                     audited: String?, refundAmount: String = "", refundReason: String = "", refundNumber: String? = nil)
+                     audited: String?, refundAmount: String = "", refundReason: String = "", refundNumber: String? = nil,
+                     handleReason: String = "")
         async throws(APIError) -> HTTPServerResponse
     {
         let refundService = services.refunds
@@ -143,6 +144,7 @@ extension Console {
             order: order, events: events, outbox: outbox, refunds: refunds,
             refundsConfigured: refundService.isConfigured, notice: notice, refundAmount: refundAmount,
             refundReason: refundReason, refundNumber: refundNumber ?? RefundService.generateOutRefundNo(at: now))
+        model.handleReason = handleReason
         if order.channel == .apple, let iap = services.iap {
             // What Apple charged and where its refund stands (the ledger), and Apple's questions.
             (model.appleTransaction, model.consumption) = try await storage { () throws(StorageError) in
@@ -183,6 +185,16 @@ extension Console {
         }
         if let id = query["redelivered"], let event = try await services.support.outboxEvent(id), event.outTradeNo == outTradeNo {
             return ConsoleNotice(kind: .success, text: text.redelivered(event.id))
+        }
+        if let id = query["assigned"], let iap = services.iap,
+           let row = try await storage({ () throws(StorageError) in try await iap.store.appleTransaction(String(id.prefix(32))) }),
+           row.outTradeNo == outTradeNo {
+            return ConsoleNotice(kind: .success, text: text.assigned(row.transactionID))
+        }
+        if query["handled"] != nil,
+           let order = try await storage({ () throws(StorageError) in try await self.services.context.store.order(outTradeNo) }),
+           order.flags.isDisjoint(with: OrderFlag.needingAttention) {
+            return ConsoleNotice(kind: .success, text: text.handled)
         }
         return nil
     }

@@ -123,7 +123,7 @@ extension ConsolePages {
         }
         let pager: HTML = pages.isEmpty ? .empty : "<nav class=\"pages\">\(pages)</nav>"
         let unclaimedRows: [HTML] = model.unclaimed.map { row in
-            let link = "/console/" + HTML.query([("q", row.facts.transactionID)])
+            let link = "/console/apple-transactions/" + HTML.segment(row.facts.transactionID)
             return HTML("""
                 <tr><td><a href="\(link)">\(row.facts.transactionID)</a></td><td>\(row.facts.productID)</td>\
                 <td>\(ConsoleFormat.time(row.facts.purchaseDate))</td><td>\(row.source)</td></tr>

@@ -121,6 +121,8 @@ enum ConsolePages {
         /// its refund and reversal), and Apple's consumption requests about it, newest first.
         var appleTransaction: AppleTransactionRecord?
         var consumption: [ConsumptionRequestRecord] = []
+        /// The mark-handled form's reason, kept when it is shown again with an error.
+        var handleReason = ""
 
         /// What is left to refund: the amount less every refund that is not REFUNDCLOSE.
         var refundable: Int {
@@ -148,6 +150,7 @@ enum ConsolePages {
                 <section class="warnings"><h2>\(text.warningsTitle)</h2><ul id="warnings">\(warnings.map { HTML("<li>\($0)</li>") })</ul></section>
                 """)
         }
+        if let form = handleAttentionForm(model, chrome, path: path) { sections.append(form) }
         sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(isApple ? appleFacts(model, text) : wechatFacts(model, text))</dl></section>")
         if role.allows(.recheck) {
             sections.append("""

@@ -15,6 +15,9 @@ import HTTP
 /// | POST /console/orders/{out_trade_no}/recheck | viewer and up |
 /// | POST /console/orders/{out_trade_no}/refunds | refunder and up |
 /// | POST /console/orders/{out_trade_no}/outbox/{id}/redeliver | refunder and up |
+/// | POST /console/orders/{out_trade_no}/attention | refunder and up (mark its attention flags handled) |
+/// | GET /console/apple-transactions/{transaction_id} | viewer and up (an App Store purchase, e.g. an unclaimed one) |
+/// | POST /console/apple-transactions/{transaction_id}/assign | refunder and up |
 /// | GET /console/audit | admin |
 /// | GET /console/language, /console/console.css | anyone |
 extension Console {
@@ -42,6 +45,9 @@ extension Console {
         route(.post, "/console/orders/{out_trade_no}/outbox/{id}/redeliver") { console, request in
             await console.redeliver(request)
         }
+        route(.post, "/console/orders/{out_trade_no}/attention") { console, request in await console.handleAttention(request) }
+        route(.get, "/console/apple-transactions/{transaction_id}") { console, request in await console.purchasePage(request) }
+        route(.post, "/console/apple-transactions/{transaction_id}/assign") { console, request in await console.assign(request) }
         route(.get, "/console/audit") { console, request in await console.auditPage(request) }
         route(.get, "/console/language") { console, request in console.switchLanguage(request) }
         route(.get, "/console/console.css") { _, _ in ConsoleHTTP.stylesheet }

@@ -156,9 +156,43 @@ struct ConsoleText: Sendable {
     }
     var unclaimedTitle: String { t("尚未认领的 App Store 购买", "App Store purchases nobody has claimed") }
     var unclaimedHelp: String {
-        t("Apple 已收款、但还没有任何订单的购买：通知里没有令牌，或只凭交易号报告、无法确认属于报告者。用户的 App 报告签名交易后会自动入账；对账也会重试。",
-          "Purchases Apple took money for that no order holds yet: the notification carried no token, or a report gave only a transaction id the gateway could not tie to its reporter. The app's signed report credits them; the reconciler tries again too.")
+        t("Apple 已收款、但还没有任何订单的购买：通知里没有令牌，或报告只给了交易号或一张无法验证签名的收据，网关无法确定属于哪个用户。它不会自己入账，除非：同一 Apple 账户再为某个用户付款（对账由此得知是谁的），或 App 报告签名交易（StoreKit 2）或可验证的收据。用户可以：用付款的 Apple 账户打开 App 并“恢复购买”；或把 Apple 的收据邮件（订单号 MV…）和自己的订单号发给客服。客服可以：打开这笔购买，把它分配给该用户的订单（必须填写原因，会记入审计日志）；之后 App 再报告它时会被告知完成交易。",
+          "Purchases Apple took money for that no order holds yet: the notification carried no token, or a report gave only a transaction id or a receipt whose signature could not be verified, so nothing ties them to a user. They are not credited by themselves unless the same App Store account pays again for a user (the reconciler then knows whose it is) or the app reports the signed transaction (StoreKit 2) or a verifiable receipt. The customer can: open the app signed in to the Apple account that paid and restore purchases; or write to support with Apple's receipt e-mail (order ID MV…) and their order number. Support can: open the purchase and assign it to that user's order (a reason is required; it is audited); the app's next report of it is then told to finish the transaction.")
     }
+    // MARK: An unclaimed purchase
+    func purchaseTitle(_ id: String) -> String { t("App Store 购买 \(id)", "App Store purchase \(id)") }
+    var purchaseNotFound: String { t("网关没有这笔 App Store 交易。", "The gateway has no App Store transaction with this id.") }
+    var firstSeenAt: String { t("首次见到", "First seen") }
+    var creditedOrder: String { t("已入账订单", "Credited order") }
+    var unclaimedState: String { t("尚未认领：没有订单", "Unclaimed: no order holds it") }
+    var assignTitle: String { t("分配给订单", "Assign to an order") }
+    var assignHelp: String {
+        t("确认这笔购买属于谁之后（例如用户发来了 Apple 收据邮件和订单号），填写该用户的 iOS 订单号：订单必须是同一 Apple 产品、尚未支付、属于一个用户；网关会按正常入账流程入账（发出 order.paid）。",
+          "Once you know whose purchase this is (the customer sent Apple's receipt e-mail and their order number), give that user's iOS order number: the order must be for the same Apple product, unpaid, and a user's; the gateway credits it as any verified purchase (order.paid goes out).")
+    }
+    var assignOrderLabel: String { t("订单号（out_trade_no）", "Order number (out_trade_no)") }
+    var assignReasonLabel: String { t("原因（必填，记入时间线和审计日志）", "Reason (required; kept on the timeline and in the audit log)") }
+    var assignButton: String { t("分配并入账", "Assign and credit") }
+    var assignNeedsRole: String {
+        t("分配购买需要 refunder 或 admin 角色。", "Assigning a purchase needs the refunder or admin role.")
+    }
+    var notAssignable: String {
+        t("这笔购买已入账或已被 Apple 退款，不能再分配。", "This purchase is credited already or refunded by Apple: it cannot be assigned.")
+    }
+    func assigned(_ id: String) -> String {
+        t("App Store 交易 \(id) 已分配给这笔订单并入账。", "App Store transaction \(id) was assigned to this order and credited.")
+    }
+    var supportReasonInvalid: String {
+        t("请填写原因（1 到 200 个字符，不含控制字符）。", "Give a reason (1 to 200 characters, no control characters).")
+    }
+    // MARK: Attention handled
+    var handleTitle: String { t("标记为已处理", "Mark handled") }
+    var handleHelp: String {
+        t("已经处理了上面的提醒（例如开通了课程、通知了业务方）后，标记为已处理：订单离开“需要关注”列表，标记保留为 handled.…，时间线和审计日志记下是谁、为什么。",
+          "Once the warnings above are dealt with (the course delivered, the business told…), mark them handled: the order leaves the Needs attention list, each flag stays as handled.…, and the timeline and the audit log keep who and why.")
+    }
+    var handleButton: String { t("标记为已处理", "Mark handled") }
+    var handled: String { t("已标记为已处理，订单已离开“需要关注”列表。", "Marked handled: the order left the Needs attention list.") }
     var purchasedAt: String { t("购买时间", "Purchased") }
     var firstSeenVia: String { t("首次来源", "First seen via") }
     func showing(_ first: Int, _ last: Int, more: Bool) -> String {
@@ -415,6 +449,7 @@ struct ConsoleText: Sendable {
         case "appstore_notification": t("App Store 服务器通知", "App Store server notification")
         case "appstore_refund": t("App Store 退款", "App Store refund")
         case "appstore_consumption": t("Apple 询问消费信息", "Apple's consumption request")
+        case "attention_handled": t("客服标记为已处理", "marked handled by support")
         default: kind
         }
     }

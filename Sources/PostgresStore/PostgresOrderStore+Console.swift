@@ -255,4 +255,18 @@ extension PostgresOrderStore: ConsoleStore {
         }
         return OrderPage(rows: rows, limit: limit)
     }
+
+    public func handleAttention(_ outTradeNo: String, flags: Set<OrderFlag>, event: NewOrderEvent, at: Date)
+        async throws(StorageError) -> (order: OrderRecord, changed: Bool)?
+    {
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
+            guard let order = try db.run(Self.lockOrder(outTradeNo)).first(OrderRecord.init(row:)) else { return (nil, nil) }
+            guard let handled = OrderRecord.flags(order.flags, handling: flags) else { return ((order, false), nil) }
+            let updated = try Self.setFlags(handled, of: outTradeNo, at: at, on: db)
+            _ = try db.run(Self.insertEvent(event, of: outTradeNo))
+            return ((updated, true), nil)
+        }
+    }
 }

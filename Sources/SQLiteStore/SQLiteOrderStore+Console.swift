@@ -220,4 +220,18 @@ extension SQLiteOrderStore: ConsoleStore {
         }
         return OrderPage(rows: rows, limit: limit)
     }
+
+    public func handleAttention(_ outTradeNo: String, flags: Set<OrderFlag>, event: NewOrderEvent, at: Date)
+        async throws(StorageError) -> (order: OrderRecord, changed: Bool)?
+    {
+        try StoreText.validate(outTradeNo)
+        try event.validate()
+        return try await write { db throws(StorageError) in
+            guard let order = try Self.order(outTradeNo, on: db) else { return nil }
+            guard let handled = OrderRecord.flags(order.flags, handling: flags) else { return (order, false) }
+            let updated = try Self.setFlags(handled, of: outTradeNo, at: at, on: db)
+            try Self.appendEvent(event, to: outTradeNo, on: db)
+            return (updated, true)
+        }
+    }
 }

@@ -49,7 +49,10 @@ extension AppleCredit {
             }
         }
         try transaction.validate()
-        try StoreText.validate(userID, outTradeNo, source)
+        try StoreText.validate(userID, outTradeNo, source, assignedBy)
+        if assignedBy != nil, outTradeNo == nil || userID == nil || newOrder != nil {
+            throw .invalidArgument("an assignment names the order and its user, and makes no order")
+        }
     }
 
     /// The matching and the credit, steps 1 to 4 of `IAPStore.creditAppleTransaction`, in the
@@ -66,6 +69,16 @@ extension AppleCredit {
             ledger = try session.revoke(facts.transactionID, at: revoked, now: at)
         }
         if ledger.isRevoked { return .revoked(ledger) }
+
+        // An assignment by support: the named order only, decided on what it is now.
+        if assignedBy != nil {
+            guard let outTradeNo, let named = try session.order(outTradeNo),
+                  named.channel == .apple, named.appleProductID == facts.productID, named.userID == userID,
+                  let current = try session.lock([named]).first ?? nil,
+                  let credited = try credit(current, .outTradeNo, notes: [], in: session)
+            else { return .unmatched(ledger) }
+            return .credited(credited, .outTradeNo)
+        }
 
         // 2. The candidates, in the order they are tried.
         var notes: [AppleMatchNote] = []
@@ -130,11 +143,12 @@ extension AppleCredit {
     private func credit(_ candidate: OrderRecord, _ how: AppleMatch, notes: [AppleMatchNote],
                         in session: some AppleCreditSession) throws(StorageError) -> OrderRecord? {
         let facts = transaction
-        // Only the token proves an order closed at its expiry was paid after all.
-        let from = how == .appAccountToken ? OrderState.open.union([.closed]) : OrderState.open
+        // Only the token, or a person who looked (an assignment), says an order closed at its
+        // expiry was paid after all; support's own decision needs no flag for a person.
+        let from = how == .appAccountToken || assignedBy != nil ? OrderState.open.union([.closed]) : OrderState.open
         guard from.contains(candidate.state) else { return nil }
         var flags: Set<OrderFlag> = []
-        if candidate.state == .closed { flags.insert(.paidAfterClose) }
+        if candidate.state == .closed && assignedBy == nil { flags.insert(.paidAfterClose) }
         if how == .newOrder {
             flags.insert(.matchedWithoutOrder)
             flags.formUnion(newOrder?.flags ?? [])

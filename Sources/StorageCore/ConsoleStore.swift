@@ -53,6 +53,16 @@ public protocol ConsoleStore: Sendable {
     /// A page of the orders `search` matches, newest first (`createdAt` descending, then
     /// `outTradeNo` descending), after `after`: the same keyset pages as `orders(userID:…)`.
     func searchOrders(_ search: OrderSearch, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage
+
+    // MARK: The attention list
+
+    /// Support marked the order's attention flags `flags` handled: in one transaction, each of
+    /// them the order carries is replaced by its `handled.` marker (`OrderFlag.handled`), which
+    /// takes the order off the attention list while keeping what it was, and `event` is appended.
+    /// Returns the order afterwards and whether anything changed (nothing, and no event, when it
+    /// carries none of `flags`), or nil for an unknown order.
+    func handleAttention(_ outTradeNo: String, flags: Set<OrderFlag>, event: NewOrderEvent, at: Date)
+        async throws(StorageError) -> (order: OrderRecord, changed: Bool)?
 }
 
 /// A console login session. The token the browser holds is never stored: `id` is its SHA-256, so

@@ -111,6 +111,11 @@ public struct AppleCredit: Sendable {
     /// The timeline events saying how the order was found, made from the decision.
     public var events: @Sendable (AppleMatchDecision) -> [NewOrderEvent]
     public var at: Date
+    /// Support assigns the purchase to `outTradeNo` (an unclaimed purchase, by hand): that order
+    /// is the only candidate — no token, no 凑单, no new order — matched as `out_trade_no`, from
+    /// NOTPAY, USERPAYING or CLOSED (an order that expired unpaid is what a lost purchase usually
+    /// had), and its user must be `userID`. Nil: the usual matching.
+    public var assignedBy: String?
 
     public init(transaction: AppleTransactionFacts, userID: String?, outTradeNo: String? = nil, newOrder: AppleNewOrder?,
                 source: String, outbox: @escaping @Sendable (OrderRecord) -> OutboxEvent?,

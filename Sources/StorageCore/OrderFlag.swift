@@ -40,6 +40,11 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
         .otherTransactionID,
     ]
 
+    /// The marker that replaces an attention flag support marked handled (`handled.unknown_product`):
+    /// the order leaves the attention list and still says what it was. The flag set again later
+    /// (a refund needing attention a second time) brings the order back.
+    public var handled: OrderFlag { OrderFlag(rawValue: "handled." + rawValue) ?? self }
+
     /// Returns `nil` unless `rawValue` is a valid flag name.
     public init?(rawValue: String) {
         guard Self.isValid(rawValue) else { return nil }

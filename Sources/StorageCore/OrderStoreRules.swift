@@ -176,6 +176,14 @@ extension OrderRecord {
         flags.isSubset(of: current) ? nil : current.union(flags)
     }
 
+    /// The flags with each of `handled` the order carries replaced by its `handled.` marker
+    /// (`ConsoleStore.handleAttention`); nil when it carries none of them.
+    package static func flags(_ current: Set<OrderFlag>, handling handled: Set<OrderFlag>) -> Set<OrderFlag>? {
+        let carried = current.intersection(handled)
+        guard !carried.isEmpty else { return nil }
+        return current.subtracting(carried).union(carried.map(\.handled))
+    }
+
     /// The flags with `refund_needs_attention` set exactly when `needed`; nil when they already are.
     package static func flags(_ flags: Set<OrderFlag>, refundAttention needed: Bool) -> Set<OrderFlag>? {
         var flags = flags

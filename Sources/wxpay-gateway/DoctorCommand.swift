@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import AppStore
 import AppStoreHTTPTransport
+import Crypto
 import Foundation
 import Gateway
 import HTTP
@@ -25,6 +26,7 @@ enum DoctorCommand {
         DoctorCheck("api key") { await $0.apiKey() },
         DoctorCheck("client certificate") { await $0.clientCertificate() },
         DoctorCheck("app store key") { await $0.appStoreKey() },
+        DoctorCheck("app store receipt root") { $0.appStoreReceiptRoot() },
         DoctorCheck("database") { await $0.database() },
         DoctorCheck("catalog") { $0.catalog() },
     ]
@@ -244,6 +246,26 @@ final class DoctorContext: Sendable {
             return .fail("the key works, but Apple made no attempt to deliver the test notification within 30 s")
         }
         return .fail("the key works, but the test notification did not arrive (\(attempt.result)): check the production server URL in App Store Connect")
+    }
+
+    /// Whether StoreKit 1 receipts read with the Server API key are verified (the configuration
+    /// loaded the root and checked its fingerprint already; a key without a root and without
+    /// `APPSTORE_RECEIPT_VERIFICATION=off` refuses the configuration).
+    func appStoreReceiptRoot() -> DoctorOutcome {
+        let appStore = configuration.appStore
+        guard appStore.isEnabled else { return .skip("APPSTORE_BUNDLE_ID is not set") }
+        guard appStore.serverAPICredentials != nil else {
+            return .skip("no Server API key: receipts go to verifyReceipt, which verifies them")
+        }
+        guard let roots = appStore.receiptRoots else {
+            return .skip("APPSTORE_RECEIPT_VERIFICATION=off: StoreKit 1 receipts are read unverified (weak evidence); a "
+                         + "token-less or interrupted purchase reported with one waits unclaimed for support")
+        }
+        guard let other = roots.untrustedRoot else {
+            return .ok("receipts are verified to \(roots.apple.name) (SHA-256 \(TrustedRoots.appleRootCAFingerprint.prefix(8))…)")
+        }
+        return .ok("receipts are verified to a root that is not Apple Root CA, acknowledged by its SHA-256 "
+                   + "\(other.sha256Fingerprint.prefix(8))… (a simulator's or a test root)")
     }
 
     func database() async -> DoctorOutcome {

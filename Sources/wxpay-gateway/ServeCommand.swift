@@ -75,6 +75,12 @@ enum ServeCommand {
             logger.warning("App Store purchases are verified against a root that is not Apple Root CA - G3: whoever holds "
                            + "its key can sign purchases this gateway credits", ["root_sha256": fingerprint])
         }
+        if !configuration.demo, configuration.appStore.serverAPICredentials != nil, !configuration.appStore.receiptVerification {
+            // Acknowledged with APPSTORE_RECEIPT_VERIFICATION=off (GatewayConfiguration.receiptVerificationChecks).
+            logger.warning("StoreKit 1 receipts are read without verifying their signature (APPSTORE_RECEIPT_VERIFICATION=off): "
+                           + "a token-less or interrupted purchase reported with one credits nobody and waits for support "
+                           + "(transaction_unclaimed); set APPSTORE_RECEIPT_ROOT_CA_FILE to Apple Root CA to verify them")
+        }
         if !configuration.demo, let fingerprint = configuration.appStore.untrustedReceiptRootFingerprint {
             logger.warning("App receipts are verified against a root that is not Apple Root CA: whoever holds its key can "
                            + "sign receipts this gateway takes as a device's evidence", ["root_sha256": fingerprint])

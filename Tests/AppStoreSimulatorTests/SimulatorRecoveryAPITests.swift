@@ -122,6 +122,13 @@ struct SimulatorRecoveryAPITests {
         var refused = good
         refused.customerConsented = false
         #expect(await code(course.transactionID, refused) == 4_000_035)
+        do {
+            _ = try await api.sendConsumptionInformation(course.transactionID, refused)
+        } catch {
+            // Apple's own words for InvalidCustomerConsentedError.
+            #expect(error.description.contains("The customer consented field is required and must indicate the customer consented"),
+                    "\(error)")
+        }
         refused = good
         refused.consumptionPercentage = 100_001
         #expect(await code(course.transactionID, refused) == 4_000_000)
@@ -131,6 +138,12 @@ struct SimulatorRecoveryAPITests {
         refused = good
         refused.consumptionPercentage = 0
         #expect(await code(course.transactionID, refused) == 4_000_044)
+        // Apple: GRANT_PRORATED takes a percentage "greater than 0 and less than 100000".
+        refused.consumptionPercentage = 100_000
+        #expect(await code(course.transactionID, refused) == 4_000_044)
+        #expect(refused.violation()?.errorCode == 4_000_044)
+        refused.refundPreference = .grantFull
+        #expect(refused.violation() == nil)
         #expect(await code(subscription.transactionID, good) == 4_000_209)
         #expect(await code("2000000999999999", good) == 4_040_010)
         #expect(harness.simulator.consumptionReceived.count == 2)

@@ -196,7 +196,7 @@ struct ConsolePagesTests {
         }
     }
 
-    @Test("The attention page lists the App Store purchases nobody has claimed, linked to their search")
+    @Test("The attention page lists the App Store purchases nobody has claimed, linked to their own page")
     func theAttentionPageListsUnclaimedPurchases() {
         let facts = AppleTransactionFacts(transactionID: "2000000100000001", originalTransactionID: "2000000100000001",
                                           productID: "com.example.courses.ios301", environment: "Production",
@@ -205,7 +205,7 @@ struct ConsolePagesTests {
         for language in ConsoleLanguage.allCases {
             let page = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention(unclaimed: [row])).text
             #expect(page.contains("id=\"unclaimed\"") && page.contains(HTML.escape(language.text.unclaimedTitle)))
-            #expect(page.contains("href=\"/console/?q=2000000100000001\""))
+            #expect(page.contains("href=\"/console/apple-transactions/2000000100000001\""))
             let none = ConsolePages.attention(Self.chrome(.viewer, language), ConsolePages.Attention()).text
             #expect(!none.contains("id=\"unclaimed\""))
         }

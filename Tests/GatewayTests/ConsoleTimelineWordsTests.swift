@@ -111,6 +111,9 @@ struct ConsoleTimelineWordsTests {
         "Apple refused the answer (API error 4000035 (400)): not sent again",
         "sending to Apple failed (transport failure (timeout)); tried again in 60 s",
         "not sent: the App Store Server API is not configured",
+        "assigned by support (console user agent7): 收据邮件 MV777; the purchase was unclaimed (first seen via App Store report (transaction_id)); credited to this order of u1; the order had been closed locally (unpaid at its expiry)",
+        "transaction 2000000001 (com.example.course1, Production, purchased 2026-11-30T02:00:00Z): as recorded when first seen (notification ONE_TIME_CHARGE)",
+        "matched_without_order, unknown_product marked handled by support token 1a2b3c4d: 工单 881",
     ]
 
     /// Words that may stay: the names support staff look things up by, and values.

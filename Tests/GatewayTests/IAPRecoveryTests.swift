@@ -285,6 +285,9 @@ struct IAPRecoveryTests {
             // What Apple would refuse is refused here, naming the field; an unknown transaction is 404; app tokens may not answer.
             let bad = try await rig.gateway.send(.put, path, body: #"{"customer_consented":true,"delivery_status":"LOST","sample_content_provided":false}"#)
             #expect(bad.status == 400 && bad.error?["field"] as? String == "delivery_status")
+            // Apple takes GRANT_PRORATED only for a part: above 0 and below 100000 (all of it is GRANT_FULL).
+            let all = try await rig.gateway.send(.put, path, body: Self.consented.replacingOccurrences(of: "25000", with: "100000"))
+            #expect(all.status == 400 && all.error?["field"] as? String == "refund_preference", "\(all.json)")
             #expect(try await rig.gateway.send(.put, "/v1/iap/transactions/2000000999999999/consumption", body: Self.consented).status == 404)
             #expect(try await rig.gateway.send(.put, path, token: rig.token("user-a"), body: Self.consented).status == 403)
             let timeline = try await rig.store.events(order).filter { $0.kind == "appstore_consumption" }.map(\.detail)

@@ -215,6 +215,8 @@ struct AppStoreCommandTests {
                 // The simulator's root, acknowledged by its fingerprint as production requires.
                 "APPSTORE_UNTRUSTED_ROOT_SHA256": FileManager.default.contents(atPath: rootFile)
                     .flatMap { Certificate(pemOrDER: Array($0)) }?.sha256Fingerprint ?? "",
+                // No receipt is read here: running the key without the receipt root, acknowledged.
+                "APPSTORE_RECEIPT_VERIFICATION": "off",
             ]
             let since = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600))
             // A mistyped database path is refused (74), and nothing is created there.
@@ -243,6 +245,7 @@ struct AppStoreCommandTests {
             unconfigured["APPSTORE_PRIVATE_KEY_FILE"] = nil
             unconfigured["APPSTORE_KEY_ID"] = nil
             unconfigured["APPSTORE_ISSUER_ID"] = nil
+            unconfigured["APPSTORE_RECEIPT_VERIFICATION"] = nil
             let refused = try await Self.run(["appstore", "backfill", "--since", since], environment: unconfigured)
             #expect(refused.status == 2 && refused.stderr.contains("App Store Server API"), "\(refused.stderr)")
         }

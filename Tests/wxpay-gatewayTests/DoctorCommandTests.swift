@@ -36,7 +36,7 @@ struct DoctorCommandTests {
     }
 
     static let checks = ["wechat primary host", "wechat backup host", "api key", "client certificate", "app store key",
-                         "database", "catalog"]
+                         "app store receipt root", "database", "catalog"]
 
     @Test(.timeLimit(.minutes(10)))
     func doctorPassesAConfigurationThatWorksAndFailsExactlyTheCheckOfEachPlantedFault() async throws {
@@ -53,7 +53,9 @@ struct DoctorCommandTests {
                 #expect(healthy.lines[check] == "ok", "\(check): \(healthy.output)")
             }
             #expect(healthy.lines["catalog"] == "skip")
-            #expect(healthy.output.contains("doctor: 6 passed, 0 failed, 1 skipped"))
+            #expect(healthy.output.contains("doctor: 7 passed, 0 failed, 1 skipped"))
+            #expect(healthy.output.contains("app store receipt root: receipts are verified to a root that is not Apple Root CA"),
+                    "\(healthy.output)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/gateway.sqlite"), "doctor created the database")
 
             func planted(_ fault: [String: String], fails check: String, saying words: String) async throws {
@@ -81,6 +83,20 @@ struct DoctorCommandTests {
             try await planted(["WXPAY_CLIENT_CERT": expiring], fails: "client certificate", saying: "expires within 30 days")
             // A Server API key id the App Store does not know: 401.
             try await planted(["APPSTORE_KEY_ID": "WRONGKEY99"], fails: "app store key", saying: "refused the key (401)")
+            // The Server API key without the receipt root: refused as serve refuses it, saying where the root is.
+            var rootless = good
+            rootless["APPSTORE_RECEIPT_ROOT_CA_FILE"] = nil
+            rootless["APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256"] = nil
+            let refusedRoot = try await Self.doctor(rootless)
+            #expect(refusedRoot.status == 2, "\(refusedRoot.output)")
+            #expect(refusedRoot.output.contains("FAIL  configuration: APPSTORE_RECEIPT_ROOT_CA_FILE")
+                        && refusedRoot.output.contains("AppleIncRootCertificate.cer"), "\(refusedRoot.output)")
+            // Turned off on purpose: doctor says so on its own line and passes the rest.
+            rootless["APPSTORE_RECEIPT_VERIFICATION"] = "off"
+            let off = try await Self.doctor(rootless)
+            #expect(off.status == 0, "\(off.output)")
+            #expect(off.lines["app store receipt root"] == "skip", "\(off.output)")
+            #expect(off.output.contains("APPSTORE_RECEIPT_VERIFICATION=off: StoreKit 1 receipts are read unverified"), "\(off.output)")
             // A database migrated by a newer version of the gateway.
             let newer = directory + "/newer.sqlite"
             let made = try await Operations.tool("sqlite3", [newer, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER); INSERT INTO schema_migrations VALUES (99, 'future', 0);"])

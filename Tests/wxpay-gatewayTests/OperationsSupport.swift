@@ -113,6 +113,9 @@ final class SimulatedUpstreams: @unchecked Sendable {
             "APPSTORE_ROOT_CA_FILE": directory + "/appstore-root.pem", "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
             // The simulator's root, acknowledged by its fingerprint as production requires.
             "APPSTORE_UNTRUSTED_ROOT_SHA256": appStoreRootFingerprint,
+            // Its receipts are signed under the same root: verified, as production requires with the key.
+            "APPSTORE_RECEIPT_ROOT_CA_FILE": directory + "/appstore-root.pem",
+            "APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256": appStoreRootFingerprint,
             "APPSTORE_ISSUER_ID": app["issuer"] ?? "", "APPSTORE_KEY_ID": app["key_id"] ?? "",
             "APPSTORE_PRIVATE_KEY_FILE": directory + "/appstore-key.p8",
             "APPSTORE_API_BASE": appStoreBase, "APPSTORE_SANDBOX_API_BASE": appStoreBase + "/sandbox",

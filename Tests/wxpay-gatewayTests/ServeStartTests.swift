@@ -16,6 +16,29 @@ struct ServeStartTests {
     static let clientToken = "start-test-client-token"
 
     /// A database path in a fresh temp directory, and whether anything was created there.
+    /// A fresh directory holding a simulator's root certificate (not Apple's), as `root.pem`.
+    static func simulatorRoot() throws -> (directory: URL, root: Certificate, file: String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-root-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let root = SimulatorPKI().root
+        let file = directory.appendingPathComponent("root.pem").path
+        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: file))
+        return (directory, root, file)
+    }
+
+    /// A production start of the merchant with the iOS app, its JWS root a simulator's (`rootFile`,
+    /// allowed but not yet acknowledged), listening on `port`.
+    static func productionWithApp(port: Int, rootFile: String) -> [String: String] {
+        [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
+            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
+            "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
+            "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
+            "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
+        ]
+    }
+
     static func databasePath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-start-\(UUID().uuidString)/gateway.sqlite").path
     }
@@ -143,21 +166,10 @@ struct ServeStartTests {
     /// setup) is refused; the root's own SHA-256 in `APPSTORE_UNTRUSTED_ROOT_SHA256` acknowledges
     /// it, and even then the start says so.
     @Test func aProductionStartTrustingARootThatIsNotApplesIsRefusedUnlessThatRootIsAcknowledged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-root-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let root = SimulatorPKI().root
-        let rootFile = directory.appendingPathComponent("root.pem").path
-        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
         let environment = { (port: Int, acknowledgement: String?) -> [String: String] in
-            var variables = [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
-                "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
-                "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
-                "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
-                "APPSTORE_ROOT_CA_FILE": rootFile, "APPSTORE_ALLOW_UNTRUSTED_ROOT": "1",
-            ]
+            var variables = Self.productionWithApp(port: port, rootFile: rootFile)
             variables["APPSTORE_UNTRUSTED_ROOT_SHA256"] = acknowledgement
             return variables
         }
@@ -183,12 +195,8 @@ struct ServeStartTests {
     /// Apple Root CA in production needs its own SHA-256 in APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256.
     @Test("A production start verifying receipts to a root that is not Apple Root CA is refused unless that root is acknowledged")
     func aReceiptRootThatIsNotApplesIsRefusedUnlessAcknowledged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-receipt-root-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, root, rootFile) = try Self.simulatorRoot()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let root = SimulatorPKI().root
-        let rootFile = directory.appendingPathComponent("root.pem").path
-        try Data(root.pem.utf8).write(to: URL(fileURLWithPath: rootFile))
         let refused = try CommandProcess(["serve"], environment: [
             "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
             "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:9/wechat/notify",
@@ -203,5 +211,37 @@ struct ServeStartTests {
                 "\(refused.stderr)")
         #expect(refused.stderr.contains(root.sha256Fingerprint))
         await refused.stop()
+    }
+
+    /// The Server API key without the receipt root refuses the start, saying where Apple Root CA is
+    /// and its fingerprint; `APPSTORE_RECEIPT_VERIFICATION=off` starts it, and the start says what
+    /// that costs.
+    @Test("A production start with the Server API key and no receipt root is refused unless APPSTORE_RECEIPT_VERIFICATION=off, which still warns")
+    func theKeyWithoutAReceiptRootIsRefusedUnlessTurnedOff() async throws {
+        let (directory, root, rootFile) = try Self.simulatorRoot()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("key.p8").path
+        try Data(ES256PrivateKey.generate().pkcs8PEM.utf8).write(to: URL(fileURLWithPath: keyFile))
+        let environment = { (port: Int, off: Bool) -> [String: String] in
+            var variables = Self.productionWithApp(port: port, rootFile: rootFile).merging([
+                "APPSTORE_UNTRUSTED_ROOT_SHA256": root.sha256Fingerprint,
+                "APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a", "APPSTORE_KEY_ID": "SIMKEY0001",
+                "APPSTORE_PRIVATE_KEY_FILE": keyFile, "APPSTORE_BACKFILL_INTERVAL": "0",
+                "APPSTORE_API_BASE": RefusedLoopbackPort().baseURL, "APPSTORE_SANDBOX_API_BASE": RefusedLoopbackPort().baseURL,
+            ]) { $1 }
+            if off { variables["APPSTORE_RECEIPT_VERIFICATION"] = "off" }
+            return variables
+        }
+        let refused = try CommandProcess(["serve"], environment: environment(closedLoopbackPort(), false))
+        #expect(await refused.exitStatus() == 2)
+        #expect(refused.stderr.contains("APPSTORE_RECEIPT_ROOT_CA_FILE") && refused.stderr.contains("AppleIncRootCertificate.cer")
+                    && refused.stderr.contains(TrustedRoots.appleRootCAFingerprint), "\(refused.stderr)")
+        await refused.stop()
+
+        let started = StartedGateway()
+        defer { Task { await started.gateway?.stop() } }
+        let running = try #require(await started.start { port in environment(port, true) }, "the acknowledged start did not start")
+        #expect(running.stderr.contains("APPSTORE_RECEIPT_VERIFICATION=off"), "\(running.stderr)")
+        #expect(await running.stop() == 0)
     }
 }

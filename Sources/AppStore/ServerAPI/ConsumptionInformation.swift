@@ -6,9 +6,19 @@ import JSON
 /// notification). Apple takes it only with the customer's consent (`customerConsented` true;
 /// anything else is refused with 4000035), within 12 hours of the request.
 ///
-/// The rules Apple checks are checked here too (`validate`), so a body that would be refused is
+/// The rules Apple checks are checked here too (`violation`), so a body that would be refused is
 /// never sent: the delivery status and refund preference from Apple's lists, the consumption
-/// percentage in milliunits 0–100,000, zero unless delivered, and above zero for GRANT_PRORATED.
+/// percentage in milliunits 0–100,000, zero unless delivered, and for GRANT_PRORATED "greater than
+/// 0 and less than 100000" (Apple's `consumptionPercentage`).
+///
+/// Apple's errors for this endpoint, as its documentation and app-store-server-library's `APIError`
+/// give them: 4000006 InvalidTransactionId, 4000035 InvalidCustomerConsented, 4000036
+/// InvalidDeliveryStatus, 4000041 InvalidSampleContentProvided, 4000044 InvalidRefundPreference,
+/// 4000185 FamilyTransactionNotSupported, 4000209 ConsumptionPercentageAutoRenewableSubscription,
+/// 404 4040010 TransactionIdNotFound. ConsumptionPercentageOutOfRange and
+/// UndeliveredConsumptionPercentageNonZero are documented without a published code, so they are
+/// answered here (and by the simulator) with 4000000 GeneralBadRequest; the gateway never depends
+/// on the code of a 400 (every one means: refused, not sent again).
 public struct ConsumptionInformation: Sendable, Hashable {
     /// Apple's `deliveryStatus` values.
     public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable {
@@ -45,6 +55,9 @@ public struct ConsumptionInformation: Sendable, Hashable {
     /// The largest `consumptionPercentage`: 100 % in milliunits.
     public static let maximumPercentage = 100_000
 
+    /// What GRANT_PRORATED takes: a part, neither nothing nor all of it (all of it is GRANT_FULL).
+    public static let proratedPercentages = 1..<maximumPercentage
+
     /// Why Apple would refuse the body (its error's code and words), or nil. The customer's
     /// consent is not checked here: a body without it is never sent at all.
     public func violation() -> (errorCode: Int, message: String)? {
@@ -56,7 +69,7 @@ public struct ConsumptionInformation: Sendable, Hashable {
                 return (4_000_000, "Invalid request. The consumption percentage must be zero for the provided delivery status.")
             }
         }
-        if refundPreference == .grantProrated && (consumptionPercentage ?? 0) == 0 {
+        if refundPreference == .grantProrated && !Self.proratedPercentages.contains(consumptionPercentage ?? 0) {
             return (4_000_044, "Invalid request. The refund preference field is invalid.")
         }
         return nil

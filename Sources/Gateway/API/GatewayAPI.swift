@@ -29,6 +29,8 @@ import WeChatPay
 /// | GET /v1/support/attention[?flag=…] | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
+/// | POST /v1/support/apple-transactions/{transaction_id}/assign | support |
+/// | POST /v1/support/orders/{out_trade_no}/attention/handled | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
     public let services: GatewayServices
@@ -105,6 +107,8 @@ public struct GatewayAPI: Sendable {
                 Self.json(try await self.services.support.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }
         }
+        // Support's actions on the attention list: GatewayAPI+Support.swift.
+        registerSupportActions(in: &router)
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
         registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.

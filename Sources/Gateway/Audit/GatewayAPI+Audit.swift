@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import HTTP
+import JSON
 
 extension GatewayAPI {
     /// Appends the audit entry of a call made with a support token: which token (its
@@ -10,6 +11,9 @@ extension GatewayAPI {
         let audit = services.audit
         let parameters = request.pathParameters
         let query = request.query
+        // A support action's reason (and the order it names) is what its entry must keep.
+        let body = request.method == .post ? (try? CreateOrderInput.members(of: request.body)) : nil
+        let reason = body?["reason"]?.stringValue.map { "reason: \($0)" } ?? ""
         let (action, outTradeNo, target): (String, String?, String?) =
             switch request.routeTemplate {
             case "/v1/support/orders":
@@ -20,6 +24,9 @@ extension GatewayAPI {
             case "/v1/support/attention": ("api_attention", nil, query["flag"].map { "flag=\(String($0.prefix(64)))" })
             case "/v1/support/orders/{out_trade_no}/recheck": ("api_recheck", parameters["out_trade_no"], nil)
             case "/v1/support/outbox/{id}/redrive": ("api_redrive", nil, parameters["id"])
+            case "/v1/support/apple-transactions/{transaction_id}/assign":
+                ("api_assign_transaction", body?["out_trade_no"]?.stringValue, parameters["transaction_id"])
+            case "/v1/support/orders/{out_trade_no}/attention/handled": ("api_attention_handled", parameters["out_trade_no"], nil)
             case "/v1/orders/{out_trade_no}": ("api_read_order", parameters["out_trade_no"], nil)
             case "/v1/refunds/{out_refund_no}": ("api_read_refund", nil, parameters["out_refund_no"])
             default: ("api " + request.method.rawValue + " " + request.routeTemplate, nil, nil)
@@ -29,7 +36,7 @@ extension GatewayAPI {
         do {
             try await audit.record(actor: caller.tokenName ?? "support token", channel: "api", role: "support",
                                    action: action, outTradeNo: outTradeNo.map { String($0.prefix(64)) }, target: target,
-                                   address: address, outcome: outcome)
+                                   address: address, outcome: outcome, detail: reason)
             return nil
         } catch {
             return request.method == .get ? Self.error(error) : nil

@@ -12,7 +12,8 @@ import Foundation
 /// | `APPSTORE_ROOT_CA_FILE` | Apple Root CA - G3 (PEM or DER), SHA-256-fingerprint-checked; required with the bundle id | — |
 /// | `APPSTORE_ALLOW_UNTRUSTED_ROOT` | `1`/`on`: accept another root (a simulator's) | off |
 /// | `APPSTORE_UNTRUSTED_ROOT_SHA256` | in production, required with another root: its SHA-256, acknowledging it | unset |
-/// | `APPSTORE_RECEIPT_ROOT_CA_FILE` | Apple Root CA (PEM or DER), SHA-256-fingerprint-checked: app receipts read with the Server API key are verified to it (device evidence) | unset: such receipts are read unverified |
+/// | `APPSTORE_RECEIPT_ROOT_CA_FILE` | Apple Root CA (PEM or DER), SHA-256-fingerprint-checked: app receipts read with the Server API key are verified to it (device evidence); in production required with the key unless `APPSTORE_RECEIPT_VERIFICATION=off` | — |
+/// | `APPSTORE_RECEIPT_VERIFICATION` | `off`: run with the Server API key but without the receipt root, acknowledged (receipts read unverified: weak evidence) | `on` |
 /// | `APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256` | in production, required with another receipt root: its SHA-256, acknowledging it | unset |
 /// | `APPSTORE_ISSUER_ID`, `APPSTORE_KEY_ID`, `APPSTORE_PRIVATE_KEY_FILE` | the Server API's In-App Purchase key (`.p8`); all three or none | none: no Server API |
 /// | `APPSTORE_SHARED_SECRET` | verifyReceipt's `password` (legacy receipts) | none |
@@ -36,6 +37,9 @@ public struct AppStoreConfiguration: Sendable {
     public var receiptRootCAFile: String?
     /// APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256: the acknowledgement of a receipt root that is not Apple's.
     public var untrustedReceiptRootFingerprint: String?
+    /// APPSTORE_RECEIPT_VERIFICATION: false only when the operator acknowledged running the Server
+    /// API key without a receipt root (`off`); production refuses that combination otherwise.
+    public var receiptVerification = true
     public var issuerID: String?
     public var keyID: String?
     public var privateKeyFile: String?
@@ -96,6 +100,10 @@ extension GatewayConfiguration {
         .optional("APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256", \.appStore.untrustedReceiptRootFingerprint,
                   expecting: "the SHA-256 of the receipt root certificate's DER encoding: 64 hex digits (colons allowed)",
                   parse: parseFingerprint),
+        ConfigurationVariable("APPSTORE_RECEIPT_VERIFICATION", \.appStore.receiptVerification,
+                              expecting: "on, or off to run the Server API key without APPSTORE_RECEIPT_ROOT_CA_FILE "
+                                  + "(StoreKit 1 receipts then read unverified: weak evidence)",
+                              parse: ConfigurationVariable.flag),
         .optional("APPSTORE_ISSUER_ID", \.appStore.issuerID,
                   expecting: "the issuer id of the In-App Purchase key (a UUID from App Store Connect)") { text in
             UUID(uuidString: text) != nil ? text.lowercased() : nil
@@ -195,7 +203,8 @@ extension GatewayConfiguration {
     /// G3 needs the explicit flag and its own fingerprint as a second acknowledgement
     /// (`untrustedRootChecks`), the Server API key comes whole, and no App Store variable is set
     /// without the bundle id (it would silently do nothing).
-    static func appStoreChecks(_ configuration: inout GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+    static func appStoreChecks(_ configuration: inout GatewayConfiguration, _ environment: Environment,
+                               command: Command = .serve) -> [ConfigurationProblem] {
         let set = environment.names(withPrefixes: ["APPSTORE_"]).filter { environment.get($0) != nil }
         if configuration.demo {
             configuration.appStore.bundleID = AppStoreConfiguration.demoBundleID
@@ -271,6 +280,45 @@ extension GatewayConfiguration {
                                                      expected: "a PKCS#8 P-256 key (.p8) that loads: \(error)"))
             }
         }
+        problems += receiptVerificationChecks(appStore, keyGiven: given.count == keyParts.count, command: command, environment)
         return problems
+    }
+
+    /// Where to get the receipt root, and how to know it is the right file: the words every
+    /// refusal about it says.
+    static let receiptRootSource = "Apple Root CA (AppleIncRootCertificate.cer from Apple's PKI page, "
+        + "https://www.apple.com/certificateauthority/), whose SHA-256 the gateway checks: \(TrustedRoots.appleRootCAFingerprint)"
+
+    /// With the Server API key a StoreKit 1 receipt is read locally, and only a receipt verified to
+    /// the receipt root proves that the reporter holds the purchase: without the root, a token-less
+    /// or interrupted StoreKit 1 purchase can only be reported as weak evidence, which credits
+    /// nobody it cannot be tied to (409 `transaction_unclaimed`, waiting for support). So
+    /// production fails closed, as for the G3 root: the key needs the receipt root, unless the
+    /// operator says `APPSTORE_RECEIPT_VERIFICATION=off` (and `serve` still warns). `off` with a
+    /// root, or without the key (receipts then go to verifyReceipt, which verifies them), would
+    /// mean nothing and is refused too.
+    static func receiptVerificationChecks(_ appStore: AppStoreConfiguration, keyGiven: Bool, command: Command,
+                                          _ environment: Environment) -> [ConfigurationProblem] {
+        let rootSet = environment.get("APPSTORE_RECEIPT_ROOT_CA_FILE") != nil
+        guard appStore.receiptVerification else {
+            if rootSet {
+                return [ConfigurationProblem("APPSTORE_RECEIPT_VERIFICATION", .conflict,
+                                             expected: "unset or on: APPSTORE_RECEIPT_ROOT_CA_FILE is set, so receipts are verified to it")]
+            }
+            if !keyGiven {
+                return [ConfigurationProblem("APPSTORE_RECEIPT_VERIFICATION", .conflict,
+                                             expected: "unset: without the Server API key (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, "
+                                                 + "APPSTORE_PRIVATE_KEY_FILE) receipts go to verifyReceipt, nothing to turn off")]
+            }
+            return []
+        }
+        guard keyGiven, !rootSet, command.requires("APPSTORE_RECEIPT_ROOT_CA_FILE") else { return [] }
+        // A conflict rather than a plain missing name: the message must say where to get the file.
+        return [ConfigurationProblem(
+            "APPSTORE_RECEIPT_ROOT_CA_FILE", .conflict,
+            expected: "required with the App Store Server API key: \(receiptRootSource). Without it a StoreKit 1 receipt "
+                + "is read unverified, and a token-less or interrupted purchase reported with it credits nobody "
+                + "(409 transaction_unclaimed, waiting for support). To run without it anyway, set "
+                + "APPSTORE_RECEIPT_VERIFICATION=off")]
     }
 }

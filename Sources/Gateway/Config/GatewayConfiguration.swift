@@ -158,7 +158,7 @@ public struct GatewayConfiguration: Sendable {
         // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
         problems += app.complete(demo: demo)
         // The App Store's root and key, loaded and checked (GatewayConfiguration+AppStore.swift).
-        problems += Self.appStoreChecks(&self, environment)
+        problems += Self.appStoreChecks(&self, environment, command: command)
         // The admin address and the TLS pair, loaded and checked (GatewayConfiguration+Listeners.swift).
         problems += Self.listenerChecks(&self, environment)
         for check in Self.checks { problems += check(self, environment) }
@@ -179,7 +179,9 @@ public struct GatewayConfiguration: Sendable {
         /// URL (nothing is created) and no client tokens (nobody calls it).
         public static let reconcile = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY"])
         /// `doctor`: the merchant, its key and the notify URL it checks; no client tokens.
-        public static let doctor = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL"])
+        /// The receipt root too (what `serve` would refuse, doctor does).
+        public static let doctor = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL",
+                                                      "APPSTORE_RECEIPT_ROOT_CA_FILE"])
         /// `backup` and `restore`: only the database.
         public static let database = Command(required: [])
     }

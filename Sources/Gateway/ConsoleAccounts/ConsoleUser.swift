@@ -4,7 +4,8 @@ import Crypto
 public enum ConsoleRole: String, Sendable, Hashable, CaseIterable {
     /// Search, view orders, recheck with WeChat.
     case viewer
-    /// Also refund and redeliver fulfilment events.
+    /// Also refund, redeliver fulfilment events, assign an unclaimed App Store purchase to an
+    /// order and mark an order's attention flags handled.
     case refunder
     /// Also read the audit log.
     case admin
@@ -12,7 +13,7 @@ public enum ConsoleRole: String, Sendable, Hashable, CaseIterable {
     public func allows(_ right: ConsoleRight) -> Bool {
         switch right {
         case .search, .view, .recheck: true
-        case .refund, .redeliver: self == .refunder || self == .admin
+        case .refund, .redeliver, .assign, .handleAttention: self == .refunder || self == .admin
         case .audit: self == .admin
         }
     }
@@ -21,6 +22,10 @@ public enum ConsoleRole: String, Sendable, Hashable, CaseIterable {
 /// One thing a console user may be allowed to do (`ConsoleRole.allows`).
 public enum ConsoleRight: String, Sendable, Hashable, CaseIterable {
     case search, view, recheck, refund, redeliver, audit
+    /// Assign an unclaimed App Store purchase to an order (credits it, as a refund moves money).
+    case assign
+    /// Mark an order's attention flags handled (takes it off the attention list).
+    case handleAttention = "handle_attention"
 }
 
 /// A console account as the user file holds it.

@@ -45,8 +45,9 @@ enum ConsumptionAnswer {
                                                  deliveryStatus: status, consumptionPercentage: percentage,
                                                  refundPreference: preference)
         if information.violation() != nil {
-            if preference == .grantProrated && (percentage ?? 0) == 0 {
-                throw .invalid("refund_preference", "GRANT_PRORATED needs a consumption_percentage above 0")
+            if preference == .grantProrated && !ConsumptionInformation.proratedPercentages.contains(percentage ?? 0) {
+                throw .invalid("refund_preference",
+                               "GRANT_PRORATED needs a consumption_percentage above 0 and below 100000 (all of it is GRANT_FULL)")
             }
             throw .invalid("consumption_percentage", "consumption_percentage must be 0 unless delivery_status is DELIVERED")
         }

@@ -122,7 +122,7 @@ public final class SupportDesk: OrderFlow {
 
     /// An order as support sees it: its view with the user, prepay_id and flags, and — with
     /// `timeline` — its events and webhook deliveries.
-    private func supportView(_ order: OrderRecord, timeline: Bool) async throws(APIError) -> [UInt8] {
+    func supportView(_ order: OrderRecord, timeline: Bool) async throws(APIError) -> [UInt8] {
         var view = try await storage { () throws(StorageError) in try await self.view(order) }
         view.userID = order.userID
         view.prepayID = order.prepayID

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+import HTTP
+import JSON
+import StorageCore
+
+/// Support's actions on the attention list, the JSON equivalents of the console's (support token,
+/// audited with the reason): assign an unclaimed App Store purchase to an order, and mark an
+/// order's attention flags handled.
+///
+/// | route | who |
+/// |---|---|
+/// | POST /v1/support/apple-transactions/{transaction_id}/assign `{"out_trade_no","reason"}` | support |
+/// | POST /v1/support/orders/{out_trade_no}/attention/handled `{"reason","flags"?}` | support |
+extension GatewayAPI {
+    static let supportActionBodyLimit = 4096
+
+    func registerSupportActions(in router: inout HTTPRouter) {
+        router.add(.post, "/v1/support/apple-transactions/{transaction_id}/assign",
+                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+            try await self.handle(request, scopes: [.support]) { caller in
+                guard let iap = self.services.iap else { throw APIError.notFound }
+                let body = try Self.supportAction(request.body, allowed: ["out_trade_no", "reason"])
+                let outTradeNo = try CreateOrderInput.string(body, "out_trade_no", required: true, bytes: 1...64) ?? ""
+                let assignment = try await iap.assign(
+                    transactionID: request.pathParameters["transaction_id"] ?? "", to: outTradeNo,
+                    reason: try CreateOrderInput.string(body, "reason", required: true, bytes: 1...800),
+                    by: caller.tokenName ?? "support token")
+                var answer = JSONObjectWriter(capacity: 1024)
+                answer.raw("order", try await self.services.support.supportView(assignment.order, timeline: false))
+                answer.bool("replayed", assignment.replayed)
+                answer.string("transaction_id", request.pathParameters["transaction_id"] ?? "")
+                return Self.json(answer.finish())
+            }
+        }
+        router.add(.post, "/v1/support/orders/{out_trade_no}/attention/handled",
+                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+            try await self.handle(request, scopes: [.support]) { caller in
+                let body = try Self.supportAction(request.body, allowed: ["flags", "reason"])
+                var flags: [String]?
+                if let given = body["flags"], given != .null {
+                    guard case .array(let items) = given else { throw APIError.invalid("flags", "flags must be an array of flag names") }
+                    flags = try items.map { item throws(APIError) in
+                        guard case .string(let name) = item else { throw APIError.invalid("flags", "flags must be an array of flag names") }
+                        return name
+                    }
+                }
+                let order = try await self.services.support.handleAttention(
+                    request.pathParameters["out_trade_no"] ?? "", flags: flags,
+                    reason: try CreateOrderInput.string(body, "reason", required: true, bytes: 1...800),
+                    by: caller.tokenName ?? "support token")
+                return Self.json(try await self.services.support.supportView(order, timeline: false))
+            }
+        }
+    }
+
+    /// A support action's JSON body: an object of `allowed` members only.
+    static func supportAction(_ body: [UInt8], allowed: Set<String>) throws(APIError) -> [String: JSONValue] {
+        let object = try CreateOrderInput.members(of: body)
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw .invalid(unknown, "unknown member \(unknown); allowed: \(allowed.sorted().joined(separator: ", "))")
+        }
+        return object
+    }
+}
