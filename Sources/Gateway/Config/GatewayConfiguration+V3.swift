@@ -35,6 +35,8 @@ extension GatewayConfiguration {
         public var platformCertificateFile: String?
         /// What the files hold, loaded and checked at start (`v3Checks`); nil while v3 is off.
         public var credentials: V3Credentials?
+        /// Demo mode with WXPAY_API_VERSION=v3: the keys made at start, for the embedded simulator too.
+        public var demo: DemoV3?
 
         public init() {}
     }
@@ -74,7 +76,11 @@ extension GatewayConfiguration {
     /// its own keys (`demoV3`).
     static func v3Checks(_ configuration: inout GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
         if configuration.demo {
-            if configuration.v3.apiVersion == .v3 { configuration.v3.credentials = demoV3().credentials }
+            if configuration.v3.apiVersion == .v3 {
+                let demo = demoV3()
+                configuration.v3.demo = demo
+                configuration.v3.credentials = demo.credentials
+            }
             return []
         }
         let set = { (name: String) in environment.get(name) != nil }
