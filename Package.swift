@@ -166,6 +166,8 @@ let package = Package(
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
             "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability", "TestSupport",
+            // WeChat Pay API v3 end to end: notifies built and signed as WeChat does.
+            "WeChatPayV3",
         ]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),

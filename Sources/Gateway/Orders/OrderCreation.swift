@@ -41,7 +41,8 @@ public final class OrderCreation: OrderFlow {
             parametersDigest: input.parametersDigest, apiVersion: configuration.v3.apiVersion.rawValue)
         let result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
-                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn)", at: createdAt))
+                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",
+                at: createdAt))
         }
         switch result {
         case .conflict:

@@ -17,8 +17,7 @@ extension PaymentNotifies {
         }
         let event: V3NotifyEvent
         do {
-            // Signature timestamps are wall time, whatever clock the flows run on.
-            event = try keys.opener.open(headers: headers, body: body, now: Date())
+            event = try await context.openV3Notify(keys, headers: headers, body: body)
         } catch {
             return Self.refusal(error, count: countRejected)
         }

@@ -14,7 +14,7 @@ extension RefundService {
         }
         let event: V3NotifyEvent
         do {
-            event = try keys.opener.open(headers: headers, body: body, now: Date())
+            event = try await context.openV3Notify(keys, headers: headers, body: body)
         } catch {
             return PaymentNotifies.refusal(error, count: countRejected)
         }

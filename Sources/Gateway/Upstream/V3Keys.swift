@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Synchronization
 import WeChatPayV3
 
 /// What API v3 signs and verifies with, made once from the configured credentials and shared by
@@ -19,5 +20,37 @@ public struct V3Keys: Sendable {
         verifier = V3Verifier(publicKey: credentials.publicKey, platformCertificates: certificates)
         apiV3Key = credentials.apiV3Key
         opener = V3NotifyOpener(verifier: verifier, key: credentials.apiV3Key, mchID: mchID)
+    }
+}
+
+extension GatewayContext {
+    /// Opens a v3 notify (`V3NotifyOpener`: verify, decrypt, read). In certificate mode a serial no
+    /// trusted certificate has may be WeChat's rotation since the last refresh: the certificates are
+    /// fetched once (at most once a minute, so strangers naming serials cannot make the gateway
+    /// download them at will) and the notify opened again. Signature timestamps are wall time,
+    /// whatever clock the flows run on.
+    func openV3Notify(_ keys: V3Keys, headers: [String: String], body: [UInt8]) async throws(WeChatPayV3Error) -> V3NotifyEvent {
+        do {
+            return try keys.opener.open(headers: headers, body: body, now: Date())
+        } catch where error.code == .unknownSerial && keys.verifier.platformCertificates != nil {
+            guard let v3Upstream, certificateRefreshes.admit() else { throw error }
+            _ = try? await v3Upstream.refreshCertificates()
+            return try keys.opener.open(headers: headers, body: body, now: Date())
+        }
+    }
+}
+
+/// At most one refresh a minute on notifies' unknown serials.
+final class RefreshPace: Sendable {
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+    static let interval: Duration = .seconds(60)
+
+    func admit() -> Bool {
+        let now = ContinuousClock.now
+        return last.withLock { last in
+            if let previous = last, now - previous < Self.interval { return false }
+            last = now
+            return true
+        }
     }
 }
