@@ -3,6 +3,7 @@ import Foundation
 import Observability
 import StorageCore
 import WeChatPay
+import WeChatPayV3
 
 /// The notify flow (`POST /wechat/notify`, API v2's signed XML): verified by the protocol core
 /// before anything is read or written beyond the order, settled through the one door, answered
@@ -67,11 +68,7 @@ public final class PaymentNotifies: OrderFlow {
         case .paid(let payment):
             let verified = VerifiedPayment(transactionID: payment.transactionID, amount: payment.totalFee, currency: payment.feeType,
                                            paidAt: payment.timeEndDate)
-            switch await settle(verified, order: order) {
-            case .acknowledged: return NotifyReply.success.bytes
-            case .retry(let message): return NotifyReply.fail(message).bytes
-            case .rejected(let reason): return rejected(reason: reason)
-            }
+            return await settle(verified, order: order).v2Reply(countingRefusal: { countRejected($0) })
         }
     }
 
@@ -179,4 +176,26 @@ enum NotifyOutcome: Sendable, Hashable {
     /// Authenticated but never to be settled (another amount, an unknown order): refuse, counted
     /// by this reason.
     case rejected(String)
+
+    /// v2's reply: SUCCESS, or FAIL (a refusal counted first).
+    func v2Reply(countingRefusal count: (String) -> Void) -> [UInt8] {
+        switch self {
+        case .acknowledged: return NotifyReply.success.bytes
+        case .retry(let message): return NotifyReply.fail(message).bytes
+        case .rejected(let reason):
+            count(reason)
+            return NotifyReply.fail("rejected").bytes
+        }
+    }
+
+    /// v3's reply: 204, or 500 with `{"code":"FAIL"}` (WeChat sends it again; a refusal counted first).
+    func v3Reply(countingRefusal count: (String) -> Void) -> V3NotifyReply {
+        switch self {
+        case .acknowledged: return .accepted
+        case .retry(let message): return .failed(status: 500, message: message)
+        case .rejected(let reason):
+            count(reason)
+            return .failed(status: 500, message: "rejected")
+        }
+    }
 }

@@ -32,11 +32,7 @@ extension RefundService {
         let notice = VerifiedRefundNotice(
             outRefundNo: notification.outRefundNo, outTradeNo: notification.outTradeNo, amount: notification.refundFee,
             totalFee: notification.totalFee, target: target, refundID: notification.refundID, succeededAt: notification.successDate)
-        switch await settle(notice) {
-        case .acknowledged: return NotifyReply.success.bytes
-        case .retry(let message): return NotifyReply.fail(message).bytes
-        case .rejected(let reason): return rejected(reason: reason)
-        }
+        return await settle(notice).v2Reply(countingRefusal: { countRejected($0) })
     }
 
     /// What a refund notify proved, whatever the API version.

@@ -8,15 +8,10 @@ extension RefundService {
     /// payment notifies are (signature first, then the resource decrypted and read), then the
     /// settle step v2's refund notifies share. Answers as `PaymentNotifies.handleV3Notify` does.
     public func handleV3Notify(headers: [String: String], body: [UInt8]) async -> V3NotifyReply {
-        guard let keys = context.v3 else {
-            countRejected("v3_not_configured")
-            return .failed(status: 404, message: "WeChat Pay API v3 is not configured")
-        }
         let event: V3NotifyEvent
-        do {
-            event = try await context.openV3Notify(keys, headers: headers, body: body)
-        } catch {
-            return PaymentNotifies.refusal(error, count: countRejected)
+        switch await context.openV3Notify(headers: headers, body: body, count: countRejected) {
+        case .opened(let opened): event = opened
+        case .refused(let reply): return reply
         }
         guard case .refund(let notice) = event else {
             countRejected("not_a_refund_event")
@@ -35,12 +30,6 @@ extension RefundService {
         let verified = VerifiedRefundNotice(
             outRefundNo: notice.outRefundNo, outTradeNo: notice.outTradeNo, amount: notice.refund, totalFee: notice.total,
             target: target, refundID: notice.refundID, succeededAt: notice.successTime.flatMap(RFC3339.parse))
-        switch await settle(verified) {
-        case .acknowledged: return .accepted
-        case .retry(let message): return .failed(status: 500, message: message)
-        case .rejected(let reason):
-            countRejected(reason)
-            return .failed(status: 500, message: "rejected")
-        }
+        return await settle(verified).v3Reply(countingRefusal: { countRejected($0) })
     }
 }

@@ -23,7 +23,45 @@ public struct V3Keys: Sendable {
     }
 }
 
+/// What opening a v3 notify came to: its event, or the reply that refuses it.
+enum V3NotifyOpening: Sendable {
+    case opened(V3NotifyEvent)
+    case refused(V3NotifyReply)
+}
+
 extension GatewayContext {
+    /// A v3 notify's opening for either route: 404 while v3 is not configured; then
+    /// `openV3Notify`; a refusal answered as `refusal(_:count:)` says, and counted by `count`
+    /// (`quietly` for a probe).
+    func openV3Notify(headers: [String: String], body: [UInt8], count: (String, Bool) -> Void) async -> V3NotifyOpening {
+        guard let v3 else {
+            count("v3_not_configured", false)
+            return .refused(.failed(status: 404, message: "WeChat Pay API v3 is not configured"))
+        }
+        do {
+            return .opened(try await openV3Notify(v3, headers: headers, body: body))
+        } catch {
+            return .refused(Self.refusal(error, count: count))
+        }
+    }
+
+    /// The answer to a v3 notify the protocol core refused: a probe 400 and quiet, a signature
+    /// that is not WeChat's (stale, unknown serial, forged, headers missing) 401, a verified body
+    /// that does not read 400.
+    static func refusal(_ error: WeChatPayV3Error, count: (String, Bool) -> Void) -> V3NotifyReply {
+        switch error.code {
+        case .signatureProbe:
+            count(error.shortDescription, true)
+            return .failed(status: 400, message: "signature probe")
+        case .missingHeader, .malformedHeader, .staleTimestamp, .unknownSerial, .certificateNotValidNow, .badSignature:
+            count(error.shortDescription, false)
+            return .failed(status: 401, message: "signature not verified")
+        default:
+            count(error.shortDescription, false)
+            return .failed(status: 400, message: "rejected")
+        }
+    }
+
     /// Opens a v3 notify (`V3NotifyOpener`: verify, decrypt, read). In certificate mode a serial no
     /// trusted certificate has may be WeChat's rotation since the last refresh: the certificates are
     /// fetched once (at most once a minute, so strangers naming serials cannot make the gateway
