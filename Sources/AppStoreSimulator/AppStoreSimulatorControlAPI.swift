@@ -106,15 +106,11 @@ public struct AppStoreSimulatorControlAPI: Sendable {
             simulator.apply(plan)
             return ok(plan)
         case ("POST", 2, "clock", "advance"):
-            guard let clock = simulator.clock as? ScaledClock else {
-                return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            switch ClockAdvance(body, clock: simulator.clock) {
+            case .advanced(let now): return ok(["now": now.millisecondsSince1970])
+            case .notAdjustable: return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            case .invalidSeconds: return error(400, "invalid_request", "seconds must be between 0 and 34560000")
             }
-            guard let seconds = (try? decoder.decode(AdvanceBody.self, from: Data(body)))?.seconds,
-                  seconds >= 0, seconds <= 400 * 86400 else {
-                return error(400, "invalid_request", "seconds must be between 0 and 34560000")
-            }
-            clock.advance(by: seconds)
-            return ok(["now": clock.now().millisecondsSince1970])
         case ("GET", 1, "stats", _):
             return ok(simulator.counters)
         case ("GET", 1, "root", _):
@@ -128,7 +124,6 @@ public struct AppStoreSimulatorControlAPI: Sendable {
     private struct RefundBody: Decodable { var reason: Int? }
     private struct ConsumptionRequestBody: Decodable { var reason: String? }
     private struct TestBody: Decodable { var environment: AppStoreEnvironment? }
-    private struct AdvanceBody: Decodable { var seconds: Double }
     private struct Attempt: Encodable {
         var notificationUUID: String, transactionId: String?, number: Int, at: Int64, acknowledged: Bool, dropped: Bool,
             copies: Int

@@ -13,7 +13,8 @@ public final class AES256GCMKey: @unchecked Sendable {
     private let encryptTemplate: OpaquePointer
     private let decryptTemplate: OpaquePointer
     private let pool = Mutex<(encrypt: [Pooled], decrypt: [Pooled])>(([], []))
-    /// A context handed between calls under the mutex; only the call holding it uses it.
+    /// A context handed between calls under the mutex.
+    // @unchecked: an EVP_CIPHER_CTX (a C handle, not thread-safe) used only by the call holding it.
     private struct Pooled: @unchecked Sendable { let context: OpaquePointer }
     /// Contexts kept per direction: about the number of threads that open resources at once.
     private static let poolLimit = 16

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: it is the console's whole vocabulary, every word in both languages
+// side by side, one line each; a translator or a reviewer reads it top to bottom, and a word is
+// never looked for in more than one place. It holds no logic beyond choosing the language.
 import Foundation
 import Gateway
 import StorageCore

@@ -58,3 +58,30 @@ public final class ScaledClock: SimulatorClock {
         return state.origin + seconds * state.scale
     }
 }
+
+/// What both control panels' `POST …/clock/advance` does with its body (`{"seconds": S}`, S from 0
+/// to 400 days): the clock moved and its new time, or why not.
+public enum ClockAdvance: Sendable {
+    case advanced(now: Date)
+    /// The simulator runs on a clock that cannot be moved (not a `ScaledClock`).
+    case notAdjustable
+    /// No body, not JSON, or seconds out of range.
+    case invalidSeconds
+
+    public static let maximumSeconds: Double = 400 * 86400
+
+    public init(_ body: [UInt8], clock: any SimulatorClock) {
+        struct Body: Decodable { var seconds: Double }
+        guard let clock = clock as? ScaledClock else {
+            self = .notAdjustable
+            return
+        }
+        guard let seconds = (try? JSONDecoder().decode(Body.self, from: Data(body)))?.seconds,
+              seconds >= 0, seconds <= Self.maximumSeconds else {
+            self = .invalidSeconds
+            return
+        }
+        clock.advance(by: seconds)
+        self = .advanced(now: clock.now())
+    }
+}

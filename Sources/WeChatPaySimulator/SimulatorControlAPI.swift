@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import SimulatorKit
 import WeChatPayV3
 
 /// The control panel: what happens outside the merchant's servers, as JSON over HTTP.
@@ -57,15 +58,11 @@ public struct SimulatorControlAPI: Sendable {
             simulator.apply(plan)
             return ok(plan)
         case ("POST", 2, "clock", "advance"):
-            guard let clock = simulator.clock as? ScaledClock else {
-                return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            switch ClockAdvance(body, clock: simulator.clock) {
+            case .advanced(let now): return ok(["now": ISO8601DateFormatter().string(from: now)])
+            case .notAdjustable: return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
+            case .invalidSeconds: return error(400, "invalid_request", "seconds must be between 0 and 34560000")
             }
-            guard let seconds = (try? JSONDecoder().decode(AdvanceBody.self, from: Data(body)))?.seconds,
-                  seconds >= 0, seconds <= 400 * 86400 else {
-                return error(400, "invalid_request", "seconds must be between 0 and 34560000")
-            }
-            clock.advance(by: seconds)
-            return ok(["now": ISO8601DateFormatter().string(from: clock.now())])
         case ("GET", 1, "stats", _):
             return ok(simulator.counters)
         case ("GET", 1, "refundrequests", _):
@@ -105,7 +102,6 @@ public struct SimulatorControlAPI: Sendable {
 
     private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
     private struct RefundBody: Decodable { var status: String? }
-    private struct AdvanceBody: Decodable { var seconds: Double }
     private struct RefundRequestsJSON: Encodable { var requests: Int, parameterSets: Int }
     private struct NotifyAttemptJSON: Encodable {
         var kind: String, reference: String, number: Int, at: String, acknowledged: Bool, dropped: Bool, copies: Int

@@ -75,7 +75,8 @@ enum GatewayWaitLoad {
         await metricsClient.shutdown()
     }
 
-    private static func openWaits(_ client: HTTPClient, _ base: String) async throws -> Int {
+    /// The gateway's `wxpay_waits_open` now (this benchmark's and the wake-up benchmark's).
+    static func openWaits(_ client: HTTPClient, _ base: String) async throws -> Int {
         let response = try await client.execute(HTTPClientRequest(method: .get, url: base + "/metrics"))
         let text = String(decoding: response.body, as: UTF8.self)
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("wxpay_waits_open ") }),

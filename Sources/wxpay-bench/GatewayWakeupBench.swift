@@ -33,7 +33,7 @@ enum GatewayWakeupBench {
         let end = options.from + options.orders
         while index < end {
             let batch = Array(index..<min(end, index + options.batch))
-            let baseline = try await openWaits(metrics, options.url)
+            let baseline = try await GatewayWaitLoad.openWaits(metrics, options.url)
             var waits: [RawConnection] = []
             defer { waits.forEach { $0.close() } }
             for order in batch {
@@ -43,7 +43,7 @@ enum GatewayWakeupBench {
                 waits.append(wait)
             }
             let deadline = ContinuousClock.now + .seconds(options.timeout)
-            while try await openWaits(metrics, options.url) - baseline < batch.count {
+            while try await GatewayWaitLoad.openWaits(metrics, options.url) - baseline < batch.count {
                 guard ContinuousClock.now < deadline else { throw GatewayBench.Failed(description: "the waits were not all held") }
                 try await Task.sleep(for: .milliseconds(50))
             }
@@ -97,15 +97,6 @@ enum GatewayWakeupBench {
             throw GatewayBench.Failed(description: "a URL must be http://IPv4:PORT")
         }
         return (host, UInt16(port))
-    }
-
-    private static func openWaits(_ client: HTTPClient, _ base: String) async throws -> Int {
-        let response = try await client.execute(HTTPClientRequest(method: .get, url: base + "/metrics"))
-        let text = String(decoding: response.body, as: UTF8.self)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("wxpay_waits_open ") }),
-              let value = Double(line.split(separator: " ").last ?? "")
-        else { throw GatewayBench.Failed(description: "no wxpay_waits_open in /metrics") }
-        return Int(value)
     }
 }
 

@@ -2,6 +2,7 @@
 import Dispatch
 import Glibc
 import HTTP
+import Synchronization
 
 /// `wxpay-bench http-server [--port N] [--threads N]`: serves a trivial JSON route on 127.0.0.1
 /// for scripts/bench-http-server to load with wrk, until SIGINT or SIGTERM. Prints
@@ -75,12 +76,9 @@ enum HTTPServerBench {
         }
     }
 
-    /// True exactly once; only touched on the signal queue.
-    private final class Once: @unchecked Sendable {  // confined to one serial DispatchQueue
-        private var fired = false
-        func first() -> Bool {
-            defer { fired = true }
-            return !fired
-        }
+    /// True exactly once, whichever signal's handler asks first.
+    private final class Once: Sendable {
+        private let fired = Atomic<Bool>(false)
+        func first() -> Bool { !fired.exchange(true, ordering: .relaxed) }
     }
 }

@@ -31,23 +31,15 @@ enum SimulateAppStoreCommand {
             "--api-key-out", "--shared-secret", "--notification-url", "--sandbox-notification-url", "--time-scale",
             "--retry-scale", "--seed",
         ]
-        let options: [String: String]
-        switch SimulatorServing.options(arguments, known: known) {
-        case .help:
-            print(usage)
-            return 0
-        case .invalid(let message):
-            return fail(message)
-        case .values(let values):
-            options = values
+        let options: [String: String], common: SimulatorServing.Common
+        switch SimulatorServing.read(arguments, known: known, usage: usage, fail: fail) {
+        case .failure(let exit): return exit.status
+        case .success(let read): (options, common) = read
         }
-        guard let port = UInt16(options["--port"] ?? "0") else { return fail("--port must be 0-65535") }
-        guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else { return fail("--time-scale must be positive") }
         guard let retryScale = Double(options["--retry-scale"] ?? "1"), retryScale > 0 else {
             return fail("--retry-scale must be positive")
         }
-        guard let seed = UInt64(options["--seed"] ?? "1") else { return fail("--seed must be a number") }
-        var configuration = AppStoreSimulatorConfiguration(notificationRetryScale: retryScale, seed: seed)
+        var configuration = AppStoreSimulatorConfiguration(notificationRetryScale: retryScale, seed: common.seed)
         if let bundleID = options["--bundle-id"] { configuration.bundleID = bundleID }
         if let text = options["--app-apple-id"] {
             guard let value = Int64(text), value > 0 else { return fail("--app-apple-id must be a positive number") }
@@ -71,7 +63,7 @@ enum SimulateAppStoreCommand {
         }
         let simulator: AppStoreSimulator
         do {
-            simulator = try AppStoreSimulator(configuration: configuration, clock: ScaledClock(scale: scale),
+            simulator = try AppStoreSimulator(configuration: configuration, clock: ScaledClock(scale: common.timeScale),
                                               notificationSender: HTTPNotifySender(client: client, contentType: "application/json"))
         } catch {
             await client.shutdown()
@@ -90,7 +82,7 @@ enum SimulateAppStoreCommand {
 
         var serverConfiguration = HTTPServerConfiguration()
         serverConfiguration.host = options["--host"] ?? "127.0.0.1"
-        serverConfiguration.port = port
+        serverConfiguration.port = common.port
         var router = HTTPRouter()
         AppStoreSimulatorRoutes.registerAPI(simulator, in: &router)
         AppStoreSimulatorRoutes.registerControl(simulator, in: &router)

@@ -35,20 +35,12 @@ enum SimulateCommand {
                                   "--public-key-id", "--wechatpay-key"]
         // The one option without a value.
         let platformCertificates = arguments.contains("--platform-certs")
-        let options: [String: String]
-        switch SimulatorServing.options(arguments.filter { $0 != "--platform-certs" }, known: known) {
-        case .help:
-            print(usage)
-            return 0
-        case .invalid(let message):
-            return fail(message)
-        case .values(let values):
-            options = values
+        let options: [String: String], common: SimulatorServing.Common
+        switch SimulatorServing.read(arguments.filter { $0 != "--platform-certs" }, known: known, usage: usage, fail: fail) {
+        case .failure(let exit): return exit.status
+        case .success(let read): (options, common) = read
         }
-        guard let port = UInt16(options["--port"] ?? "0") else { return fail("--port must be 0-65535") }
-        guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else { return fail("--time-scale must be positive") }
-        guard let seed = UInt64(options["--seed"] ?? "1") else { return fail("--seed must be a number") }
-        var configuration = SimulatorConfiguration(seed: seed)
+        var configuration = SimulatorConfiguration(seed: common.seed)
         if let appID = options["--app-id"] { configuration.appID = appID }
         if let mchID = options["--mch-id"] { configuration.mchID = mchID }
         if let key = options["--key"] { configuration.key = APIKey(key) }
@@ -67,7 +59,7 @@ enum SimulateCommand {
 
         var serverConfiguration = HTTPServerConfiguration()
         serverConfiguration.host = options["--host"] ?? "127.0.0.1"
-        serverConfiguration.port = port
+        serverConfiguration.port = common.port
         var requireClientCertificates = false
         if let certificate = options["--tls-cert"] {
             guard let key = options["--tls-key"] else { return fail("--tls-cert needs --tls-key") }
@@ -89,7 +81,7 @@ enum SimulateCommand {
         } catch {
             return fail("cannot start the HTTP client for notifies: \(error)")
         }
-        let simulator = WeChatPaySimulator(configuration: configuration, clock: ScaledClock(scale: scale),
+        let simulator = WeChatPaySimulator(configuration: configuration, clock: ScaledClock(scale: common.timeScale),
                                            notifySender: HTTPNotifySender(client: client))
         simulator.setRequiresClientCertificates(requireClientCertificates)
         var router = HTTPRouter()

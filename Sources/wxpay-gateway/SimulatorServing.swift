@@ -28,6 +28,41 @@ enum SimulatorServing {
         return .values(values)
     }
 
+    /// What both simulators read alike: the port (0 picks a free one), the time scale, the seed.
+    struct Common {
+        var port: UInt16
+        var timeScale: Double
+        var seed: UInt64
+    }
+
+    /// How a command that read its arguments ends before serving: 0 after the usage was asked
+    /// for, else the status `fail` gave for what was wrong.
+    struct Exit: Error {
+        let status: Int32
+    }
+
+    /// The `--name value` options and the common ones (`--port`, `--time-scale`, `--seed`), or how
+    /// the command ends: `usage` printed for `--help`, `fail` called with the first problem.
+    static func read(_ arguments: [String], known: Set<String>, usage: String,
+                     fail: (String) -> Int32) -> Result<(options: [String: String], common: Common), Exit> {
+        let options: [String: String]
+        switch Self.options(arguments, known: known) {
+        case .help:
+            print(usage)
+            return .failure(Exit(status: 0))
+        case .invalid(let message):
+            return .failure(Exit(status: fail(message)))
+        case .values(let values):
+            options = values
+        }
+        guard let port = UInt16(options["--port"] ?? "0") else { return .failure(Exit(status: fail("--port must be 0-65535"))) }
+        guard let scale = Double(options["--time-scale"] ?? "1"), scale > 0 else {
+            return .failure(Exit(status: fail("--time-scale must be positive")))
+        }
+        guard let seed = UInt64(options["--seed"] ?? "1") else { return .failure(Exit(status: fail("--seed must be a number"))) }
+        return .success((options, Common(port: port, timeScale: scale, seed: seed)))
+    }
+
     /// Starts the server, prints `banner` (its first line names the address: scripts read it to
     /// learn the port), runs `background` (the simulator's notify loop) until a termination
     /// signal, then stops everything. `client` is the simulator's outgoing client, shut down last.

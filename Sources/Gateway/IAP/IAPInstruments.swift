@@ -48,10 +48,8 @@ final class IAPInstruments: Sendable {
     static let refundHistoryRuns = Metric<Counter>(
         "wxpay_appstore_refund_history_runs_total", help: "Daily Get Refund History checks, by result (ok, errors).")
 
-    // Creates of App Store orders (`wxpay_orders_created_total`, channel apple).
-    let created: Counter
-    let replayed: Counter
-    let conflicted: Counter
+    /// Creates of App Store orders (`wxpay_orders_created_total`, channel apple).
+    let creates: CreateOutcomes
     /// By outcome: `credited`, `repeated`, an error's code…
     let reports: MetricFamily<Counter>
     /// By how the order was found, and environment.
@@ -99,9 +97,7 @@ final class IAPInstruments: Sendable {
             registry.describe(metric)
         }
 
-        created = registry.makeCounter(OrderInstruments.ordersCreated, ["outcome": "created", "channel": "apple"])
-        replayed = registry.makeCounter(OrderInstruments.ordersCreated, ["outcome": "replayed", "channel": "apple"])
-        conflicted = registry.makeCounter(OrderInstruments.ordersCreated, ["outcome": "conflict", "channel": "apple"])
+        creates = CreateOutcomes(registry, channel: "apple")
         reports = registry.makeCounters(Self.reports, labelNames: "outcome")
         credits = registry.makeCounters(Self.credits, labelNames: "matched_by", "environment")
         reportLinesSuppressed = registry.makeCounter(Self.reportLinesSuppressed)

@@ -70,21 +70,8 @@ public final class IAPService: Sendable {
                 kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
                     + "app_account_token \(record.appAccountToken ?? "")", at: createdAt))
         }
-        switch result {
-        case .created(let order):
-            instruments.created.increment()
-            return OrderCreation.Created(created: true, view: try await context.apiView(order))
-        case .existing(let order):
-            guard !order.state.isFinal else {
-                instruments.conflicted.increment()
-                throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
-            }
-            instruments.replayed.increment()
-            return OrderCreation.Created(created: false, view: try await context.apiView(order))
-        case .conflict:
-            instruments.conflicted.increment()
-            throw .conflict("this out_trade_no was used with different parameters")
-        }
+        let (order, created) = try instruments.creates.resolve(result)
+        return OrderCreation.Created(created: created, view: try await context.apiView(order))
     }
 
     // MARK: - Report

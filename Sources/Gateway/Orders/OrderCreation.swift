@@ -44,21 +44,8 @@ public final class OrderCreation: OrderFlow {
                 kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",
                 at: createdAt))
         }
-        switch result {
-        case .conflict:
-            instruments.conflicted.increment()
-            throw .conflict("this out_trade_no was used with different parameters")
-        case .created(let order):
-            instruments.created.increment()
-            return Created(created: true, view: try await prepare(order))
-        case .existing(let order):
-            guard !order.state.isFinal else {
-                instruments.conflicted.increment()
-                throw .conflict("the order with this out_trade_no is already \(order.state.rawValue)")
-            }
-            instruments.replayed.increment()
-            return Created(created: false, view: try await prepare(order))
-        }
+        let (order, created) = try instruments.creates.resolve(result)
+        return Created(created: created, view: try await prepare(order))
     }
 
     /// Makes sure the order has a live prepay_id (one unifiedorder per order at a time, however

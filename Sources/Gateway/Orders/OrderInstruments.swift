@@ -35,10 +35,8 @@ final class OrderInstruments: Sendable {
     static let storageErrors = Metric<Counter>("wxpay_storage_errors_total", help: "Storage failures answered 503 or 500, by error.")
     static let outboxRedrives = Metric<Counter>("wxpay_outbox_redrives_total", help: "Dead-lettered outbox events redriven by support.")
 
-    // Creates of WeChat orders.
-    let created: Counter
-    let replayed: Counter
-    let conflicted: Counter
+    /// Creates of WeChat orders.
+    let creates: CreateOutcomes
 
     // Payment notifies, by outcome; refusals by reason.
     let notifySettled: Counter
@@ -86,9 +84,7 @@ final class OrderInstruments: Sendable {
         registry.describe(Self.waitsOpen)
         registry.describe(Self.waitDuration)
 
-        created = registry.makeCounter(Self.ordersCreated, ["outcome": "created"])
-        replayed = registry.makeCounter(Self.ordersCreated, ["outcome": "replayed"])
-        conflicted = registry.makeCounter(Self.ordersCreated, ["outcome": "conflict"])
+        creates = CreateOutcomes(registry)
 
         notifySettled = registry.makeCounter(Self.notifies, ["outcome": "settled"])
         notifyDuplicate = registry.makeCounter(Self.notifies, ["outcome": "duplicate"])

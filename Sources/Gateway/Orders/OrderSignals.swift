@@ -212,8 +212,9 @@ public final class OrderSignals: Sendable {
     }
 }
 
-/// One Dispatch timer, re-armed for the earliest deadline. Dispatch sources are thread-safe (their
-/// timer may be set from any thread), which is what makes the unchecked conformance sound.
+/// One Dispatch timer, re-armed for the earliest deadline.
+// @unchecked Sendable: it holds a Dispatch handle (a C `dispatch_source_t`), which libdispatch lets
+// any thread schedule and cancel; the Swift overlay just does not mark the protocol Sendable.
 private struct DeadlineTimer: @unchecked Sendable {
     private let source: any DispatchSourceTimer
 

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: every libmicrohttpd callback (request line, access handler,
+// completion) and the suspend/resume bridge work on the same counters and waiting exchanges, whose
+// invariants (a suspended connection is always resumed before MHD_stop_daemon) hold only if one
+// type owns them; split, each part would reach into the others' private state.
 import CMicroHTTPD
 import Glibc
 import Synchronization

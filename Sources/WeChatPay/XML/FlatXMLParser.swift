@@ -180,8 +180,10 @@ final class FlatXMLParser {
 final class FlatXMLParserPool: Sendable {
     static let shared = FlatXMLParserPool()
 
-    /// Idle parsers. `FlatXMLParser` is not Sendable, but a parser in the pool is owned by no one,
-    /// and one taken out is used by exactly one caller until it is put back.
+    /// Idle parsers.
+    // @unchecked Sendable: each parser owns C handles (a libxml2 parser context and its SAX state),
+    // which are not thread-safe; a parser in the pool is owned by no one, and one taken out under
+    // the mutex is used by exactly one caller until it is put back.
     private struct Idle: @unchecked Sendable { var parsers: [FlatXMLParser] = [] }
     private let idle = Mutex(Idle())
     static let maximumIdle = 16
