@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 public import Crypto
 import Foundation
+import WeChatPay
 public import WeChatPayV3
 
 /// The WeChat Pay API version new orders are created with. Every order keeps its own: orders made
@@ -39,6 +40,13 @@ extension GatewayConfiguration {
         public var demo: DemoV3?
 
         public init() {}
+    }
+
+    /// What a new order records of how it is spoken about: the API version (WXPAY_API_VERSION) and
+    /// the signature it uses — v2's WXPAY_SIGN_TYPE, or v3's RSA. Every later call about the order,
+    /// and its notifies, follow what it recorded.
+    public var newOrders: (apiVersion: String, signType: String) {
+        (v3.apiVersion.rawValue, v3.apiVersion == .v3 ? "RSA" : signType.rawValue)
     }
 
     static let v3Variables: [ConfigurationVariable] = [

@@ -36,9 +36,8 @@ public final class OrderCreation: OrderFlow {
         let record = OrderRecord(
             outTradeNo: outTradeNo, amount: input.amount, description: input.description, clientIP: input.clientIP,
             attach: input.attach, userID: input.userID, productID: input.productID,
-            signType: configuration.v3.apiVersion == .v3 ? "RSA" : configuration.signType.rawValue,
-            timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt, createdAt: createdAt,
-            parametersDigest: input.parametersDigest, apiVersion: configuration.v3.apiVersion.rawValue)
+            signType: configuration.newOrders.signType, timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt,
+            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion)
         let result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",
