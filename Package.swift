@@ -76,7 +76,7 @@ let package = Package(
         // PostgreSQL, for several instances: libpq's pipeline, a pool with group commit, LISTEN.
         .target(name: "PostgresStore", dependencies: ["StorageCore", "CLibPQ", "FIFO"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
-        .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "HTTP"]),
+        .target(name: "WeChatPayHTTPTransport", dependencies: ["WeChatPay", "WeChatPayV3", "HTTP"]),
 
         // Apple In-App Purchase, pure: JWS + x5c chains (OpenSSL), typed payloads, the Server API
         // and verifyReceipt clients over an abstract transport.
@@ -94,7 +94,7 @@ let package = Package(
         // The product: orders, notify, query with polling, close, support lookup, observability.
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
         .target(name: "Gateway", dependencies: [
-            "WeChatPay", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
+            "WeChatPay", "WeChatPayV3", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
         ], resources: [.embedInCode("API/openapi.json")]),
 
         // The support console, on top of the product's service API: its pages (pure functions of
@@ -166,6 +166,8 @@ let package = Package(
             "CSQLite",
             // iOS purchases against the App Store simulator, in process and over sockets.
             "AppStore", "AppStoreSimulator", "AppStoreHTTPTransport", "SimulatorKit", "JSON", "Observability", "TestSupport",
+            // WeChat Pay API v3 end to end: notifies built and signed as WeChat does.
+            "WeChatPayV3",
         ]),
         .testTarget(name: "ObservabilityTests", dependencies: ["Observability"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Observability", "TestSupport"]),

@@ -203,6 +203,7 @@ enum ConsolePages {
             fact(text.paid, order.paidAt.map(ConsoleFormat.time), text, id: "fact-paid-at"),
             fact(text.expires, ConsoleFormat.time(order.expiresAt), text),
             fact(text.prepayID, order.prepayID, text, mono: true),
+            fact(text.apiVersion, "API " + order.apiVersion, text, id: "fact-api-version"),
             fact(text.signType, order.signType, text),
             fact(text.attach, order.attach, text),
             fact(text.refunded, ConsoleFormat.yuan(model.refunded), text, id: "fact-refunded"),

@@ -215,6 +215,7 @@ struct ConsoleText: Sendable {
     var refunded: String { t("已退款", "Refunded") }
     var refundable: String { t("可退金额", "Left to refund") }
     var signType: String { t("签名方式", "Sign type") }
+    var apiVersion: String { t("接口版本", "WeChat Pay API") }
     var attach: String { t("附加数据", "attach") }
     var none: String { t("无", "none") }
     var warningsTitle: String { t("需要注意", "Needs attention") }

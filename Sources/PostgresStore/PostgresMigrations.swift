@@ -184,6 +184,11 @@ enum PostgresMigrations {
                   ]),
         Migration(version: 8, name: "App Store recovery: unknown products, notification history, consumption, reversals",
                   statements: PostgresOrderStore.appStoreRecoverySchema),
+        // Every order keeps the WeChat Pay API version it was created with, as it keeps its sign
+        // type: orders made before v3 existed are v2's.
+        Migration(version: 9, name: "orders' WeChat Pay API version", statements: [
+            "ALTER TABLE orders ADD COLUMN api_version text NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'))",
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -96,6 +96,11 @@ enum SQLiteMigrations {
                   sql: SQLiteOrderStore.consoleLoginsByAddressSchema),
         Migration(version: 7, name: "App Store recovery: unknown products, notification history, consumption, reversals",
                   sql: SQLiteOrderStore.appStoreRecoverySchema),
+        // Every order keeps the WeChat Pay API version it was created with, as it keeps its sign
+        // type: orders made before v3 existed are v2's.
+        Migration(version: 8, name: "orders' WeChat Pay API version", sql: """
+            ALTER TABLE orders ADD COLUMN api_version TEXT NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'));
+            """),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

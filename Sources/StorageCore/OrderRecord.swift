@@ -54,6 +54,9 @@ public struct OrderRecord: Sendable, Hashable {
     /// purchase of a product missing from the catalog is recorded at what Apple charged, in the
     /// minor unit of Apple's currency (flagged `unknown_product`). Nil: CNY, in fen.
     public var currency: String?
+    /// The WeChat Pay API version the order was created with (`v2`, `v3`): every later call about
+    /// it (query, close, refunds) and its notifies speak that version, whatever new orders use.
+    public var apiVersion: String
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
     ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
@@ -85,7 +88,8 @@ public struct OrderRecord: Sendable, Hashable {
         environment: String? = nil,
         appleTransactionID: String? = nil,
         originalTransactionID: String? = nil,
-        currency: String? = nil
+        currency: String? = nil,
+        apiVersion: String = "v2"
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -115,5 +119,6 @@ public struct OrderRecord: Sendable, Hashable {
         self.appleTransactionID = appleTransactionID
         self.originalTransactionID = originalTransactionID
         self.currency = currency
+        self.apiVersion = apiVersion
     }
 }

@@ -15,10 +15,16 @@ extension OrderRecord {
         }
         try StoreText.validate(outTradeNo, description, clientIP, signType, timeExpire, parametersDigest)
         try StoreText.validate(attach, userID, productID, appleProductID, appAccountToken, currency)
+        guard OrderRecord.apiVersions.contains(apiVersion) else {
+            throw .invalidArgument("an order's API version is v2 or v3")
+        }
         if let currency, !OrderRecord.isCurrencyCode(currency) {
             throw .invalidArgument("a currency is three capital letters (ISO 4217)")
         }
     }
+
+    /// The WeChat Pay API versions an order can be created with (the column's CHECK in both stores).
+    package static let apiVersions: Set<String> = ["v2", "v3"]
 
     /// `CNY`, `USD`: three ASCII capitals.
     package static func isCurrencyCode(_ text: String) -> Bool {

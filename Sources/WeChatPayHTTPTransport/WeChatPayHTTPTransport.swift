@@ -53,7 +53,7 @@ public final class WeChatPayHTTPTransport: WeChatPayTransport {
 
     /// The settings this transport was made with.
     public let configuration: Configuration
-    private let client: HTTPClient
+    let client: HTTPClient
     private let now: @Sendable () -> ContinuousClock.Instant
     private let failover: Mutex<DomainFailover>
 
@@ -88,7 +88,7 @@ public final class WeChatPayHTTPTransport: WeChatPayTransport {
             }
             identity = configured
         }
-        let host = configuration.backupBaseURL == nil ? .primary : failover.withLock { $0.chooseHost(now: now()) }
+        let host = configuration.backupBaseURL == nil ? .primary : chooseHost()
         let baseURL = host == .backup ? configuration.backupBaseURL ?? configuration.primaryBaseURL : configuration.primaryBaseURL
         let httpRequest = HTTPClientRequest(
             method: .post,
@@ -99,17 +99,22 @@ public final class WeChatPayHTTPTransport: WeChatPayTransport {
             clientIdentity: identity)
         do {
             let response = try await client.execute(httpRequest)
-            failover.withLock { $0.record(.success, on: host) }
+            record(.success, on: host)
             return TransportResponse(status: response.status, body: response.body)
         } catch {
-            if let outcome = DomainFailover.Outcome(error) {
-                failover.withLock { $0.record(outcome, on: host) }
-            }
+            if let outcome = DomainFailover.Outcome(error) { record(outcome, on: host) }
             throw TransportError(error)
         }
     }
 
-    private static func join(_ baseURL: String, _ path: String) -> String {
+    /// The host for the next call, v2's or v3's: one failover for both.
+    func chooseHost() -> DomainFailover.Host { failover.withLock { $0.chooseHost(now: now()) } }
+
+    func record(_ outcome: DomainFailover.Outcome, on host: DomainFailover.Host) {
+        failover.withLock { $0.record(outcome, on: host) }
+    }
+
+    static func join(_ baseURL: String, _ path: String) -> String {
         var base = Substring(baseURL)
         while base.last == "/" { base = base.dropLast() }
         return path.hasPrefix("/") ? base + path : base + "/" + path

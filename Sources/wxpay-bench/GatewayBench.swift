@@ -3,6 +3,8 @@ import Foundation
 import Gateway
 import Glibc
 import WeChatPay
+import Crypto
+import WeChatPayV3
 
 /// `wxpay-bench gateway <phase> --url BASE [options]`: load phases against a running gateway in
 /// demo mode (scripts/bench-gateway starts it, runs the phases in order and stops it).
@@ -11,6 +13,10 @@ import WeChatPay
 ///   each answered 201 with a prepay_id and app parameters; prints orders/s.
 /// - `notify --orders N --prefix P [--concurrency C]`: signed payment notifies for the first N of
 ///   those orders, built before the clock starts; each answered SUCCESS; prints notifies/s.
+/// - `notify-v3 --orders N --prefix P --wechatpay-key FILE --public-key-id ID --api-v3-key K`: the
+///   same as API v3's notifies (`/wechat/v3/notify`): the transaction sealed with the APIv3 key, the
+///   envelope signed with the WeChat Pay key the gateway trusts (scripts/bench-gateway-v3 makes the
+///   keys); each answered 204.
 /// - `wait --orders N --prefix P --pid PID [--from I]`: N raw connections, each holding
 ///   `GET /v1/orders/{P+I}?wait=30`; once the gateway's `wxpay_waits_open` gauge shows them all,
 ///   prints the gateway's RSS, then closes the connections.
@@ -42,6 +48,11 @@ enum GatewayBench {
         /// waits are held at once.
         var notifyURL = ""
         var batch = 100
+        /// `notify-v3`: the WeChat Pay private key (PEM) notifies are signed with, its public key's
+        /// id, and the APIv3 key resources are sealed with.
+        var wechatpayKey = ""
+        var publicKeyID = ""
+        var apiV3Key = ""
     }
 
     static let clientToken = "demo-client-token"
@@ -61,6 +72,7 @@ enum GatewayBench {
             switch phase {
             case "create": try create(options)
             case "notify": try notify(options)
+            case "notify-v3": try notifyV3(options)
             case "wait": try await GatewayWaitLoad.run(options)
             case "wakeup": try await GatewayWakeupBench.run(options)
             default: return usage()
@@ -135,6 +147,32 @@ enum GatewayBench {
             .report(unit: "notifies settled/s (verified, committed durably before SUCCESS)")
     }
 
+    private static func notifyV3(_ options: Options) throws {
+        let (generator, host) = try loadGenerator(options)
+        let signer = WeChatPaySigner(key: try RSAPrivateKey(pem: try String(contentsOfFile: options.wechatpayKey, encoding: .utf8)),
+                                     serial: options.publicKeyID)
+        let builder = V3NotifyBuilder(key: try APIv3Key(options.apiV3Key))
+        let now = Date()
+        // Built, sealed and signed before the clock starts (within the 5 minutes a signature lives).
+        var requests = GatewayLoadGenerator.Requests()
+        for index in 0..<options.orders {
+            let transaction = V3Transaction(
+                appID: demoMerchant.appID, mchID: demoMerchant.mchID, outTradeNo: outTradeNo(options, index),
+                transactionID: "4200" + String(format: "%024d", index), tradeType: "APP", tradeState: .success,
+                tradeStateDescription: "支付成功", bankType: "OTHERS", successTime: RFC3339.format(now), payerOpenID: "oBench",
+                total: options.amount, payerTotal: options.amount)
+            let body = builder.body(.payment(transaction), id: "bench-\(index)", createTime: RFC3339.format(now),
+                                    nonce: String(format: "%012d", index))
+            let signed = signer.sign(body, timestamp: Int64(now.timeIntervalSince1970), nonce: "n" + String(index))
+            let headers = signed.headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)\r\n" }.joined()
+            requests.append(("POST /wechat/v3/notify HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/json\r\n"
+                + headers + "Content-Length: \(body.count)\r\n\r\n").utf8 + body)
+        }
+        let outcome = try generator.run(requests) { status, _ in status == 204 }
+        try Result(outcome, name: "notify-v3", expected: options.orders)
+            .report(unit: "v3 notifies settled/s (verified, decrypted, committed durably before 204)")
+    }
+
     // MARK: Driving
 
     struct Result: Sendable {
@@ -200,6 +238,7 @@ enum GatewayBench {
         print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
         print("                                              [--token client|client-catalog|app] [--users N]")
         print("                                              [--notify-url BASE] [--batch N]   (wakeup)")
+        print("                                              --wechatpay-key FILE --public-key-id ID --api-v3-key K   (notify-v3)")
         return 64
     }
 
@@ -221,6 +260,9 @@ enum GatewayBench {
             case "--hold": options.hold = Double(value) ?? -1
             case "--token": options.token = value
             case "--users": options.users = Int(value) ?? 0
+            case "--wechatpay-key": options.wechatpayKey = value
+            case "--public-key-id": options.publicKeyID = value
+            case "--api-v3-key": options.apiV3Key = value
             default: throw Failed(description: "unknown argument \(argument)")
             }
         }

@@ -47,8 +47,13 @@ enum GatewayResponseFraming {
             lineStart = lineEnd + 2
         }
         let bodyStart = headEnd + 4
+        // 204 and 304 have no body and carry no length (RFC 9110): a v3 notify's acknowledgement is 204.
+        if status == 204 || status == 304 {
+            body.removeAll(keepingCapacity: true)
+            return .complete(status: status, length: bodyStart, closes: closes)
+        }
         if chunked { return dechunk(bytes, from: bodyStart, status: status, closes: closes, body: &body) }
-        // Every answer the gateway gives has a length; reading to EOF is not supported here.
+        // Every other answer the gateway gives has a length; reading to EOF is not supported here.
         guard let contentLength else { return .malformed("response without Content-Length or chunked") }
         guard bytes.count >= bodyStart + contentLength else { return .incomplete }
         body.removeAll(keepingCapacity: true)

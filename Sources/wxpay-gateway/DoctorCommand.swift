@@ -16,15 +16,17 @@ import WeChatPayHTTPTransport
 /// `skip` when the feature is not configured — then a summary. Exit status: 0 when no check
 /// failed, 1 when one did, 2 when the configuration itself is refused, 64 usage.
 ///
-/// Every check is one entry of `checks`: WeChat Pay API v3's key consistency (the merchant's v3
-/// key, its private key and WeChat's platform public key agreeing) joins as one more entry when v3
-/// does.
+/// Every check is one entry of `checks`; API v3's three (DoctorCommand+V3.swift) are skipped
+/// while v3 is not configured.
 enum DoctorCommand {
     static let checks: [DoctorCheck] = [
         DoctorCheck("wechat primary host") { await $0.reachable($0.configuration.apiBase) },
         DoctorCheck("wechat backup host") { await $0.reachable($0.configuration.apiBackupBase) },
         DoctorCheck("api key") { await $0.apiKey() },
         DoctorCheck("client certificate") { await $0.clientCertificate() },
+        DoctorCheck("v3 keys") { $0.v3Keys() },
+        DoctorCheck("wechat v3 signature") { await $0.v3Signature() },
+        DoctorCheck("wechat v3 public key") { await $0.v3WeChatKey() },
         DoctorCheck("app store key") { await $0.appStoreKey() },
         DoctorCheck("app store receipt root") { $0.appStoreReceiptRoot() },
         DoctorCheck("database") { await $0.database() },

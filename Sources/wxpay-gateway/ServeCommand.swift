@@ -11,6 +11,7 @@ import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
+import WeChatPayV3
 
 /// `wxpay-gateway serve [--demo]`: the gateway, configured from the environment (see the README's
 /// table). Production unless `--demo` asks for demo mode: SQLite plus the embedded WeChat Pay
@@ -45,7 +46,8 @@ enum ServeCommand {
                 // A fresh seed per run: the simulator forgets its orders on restart, and the ids it
                 // hands out must not repeat those already in the demo database.
                 configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                      key: configuration.apiKey, seed: UInt64.random(in: 1...UInt64.max)),
+                                                      key: configuration.apiKey, seed: UInt64.random(in: 1...UInt64.max),
+                                                      v3: demoV3Simulator(configuration)),
                 notifySender: HTTPNotifySender(client: client))
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)
@@ -179,6 +181,7 @@ enum ServeCommand {
             logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
         }
         if configuration.billReconcile { running.append(DailyBillReconciliation(services: services)) }
+        if let refresh = PlatformCertificateRefresh(services.context) { running.append(refresh) }
         return running
     }
 
@@ -208,15 +211,25 @@ enum ServeCommand {
         return Int(limit.rlim_cur) - reserve
     }
 
+    /// Demo mode with WXPAY_API_VERSION=v3: the embedded simulator speaks v3 in public-key mode with
+    /// the keys the configuration made at start (the merchant certificate it checks requests
+    /// against, the private half of the WeChat Pay public key it signs with).
+    static func demoV3Simulator(_ configuration: GatewayConfiguration) -> V3SimulatorConfiguration? {
+        guard let demo = configuration.v3.demo, let publicKey = demo.credentials.publicKey else { return nil }
+        return V3SimulatorConfiguration(apiV3Key: demo.credentials.apiV3Key, merchantCertificate: demo.merchantCertificate,
+                                        publicKeyID: publicKey.id, wechatpayKey: demo.wechatpayKey)
+    }
+
     /// The first lines printed: the address, and in demo mode that it is demo mode and how to try it.
     static func banner(_ configuration: GatewayConfiguration, base: String) -> String {
         guard configuration.demo else {
-            return "wxpay-gateway listening on \(base) (merchant \(configuration.mchID), \(configuration.signType))\n"
+            let api = configuration.v3.apiVersion == .v3 ? "API v3" : "\(configuration.signType)"
+            return "wxpay-gateway listening on \(base) (merchant \(configuration.mchID), new orders: \(api))\n"
         }
         let token = configuration.clientTokens.first ?? ""
         let support = configuration.supportTokens.first ?? ""
         return """
-            wxpay-gateway DEMO MODE: the embedded WeChat Pay simulator plays WeChat; no real money moves.
+            wxpay-gateway DEMO MODE: the embedded WeChat Pay simulator plays WeChat (API \(configuration.v3.apiVersion.rawValue)); no real money moves.
             listening on \(base)   client token: \(token)   support token: \(support)
             try it:
               curl -s -X POST \(base)/v1/orders -H 'Authorization: Bearer \(token)' \\

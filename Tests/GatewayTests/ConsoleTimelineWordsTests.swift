@@ -10,6 +10,7 @@ struct ConsoleTimelineWordsTests {
     /// A line of every kind of detail the gateway writes (the templates, with values filled in).
     static let details: [String] = [
         "amount=990 expires_in=1800",
+        "amount=990 expires_in=1800 api=v3",
         "prepay_id issued",
         "transport failure (timeout)",
         "unifiedorder answered ORDERCLOSED",

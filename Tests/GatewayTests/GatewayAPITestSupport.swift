@@ -12,6 +12,7 @@ import Synchronization
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPaySimulator
+import WeChatPayV3
 
 /// The one gateway rig: every flow composed as `serve` composes them (`GatewayServices`, and the
 /// console when asked), on a fresh database of either store kind (a SQLite file in a temp
@@ -76,6 +77,9 @@ final class GatewayRig: Sendable {
         /// request still goes out (as from a client that forgot to attach one), so what is tested is
         /// the simulator's refusal, not the transport's.
         case mutualTLS(TLSClientIdentity?)
+        /// Over plain HTTP on 127.0.0.1 (`.sockets` only), v2 and v3 alike: the libcurl transport
+        /// production uses, against the simulator's HTTP routes.
+        case http
     }
 
     /// `environment`: more configuration variables (demo mode's defaults otherwise, app tokens and
@@ -87,17 +91,18 @@ final class GatewayRig: Sendable {
     ///     `clock.advance` moves it: for tests whose outcome must not depend on the machine's speed).
     static func start(_ mode: Mode, store kind: StoreKind = .sqlite, signType: SignType? = nil, pollInterval: Double = 0.2,
                       environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
-                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(), v3: V3Setup? = nil,
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         try await start(mode, database: try await TestDatabase(kind), signType: signType, pollInterval: pollInterval,
                         environment: environment, clockScale: clockScale, logger: logger, wechat: wechat,
-                        composition: composition, simulator: tune)
+                        composition: composition, v3: v3, simulator: tune)
     }
 
-    /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings.
+    /// A rig on a given database (which `stop` removes). `tune` changes the simulator's settings;
+    /// `v3` makes both sides speak API v3 too (V3RigSupport.swift).
     static func start(_ mode: Mode, database: TestDatabase, signType: SignType? = nil, pollInterval: Double = 0.2,
                       environment: [String: String] = [:], clockScale: Double = 1, logger: Logger = .disabled,
-                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(),
+                      wechat: WeChatLink = .inProcess, composition: Composition = Composition(), v3: V3Setup? = nil,
                       simulator tune: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> GatewayRig {
         var variables = environment
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
@@ -113,14 +118,20 @@ final class GatewayRig: Sendable {
             precondition(mode == .sockets, "WeChat over HTTPS needs the sockets mode")
             tls = true
         }
+        if case .http = wechat { precondition(mode == .sockets, "WeChat over HTTP needs the sockets mode") }
         let httpClient = mode == .sockets
             ? try HTTPClient(configuration: tls ? .init(tls: .init(caFile: TestCertificates.ca)) : .init()) : nil
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
-            ?? ClosureNotifySender { body, url in await target.deliver(body, url: url) }
+            ?? ClosureNotifySender(withHeaders: { body, headers, url in await target.deliver(body, headers: headers, url: url) })
         var simulatorConfiguration = SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
                                                             key: configuration.apiKey)
+        if let v3 { simulatorConfiguration.v3 = v3.simulator }
         tune(&simulatorConfiguration)
         let simulator = WeChatPaySimulator(configuration: simulatorConfiguration, clock: clock, notifySender: sender)
+        if let v3 {
+            configuration.v3.apiVersion = v3.newOrders
+            configuration.v3.credentials = v3.credentials(trusting: simulator.v3PlatformCertificates)
+        }
         var servers: [HTTPServer] = []
         let transport: any WeChatPayTransport
         switch wechat {
@@ -142,6 +153,16 @@ final class GatewayRig: Sendable {
                 primaryBaseURL: "https://127.0.0.1:\(address.port)", backupBaseURL: nil, clientIdentity: identity,
                 timeouts: .init(connect: .seconds(10), total: .seconds(60))))
             transport = identity == nil ? WithoutClientCertificate(https) : https
+        case .http:
+            var wechatRouter = HTTPRouter()
+            SimulatorRoutes.registerAPI(simulator, in: &wechatRouter)
+            SimulatorRoutes.registerV3API(simulator, in: &wechatRouter)
+            let wechatServer = HTTPServer(router: wechatRouter)
+            let address = try await wechatServer.start()
+            servers.append(wechatServer)
+            transport = WeChatPayHTTPTransport(client: httpClient!, configuration: .init(
+                primaryBaseURL: "http://127.0.0.1:\(address.port)", backupBaseURL: nil,
+                timeouts: .init(connect: .seconds(60), total: .seconds(120))))
         }
         let services = GatewayServices(
             GatewayContext(configuration: configuration, store: store, transport: transport, logger: logger, now: { clock.now() }),
@@ -268,8 +289,15 @@ final class GatewayRig: Sendable {
 }
 
 extension NotifyTarget {
-    /// Payment notifies to the order flows, refund notifies to the refund flow, by URL.
-    func deliver(_ body: [UInt8], url: String) async -> [UInt8]? {
+    /// Payment notifies to the order flows, refund notifies to the refund flow, v2's and v3's, by
+    /// URL; a v3 reply other than 2xx is no acknowledgement (nil), as over HTTP.
+    func deliver(_ body: [UInt8], headers: [String: String], url: String) async -> [UInt8]? {
+        if url.hasSuffix("/wechat/v3/notify") || url.hasSuffix("/wechat/v3/refund-notify") {
+            guard let services else { return nil }
+            let reply = url.hasSuffix("/wechat/v3/notify") ? await services.notifies.handleV3Notify(headers: headers, body: body)
+                : await services.refunds.handleV3Notify(headers: headers, body: body)
+            return V3NotifyReply.acknowledges(status: reply.status) ? reply.body : nil
+        }
         if url.hasSuffix("/wechat/refund-notify") { return await services?.refunds.handleNotify(body) }
         return await deliver(body)
     }

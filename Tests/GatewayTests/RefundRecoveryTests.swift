@@ -76,7 +76,7 @@ struct RefundRecoveryTests {
         // What a crash right after recording leaves: the refund, reserved, that WeChat never saw.
         let created = try await rig.store.createRefund(
             NewRefund(outRefundNo: "rc-crash-r1", outTradeNo: "rc-crash", amount: 250, reason: "crash",
-                      notifyURL: rig.refunds.notifyURL, parametersDigest: RefundInput(amount: 250, reason: "crash").parametersDigest,
+                      notifyURL: rig.refunds.context.callbacks.refund, parametersDigest: RefundInput(amount: 250, reason: "crash").parametersDigest,
                       createdAt: rig.clock.now()),
             maximumPerOrder: 50, event: NewOrderEvent(kind: "refund_requested", detail: "rc-crash-r1: 250 fen", at: rig.clock.now()))
         guard case .created = created else {

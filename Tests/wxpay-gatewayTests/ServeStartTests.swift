@@ -124,6 +124,31 @@ struct ServeStartTests {
         #expect(await gateway.stop() == 0)
     }
 
+    @Test("demo mode with WXPAY_API_VERSION=v3 creates v3 orders with the embedded simulator's v3 and settles them by its signed notify")
+    func demoModeSpeaksV3() async throws {
+        let client = try HTTPClient()
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "WXPAY_API_VERSION": "v3",
+            "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_POLL_INTERVAL": "60"])
+        defer { Task { await gateway.stop(); await client.shutdown() } }
+        let listening = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
+        let base = String(listening.dropFirst("listening on ".count).prefix { $0 != " " })
+        #expect(gateway.stdout.contains("(API v3)"))
+        let created = try await client.send(.post, base + "/v1/orders", token: "demo-client-token",
+                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-demo-v3"}"#)
+        #expect(created.status == 201)
+        #expect((created.json["app_params"] as? [String: Any])?["signType"] as? String == "RSA")
+        let paid = try await client.send(.post, base + "/simulator/orders/start-demo-v3/pay")
+        #expect(paid.status == 200)
+        // No reconciler and one poll a minute: the v3 notify is what settles it.
+        let order = try await client.send(.get, base + "/v1/orders/start-demo-v3?wait=25", token: "demo-client-token")
+        #expect(order.json["state"] as? String == "SUCCESS")
+        let support = try await client.send(.get, base + "/v1/support/orders?out_trade_no=start-demo-v3", token: "demo-support-token")
+        let text = support.body
+        #expect(text.contains("api=v3") && text.contains("notify_received"), "\(text)")
+        #expect(await gateway.stop() == 0)
+    }
+
     /// Production against a separate simulator process: `/simulator/*` answers exactly what an unknown
     /// path answers, a notify settles with GATEWAY_CRASH_POINT=notify_committed:1 set, and the
     /// process keeps running (this build has no crash hook: it warns once and ignores the variable).

@@ -4,6 +4,10 @@ are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T10 and T14
 enumeration) in ios.py, T11–T13 in refunds.py, each with its own TESTS table.
 
 usage: scripts/battery/run [T1|…|T14|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+                          [--protocol v2|v3]
+
+`--protocol v3` runs T1, T2 and T6 with WeChat Pay API v3: the simulator speaks v3 (public-key
+mode), the gateways create v3 orders, and the notifies are v3's (signed headers, encrypted resource).
 """
 import argparse
 import calendar
@@ -23,8 +27,8 @@ import refunds
 import t3_upstream_faults
 import t5_hostile
 import t8_polling_churn
-from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, SUPPORT_TOKEN, Rig, create_body, parallel,
-                 payment_notify)
+from rig import (ACK, BINARY, CLIENT_TOKEN, PRODUCTION_BINARY, PUBLIC_KEY_ID, SUPPORT_TOKEN, Rig, create_body, parallel,
+                 payment_notify, v3_payment_notify)
 
 SCALES = {
     #        T1 orders, copies   T2 orders, kills  T4 same, changed  T7 orders  T9 late, shuffled
@@ -72,8 +76,12 @@ def t1(rig, scale, seed, result):
     result.expect(create_all(rig, gateway, numbers, lambda n: 990, deadline) == orders, "not every order was created")
     rig.faults({"notify": {"dropRate": 1}})
     paid = parallel(numbers, lambda n: rig.pay(n)[1], workers=16)
-    notifies = [payment_notify(o["outTradeNo"], o["transactionID"], o["totalFee"], f"n{i}")
-                for i, o in enumerate(paid) if o]
+    if rig.v3:
+        notifies = [v3_payment_notify(rig.v3, o["outTradeNo"], o["transactionID"], o["totalFee"], f"n{i}")
+                    for i, o in enumerate(paid) if o]
+    else:
+        notifies = [(payment_notify(o["outTradeNo"], o["transactionID"], o["totalFee"], f"n{i}"), {})
+                    for i, o in enumerate(paid) if o]
     burst = [x for x in notifies for _ in range(copies)]
     random.Random(seed).shuffle(burst)
     reported = set()
@@ -90,13 +98,13 @@ def t1(rig, scale, seed, result):
     refused = [0]
     sent = [0]
 
-    def send(body):
+    def send(notify):
+        body, headers = notify
         while True:
-            reply = rig.client.request(gateway.base, "POST", "/wechat/notify", body=body)
+            reply = rig.client.request(gateway.base, "POST", rig.notify_path, body=body, headers=headers)
             with lock:
                 sent[0] += 1
-            if not restart or (reply[0] == 200 and ACK in reply[1].decode(errors="replace")) \
-                    or time.monotonic() > deadline:
+            if not restart or rig.acknowledged(reply) or time.monotonic() > deadline:
                 return reply
             with lock:
                 refused[0] += 1
@@ -122,14 +130,15 @@ def t1(rig, scale, seed, result):
         result.figures.update(db_restart_s=outage.get("restart_s"), db_restart_at_notify=outage.get("at_notify"),
                               notifies_refused_during_restart=refused[0])
     waiting.join()
-    acked = sum(1 for r in replies if r and r[0] == 200 and ACK in r[1].decode(errors="replace"))
+    acked = sum(1 for r in replies if r and rig.acknowledged(r))
     figures, failures = checker.check(rig, numbers, reported)
     result.failures += failures
     result.expect(acked == len(burst), f"{len(burst) - acked} duplicates were not acknowledged SUCCESS")
     result.expect(figures["local_success"] == orders, "not every order ended SUCCESS")
     stats = rig.sim_stats()
     result.figures.update(figures, notifies=len(burst), acknowledged=acked, waits_answered_success=len(reported),
-                          orderqueries=stats.get("requests", {}).get("/pay/orderquery", 0),
+                          orderqueries=stats.get("requests", {}).get("/pay/orderquery", 0)
+                          + stats.get("requests", {}).get("/v3/pay/transactions/out-trade-no/{id}", 0),
                           faults_injected=sum(stats.get("faultsInjected", {}).values()) + stats.get("notifiesDropped", 0))
 
 
@@ -150,7 +159,7 @@ def t2(rig, scale, seed, result):
     if several:
         front = rig.balanced()
         gateways = [rig.gateway(reconcile_interval=1, reconcile_after=2, extra=extra,
-                                notify_url=front.base + "/wechat/notify") for _ in range(3)]
+                                notify_url=front.base + rig.notify_path) for _ in range(3)]
         base = front.base
     else:
         gateways = [rig.gateway(reconcile_interval=1, reconcile_after=2, extra=extra)]
@@ -288,6 +297,30 @@ def t6_notifies(rig, gateway, scale, seed, result):
     checker.wait_for_outbox(rig, 60)
     tx = "4200000000202611300000009999"
 
+    def genuine(number, transaction_id, amount, nonce):
+        """(body, headers) of a notify WeChat's own key signs (v2: our key, which WeChat shares)."""
+        if rig.v3:
+            return v3_payment_notify(rig.v3, number, transaction_id, amount, nonce)
+        return payment_notify(number, transaction_id, amount, nonce), {}
+    forgeries = t6_v3_forgeries(rig, victim, other, paid, tx, seed) if rig.v3 else t6_v2_forgeries(victim, other, paid, tx, seed)
+    copies = 1000 if scale == "full" else 50
+    tables = rig.tables()
+
+    def rows():
+        return {table: rig.sql(f'SELECT COUNT(*) FROM "{table}"')[0][0] for table in tables}
+    rows_before = rows()
+    state_before = rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1")
+
+    def send(job):
+        name, (body, headers) = job
+        return name, rig.refused(rig.client.request(gateway.base, "POST", rig.notify_path, body=body, headers=headers))
+    jobs = [(name, make(i)) for name, make in forgeries for i in range(copies)]
+    t6_checks(rig, gateway, result, deadline, victim, other, tx, genuine, send, jobs, tables, rows, rows_before, state_before,
+              len(forgeries))
+
+
+def t6_v2_forgeries(victim, other, paid, tx, seed):
+    """v2's forgeries, each a function of the copy's index giving (body, headers)."""
     def resign(fields):
         from rig import wechat_sign
         fields["sign"] = wechat_sign(fields)
@@ -309,19 +342,53 @@ def t6_notifies(rig, gateway, scale, seed, result):
         ("malformed", lambda i: ["", "<xml><out_trade_no>" + victim, "not xml", "<xml><a>1</a><a>2</a></xml>",
                                  '<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><xml><sign>&e;</sign></xml>'][i % 5], {}),
     ]
-    copies = 1000 if scale == "full" else 50
-    tables = rig.tables()
+    return [(name, (lambda make, headers: lambda i: (make(i), headers))(make, headers)) for name, make, headers in forgeries]
 
-    def rows():
-        return {table: rig.sql(f'SELECT COUNT(*) FROM "{table}"')[0][0] for table in tables}
-    rows_before = rows()
-    state_before = rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1")
 
-    def send(job):
-        name, body, headers = job
-        status, reply = rig.client.request(gateway.base, "POST", "/wechat/notify", body=body, headers=headers)
-        return name, status == 200 and "<return_code><![CDATA[FAIL]]></return_code>" in reply.decode(errors="replace")
-    jobs = [(name, make(i), headers) for name, make, headers in forgeries for i in range(copies)]
+def t6_v3_forgeries(rig, victim, other, paid, tx, seed):
+    """v3's forgeries: signatures that are not WeChat's, stale or future timestamps, a serial no
+    key has, missing headers, WeChat's SIGNTEST probe, a genuine notify's body changed, and (signed
+    by WeChat's key, so authenticated) an unknown order and bodies the strict reader refuses."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    keys = rig.v3
+
+    def notify(number, nonce, **options):
+        return v3_payment_notify(keys, number, tx, 990, nonce, **options)
+
+    def signed(body, nonce):
+        """An arbitrary body signed with WeChat's key (it passes the signature, not the reader)."""
+        from rig import V3Keys
+        stamp, signature_nonce = str(int(time.time())), "m" + nonce
+        return body, {"Wechatpay-Timestamp": stamp, "Wechatpay-Nonce": signature_nonce, "Wechatpay-Serial": PUBLIC_KEY_ID,
+                      "Wechatpay-Signature": V3Keys.sign(keys.wechatpay, f"{stamp}\n{signature_nonce}\n".encode() + body + b"\n"),
+                      "Content-Type": "application/json"}
+
+    def drop(name):
+        return lambda headers: headers.pop(name)
+    real = v3_payment_notify(keys, other, paid["transactionID"], 500, "replayed")[0]
+    return [
+        ("corrupted signature", lambda i: notify(victim, f"f1-{i}", change_headers=lambda h: h.update(
+            {"Wechatpay-Signature": ("A" if h["Wechatpay-Signature"][0] != "A" else "B") + h["Wechatpay-Signature"][1:]}))),
+        ("another key", lambda i: notify(victim, f"f2-{i}", signer=stranger)),
+        ("stale timestamp", lambda i: notify(victim, f"f3-{i}", timestamp=time.time() - 600)),
+        ("future timestamp", lambda i: notify(victim, f"f4-{i}", timestamp=time.time() + 600)),
+        ("unknown serial", lambda i: notify(victim, f"f5-{i}", serial="7FFFFFFFFFFFFFFF")),
+        ("no signature", lambda i: notify(victim, f"f6-{i}", change_headers=drop("Wechatpay-Signature"))),
+        ("no timestamp", lambda i: notify(victim, f"f7-{i}", change_headers=drop("Wechatpay-Timestamp"))),
+        ("SIGNTEST probe", lambda i: notify(victim, f"f8-{i}", change_headers=lambda h: h.update(
+            {"Wechatpay-Signature": f"WECHATPAY/SIGNTEST/{i}"}))),
+        ("another order's notify re-targeted", lambda i: v3_payment_notify(
+            keys, other, paid["transactionID"], 500, f"g-{i}", change_body=lambda b: b.replace(b'"id":"', b'"id":"x'))),
+        ("unknown out_trade_no", lambda i: notify(f"t6-{seed}-nobody-{i}", f"f9-{i}")),
+        ("malformed", lambda i: signed([b"", b"not json", b'{"a":1,"a":2}', real[:len(real) // 2],
+                                        b'{"resource_type":"encrypt-resource","id":"x"}'][i % 5], f"f10-{i}")),
+    ]
+
+
+def t6_checks(rig, gateway, result, deadline, victim, other, tx, genuine, send, jobs, tables, rows, rows_before, state_before,
+              kinds):
+    """What T6 asserts after its forgeries, for either protocol (the replies are read by `rig`)."""
     answers = parallel(jobs, send, workers=8, deadline=deadline)
     refused = sum(1 for answer in answers if answer and answer[1])
     for name in {answer[0] for answer in answers if answer and not answer[1]}:
@@ -337,7 +404,7 @@ def t6_notifies(rig, gateway, scale, seed, result):
     # wxpay_amount_mismatches_total, and on the timeline once (the same line is written at most
     # once a minute, however often it comes).
     leaked_started = time.monotonic()
-    leaked = [send(("leaked key, wrong amount", payment_notify(victim, tx, 1, f"f7-{i}"), {})) for i in range(20)]
+    leaked = [send(("leaked key, wrong amount", genuine(victim, tx, 1, f"f7-{i}"))) for i in range(20)]
     leaked_seconds = time.monotonic() - leaked_started
     result.expect(all(ok for _, ok in leaked), "a leaked-key notify was acknowledged")
     mismatches = int(rig.sql(f"SELECT COUNT(*) FROM order_events WHERE out_trade_no = '{victim}' "
@@ -361,9 +428,8 @@ def t6_notifies(rig, gateway, scale, seed, result):
     second_started = time.monotonic()
     second = []
     for i in range(20):
-        status, reply = rig.client.request(gateway.base, "POST", "/wechat/notify",
-                                           body=payment_notify(other, other_tx, 500, f"h-{i}"))
-        second.append(status == 200 and "<return_code><![CDATA[SUCCESS]]></return_code>" in reply.decode(errors="replace"))
+        body, headers = genuine(other, other_tx, 500, f"h-{i}")
+        second.append(rig.acknowledged(rig.client.request(gateway.base, "POST", rig.notify_path, body=body, headers=headers)))
     second_seconds = time.monotonic() - second_started
     result.expect(all(second), f"{second.count(False)} notifies under another transaction id were not acknowledged")
     result.expect(rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1") == state_before,
@@ -391,7 +457,7 @@ def t6_notifies(rig, gateway, scale, seed, result):
                   f"{second_lines} other-transaction warnings for {len(second)} notifies in {second_seconds:.1f} s")
     figures, failures = checker.check(rig, [victim, other])
     result.failures += failures
-    result.figures.update(figures, kinds=len(forgeries), notifies=len(jobs), refused=refused, tables=len(tables),
+    result.figures.update(figures, kinds=kinds, notifies=len(jobs), refused=refused, tables=len(tables),
                           rows_changed=len(changed), leaked_key=len(leaked), amount_mismatch_events=mismatches,
                           amount_mismatches_counted=int(mismatches_counted), amount_mismatch_log_lines=mismatch_lines,
                           other_transaction=len(second), other_transaction_events=len(other_lines),
@@ -797,9 +863,13 @@ for module in (t3_upstream_faults, t5_hostile, t8_polling_churn):
     TESTS.update(module.TESTS)
 
 
-def run_one(name, scale, seed, store="sqlite"):
+# The tests that run with `--protocol v3` (WeChat Pay API v3 orders and notifies).
+V3_TESTS = ("T1", "T2", "T6")
+
+
+def run_one(name, scale, seed, store="sqlite", protocol="v2"):
     result = Result(name)
-    rig = Rig(seed=seed, store=store, **refunds.RIGS.get(name, {}))
+    rig = Rig(seed=seed, store=store, protocol=protocol, **refunds.RIGS.get(name, {}))
     try:
         TESTS[name](rig, scale, seed, result)
     except Exception as error:     # a crashed driver is a failed test, reported like the others
@@ -825,15 +895,22 @@ def main():
     parser.add_argument("--store", choices=("sqlite", "postgres"), default=os.environ.get("BATTERY_STORE", "sqlite"),
                         help="the gateways' store: one SQLite file, or a throwaway PostgreSQL server (T2 then runs "
                              "three instances, T1 restarts the database mid-burst)")
+    parser.add_argument("--protocol", choices=("v2", "v3"), default="v2",
+                        help="the WeChat Pay API the orders and notifies use (v3: " + ", ".join(V3_TESTS) + ")")
     args = parser.parse_args()
     names = list(TESTS) if args.test.lower() == "all" else [args.test.upper()]
+    if args.protocol == "v3" and args.test.lower() == "all":
+        names = list(V3_TESTS)
     unknown = [n for n in names if n not in TESTS]
     if unknown:
         parser.error(f"unknown test {unknown[0]}; choose from {', '.join(TESTS)} or all")
-    print(f"battery: {' '.join(names)}  scale={args.scale}  seed={args.seed}  store={args.store}", flush=True)
+    if args.protocol == "v3" and any(n not in V3_TESTS for n in names):
+        parser.error(f"--protocol v3 runs {', '.join(V3_TESTS)}")
+    print(f"battery: {' '.join(names)}  scale={args.scale}  seed={args.seed}  store={args.store}  protocol={args.protocol}",
+          flush=True)
     failed = 0
     for name in names:
-        result = run_one(name, args.scale, args.seed, args.store)
+        result = run_one(name, args.scale, args.seed, args.store, args.protocol)
         verdict = "PASS" if not result.failures else "FAIL"
         failed += bool(result.failures)
         figures = "  ".join(f"{k}={v}" for k, v in result.figures.items())

@@ -78,6 +78,105 @@ ACK = "<return_code><![CDATA[SUCCESS]]></return_code>"
 
 
 # ---------------------------------------------------------------------------------------------
+# WeChat Pay API v3 (`--protocol v3`): the merchant's keys and WeChat's, and notifies as WeChat
+# builds them: the transaction sealed with the APIv3 key (AES-256-GCM), the envelope signed with
+# WeChat's key (SHA256withRSA over timestamp, nonce and the raw body). Python's `cryptography`
+# (Debian's python3-cryptography, scripts/setup) does the cryptography.
+
+V3_KEY = "battery0v3key0123456789abcdefABC"
+PUBLIC_KEY_ID = "PUB_KEY_ID_0110000100202612040000000003"
+
+
+class V3Keys:
+    """The merchant's API key and certificate and the WeChat Pay key (public-key mode), made for
+    one run and written in `directory`."""
+
+    def __init__(self, directory):
+        import datetime
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.x509.oid import NameOID
+        self.merchant = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.wechatpay = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, MCH_ID)])
+        now = datetime.datetime.utcnow()
+        certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                       .public_key(self.merchant.public_key()).serial_number(0x5157F09E)
+                       .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=365))
+                       .sign(self.merchant, hashes.SHA256()))
+        pkcs8 = dict(encoding=serialization.Encoding.PEM, format=serialization.PrivateFormat.PKCS8,
+                     encryption_algorithm=serialization.NoEncryption())
+        self.paths = {}
+        for name, data in [("merchant_key.pem", self.merchant.private_bytes(**pkcs8)),
+                           ("merchant_cert.pem", certificate.public_bytes(serialization.Encoding.PEM)),
+                           ("wechatpay_key.pem", self.wechatpay.private_bytes(**pkcs8)),
+                           ("wechatpay_pub.pem", self.wechatpay.public_key().public_bytes(
+                               serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))]:
+            path = os.path.join(directory, name)
+            with open(path, "wb") as out:
+                out.write(data)
+            self.paths[name] = path
+
+    @staticmethod
+    def sign(key, message):
+        import base64
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+        return base64.b64encode(key.sign(message, padding.PKCS1v15(), hashes.SHA256())).decode()
+
+    def gateway_env(self):
+        return {"WXPAY_API_VERSION": "v3", "WXPAY_API_V3_KEY": V3_KEY,
+                "WXPAY_MERCHANT_PRIVATE_KEY": self.paths["merchant_key.pem"],
+                "WXPAY_MERCHANT_CERT": self.paths["merchant_cert.pem"],
+                "WXPAY_PUBLIC_KEY_FILE": self.paths["wechatpay_pub.pem"], "WXPAY_PUBLIC_KEY_ID": PUBLIC_KEY_ID}
+
+    def simulator_args(self):
+        return ["--api-v3-key", V3_KEY, "--merchant-cert", self.paths["merchant_cert.pem"],
+                "--public-key-id", PUBLIC_KEY_ID, "--wechatpay-key", self.paths["wechatpay_key.pem"]]
+
+
+def beijing_rfc3339(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%S+08:00", time.gmtime(seconds + 8 * 3600))
+
+
+def v3_payment_notify(keys, out_trade_no, transaction_id, total, nonce, timestamp=None, signer=None, serial=PUBLIC_KEY_ID,
+                      change_body=None, change_headers=None):
+    """(body, headers) of a TRANSACTION.SUCCESS notify as WeChat sends it, signed now (or at
+    `timestamp`) with WeChat's key unless `signer` (another RSA key) is given. `change_body` edits
+    the bytes after signing; `change_headers` the headers."""
+    import base64
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    transaction = {
+        "appid": APP_ID, "mchid": MCH_ID, "out_trade_no": out_trade_no, "transaction_id": transaction_id,
+        "trade_type": "APP", "trade_state": "SUCCESS", "trade_state_desc": "支付成功", "bank_type": "OTHERS",
+        "success_time": beijing_rfc3339(time.time()), "payer": {"openid": "oBatteryUser"},
+        "amount": {"total": total, "payer_total": total, "currency": "CNY", "payer_currency": "CNY"},
+    }
+    plaintext = json.dumps(transaction, ensure_ascii=False, separators=(",", ":")).encode()
+    resource_nonce = hashlib.md5(nonce.encode()).hexdigest()[:12]
+    sealed = AESGCM(V3_KEY.encode()).encrypt(resource_nonce.encode(), plaintext, b"transaction")
+    envelope = {
+        "id": hashlib.md5(("id" + nonce).encode()).hexdigest(), "create_time": beijing_rfc3339(time.time()),
+        "resource_type": "encrypt-resource", "event_type": "TRANSACTION.SUCCESS", "summary": "支付成功",
+        "resource": {"original_type": "transaction", "algorithm": "AEAD_AES_256_GCM",
+                     "ciphertext": base64.b64encode(sealed).decode(), "associated_data": "transaction", "nonce": resource_nonce},
+    }
+    body = json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode()
+    stamp = str(int(timestamp if timestamp is not None else time.time()))
+    signature_nonce = hashlib.md5(("sig" + nonce).encode()).hexdigest()
+    signature = V3Keys.sign(signer or keys.wechatpay, f"{stamp}\n{signature_nonce}\n".encode() + body + b"\n")
+    headers = {"Wechatpay-Timestamp": stamp, "Wechatpay-Nonce": signature_nonce, "Wechatpay-Signature": signature,
+               "Wechatpay-Serial": serial, "Wechatpay-Signature-Type": "WECHATPAY2-SHA256-RSA2048",
+               "Content-Type": "application/json"}
+    if change_body:
+        body = change_body(body)
+    if change_headers:
+        change_headers(headers)
+    return body, headers
+
+
+# ---------------------------------------------------------------------------------------------
 # HTTP with one keep-alive connection per thread and base
 
 class Client:
@@ -357,12 +456,16 @@ class Rig:
     """One simulator process, gateways added on demand, the receiver, an RSS sampler; the store is
     a SQLite file, or (`store="postgres"`) a throwaway PostgreSQL server in the run's directory."""
 
-    def __init__(self, seed=1, tls=False, refund_delay=None, store="sqlite"):
+    def __init__(self, seed=1, tls=False, refund_delay=None, store="sqlite", protocol="v2"):
         """`tls`: the simulator serves HTTPS and requires the merchant certificate for refunds;
-        `refund_delay`: it completes accepted refunds SUCCESS after that many seconds."""
+        `refund_delay`: it completes accepted refunds SUCCESS after that many seconds; `protocol`
+        `v3`: the simulator speaks API v3 too (public-key mode) and the gateways create v3 orders."""
         self.tls = tls
         self.store = store
+        self.protocol = protocol
         self.dir = tempfile.mkdtemp(prefix="wxpay-battery-")
+        self.v3 = V3Keys(self.dir) if protocol == "v3" else None
+        self.notify_path = "/wechat/v3/notify" if self.v3 else "/wechat/notify"
         self.db = os.path.join(self.dir, "gateway.sqlite")
         self.pg_dir = os.path.join(self.dir, "postgres")
         self.pg_url = None
@@ -390,6 +493,8 @@ class Rig:
                         "--client-ca", os.path.join(CERTS, "ca.crt")]
         if refund_delay is not None:
             command += ["--refund-delay", str(refund_delay)]
+        if self.v3:
+            command += self.v3.simulator_args()
         self.sim_proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         line = self.sim_proc.stdout.readline().decode().strip()
@@ -418,7 +523,7 @@ class Rig:
         env.update({
             "WXPAY_MCH_ID": MCH_ID, "WXPAY_APP_ID": APP_ID, "WXPAY_API_KEY": API_KEY,
             "WXPAY_API_BASE": self.sim, "WXPAY_API_BACKUP_BASE": self.sim,
-            "WXPAY_NOTIFY_URL": notify_url or f"http://127.0.0.1:{port}/wechat/notify",
+            "WXPAY_NOTIFY_URL": notify_url or f"http://127.0.0.1:{port}{self.notify_path}",
             "GATEWAY_LISTEN": f"127.0.0.1:{port}", "GATEWAY_DATABASE": self.database,
             "GATEWAY_CLIENT_TOKENS": CLIENT_TOKEN, "GATEWAY_SUPPORT_TOKENS": SUPPORT_TOKEN,
             "GATEWAY_LOG_LEVEL": "warning", "GATEWAY_POLL_INTERVAL": "0.5",
@@ -435,11 +540,28 @@ class Rig:
                 "WXPAY_API_CA_FILE": os.path.join(CERTS, "ca.crt"),
                 "WXPAY_REFUND_NOTIFY_URL": f"http://127.0.0.1:{port}/wechat/refund-notify",
             })
+        if self.v3:
+            env.update(self.v3.gateway_env())
+            env.setdefault("WXPAY_REFUND_NOTIFY_URL", f"http://127.0.0.1:{port}/wechat/v3/refund-notify")
         env.update(extra or {})
         gateway = Gateway(self, f"gateway-{len(self.gateways) + 1}", port, env, binary=binary)
         self.gateways.append(gateway)
         gateway.start()
         return gateway
+
+    def acknowledged(self, reply):
+        """Whether a notify's reply acknowledges it: v2's SUCCESS, v3's 2xx."""
+        status, body = reply[0], reply[1]
+        if self.v3:
+            return 200 <= status < 300
+        return status == 200 and ACK in body.decode(errors="replace")
+
+    def refused(self, reply):
+        """Whether a notify's reply refuses it: v2's FAIL, v3's 4xx/5xx with {"code":"FAIL"}."""
+        status, body = reply[0], reply[1]
+        if self.v3:
+            return status >= 400 and b'"FAIL"' in body
+        return status == 200 and "<return_code><![CDATA[FAIL]]></return_code>" in body.decode(errors="replace")
 
     # The simulator's control panel ------------------------------------------------------------
 

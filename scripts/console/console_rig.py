@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -139,7 +140,22 @@ class ConsoleRig:
             box.send_keys(value)
         html = driver.find_element(By.TAG_NAME, "html")
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        self.wait(driver, expected_conditions.staleness_of(html), "the page after " + form_css)
+        self.wait(driver, self.replaced(html), "the page after " + form_css)
+
+    @staticmethod
+    def replaced(element):
+        """Whether `element`'s page has been replaced. selenium's `staleness_of` asks the element
+        whether it is enabled, and Chromium answers a node caught mid-navigation with an inspector
+        error ("Node with given id does not belong to the document") rather than as stale: both
+        mean the old page is gone."""
+        def check(_driver):
+            try:
+                return expected_conditions.staleness_of(element)(_driver)
+            except WebDriverException as error:
+                if "does not belong to the document" in str(error):
+                    return True
+                raise
+        return check
 
     def sign_in(self, driver, name, password=PASSWORD):
         driver.get(self.base + "/console/login")

@@ -29,5 +29,8 @@ extension GatewayAPI {
             let reply = await self.services.refunds.handleNotify(request.body)
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
         }
+        router.add(.post, "/wechat/v3/refund-notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
+            Self.v3Reply(await self.services.refunds.handleV3Notify(headers: Self.headerFields(request), body: request.body))
+        }
     }
 }

@@ -5,6 +5,7 @@ import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
+import WeChatPayV3
 
 /// The gateway's HTTP surface: routes, authentication, JSON errors, request logging. Handlers
 /// only translate between HTTP and the flows of `GatewayServices`; the flows live there.
@@ -18,9 +19,11 @@ import WeChatPay
 /// | GET /v1/me/orders | app |
 /// | GET /openapi.json | none |
 /// | POST /wechat/notify | WeChat (signed XML) |
+/// | POST /wechat/v3/notify | WeChat (API v3: `Wechatpay-*` signature, encrypted resource) |
 /// | POST /v1/orders/{out_trade_no}/refunds | client |
 /// | GET /v1/refunds/{out_refund_no} | client or support |
 /// | POST /wechat/refund-notify | WeChat (encrypted `req_info`) |
+/// | POST /wechat/v3/refund-notify | WeChat (API v3) |
 /// | POST /v1/iap/orders | client, or app (a catalog product with an apple_product_id) |
 /// | POST /v1/iap/transactions | client or app (the token's user, or `user_id` with a client token) |
 /// | POST /appstore/notifications | Apple (signed JWS) |
@@ -78,6 +81,9 @@ public struct GatewayAPI: Sendable {
             let reply = await self.services.notifies.handleNotify(request.body)
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/xml; charset=utf-8"], body: reply)
         }
+        router.add(.post, "/wechat/v3/notify", options: HTTPRouteOptions(maxBodyBytes: Self.notifyBodyLimit)) { request in
+            Self.v3Reply(await self.services.notifies.handleV3Notify(headers: Self.headerFields(request), body: request.body))
+        }
         router.add(.get, "/v1/support/orders") { request in
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.services.support.supportLookup(
@@ -134,6 +140,20 @@ public struct GatewayAPI: Sendable {
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                                       body: Array(self.services.metrics.exposition().utf8))
         }
+    }
+
+    /// A request's header fields by name (v3's `Wechatpay-*`; a repeated field keeps its last value).
+    static func headerFields(_ request: HTTPServerRequest) -> [String: String] {
+        var fields: [String: String] = [:]
+        for field in request.headers { fields[field.name] = field.value }
+        return fields
+    }
+
+    /// A v3 notify's answer: 204 without a body, or its status with `{"code":"FAIL","message":…}`.
+    static func v3Reply(_ reply: V3NotifyReply) -> HTTPServerResponse {
+        reply.body.isEmpty
+            ? HTTPServerResponse(status: reply.status)
+            : HTTPServerResponse(status: reply.status, headers: ["Content-Type": "application/json"], body: reply.body)
     }
 
     /// `handle` for a handler that does not need to know who called.

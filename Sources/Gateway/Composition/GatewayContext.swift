@@ -4,6 +4,7 @@ import Observability
 import StorageCore
 import Synchronization
 import WeChatPay
+import WeChatPayV3
 
 /// Every storage protocol the gateway's flows use; both stores implement all of them.
 public typealias GatewayStore = OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
@@ -34,23 +35,45 @@ public struct GatewayContext: Sendable {
     /// The merchant key's signer, made once (its HMAC-SHA256 key schedule is two SHA-256 blocks),
     /// for the v2 payment notifies.
     let signer: Signer
+    /// API v3's keys and verifier, shared by the upstream and the v3 notify routes; nil while v3 is
+    /// not configured (its notifies are then refused).
+    public let v3: V3Keys?
+    /// API v3's side of the seam, for the platform certificates' refresh (certificate mode).
+    let v3Upstream: WeChatPayV3Upstream?
+    /// Paces the certificate refreshes notifies with unknown serials ask for.
+    let certificateRefreshes = RefreshPace()
 
-    /// A context whose flows speak WeChat Pay API v2 (`WeChatPayV2Upstream`).
+    /// A context whose flows speak WeChat Pay API v2 (`WeChatPayV2Upstream`) and, when v3 is
+    /// configured, v3 (`WeChatPayV3Upstream`), each order in the version it was created with.
     /// - Parameters:
-    ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode and tests).
-    ///   - now: the clock; tests move it.
+    ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode
+    ///     and tests); both carry v3 too, unless `v3Transport` says otherwise.
+    ///   - now: the clock; tests move it. v3's signature timestamps are always wall time.
     public init(configuration: GatewayConfiguration, store: any GatewayStore, transport: any WeChatPayTransport,
-                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
-                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
+                v3Transport: (any WeChatPayV3Transport)? = nil, metrics: MetricsRegistry = MetricsRegistry(),
+                logger: Logger = .disabled, nonces: any NonceSource = RandomNonceSource(),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        let keys = configuration.v3.credentials.map { V3Keys(credentials: $0, mchID: configuration.mchID) }
+        let v3 = keys.flatMap { keys in
+            (v3Transport ?? transport as? any WeChatPayV3Transport).map {
+                WeChatPayV3Upstream(configuration: configuration, keys: keys, transport: $0, nonces: nonces)
+            }
+        }
         self.init(configuration: configuration, store: store,
-                  upstream: WeChatPayV2Upstream(configuration: configuration, transport: transport, nonces: nonces),
-                  metrics: metrics, logger: logger, now: now)
+                  upstream: VersionedUpstream(v2: WeChatPayV2Upstream(configuration: configuration, transport: transport, nonces: nonces),
+                                              v3: v3, newOrders: configuration.v3.apiVersion),
+                  v3: keys, v3Upstream: v3, metrics: metrics, logger: logger, now: now)
     }
 
-    /// - Parameter upstream: how the order flows reach WeChat Pay (the seam).
+    /// - Parameters:
+    ///   - upstream: how the order flows reach WeChat Pay (the seam).
+    ///   - v3: API v3's keys, for its notifies; `v3Upstream` its side of the seam, for the refresh.
     public init(configuration: GatewayConfiguration, store: any GatewayStore, upstream: any WeChatPayUpstream,
+                v3: V3Keys? = nil, v3Upstream: WeChatPayV3Upstream? = nil,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Date = { Date() }) {
+        self.v3 = v3
+        self.v3Upstream = v3Upstream
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
@@ -89,6 +112,10 @@ public struct GatewayContext: Sendable {
 /// `WXPAY_REFUND_NOTIFY_URL`), or the ones a gateway whose address is known only once it listens
 /// (bound to port 0: demo mode and tests) gives with `use(base:)`. An order or a refund keeps the
 /// one it was sent with.
+///
+/// Each API version has its own routes (`/wechat/notify`, `/wechat/v3/notify`; the refund ones
+/// alike): a configured URL ending in one version's path gives the other version's by swapping
+/// the path, so orders of both versions in flight reach the route that reads them.
 public final class CallbackURLs: Sendable {
     private let configured: (payment: String, refund: String)
     private let bound = Mutex<String?>(nil)
@@ -103,6 +130,26 @@ public final class CallbackURLs: Sendable {
         bound.withLock { $0 = base }
     }
 
-    var payment: String { bound.withLock { $0 }.map { $0 + "/wechat/notify" } ?? configured.payment }
-    var refund: String { bound.withLock { $0 }.map { $0 + "/wechat/refund-notify" } ?? configured.refund }
+    var payment: String { payment(for: "v2") }
+    var refund: String { refund(for: "v2") }
+
+    /// The payment notify URL of an order made with `apiVersion`.
+    func payment(for apiVersion: String) -> String {
+        let (v2, v3) = ("/wechat/notify", "/wechat/v3/notify")
+        let path = apiVersion == "v3" ? v3 : v2
+        return bound.withLock { $0 }.map { $0 + path } ?? Self.swap(configured.payment, to: path, among: [v2, v3])
+    }
+
+    /// The refund notify URL of a refund of an order made with `apiVersion`.
+    func refund(for apiVersion: String) -> String {
+        let (v2, v3) = ("/wechat/refund-notify", "/wechat/v3/refund-notify")
+        let path = apiVersion == "v3" ? v3 : v2
+        return bound.withLock { $0 }.map { $0 + path } ?? Self.swap(configured.refund, to: path, among: [v2, v3])
+    }
+
+    /// `url` with its ending among `paths` replaced by `path`; unchanged when it ends in none of them.
+    static func swap(_ url: String, to path: String, among paths: [String]) -> String {
+        guard let current = paths.first(where: { url.hasSuffix($0) }) else { return url }
+        return String(url.dropLast(current.count)) + path
+    }
 }

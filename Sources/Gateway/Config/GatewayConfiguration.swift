@@ -10,7 +10,7 @@ import WeChatPay
 /// A start is exactly what the operator meant or it is refused: production (the default) needs
 /// its merchant, key, notify URL and client tokens; demo mode is chosen explicitly (`serve --demo`),
 /// plays WeChat with the embedded simulator and its published test merchant, takes no `WXPAY_*`
-/// variable and listens on loopback only. Every missing, malformed or conflicting variable is
+/// variable but `WXPAY_API_VERSION` and listens on loopback only. Every missing, malformed or conflicting variable is
 /// reported in one `ConfigurationError`.
 ///
 /// Adding a variable: give it a property (in a nested struct in your own
@@ -105,6 +105,8 @@ public struct GatewayConfiguration: Sendable {
     public var appStore = AppStoreConfiguration()
     /// The support console: its user file and cookie (GatewayConfiguration+Console.swift).
     public var console = Console()
+    /// WeChat Pay API v3: the version new orders use, the keys (GatewayConfiguration+V3.swift).
+    public var v3 = V3()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -122,6 +124,7 @@ public struct GatewayConfiguration: Sendable {
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + listenerVariables + databaseVariables
         + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables + consoleVariables
+        + v3Variables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
@@ -161,6 +164,8 @@ public struct GatewayConfiguration: Sendable {
         problems += Self.appStoreChecks(&self, environment, command: command)
         // The admin address and the TLS pair, loaded and checked (GatewayConfiguration+Listeners.swift).
         problems += Self.listenerChecks(&self, environment)
+        // v3's keys, loaded and checked; demo mode's made (GatewayConfiguration+V3.swift).
+        problems += Self.v3Checks(&self, environment)
         for check in Self.checks { problems += check(self, environment) }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }
@@ -261,7 +266,8 @@ public struct GatewayConfiguration: Sendable {
     /// authentication, so it must not be reachable from another machine.
     static func demoChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
         guard configuration.demo else { return [] }
-        var problems = environment.names(withPrefixes: ["WXPAY_"]).filter { environment.get($0) != nil }.map {
+        // WXPAY_API_VERSION is no merchant setting: demo mode plays v3 too (with keys of its own).
+        var problems = environment.names(withPrefixes: ["WXPAY_"]).filter { environment.get($0) != nil && $0 != "WXPAY_API_VERSION" }.map {
             ConfigurationProblem($0, .conflict, expected: "not allowed with --demo (demo mode uses the simulator's test "
                                  + "merchant; unset it, or start without --demo for production)")
         }

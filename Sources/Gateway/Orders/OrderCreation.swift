@@ -21,8 +21,6 @@ public final class OrderCreation: OrderFlow {
         self.queries = queries
     }
 
-    var notifyURL: String { context.callbacks.payment }
-
     /// What `create` answers: the order and whether this call created it (201) or found it (200).
     public struct Created: Sendable {
         public var created: Bool
@@ -38,11 +36,12 @@ public final class OrderCreation: OrderFlow {
         let record = OrderRecord(
             outTradeNo: outTradeNo, amount: input.amount, description: input.description, clientIP: input.clientIP,
             attach: input.attach, userID: input.userID, productID: input.productID,
-            signType: configuration.signType.rawValue, timeExpire: BeijingTime.format(expiresAt),
-            expiresAt: expiresAt, createdAt: createdAt, parametersDigest: input.parametersDigest)
+            signType: configuration.newOrders.signType, timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt,
+            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion)
         let result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
-                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn)", at: createdAt))
+                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",
+                at: createdAt))
         }
         let (order, created) = try instruments.creates.resolve(result)
         return Created(created: created, view: try await prepare(order))
@@ -96,7 +95,7 @@ public final class OrderCreation: OrderFlow {
         let outTradeNo = order.outTradeNo
         let prepayID: String
         do {
-            prepayID = try await upstream.prepay(order, notifyURL: notifyURL)
+            prepayID = try await upstream.prepay(order, notifyURL: context.callbacks.payment(for: order.apiVersion))
         } catch {
             return .failure(await queries.upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
         }

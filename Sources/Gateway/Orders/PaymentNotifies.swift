@@ -3,6 +3,7 @@ import Foundation
 import Observability
 import StorageCore
 import WeChatPay
+import WeChatPayV3
 
 /// The notify flow (`POST /wechat/notify`, API v2's signed XML): verified by the protocol core
 /// before anything is read or written beyond the order, settled through the one door, answered
@@ -65,54 +66,69 @@ public final class PaymentNotifies: OrderFlow {
             instruments.notifyPaymentFailed.increment()
             return NotifyReply.success.bytes
         case .paid(let payment):
-            guard payment.matches(amount: order.amount) else {
-                // Our key's signature on another amount means a leaked key or a bug: never settle
-                // it. It is authenticated, so it goes on the order's timeline for a person.
-                let detail = Settlement.amountMismatchDetail(order, reported: payment.totalFee, source: "notify")
-                let recorded = await settlement.hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
-                try? await settlement.recordAmountMismatch(order, reported: payment.totalFee, source: "notify",
-                                                           onTimeline: !recorded)
-                return rejected(reason: "amount_mismatch")
-            }
-            if order.state == .success || order.state == .refund, let recorded = order.transactionID,
-               recorded != payment.transactionID
-            {
-                // Paid already, under another transaction id: nothing to settle, a person to tell.
-                do {
-                    _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID,
-                                                                    source: "notify")
-                } catch {
-                    instruments.notifyStorageError.increment()
-                    return NotifyReply.fail("try again").bytes
-                }
-                instruments.notifyOtherTransaction.increment()
-                return NotifyReply.success.bytes
-            }
-            if Self.isRecentCopy(payment, of: order, now: now()) {
-                instruments.notifyDuplicate.increment()
-                return NotifyReply.success.bytes
-            }
+            let verified = VerifiedPayment(transactionID: payment.transactionID, amount: payment.totalFee, currency: payment.feeType,
+                                           paidAt: payment.timeEndDate)
+            return await settle(verified, order: order).v2Reply(countingRefusal: { countRejected($0) })
+        }
+    }
+
+    /// A payment a notify proved, whatever the API version: WeChat's transaction id, the amount
+    /// paid (fen) and when.
+    struct VerifiedPayment: Sendable {
+        var transactionID: String
+        var amount: Int
+        var currency: String
+        var paidAt: Date?
+    }
+
+    /// The one settle step of a verified payment notify, v2's and v3's: the amount equal to the
+    /// order's (another amount under our key's signature is put on the timeline for a person, never
+    /// settled), another transaction id on a paid order recorded, a recent copy answered from the
+    /// read alone, then the one door, acknowledged only once the change is durable.
+    func settle(_ payment: VerifiedPayment, order: OrderRecord) async -> NotifyOutcome {
+        let outTradeNo = order.outTradeNo
+        guard payment.amount == order.amount, payment.currency == "CNY" else {
+            // Our key's signature on another amount means a leaked key or a bug: never settle
+            // it. It is authenticated, so it goes on the order's timeline for a person.
+            let detail = Settlement.amountMismatchDetail(order, reported: payment.amount, source: "notify")
+            let recorded = await settlement.hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
+            try? await settlement.recordAmountMismatch(order, reported: payment.amount, source: "notify", onTimeline: !recorded)
+            return .rejected("amount_mismatch")
+        }
+        if order.state == .success || order.state == .refund, let recorded = order.transactionID, recorded != payment.transactionID {
+            // Paid already, under another transaction id: nothing to settle, a person to tell.
             do {
-                // One durable write: the transition, last_notify_at and the notify_received event
-                // commit together, so group commit batches one operation per notify.
-                let result = try await settlement.settlePaid(
-                    order, transactionID: payment.transactionID, paidAt: payment.timeEndDate,
-                    amount: payment.totalFee, source: "notify",
-                    receipt: TransitionReceipt(kind: "notify_received", changedDetail: "settled",
-                                               unchangedDetail: "duplicate", touching: .lastNotify))
-                if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
-                if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
-                    // Not settled and not already paid: let WeChat retry rather than lose it.
-                    instruments.notifyNotSettled.increment()
-                    return NotifyReply.fail("order not settled").bytes
-                }
-                (result.didChange ? instruments.notifySettled : instruments.notifyDuplicate).increment()
-                return NotifyReply.success.bytes
+                _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID, source: "notify")
             } catch {
-                logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
                 instruments.notifyStorageError.increment()
-                return NotifyReply.fail("try again").bytes
+                return .retry("try again")
             }
+            instruments.notifyOtherTransaction.increment()
+            return .acknowledged
+        }
+        if Self.isRecentCopy(transactionID: payment.transactionID, of: order, now: now()) {
+            instruments.notifyDuplicate.increment()
+            return .acknowledged
+        }
+        do {
+            // One durable write: the transition, last_notify_at and the notify_received event
+            // commit together, so group commit batches one operation per notify.
+            let result = try await settlement.settlePaid(
+                order, transactionID: payment.transactionID, paidAt: payment.paidAt, amount: payment.amount, source: "notify",
+                receipt: TransitionReceipt(kind: "notify_received", changedDetail: "settled", unchangedDetail: "duplicate",
+                                           touching: .lastNotify))
+            if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
+            if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
+                // Not settled and not already paid: let WeChat retry rather than lose it.
+                instruments.notifyNotSettled.increment()
+                return .retry("order not settled")
+            }
+            (result.didChange ? instruments.notifySettled : instruments.notifyDuplicate).increment()
+            return .acknowledged
+        } catch {
+            logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
+            instruments.notifyStorageError.increment()
+            return .retry("try again")
         }
     }
 
@@ -127,8 +143,8 @@ public final class PaymentNotifies: OrderFlow {
     /// SUCCESS and writes nothing (it would only add a `duplicate` line and move `last_notify_at`),
     /// so no number of copies grows an order's timeline by more than a line a minute. A copy with
     /// another transaction id is no copy: it goes through the door like any notify.
-    static func isRecentCopy(_ payment: PaymentNotification, of order: OrderRecord, now: Date) -> Bool {
-        guard order.state == .success || order.state == .refund, order.transactionID == payment.transactionID,
+    static func isRecentCopy(transactionID: String, of order: OrderRecord, now: Date) -> Bool {
+        guard order.state == .success || order.state == .refund, order.transactionID == transactionID,
               let recorded = order.lastNotifyAt
         else { return false }
         return now.timeIntervalSince(recorded) < copyQuietPeriod
@@ -137,10 +153,49 @@ public final class PaymentNotifies: OrderFlow {
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a
     /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
+        countRejected(reason)
+        return NotifyReply.fail("rejected").bytes
+    }
+
+    /// Counts a refused notify, and logs it unless `quietly` (WeChat's signature probes).
+    func countRejected(_ reason: String, quietly: Bool = false) {
         instruments.notifyRejected.labelled(reason).increment()
-        if let suppressed = rejectedNotifyLog.admit(reason) {
+        if !quietly, let suppressed = rejectedNotifyLog.admit(reason) {
             logger.warning("payment notify rejected", ["reason": reason, "suppressed": String(suppressed)])
         }
-        return NotifyReply.fail("rejected").bytes
+    }
+}
+
+/// What settling a verified notify (payment or refund, v2 or v3) asks its answer to say; each
+/// version writes it in its own words (v2's XML SUCCESS/FAIL, v3's 204 or 5xx with FAIL).
+enum NotifyOutcome: Sendable, Hashable {
+    /// Committed (or committed before): acknowledge, WeChat stops.
+    case acknowledged
+    /// Nothing changed and something should have: fail, WeChat (or the reconciler) comes again.
+    case retry(String)
+    /// Authenticated but never to be settled (another amount, an unknown order): refuse, counted
+    /// by this reason.
+    case rejected(String)
+
+    /// v2's reply: SUCCESS, or FAIL (a refusal counted first).
+    func v2Reply(countingRefusal count: (String) -> Void) -> [UInt8] {
+        switch self {
+        case .acknowledged: return NotifyReply.success.bytes
+        case .retry(let message): return NotifyReply.fail(message).bytes
+        case .rejected(let reason):
+            count(reason)
+            return NotifyReply.fail("rejected").bytes
+        }
+    }
+
+    /// v3's reply: 204, or 500 with `{"code":"FAIL"}` (WeChat sends it again; a refusal counted first).
+    func v3Reply(countingRefusal count: (String) -> Void) -> V3NotifyReply {
+        switch self {
+        case .acknowledged: return .accepted
+        case .retry(let message): return .failed(status: 500, message: message)
+        case .rejected(let reason):
+            count(reason)
+            return .failed(status: 500, message: "rejected")
+        }
     }
 }

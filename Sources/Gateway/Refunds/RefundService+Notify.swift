@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import Observability
 import StorageCore
 import WeChatPay
@@ -23,41 +24,62 @@ extension RefundService {
         } catch {
             return rejected(reason: error.shortDescription)
         }
-        let refund: RefundRecord
-        do {
-            guard let found = try await store.refund(notification.outRefundNo) else { return rejected(reason: "unknown_refund") }
-            refund = found
-        } catch {
-            return rejected(reason: "storage_error")
-        }
-        guard refund.outTradeNo == notification.outTradeNo, refund.amount == notification.refundFee,
-              refund.totalFee == notification.totalFee
-        else { return rejected(reason: "refund_mismatch") }
-
         let target: RefundState = switch notification.refundStatus {
         case .success: .success
         case .change: .change
         case .refundClose: .refundClose
         }
+        let notice = VerifiedRefundNotice(
+            outRefundNo: notification.outRefundNo, outTradeNo: notification.outTradeNo, amount: notification.refundFee,
+            totalFee: notification.totalFee, target: target, refundID: notification.refundID, succeededAt: notification.successDate)
+        return await settle(notice).v2Reply(countingRefusal: { countRejected($0) })
+    }
+
+    /// What a refund notify proved, whatever the API version.
+    struct VerifiedRefundNotice: Sendable {
+        var outRefundNo: String
+        var outTradeNo: String
+        /// The refund's and the order's amounts, in fen.
+        var amount: Int
+        var totalFee: Int
+        var target: RefundState
+        var refundID: String
+        var succeededAt: Date?
+    }
+
+    /// The settle step v2's and v3's refund notifies share: the notice must name a stored refund
+    /// with its order and amounts (else nothing is written), then the one door; acknowledged once
+    /// the change is durable, or when it was made before.
+    func settle(_ notice: VerifiedRefundNotice) async -> NotifyOutcome {
+        let refund: RefundRecord
+        do {
+            guard let found = try await store.refund(notice.outRefundNo) else { return .rejected("unknown_refund") }
+            refund = found
+        } catch {
+            return .rejected("storage_error")
+        }
+        guard refund.outTradeNo == notice.outTradeNo, refund.amount == notice.amount, refund.totalFee == notice.totalFee
+        else { return .rejected("refund_mismatch") }
+        let target = notice.target
         let result: RefundTransitionResult
         do {
             result = try await settle(
-                refund.outRefundNo, to: target, source: "refund_notify", refundID: notification.refundID,
-                succeededAt: notification.successDate, expectedOutTradeNo: notification.outTradeNo,
-                expectedAmount: notification.refundFee, touchesNotify: true)
+                refund.outRefundNo, to: target, source: "refund_notify", refundID: notice.refundID,
+                succeededAt: notice.succeededAt, expectedOutTradeNo: notice.outTradeNo,
+                expectedAmount: notice.amount, touchesNotify: true)
         } catch {
             logger.error("storage failure while settling a refund notify", ["out_refund_no": refund.outRefundNo])
             instruments.notifyStorageError.increment()
-            return NotifyReply.fail("try again").bytes
+            return .retry("try again")
         }
         switch result {
         case .changed:
             CrashPoint.hit(CrashPoint.refundNotifyCommitted)
             instruments.notifySettled.increment()
-            return NotifyReply.success.bytes
+            return .acknowledged
         case .unchanged(let current) where current.state == target:
             instruments.notifyDuplicate.increment()
-            return NotifyReply.success.bytes
+            return .acknowledged
         case .unchanged(let current):
             // A verified notify that contradicts a finished refund (SUCCESS, then REFUNDCLOSE):
             // nothing to change, and WeChat's retries would not help; a person must look. Anyone
@@ -75,19 +97,24 @@ extension RefundService {
                 _ = try? await context.store.appendEvent(current.outTradeNo, kind: "refund_notify_conflict", detail: detail,
                                                          at: now())
             }
-            return NotifyReply.success.bytes
+            return .acknowledged
         case .mismatch, .notFound:
-            return rejected(reason: "refund_mismatch")
+            return .rejected("refund_mismatch")
         }
     }
 
     /// Refuses a notify without writing anything: counted by reason, and logged at most once a
     /// second per reason with the number of refusals not logged since (`LogThrottle`).
     private func rejected(reason: String) -> [UInt8] {
+        countRejected(reason)
+        return NotifyReply.fail("rejected").bytes
+    }
+
+    /// Counts a refused notify, and logs it unless `quietly` (WeChat's signature probes).
+    func countRejected(_ reason: String, quietly: Bool = false) {
         instruments.notifyRejected.labelled(reason).increment()
-        if let suppressed = rejectedNotifyLog.admit(reason) {
+        if !quietly, let suppressed = rejectedNotifyLog.admit(reason) {
             logger.warning("refund notify rejected", ["reason": reason, "suppressed": String(suppressed)])
         }
-        return NotifyReply.fail("rejected").bytes
     }
 }

@@ -47,10 +47,11 @@ public final class RefundService: Sendable {
     }
 
     /// The `notify_url` sent with new refunds (`CallbackURLs`). A refund keeps the one it was sent with.
-    var notifyURL: String { context.callbacks.refund }
 
     /// Whether refunds can be sent at all.
-    public var isConfigured: Bool { mode != .off }
+    /// With API v3 configured refunds are on without a certificate: v3's refunds are signed
+    /// requests (a v2 order's refund still needs the certificate, and is refused without one).
+    public var isConfigured: Bool { mode != .off || context.v3 != nil }
 
     var logger: Logger { context.logger }
     func now() -> Date { context.now() }
@@ -77,7 +78,8 @@ public final class RefundService: Sendable {
     public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
         // Apple refunds App Store purchases itself (the customer asks Apple); its notification
         // moves the order to REFUND. True whether or not WeChat refunds are configured.
-        if let order = try? await context.store.order(outTradeNo), order.channel == .apple {
+        let order = try? await context.store.order(outTradeNo)
+        if let order, order.channel == .apple {
             instruments.requestRefused.labelled("not_refundable").increment()
             throw .orderNotRefundableByGateway()
         }
@@ -87,7 +89,7 @@ public final class RefundService: Sendable {
         let result = try await context.storage { () throws(StorageError) in
             try await self.store.createRefund(
                 NewRefund(outRefundNo: outRefundNo, outTradeNo: outTradeNo, amount: input.amount, reason: input.reason,
-                          notifyURL: self.notifyURL, parametersDigest: input.parametersDigest, createdAt: at),
+                          notifyURL: self.context.callbacks.refund(for: order?.apiVersion ?? "v2"), parametersDigest: input.parametersDigest, createdAt: at),
                 maximumPerOrder: self.configuration.maximumPerOrder,
                 event: NewOrderEvent(kind: "refund_requested", detail: "\(outRefundNo): \(input.amount) fen", at: at))
         }

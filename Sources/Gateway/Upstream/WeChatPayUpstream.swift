@@ -10,7 +10,8 @@ import WeChatPay
 /// versions share (`TradeState`, `RefundStatus`, `WeChatPayAdvice`, the bill's lines), and a
 /// failure is an `UpstreamError`. No flow asks which version it is speaking.
 ///
-/// `WeChatPayV2Upstream` speaks API v2 (signed XML); API v3 joins as a second implementation.
+/// `WeChatPayV2Upstream` speaks API v2 (signed XML), `WeChatPayV3Upstream` API v3 (signed JSON);
+/// `VersionedUpstream` hands each call about an order to the version the order was created with.
 public protocol WeChatPayUpstream: Sendable {
     /// Asks for the order's prepay_id, for the order exactly as stored: every retry, replay and
     /// refresh sends the same parameters (its expiry included).

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import HTTP
+import StorageCore
+import StoreTestSupport
+import TestSupport
+import Testing
+import WeChatPay
+import WeChatPaySimulator
+import WeChatPayV3
+
+/// A merchant moving new orders from v2 to v3 with orders in flight: every order keeps the version
+/// it was created with, so those made under v2 are paid, waited for, closed and refunded in v2
+/// after the switch, while new ones are v3.
+struct V3SwitchTests {
+    static func order(_ number: String) -> String {
+        #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(number)","user_id":"u-42"}"#
+    }
+
+    @Test("orders created under v2 finish in v2 after the switch to v3, and new orders are v3", arguments: StoreKind.all)
+    func v2OrdersFinishAfterTheSwitch(store: StoreKind) async throws {
+        // Before: v3's keys configured, new orders still v2. WeChat's notifies reach this gateway
+        // over HTTP, both versions' routes.
+        let rig = try await GatewayRig.start(.sockets, store: store, wechat: .http, v3: V3Setup(mode: .publicKey, newOrders: .v2))
+        defer { Task { await rig.stop() } }
+        for number in ["sw-paid", "sw-waited", "sw-closed"] {
+            #expect(try await rig.createOrder(number).status == 201)
+            #expect(try await rig.store.order(number)?.apiVersion == "v2")
+            #expect(rig.simulator.order(number)?.apiVersion == "v2")
+        }
+        // The switch (a restart with WXPAY_API_VERSION=v3): the same database and WeChat.
+        var configuration = rig.services.configuration
+        configuration.v3.apiVersion = .v3
+        let switched = GatewayServices(GatewayContext(configuration: configuration, store: rig.store,
+                                                      transport: SimulatorTransport(simulator: rig.simulator), now: { rig.clock.now() }))
+        switched.context.callbacks.use(base: rig.base)
+
+        let fresh = try await switched.creation.create(try CreateOrderInput(json: Array(Self.order("sw-new").utf8)))
+        #expect(fresh.created)
+        #expect(try await rig.store.order("sw-new")?.apiVersion == "v3")
+        #expect(rig.simulator.order("sw-new")?.apiVersion == "v3")
+
+        // A v2 order paid after the switch: WeChat's v2 notify settles it.
+        try rig.simulator.pay(outTradeNo: "sw-paid")
+        #expect(await eventually { (try? await rig.store.order("sw-paid"))??.state == .success })
+        // A v2 order whose notify is lost: the switched gateway's wait asks v2's orderquery.
+        rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
+        try rig.simulator.pay(outTradeNo: "sw-waited")
+        let queries = rig.simulator.counters.requests["/pay/orderquery"] ?? 0
+        let waited = GatewayRig.object(try await switched.queries.order("sw-waited", wait: 20))
+        #expect(waited.string("state") == "SUCCESS")
+        #expect((rig.simulator.counters.requests["/pay/orderquery"] ?? 0) > queries)
+        #expect(rig.simulator.counters.requests["/v3/pay/transactions/out-trade-no/{id}"] == nil)
+        // A v2 order closed after the switch: v2's closeorder.
+        rig.clock.advance(by: 301)
+        let closed = GatewayRig.object(try await switched.closing.close("sw-closed"))
+        #expect(closed.string("state") == "CLOSED")
+        #expect(rig.simulator.counters.requests["/pay/closeorder"] == 1)
+        #expect(rig.simulator.counters.requests["/v3/pay/transactions/out-trade-no/{id}/close"] == nil)
+        // A v2 order refunded after the switch: v2's refund, its notify to v2's route.
+        rig.simulator.apply(FaultPlan())
+        let refund = try await switched.refunds.request(RefundInput(amount: 300, reason: "switch", outRefundNo: "sw-r1"),
+                                                        outTradeNo: "sw-paid")
+        #expect(refund.created)
+        #expect(rig.simulator.counters.requests["/secapi/pay/refund"] == 1)
+        #expect(try await rig.store.refund("sw-r1")?.notifyURL?.hasSuffix("/wechat/refund-notify") == true)
+        _ = try rig.simulator.completeRefund(outRefundNo: "sw-r1")
+        #expect(await eventually { (try? await rig.store.refund("sw-r1"))??.state == .success })
+
+        // The new order is v3 throughout: its notify is v3's.
+        try rig.simulator.pay(outTradeNo: "sw-new")
+        #expect(await eventually { (try? await rig.store.order("sw-new"))??.state == .success })
+        #expect(rig.simulator.counters.requests["/v3/pay/transactions/app"] == 1)
+    }
+}
