@@ -15,6 +15,10 @@ import StorageCore
 /// is an error, not a file. The safety copy a restore makes of the database it replaces is made by
 /// the same code.
 ///
+/// Both work on the database's real path (symbolic links resolved: SQLite's WAL and its index are
+/// beside it, and so is the safety copy) and refuse a database file with more than one name
+/// (`SQLiteDatabaseFile`): the WAL of a hard link's other name cannot be found.
+///
 /// A restore is refused while any process uses the database: every `SQLiteOrderStore`, backup and
 /// doctor holds a shared `flock` on the database file itself (`SQLiteUsageLock`: the file, not its
 /// name, so a hard or symbolic link meets the same lock), and the restore takes it exclusively,
@@ -37,6 +41,21 @@ public enum SQLiteBackup {
         public var uncounted: [String]
     }
 
+    /// Why a backup was not written.
+    public enum BackupFailure: Error, Sendable, CustomStringConvertible {
+        /// The database file has more than one name.
+        case severalNames(SQLiteDatabaseFile.SeveralNames)
+        /// Reading, copying or verifying failed.
+        case failed(StorageError)
+
+        public var description: String {
+            switch self {
+            case .severalNames(let names): names.description
+            case .failed(let error): error.description
+            }
+        }
+    }
+
     /// Why a restore did not happen (nothing changed).
     public enum RestoreRefusal: Error, Sendable, CustomStringConvertible {
         /// A process has the database open: a gateway serving, a backup or doctor running (`byOtherProgram`
@@ -44,6 +63,13 @@ public enum SQLiteBackup {
         case inUse(String, byOtherProgram: Bool)
         /// The backup is not a sound database of this program.
         case badBackup(String)
+        /// The database file has more than one name.
+        case severalNames(SQLiteDatabaseFile.SeveralNames)
+        /// No database is at the path (nothing or an empty file), and the restore was not told it
+        /// is a new one (a mistyped path would otherwise take the backup where no gateway reads it).
+        case noDatabase(String)
+        /// Told it is a new database, but one is there (it would be replaced without being meant to).
+        case databaseExists(String)
         /// Reading or writing failed.
         case failed(String)
 
@@ -54,6 +80,13 @@ public enum SQLiteBackup {
             case .inUse(let path, true):
                 "\(path) is open in another program (not wxpay-gateway: a sqlite3 shell?); close it first"
             case .badBackup(let reason): "the backup cannot be restored: \(reason)"
+            case .severalNames(let names): names.description
+            case .noDatabase(let path):
+                "no database at \(path) (GATEWAY_DATABASE): check the path; on a new machine, where no gateway has "
+                    + "made one yet, give --new"
+            case .databaseExists(let path):
+                "--new is for a machine without a database, but there is one at \(path); leave out --new to "
+                    + "replace it (it is kept as a safety copy)"
             case .failed(let reason): reason
             }
         }
@@ -84,21 +117,33 @@ public enum SQLiteBackup {
     /// Copies the database at `database` (in use or not) to `destination`, which must not exist
     /// yet, and verifies the copy. The copy is written beside its name and renamed into place only
     /// once verified, so `destination` is a whole, checked backup or nothing.
-    public static func backup(database: String, to destination: String) async throws(StorageError) -> Report {
-        try await blocking { () throws(StorageError) -> Report in
-            guard FileManager.default.fileExists(atPath: database) else {
-                throw StorageError(code: .openFailed, detail: "no database file at the configured path")
+    /// Refused when the database file has more than one name: read through a name the gateway
+    /// does not use, the copy would miss what is still in the gateway's WAL.
+    public static func backup(database: String, to destination: String) async throws(BackupFailure) -> Report {
+        let outcome = await Blocking.run { () -> Result<Report, BackupFailure> in
+            do throws(StorageError) {
+                guard FileManager.default.fileExists(atPath: database) else {
+                    throw StorageError(code: .openFailed, detail: "no database file at the configured path")
+                }
+                guard !FileManager.default.fileExists(atPath: destination) else {
+                    throw .invalidArgument("the backup file exists already; choose a new name")
+                }
+                // Shared with the gateways; waits out a restore in progress.
+                let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
+                defer { lock.release() }
+                do throws(SQLiteDatabaseFile.SeveralNames) {
+                    try SQLiteDatabaseFile.requireOneName(SQLiteDatabaseFile.resolved(database) ?? database)
+                } catch {
+                    return .failure(.severalNames(error))
+                }
+                let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
+                defer { source.close() }
+                return .success(try copyVerified(from: source, to: destination))
+            } catch {
+                return .failure(.failed(error))
             }
-            guard !FileManager.default.fileExists(atPath: destination) else {
-                throw .invalidArgument("the backup file exists already; choose a new name")
-            }
-            // Shared with the gateways; waits out a restore in progress.
-            let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
-            defer { lock.release() }
-            let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
-            defer { source.close() }
-            return try copyVerified(from: source, to: destination)
         }
+        return try outcome.get()
     }
 
     /// The one way a database is copied, for a backup and for a restore's safety copy: every page
@@ -163,15 +208,17 @@ public enum SQLiteBackup {
         return report
     }
 
-    /// Replaces the database at `database` with the backup at `backup`; the database replaced is
-    /// kept as `<database>.before-restore-<UTC time>` (answered with the report). Refused while the
-    /// database file is open anywhere, by any of its names.
-    public static func restore(from backup: String, to database: String, now: Date = Date()) async
-        throws(RestoreRefusal) -> (report: Report, saved: String?)
+    /// Replaces the database at `database` (symbolic links resolved) with the backup at `backup`;
+    /// the database replaced is kept beside the real file as `<database>.before-restore-<UTC time>`
+    /// (answered with the report). Refused while the database file is open anywhere, by any of its
+    /// names; when it has more than one name; and when there is no database (nothing, or an empty
+    /// file) unless `newDatabase` says so — then there is nothing to keep, and no safety copy.
+    public static func restore(from backup: String, to database: String, newDatabase: Bool = false, now: Date = Date())
+        async throws(RestoreRefusal) -> (report: Report, saved: String?)
     {
         let outcome = await Blocking.run { () -> Result<(Report, String?), RestoreRefusal> in
             do throws(RestoreRefusal) {
-                return .success(try restoreNow(from: backup, to: database, now: now))
+                return .success(try restoreNow(from: backup, to: database, newDatabase: newDatabase, now: now))
             } catch {
                 return .failure(error)
             }
@@ -179,15 +226,41 @@ public enum SQLiteBackup {
         return try outcome.get()
     }
 
-    private static func restoreNow(from backup: String, to database: String, now: Date) throws(RestoreRefusal)
-        -> (Report, String?)
+    /// The real path of the database to restore: symbolic links resolved, so that its WAL, the
+    /// WAL's index and the safety copy are the real file's. A database that is not there (no name,
+    /// a link to nothing, an empty file) is one only with `newDatabase`, whose directory is then
+    /// made; with `newDatabase`, a database that is there is refused.
+    private static func realDatabase(_ database: String, newDatabase: Bool) throws(RestoreRefusal) -> String {
+        var info = stat()
+        guard lstat(database, &info) == 0 else {
+            guard errno == ENOENT, newDatabase else {
+                throw errno == ENOENT ? .noDatabase(database) : .failed("cannot look at \(database): \(String(cString: strerror(errno)))")
+            }
+            let directory = (database as NSString).deletingLastPathComponent
+            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            guard let real = SQLiteDatabaseFile.resolved(directory.isEmpty ? "." : directory) else {
+                throw .failed("cannot make the directory of \(database)")
+            }
+            return (real as NSString).appendingPathComponent((database as NSString).lastPathComponent)
+        }
+        guard let real = SQLiteDatabaseFile.resolved(database) else {
+            throw .failed("\(database) is a symbolic link to nothing; point GATEWAY_DATABASE at the database itself")
+        }
+        let empty = fileSize(real) == 0
+        if empty && !newDatabase { throw .noDatabase(database) }
+        if !empty && newDatabase { throw .databaseExists(database) }
+        return real
+    }
+
+    private static func restoreNow(from backup: String, to given: String, newDatabase: Bool, now: Date)
+        throws(RestoreRefusal) -> (Report, String?)
     {
         do {
             try requireRegularFile(backup)
         } catch {
             throw .failed("cannot read the backup \(backup): \(error)")
         }
-        if sameFile(backup, database) { throw .badBackup("it is the database itself") }
+        if sameFile(backup, given) { throw .badBackup("it is the database itself") }
         let expected: Report
         do {
             expected = try verify(backup)
@@ -201,20 +274,23 @@ public enum SQLiteBackup {
             throw .badBackup("its schema (version \(expected.schemaVersion)) is newer than this program's "
                 + "(\(SQLiteMigrations.latestVersion)); restore it with the version that made it")
         }
+        let database = try realDatabase(given, newDatabase: newDatabase)
         let existed = FileManager.default.fileExists(atPath: database)
-        if !existed {
-            let directory = (database as NSString).deletingLastPathComponent
-            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-        }
         let lock: SQLiteUsageLock
         do {
             lock = try SQLiteUsageLock.exclusive(database)
         } catch {
-            throw error == .busy ? .inUse(database, byOtherProgram: false) : .failed("cannot lock \(database): \(error)")
+            throw error == .busy ? .inUse(given, byOtherProgram: false) : .failed("cannot lock \(database): \(error)")
         }
         defer { lock.release() }
-        do {
-            return try replace(database, with: backup, expected: expected, now: now)
+        do throws(RestoreRefusal) {
+            // Under the lock: its only name is the one whose -wal and -shm the restore handles.
+            do throws(SQLiteDatabaseFile.SeveralNames) {
+                try SQLiteDatabaseFile.requireOneName(database)
+            } catch {
+                throw RestoreRefusal.severalNames(error)
+            }
+            return try replace(database, with: backup, expected: expected, keep: !newDatabase, now: now)
         } catch {
             // A database this restore made (it was missing) is removed again: nothing changed.
             if !existed { unlink(database) }
@@ -222,9 +298,10 @@ public enum SQLiteBackup {
         }
     }
 
-    /// The restore proper, under the exclusive usage lock. Its one connection to the database
-    /// closes before the lock is let go.
-    private static func replace(_ database: String, with backup: String, expected: Report, now: Date)
+    /// The restore proper, under the exclusive usage lock, keeping a safety copy of the database
+    /// unless it is a new one (`keep` false: opening it has given it a header, but nothing to keep).
+    /// Its one connection to the database closes before the lock is let go.
+    private static func replace(_ database: String, with backup: String, expected: Report, keep: Bool, now: Date)
         throws(RestoreRefusal) -> (Report, String?)
     {
         let target: SQLiteConnection
@@ -245,7 +322,7 @@ public enum SQLiteBackup {
             throw error == .busy ? .inUse(database, byOtherProgram: true) : .failed("cannot open \(database): \(error)")
         }
         var saved: String?
-        if fileSize(database) > 0 {
+        if keep {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "UTC")
