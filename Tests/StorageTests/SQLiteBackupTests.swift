@@ -239,28 +239,36 @@ struct SQLiteRestoreLockTests {
         }
     }
 
-    @Test("The safety copy holds rows still only in the WAL, and the restored database has no -wal or -shm beside it")
-    func theSafetyCopyHoldsTheWALAndNoWALIsLeft() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        // The backup to restore: one order.
+    /// A backup (in `directory`) of a database holding one order, OLD-1.
+    static func oneOrderBackup(in directory: TemporaryDirectory) async throws -> String {
         let small = try await SQLiteOrderStore.open(path: directory.path + "/small.sqlite")
         try await Fixture.create(Fixture.order("OLD-1"), in: small)
         await small.close()
         let backupPath = directory.path + "/small.backup"
         _ = try await SQLiteBackup.backup(database: directory.path + "/small.sqlite", to: backupPath)
+        return backupPath
+    }
 
+    /// At `image`, the crash image of a store that wrote WAL-0…WAL-7, which only its WAL holds:
+    /// the database file alone does not have them (checked on a copy).
+    static func crashedWithEightOrders(_ directory: TemporaryDirectory, at image: String) async throws {
         let store = try await SQLiteOrderStore.open(path: directory.databasePath)
         for index in 0..<8 { try await Fixture.create(Fixture.order("WAL-\(index)"), in: store) }
-        let image = directory.path + "/crashed.sqlite"
-        try await Self.crashImage(of: directory.databasePath, to: image)
+        try await crashImage(of: directory.databasePath, to: image)
         await store.close()
-        // The orders are in the WAL only: the database file alone does not have them.
         let lone = directory.path + "/lone.sqlite"
-        #expect(try await ChildProcess.run("cp", [image, lone], environment: Self.path).status == 0)
-        let loneOrders = try? SQLiteBackup.verify(lone).rows["orders"]
-        try #require((loneOrders ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
+        #expect(try await ChildProcess.run("cp", [image, lone], environment: path).status == 0)
+        try #require(((try? SQLiteBackup.verify(lone).rows["orders"]) ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
         #expect(FileManager.default.fileExists(atPath: image + "-wal"))
+    }
+
+    @Test("The safety copy holds rows still only in the WAL, and the restored database has no -wal or -shm beside it")
+    func theSafetyCopyHoldsTheWALAndNoWALIsLeft() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let backupPath = try await Self.oneOrderBackup(in: directory)
+        let image = directory.path + "/crashed.sqlite"
+        try await Self.crashedWithEightOrders(directory, at: image)
 
         let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: image)
         #expect(restored.rows["orders"] == 1)
@@ -288,23 +296,12 @@ struct SQLiteRestoreLockTests {
     func aRestoreAfterACrashThroughAHardLinkIsRefusedAndThroughASymbolicLinkWorksOnTheRealFile() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let small = try await SQLiteOrderStore.open(path: directory.path + "/small.sqlite")
-        try await Fixture.create(Fixture.order("OLD-1"), in: small)
-        await small.close()
-        let backupPath = directory.path + "/small.backup"
-        _ = try await SQLiteBackup.backup(database: directory.path + "/small.sqlite", to: backupPath)
+        let backupPath = try await Self.oneOrderBackup(in: directory)
         // What a killed gateway leaves in its data directory: the file, a WAL with eight orders, its index.
         let data = directory.path + "/data"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
-        for index in 0..<8 { try await Fixture.create(Fixture.order("WAL-\(index)"), in: store) }
         let crashed = data + "/gateway.sqlite"
-        try await Self.crashImage(of: directory.databasePath, to: crashed)
-        await store.close()
-        #expect(FileManager.default.fileExists(atPath: crashed + "-wal"))
-        let lone = directory.path + "/lone.sqlite"
-        #expect(try await ChildProcess.run("cp", [crashed, lone], environment: Self.path).status == 0)
-        try #require(((try? SQLiteBackup.verify(lone).rows["orders"]) ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
+        try await Self.crashedWithEightOrders(directory, at: crashed)
 
         // A hard link in another directory: refused, and not a byte of the crashed files changed.
         let elsewhere = directory.path + "/elsewhere"
