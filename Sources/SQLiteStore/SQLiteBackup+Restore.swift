@@ -20,6 +20,10 @@ extension SQLiteBackup {
         case noDatabase(String)
         /// Told it is a new database, but one is there (it would be replaced without being meant to).
         case databaseExists(String)
+        /// No database is at the path, but a WAL or rollback journal is beside it: the only copy,
+        /// perhaps, of committed payments whose database was moved or lost. A restore never
+        /// removes one (a `--new` restore would have, replacing it with the backup's clean file).
+        case leftoverJournal(String)
         /// Reading or writing failed.
         case failed(String)
 
@@ -37,6 +41,10 @@ extension SQLiteBackup {
             case .databaseExists(let path):
                 "--new is for a machine without a database, but there is one at \(path); leave out --new to "
                     + "replace it (it is kept as a safety copy)"
+            case .leftoverJournal(let journal):
+                "no database, but \(journal) is there: it may hold the only copy of committed payments "
+                    + "(put back the database it belongs to, then back it up, or move it aside once you "
+                    + "know it is not needed); a restore never removes it"
             case .failed(let reason): reason
             }
         }
@@ -67,9 +75,11 @@ extension SQLiteBackup {
     private static func realDatabase(_ database: String, newDatabase: Bool) throws(RestoreRefusal) -> String {
         var info = stat()
         guard lstat(database, &info) == 0 else {
-            guard errno == ENOENT, newDatabase else {
-                throw errno == ENOENT ? .noDatabase(database) : .failed("cannot look at \(database): \(String(cString: strerror(errno)))")
+            guard errno == ENOENT else {
+                throw .failed("cannot look at \(database): \(String(cString: strerror(errno)))")
             }
+            try requireNoLeftoverJournal(database)
+            guard newDatabase else { throw .noDatabase(database) }
             let directory = (database as NSString).deletingLastPathComponent
             if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
             guard let real = SQLiteDatabaseFile.resolved(directory.isEmpty ? "." : directory) else {
@@ -81,9 +91,17 @@ extension SQLiteBackup {
             throw .failed("\(database) is a symbolic link to nothing; point GATEWAY_DATABASE at the database itself")
         }
         let empty = fileSize(real) == 0
+        if empty { try requireNoLeftoverJournal(real) }
         if empty && !newDatabase { throw .noDatabase(database) }
         if !empty && newDatabase { throw .databaseExists(database) }
         return real
+    }
+
+    /// Refuses when a WAL or rollback journal is beside a database that is not there.
+    private static func requireNoLeftoverJournal(_ database: String) throws(RestoreRefusal) {
+        for suffix in ["-wal", "-journal"] where fileSize(database + suffix) > 0 {
+            throw .leftoverJournal(database + suffix)
+        }
     }
 
     private static func restoreNow(from backup: String, to given: String, newDatabase: Bool, now: Date)

@@ -59,7 +59,7 @@ enum BackupCommand {
             case .inUse: return inUse
             case .badBackup: return badBackup
             case .severalNames: return severalNames
-            case .noDatabase, .databaseExists, .failed: return ExitStatus.database
+            case .noDatabase, .databaseExists, .leftoverJournal, .failed: return ExitStatus.database
             }
         }
     }

@@ -119,10 +119,11 @@ struct UnclaimedPurchaseTests {
             #expect(noReason.status == 400 && (noReason.json["error"] as? [String: Any])?["field"] as? String == "reason")
             #expect(Self.code(try await Self.assign(rig, id, open, reason: "   ")) == "invalid_request")
             // One rule and one message for every way a reason is wrong: missing, empty, blank,
-            // too long (201 characters of 3 bytes each; 900 bytes), a control character, not a
+            // too long (201 characters of 3 bytes each; 900 bytes), a control character, a
+            // text-direction override or isolate (it would turn the audit line around), not a
             // string, null.
             let wrongReasons: [Any?] = [nil, "", "   ", String(repeating: "课", count: 201), String(repeating: "x", count: 900),
-                                        "a\u{7}b", 1, NSNull()]
+                                        "a\u{7}b", "ok \u{202E}evil", "a\u{2066}b", 1, NSNull()]
             for reason in wrongReasons {
                 var body: [String: Any] = ["out_trade_no": open]
                 body["reason"] = reason
@@ -131,7 +132,7 @@ struct UnclaimedPurchaseTests {
                                                         body: json)
                 let error = answer.json["error"] as? [String: Any]
                 #expect(answer.status == 400 && error?["field"] as? String == "reason"
-                        && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control characters",
+                        && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control or text-direction characters",
                         "\(json): \(answer.json)")
             }
             #expect(Self.code(try await Self.assign(rig, id, "no-such-order-1")) == "order_not_found")

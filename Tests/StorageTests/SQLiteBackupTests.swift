@@ -403,6 +403,40 @@ struct SQLiteRestoreLockTests {
         #expect(try SQLiteBackup.verify(directory.databasePath).rows["orders"] == 1)
     }
 
+    @Test("A WAL or journal left where the database is missing is never removed: the restore is refused, with --new too",
+          arguments: ["-wal", "-journal"])
+    func aLeftoverJournalWithoutItsDatabaseIsNeverRemoved(suffix: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("LEFT-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/n.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        // The database was moved aside after a crash, its WAL (the committed payments) left behind;
+        // or an empty file stands where it was.
+        let database = directory.path + "/moved/gateway.sqlite"
+        try FileManager.default.createDirectory(atPath: directory.path + "/moved", withIntermediateDirectories: true)
+        let journal = Data("committed payments".utf8)
+        #expect(FileManager.default.createFile(atPath: database + suffix, contents: journal))
+        for emptyFile in [false, true] {
+            if emptyFile { #expect(FileManager.default.createFile(atPath: database, contents: nil)) }
+            for newDatabase in [false, true] {
+                do {
+                    _ = try await SQLiteBackup.restore(from: backupPath, to: database, newDatabase: newDatabase)
+                    Issue.record("a restore went through beside a leftover \(suffix) (new \(newDatabase))")
+                } catch {
+                    guard case .leftoverJournal(let path) = error else { Issue.record("\(error)"); continue }
+                    #expect(path == database + suffix)
+                    #expect(error.description.contains("never removes it"))
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: database + suffix)) == journal)
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/moved").sorted()
+            == ["gateway.sqlite", "gateway.sqlite" + suffix])
+    }
+
     @Test("A restore is refused while a program that takes no usage lock (a sqlite3 shell) has the database open")
     func aRestoreIsRefusedWhileASQLiteShellHasTheDatabaseOpen() async throws {
         let directory = try TemporaryDirectory()
