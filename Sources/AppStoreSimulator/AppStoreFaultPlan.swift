@@ -44,13 +44,14 @@ public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
         self.after = after
     }
 
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case http5xxRate, rateLimitRate, retryAfterSeconds, timeoutRate, timeoutSeconds, rogueChainRate, receiptStatus,
              receiptStatusRate, receiptRetryable, latency, limit, after
     }
 
     // Written by hand (tests, the control API): a missing key means "no such fault".
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
@@ -84,9 +85,10 @@ public struct AppStoreFaultPlan: Codable, Sendable, Hashable {
         self.notificationRogueChainRate = notificationRogueChainRate
     }
 
-    private enum CodingKeys: String, CodingKey { case endpoints, notify, notificationRogueChainRate }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, notificationRogueChainRate }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: AppStoreEndpointFaults].self, forKey: .endpoints) ?? [:],
                   notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),

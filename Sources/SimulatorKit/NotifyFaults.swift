@@ -30,11 +30,12 @@ public struct NotifyFaults: Codable, Sendable, Hashable {
 }
 
 extension NotifyFaults {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case dropRate, attemptDropRate, duplicateRate, duplicateCopies, delay, reorderWindow
     }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             dropRate: try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0,

@@ -76,14 +76,15 @@ public struct FaultPlan: Codable, Sendable, Hashable {
 }
 
 // Fault plans are written by hand (tests, the control API, scripts): a missing key means "no such
-// fault", not an error, which synthesized decoding would make it.
+// fault", not an error, which synthesized decoding would make it; an unknown key is refused by name.
 extension EndpointFaults {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
              resetRate, latency, timeoutRate, timeoutSeconds, otherOrderRate, staleTimestampRate
     }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             systemErrorRate: try c.decodeIfPresent(Double.self, forKey: .systemErrorRate) ?? 0,
@@ -102,9 +103,10 @@ extension EndpointFaults {
 }
 
 extension FaultPlan {
-    private enum CodingKeys: String, CodingKey { case endpoints, notify, v3Notify }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, v3Notify }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: EndpointFaults].self, forKey: .endpoints) ?? [:],
                   notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),

@@ -52,8 +52,11 @@ public struct SimulatorControlAPI: Sendable {
         case ("GET", 1, "faults", _):
             return ok(simulator.faults)
         case ("PUT", 1, "faults", _):
-            guard let plan = try? JSONDecoder().decode(FaultPlan.self, from: Data(body)) else {
-                return error(400, "invalid_request", "the body must be a fault plan")
+            let plan: FaultPlan
+            do {
+                plan = try JSONDecoder().decode(FaultPlan.self, from: Data(body))
+            } catch {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(ControlBody.problem(error))")
             }
             simulator.apply(plan)
             return ok(plan)

@@ -296,6 +296,13 @@ final class DoctorContext: Sendable {
             return .fail("\(configuration.databaseDescription) cannot be opened: \(error)")
         }
         let name = configuration.databaseDescription
+        if case .sqlite(let path) = configuration.database {
+            do throws(SQLiteDatabaseFile.SeveralNames) {
+                try SQLiteDatabaseFile.requireOneName(SQLiteDatabaseFile.resolved(path) ?? path)
+            } catch {
+                return .fail(error.description)
+            }
+        }
         guard inspection.schemaVersion <= inspection.latestVersion else {
             return .fail("\(name) is at schema version \(inspection.schemaVersion), newer than this program's \(inspection.latestVersion): run the version that migrated it")
         }

@@ -34,6 +34,28 @@ struct SimulatorControlAPITests {
         #expect(harness.clock.now().timeIntervalSince(before) == 300)
     }
 
+    @Test("A fault plan with a member the simulator does not know, at any depth, is refused naming it, and the plan stays")
+    func aFaultPlanWithAnUnknownMemberIsRefusedByName() {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        let plan = #"{"notify":{"dropRate":0.5}}"#
+        #expect(api.handle(method: "PUT", path: "/simulator/faults", body: Array(plan.utf8)).status == 200)
+        let cases = [
+            (#"{"bogus":1}"#, "unknown member bogus"),
+            (#"{"notify":{"droprate":1}}"#, "unknown member notify.droprate"),
+            (#"{"v3Notify":{"probe":1}}"#, "unknown member v3Notify.probe"),
+            (#"{"endpoints":{"/pay/orderquery":{"systemErrorRat":1}}}"#, "unknown member endpoints./pay/orderquery.systemErrorRat"),
+            (#"{"notify":{"dropRate":"x"}}"#, "notify.dropRate has the wrong type"),
+        ]
+        for (body, message) in cases {
+            let answer = api.handle(method: "PUT", path: "/simulator/faults", body: Array(body.utf8))
+            #expect(answer.status == 400, "\(body)")
+            let error = json(answer.body)["error"] as? [String: Any]
+            #expect((error?["message"] as? String)?.hasSuffix(message) == true, "\(body): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        #expect(harness.simulator.faults.notify.dropRate == 0.5)
+    }
+
     @Test func refundsCompleteOverTheControlAPI() throws {
         let harness = SimulatorHarness()
         let api = SimulatorControlAPI(simulator: harness.simulator)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The error answers of support's actions on the attention list: assigning an unclaimed App Store
 /// purchase to an order, and marking an order's attention flags handled (docs/api.md).
@@ -38,6 +39,13 @@ extension APIError {
 public enum SupportReason {
     /// Characters a reason may have.
     public static let lengths = 1...200
+
+    /// A JSON body's `reason` member by the same rule and with the same message, whatever is wrong
+    /// with it (missing, not a string, empty, blank, too long, a control character).
+    static func parse(member object: [String: JSONValue]) throws(APIError) -> String {
+        guard case .string(let text) = object["reason"] else { return try parse(nil) }
+        return try parse(text)
+    }
 
     /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, no control characters.
     public static func parse(_ text: String?) throws(APIError) -> String {
