@@ -107,8 +107,8 @@ extension JSONValue {
 }
 
 /// One pass over the bytes; strings without escapes and short integers are decoded straight from
-/// the buffer, with no intermediate copy.
-private struct JSONReader {
+/// the buffer, with no intermediate copy. `JSONMembers.swift` reads objects by a shape with it.
+struct JSONReader {
     let bytes: UnsafeRawBufferPointer
     let maximumDepth: Int
     let numbers: JSONValue.Numbers
@@ -230,15 +230,24 @@ private struct JSONReader {
     mutating func string() throws(JSONError) -> String {
         position += 1
         let start = position
-        // The common case, no escapes: the bytes between the quotes are the string.
+        // The common case, no escapes: the bytes between the quotes are the string. ASCII needs no
+        // validation (and `String(validating:)`, generic, costs a metadata lookup per call).
+        var bits: UInt8 = 0
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
-                guard let text = String(validating: slice, as: UTF8.self) else { throw error(.invalidUTF8) }
+                let text: String
+                if bits < 0x80 {
+                    text = String(decoding: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+                } else {
+                    guard let valid = String(validating: slice, as: UTF8.self) else { throw error(.invalidUTF8) }
+                    text = valid
+                }
                 position += 1
                 return text
             }
+            bits |= byte
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw error(.syntax) }
             position += 1

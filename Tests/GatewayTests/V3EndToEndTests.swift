@@ -102,9 +102,9 @@ struct V3EndToEndTests {
         #expect(rig.simulator.counters.notifiesAcknowledged == 0)
     }
 
-    @Test("closing a v3 order closes it at WeChat", arguments: StoreKind.all)
-    func close(store: StoreKind) async throws {
-        let rig = try await Self.start(store, .publicKey)
+    @Test("closing a v3 order closes it at WeChat", arguments: StoreKind.all, [V3Setup.KeyMode.publicKey, .certificates])
+    func close(store: StoreKind, mode: V3Setup.KeyMode) async throws {
+        let rig = try await Self.start(store, mode)
         defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("v3-close-0001")
         // WeChat closes no order within 5 minutes of its creation.
@@ -216,9 +216,9 @@ struct V3EndToEndTests {
     }
 
     @Test("a day's v3 bill is downloaded, checked against its SHA-1 and reconciled: a payment whose notify was lost is settled",
-          arguments: StoreKind.all)
-    func bill(store: StoreKind) async throws {
-        let rig = try await Self.start(store, .publicKey)
+          arguments: StoreKind.all, [V3Setup.KeyMode.publicKey, .certificates])
+    func bill(store: StoreKind, mode: V3Setup.KeyMode) async throws {
+        let rig = try await Self.start(store, mode)
         defer { Task { await rig.stop() } }
         let secondOfDay = (Int(rig.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
         if secondOfDay > 86400 - 900 { rig.clock.advance(by: 1200) }
