@@ -106,7 +106,12 @@ public struct AppStoreSimulatorControlAPI: Sendable {
         case ("PUT", 1, "faults", _):
             let plan: AppStoreFaultPlan
             do {
+                // The strict reader first: a member named twice is refused, where JSONDecoder would
+                // keep one of the two silently.
+                _ = try JSONValue.parse(body)
                 plan = try decoder.decode(AppStoreFaultPlan.self, from: Data(body))
+            } catch let error as JSONError {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(error)")
             } catch {
                 return self.error(400, "invalid_request", "the body must be a fault plan: \(ControlBody.problem(error))")
             }

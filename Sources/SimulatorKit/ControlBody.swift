@@ -15,6 +15,16 @@ public enum ControlBody {
         }
     }
 
+    /// A rate member (a probability: 0 when absent), refused naming it when outside 0 to 1: a rate
+    /// of 1.5 would otherwise act as 1 and look as if the plan said what it meant.
+    public static func rate<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) throws -> Double {
+        let value = try container.decodeIfPresent(Double.self, forKey: key) ?? 0
+        guard (0...1).contains(value) else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: notARate)
+        }
+        return value
+    }
+
     /// What is wrong with a body its decoder refused, naming the member by its path (`notify.bogus`).
     public static func problem(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "not JSON" }
@@ -22,6 +32,8 @@ public enum ControlBody {
         switch error {
         case .dataCorrupted(let context) where context.debugDescription == unknownMember:
             return "unknown member \(path(context.codingPath))"
+        case .dataCorrupted(let context) where context.debugDescription == notARate:
+            return "\(path(context.codingPath)) must be a rate from 0 to 1"
         case .keyNotFound(let key, let context):
             return "\(path(context.codingPath + [key])) is required"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
@@ -32,6 +44,7 @@ public enum ControlBody {
     }
 
     private static let unknownMember = "unknown member"
+    private static let notARate = "not a rate"
 
     private struct AnyKey: CodingKey {
         var stringValue: String

@@ -87,18 +87,18 @@ extension EndpointFaults {
         try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            systemErrorRate: try c.decodeIfPresent(Double.self, forKey: .systemErrorRate) ?? 0,
-            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
-            truncatedRate: try c.decodeIfPresent(Double.self, forKey: .truncatedRate) ?? 0,
-            nonUTF8Rate: try c.decodeIfPresent(Double.self, forKey: .nonUTF8Rate) ?? 0,
-            badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
-            missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
-            resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
+            systemErrorRate: try ControlBody.rate(c, .systemErrorRate),
+            http5xxRate: try ControlBody.rate(c, .http5xxRate),
+            truncatedRate: try ControlBody.rate(c, .truncatedRate),
+            nonUTF8Rate: try ControlBody.rate(c, .nonUTF8Rate),
+            badSignatureRate: try ControlBody.rate(c, .badSignatureRate),
+            missingSignatureRate: try ControlBody.rate(c, .missingSignatureRate),
+            resetRate: try ControlBody.rate(c, .resetRate),
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
-            timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
+            timeoutRate: try ControlBody.rate(c, .timeoutRate),
             timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 15,
-            otherOrderRate: try c.decodeIfPresent(Double.self, forKey: .otherOrderRate) ?? 0,
-            staleTimestampRate: try c.decodeIfPresent(Double.self, forKey: .staleTimestampRate) ?? 0)
+            otherOrderRate: try ControlBody.rate(c, .otherOrderRate),
+            staleTimestampRate: try ControlBody.rate(c, .staleTimestampRate))
     }
 }
 

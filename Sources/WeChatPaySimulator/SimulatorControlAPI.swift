@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import JSON
 import SimulatorKit
 import WeChatPayV3
 
@@ -54,7 +55,12 @@ public struct SimulatorControlAPI: Sendable {
         case ("PUT", 1, "faults", _):
             let plan: FaultPlan
             do {
+                // The strict reader first: a member named twice is refused, where JSONDecoder would
+                // keep one of the two silently.
+                _ = try JSONValue.parse(body)
                 plan = try JSONDecoder().decode(FaultPlan.self, from: Data(body))
+            } catch let error as JSONError {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(error)")
             } catch {
                 return self.error(400, "invalid_request", "the body must be a fault plan: \(ControlBody.problem(error))")
             }

@@ -70,9 +70,9 @@ public struct V3NotifyFaults: Codable, Sendable, Hashable {
     public init(from decoder: any Decoder) throws {
         try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(probeRate: try c.decodeIfPresent(Double.self, forKey: .probeRate) ?? 0,
-                  staleTimestampRate: try c.decodeIfPresent(Double.self, forKey: .staleTimestampRate) ?? 0,
-                  badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
-                  unknownSerialRate: try c.decodeIfPresent(Double.self, forKey: .unknownSerialRate) ?? 0)
+        self.init(probeRate: try ControlBody.rate(c, .probeRate),
+                  staleTimestampRate: try ControlBody.rate(c, .staleTimestampRate),
+                  badSignatureRate: try ControlBody.rate(c, .badSignatureRate),
+                  unknownSerialRate: try ControlBody.rate(c, .unknownSerialRate))
     }
 }
