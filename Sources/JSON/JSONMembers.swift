@@ -72,18 +72,9 @@ extension JSONValue {
     public static func parseMembers(_ bytes: [UInt8], shape: JSONShape, maximumDepth: Int = defaultMaximumDepth,
                                     numbers: Numbers = .exactIntegers) throws(JSONError) -> JSONMembers
     {
-        try bytes.withUnsafeBytes { buffer -> Result<JSONMembers, JSONError> in
-            var reader = JSONReader(bytes: buffer, maximumDepth: maximumDepth, numbers: numbers)
-            do throws(JSONError) {
-                reader.skipWhitespace()
-                guard reader.peek() == UInt8(ascii: "{") else { throw reader.error(.notAnObject) }
-                let members = try reader.members(shape, depth: 1)
-                reader.skipWhitespace()
-                guard reader.position == buffer.count else { throw reader.error(.syntax) }
-                if let offset = reader.duplicateOffset { throw JSONError(reason: .duplicateKey, offset: offset) }
-                return .success(members)
-            } catch {
-                return .failure(error)
+        try bytes.withUnsafeBytes { buffer in
+            JSONReader.document(buffer, maximumDepth: maximumDepth, numbers: numbers, objectOnly: true) {
+                (reader: inout JSONReader) throws(JSONError) in try reader.members(shape, depth: 1)
             }
         }.get()
     }

@@ -90,18 +90,8 @@ extension JSONValue {
     private static func read(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, objectOnly: Bool, numbers: Numbers)
         -> Result<JSONValue, JSONError>
     {
-        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth, numbers: numbers)
-        do throws(JSONError) {
-            reader.skipWhitespace()
-            if objectOnly, reader.peek() != UInt8(ascii: "{") { throw reader.error(.notAnObject) }
-            let value = try reader.value(depth: 0)
-            reader.skipWhitespace()
-            guard reader.position == bytes.count else { throw reader.error(.syntax) }
-            // A well-formed document that repeats a name: refused as that, so callers can say so.
-            if let offset = reader.duplicateOffset { throw JSONError(reason: .duplicateKey, offset: offset) }
-            return .success(value)
-        } catch {
-            return .failure(error)
+        JSONReader.document(bytes, maximumDepth: maximumDepth, numbers: numbers, objectOnly: objectOnly) {
+            (reader: inout JSONReader) throws(JSONError) in try reader.value(depth: 0)
         }
     }
 }
@@ -123,6 +113,27 @@ struct JSONReader {
     }
 
     func error(_ reason: JSONError.Reason) -> JSONError { JSONError(reason: reason, offset: position) }
+
+    /// One whole document read by `body` (a value, or an object by a shape): whitespace around it
+    /// and nothing else, an object at the top when `objectOnly`, and a well-formed document that
+    /// repeats a name refused as that, so callers can say so.
+    static func document<Value>(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, numbers: JSONValue.Numbers,
+                                objectOnly: Bool, _ body: (inout JSONReader) throws(JSONError) -> Value)
+        -> Result<Value, JSONError>
+    {
+        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth, numbers: numbers)
+        do throws(JSONError) {
+            reader.skipWhitespace()
+            if objectOnly, reader.peek() != UInt8(ascii: "{") { throw reader.error(.notAnObject) }
+            let value = try body(&reader)
+            reader.skipWhitespace()
+            guard reader.position == bytes.count else { throw reader.error(.syntax) }
+            if let offset = reader.duplicateOffset { throw JSONError(reason: .duplicateKey, offset: offset) }
+            return .success(value)
+        } catch {
+            return .failure(error)
+        }
+    }
 
     @inline(__always) func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 
