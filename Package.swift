@@ -125,6 +125,8 @@ let package = Package(
             "Observability",
             // The v3 benchmark: RSA, AES-GCM and whole notifies against openssl speed.
             "WeChatPayV3",
+            // The QR benchmark: a NATIVE order's code_url drawn as PNG and SVG.
+            "QRCode",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
