@@ -16,11 +16,11 @@ extension PostgresOrderStore {
                 PGQuery(
                     "WITH created AS (INSERT INTO orders (" + OrderRecord.columns + """
                         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                                  $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
+                                  $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)
                         ON CONFLICT (out_trade_no) DO NOTHING
                         RETURNING out_trade_no),
                     event AS (INSERT INTO order_events (out_trade_no, at, kind, detail)
-                        SELECT out_trade_no, $30, $31, $32 FROM created)
+                        SELECT out_trade_no, $33, $34, $35 FROM created)
                     SELECT out_trade_no FROM created
                     """,
                     parameters: Self.orderParameters(order) + [event.at.pgValue, event.kind.pgValue, event.detail.pgValue]),
@@ -409,7 +409,7 @@ extension PostgresOrderStore {
             OrderRecord.encodeFlags(order.flags).pgValue, order.updatedAt.pgValue, order.channel.rawValue.pgValue,
             order.appleProductID.pgValue, order.appAccountToken.pgValue, order.environment.pgValue,
             order.appleTransactionID.pgValue, order.originalTransactionID.pgValue, order.currency.pgValue,
-            order.apiVersion.pgValue,
+            order.apiVersion.pgValue, order.app.pgValue, order.appID.pgValue, order.tradeType.pgValue,
         ]
     }
 }

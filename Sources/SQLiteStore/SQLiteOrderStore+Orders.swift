@@ -189,7 +189,7 @@ extension SQLiteOrderStore {
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
         try db.run(
             "INSERT INTO orders (" + OrderRecord.columns + """
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """,
             order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
@@ -198,7 +198,7 @@ extension SQLiteOrderStore {
             order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
             OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
             order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID,
-            order.currency, order.apiVersion) == 1
+            order.currency, order.apiVersion, order.app, order.appID, order.tradeType) == 1
     }
 
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {

@@ -57,6 +57,13 @@ public struct OrderRecord: Sendable, Hashable {
     /// The WeChat Pay API version the order was created with (`v2`, `v3`): every later call about
     /// it (query, close, refunds) and its notifies speak that version, whatever new orders use.
     public var apiVersion: String
+    /// The merchant's app the order was created through (its name in WXPAY_APPS) and that app's
+    /// id, which every call about the order and its notifies carry; nil for App Store orders and
+    /// for WeChat orders made before apps had names (the default app's).
+    public var app: String?
+    public var appID: String?
+    /// WeChat's trade type: `APP`, `JSAPI`, `NATIVE` or `MWEB`; nil for App Store orders.
+    public var tradeType: String?
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
     ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
@@ -89,7 +96,10 @@ public struct OrderRecord: Sendable, Hashable {
         appleTransactionID: String? = nil,
         originalTransactionID: String? = nil,
         currency: String? = nil,
-        apiVersion: String = "v2"
+        apiVersion: String = "v2",
+        app: String? = nil,
+        appID: String? = nil,
+        tradeType: String? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -120,5 +130,8 @@ public struct OrderRecord: Sendable, Hashable {
         self.originalTransactionID = originalTransactionID
         self.currency = currency
         self.apiVersion = apiVersion
+        self.app = app
+        self.appID = appID
+        self.tradeType = tradeType
     }
 }

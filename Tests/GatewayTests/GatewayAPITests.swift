@@ -20,6 +20,8 @@ struct GatewayAPITests {
         #expect(created.json["state"] as? String == "NOTPAY")
         #expect((created.json["app_params"] as? [String: Any])?["packageValue"] as? String == "Sign=WXPay")
         #expect((created.json["expires_at"] as? String)?.hasSuffix("+08:00") == true)
+        // Demo mode's default app, of kind app: the order records it and its trade type.
+        #expect(created.json["app"] as? String == "android" && created.json["trade_type"] as? String == "APP")
 
         async let waited = rig.send(.get, "/v1/orders/e2e-0001?wait=20")
         try await Task.sleep(for: .milliseconds(200))
@@ -29,6 +31,7 @@ struct GatewayAPITests {
         #expect(order.json["state"] as? String == "SUCCESS")
         #expect(order.json["final"] as? Bool == true)
         #expect(order.json["transaction_id"] as? String != nil)
+        #expect(order.json["app"] as? String == "android" && order.json["trade_type"] as? String == "APP")
 
         let lookup = try await rig.send(.get, "/v1/support/orders?out_trade_no=e2e-0001", token: GatewayRig.support)
         let found = try #require((lookup.json["orders"] as? [[String: Any]])?.first)

@@ -30,6 +30,10 @@ public final class OrderCreation: OrderFlow {
 
     /// Creates the order, or answers the existing one for an identical replay.
     public func create(_ input: CreateOrderInput) async throws(APIError) -> Created {
+        // Every order goes through the default app until a create can name another (issue 28).
+        guard let app = configuration.apps.defaultApp else {
+            throw .invalid("app", "the merchant has no default app: WXPAY_APPS lists no single app of kind app")
+        }
         let createdAt = now()
         let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
@@ -37,7 +41,8 @@ public final class OrderCreation: OrderFlow {
             outTradeNo: outTradeNo, amount: input.amount, description: input.description, clientIP: input.clientIP,
             attach: input.attach, userID: input.userID, productID: input.productID,
             signType: configuration.newOrders.signType, timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt,
-            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion)
+            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion,
+            app: app.name, appID: app.appID, tradeType: app.kind.tradeType)
         let result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",

@@ -13,10 +13,15 @@ import WeChatPay
 /// `app_account_token`, `currency` (CNY, or what Apple charged in for a product missing from the
 /// catalog: `amount` is then in that currency's minor unit), and `environment`,
 /// `apple_transaction_id` and `original_transaction_id` (null until paid). `transaction_id` is
-/// WeChat's, so it stays null for an App Store order.
+/// WeChat's, so it stays null for an App Store order. A WeChat order carries its `trade_type`
+/// (`APP`, `JSAPI`, `NATIVE`, `MWEB`) and the name of the merchant's `app` it was created through
+/// (absent for an order made before apps had names).
 struct OrderView: Sendable {
     var outTradeNo: String
     var channel: String
+    /// WeChat orders only: the merchant's app (WXPAY_APPS' name) and WeChat's trade type.
+    var app: String?
+    var tradeType: String?
     var state: String
     var amount: Int
     var description: String
@@ -61,6 +66,8 @@ struct OrderView: Sendable {
     init(_ record: OrderRecord) {
         outTradeNo = record.outTradeNo
         channel = record.channel.rawValue
+        app = record.app
+        tradeType = record.tradeType
         if record.channel == .apple {
             apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
                               environment: record.environment, appleTransactionID: record.appleTransactionID,
@@ -82,6 +89,7 @@ struct OrderView: Sendable {
     var json: [UInt8] {
         var writer = JSONObjectWriter(capacity: appParams == nil ? 320 : 640)
         writer.number("amount", amount)
+        writer.string("app", app)
         if let apple { writer.string("app_account_token", apple.appAccountToken) }
         if let appParams { writer.raw("app_params", Self.json(appParams)) }
         if let apple {
@@ -108,6 +116,7 @@ struct OrderView: Sendable {
         writer.number("refunded_amount", refundedAmount)
         writer.array("refunds", refunds.map(\.json))
         writer.string("state", state)
+        writer.string("trade_type", tradeType)
         writer.stringOrNull("transaction_id", transactionID)
         writer.string("user_id", userID)
         return writer.finish()
