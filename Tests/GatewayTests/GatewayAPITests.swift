@@ -11,6 +11,20 @@ import WeChatPaySimulator
 
 /// The contract of the gateway's API, each test run twice: in process and over real sockets.
 struct GatewayAPITests {
+    @Test("Without a default app (no single app of kind app) a create naming none is 400 invalid naming app, and writes nothing",
+          arguments: GatewayRig.Mode.allCases)
+    func aCreateWithoutADefaultAppIsRefused(mode: GatewayRig.Mode) async throws {
+        var apps = WeChatApps()
+        apps.all = [WeChatApp(name: "mini", appID: "wx2421b1c4370ec43b", kind: .miniprogram)]
+        let rig = try await GatewayRig.start(mode, composition: .init(apps: apps))
+        defer { Task { await rig.stop() } }
+        let refused = try await rig.createOrder("no-default-app")
+        #expect(refused.status == 400)
+        #expect(refused.error?["code"] as? String == "invalid_request" && refused.error?["field"] as? String == "app")
+        #expect(try await rig.store.order("no-default-app") == nil)
+        #expect(rig.simulator.order("no-default-app") == nil)
+    }
+
     @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)
     func anOrderIsCreatedPaidAndFoundByAWaitingQuery(mode: GatewayRig.Mode, store: StoreKind) async throws {
         let rig = try await GatewayRig.start(mode, store: store)
