@@ -237,7 +237,7 @@ struct ConsoleInstruments: Sendable {
     let roleRefused: Counter
 
     init(_ registry: MetricsRegistry) {
-        for metric in [Self.logins, Self.loginsPaced, Self.passwordChecks, Self.refusals] { registry.describe(metric) }
+        registry.describe(Self.logins, Self.loginsPaced, Self.passwordChecks, Self.refusals)
         signedIn = registry.makeCounter(Self.logins, ["outcome": "ok"])
         refused = registry.makeCounter(Self.logins, ["outcome": "refused"])
         locked = registry.makeCounter(Self.logins, ["outcome": "locked"])

@@ -11,18 +11,26 @@ public protocol MetricHandle: Sendable {
     static var type: MetricType { get }
 }
 
+/// A metric of any kind as `MetricsRegistry.describe` lists it: its name, type and help text.
+public protocol MetricDeclaration: Sendable {
+    var name: String { get }
+    var type: MetricType { get }
+    var help: String { get }
+}
+
 /// What a metric is, declared once: its name and its help text. Components keep these as
 /// `static let`s beside the handles they make from them, so a metric's name is written in one place.
 ///
 /// ```swift
 /// static let notifies = Metric<Counter>("wxpay_notifies_total", help: "Payment notifies by outcome.")
-/// registry.describe(Self.notifies)
+/// registry.describe(Self.notifies)  // with any others: registry.describe(Self.notifies, Self.waits)
 /// let settled = registry.makeCounter(Self.notifies, ["outcome": "settled"])
 /// settled.increment()
 /// ```
-public struct Metric<Handle: MetricHandle>: Sendable, Hashable {
+public struct Metric<Handle: MetricHandle>: MetricDeclaration, Hashable {
     public let name: String
     public let help: String
+    public var type: MetricType { Handle.type }
 
     public init(_ name: String, help: String) {
         self.name = name

@@ -31,43 +31,41 @@ public final class MetricsRegistry: Sendable {
 
     public init() {}
 
-    /// Declares a metric's type and help text (once; later calls are ignored). A described metric
-    /// is listed in the exposition (HELP and TYPE) before its first sample.
-    public func describe<Handle>(_ metric: Metric<Handle>) {
-        state.withLock { if $0.help[metric.name] == nil { $0.help[metric.name] = (Handle.type, metric.help) } }
+    /// Declares metrics' types and help texts (once each; later calls are ignored). A described
+    /// metric is listed in the exposition (HELP and TYPE) before its first sample.
+    public func describe(_ metrics: any MetricDeclaration...) {
+        state.withLock { state in
+            for metric in metrics where state.help[metric.name] == nil {
+                state.help[metric.name] = (metric.type, metric.help)
+            }
+        }
     }
 
     /// The counter series of `metric` with `labels`: the same name and labels give the same series.
     public func makeCounter(_ metric: Metric<Counter>, _ labels: [String: String] = [:]) -> Counter {
-        let key = Self.key(metric.name, labels)
-        return Counter(cell: state.withLock { state in
-            if let cell = state.counters[key] { return cell }
-            let cell = CounterCell()
-            state.counters[key] = cell
-            return cell
-        })
+        Counter(cell: cell(metric.name, labels, \.counters) { CounterCell() })
     }
 
     public func makeGauge(_ metric: Metric<Gauge>, _ labels: [String: String] = [:]) -> Gauge {
-        let key = Self.key(metric.name, labels)
-        return Gauge(cell: state.withLock { state in
-            if let cell = state.gauges[key] { return cell }
-            let cell = GaugeCell()
-            state.gauges[key] = cell
-            return cell
-        })
+        Gauge(cell: cell(metric.name, labels, \.gauges) { GaugeCell() })
     }
 
     /// `buckets` (ascending upper bounds) are the series' from its first making on.
     public func makeHistogram(_ metric: Metric<Histogram>, _ labels: [String: String] = [:],
                               buckets: [Double] = MetricsRegistry.latencyBuckets) -> Histogram {
-        let key = Self.key(metric.name, labels)
-        return Histogram(cell: state.withLock { state in
-            if let cell = state.histograms[key] { return cell }
-            let cell = HistogramCell(buckets: buckets)
-            state.histograms[key] = cell
+        Histogram(cell: cell(metric.name, labels, \.histograms) { HistogramCell(buckets: buckets) })
+    }
+
+    /// The cell of one series, made on its first making: one name and label set is one cell.
+    private func cell<Cell: Sendable>(_ name: String, _ labels: [String: String], _ cells: WritableKeyPath<State, [Key: Cell]>,
+                            make: () -> Cell) -> Cell {
+        let key = Self.key(name, labels)
+        return state.withLock { state in
+            if let cell = state[keyPath: cells][key] { return cell }
+            let cell = make()
+            state[keyPath: cells][key] = cell
             return cell
-        })
+        }
     }
 
     /// The counters of `metric` with the `fixed` labels and the values of `labelNames`, each made

@@ -25,8 +25,7 @@ public final class AuditLog: Sendable {
         store = context.store
         now = context.now
         logger = context.logger
-        context.metrics.describe(Self.entries)
-        context.metrics.describe(Self.failures)
+        context.metrics.describe(Self.entries, Self.failures)
         written = context.metrics.makeCounters(Self.entries, labelNames: "channel")
         failed = context.metrics.makeCounters(Self.failures, labelNames: "channel")
     }

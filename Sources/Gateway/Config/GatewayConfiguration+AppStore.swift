@@ -146,6 +146,22 @@ extension GatewayConfiguration {
                               parse: ConfigurationVariable.integer(0...(Int(AppStoreRecoveryPolicy.appleConsumptionWindow) - 1))),
     ]
 
+    /// The roots in a root certificate file (64 KiB at most) that `variable` names, which must be
+    /// `apple`'s unless `allowUntrustedRoot`; nil, and a problem, when the file cannot be read or used.
+    private static func loadRoots(_ file: String, variable: String, allowUntrustedRoot: Bool, apple: TrustedRoots.AppleRoot,
+                                  _ problems: inout [ConfigurationProblem]) -> TrustedRoots? {
+        do {
+            guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
+                throw AppStoreConfigurationError("cannot read the root certificate file")
+            }
+            return try TrustedRoots.load(Array(bytes), allowUntrustedRoot: allowUntrustedRoot, apple: apple)
+        } catch {
+            problems.append(ConfigurationProblem(variable, .conflict,
+                                                 expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
+            return nil
+        }
+    }
+
     /// A production gateway that trusts a root other than Apple's credits every purchase whoever
     /// holds that root's key signs: a simulator's or a test root left in a production configuration
     /// would let anyone mint paid orders. `APPSTORE_ALLOW_UNTRUSTED_ROOT` alone is one word that can
@@ -227,15 +243,8 @@ extension GatewayConfiguration {
                                                      + "which production notifications must name"))
         }
         if let file = appStore.rootCAFile {
-            do {
-                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
-                    throw AppStoreConfigurationError("cannot read the root certificate file")
-                }
-                configuration.appStore.roots = try TrustedRoots.load(Array(bytes), allowUntrustedRoot: appStore.allowUntrustedRoot)
-            } catch {
-                problems.append(ConfigurationProblem("APPSTORE_ROOT_CA_FILE", .conflict,
-                                                     expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
-            }
+            configuration.appStore.roots = loadRoots(file, variable: "APPSTORE_ROOT_CA_FILE",
+                                                     allowUntrustedRoot: appStore.allowUntrustedRoot, apple: .g3, &problems)
             problems += untrustedRootChecks(configuration.appStore.roots, acknowledged: appStore.untrustedRootFingerprint,
                                             name: "APPSTORE_UNTRUSTED_ROOT_SHA256", file: "APPSTORE_ROOT_CA_FILE", environment)
         } else if environment.get("APPSTORE_ROOT_CA_FILE") == nil {
@@ -244,16 +253,9 @@ extension GatewayConfiguration {
                                                      + "from Apple), which every signed transaction must chain to"))
         }
         if let file = appStore.receiptRootCAFile {
-            do {
-                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
-                    throw AppStoreConfigurationError("cannot read the root certificate file")
-                }
-                configuration.appStore.receiptRoots = try TrustedRoots.load(
-                    Array(bytes), allowUntrustedRoot: appStore.allowUntrustedRoot, apple: .appleRootCA)
-            } catch {
-                problems.append(ConfigurationProblem("APPSTORE_RECEIPT_ROOT_CA_FILE", .conflict,
-                                                     expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
-            }
+            configuration.appStore.receiptRoots = loadRoots(file, variable: "APPSTORE_RECEIPT_ROOT_CA_FILE",
+                                                            allowUntrustedRoot: appStore.allowUntrustedRoot, apple: .appleRootCA,
+                                                            &problems)
             problems += untrustedRootChecks(configuration.appStore.receiptRoots,
                                             acknowledged: appStore.untrustedReceiptRootFingerprint,
                                             name: "APPSTORE_UNTRUSTED_RECEIPT_ROOT_SHA256", file: "APPSTORE_RECEIPT_ROOT_CA_FILE",

@@ -266,12 +266,7 @@ private struct FulfilmentInstruments: Sendable {
     let lag: Gauge
 
     init(_ registry: MetricsRegistry) {
-        registry.describe(Self.deliveries)
-        registry.describe(Self.pending)
-        registry.describe(Self.dead)
-        registry.describe(Self.lag)
-        registry.describe(Self.errors)
-        registry.describe(Self.deliveryDuration)
+        registry.describe(Self.deliveries, Self.pending, Self.dead, Self.lag, Self.errors, Self.deliveryDuration)
         delivered = registry.makeCounter(Self.deliveries, ["outcome": "delivered"])
         failed = registry.makeCounter(Self.deliveries, ["outcome": "failed"])
         deadLettered = registry.makeCounter(Self.deliveries, ["outcome": "dead"])

@@ -87,15 +87,10 @@ final class IAPInstruments: Sendable {
     let refundHistoryWithErrors: Counter
 
     init(_ registry: MetricsRegistry) {
-        for metric in [Self.reports, Self.credits, Self.refunds, Self.upstreamErrors, Self.refundsReversed,
-                       Self.reportLinesSuppressed, Self.receiptsRead, Self.notifications,
-                       Self.backfillRuns, Self.backfillRecovered] {
-            registry.describe(metric)
-        }
-        registry.describe(Self.backfillLastSuccess)
-        for metric in [Self.consumptionRequests, Self.consumptionAnswers, Self.consumptionSent, Self.consumptionExpired] {
-            registry.describe(metric)
-        }
+        registry.describe(Self.reports, Self.credits, Self.refunds, Self.upstreamErrors, Self.refundsReversed,
+                          Self.reportLinesSuppressed, Self.receiptsRead, Self.notifications, Self.backfillRuns,
+                          Self.backfillRecovered, Self.backfillLastSuccess, Self.consumptionRequests,
+                          Self.consumptionAnswers, Self.consumptionSent, Self.consumptionExpired)
 
         creates = CreateOutcomes(registry, channel: "apple")
         reports = registry.makeCounters(Self.reports, labelNames: "outcome")

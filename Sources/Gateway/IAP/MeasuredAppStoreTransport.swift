@@ -21,8 +21,7 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
 
     public init(_ inner: any AppStoreTransport, metrics: MetricsRegistry) {
         self.inner = inner
-        metrics.describe(Self.requests)
-        metrics.describe(Self.duration)
+        metrics.describe(Self.requests, Self.duration)
         requests = metrics.makeCounters(Self.requests, labelNames: "api", "outcome")
         durations = metrics.makeHistograms(Self.duration, labelNames: "api")
         // Exported from the start, for the alerts that compare them over time.

@@ -50,9 +50,7 @@ struct HealthInstruments: Sendable {
     let probeDuration: Histogram
 
     init(_ registry: MetricsRegistry) {
-        registry.describe(Self.databaseUp)
-        registry.describe(Self.ready)
-        registry.describe(Self.probeDuration)
+        registry.describe(Self.databaseUp, Self.ready, Self.probeDuration)
         databaseUp = registry.makeGauge(Self.databaseUp)
         ready = registry.makeGauge(Self.ready)
         probeDuration = registry.makeHistogram(Self.probeDuration)

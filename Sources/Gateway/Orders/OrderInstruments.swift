@@ -75,14 +75,9 @@ final class OrderInstruments: Sendable {
     let health: HealthInstruments
 
     init(_ registry: MetricsRegistry) {
-        for metric in [Self.ordersCreated, Self.notifies, Self.upstreamCalls, Self.settlements, Self.transactionMismatches,
-                       Self.refundsOutsideGateway, Self.appTokenRefusals, Self.appRateLimited, Self.amountMismatches,
-                       Self.waitPolls] {
-            registry.describe(metric)
-        }
-        registry.describe(Self.upstreamDuration)
-        registry.describe(Self.waitsOpen)
-        registry.describe(Self.waitDuration)
+        registry.describe(Self.ordersCreated, Self.notifies, Self.upstreamCalls, Self.settlements, Self.transactionMismatches,
+                          Self.refundsOutsideGateway, Self.appTokenRefusals, Self.appRateLimited, Self.amountMismatches,
+                          Self.waitPolls, Self.upstreamDuration, Self.waitsOpen, Self.waitDuration)
 
         creates = CreateOutcomes(registry)
 

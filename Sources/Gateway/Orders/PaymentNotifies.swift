@@ -10,12 +10,13 @@ import WeChatPayV3
 /// SUCCESS only once the change is durable.
 public final class PaymentNotifies: OrderFlow {
     let context: GatewayContext
-    /// Refused notifies are logged at most once a second per reason.
-    let rejectedNotifyLog = LogThrottle()
+    let refusals: NotifyRefusals
 
     /// Made by `GatewayServices`, the composition root.
     init(context: GatewayContext) {
         self.context = context
+        refusals = NotifyRefusals(counts: context.instruments.notifyRejected, message: "payment notify rejected",
+                                  logger: context.logger)
     }
 
     /// Handles a payment notify: strict XML, the order's own signature algorithm, appid and mch_id,
@@ -150,20 +151,11 @@ public final class PaymentNotifies: OrderFlow {
         return now.timeIntervalSince(recorded) < copyQuietPeriod
     }
 
-    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
-    /// second per reason with the number of refusals not logged since (`LogThrottle`).
-    private func rejected(reason: String) -> [UInt8] {
-        countRejected(reason)
-        return NotifyReply.fail("rejected").bytes
-    }
+    /// Refuses a notify without writing anything (`NotifyRefusals`).
+    private func rejected(reason: String) -> [UInt8] { refusals.reply(reason) }
 
     /// Counts a refused notify, and logs it unless `quietly` (WeChat's signature probes).
-    func countRejected(_ reason: String, quietly: Bool = false) {
-        instruments.notifyRejected.labelled(reason).increment()
-        if !quietly, let suppressed = rejectedNotifyLog.admit(reason) {
-            logger.warning("payment notify rejected", ["reason": reason, "suppressed": String(suppressed)])
-        }
-    }
+    func countRejected(_ reason: String, quietly: Bool = false) { refusals.count(reason, quietly: quietly) }
 }
 
 /// What settling a verified notify (payment or refund, v2 or v3) asks its answer to say; each

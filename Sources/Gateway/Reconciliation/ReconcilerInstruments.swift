@@ -46,11 +46,8 @@ final class ReconcilerInstruments: Sendable {
 
     init(_ registry: MetricsRegistry) {
         self.registry = registry
-        for metric in [Self.sweeps, Self.ordersChecked, Self.ordersSettled, Self.ordersClosed, Self.ordersSkipped, Self.errors] {
-            registry.describe(metric)
-        }
-        for metric in [Self.lag, Self.lastSweepClaimed, Self.lastSweepTimestamp] { registry.describe(metric) }
-        registry.describe(Self.sweepDuration)
+        registry.describe(Self.sweeps, Self.ordersChecked, Self.ordersSettled, Self.ordersClosed, Self.ordersSkipped,
+                          Self.errors, Self.lag, Self.lastSweepClaimed, Self.lastSweepTimestamp, Self.sweepDuration)
         sweeps = registry.makeCounter(Self.sweeps)
         ordersChecked = registry.makeCounter(Self.ordersChecked)
         ordersSettled = registry.makeCounter(Self.ordersSettled)
@@ -69,8 +66,7 @@ final class ReconcilerInstruments: Sendable {
     /// The refund half's figures of a sweep. Its two metrics are declared with their first figures
     /// (a gateway whose reconciler never swept does not list them).
     func recordRefunds(checked: Int, settled: Int) {
-        registry.describe(Self.refundsChecked)
-        registry.describe(Self.refundsSettled)
+        registry.describe(Self.refundsChecked, Self.refundsSettled)
         refundsChecked.increment(by: checked)
         refundsSettled.increment(by: settled)
     }
@@ -98,8 +94,7 @@ final class BillInstruments: Sendable {
     }
 
     func record(_ report: BillReport) {
-        registry.describe(Self.differences)
-        registry.describe(Self.runs)
+        registry.describe(Self.differences, Self.runs)
         (report.isClean ? clean : withDifferences).increment()
         for difference in report.differences { differences.labelled(difference.kind.rawValue).increment() }
     }

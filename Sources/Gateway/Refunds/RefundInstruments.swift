@@ -29,10 +29,7 @@ final class RefundInstruments: Sendable {
     let amountMismatches: Counter
 
     init(_ registry: MetricsRegistry) {
-        registry.describe(Self.requested)
-        registry.describe(Self.refused)
-        registry.describe(Self.settlements)
-        registry.describe(Self.notifies)
+        registry.describe(Self.requested, Self.refused, Self.settlements, Self.notifies)
         created = registry.makeCounter(Self.requested, ["outcome": "created"])
         replayed = registry.makeCounter(Self.requested, ["outcome": "replayed"])
         requestRefused = registry.makeCounters(Self.requested, labelNames: "outcome")

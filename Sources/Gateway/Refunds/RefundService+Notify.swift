@@ -103,18 +103,9 @@ extension RefundService {
         }
     }
 
-    /// Refuses a notify without writing anything: counted by reason, and logged at most once a
-    /// second per reason with the number of refusals not logged since (`LogThrottle`).
-    private func rejected(reason: String) -> [UInt8] {
-        countRejected(reason)
-        return NotifyReply.fail("rejected").bytes
-    }
+    /// Refuses a notify without writing anything (`NotifyRefusals`).
+    private func rejected(reason: String) -> [UInt8] { refusals.reply(reason) }
 
     /// Counts a refused notify, and logs it unless `quietly` (WeChat's signature probes).
-    func countRejected(_ reason: String, quietly: Bool = false) {
-        instruments.notifyRejected.labelled(reason).increment()
-        if !quietly, let suppressed = rejectedNotifyLog.admit(reason) {
-            logger.warning("refund notify rejected", ["reason": reason, "suppressed": String(suppressed)])
-        }
-    }
+    func countRejected(_ reason: String, quietly: Bool = false) { refusals.count(reason, quietly: quietly) }
 }

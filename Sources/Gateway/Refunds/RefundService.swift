@@ -31,8 +31,8 @@ public final class RefundService: Sendable {
     /// One refund call to WeChat per refund at a time: a request's attempts and a sweep's resend
     /// never overlap in this process.
     let sends = SingleFlight<String, SendOutcome>()
-    /// Refused refund notifies are logged at most once a second per reason (anyone can send them).
-    let rejectedNotifyLog = LogThrottle()
+    /// Refused refund notifies, counted and logged (anyone can send them).
+    let refusals: NotifyRefusals
     /// Verified refund notifies contradicting a finished refund are logged at most once a second.
     let conflictingNotifyLog = LogThrottle()
     let instruments: RefundInstruments
@@ -44,6 +44,7 @@ public final class RefundService: Sendable {
         self.mode = mode
         self.context = context
         instruments = RefundInstruments(context.metrics)
+        refusals = NotifyRefusals(counts: instruments.notifyRejected, message: "refund notify rejected", logger: context.logger)
     }
 
     /// The `notify_url` sent with new refunds (`CallbackURLs`). A refund keeps the one it was sent with.

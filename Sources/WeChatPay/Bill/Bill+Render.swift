@@ -22,27 +22,25 @@ extension Bill {
         out.reserveCapacity(256 * (rows.count + 4))
         try appendHeader(layout.columns.map(\.header), to: &out)
         for row in rows {
-            var first = true
-            for column in layout.columns {
-                let cell = row.cell(column)
-                guard isRenderable(cell) else { throw .unrenderableValue(column) }
-                out.append(contentsOf: first ? "`".utf8 : ",`".utf8)
-                out.append(contentsOf: cell.utf8)
-                first = false
-            }
-            out.append(contentsOf: "\r\n".utf8)
+            try appendLine(layout.columns, cell: row.cell, refusal: BillError.unrenderableValue, to: &out)
         }
         try appendHeader(layout.summaryColumns.map(\.header), to: &out)
+        try appendLine(layout.summaryColumns, cell: summary.cell, refusal: BillError.unrenderableSummaryValue, to: &out)
+        return out
+    }
+
+    /// One line of cells, each behind a backtick; a cell the format cannot carry is `refusal` of its column.
+    private static func appendLine<Column>(_ columns: [Column], cell: (Column) -> String, refusal: (Column) -> BillError,
+                                           to out: inout [UInt8]) throws(BillError) {
         var first = true
-        for column in layout.summaryColumns {
-            let cell = summary.cell(column)
-            guard isRenderable(cell) else { throw .unrenderableSummaryValue(column) }
+        for column in columns {
+            let cell = cell(column)
+            guard isRenderable(cell) else { throw refusal(column) }
             out.append(contentsOf: first ? "`".utf8 : ",`".utf8)
             out.append(contentsOf: cell.utf8)
             first = false
         }
         out.append(contentsOf: "\r\n".utf8)
-        return out
     }
 
     /// Writes this bill in its own layout.
