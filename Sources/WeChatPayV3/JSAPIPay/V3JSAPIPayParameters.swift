@@ -22,19 +22,12 @@ public struct V3JSAPIPayParameters: Sendable, Hashable {
         timeStamp = String(timestamp)
         nonceStr = nonce
         package = "prepay_id=" + prepayID
-        paySign = Base64.encode(signer.key.signature(for: Self.message(appID: appID, timeStamp: timeStamp, nonceStr: nonce,
-                                                                      package: package)), .standardPadded)
-    }
-
-    public static func message(appID: String, timeStamp: String, nonceStr: String, package: String) -> [UInt8] {
-        Array("\(appID)\n\(timeStamp)\n\(nonceStr)\n\(package)\n".utf8)
+        paySign = V3ClientSignature.sign(appID: appID, timeStamp: timeStamp, nonceStr: nonce, last: package, signer: signer)
     }
 
     /// Whether `paySign` verifies under the merchant's public key (what WeChat checks in the client).
     public func isValid(under key: RSAPublicKey) -> Bool {
-        guard let signature = Base64.decode(paySign, .standardPadded) else { return false }
-        return key.isValidSignature(signature, for: Self.message(appID: appID, timeStamp: timeStamp, nonceStr: nonceStr,
-                                                                 package: package))
+        V3ClientSignature.isValid(paySign, appID: appID, timeStamp: timeStamp, nonceStr: nonceStr, last: package, under: key)
     }
 
     /// The names `wx.requestPayment` and `getBrandWCPayRequest` take.
