@@ -44,23 +44,24 @@ public struct AppStoreEndpointFaults: Codable, Sendable, Hashable {
         self.after = after
     }
 
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case http5xxRate, rateLimitRate, retryAfterSeconds, timeoutRate, timeoutSeconds, rogueChainRate, receiptStatus,
              receiptStatusRate, receiptRetryable, latency, limit, after
     }
 
     // Written by hand (tests, the control API): a missing key means "no such fault".
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
-            rateLimitRate: try c.decodeIfPresent(Double.self, forKey: .rateLimitRate) ?? 0,
+            http5xxRate: try ControlBody.rate(c, .http5xxRate),
+            rateLimitRate: try ControlBody.rate(c, .rateLimitRate),
             retryAfterSeconds: try c.decodeIfPresent(Int.self, forKey: .retryAfterSeconds) ?? 1,
-            timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
+            timeoutRate: try ControlBody.rate(c, .timeoutRate),
             timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 30,
-            rogueChainRate: try c.decodeIfPresent(Double.self, forKey: .rogueChainRate) ?? 0,
+            rogueChainRate: try ControlBody.rate(c, .rogueChainRate),
             receiptStatus: try c.decodeIfPresent(Int.self, forKey: .receiptStatus),
-            receiptStatusRate: try c.decodeIfPresent(Double.self, forKey: .receiptStatusRate) ?? 0,
+            receiptStatusRate: try ControlBody.rate(c, .receiptStatusRate),
             receiptRetryable: try c.decodeIfPresent(Bool.self, forKey: .receiptRetryable) ?? true,
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
             limit: try c.decodeIfPresent(Int.self, forKey: .limit),
@@ -84,12 +85,13 @@ public struct AppStoreFaultPlan: Codable, Sendable, Hashable {
         self.notificationRogueChainRate = notificationRogueChainRate
     }
 
-    private enum CodingKeys: String, CodingKey { case endpoints, notify, notificationRogueChainRate }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, notificationRogueChainRate }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: AppStoreEndpointFaults].self, forKey: .endpoints) ?? [:],
                   notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),
-                  notificationRogueChainRate: try c.decodeIfPresent(Double.self, forKey: .notificationRogueChainRate) ?? 0)
+                  notificationRogueChainRate: try ControlBody.rate(c, .notificationRogueChainRate))
     }
 }

@@ -39,12 +39,13 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
         self.storefront = storefront
     }
 
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case user, productID = "productId", type, appAccountToken, environment, ownership, quantity, price, currency, storefront
     }
 
     // Written by hand in control requests: only user and productId are required.
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(user: try c.decode(String.self, forKey: .user), productID: try c.decode(String.self, forKey: .productID),
                   type: try c.decodeIfPresent(String.self, forKey: .type) ?? "Non-Consumable",

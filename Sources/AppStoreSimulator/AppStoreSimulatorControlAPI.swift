@@ -49,8 +49,12 @@ public struct AppStoreSimulatorControlAPI: Sendable {
         let decoder = JSONDecoder()
         switch (method, route.count, route.first, route.last) {
         case ("POST", 1, "purchases", _), ("POST", 2, "purchases", "interrupted"):
-            guard let purchase = try? decoder.decode(SimulatedPurchase.self, from: Data(body)) else {
-                return error(400, "invalid_request", "the body must be a purchase: {\"user\":…,\"productId\":…}")
+            let purchase: SimulatedPurchase
+            do {
+                purchase = try decoder.decode(SimulatedPurchase.self, from: Data(body))
+            } catch {
+                return self.error(400, "invalid_request",
+                                  "the body must be a purchase: {\"user\":…,\"productId\":…}: \(ControlBody.problem(error))")
             }
             do throws(AppStoreSimulatorControlError) {
                 if route.count == 1 { return ok(try simulator.purchase(purchase)) }
@@ -100,8 +104,16 @@ public struct AppStoreSimulatorControlAPI: Sendable {
         case ("GET", 1, "faults", _):
             return ok(simulator.faults)
         case ("PUT", 1, "faults", _):
-            guard let plan = try? decoder.decode(AppStoreFaultPlan.self, from: Data(body)) else {
-                return error(400, "invalid_request", "the body must be a fault plan")
+            let plan: AppStoreFaultPlan
+            do {
+                // The strict reader first: a member named twice is refused, where JSONDecoder would
+                // keep one of the two silently.
+                _ = try JSONValue.parse(body)
+                plan = try decoder.decode(AppStoreFaultPlan.self, from: Data(body))
+            } catch let error as JSONError {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(error)")
+            } catch {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(ControlBody.problem(error))")
             }
             simulator.apply(plan)
             return ok(plan)

@@ -18,6 +18,8 @@ public final class AES256GCMKey: @unchecked Sendable {
     private struct Pooled: @unchecked Sendable { let context: OpaquePointer }
     /// Contexts kept per direction: about the number of threads that open resources at once.
     private static let poolLimit = 16
+    /// GCM's default IV length, the one a context is made with.
+    static let standardNonceByteCount = 12
 
     /// - Throws: ``CryptoError`` for a key that is not 32 bytes.
     public init(_ key: [UInt8]) throws(CryptoError) {
@@ -93,7 +95,10 @@ public final class AES256GCMKey: @unchecked Sendable {
         let sealing = tag == nil
         guard let context = take(sealing: sealing) else { throw .internalFailure }
         // A context that failed midway (a tag that did not verify) may hold state: never reused.
-        // The IV length is set on every call, so a pooled context never carries another's.
+        // Contexts start at GCM's 12-byte IV, the length WeChat Pay uses: set only for another
+        // length (a control call OpenSSL 3 turns into parameters looked up by name), and a context
+        // that had another length is not pooled again, so a pooled one always has 12.
+        let standardNonce = nonce.count == AES256GCMKey.standardNonceByteCount
         var reusable = false
         defer { give(context, sealing: sealing, reusable: reusable) }
         // The tag on the stack: no allocation besides the output.
@@ -105,7 +110,7 @@ public final class AES256GCMKey: @unchecked Sendable {
             initialized = 0
             var written: Int32 = 0
             var finalWritten: Int32 = 0
-            let ok = EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1
+            let ok = (standardNonce || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1)
                 && EVP_CipherInit_ex(context, nil, nil, nil, nonce, -1) == 1
                 && (associatedData.isEmpty || EVP_CipherUpdate(context, nil, &written, associatedData, Int32(associatedData.count)) == 1)
                 && (sealing || EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, &tagBytes) == 1)
@@ -132,7 +137,7 @@ public final class AES256GCMKey: @unchecked Sendable {
             ERR_clear_error()
             throw sealing ? .internalFailure : .decryptionFailed
         }
-        reusable = true
+        reusable = standardNonce
         return output
     }
 }

@@ -75,12 +75,13 @@ extension Console {
             let outTradeNo = request.pathParameters["out_trade_no"] ?? ""
             let reason = String((ConsoleHTTP.form(request)?["reason"] ?? "").prefix(400))
             do throws(APIError) {
-                let order = try await self.services.support.handleAttention(outTradeNo, flags: nil, reason: reason,
-                                                                              by: "console user \(exchange.actor)")
+                let done = try await self.services.support.handleAttention(outTradeNo, flags: nil, reason: reason,
+                                                                             by: "console user \(exchange.actor)")
                 await self.recordAfterAction(
                     exchange, action: "attention_handled", outTradeNo: outTradeNo, outcome: "ok",
-                    detail: "reason: \(reason.trimmingCharacters(in: .whitespacesAndNewlines)); flags now "
-                        + order.flags.map(\.rawValue).sorted().joined(separator: ","))
+                    detail: "reason: \(reason.trimmingCharacters(in: .whitespacesAndNewlines)); handled: "
+                        + done.handled.map(\.rawValue).joined(separator: ",") + "; flags now "
+                        + done.order.flags.map(\.rawValue).sorted().joined(separator: ","))
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(outTradeNo) + HTML.query([("handled", "1")]))
             } catch {
                 await self.recordAfterAction(exchange, action: "attention_handled", outTradeNo: outTradeNo, outcome: error.code,

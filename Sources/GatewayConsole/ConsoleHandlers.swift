@@ -59,8 +59,8 @@ extension Console {
                 return ConsoleHTTP.redirect("/console/login" + HTML.query([("next", ConsoleHTTP.here(request))]))
             }
             exchange.signedIn = signedIn
+            let form = isPost ? ConsoleHTTP.form(request) : nil
             if isPost {
-                let form = ConsoleHTTP.form(request)
                 guard let presented = form?["csrf"],
                       ConstantTime.equal(Array(presented.utf8), Array(signedIn.session.csrfToken.utf8))
                 else {
@@ -74,8 +74,16 @@ extension Console {
             }
             guard signedIn.user.role.allows(right) else {
                 instruments.roleRefused.increment()
-                try await record(exchange, action: action, outTradeNo: request.pathParameters["out_trade_no"],
-                                 outcome: "forbidden", detail: "role \(signedIn.user.role.rawValue) lacks \(right.rawValue)")
+                // What was attempted: the order (in the path, or the form's, as an assignment names
+                // it) and the path's other identifier (the purchase, the event).
+                let formOrder: String? = form?["out_trade_no"]
+                let attempted: String = request.pathParameters["out_trade_no"]
+                    ?? String((formOrder ?? "").trimmingCharacters(in: .whitespaces).prefix(64))
+                let others: [String] = request.pathParameters.names.filter { $0 != "out_trade_no" }
+                let target: String? = others.first.flatMap { request.pathParameters[$0] }.map { String($0.prefix(96)) }
+                try await record(exchange, action: action, outTradeNo: attempted.isEmpty ? nil : attempted,
+                                 target: target, outcome: "forbidden",
+                                 detail: "role \(signedIn.user.role.rawValue) lacks \(right.rawValue)")
                 return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.forbiddenTitle,
                                                              exchange.text.forbidden), status: 403)
             }

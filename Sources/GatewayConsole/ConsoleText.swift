@@ -183,7 +183,7 @@ struct ConsoleText: Sendable {
         t("App Store 交易 \(id) 已分配给这笔订单并入账。", "App Store transaction \(id) was assigned to this order and credited.")
     }
     var supportReasonInvalid: String {
-        t("请填写原因（1 到 200 个字符，不含控制字符）。", "Give a reason (1 to 200 characters, no control characters).")
+        t("请填写原因（1 到 200 个字符，不含控制字符和文字方向字符）。", "Give a reason (1 to 200 characters, no control or text-direction characters).")
     }
     // MARK: Attention handled
     var handleTitle: String { t("标记为已处理", "Mark handled") }

@@ -90,25 +90,15 @@ extension JSONValue {
     private static func read(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, objectOnly: Bool, numbers: Numbers)
         -> Result<JSONValue, JSONError>
     {
-        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth, numbers: numbers)
-        do throws(JSONError) {
-            reader.skipWhitespace()
-            if objectOnly, reader.peek() != UInt8(ascii: "{") { throw reader.error(.notAnObject) }
-            let value = try reader.value(depth: 0)
-            reader.skipWhitespace()
-            guard reader.position == bytes.count else { throw reader.error(.syntax) }
-            // A well-formed document that repeats a name: refused as that, so callers can say so.
-            if let offset = reader.duplicateOffset { throw JSONError(reason: .duplicateKey, offset: offset) }
-            return .success(value)
-        } catch {
-            return .failure(error)
+        JSONReader.document(bytes, maximumDepth: maximumDepth, numbers: numbers, objectOnly: objectOnly) {
+            (reader: inout JSONReader) throws(JSONError) in try reader.value(depth: 0)
         }
     }
 }
 
 /// One pass over the bytes; strings without escapes and short integers are decoded straight from
-/// the buffer, with no intermediate copy.
-private struct JSONReader {
+/// the buffer, with no intermediate copy. `JSONMembers.swift` reads objects by a shape with it.
+struct JSONReader {
     let bytes: UnsafeRawBufferPointer
     let maximumDepth: Int
     let numbers: JSONValue.Numbers
@@ -123,6 +113,27 @@ private struct JSONReader {
     }
 
     func error(_ reason: JSONError.Reason) -> JSONError { JSONError(reason: reason, offset: position) }
+
+    /// One whole document read by `body` (a value, or an object by a shape): whitespace around it
+    /// and nothing else, an object at the top when `objectOnly`, and a well-formed document that
+    /// repeats a name refused as that, so callers can say so.
+    static func document<Value>(_ bytes: UnsafeRawBufferPointer, maximumDepth: Int, numbers: JSONValue.Numbers,
+                                objectOnly: Bool, _ body: (inout JSONReader) throws(JSONError) -> Value)
+        -> Result<Value, JSONError>
+    {
+        var reader = JSONReader(bytes: bytes, maximumDepth: maximumDepth, numbers: numbers)
+        do throws(JSONError) {
+            reader.skipWhitespace()
+            if objectOnly, reader.peek() != UInt8(ascii: "{") { throw reader.error(.notAnObject) }
+            let value = try body(&reader)
+            reader.skipWhitespace()
+            guard reader.position == bytes.count else { throw reader.error(.syntax) }
+            if let offset = reader.duplicateOffset { throw JSONError(reason: .duplicateKey, offset: offset) }
+            return .success(value)
+        } catch {
+            return .failure(error)
+        }
+    }
 
     @inline(__always) func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 
@@ -230,15 +241,24 @@ private struct JSONReader {
     mutating func string() throws(JSONError) -> String {
         position += 1
         let start = position
-        // The common case, no escapes: the bytes between the quotes are the string.
+        // The common case, no escapes: the bytes between the quotes are the string. ASCII needs no
+        // validation (and `String(validating:)`, generic, costs a metadata lookup per call).
+        var bits: UInt8 = 0
         while position < bytes.count {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
-                guard let text = String(validating: slice, as: UTF8.self) else { throw error(.invalidUTF8) }
+                let text: String
+                if bits < 0x80 {
+                    text = String(decoding: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+                } else {
+                    guard let valid = String(validating: slice, as: UTF8.self) else { throw error(.invalidUTF8) }
+                    text = valid
+                }
                 position += 1
                 return text
             }
+            bits |= byte
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw error(.syntax) }
             position += 1

@@ -23,10 +23,16 @@ extension PostgresOrderStore {
                     ? try connection.run(PGQuery("SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations"))
                         .first { row throws(StorageError) in try row.int(0) } ?? 0
                     : 0
+                let columns = Set(try connection.run(PGQuery(
+                    "SELECT column_name::text FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'orders'"))
+                    .rows { row throws(StorageError) in try row.text(0) })
+                let openV2Orders = columns.isEmpty ? 0
+                    : try connection.run(PGQuery(StoreInspection.openV2OrdersCount(columns: columns)))
+                        .first { row throws(StorageError) in try row.int(0) } ?? 0
                 // Before the first start the role must be able to create the tables.
                 return .success(StoreInspection(
                     schemaVersion: version, latestVersion: PostgresMigrations.latestVersion,
-                    writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated))
+                    writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated, openV2Orders: openV2Orders))
             } catch {
                 return .failure(error)
             }

@@ -15,6 +15,10 @@ import StorageCore
 /// is an error, not a file. The safety copy a restore makes of the database it replaces is made by
 /// the same code.
 ///
+/// Both work on the database's real path (symbolic links resolved: SQLite's WAL and its index are
+/// beside it, and so is the safety copy) and refuse a database file with more than one name
+/// (`SQLiteDatabaseFile`): the WAL of a hard link's other name cannot be found.
+///
 /// A restore is refused while any process uses the database: every `SQLiteOrderStore`, backup and
 /// doctor holds a shared `flock` on the database file itself (`SQLiteUsageLock`: the file, not its
 /// name, so a hard or symbolic link meets the same lock), and the restore takes it exclusively,
@@ -37,24 +41,17 @@ public enum SQLiteBackup {
         public var uncounted: [String]
     }
 
-    /// Why a restore did not happen (nothing changed).
-    public enum RestoreRefusal: Error, Sendable, CustomStringConvertible {
-        /// A process has the database open: a gateway serving, a backup or doctor running (`byOtherProgram`
-        /// false), or a program that is not wxpay-gateway, such as a sqlite3 shell (true).
-        case inUse(String, byOtherProgram: Bool)
-        /// The backup is not a sound database of this program.
-        case badBackup(String)
-        /// Reading or writing failed.
-        case failed(String)
+    /// Why a backup was not written.
+    public enum BackupFailure: Error, Sendable, CustomStringConvertible {
+        /// The database file has more than one name.
+        case severalNames(SQLiteDatabaseFile.SeveralNames)
+        /// Reading, copying or verifying failed.
+        case failed(StorageError)
 
         public var description: String {
             switch self {
-            case .inUse(let path, false):
-                "\(path) is in use by a running gateway (or another wxpay-gateway command); stop it first"
-            case .inUse(let path, true):
-                "\(path) is open in another program (not wxpay-gateway: a sqlite3 shell?); close it first"
-            case .badBackup(let reason): "the backup cannot be restored: \(reason)"
-            case .failed(let reason): reason
+            case .severalNames(let names): names.description
+            case .failed(let error): error.description
             }
         }
     }
@@ -84,28 +81,40 @@ public enum SQLiteBackup {
     /// Copies the database at `database` (in use or not) to `destination`, which must not exist
     /// yet, and verifies the copy. The copy is written beside its name and renamed into place only
     /// once verified, so `destination` is a whole, checked backup or nothing.
-    public static func backup(database: String, to destination: String) async throws(StorageError) -> Report {
-        try await blocking { () throws(StorageError) -> Report in
-            guard FileManager.default.fileExists(atPath: database) else {
-                throw StorageError(code: .openFailed, detail: "no database file at the configured path")
+    /// Refused when the database file has more than one name: read through a name the gateway
+    /// does not use, the copy would miss what is still in the gateway's WAL.
+    public static func backup(database: String, to destination: String) async throws(BackupFailure) -> Report {
+        let outcome = await Blocking.run { () -> Result<Report, BackupFailure> in
+            do throws(StorageError) {
+                guard FileManager.default.fileExists(atPath: database) else {
+                    throw StorageError(code: .openFailed, detail: "no database file at the configured path")
+                }
+                guard !FileManager.default.fileExists(atPath: destination) else {
+                    throw .invalidArgument("the backup file exists already; choose a new name")
+                }
+                // Shared with the gateways; waits out a restore in progress.
+                let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
+                defer { lock.release() }
+                do throws(SQLiteDatabaseFile.SeveralNames) {
+                    try SQLiteDatabaseFile.requireOneName(SQLiteDatabaseFile.resolved(database) ?? database)
+                } catch {
+                    return .failure(.severalNames(error))
+                }
+                let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
+                defer { source.close() }
+                return .success(try copyVerified(from: source, to: destination))
+            } catch {
+                return .failure(.failed(error))
             }
-            guard !FileManager.default.fileExists(atPath: destination) else {
-                throw .invalidArgument("the backup file exists already; choose a new name")
-            }
-            // Shared with the gateways; waits out a restore in progress.
-            let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
-            defer { lock.release() }
-            let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
-            defer { source.close() }
-            return try copyVerified(from: source, to: destination)
         }
+        return try outcome.get()
     }
 
     /// The one way a database is copied, for a backup and for a restore's safety copy: every page
     /// of `source` (through SQLite, so its WAL's frames too) into `<destination>.partial` inside
     /// one read transaction whose row counts it must match, made one self-contained file (no WAL),
     /// verified on its own, synced, and only then renamed to `destination`.
-    private static func copyVerified(from source: SQLiteConnection, to destination: String) throws(StorageError) -> Report {
+    static func copyVerified(from source: SQLiteConnection, to destination: String) throws(StorageError) -> Report {
         let partial = destination + ".partial"
         try? FileManager.default.removeItem(atPath: partial)
         do throws(StorageError) {
@@ -163,143 +172,6 @@ public enum SQLiteBackup {
         return report
     }
 
-    /// Replaces the database at `database` with the backup at `backup`; the database replaced is
-    /// kept as `<database>.before-restore-<UTC time>` (answered with the report). Refused while the
-    /// database file is open anywhere, by any of its names.
-    public static func restore(from backup: String, to database: String, now: Date = Date()) async
-        throws(RestoreRefusal) -> (report: Report, saved: String?)
-    {
-        let outcome = await Blocking.run { () -> Result<(Report, String?), RestoreRefusal> in
-            do throws(RestoreRefusal) {
-                return .success(try restoreNow(from: backup, to: database, now: now))
-            } catch {
-                return .failure(error)
-            }
-        }
-        return try outcome.get()
-    }
-
-    private static func restoreNow(from backup: String, to database: String, now: Date) throws(RestoreRefusal)
-        -> (Report, String?)
-    {
-        do {
-            try requireRegularFile(backup)
-        } catch {
-            throw .failed("cannot read the backup \(backup): \(error)")
-        }
-        if sameFile(backup, database) { throw .badBackup("it is the database itself") }
-        let expected: Report
-        do {
-            expected = try verify(backup)
-        } catch {
-            throw .badBackup(error.description)
-        }
-        guard expected.rows["schema_migrations"] != nil, expected.schemaVersion > 0 else {
-            throw .badBackup("it is not a wxpay-gateway database (no migrations)")
-        }
-        guard expected.schemaVersion <= SQLiteMigrations.latestVersion else {
-            throw .badBackup("its schema (version \(expected.schemaVersion)) is newer than this program's "
-                + "(\(SQLiteMigrations.latestVersion)); restore it with the version that made it")
-        }
-        let existed = FileManager.default.fileExists(atPath: database)
-        if !existed {
-            let directory = (database as NSString).deletingLastPathComponent
-            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
-        }
-        let lock: SQLiteUsageLock
-        do {
-            lock = try SQLiteUsageLock.exclusive(database)
-        } catch {
-            throw error == .busy ? .inUse(database, byOtherProgram: false) : .failed("cannot lock \(database): \(error)")
-        }
-        defer { lock.release() }
-        do {
-            return try replace(database, with: backup, expected: expected, now: now)
-        } catch {
-            // A database this restore made (it was missing) is removed again: nothing changed.
-            if !existed { unlink(database) }
-            throw error
-        }
-    }
-
-    /// The restore proper, under the exclusive usage lock. Its one connection to the database
-    /// closes before the lock is let go.
-    private static func replace(_ database: String, with backup: String, expected: Report, now: Date)
-        throws(RestoreRefusal) -> (Report, String?)
-    {
-        let target: SQLiteConnection
-        do {
-            target = try SQLiteConnection.open(path: database, readOnly: false, busyTimeout: .seconds(5))
-        } catch {
-            throw .failed("cannot open \(database): \(error)")
-        }
-        defer { target.close() }
-        // SQLite's own exclusive lock, kept until the connection closes: a program that takes no
-        // usage lock cannot be reading or writing the file either, and set before the first read
-        // it keeps this connection off the WAL's shared memory (so the -shm is nobody's).
-        do throws(StorageError) {
-            try target.execute("PRAGMA locking_mode = EXCLUSIVE")
-            try target.execute("BEGIN EXCLUSIVE")
-            try target.execute("COMMIT")
-        } catch {
-            throw error == .busy ? .inUse(database, byOtherProgram: true) : .failed("cannot open \(database): \(error)")
-        }
-        var saved: String?
-        if fileSize(database) > 0 {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-            let copy = uniqueName(database + ".before-restore-" + formatter.string(from: now))
-            do {
-                _ = try copyVerified(from: target, to: copy)
-            } catch {
-                throw .failed("cannot save the database it would replace, so it was left as it was: \(error)")
-            }
-            saved = copy
-        } else {
-            restrictToOwner(database)
-        }
-        do throws(StorageError) {
-            // One file from here: the WAL folded into the database and deleted (the old database
-            // still, now saved), and the write below journalled by a rollback journal.
-            let mode = try target.row("PRAGMA journal_mode = DELETE") { row throws(StorageError) in try row.text(0) }
-            guard mode?.lowercased() == "delete" else {
-                throw StorageError(code: .io, detail: "cannot leave WAL mode")
-            }
-            // The old WAL's shared-memory index: SQLite would rebuild it, but nothing of the old
-            // database stays beside the new one. No one maps it: the exclusive lock is held.
-            if unlink(database + "-shm") != 0 && errno != ENOENT {
-                throw StorageError(code: .io, detail: "cannot remove the old \(database)-shm")
-            }
-            let source = try SQLiteConnection.open(path: backup, readOnly: true, busyTimeout: .seconds(30))
-            defer { source.close() }
-            try copy(from: source, to: target)
-            let found = try summary(of: target)
-            guard found.rows == expected.rows, found.schemaVersion == expected.schemaVersion else {
-                throw StorageError(code: .corrupt, detail: "the restored database's row counts differ from the backup's")
-            }
-            var report = found
-            report.bytes = expected.bytes
-            return (report, saved)
-        } catch {
-            throw .failed("the restore failed: \(error)")
-        }
-    }
-
-    /// Whether two paths name one file (a restore from the database onto itself).
-    private static func sameFile(_ first: String, _ second: String) -> Bool {
-        var one = stat()
-        var two = stat()
-        guard stat(first, &one) == 0, stat(second, &two) == 0 else { return false }
-        return one.st_dev == two.st_dev && one.st_ino == two.st_ino
-    }
-
-    private static func fileSize(_ path: String) -> Int {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : 0
-    }
-
     /// `name`, or `name-2`, `name-3`… when it exists: a safety copy never replaces an earlier one
     /// (two restores within one second of each other).
     static func uniqueName(_ name: String) -> String {
@@ -320,7 +192,7 @@ public enum SQLiteBackup {
 
     /// Every page of `source`'s main database into `target`'s, in one step (one read of the
     /// source, one write transaction of the target).
-    private static func copy(from source: SQLiteConnection, to target: SQLiteConnection) throws(StorageError) {
+    static func copy(from source: SQLiteConnection, to target: SQLiteConnection) throws(StorageError) {
         guard let backup = sqlite3_backup_init(target.rawHandle, "main", source.rawHandle, "main") else {
             throw .sqlite(sqlite3_errcode(target.rawHandle), connection: target.rawHandle, during: "backup")
         }
@@ -330,7 +202,7 @@ public enum SQLiteBackup {
         guard finished == SQLITE_OK else { throw .sqlite(finished, connection: target.rawHandle, during: "backup") }
     }
 
-    private static func summary(of connection: SQLiteConnection) throws(StorageError) -> Report {
+    static func summary(of connection: SQLiteConnection) throws(StorageError) -> Report {
         let present = Set(try connection.rows(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") { row throws(StorageError) in
                 try row.text(0)
@@ -346,15 +218,6 @@ public enum SQLiteBackup {
             : 0
         return Report(rows: rows, schemaVersion: version, bytes: 0,
                       uncounted: present.subtracting(countedTables).sorted())
-    }
-
-    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws(StorageError) -> T)
-        async throws(StorageError) -> T
-    {
-        let result = await Blocking.run { () -> Result<T, StorageError> in
-            do throws(StorageError) { return .success(try body()) } catch { return .failure(error) }
-        }
-        return try result.get()
     }
 
     private static func syncFile(_ path: String) throws(StorageError) {

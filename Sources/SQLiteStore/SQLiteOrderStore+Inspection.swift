@@ -46,6 +46,12 @@ extension SQLiteOrderStore {
         } catch {
             writable = false
         }
-        return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true)
+        let columns = Set(try connection.rows("SELECT name FROM pragma_table_info('orders')") { row throws(StorageError) in
+            try row.text(0)
+        })
+        let openV2Orders = columns.isEmpty ? 0
+            : try connection.row(StoreInspection.openV2OrdersCount(columns: columns)) { row throws(StorageError) in try row.int(0) } ?? 0
+        return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true,
+                               openV2Orders: openV2Orders)
     }
 }

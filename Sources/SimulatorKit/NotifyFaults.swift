@@ -30,16 +30,17 @@ public struct NotifyFaults: Codable, Sendable, Hashable {
 }
 
 extension NotifyFaults {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case dropRate, attemptDropRate, duplicateRate, duplicateCopies, delay, reorderWindow
     }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            dropRate: try c.decodeIfPresent(Double.self, forKey: .dropRate) ?? 0,
-            attemptDropRate: try c.decodeIfPresent(Double.self, forKey: .attemptDropRate) ?? 0,
-            duplicateRate: try c.decodeIfPresent(Double.self, forKey: .duplicateRate) ?? 0,
+            dropRate: try ControlBody.rate(c, .dropRate),
+            attemptDropRate: try ControlBody.rate(c, .attemptDropRate),
+            duplicateRate: try ControlBody.rate(c, .duplicateRate),
             duplicateCopies: try c.decodeIfPresent(Int.self, forKey: .duplicateCopies) ?? 2,
             delay: try c.decodeIfPresent(Double.self, forKey: .delay) ?? 0,
             reorderWindow: try c.decodeIfPresent(Double.self, forKey: .reorderWindow) ?? 0)

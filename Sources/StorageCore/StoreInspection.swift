@@ -14,11 +14,25 @@ public struct StoreInspection: Sendable, Hashable {
     public var writable: Bool
     /// Whether the database exists yet (`serve` creates and migrates it at its first start).
     public var exists: Bool
+    /// WeChat orders created with API v2 and still open (NOTPAY, USERPAYING): those a gateway without
+    /// the v2 key finishes through v3. 0 for a database not created yet.
+    public var openV2Orders: Int
 
-    package init(schemaVersion: Int, latestVersion: Int, writable: Bool, exists: Bool) {
+    package init(schemaVersion: Int, latestVersion: Int, writable: Bool, exists: Bool, openV2Orders: Int = 0) {
         self.schemaVersion = schemaVersion
         self.latestVersion = latestVersion
         self.writable = writable
         self.exists = exists
+        self.openV2Orders = openV2Orders
+    }
+
+    /// The statement counting `openV2Orders`, the same for both stores, for an orders table with
+    /// `columns`: a database migrated before orders had a channel or an API version holds only
+    /// WeChat orders of v2.
+    package static func openV2OrdersCount(columns: Set<String>) -> SQL {
+        var sql: SQL = "SELECT count(*) FROM orders WHERE state IN ('NOTPAY', 'USERPAYING')"
+        if columns.contains("channel") { sql = sql + " AND channel = 'wechat'" }
+        if columns.contains("api_version") { sql = sql + " AND api_version = 'v2'" }
+        return sql
     }
 }

@@ -76,35 +76,37 @@ public struct FaultPlan: Codable, Sendable, Hashable {
 }
 
 // Fault plans are written by hand (tests, the control API, scripts): a missing key means "no such
-// fault", not an error, which synthesized decoding would make it.
+// fault", not an error, which synthesized decoding would make it; an unknown key is refused by name.
 extension EndpointFaults {
-    private enum CodingKeys: String, CodingKey {
+    private enum CodingKeys: String, CodingKey, CaseIterable {
         case systemErrorRate, http5xxRate, truncatedRate, nonUTF8Rate, badSignatureRate, missingSignatureRate,
              resetRate, latency, timeoutRate, timeoutSeconds, otherOrderRate, staleTimestampRate
     }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
-            systemErrorRate: try c.decodeIfPresent(Double.self, forKey: .systemErrorRate) ?? 0,
-            http5xxRate: try c.decodeIfPresent(Double.self, forKey: .http5xxRate) ?? 0,
-            truncatedRate: try c.decodeIfPresent(Double.self, forKey: .truncatedRate) ?? 0,
-            nonUTF8Rate: try c.decodeIfPresent(Double.self, forKey: .nonUTF8Rate) ?? 0,
-            badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
-            missingSignatureRate: try c.decodeIfPresent(Double.self, forKey: .missingSignatureRate) ?? 0,
-            resetRate: try c.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0,
+            systemErrorRate: try ControlBody.rate(c, .systemErrorRate),
+            http5xxRate: try ControlBody.rate(c, .http5xxRate),
+            truncatedRate: try ControlBody.rate(c, .truncatedRate),
+            nonUTF8Rate: try ControlBody.rate(c, .nonUTF8Rate),
+            badSignatureRate: try ControlBody.rate(c, .badSignatureRate),
+            missingSignatureRate: try ControlBody.rate(c, .missingSignatureRate),
+            resetRate: try ControlBody.rate(c, .resetRate),
             latency: try c.decodeIfPresent(Double.self, forKey: .latency) ?? 0,
-            timeoutRate: try c.decodeIfPresent(Double.self, forKey: .timeoutRate) ?? 0,
+            timeoutRate: try ControlBody.rate(c, .timeoutRate),
             timeoutSeconds: try c.decodeIfPresent(Double.self, forKey: .timeoutSeconds) ?? 15,
-            otherOrderRate: try c.decodeIfPresent(Double.self, forKey: .otherOrderRate) ?? 0,
-            staleTimestampRate: try c.decodeIfPresent(Double.self, forKey: .staleTimestampRate) ?? 0)
+            otherOrderRate: try ControlBody.rate(c, .otherOrderRate),
+            staleTimestampRate: try ControlBody.rate(c, .staleTimestampRate))
     }
 }
 
 extension FaultPlan {
-    private enum CodingKeys: String, CodingKey { case endpoints, notify, v3Notify }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, v3Notify }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: EndpointFaults].self, forKey: .endpoints) ?? [:],
                   notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),

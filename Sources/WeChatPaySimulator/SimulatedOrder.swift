@@ -63,4 +63,7 @@ struct SimulatedRefund: Sendable {
     let requestedAt: Date
     var status: Status
     var completedAt: Date?
+    /// The API the refund was requested with, which its notify speaks: WeChat sends a v3 refund
+    /// notify for a refund requested through v3, whichever version created the order.
+    var apiVersion: SimulatedAPIVersion = .v2
 }

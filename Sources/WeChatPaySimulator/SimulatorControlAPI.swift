@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import JSON
 import SimulatorKit
 import WeChatPayV3
 
@@ -52,8 +53,16 @@ public struct SimulatorControlAPI: Sendable {
         case ("GET", 1, "faults", _):
             return ok(simulator.faults)
         case ("PUT", 1, "faults", _):
-            guard let plan = try? JSONDecoder().decode(FaultPlan.self, from: Data(body)) else {
-                return error(400, "invalid_request", "the body must be a fault plan")
+            let plan: FaultPlan
+            do {
+                // The strict reader first: a member named twice is refused, where JSONDecoder would
+                // keep one of the two silently.
+                _ = try JSONValue.parse(body)
+                plan = try JSONDecoder().decode(FaultPlan.self, from: Data(body))
+            } catch let error as JSONError {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(error)")
+            } catch {
+                return self.error(400, "invalid_request", "the body must be a fault plan: \(ControlBody.problem(error))")
             }
             simulator.apply(plan)
             return ok(plan)

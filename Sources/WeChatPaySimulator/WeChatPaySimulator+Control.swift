@@ -198,7 +198,7 @@ extension WeChatPaySimulator {
             order.refunds[index].completedAt = now
             book.orders[owner] = order
             let refund = order.refunds[index]
-            if order.apiVersion == .v3, let v3 {
+            if refund.apiVersion == .v3, let v3 {
                 let notice = V3RefundNotice(
                     mchID: configuration.mchID, transactionID: order.transactionID ?? "", outTradeNo: order.outTradeNo,
                     refundID: refund.refundID, outRefundNo: refund.outRefundNo, refundStatus: Self.v3Status(refund.status),

@@ -23,7 +23,7 @@ enum ReconcileBenchmark {
             let clock = ScaledClock(start: Date(), scale: 1)
             let simulator = WeChatPaySimulator(
                 configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                      key: configuration.apiKey),
+                                                      key: APIKey(GatewayConfiguration.demoKey)),
                 clock: clock, notifySender: ClosureNotifySender { _, _ in nil })
             simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
             let services = GatewayServices(GatewayContext(configuration: configuration, store: store,

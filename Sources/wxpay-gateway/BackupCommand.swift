@@ -8,10 +8,14 @@ import StorageCore
 /// of `GATEWAY_DATABASE` (the only variable they read) copied while gateways serve from it, and put
 /// back while none does (SQLiteStore/SQLiteBackup.swift). PostgreSQL has its own tools
 /// (docs/operations.md). Exit status: 0 done and verified; 2 configuration; 64 usage; 65 the
-/// backup to restore is unsound; 74 the database or the file failed; 75 the database is in use.
+/// backup to restore is unsound; 74 the database or the file failed (restore: no database there
+/// without --new, or one there with it); 75 the database is in use; 78 the database file has more
+/// than one name (hard links), whose WAL cannot be found.
 enum BackupCommand {
     static let inUse: Int32 = 75
     static let badBackup: Int32 = 65
+    /// sysexits' EX_CONFIG: the file is set up in a way the command cannot work with safely.
+    static let severalNames: Int32 = 78
 
     static func backup(_ arguments: [String]) async -> Int32 {
         guard arguments.count == 2, arguments[0] == "--to", !arguments[1].isEmpty else {
@@ -24,26 +28,38 @@ enum BackupCommand {
             return 0
         } catch {
             FileHandle.standardError.write(Data("backup: failed, no backup was written: \(error)\n".utf8))
-            return ExitStatus.database
+            switch error {
+            case .severalNames: return severalNames
+            case .failed: return ExitStatus.database
+            }
         }
     }
 
     static func restore(_ arguments: [String]) async -> Int32 {
-        guard arguments.count == 2, arguments[0] == "--from", !arguments[1].isEmpty else {
-            return usage("usage: wxpay-gateway restore --from FILE (stop every gateway on GATEWAY_DATABASE first)")
+        let newDatabase = arguments.last == "--new"
+        let options = newDatabase ? Array(arguments.dropLast()) : arguments
+        guard options.count == 2, options[0] == "--from", !options[1].isEmpty else {
+            return usage("usage: wxpay-gateway restore --from FILE [--new] (stop every gateway on GATEWAY_DATABASE first; "
+                         + "--new: no database is there yet, a new machine)")
         }
         guard let database = sqliteDatabase(command: "restore") else { return ExitStatus.configuration }
         do {
-            let (report, saved) = try await SQLiteBackup.restore(from: arguments[1], to: database)
-            print("restore: \(arguments[1]) -> \(database): \(describe(report))")
-            if let saved { print("restore: the database it replaced is kept as \(saved)") }
+            let (report, saved) = try await SQLiteBackup.restore(from: options[1], to: database, newDatabase: newDatabase)
+            let real = SQLiteDatabaseFile.resolved(database) ?? database
+            print("restore: \(options[1]) -> \(database)\(real == database ? "" : " (\(real))"): \(describe(report))")
+            if let saved {
+                print("restore: the database it replaced is kept as \(saved)")
+            } else {
+                print("restore: there was no database before (--new), so no safety copy was made")
+            }
             return 0
         } catch {
             FileHandle.standardError.write(Data("restore: refused, nothing was changed: \(error)\n".utf8))
             switch error {
             case .inUse: return inUse
             case .badBackup: return badBackup
-            case .failed: return ExitStatus.database
+            case .severalNames: return severalNames
+            case .noDatabase, .databaseExists, .leftoverJournal, .failed: return ExitStatus.database
             }
         }
     }

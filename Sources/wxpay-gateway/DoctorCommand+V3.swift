@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gateway
 import HTTP
+import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
 import WeChatPayV3
@@ -11,13 +12,45 @@ import WeChatPayV3
 /// merchant's signature (a signed query of a number no order has must answer ORDER_NOT_EXIST), and
 /// an answer WeChat signs verifies under the public key or certificate the operator configured.
 extension DoctorContext {
-    /// The v3 client at WXPAY_API_BASE, with the configured keys.
-    func v3Client(_ credentials: V3Credentials) -> V3Client {
+    /// The v3 client at `base` (default WXPAY_API_BASE), with the configured keys.
+    func v3Client(_ credentials: V3Credentials, base: String? = nil) -> V3Client {
         let keys = V3Keys(credentials: credentials, mchID: configuration.mchID)
         let transport = WeChatPayHTTPTransport(client: http, configuration: .init(
-            primaryBaseURL: configuration.apiBase, backupBaseURL: nil, timeouts: .init(connect: .seconds(5), total: .seconds(10))))
+            primaryBaseURL: base ?? configuration.apiBase, backupBaseURL: nil,
+            timeouts: .init(connect: .seconds(5), total: .seconds(10))))
         return V3Client(signer: keys.signer, verifier: keys.verifier, apiV3Key: keys.apiV3Key, transport: transport,
                         nonces: RandomNonceSource(), now: { Date() })
+    }
+
+    /// Whether `base` answers as WeChat Pay's API does, asked with v3's signed query of a number no
+    /// order has (a gateway without the v2 key asks nothing in v2).
+    func reachableV3(_ base: String) async -> DoctorOutcome {
+        guard let credentials = configuration.v3.credentials else { return .fail("neither the v2 key nor API v3 is configured") }
+        do {
+            _ = try await v3Client(credentials, base: base).call(TransactionRequests.query(
+                outTradeNo: Self.impossibleNumber("doctor"), mchID: configuration.mchID))
+            return .ok("\(base) answers (v3 query)")
+        } catch {
+            switch error {
+            case .transport(let failure): return .fail("\(base) cannot be reached: \(failure)")
+            case .malformed: return .fail("\(base) answers, not as WeChat Pay's API does: \(error)")
+            case .failed, .unverified: return .ok("\(base) answers (v3 query)")
+            }
+        }
+    }
+
+    /// Under API v3 without the v2 key: nothing of v2 is signed or verified. Says what that means
+    /// for the orders created with v2 that the database still holds open.
+    func withoutV2Key() async -> DoctorOutcome {
+        let open: String
+        do {
+            let count = try await inspect().openV2Orders
+            open = count == 1 ? "1 order created with API v2 is still open" : "\(count) orders created with API v2 are still open"
+        } catch {
+            open = "the orders created with API v2 still open could not be counted (\(error))"
+        }
+        return .skip("WXPAY_API_KEY is not set (WXPAY_API_VERSION=v3): \(open); they are finished through API v3 "
+                     + "(query, close, refund), and v2 notifies are refused")
     }
 
     /// The keys agree: the merchant key's signature verifies under its public half (the

@@ -107,12 +107,12 @@ final class DoctorContext: Sendable {
         await http.shutdown()
     }
 
-    /// A client of WeChat at exactly `base` (no failover: each host is checked on its own).
-    func wechat(_ base: String) -> (client: WeChatPayClient, transport: WeChatPayHTTPTransport) {
+    /// A v2 client of WeChat at exactly `base` (no failover: each host is checked on its own), with `key`.
+    func wechat(_ base: String, key: APIKey) -> (client: WeChatPayClient, transport: WeChatPayHTTPTransport) {
         let transport = WeChatPayHTTPTransport(client: http, configuration: .init(
             primaryBaseURL: base, backupBaseURL: nil, clientIdentity: configuration.refundMode.clientIdentity,
             timeouts: .init(connect: .seconds(5), total: .seconds(10))))
-        let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID, key: configuration.apiKey,
+        let merchant = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID, key: key,
                                            signType: configuration.signType)
         return (WeChatPayClient(merchant: merchant, transport: transport, nonces: RandomNonceSource()), transport)
     }
@@ -122,11 +122,12 @@ final class DoctorContext: Sendable {
         prefix + (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
-    /// The orderquery of an impossible number at `base`, asked once.
-    func orderQuery(_ base: String) async -> Result<OrderQueryResponse, WeChatPayError> {
+    /// The orderquery of an impossible number at `base`, asked once (only with the v2 key).
+    func orderQuery(_ base: String, key: APIKey) async -> Result<OrderQueryResponse, WeChatPayError> {
         await answers.answer(for: base) {
             do throws(WeChatPayError) {
-                return .success(try await self.wechat(base).client.send(OrderQueryRequest(outTradeNo: Self.impossibleNumber("doctor-"))))
+                return .success(try await self.wechat(base, key: key).client.send(
+                    OrderQueryRequest(outTradeNo: Self.impossibleNumber("doctor-"))))
             } catch {
                 return .failure(error)
             }
@@ -136,7 +137,9 @@ final class DoctorContext: Sendable {
     // MARK: - The checks
 
     func reachable(_ base: String) async -> DoctorOutcome {
-        switch await orderQuery(base) {
+        // Without the v2 key (API v3 only), v3's signed query asks instead.
+        guard let key = configuration.apiKey else { return await reachableV3(base) }
+        switch await orderQuery(base, key: key) {
         case .success:
             return .ok("\(base) answers (orderquery)")
         case .failure(let error):
@@ -149,9 +152,10 @@ final class DoctorContext: Sendable {
     }
 
     func apiKey() async -> DoctorOutcome {
-        var answer = await orderQuery(configuration.apiBase)
+        guard let key = configuration.apiKey else { return await withoutV2Key() }
+        var answer = await orderQuery(configuration.apiBase, key: key)
         if case .failure(let error) = answer, error.kind == .transport || error.kind == .httpStatus {
-            answer = await orderQuery(configuration.apiBackupBase)
+            answer = await orderQuery(configuration.apiBackupBase, key: key)
         }
         switch answer {
         case .success:
@@ -177,7 +181,13 @@ final class DoctorContext: Sendable {
 
     func clientCertificate() async -> DoctorOutcome {
         guard case .mutualTLS(let identity) = configuration.refundMode else {
+            if configuration.v3.credentials != nil {
+                return .skip("no merchant certificate configured: refunds go through API v3, those of orders created with v2 too")
+            }
             return .skip("no merchant certificate configured (refunds are off)")
+        }
+        guard let key = configuration.apiKey else {
+            return .skip("not used: without WXPAY_API_KEY every refund goes through API v3, which needs no certificate")
         }
         let certificate: TLSClientCertificate
         do {
@@ -187,7 +197,7 @@ final class DoctorContext: Sendable {
         }
         let days = Int(certificate.secondsUntilExpiry() / 86400)
         let name = "CN=\(certificate.commonName ?? "?"), \(days) days left"
-        let (client, transport) = wechat(configuration.apiBase)
+        let (client, transport) = wechat(configuration.apiBase, key: key)
         do throws(WeChatPayError) {
             // A refundquery made with the certificate, as WeChat's older SDKs make every one.
             var request = try client.transportRequest(for: RefundQueryRequest(.outRefundNo(Self.impossibleNumber("doctor-r"))))
@@ -270,17 +280,29 @@ final class DoctorContext: Sendable {
                    + "\(other.sha256Fingerprint.prefix(8))… (a simulator's or a test root)")
     }
 
+    /// What the database holds, learnt without migrating or writing it.
+    func inspect() async throws(StorageError) -> StoreInspection {
+        switch configuration.database {
+        case .sqlite(let path): try await SQLiteOrderStore.inspect(path: path)
+        case .postgres(let settings): try await PostgresOrderStore.inspect(settings)
+        }
+    }
+
     func database() async -> DoctorOutcome {
         let inspection: StoreInspection
         do {
-            switch configuration.database {
-            case .sqlite(let path): inspection = try await SQLiteOrderStore.inspect(path: path)
-            case .postgres(let settings): inspection = try await PostgresOrderStore.inspect(settings)
-            }
+            inspection = try await inspect()
         } catch {
             return .fail("\(configuration.databaseDescription) cannot be opened: \(error)")
         }
         let name = configuration.databaseDescription
+        if case .sqlite(let path) = configuration.database {
+            do throws(SQLiteDatabaseFile.SeveralNames) {
+                try SQLiteDatabaseFile.requireOneName(SQLiteDatabaseFile.resolved(path) ?? path)
+            } catch {
+                return .fail(error.description)
+            }
+        }
         guard inspection.schemaVersion <= inspection.latestVersion else {
             return .fail("\(name) is at schema version \(inspection.schemaVersion), newer than this program's \(inspection.latestVersion): run the version that migrated it")
         }

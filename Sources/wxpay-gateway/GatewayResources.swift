@@ -53,6 +53,16 @@ struct GatewayResources {
             // The description names the database without its password, and the error no value.
             return fail("cannot open the database \(configuration.databaseDescription): \(error)", ExitStatus.database)
         }
+        // Served as it is (the gateway uses one name consistently), but a backup, a restore or a
+        // program opening another name would not see this name's WAL.
+        if case .sqlite(let path) = configuration.database {
+            do throws(SQLiteDatabaseFile.SeveralNames) {
+                try SQLiteDatabaseFile.requireOneName(SQLiteDatabaseFile.resolved(path) ?? path)
+            } catch {
+                logger.warning("the database file has more than one name; backup and restore refuse it until it has one",
+                               ["problem": error.description])
+            }
+        }
         do {
             return .success(GatewayResources(configuration: configuration, logger: logger, store: store,
                                              client: try HTTPClient()))

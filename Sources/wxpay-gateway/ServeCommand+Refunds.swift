@@ -42,9 +42,13 @@ extension ServeCommand {
     /// Says how refunds reach WeChat and, with a merchant certificate (which the configuration's
     /// checks have loaded and matched with its key already), sets `wxpay_client_cert_expiry_seconds`
     /// and warns from 30 days before it expires; the watch it answers keeps both current.
-    static func announceRefunds(_ mode: GatewayConfiguration.RefundMode, metrics: MetricsRegistry,
+    /// `v3`: API v3 is configured, which refunds without a certificate (v2 orders' too).
+    static func announceRefunds(_ mode: GatewayConfiguration.RefundMode, v3: Bool, metrics: MetricsRegistry,
                                 logger: Logger) -> CertificateExpiryWatch? {
         switch mode {
+        case .off where v3:
+            logger.notice("refunds on through API v3 (no merchant certificate: orders created with v2 are refunded through v3 too)")
+            return nil
         case .off:
             logger.notice("refunds off: no merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
             return nil

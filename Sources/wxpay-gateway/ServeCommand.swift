@@ -46,7 +46,7 @@ enum ServeCommand {
                 // A fresh seed per run: the simulator forgets its orders on restart, and the ids it
                 // hands out must not repeat those already in the demo database.
                 configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                      key: configuration.apiKey, seed: UInt64.random(in: 1...UInt64.max),
+                                                      key: APIKey(GatewayConfiguration.demoKey), seed: UInt64.random(in: 1...UInt64.max),
                                                       v3: demoV3Simulator(configuration)),
                 notifySender: HTTPNotifySender(client: client))
             simulator = embedded
@@ -90,7 +90,9 @@ enum ServeCommand {
         // Every flow, composed once (GatewayServices). Refunds (ServeCommand+Refunds.swift): the
         // routes answer 503 while the mode is off.
         let services = GatewayServices(context, appStore: appStore?.clients)
-        let certificateWatch = announceRefunds(services.refunds.mode, metrics: metrics, logger: logger)
+        // Which version speaks what, said once: what goes through v3 for want of v2's key or certificate.
+        for line in configuration.apiVersionsInWords { logger.notice("WeChat Pay: " + line) }
+        let certificateWatch = announceRefunds(services.refunds.mode, v3: context.v3 != nil, metrics: metrics, logger: logger)
         // The support console on top of them (ServeCommand+Console.swift); SIGHUP re-reads what
         // can change without a restart (the catalog file, the console's users).
         let reloads = ReloadHooks()

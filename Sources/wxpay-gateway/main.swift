@@ -28,7 +28,7 @@ func usage() -> String {
       doctor    check a production configuration before the first payment (WeChat, key, certificate,
                 App Store key, database, catalog): one line per check, exit 0 only when all pass
       backup    copy the SQLite database while gateways serve, verified: backup --to FILE
-      restore   put a backup in place of the database, refused while a gateway uses it: restore --from FILE
+      restore   put a backup in place of the database, refused while a gateway uses it: restore --from FILE [--new]
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
       console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]

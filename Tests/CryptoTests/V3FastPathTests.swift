@@ -43,4 +43,24 @@ struct V3FastPathTests {
         #expect(throws: CryptoError.decryptionFailed) { try key.open(Array(sealed.prefix(15)), nonce: nonce) }
         #expect(throws: CryptoError.self) { try AES256GCMKey(Array(keyBytes.prefix(31))) }
     }
+
+    @Test("pooled GCM contexts never carry a nonce length over: 12, 16, 8 and 12 bytes again, one after the other, each as the one-shot")
+    func gcmKeyAlternatingNonceLengths() throws {
+        let keyBytes = Array("a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb".utf8)
+        let key = try AES256GCMKey(keyBytes)
+        let plaintext = Array("{\"trade_state\":\"SUCCESS\"}".utf8)
+        for round in 0..<3 {
+            for length in [12, 16, 8, 12, 1, 12] {
+                let nonce = (0..<length).map { UInt8(truncatingIfNeeded: $0 &+ round &* 7) }
+                let sealed = try key.seal(plaintext, nonce: nonce, associatedData: [1, 2])
+                #expect(sealed == (try AES256GCM.encrypt(plaintext, key: keyBytes, nonce: nonce, associatedData: [1, 2])))
+                #expect(try key.open(sealed, nonce: nonce, associatedData: [1, 2]) == plaintext)
+                #expect(try AES256GCM.decrypt(sealed, key: keyBytes, nonce: nonce, associatedData: [1, 2]) == plaintext)
+                // The same bytes under a nonce one byte longer or shorter are refused.
+                #expect(throws: CryptoError.decryptionFailed) {
+                    try key.open(sealed, nonce: nonce + [0], associatedData: [1, 2])
+                }
+            }
+        }
+    }
 }

@@ -127,13 +127,15 @@ final class GatewayRig: Sendable {
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
             ?? ClosureNotifySender(withHeaders: { body, headers, url in await target.deliver(body, headers: headers, url: url) })
         var simulatorConfiguration = SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                            key: configuration.apiKey)
+                                                            key: APIKey(GatewayConfiguration.demoKey))
         if let v3 { simulatorConfiguration.v3 = v3.simulator }
         tune(&simulatorConfiguration)
         let simulator = WeChatPaySimulator(configuration: simulatorConfiguration, clock: clock, notifySender: sender)
         if let v3 {
             configuration.v3.apiVersion = v3.newOrders
             configuration.v3.credentials = v3.credentials(trusting: simulator.v3PlatformCertificates)
+            // A v3-only merchant: WeChat still knows the v2 key, the gateway does not.
+            if !v3.v2Key { configuration.apiKey = nil }
         }
         var servers: [HTTPServer] = []
         let transport: any WeChatPayTransport
@@ -168,8 +170,9 @@ final class GatewayRig: Sendable {
                 timeouts: .init(connect: .seconds(60), total: .seconds(120))))
         }
         let services = GatewayServices(
-            GatewayContext(configuration: configuration, store: store, transport: transport, logger: logger, now: { clock.now() }),
-            refundMode: composition.refundMode, appStore: composition.appStore, recovery: composition.recovery)
+            GatewayContext(configuration: configuration, store: store, transport: transport, refundMode: composition.refundMode,
+                           logger: logger, now: { clock.now() }),
+            appStore: composition.appStore, recovery: composition.recovery)
         let console = try composition.consoleUsers.map { path in
             Console(services: services, users: try ConsoleUserDirectory(path: path), pace: composition.consolePace)
         }

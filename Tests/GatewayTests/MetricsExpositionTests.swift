@@ -56,6 +56,49 @@ struct MetricsExpositionTests {
         await rig.stop()
     }
 
+    /// Calls made through API v3 are counted under v3's own names (`api="v3_…"`), each series once
+    /// per call, beside v2's series (pinned above, unchanged): the same two families, the same labels.
+    @Test func callsThroughAPIv3AreCountedUnderV3sOwnNames() async throws {
+        let rig = try await GatewayRig.start(.inProcess, environment: ["GATEWAY_REFUND_QUERY_AFTER": "0"],
+                                             v3: V3Setup(mode: .publicKey))
+        do {
+            rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
+            #expect(try await rig.createOrder("metrics-v3-1").status == 201)
+            #expect(try await rig.createOrder("metrics-v3-2").status == 201)
+            try rig.simulator.pay(outTradeNo: "metrics-v3-1")
+            #expect(try await rig.send(.get, "/v1/orders/metrics-v3-1?wait=20").json.string("state") == "SUCCESS")
+            let refund = try await rig.send(.post, "/v1/orders/metrics-v3-1/refunds",
+                                            body: #"{"amount":300,"reason":"bought by mistake","out_refund_no":"metrics-v3-r1"}"#)
+            #expect(refund.status == 201)
+            _ = try rig.simulator.completeRefund(outRefundNo: "metrics-v3-r1")
+            _ = await Reconciler(services: rig.services).sweep()
+            #expect(try await rig.store.refund("metrics-v3-r1")?.state == .success)
+            rig.clock.advance(by: 301)
+            #expect(try await rig.send(.post, "/v1/orders/metrics-v3-2/close").json.string("state") == "CLOSED")
+
+            let scraped = try await rig.send(.get, "/metrics", token: nil)
+            let lines = String(decoding: scraped.body, as: UTF8.self).split(separator: "\n").filter {
+                $0.hasPrefix("wxpay_upstream_calls_total") || $0.hasPrefix("wxpay_upstream_duration_seconds_count")
+            }
+            #expect(lines == [
+                #"wxpay_upstream_calls_total{api="v3_close_order",outcome="success"} 1"#,
+                #"wxpay_upstream_calls_total{api="v3_pay_app",outcome="success"} 2"#,
+                #"wxpay_upstream_calls_total{api="v3_query_order",outcome="success"} 1"#,
+                #"wxpay_upstream_calls_total{api="v3_query_refund",outcome="success"} 1"#,
+                #"wxpay_upstream_calls_total{api="v3_refund",outcome="success"} 1"#,
+                #"wxpay_upstream_duration_seconds_count{api="v3_close_order"} 1"#,
+                #"wxpay_upstream_duration_seconds_count{api="v3_pay_app"} 2"#,
+                #"wxpay_upstream_duration_seconds_count{api="v3_query_order"} 1"#,
+                #"wxpay_upstream_duration_seconds_count{api="v3_query_refund"} 1"#,
+                #"wxpay_upstream_duration_seconds_count{api="v3_refund"} 1"#,
+            ], "\(lines)")
+        } catch {
+            await rig.stop()
+            throw error
+        }
+        await rig.stop()
+    }
+
     /// What the gateway does before the scrape; each step waits for its effect, so that what is
     /// counted does not depend on the machine's speed.
     private func work(_ rig: IAPRig) async throws {

@@ -118,6 +118,23 @@ struct UnclaimedPurchaseTests {
             let noReason = try await Self.assign(rig, id, open, reason: nil)
             #expect(noReason.status == 400 && (noReason.json["error"] as? [String: Any])?["field"] as? String == "reason")
             #expect(Self.code(try await Self.assign(rig, id, open, reason: "   ")) == "invalid_request")
+            // One rule and one message for every way a reason is wrong: missing, empty, blank,
+            // too long (201 characters of 3 bytes each; 900 bytes), a control character, a
+            // text-direction override or isolate (it would turn the audit line around), not a
+            // string, null.
+            let wrongReasons: [Any?] = [nil, "", "   ", String(repeating: "课", count: 201), String(repeating: "x", count: 900),
+                                        "a\u{7}b", "ok \u{202E}evil", "a\u{2066}b", 1, NSNull()]
+            for reason in wrongReasons {
+                var body: [String: Any] = ["out_trade_no": open]
+                body["reason"] = reason
+                let json = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
+                let answer = try await rig.gateway.send(.post, "/v1/support/apple-transactions/\(id)/assign", token: GatewayRig.support,
+                                                        body: json)
+                let error = answer.json["error"] as? [String: Any]
+                #expect(answer.status == 400 && error?["field"] as? String == "reason"
+                        && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control or text-direction characters",
+                        "\(json): \(answer.json)")
+            }
             #expect(Self.code(try await Self.assign(rig, id, "no-such-order-1")) == "order_not_found")
 
             // A purchase of another product than the order sells.
@@ -197,6 +214,7 @@ struct UnclaimedPurchaseTests {
             let entry = try #require(try await rig.store.auditEntries(AuditQuery(action: "api_attention_handled"), limit: 10, before: nil)
                 .entries.map(\.entry).first { $0.outcome == "ok" })
             #expect(entry.outTradeNo == order && entry.detail.contains("ticket 881"))
+            #expect(entry.detail.contains("handled: matched_without_order"), "\(entry.detail)")
             // Again: nothing left to handle.
             let again = try await rig.gateway.send(.post, path, token: s, body: #"{"reason":"again"}"#)
             #expect(again.status == 409 && Self.code(again) == "no_attention_flag")
@@ -246,7 +264,9 @@ struct UnclaimedPurchaseTests {
             #expect(rita.page.contains("id=\"not-assignable\"") && rita.page.contains("href=\"/console/orders/\(order)\""))
 
             let entries = try await rig.store.auditEntries(AuditQuery(action: "assign_transaction"), limit: 20, before: nil).entries.map(\.entry)
-            #expect(entries.contains { $0.actor == "vera" && $0.outcome == "forbidden" })
+            // The viewer's refused attempt names the purchase and the order it tried.
+            let refused = try #require(entries.first { $0.actor == "vera" && $0.outcome == "forbidden" })
+            #expect(refused.target == id && refused.outTradeNo == order, "\(refused)")
             #expect(entries.contains { $0.actor == "rita" && $0.outcome == "invalid_request" })
             let ok = try #require(entries.first { $0.outcome == "ok" })
             #expect(ok.actor == "rita" && ok.outTradeNo == order && ok.target == id && ok.detail.contains("MV777"), "\(ok)")
@@ -269,8 +289,9 @@ struct UnclaimedPurchaseTests {
             try await rita.get("/console/attention")
             #expect(!rita.page.contains(made))
             let handled = try await rig.store.auditEntries(AuditQuery(action: "attention_handled"), limit: 10, before: nil).entries.map(\.entry)
-            #expect(handled.contains { $0.actor == "rita" && $0.outcome == "ok" && $0.detail.contains("delivered by hand") })
-            #expect(handled.contains { $0.actor == "vera" && $0.outcome == "forbidden" })
+            #expect(handled.contains { $0.actor == "rita" && $0.outcome == "ok" && $0.detail.contains("delivered by hand")
+                && $0.detail.contains("handled: matched_without_order") })
+            #expect(handled.contains { $0.actor == "vera" && $0.outcome == "forbidden" && $0.outTradeNo == made })
         }
     }
 }

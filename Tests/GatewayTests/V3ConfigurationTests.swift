@@ -75,6 +75,41 @@ struct V3ConfigurationTests {
         #expect(try GatewayConfiguration(environment: Environment(ConfigurationTests.production), demo: false).v3.credentials == nil)
     }
 
+    @Test("under WXPAY_API_VERSION=v3 the v2 key is optional and its absence is said; under v2 it stays required")
+    func v2KeyOptionalUnderV3() throws {
+        let files = try Files()
+        defer { files.remove() }
+        var v3Only = Self.environment(files)
+        v3Only["WXPAY_API_KEY"] = nil
+        for command in [GatewayConfiguration.Command.serve, .doctor, .reconcile] {
+            let configuration = try GatewayConfiguration(environment: Environment(v3Only), demo: false, command: command)
+            #expect(configuration.apiKey == nil)
+            #expect(configuration.v3.credentials != nil)
+        }
+        let words = try GatewayConfiguration(environment: Environment(v3Only), demo: false).apiVersionsInWords
+        #expect(words.first == "new orders: API v3")
+        #expect(words.contains { $0.contains("no v2 key (WXPAY_API_KEY)") && $0.contains("through API v3") && $0.contains("refused") })
+        // The key kept, no merchant certificate: only refunds of v2 orders go through v3.
+        let kept = try GatewayConfiguration(environment: Environment(Self.environment(files)), demo: false)
+        #expect(kept.apiKey != nil)
+        #expect(kept.apiVersionsInWords.contains("no merchant certificate: refunds of orders created with API v2 go through API v3"))
+        // Given, it must still be well formed.
+        v3Only["WXPAY_API_KEY"] = "short"
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(v3Only), demo: false) }
+        // New orders on v2 (explicitly or by default): the key is required, with or without v3's keys.
+        for version in ["v2", nil] {
+            var v2 = Self.environment(files)
+            v2["WXPAY_API_KEY"] = nil
+            v2["WXPAY_API_VERSION"] = version
+            do {
+                _ = try GatewayConfiguration(environment: Environment(v2), demo: false)
+                Issue.record("a v2 configuration without WXPAY_API_KEY started")
+            } catch {
+                #expect(error.missing == ["WXPAY_API_KEY"])
+            }
+        }
+    }
+
     @Test("a v3 key of the wrong length, a private key that is not the certificate's and a public key that is not RSA-2048 are named in one refusal")
     func inconsistentKeysAreRefusedTogether() throws {
         let files = try Files()

@@ -102,9 +102,9 @@ struct V3EndToEndTests {
         #expect(rig.simulator.counters.notifiesAcknowledged == 0)
     }
 
-    @Test("closing a v3 order closes it at WeChat", arguments: StoreKind.all)
-    func close(store: StoreKind) async throws {
-        let rig = try await Self.start(store, .publicKey)
+    @Test("closing a v3 order closes it at WeChat", arguments: StoreKind.all, [V3Setup.KeyMode.publicKey, .certificates])
+    func close(store: StoreKind, mode: V3Setup.KeyMode) async throws {
+        let rig = try await Self.start(store, mode)
         defer { Task { await rig.stop() } }
         _ = try await rig.createOrder("v3-close-0001")
         // WeChat closes no order within 5 minutes of its creation.
@@ -144,10 +144,12 @@ struct V3EndToEndTests {
         let probe = try await rig.v3Notify(.payment(paid), signer: genuine) { $0["Wechatpay-Signature"] = "WECHATPAY/SIGNTEST/abc" }
         #expect(probe.status == 400 && probe.json.string("code") == "FAIL")
         #expect(logs.all.count == logged, "a probe is refused quietly")
-        // A body over the notify limit is refused before it is read.
-        let huge = try await rig.send(.post, "/wechat/v3/notify", token: nil, bytes: Array(repeating: 0x20, count: 100_000),
-                                      headers: ["Content-Type": "application/json"])
-        #expect(huge.status == 413)
+        // A body over the notify limit is refused before it is read. The server may close before
+        // the client has sent it all, and the reset can reach the client before the 413 does
+        // (receiveFailed, seen once at load): a refusal too, as BatteryHostileInputTests reads it.
+        let huge = try? await rig.send(.post, "/wechat/v3/notify", token: nil, bytes: Array(repeating: 0x20, count: 100_000),
+                                       headers: ["Content-Type": "application/json"])
+        #expect(huge == nil || huge?.status == 413)
         #expect(await TableRowCounts.of(rig.database) == rowsBefore, "an unauthenticated notify wrote a row")
         #expect(await Self.state(rig, "v3-forge-0001") == .notPay)
         for reason in ["bad_signature", "stale_timestamp", "unknown_serial", "missing_header", "signature_probe"] {
@@ -216,9 +218,9 @@ struct V3EndToEndTests {
     }
 
     @Test("a day's v3 bill is downloaded, checked against its SHA-1 and reconciled: a payment whose notify was lost is settled",
-          arguments: StoreKind.all)
-    func bill(store: StoreKind) async throws {
-        let rig = try await Self.start(store, .publicKey)
+          arguments: StoreKind.all, [V3Setup.KeyMode.publicKey, .certificates])
+    func bill(store: StoreKind, mode: V3Setup.KeyMode) async throws {
+        let rig = try await Self.start(store, mode)
         defer { Task { await rig.stop() } }
         let secondOfDay = (Int(rig.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
         if secondOfDay > 86400 - 900 { rig.clock.advance(by: 1200) }

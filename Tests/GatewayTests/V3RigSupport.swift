@@ -21,6 +21,8 @@ struct V3Setup: Sendable {
     var mode: KeyMode
     /// The version new orders use (v2 with v3 configured: a merchant about to switch).
     var newOrders: WeChatPayAPIVersion = .v3
+    /// Whether the gateway holds the v2 key (WXPAY_API_KEY); false: a merchant on v3 only.
+    var v2Key = true
 
     static let apiV3Key = "a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb"
     static let publicKeyID = "PUB_KEY_ID_0110000100202612040000000001"

@@ -183,8 +183,25 @@ struct SQLiteRestoreLockTests {
         try await Fixture.create(Fixture.order("HL-3"), in: store)
         #expect(try await store.order("HL-2") != nil)
         await store.close()
-        // Closed: the restore through the hard link goes through, and the database is the backup.
-        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: hardLink)
+        // Closed, but the file still has two names: refused by every name, since the WAL beside
+        // the name a gateway used cannot be found from the other; nothing changed.
+        let closedFiles = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let image = try Data(contentsOf: URL(fileURLWithPath: directory.databasePath))
+        for path in [hardLink, directory.databasePath, symbolic] {
+            do {
+                _ = try await SQLiteBackup.restore(from: backupPath, to: path)
+                Issue.record("a restore through \(path) replaced a database with two names")
+            } catch {
+                guard case .severalNames(let names) = error else { Issue.record("\(path): \(error)"); continue }
+                #expect(names.links == 2)
+                #expect(error.description.contains("find / -samefile"), "\(error)")
+            }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.databasePath)) == image)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == closedFiles)
+        // One name again: the restore goes through, and the database is the backup.
+        #expect(unlink(hardLink) == 0)
+        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: symbolic)
         #expect(restored.rows["orders"] == 1)
         let kept = try SQLiteBackup.verify(try #require(saved))
         #expect(kept.rows["orders"] == 3)
@@ -222,28 +239,36 @@ struct SQLiteRestoreLockTests {
         }
     }
 
-    @Test("The safety copy holds rows still only in the WAL, and the restored database has no -wal or -shm beside it")
-    func theSafetyCopyHoldsTheWALAndNoWALIsLeft() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        // The backup to restore: one order.
+    /// A backup (in `directory`) of a database holding one order, OLD-1.
+    static func oneOrderBackup(in directory: TemporaryDirectory) async throws -> String {
         let small = try await SQLiteOrderStore.open(path: directory.path + "/small.sqlite")
         try await Fixture.create(Fixture.order("OLD-1"), in: small)
         await small.close()
         let backupPath = directory.path + "/small.backup"
         _ = try await SQLiteBackup.backup(database: directory.path + "/small.sqlite", to: backupPath)
+        return backupPath
+    }
 
+    /// At `image`, the crash image of a store that wrote WAL-0…WAL-7, which only its WAL holds:
+    /// the database file alone does not have them (checked on a copy).
+    static func crashedWithEightOrders(_ directory: TemporaryDirectory, at image: String) async throws {
         let store = try await SQLiteOrderStore.open(path: directory.databasePath)
         for index in 0..<8 { try await Fixture.create(Fixture.order("WAL-\(index)"), in: store) }
-        let image = directory.path + "/crashed.sqlite"
-        try await Self.crashImage(of: directory.databasePath, to: image)
+        try await crashImage(of: directory.databasePath, to: image)
         await store.close()
-        // The orders are in the WAL only: the database file alone does not have them.
         let lone = directory.path + "/lone.sqlite"
-        #expect(try await ChildProcess.run("cp", [image, lone], environment: Self.path).status == 0)
-        let loneOrders = try? SQLiteBackup.verify(lone).rows["orders"]
-        try #require((loneOrders ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
+        #expect(try await ChildProcess.run("cp", [image, lone], environment: path).status == 0)
+        try #require(((try? SQLiteBackup.verify(lone).rows["orders"]) ?? 0) < 8, "the WAL was checkpointed; the test shows nothing")
         #expect(FileManager.default.fileExists(atPath: image + "-wal"))
+    }
+
+    @Test("The safety copy holds rows still only in the WAL, and the restored database has no -wal or -shm beside it")
+    func theSafetyCopyHoldsTheWALAndNoWALIsLeft() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let backupPath = try await Self.oneOrderBackup(in: directory)
+        let image = directory.path + "/crashed.sqlite"
+        try await Self.crashedWithEightOrders(directory, at: image)
 
         let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: image)
         #expect(restored.rows["orders"] == 1)
@@ -265,6 +290,151 @@ struct SQLiteRestoreLockTests {
         try await Fixture.create(Fixture.order("NEW-1"), in: reopened)
         await reopened.close()
         #expect(try SQLiteBackup.verify(image).rows["orders"] == 2)
+    }
+
+    @Test("After a crash, a restore through a hard link is refused and changes nothing; through a symbolic link it restores the real file and keeps its WAL's rows")
+    func aRestoreAfterACrashThroughAHardLinkIsRefusedAndThroughASymbolicLinkWorksOnTheRealFile() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let backupPath = try await Self.oneOrderBackup(in: directory)
+        // What a killed gateway leaves in its data directory: the file, a WAL with eight orders, its index.
+        let data = directory.path + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let crashed = data + "/gateway.sqlite"
+        try await Self.crashedWithEightOrders(directory, at: crashed)
+
+        // A hard link in another directory: refused, and not a byte of the crashed files changed.
+        let elsewhere = directory.path + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        #expect(link(crashed, elsewhere + "/hard.sqlite") == 0)
+        func image() throws -> [String: Data] {
+            var files: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: data) {
+                files[name] = try Data(contentsOf: URL(fileURLWithPath: data + "/" + name))
+            }
+            return files
+        }
+        let before = try image()
+        #expect(before.keys.sorted() == ["gateway.sqlite", "gateway.sqlite-shm", "gateway.sqlite-wal"])
+        do {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: elsewhere + "/hard.sqlite")
+            Issue.record("a restore through a hard link went through")
+        } catch {
+            guard case .severalNames = error else { Issue.record("\(error)"); return }
+        }
+        #expect(try image() == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["hard.sqlite"])
+
+        // A symbolic link instead: the restore is the real file's, its safety copy beside it.
+        #expect(unlink(elsewhere + "/hard.sqlite") == 0)
+        try FileManager.default.createSymbolicLink(atPath: elsewhere + "/soft.sqlite", withDestinationPath: crashed)
+        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: elsewhere + "/soft.sqlite")
+        #expect(restored.rows["orders"] == 1)
+        let kept = try #require(saved)
+        #expect((kept as NSString).deletingLastPathComponent == SQLiteDatabaseFile.resolved(data))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["soft.sqlite"])
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: crashed + suffix), "\(crashed + suffix) was left")
+        }
+        // The safety copy has the rows that were only in the WAL; the restored file is sound.
+        #expect(try SQLiteBackup.verify(kept).rows["orders"] == 8)
+        #expect(try SQLiteBackup.verify(crashed).rows["orders"] == 1)
+        let reopened = try await SQLiteOrderStore.open(path: crashed)
+        #expect(try await reopened.order("OLD-1") != nil)
+        #expect(try await reopened.order("WAL-0") == nil)
+        await reopened.close()
+    }
+
+    @Test("A backup of a database file with two names is refused and writes nothing")
+    func aBackupOfADatabaseWithTwoNamesIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        await (try await SQLiteOrderStore.open(path: directory.databasePath)).close()
+        #expect(link(directory.databasePath, directory.path + "/second.sqlite") == 0)
+        do {
+            _ = try await SQLiteBackup.backup(database: directory.path + "/second.sqlite", to: directory.path + "/b.backup")
+            Issue.record("a backup of a database with two names was written")
+        } catch {
+            guard case .severalNames(let names) = error else { Issue.record("\(error)"); return }
+            #expect(names.links == 2)
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/b.backup"))
+    }
+
+    @Test("A restore where there is no database is refused unless told it is a new one, which keeps no safety copy")
+    func aRestoreWhereThereIsNoDatabaseNeedsNew() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("NEW-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/n.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        // A mistyped path, in a directory that does not exist: refused, nothing made.
+        let typo = directory.path + "/typo/gateway.sqlite"
+        do {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: typo)
+            Issue.record("a restore into no database went through")
+        } catch {
+            guard case .noDatabase(let path) = error else { Issue.record("\(error)"); return }
+            #expect(path == typo)
+            #expect(error.description.contains("--new"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/typo"))
+        // An empty file is no database either.
+        #expect(FileManager.default.createFile(atPath: directory.path + "/empty.sqlite", contents: nil))
+        await #expect(throws: SQLiteBackup.RestoreRefusal.self) {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: directory.path + "/empty.sqlite")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory.path + "/empty.sqlite")).isEmpty)
+        // Told it is a new machine: restored, no safety copy (nothing to keep), the owner's only.
+        let (restored, saved) = try await SQLiteBackup.restore(from: backupPath, to: typo, newDatabase: true)
+        #expect(restored.rows["orders"] == 1)
+        #expect(saved == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/typo") == ["gateway.sqlite"])
+        #expect(try FileManager.default.attributesOfItem(atPath: typo)[.posixPermissions] as? Int == 0o600)
+        // With --new where a database is: refused, it stays.
+        do {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath, newDatabase: true)
+            Issue.record("--new replaced a database")
+        } catch {
+            guard case .databaseExists = error else { Issue.record("\(error)"); return }
+        }
+        #expect(try SQLiteBackup.verify(directory.databasePath).rows["orders"] == 1)
+    }
+
+    @Test("A WAL or journal left where the database is missing is never removed: the restore is refused, with --new too",
+          arguments: ["-wal", "-journal"])
+    func aLeftoverJournalWithoutItsDatabaseIsNeverRemoved(suffix: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("LEFT-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/n.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        // The database was moved aside after a crash, its WAL (the committed payments) left behind;
+        // or an empty file stands where it was.
+        let database = directory.path + "/moved/gateway.sqlite"
+        try FileManager.default.createDirectory(atPath: directory.path + "/moved", withIntermediateDirectories: true)
+        let journal = Data("committed payments".utf8)
+        #expect(FileManager.default.createFile(atPath: database + suffix, contents: journal))
+        for emptyFile in [false, true] {
+            if emptyFile { #expect(FileManager.default.createFile(atPath: database, contents: nil)) }
+            for newDatabase in [false, true] {
+                do {
+                    _ = try await SQLiteBackup.restore(from: backupPath, to: database, newDatabase: newDatabase)
+                    Issue.record("a restore went through beside a leftover \(suffix) (new \(newDatabase))")
+                } catch {
+                    guard case .leftoverJournal(let path) = error else { Issue.record("\(error)"); continue }
+                    #expect(path == database + suffix)
+                    #expect(error.description.contains("never removes it"))
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: database + suffix)) == journal)
+            }
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/moved").sorted()
+            == ["gateway.sqlite", "gateway.sqlite" + suffix])
     }
 
     @Test("A restore is refused while a program that takes no usage lock (a sqlite3 shell) has the database open")

@@ -34,6 +34,33 @@ struct SimulatorControlAPITests {
         #expect(harness.clock.now().timeIntervalSince(before) == 300)
     }
 
+    @Test("A fault plan with a member the simulator does not know, at any depth, a rate outside 0 to 1 or a member named twice is refused naming it, and the plan stays")
+    func aFaultPlanWithAnUnknownMemberIsRefusedByName() {
+        let harness = SimulatorHarness()
+        let api = SimulatorControlAPI(simulator: harness.simulator)
+        let plan = #"{"notify":{"dropRate":0.5}}"#
+        #expect(api.handle(method: "PUT", path: "/simulator/faults", body: Array(plan.utf8)).status == 200)
+        let cases = [
+            (#"{"bogus":1}"#, "unknown member bogus"),
+            (#"{"notify":{"droprate":1}}"#, "unknown member notify.droprate"),
+            (#"{"v3Notify":{"probe":1}}"#, "unknown member v3Notify.probe"),
+            (#"{"endpoints":{"/pay/orderquery":{"systemErrorRat":1}}}"#, "unknown member endpoints./pay/orderquery.systemErrorRat"),
+            (#"{"notify":{"dropRate":"x"}}"#, "notify.dropRate has the wrong type"),
+            // A rate is a probability, and a member named twice is not left to the decoder's choice.
+            (#"{"notify":{"attemptDropRate":1.5}}"#, "notify.attemptDropRate must be a rate from 0 to 1"),
+            (#"{"endpoints":{"*":{"resetRate":-0.1}}}"#, "endpoints.*.resetRate must be a rate from 0 to 1"),
+            (#"{"v3Notify":{"probeRate":2}}"#, "v3Notify.probeRate must be a rate from 0 to 1"),
+            (#"{"notify":{"attemptDropRate":0.1,"attemptDropRate":0.9}}"#, "invalid JSON (duplicate_key at byte 33)"),
+        ]
+        for (body, message) in cases {
+            let answer = api.handle(method: "PUT", path: "/simulator/faults", body: Array(body.utf8))
+            #expect(answer.status == 400, "\(body)")
+            let error = json(answer.body)["error"] as? [String: Any]
+            #expect((error?["message"] as? String)?.hasSuffix(message) == true, "\(body): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        #expect(harness.simulator.faults.notify.dropRate == 0.5)
+    }
+
     @Test func refundsCompleteOverTheControlAPI() throws {
         let harness = SimulatorHarness()
         let api = SimulatorControlAPI(simulator: harness.simulator)

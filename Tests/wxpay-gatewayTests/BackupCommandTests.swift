@@ -79,6 +79,15 @@ struct BackupCommandTests {
             await storm.value
             #expect(backup.status == 0, "backup: \(backup.stderr)")
             #expect(backup.stdout.contains("integrity_check ok"), "\(backup.stdout)")
+            // docs/operations.md's examples (backup, doctor) show the schema version this binary prints.
+            let printed = try #require(backup.stdout.firstMatch(of: /schema version (\d+)/)?.output.1)
+            let operations = try String(contentsOfFile: Operations.path("docs/operations.md"), encoding: .utf8)
+            let documented = operations.matches(of: /schema version (\d+)( of (\d+))?/)
+            #expect(documented.count >= 2)
+            for match in documented {
+                #expect(match.output.1 == printed && (match.output.3 ?? printed) == printed,
+                        "docs/operations.md says \(match.output.0), the binary \(printed)")
+            }
             #expect(stormStillRunning || ledger.count == 320)
 
             // The copy is sound on its own, and holds everything acknowledged before it began.
@@ -117,21 +126,38 @@ struct BackupCommandTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.contains("before-restore") })
             #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).sorted() == ["hard.sqlite", "soft.sqlite"])
 
-            // Stopped, the restore (through the hard link) puts the backup in place (the replaced
-            // database kept beside that name), leaves no WAL of the old database beside it, and a
-            // gateway serves the restored orders.
+            // Stopped, a restore through the hard link is refused (78: the file has two names, and
+            // the WAL beside the one a gateway used cannot be found from the other), as is a
+            // backup; nothing changes.
             #expect(await started.gateway?.stop() == 0)
-            let restored = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/hard.sqlite")
+            let stopped = try Data(contentsOf: URL(fileURLWithPath: database))
+            let twoNames = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/hard.sqlite")
+            #expect(twoNames.status == 78, "restore through a hard link: \(twoNames.stderr)")
+            #expect(twoNames.stderr.contains("has 2 names (hard links)") && twoNames.stderr.contains("find / -samefile"),
+                    "\(twoNames.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: database)) == stopped)
+            let twoNamesBackup = try await Self.command(["backup", "--to", directory + "/second.sqlite"], database: database)
+            #expect(twoNamesBackup.status == 78, "backup of a file with two names: \(twoNamesBackup.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/second.sqlite"))
+            // One name again: the restore through the symbolic link puts the backup in place of
+            // the real file (the replaced database kept beside it), leaves no WAL of the old
+            // database beside it, and a gateway serves the restored orders.
+            #expect(unlink(elsewhere + "/hard.sqlite") == 0)
+            let restored = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/soft.sqlite")
             #expect(restored.status == 0, "restore: \(restored.stderr)")
-            #expect(restored.stdout.contains("the database it replaced is kept as"))
+            #expect(restored.stdout.contains("the database it replaced is kept as \(database).before-restore-"), "\(restored.stdout)")
             #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders") == count)
             for suffix in ["-wal", "-shm", "-journal"] {
                 #expect(!FileManager.default.fileExists(atPath: database + suffix), "\(suffix) left beside the restored database")
             }
+            // A gateway serving a file with a second name says so in its log.
+            #expect(link(database, elsewhere + "/again.sqlite") == 0)
             let again2 = StartedGateway()
             try await Self.serve(database, on: again2)
             let order = try await client.send(.get, again2.base + "/v1/orders/" + paidBefore[0], token: Self.token)
             #expect(order.json["state"] as? String == "SUCCESS")
+            let log = (again2.gateway?.stdout ?? "") + (again2.gateway?.stderr ?? "")
+            #expect(log.contains("the database file has more than one name"), "\(log)")
             await again2.gateway?.stop()
         } catch {
             Issue.record("\(error)")
@@ -157,17 +183,40 @@ struct BackupCommandTests {
                 #expect(try await client.createAndPay("killed-\(index)", base: started.base, wechat: started.base, token: Self.token) == "SUCCESS")
             }
             await started.gateway?.kill()
-            // The kernel let go of its lock with the process: the restore is not refused.
-            let restored = try await Self.command(["restore", "--from", backupFile], database: database)
+            #expect(FileManager.default.fileExists(atPath: database + "-wal"), "the killed gateway left no WAL")
+            // A hard link in another directory (the outside tester's sequence): the restore through
+            // it is refused, 78, and not a byte of the database, its WAL or its index changes.
+            let elsewhere = directory + "/elsewhere"
+            try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+            #expect(link(database, elsewhere + "/alias.sqlite") == 0)
+            func crashed() throws -> [Data] {
+                try ["", "-wal", "-shm"].map { try Data(contentsOf: URL(fileURLWithPath: database + $0)) }
+            }
+            let before = try crashed()
+            let refused = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/alias.sqlite")
+            #expect(refused.status == 78, "restore through a hard link after a crash: \(refused.stderr)")
+            #expect(refused.stderr.contains("SQLite keeps the WAL beside the name a program opened"), "\(refused.stderr)")
+            #expect(try crashed() == before)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["alias.sqlite"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.contains("before-restore") })
+            // Through a symbolic link instead: the kernel let go of the killed gateway's lock, so
+            // the restore goes through, on the real file.
+            #expect(unlink(elsewhere + "/alias.sqlite") == 0)
+            try FileManager.default.createSymbolicLink(atPath: elsewhere + "/soft.sqlite", withDestinationPath: database)
+            let restored = try await Self.command(["restore", "--from", backupFile], database: elsewhere + "/soft.sqlite")
             #expect(restored.status == 0, "restore after a crash: \(restored.stderr)")
             let saved = try #require(restored.stdout.split(separator: "\n").first { $0.contains("is kept as") }
                 .map { String($0.split(separator: " ").last ?? "") })
+            // The safety copy is beside the real file, and nothing but the link is beside the link.
+            #expect(saved.hasPrefix(database + ".before-restore-"), "\(saved)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["soft.sqlite"])
             // What the killed gateway had written (WAL included) is in the safety copy, paid.
             #expect(try await Self.sqlite(saved, "SELECT count(*) FROM orders WHERE out_trade_no LIKE 'killed-%' AND state = 'SUCCESS'") == "6")
             #expect(try await Self.sqlite(database, "SELECT count(*) FROM orders WHERE out_trade_no LIKE 'killed-%'") == "1")
             for suffix in ["-wal", "-shm", "-journal"] {
                 #expect(!FileManager.default.fileExists(atPath: database + suffix), "\(suffix) left beside the restored database")
             }
+            #expect(try await Self.sqlite(database, "PRAGMA integrity_check") == "ok")
         } catch {
             Issue.record("\(error)")
         }
@@ -183,6 +232,21 @@ struct BackupCommandTests {
         let refused = try await Self.command(["restore", "--from", directory + "/junk.sqlite"], database: directory + "/g.sqlite")
         #expect(refused.status == 65, "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/g.sqlite"))
+        // A sound backup into a path with no database (a mistyped GATEWAY_DATABASE): refused, 74,
+        // naming the path, nothing made; with --new (a new machine) restored, and no safety copy.
+        #expect(try await Operations.tool("sqlite3", [directory + "/src.sqlite",
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER); INSERT INTO schema_migrations VALUES (1, 'one', 0);"]).status == 0)
+        let typo = directory + "/typo/g.sqlite"
+        let none = try await Self.command(["restore", "--from", directory + "/src.sqlite"], database: typo)
+        #expect(none.status == 74, "\(none.stderr)")
+        #expect(none.stderr.contains("no database at \(typo)") && none.stderr.contains("--new"), "\(none.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/typo"))
+        let new = try await Self.command(["restore", "--from", directory + "/src.sqlite", "--new"], database: typo)
+        #expect(new.status == 0, "\(new.stderr)")
+        #expect(new.stdout.contains("no safety copy was made"), "\(new.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory + "/typo") == ["g.sqlite"])
+        let again = try await Self.command(["restore", "--from", directory + "/src.sqlite", "--new"], database: typo)
+        #expect(again.status == 74 && again.stderr.contains("leave out --new"), "\(again.stderr)")
         let process = try CommandProcess(["backup", "--to", directory + "/b.sqlite"],
                                          environment: ["GATEWAY_DATABASE": "postgres://wxpay@127.0.0.1:9/wxpay"])
         #expect(await process.exitStatus() == 2)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Glibc
 import HTTP
 import HTTPClientTestSupport
 import Testing
@@ -102,6 +103,11 @@ struct DoctorCommandTests {
             let made = try await Operations.tool("sqlite3", [newer, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at INTEGER); INSERT INTO schema_migrations VALUES (99, 'future', 0);"])
             #expect(made.status == 0)
             try await planted(["GATEWAY_DATABASE": "sqlite:" + newer], fails: "database", saying: "newer than this program's")
+            // A database file with a second name (a hard link): its WAL cannot be found from the other.
+            let named = directory + "/named.sqlite"
+            #expect(try await Operations.tool("sqlite3", [named, "CREATE TABLE t (x INTEGER);"]).status == 0)
+            #expect(link(named, directory + "/second-name.sqlite") == 0)
+            try await planted(["GATEWAY_DATABASE": "sqlite:" + named], fails: "database", saying: "has 2 names (hard links)")
 
             // The test notification's URL does not answer: the key works, the notification never arrives.
             await receiver.shutdown()

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import StorageCore
+import StoreTestSupport
 import Testing
 import WeChatPayV3
 
@@ -87,5 +89,37 @@ struct DoctorV3Tests {
         }
         let skipped = try await DoctorCommandTests.doctor(v2)
         for check in Self.v3Checks { #expect(skipped.lines[check] == "skip", "\(check): \(skipped.output)") }
+    }
+
+    @Test("under v3 without the v2 key doctor asks nothing in v2 and says how many v2 orders still open will be finished through v3",
+          .timeLimit(.minutes(10)))
+    func withoutTheV2Key() async throws {
+        let files = try SimulateV3CommandTests.Files()
+        defer { files.remove() }
+        try Data(files.merchantKey.key.pkcs8PEM.utf8).write(to: files.directory.appendingPathComponent("apiclient_key.pem"))
+        try Data(files.wechatpayKey.key.publicKeyPEM.utf8).write(to: files.directory.appendingPathComponent("pub_key.pem"))
+        // A database a v2 gateway left: two v2 orders still open, one paid.
+        let database = try await TestDatabase(.sqlite)
+        await (try database.open()).close()
+        for (number, state) in [("doctor-v2-open-1", "NOTPAY"), ("doctor-v2-open-2", "USERPAYING"), ("doctor-v2-paid", "SUCCESS")] {
+            let inserted = await database.execute(
+                "INSERT INTO orders (out_trade_no, amount, description, client_ip, sign_type, time_expire, expires_at, created_at, "
+                    + "state, parameters_digest, updated_at) VALUES ('\(number)', 990, 'course', '203.0.113.7', 'HMAC-SHA256', "
+                    + "'20261205000000', 0, 0, '\(state)', 'digest', 0)")
+            #expect(inserted)
+        }
+        let simulator = try await Self.simulate(files, platformCertificates: false)
+        var environment = Self.environment(files, base: simulator.base, directory: files.directory.path)
+        environment["WXPAY_API_KEY"] = nil
+        environment["GATEWAY_DATABASE"] = "sqlite:" + database.location
+        let run = try await DoctorCommandTests.doctor(environment)
+        await simulator.process.stop()
+        await database.remove()
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.lines["api key"] == "skip", "\(run.output)")
+        #expect(run.output.contains("2 orders created with API v2 are still open; they are finished through API v3"), "\(run.output)")
+        #expect(run.lines["wechat primary host"] == "ok" && run.output.contains("answers (v3 query)"), "\(run.output)")
+        #expect(run.lines["client certificate"] == "skip" && run.output.contains("refunds go through API v3"), "\(run.output)")
+        #expect(run.lines["wechat v3 signature"] == "ok", "\(run.output)")
     }
 }

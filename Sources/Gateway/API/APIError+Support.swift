@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 
 /// The error answers of support's actions on the attention list: assigning an unclaimed App Store
 /// purchase to an order, and marking an order's attention flags handled (docs/api.md).
@@ -39,12 +40,28 @@ public enum SupportReason {
     /// Characters a reason may have.
     public static let lengths = 1...200
 
-    /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, no control characters.
+    /// A JSON body's `reason` member by the same rule and with the same message, whatever is wrong
+    /// with it (missing, not a string, empty, blank, too long, a control character).
+    static func parse(member object: [String: JSONValue]) throws(APIError) -> String {
+        guard case .string(let text) = object["reason"] else { return try parse(nil) }
+        return try parse(text)
+    }
+
+    /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, no control characters and
+    /// no text-direction overrides or isolates (U+202A–U+202E, U+2066–U+2069), which would turn the
+    /// rest of an audit line around wherever it is shown.
     public static func parse(_ text: String?) throws(APIError) -> String {
         let trimmed = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard lengths.contains(trimmed.count),
-              trimmed.unicodeScalars.allSatisfy({ !($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) })
-        else { throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control characters") }
+        guard lengths.contains(trimmed.count), trimmed.unicodeScalars.allSatisfy(isAllowed) else {
+            throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control or text-direction characters")
+        }
         return trimmed
+    }
+
+    private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: false
+        default: true
+        }
     }
 }

@@ -23,7 +23,7 @@ extension GatewayAPI {
                 let outTradeNo = try CreateOrderInput.string(body, "out_trade_no", required: true, bytes: 1...64) ?? ""
                 let assignment = try await iap.assign(
                     transactionID: request.pathParameters["transaction_id"] ?? "", to: outTradeNo,
-                    reason: try CreateOrderInput.string(body, "reason", required: true, bytes: 1...800),
+                    reason: try SupportReason.parse(member: body),
                     by: caller.tokenName ?? "support token")
                 var answer = JSONObjectWriter(capacity: 1024)
                 answer.raw("order", try await self.services.support.supportView(assignment.order, timeline: false))
@@ -34,7 +34,8 @@ extension GatewayAPI {
         }
         router.add(.post, "/v1/support/orders/{out_trade_no}/attention/handled",
                    options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
-            try await self.handle(request, scopes: [.support]) { caller in
+            let note = AuditNote()
+            return try await self.handle(request, scopes: [.support], note: note) { caller in
                 let body = try Self.supportAction(request.body, allowed: ["flags", "reason"])
                 var flags: [String]?
                 if let given = body["flags"], given != .null {
@@ -44,11 +45,12 @@ extension GatewayAPI {
                         return name
                     }
                 }
-                let order = try await self.services.support.handleAttention(
+                let done = try await self.services.support.handleAttention(
                     request.pathParameters["out_trade_no"] ?? "", flags: flags,
-                    reason: try CreateOrderInput.string(body, "reason", required: true, bytes: 1...800),
+                    reason: try SupportReason.parse(member: body),
                     by: caller.tokenName ?? "support token")
-                return Self.json(try await self.services.support.supportView(order, timeline: false))
+                note.set("handled: " + done.handled.map(\.rawValue).joined(separator: ","))
+                return Self.json(try await self.services.support.supportView(done.order, timeline: false))
             }
         }
     }

@@ -164,7 +164,7 @@ public struct GatewayAPI: Sendable {
 
     /// Authentication comes first (before validation and before 404), then the handler; an
     /// `APIError` becomes its JSON answer.
-    func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>,
+    func handle(_ request: HTTPServerRequest, scopes allowed: Set<Scope>, note: AuditNote? = nil,
                 _ body: (Caller) async throws -> HTTPServerResponse) async throws -> HTTPServerResponse {
         // The request line's metadata is built only when it will be written: at `warning` or
         // above (the benchmarks' level) it would run for every request and write nothing.
@@ -190,7 +190,7 @@ public struct GatewayAPI: Sendable {
             // Support's calls are on record (Audit/GatewayAPI+Audit.swift); a look that cannot be
             // recorded is not answered.
             if allowed.contains(.support), caller.scopes.contains(.support),
-               let refused = await auditSupportCall(request, caller: caller, outcome: outcome)
+               let refused = await auditSupportCall(request, caller: caller, outcome: outcome, note: note?.text ?? "")
             {
                 response = refused
             }

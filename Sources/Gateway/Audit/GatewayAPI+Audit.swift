@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 import HTTP
 import JSON
+import Synchronization
 
 extension GatewayAPI {
     /// Appends the audit entry of a call made with a support token: which token (its
     /// fingerprint), which route, which order, from where, and how it ended. Answers the response
     /// to send instead when a read could not be recorded (500: a look off the record is not
     /// given); an action already done keeps its answer, and the failure is logged and counted.
-    func auditSupportCall(_ request: HTTPServerRequest, caller: Caller, outcome: String) async -> HTTPServerResponse? {
+    func auditSupportCall(_ request: HTTPServerRequest, caller: Caller, outcome: String, note: String = "") async
+        -> HTTPServerResponse?
+    {
         let audit = services.audit
         let parameters = request.pathParameters
         let query = request.query
         // A support action's reason (and the order it names) is what its entry must keep.
         let body = request.method == .post ? (try? CreateOrderInput.members(of: request.body)) : nil
-        let reason = body?["reason"]?.stringValue.map { "reason: \($0)" } ?? ""
+        let reason = [body?["reason"]?.stringValue.map { "reason: \($0)" }, note.isEmpty ? nil : note]
+            .compactMap { $0 }.joined(separator: "; ")
         let (action, outTradeNo, target): (String, String?, String?) =
             switch request.routeTemplate {
             case "/v1/support/orders":
@@ -42,4 +46,14 @@ extension GatewayAPI {
             return request.method == .get ? Self.error(error) : nil
         }
     }
+}
+
+/// What a support action adds to its audit entry once done, beyond what the request says (which
+/// flags it marked handled): set by the route's handler, read by `handle` when it records the call.
+final class AuditNote: Sendable {
+    private let value = Mutex("")
+
+    func set(_ text: String) { value.withLock { $0 = text } }
+
+    var text: String { value.withLock { $0 } }
 }

@@ -33,8 +33,10 @@ public struct GatewayContext: Sendable {
     let settlement: Settlement
     let upstream: Upstream
     /// The merchant key's signer, made once (its HMAC-SHA256 key schedule is two SHA-256 blocks),
-    /// for the v2 payment notifies.
-    let signer: Signer
+    /// for the v2 payment notifies; nil without the v2 key (they are then refused).
+    let signer: Signer?
+    /// How refunds reach WeChat (`GatewayConfiguration.refundMode` unless the composer says otherwise).
+    public let refundMode: GatewayConfiguration.RefundMode
     /// API v3's keys and verifier, shared by the upstream and the v3 notify routes; nil while v3 is
     /// not configured (its notifies are then refused).
     public let v3: V3Keys?
@@ -48,32 +50,38 @@ public struct GatewayContext: Sendable {
     /// - Parameters:
     ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode
     ///     and tests); both carry v3 too, unless `v3Transport` says otherwise.
+    ///   - refundMode: how refunds reach WeChat; default the configuration's (`refundMode`).
     ///   - now: the clock; tests move it. v3's signature timestamps are always wall time.
     public init(configuration: GatewayConfiguration, store: any GatewayStore, transport: any WeChatPayTransport,
-                v3Transport: (any WeChatPayV3Transport)? = nil, metrics: MetricsRegistry = MetricsRegistry(),
-                logger: Logger = .disabled, nonces: any NonceSource = RandomNonceSource(),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                v3Transport: (any WeChatPayV3Transport)? = nil, refundMode: GatewayConfiguration.RefundMode? = nil,
+                metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
+                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
         let keys = configuration.v3.credentials.map { V3Keys(credentials: $0, mchID: configuration.mchID) }
         let v3 = keys.flatMap { keys in
             (v3Transport ?? transport as? any WeChatPayV3Transport).map {
                 WeChatPayV3Upstream(configuration: configuration, keys: keys, transport: $0, nonces: nonces)
             }
         }
+        let refundMode = refundMode ?? configuration.refundMode
+        let v2 = configuration.apiKey.map { key in
+            WeChatPayV2Upstream(configuration: configuration, key: key, transport: transport, nonces: nonces)
+        }
         self.init(configuration: configuration, store: store,
-                  upstream: VersionedUpstream(v2: WeChatPayV2Upstream(configuration: configuration, transport: transport, nonces: nonces),
-                                              v3: v3, newOrders: configuration.v3.apiVersion),
-                  v3: keys, v3Upstream: v3, metrics: metrics, logger: logger, now: now)
+                  upstream: VersionedUpstream(v2: v2, v2Refunds: refundMode != .off, v3: v3, newOrders: configuration.v3.apiVersion),
+                  v3: keys, v3Upstream: v3, refundMode: refundMode, metrics: metrics, logger: logger, now: now)
     }
 
     /// - Parameters:
     ///   - upstream: how the order flows reach WeChat Pay (the seam).
     ///   - v3: API v3's keys, for its notifies; `v3Upstream` its side of the seam, for the refresh.
+    ///   - refundMode: how refunds reach WeChat; default the configuration's (`refundMode`).
     public init(configuration: GatewayConfiguration, store: any GatewayStore, upstream: any WeChatPayUpstream,
-                v3: V3Keys? = nil, v3Upstream: WeChatPayV3Upstream? = nil,
+                v3: V3Keys? = nil, v3Upstream: WeChatPayV3Upstream? = nil, refundMode: GatewayConfiguration.RefundMode? = nil,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.v3 = v3
         self.v3Upstream = v3Upstream
+        self.refundMode = refundMode ?? configuration.refundMode
         self.configuration = configuration
         self.store = store
         self.metrics = metrics
@@ -87,7 +95,7 @@ public struct GatewayContext: Sendable {
         instruments = OrderInstruments(metrics)
         settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
-        signer = Signer(key: configuration.apiKey)
+        signer = configuration.apiKey.map { Signer(key: $0) }
     }
 
     /// Runs a store operation, turning a storage failure into an API error without leaking its

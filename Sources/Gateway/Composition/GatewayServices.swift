@@ -33,21 +33,19 @@ public struct GatewayServices: Sendable {
     public let closing: OrderClosing
     public let notifies: PaymentNotifies
     public let support: SupportDesk
-    /// Always made: with refunds off (`mode` `.off`) its routes answer 503.
+    /// Always made: with refunds off (no merchant certificate and no API v3) its routes answer 503.
     public let refunds: RefundService
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
     public let iap: IAPService?
     public let audit: AuditLog
 
     /// - Parameters:
-    ///   - refundMode: how refunds reach WeChat; default the configuration's (`refundMode`).
     ///   - appStore: the App Store's clients, when App Store purchases are on.
     ///   - recovery: the notification history's and consumption requests' settings; default the
     ///     configuration's.
-    public init(_ context: GatewayContext, refundMode: GatewayConfiguration.RefundMode? = nil,
-                appStore: AppStoreClients? = nil, recovery: AppStoreRecoveryPolicy? = nil) {
+    public init(_ context: GatewayContext, appStore: AppStoreClients? = nil, recovery: AppStoreRecoveryPolicy? = nil) {
         self.context = context
-        refunds = RefundService(context: context, mode: refundMode ?? context.configuration.refundMode)
+        refunds = RefundService(context: context, mode: context.refundMode)
         iap = appStore.map { clients in
             IAPService(context: context, clients: clients,
                        recovery: recovery ?? AppStoreRecoveryPolicy(context.configuration.appStore))

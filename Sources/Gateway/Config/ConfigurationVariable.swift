@@ -18,6 +18,9 @@ public struct ConfigurationVariable: Sendable {
         case optional
         /// A production start is refused without it; demo mode supplies its own value.
         case requiredOutsideDemo
+        /// As `requiredOutsideDemo` while new orders use WeChat Pay API v2 (`WXPAY_API_VERSION`
+        /// unset or `v2`); optional under v3, where its absence means v2 cannot sign (the v2 key).
+        case requiredOutsideDemoWithV2
     }
 
     public let name: String
@@ -46,9 +49,9 @@ public struct ConfigurationVariable: Sendable {
     /// overload: with `Value` itself optional, a parser's nil ("malformed") could silently become a
     /// stored nil ("unset").
     public static func optional<Value>(_ name: String, _ property: any WritableKeyPath<GatewayConfiguration, Value?> & Sendable,
-                                       expecting expected: String,
+                                       _ requirement: Requirement = .optional, expecting expected: String,
                                        parse: @escaping @Sendable (String) -> Value?) -> ConfigurationVariable {
-        ConfigurationVariable(name, property, expecting: expected) { text in parse(text).map { Optional($0) } }
+        ConfigurationVariable(name, property, requirement, expecting: expected) { text in parse(text).map { Optional($0) } }
     }
 
     /// This variable, no longer missing when `name` is set instead.

@@ -49,6 +49,21 @@ extension GatewayConfiguration {
         (v3.apiVersion.rawValue, v3.apiVersion == .v3 ? "RSA" : signType.rawValue)
     }
 
+    /// What this configuration speaks to WeChat in which version, in words for `serve`'s start and
+    /// `doctor`: the version of new orders, and what of v2's orders goes through v3 for want of the
+    /// v2 key or the merchant certificate (the rule itself is `VersionedUpstream`'s).
+    public var apiVersionsInWords: [String] {
+        var lines = ["new orders: API \(v3.apiVersion.rawValue)" + (v3.apiVersion == .v2 ? " (\(signType.rawValue))" : "")]
+        guard v3.credentials != nil else { return lines }
+        if apiKey == nil {
+            lines.append("no v2 key (WXPAY_API_KEY): orders created with API v2 are queried, closed and refunded through API v3, "
+                         + "and v2 notifies are refused (the wait and the reconciler find their payments through v3)")
+        } else if refundMode == .off {
+            lines.append("no merchant certificate: refunds of orders created with API v2 go through API v3")
+        }
+        return lines
+    }
+
     static let v3Variables: [ConfigurationVariable] = [
         ConfigurationVariable("WXPAY_API_VERSION", \.v3.apiVersion, expecting: "v2 or v3") {
             WeChatPayAPIVersion(rawValue: $0.lowercased())

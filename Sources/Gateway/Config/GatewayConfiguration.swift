@@ -41,7 +41,10 @@ public struct GatewayConfiguration: Sendable {
     /// default app's (`apps.defaultApp`).
     public var appID = ""
     public var mchID = ""
-    public var apiKey = APIKey("")
+    /// The v2 API key; nil only under WXPAY_API_VERSION=v3 without it: v2 then signs and verifies
+    /// nothing (its notifies are refused, its orders still open are finished through v3:
+    /// `VersionedUpstream`).
+    public var apiKey: APIKey?
     /// The algorithm new orders are signed with (WXPAY_SIGN_TYPE, default HMAC-SHA256); each order
     /// keeps the one it was created with, and its notifies are verified with that one.
     public var signType = SignType.hmacSHA256
@@ -144,9 +147,13 @@ public struct GatewayConfiguration: Sendable {
     public init(environment: Environment, demo: Bool, command: Command = .serve) throws(ConfigurationError) {
         self.demo = demo
         var problems: [ConfigurationProblem] = []
+        // Read before the rest: whether new orders use v2 decides whether the v2 key is required.
+        let newOrdersUseV2 = environment.get("WXPAY_API_VERSION").flatMap { WeChatPayAPIVersion(rawValue: $0.lowercased()) } != .v3
         for variable in Self.variables {
             guard let text = environment.get(variable.name) else {
-                if variable.requirement == .requiredOutsideDemo && !demo && command.requires(variable.name)
+                let required = variable.requirement == .requiredOutsideDemo
+                    || (variable.requirement == .requiredOutsideDemoWithV2 && newOrdersUseV2)
+                if required && !demo && command.requires(variable.name)
                     && variable.alternative.map({ environment.get($0) == nil }) ?? true {
                     problems.append(ConfigurationProblem(variable.name, .missing, expected: variable.expected))
                 }
@@ -214,8 +221,8 @@ public struct GatewayConfiguration: Sendable {
                               parse: asciiWord).satisfied(by: "WXPAY_APPS"),
         ConfigurationVariable("WXPAY_MCH_ID", \.mchID, .requiredOutsideDemo,
                               expecting: "the merchant number (digits)", parse: digits),
-        ConfigurationVariable("WXPAY_API_KEY", \.apiKey, .requiredOutsideDemo,
-                              expecting: "the merchant's v2 API key (32 characters)") {
+        .optional("WXPAY_API_KEY", \.apiKey, .requiredOutsideDemoWithV2,
+                  expecting: "the merchant's v2 API key (32 characters; not needed with WXPAY_API_VERSION=v3)") {
             $0.utf8.count == 32 ? APIKey($0) : nil
         },
         ConfigurationVariable("WXPAY_NOTIFY_URL", \.notifyURL, .requiredOutsideDemo,

@@ -29,7 +29,12 @@ public final class PaymentNotifies: OrderFlow {
     /// notify, or one naming an order we do not have, is only counted and logged (the log line
     /// throttled), so no outsider can make the database grow. Only verified notifies reach the
     /// order's timeline.
+    ///
+    /// Without the v2 key (WXPAY_API_VERSION=v3 without WXPAY_API_KEY) no v2 notify can be verified:
+    /// each is refused (`v2_not_configured`) before it is read, and the order is found by the
+    /// wait's polls or the reconciler through v3's query.
     public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
+        guard let signer = context.signer else { return rejected(reason: "v2_not_configured") }
         let fields: Fields
         do {
             fields = try PaymentNotification.decode(body)
@@ -52,7 +57,7 @@ public final class PaymentNotifies: OrderFlow {
         do {
             outcome = try PaymentNotification.verify(
                 fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
-                signer: context.signer,
+                signer: signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {
             return rejected(reason: error.shortDescription)

@@ -14,13 +14,17 @@ extension RefundService {
     /// does not decrypt, names an unknown refund or disagrees on the amounts writes nothing at all
     /// (no timeline line, nothing an attacker can fill a database with); it is counted and logged,
     /// and answered FAIL.
+    ///
+    /// Without the v2 key (WXPAY_API_VERSION=v3 without WXPAY_API_KEY) nothing can be decrypted: every
+    /// v2 refund notify is refused (`v2_not_configured`), and refundquery through v3 finishes the refund.
     public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
+        guard let key = context.configuration.apiKey else { return rejected(reason: "v2_not_configured") }
         let notification: RefundNotification
         do {
             let fields = try RefundNotification.decode(body)
             notification = try RefundNotification.decrypt(
                 fields, merchant: MerchantIdentity(appID: context.configuration.appID, mchID: context.configuration.mchID),
-                key: context.configuration.apiKey)
+                key: key)
         } catch {
             return rejected(reason: error.shortDescription)
         }

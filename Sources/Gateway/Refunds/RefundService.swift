@@ -51,7 +51,8 @@ public final class RefundService: Sendable {
 
     /// Whether refunds can be sent at all.
     /// With API v3 configured refunds are on without a certificate: v3's refunds are signed
-    /// requests (a v2 order's refund still needs the certificate, and is refused without one).
+    /// requests, and a v2 order's refund goes through v3 while v2 cannot send it (no
+    /// certificate, or no v2 key: `VersionedUpstream`).
     public var isConfigured: Bool { mode != .off || context.v3 != nil }
 
     var logger: Logger { context.logger }
@@ -90,7 +91,7 @@ public final class RefundService: Sendable {
         let result = try await context.storage { () throws(StorageError) in
             try await self.store.createRefund(
                 NewRefund(outRefundNo: outRefundNo, outTradeNo: outTradeNo, amount: input.amount, reason: input.reason,
-                          notifyURL: self.context.callbacks.refund(for: order?.apiVersion ?? "v2"), parametersDigest: input.parametersDigest, createdAt: at),
+                          notifyURL: self.notifyURL(for: order), parametersDigest: input.parametersDigest, createdAt: at),
                 maximumPerOrder: self.configuration.maximumPerOrder,
                 event: NewOrderEvent(kind: "refund_requested", detail: "\(outRefundNo): \(input.amount) fen", at: at))
         }
@@ -134,6 +135,13 @@ public final class RefundService: Sendable {
             }
             try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
         }
+    }
+
+    /// The `notify_url` a new refund of `order` is sent with: the route of the API version that will
+    /// send it (a v2 order's refund sent through v3 hears back on v3's route).
+    private func notifyURL(for order: OrderRecord?) -> String {
+        let version = order.map { context.upstream.apiVersion(of: .refund, for: $0) } ?? .v2
+        return context.callbacks.refund(for: version.rawValue)
     }
 
     /// A fresh out_refund_no: `R`, the Beijing date and time, and 12 random characters (27 in all).

@@ -7,11 +7,19 @@ import StorageCore
 /// so. Each flag handled is replaced by its `handled.` marker, so the order leaves the list and
 /// still says what it was; the timeline and the audit log keep who and why.
 extension SupportDesk {
+    /// What marking an order's attention handled did.
+    public struct AttentionHandled: Sendable {
+        /// The order afterwards.
+        public let order: OrderRecord
+        /// The flags this call marked handled (sorted by name): what its audit entry names.
+        public let handled: [OrderFlag]
+    }
+
     /// Marks the order's attention flags `flags` (every one it carries when nil) handled for
     /// `reason`, by `actor`. 404 for an unknown order; 400 for a flag that is not an attention
-    /// flag; 409 `no_attention_flag` when the order carries none of them. Returns the order afterwards.
+    /// flag; 409 `no_attention_flag` when the order carries none of them.
     public func handleAttention(_ outTradeNo: String, flags names: [String]?, reason text: String?, by actor: String)
-        async throws(APIError) -> OrderRecord
+        async throws(APIError) -> AttentionHandled
     {
         let reason = try SupportReason.parse(text)
         var flags = OrderFlag.needingAttention
@@ -42,6 +50,6 @@ extension SupportDesk {
         }
         guard let result else { throw .orderNotFound }
         guard result.changed else { throw .noAttentionFlag }   // handled by someone else meanwhile
-        return result.order
+        return AttentionHandled(order: result.order, handled: handling.sorted { $0.rawValue < $1.rawValue })
     }
 }

@@ -7,7 +7,8 @@ import WeChatPay
 
 /// The order flows' calls to WeChat Pay, whatever API version answers them (`WeChatPayUpstream`,
 /// the seam): retries that repeat the identical request, single-flight per order, the pacing of
-/// queries, and metrics by API and outcome.
+/// queries, and metrics by API and outcome (the API named by the version that speaks the call:
+/// `UpstreamCall.metricLabel`).
 final class Upstream: Sendable {
     private let api: any WeChatPayUpstream
     private let instruments: OrderInstruments
@@ -40,7 +41,9 @@ final class Upstream: Sendable {
 
     /// The order's prepay_id (v2 unifiedorder), for the order exactly as stored.
     func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
-        try await withRetries(api: "unifiedorder") { () throws(UpstreamError) in try await self.api.prepay(order, notifyURL: notifyURL) }
+        try await withRetries(api: label(.prepay, order)) { () throws(UpstreamError) in
+            try await self.api.prepay(order, notifyURL: notifyURL)
+        }
     }
 
     /// The app's payment parameters for a prepay_id (computed, not a call).
@@ -58,7 +61,7 @@ final class Upstream: Sendable {
                 Self.forgetOld(&times, now: now)
             }
         }
-        return try await withRetries(api: "orderquery", attempts: 1) { () throws(UpstreamError) in
+        return try await withRetries(api: label(.queryOrder, order), attempts: 1) { () throws(UpstreamError) in
             try await self.api.queryOrder(order)
         }
     }
@@ -74,7 +77,7 @@ final class Upstream: Sendable {
     }
 
     func closeOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamClosing {
-        try await withRetries(api: "closeorder") { () throws(UpstreamError) in try await self.api.closeOrder(order) }
+        try await withRetries(api: label(.closeOrder, order)) { () throws(UpstreamError) in try await self.api.closeOrder(order) }
     }
 
     /// The refund exactly as recorded; `failed` sees every failed attempt (whether any of them may
@@ -82,21 +85,31 @@ final class Upstream: Sendable {
     func refund(_ refund: RefundRecord, order: OrderRecord, failed: (UpstreamError) -> Void)
         async throws(UpstreamError) -> UpstreamRefundAcceptance
     {
-        try await withRetries(api: "refund", failed: failed) { () throws(UpstreamError) in
+        try await withRetries(api: label(.refund, order), failed: failed) { () throws(UpstreamError) in
             try await self.api.refund(refund, order: order)
         }
     }
 
     /// One refund query by number (a read: the sweep asks again next time).
     func queryRefund(_ outRefundNo: String, order: OrderRecord) async throws(UpstreamError) -> UpstreamRefundReport {
-        try await withRetries(api: "refundquery", attempts: 1) { () throws(UpstreamError) in
+        try await withRetries(api: label(.queryRefund, order), attempts: 1) { () throws(UpstreamError) in
             try await self.api.queryRefund(outRefundNo, order: order)
         }
     }
 
     /// A Beijing day's bill (repeated like any idempotent read).
     func bill(day: String) async throws(UpstreamError) -> [BillRow] {
-        try await withRetries(api: "downloadbill") { () throws(UpstreamError) in try await self.api.bill(day: day) }
+        try await withRetries(api: label(.bill, nil)) { () throws(UpstreamError) in try await self.api.bill(day: day) }
+    }
+
+    /// The API version that speaks `call` about `order` (the seam's one rule, `VersionedUpstream`):
+    /// a refund's notify URL is that version's route.
+    func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion {
+        api.apiVersion(of: call, for: order)
+    }
+
+    private func label(_ call: UpstreamCall, _ order: OrderRecord?) -> String {
+        call.metricLabel(api.apiVersion(of: call, for: order))
     }
 
     /// Starts `query` for `key` unless a poll was scheduled or a query ended within `interval`

@@ -21,7 +21,7 @@ public protocol WeChatPayUpstream: Sendable {
     /// the same for every call with the same arguments (an identical create answers identical bytes).
     func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest
 
-    /// What WeChat holds of the order now (v2 orderquery).
+    /// What WeChat holds of the order now (v2 orderquery, v3's query by out_trade_no).
     func queryOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamTrade
 
     /// Closes the order at WeChat, or learns that it was paid meanwhile.
@@ -37,6 +37,47 @@ public protocol WeChatPayUpstream: Sendable {
     /// Every line of a Beijing day's bill (`yyyy-MM-dd`). A day WeChat has no bill for (no
     /// transaction that day) is an error that is `notFound`.
     func bill(day: String) async throws(UpstreamError) -> [BillRow]
+
+    /// The API version that speaks `call` about `order` (nil: the bill, which belongs to no order):
+    /// what the metrics name the call by, and where a refund's notify is to go. An implementation
+    /// of one version answers its own (v2 unless it says otherwise); `VersionedUpstream` its rule.
+    func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion
+}
+
+extension WeChatPayUpstream {
+    public func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion { .v2 }
+}
+
+/// The calls the flows make through the seam, each named in the metrics (`api` of
+/// `wxpay_upstream_calls_total` and `wxpay_upstream_duration_seconds`) by the version that made it.
+public enum UpstreamCall: Sendable, Hashable, CaseIterable {
+    /// The order's prepay_id (and, computed from it, the app's parameters).
+    case prepay
+    case queryOrder
+    case closeOrder
+    case refund
+    case queryRefund
+    case bill
+
+    /// v2's endpoint names, as they always were; v3's own names after its endpoints
+    /// (`/v3/pay/transactions/app`, `…/out-trade-no/{no}`, `…/close`, `/v3/refund/domestic/refunds`
+    /// and `…/{out_refund_no}`, `/v3/bill/tradebill` with its download).
+    public func metricLabel(_ version: WeChatPayAPIVersion) -> String {
+        switch (self, version) {
+        case (.prepay, .v2): "unifiedorder"
+        case (.queryOrder, .v2): "orderquery"
+        case (.closeOrder, .v2): "closeorder"
+        case (.refund, .v2): "refund"
+        case (.queryRefund, .v2): "refundquery"
+        case (.bill, .v2): "downloadbill"
+        case (.prepay, .v3): "v3_pay_app"
+        case (.queryOrder, .v3): "v3_query_order"
+        case (.closeOrder, .v3): "v3_close_order"
+        case (.refund, .v3): "v3_refund"
+        case (.queryRefund, .v3): "v3_query_refund"
+        case (.bill, .v3): "v3_tradebill"
+        }
+    }
 }
 
 /// What WeChat holds of an order.

@@ -16,20 +16,22 @@ public struct WeChatPayV2Upstream: WeChatPayUpstream {
     /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
     static let maximumBillBytes = 512 << 20
 
-    /// - Parameter transport: how requests reach WeChat (libcurl in production, the simulator in
-    ///   demo mode and tests).
-    public init(configuration: GatewayConfiguration, transport: any WeChatPayTransport,
+    /// - Parameters:
+    ///   - key: the v2 API key (`configuration.apiKey`; without it v2 is not spoken at all).
+    ///   - transport: how requests reach WeChat (libcurl in production, the simulator in demo mode
+    ///     and tests).
+    public init(configuration: GatewayConfiguration, key: APIKey, transport: any WeChatPayTransport,
                 nonces: any NonceSource = RandomNonceSource()) {
         var clients: [SignType: WeChatPayClient] = [:]
         for type in SignType.allCases {
             let credentials = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID,
-                                                  key: configuration.apiKey, signType: type)
+                                                  key: key, signType: type)
             clients[type] = WeChatPayClient(merchant: credentials, transport: transport, nonces: nonces)
         }
         self.clients = clients
         merchant = (configuration.appID, configuration.mchID)
         signType = configuration.signType
-        signer = Signer(key: configuration.apiKey)
+        signer = Signer(key: key)
     }
 
     private func client(for order: OrderRecord) -> WeChatPayClient {

@@ -30,6 +30,8 @@ public struct WeChatPayV3Upstream: WeChatPayUpstream {
         nonceKey = HMACSHA256Key(keys.apiV3Key.bytes)
     }
 
+    public func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion { .v3 }
+
     /// `POST /v3/pay/transactions/app`: every retry, replay and refresh sends the same JSON (the
     /// order's stored parameters, its expiry as RFC 3339).
     public func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import SimulatorKit
 import WeChatPayV3
 
 /// What the simulated WeChat Pay needs to speak API v3 besides v2's merchant: the APIv3 key, the
@@ -64,13 +65,14 @@ public struct V3NotifyFaults: Codable, Sendable, Hashable {
         self.unknownSerialRate = unknownSerialRate
     }
 
-    private enum CodingKeys: String, CodingKey { case probeRate, staleTimestampRate, badSignatureRate, unknownSerialRate }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case probeRate, staleTimestampRate, badSignatureRate, unknownSerialRate }
 
     public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(probeRate: try c.decodeIfPresent(Double.self, forKey: .probeRate) ?? 0,
-                  staleTimestampRate: try c.decodeIfPresent(Double.self, forKey: .staleTimestampRate) ?? 0,
-                  badSignatureRate: try c.decodeIfPresent(Double.self, forKey: .badSignatureRate) ?? 0,
-                  unknownSerialRate: try c.decodeIfPresent(Double.self, forKey: .unknownSerialRate) ?? 0)
+        self.init(probeRate: try ControlBody.rate(c, .probeRate),
+                  staleTimestampRate: try ControlBody.rate(c, .staleTimestampRate),
+                  badSignatureRate: try ControlBody.rate(c, .badSignatureRate),
+                  unknownSerialRate: try ControlBody.rate(c, .unknownSerialRate))
     }
 }

@@ -234,7 +234,7 @@ extension WeChatPaySimulator {
             outRefundNo: request.outRefundNo, refundID: book.newRefundID(), outTradeNo: order.outTradeNo, totalFee: request.total,
             refundFee: request.refund, refundDesc: request.reason,
             refundAccount: request.fundsAccount == "AVAILABLE" ? .rechargeFunds : .unsettledFunds,
-            notifyURL: request.notifyURL, requestedAt: now, status: .processing)
+            notifyURL: request.notifyURL, requestedAt: now, status: .processing, apiVersion: .v3)
         book.record(refund, of: &order, completionDelay: configuration.refundCompletionDelay)
         return v3RefundBody(refund, order: order)
     }

@@ -44,7 +44,7 @@ public enum PlatformCertificateDownload {
     /// its `serial_no`. Trust is not decided here: see ``PlatformCertificateStore/accept(_:now:)``.
     public static func certificates(in body: [UInt8], key: APIv3Key) throws(WeChatPayV3Error) -> [PlatformCertificate] {
         let document = try FieldReader.document(body)
-        guard let entries = document.value["data"]?.arrayValue else { throw .missing("data") }
+        guard let entries = document.value("data")?.arrayValue else { throw .missing("data") }
         guard !entries.isEmpty, entries.count <= 16 else { throw .invalid("data") }
         var result: [PlatformCertificate] = []
         for entry in entries {

@@ -53,8 +53,19 @@ public struct V3Transaction: Sendable, Hashable {
 
     /// Reads a query answer or a decrypted notify resource. A paid transaction (SUCCESS, REFUND)
     /// must name its transaction_id, success_time and amount.total: a payment is never settled on less.
+    /// The members read: the rest (`scene_info`, `promotion_detail`…) is checked by the strict
+    /// reader, never kept.
+    static let shape = JSONShape(
+        ["appid", "mchid", "out_trade_no", "transaction_id", "trade_type", "trade_state", "trade_state_desc", "bank_type",
+         "attach", "success_time", "payer", "amount"],
+        objects: ["payer": JSONShape(["openid"]), "amount": JSONShape(["total", "payer_total", "currency"])])
+
     public init(body: [UInt8]) throws(WeChatPayV3Error) {
-        let reader = try FieldReader.document(body)
+        try self.init(try FieldReader.document(body, shape: Self.shape))
+    }
+
+    /// Reads the transaction's members, however the document was read (tests compare the two ways).
+    init(_ reader: FieldReader) throws(WeChatPayV3Error) {
         let amount = try reader.optionalObject("amount")
         self.init(appID: try reader.string("appid", maxLength: 32), mchID: try reader.string("mchid", maxLength: 32),
                   outTradeNo: try reader.string("out_trade_no", maxLength: 32),

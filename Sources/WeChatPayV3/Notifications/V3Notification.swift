@@ -35,14 +35,28 @@ public struct V3Notification: Sendable, Hashable {
         self.resource = resource
     }
 
+    /// The envelope's members: the rest of a notify is checked by the strict reader, never kept.
+    static let shape = JSONShape(["id", "create_time", "resource_type", "event_type", "summary", "resource"],
+                                 objects: ["resource": EncryptedResource.shape])
+
     public init(body: [UInt8]) throws(WeChatPayV3Error) {
-        let reader = try FieldReader.document(body)
+        try self.init(try FieldReader.document(body, shape: Self.shape))
+    }
+
+    /// Reads the envelope's members, however the document was read (tests compare the two ways).
+    init(_ reader: FieldReader) throws(WeChatPayV3Error) {
         guard try reader.string("resource_type", maxLength: 64) == "encrypt-resource" else { throw .invalid("resource_type") }
-        guard let resource = reader.value["resource"] else { throw .missing("resource") }
+        guard reader.isPresent("resource") else { throw .missing("resource") }
         self.init(id: try reader.string("id", maxLength: 64), createTime: try reader.string("create_time", maxLength: 64),
                   eventType: try reader.string("event_type", maxLength: 64),
                   summary: try reader.optionalString("summary", maxLength: 256) ?? "",
-                  resource: try EncryptedResource(json: resource))
+                  resource: try Self.resource(reader))
+    }
+
+    /// The present `resource` member: null or anything but an object is invalid.
+    private static func resource(_ reader: FieldReader) throws(WeChatPayV3Error) -> EncryptedResource {
+        guard let object = try? reader.optionalObject("resource") else { throw .invalid("resource") }
+        return try EncryptedResource(object.unprefixed)
     }
 
     public var body: [UInt8] {

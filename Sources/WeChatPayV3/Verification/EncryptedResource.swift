@@ -21,14 +21,21 @@ public struct EncryptedResource: Sendable, Hashable {
         self.originalType = originalType
     }
 
+    /// The members a resource has, for a document read by shape (``V3Notification``).
+    static let shape = JSONShape(["algorithm", "ciphertext", "nonce", "associated_data", "original_type"])
+
     /// Reads a `resource` / `encrypt_certificate` object.
     /// - Throws: ``WeChatPayV3Error/Code/unsupportedAlgorithm`` for another algorithm, and the
     ///   missing or invalid field otherwise.
     public init(json: JSONValue) throws(WeChatPayV3Error) {
         guard case .object = json else { throw .invalid("resource") }
-        guard let algorithm = json["algorithm"]?.stringValue else { throw .missing("algorithm") }
+        try self.init(FieldReader(json))
+    }
+
+    /// Reads the resource's members (an object: its caller checked).
+    init(_ reader: FieldReader) throws(WeChatPayV3Error) {
+        guard let algorithm = reader.value("algorithm")?.stringValue else { throw .missing("algorithm") }
         guard algorithm == Self.algorithm else { throw WeChatPayV3Error(.unsupportedAlgorithm) }
-        let reader = FieldReader(json)
         ciphertext = try reader.string("ciphertext", maxLength: 1 << 20)
         nonce = try reader.string("nonce", maxLength: 64)
         associatedData = try reader.optionalString("associated_data", maxLength: 256) ?? ""

@@ -30,22 +30,42 @@ public struct V3SignedMessage: Sendable, Hashable {
     /// Reads the headers (names in any case).
     /// - Throws: ``WeChatPayV3Error/Code/missingHeader`` naming the first missing one;
     ///   ``WeChatPayV3Error/Code/malformedHeader`` for a `Wechatpay-Signature-Type` other than
-    ///   WECHATPAY2-SHA256-RSA2048 (an absent one is taken as that, as WeChat's own SDKs do).
+    ///   WECHATPAY2-SHA256-RSA2048 (an absent one is taken as that, as WeChat's own SDKs do), or
+    ///   for one of these headers given twice in different cases.
     public init(headers: [String: String], body: [UInt8]) throws(WeChatPayV3Error) {
-        var lowered: [String: String] = [:]
-        for (name, value) in headers { lowered[name.lowercased()] = value }
-        func header(_ name: String) throws(WeChatPayV3Error) -> String {
-            guard let value = lowered[name.lowercased()], !value.isEmpty else { throw WeChatPayV3Error(.missingHeader, name) }
+        // One pass, names compared without case and without a lowered copy of every header.
+        var found: [String?] = [nil, nil, nil, nil, nil]
+        for (name, value) in headers {
+            guard name.utf8.count >= 15, name.utf8.count <= 24 else { continue }
+            for (index, wanted) in Self.headerNames.enumerated() where Self.equalIgnoringASCIICase(name, wanted) {
+                // The same header twice in different cases: which one a reader takes is not for us to guess.
+                guard found[index] == nil else { throw WeChatPayV3Error(.malformedHeader, wanted) }
+                found[index] = value
+            }
+        }
+        func header(_ index: Int) throws(WeChatPayV3Error) -> String {
+            guard let value = found[index], !value.isEmpty else { throw WeChatPayV3Error(.missingHeader, Self.headerNames[index]) }
             return value
         }
-        timestamp = try header("Wechatpay-Timestamp")
-        nonce = try header("Wechatpay-Nonce")
-        signature = try header("Wechatpay-Signature")
-        serial = try header("Wechatpay-Serial")
-        if let type = lowered["wechatpay-signature-type"], type != Self.signatureType {
+        timestamp = try header(0)
+        nonce = try header(1)
+        signature = try header(2)
+        serial = try header(3)
+        if let type = found[4], type != Self.signatureType {
             throw WeChatPayV3Error(.malformedHeader, "Wechatpay-Signature-Type")
         }
         self.body = body
+    }
+
+    /// The headers read, in the order a missing one is reported; the signature type last (optional).
+    static let headerNames = ["Wechatpay-Timestamp", "Wechatpay-Nonce", "Wechatpay-Signature", "Wechatpay-Serial",
+                              "Wechatpay-Signature-Type"]
+
+    static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+        guard a.utf8.count == b.utf8.count else { return false }
+        return zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (0x61...0x7A).contains(x | 0x20))
+        }
     }
 
     /// The headers WeChat sends with this message.
