@@ -197,6 +197,13 @@ enum PostgresMigrations {
             "ALTER TABLE orders ADD COLUMN trade_type text CHECK (trade_type IN ('APP', 'JSAPI', 'NATIVE', 'MWEB'))",
             "UPDATE orders SET trade_type = 'APP' WHERE channel = 'wechat'",
         ]),
+        // What an identical create must answer again: a JSAPI order's openid (sent with every
+        // prepay), a NATIVE order's code_url and an MWEB order's mweb_url (from the prepay's answer).
+        Migration(version: 11, name: "orders' openid, code_url and mweb_url", statements: [
+            "ALTER TABLE orders ADD COLUMN openid text",
+            "ALTER TABLE orders ADD COLUMN code_url text",
+            "ALTER TABLE orders ADD COLUMN mweb_url text",
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -109,6 +109,13 @@ enum SQLiteMigrations {
             ALTER TABLE orders ADD COLUMN trade_type TEXT CHECK (trade_type IN ('APP', 'JSAPI', 'NATIVE', 'MWEB'));
             UPDATE orders SET trade_type = 'APP' WHERE channel = 'wechat';
             """),
+        // What an identical create must answer again: a JSAPI order's openid (sent with every
+        // prepay), a NATIVE order's code_url and an MWEB order's mweb_url (from the prepay's answer).
+        Migration(version: 10, name: "orders' openid, code_url and mweb_url", sql: """
+            ALTER TABLE orders ADD COLUMN openid TEXT;
+            ALTER TABLE orders ADD COLUMN code_url TEXT;
+            ALTER TABLE orders ADD COLUMN mweb_url TEXT;
+            """),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -64,6 +64,12 @@ public struct OrderRecord: Sendable, Hashable {
     public var appID: String?
     /// WeChat's trade type: `APP`, `JSAPI`, `NATIVE` or `MWEB`; nil for App Store orders.
     public var tradeType: String?
+    /// JSAPI only: the payer's openid under `appID`, sent with every prepay of the order.
+    public var openID: String?
+    /// What the prepay answered besides the prepay_id, kept with it so an identical create answers
+    /// the same again: NATIVE's `code_url` (the QR code's content), MWEB's `mweb_url`.
+    public var codeURL: String?
+    public var mwebURL: String?
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
     ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
@@ -99,7 +105,10 @@ public struct OrderRecord: Sendable, Hashable {
         apiVersion: String = "v2",
         app: String? = nil,
         appID: String? = nil,
-        tradeType: String? = nil
+        tradeType: String? = nil,
+        openID: String? = nil,
+        codeURL: String? = nil,
+        mwebURL: String? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -133,5 +142,22 @@ public struct OrderRecord: Sendable, Hashable {
         self.app = app
         self.appID = appID
         self.tradeType = tradeType
+        self.openID = openID
+        self.codeURL = codeURL
+        self.mwebURL = mwebURL
+    }
+}
+
+/// What a prepay answered that the order keeps: the prepay_id and, for a NATIVE or MWEB order,
+/// the `code_url` or `mweb_url` of the same answer.
+public struct StoredPrepay: Sendable, Hashable {
+    public var prepayID: String
+    public var codeURL: String?
+    public var mwebURL: String?
+
+    public init(prepayID: String, codeURL: String? = nil, mwebURL: String? = nil) {
+        self.prepayID = prepayID
+        self.codeURL = codeURL
+        self.mwebURL = mwebURL
     }
 }

@@ -18,7 +18,7 @@ extension OrderRecord {
         guard OrderRecord.apiVersions.contains(apiVersion) else {
             throw .invalidArgument("an order's API version is v2 or v3")
         }
-        try StoreText.validate(app, appID)
+        try StoreText.validate(app, appID, openID, codeURL, mwebURL)
         if let tradeType, !OrderRecord.tradeTypes.contains(tradeType) {
             throw .invalidArgument("an order's trade type is APP, JSAPI, NATIVE or MWEB")
         }

@@ -39,7 +39,7 @@ extension OrderRecord {
         expires_at, created_at, state, transaction_id, paid_at, prepay_id, prepay_issued_at, parameters_digest, \
         last_notify_at, last_queried_at, flags, updated_at, channel, apple_product_id, app_account_token, \
         environment, apple_transaction_id, original_transaction_id, currency, api_version, \
-        app, app_id, trade_type
+        app, app_id, trade_type, openid, code_url, mweb_url
         """
 
     package init(row: some StoreRow) throws(StorageError) {
@@ -77,7 +77,10 @@ extension OrderRecord {
             apiVersion: try row.text(28),
             app: try row.optionalText(29),
             appID: try row.optionalText(30),
-            tradeType: try row.optionalText(31)
+            tradeType: try row.optionalText(31),
+            openID: try row.optionalText(32),
+            codeURL: try row.optionalText(33),
+            mwebURL: try row.optionalText(34)
         )
     }
 

@@ -113,7 +113,7 @@ struct AppsConfigurationTests {
         let malformed = Self.refusal(["WXPAY_APP_ID": nil, "WXPAY_APPS": h5, "WXPAY_H5_SITE_NAME": "Course shop",
                                       "WXPAY_H5_SITE_URL": "m.course.example"])
         #expect(malformed?.problems.contains(ConfigurationProblem("WXPAY_H5_SITE_URL", .malformed,
-                                                                 expected: "the mobile website's http(s) URL, at most 200 characters")) == true)
+                                                                 expected: "the mobile website's http(s) URL, at most 128 characters")) == true)
     }
 
     @Test("Demo mode configures one app of every kind, the app one the documentation's test app id, and an H5 site")

@@ -127,7 +127,8 @@ final class GatewayRig: Sendable {
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
             ?? ClosureNotifySender(withHeaders: { body, headers, url in await target.deliver(body, headers: headers, url: url) })
         var simulatorConfiguration = SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                            key: APIKey(GatewayConfiguration.demoKey))
+                                                            key: APIKey(GatewayConfiguration.demoKey),
+                                                            otherAppIDs: configuration.apps.all.map(\.appID))
         if let v3 { simulatorConfiguration.v3 = v3.simulator }
         tune(&simulatorConfiguration)
         let simulator = WeChatPaySimulator(configuration: simulatorConfiguration, clock: clock, notifySender: sender)

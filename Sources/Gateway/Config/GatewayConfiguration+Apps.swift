@@ -98,8 +98,9 @@ extension GatewayConfiguration {
         .optional("WXPAY_H5_SITE_NAME", \.apps.h5SiteName, expecting: "the mobile website's name, 1 to 64 characters") {
             (1...64).contains($0.count) && !$0.unicodeScalars.contains { $0.properties.generalCategory == .control } ? $0 : nil
         },
-        .optional("WXPAY_H5_SITE_URL", \.apps.h5SiteURL, expecting: "the mobile website's http(s) URL, at most 200 characters") {
-            $0.utf8.count <= 200 ? ConfigurationVariable.url()($0) : nil
+        // At most 128 bytes: with the name's 64 characters, v2's scene_info stays within WeChat's 256.
+        .optional("WXPAY_H5_SITE_URL", \.apps.h5SiteURL, expecting: "the mobile website's http(s) URL, at most 128 characters") {
+            $0.utf8.count <= 128 ? ConfigurationVariable.url()($0) : nil
         },
     ]
 
@@ -140,7 +141,7 @@ extension GatewayConfiguration {
             configuration.apps.all = [app]
             configuration.apps.defaultApp = app
         }
-        // Until each order names its app, calls that name no app speak for the default one.
+        // Calls about no order (the bill) and orders made before apps had names speak for the default app.
         configuration.appID = configuration.apps.defaultApp?.appID ?? configuration.appID
         let h5 = configuration.apps.all.first { $0.kind == .h5 }
         let siteNames = ["WXPAY_H5_SITE_NAME", "WXPAY_H5_SITE_URL"]
