@@ -208,7 +208,7 @@ extension GatewayConfiguration {
         return (apps, problems)
     }
 
-    static func isAppName(_ text: String) -> Bool {
+    public static func isAppName(_ text: String) -> Bool {
         (1...32).contains(text.utf8.count) && text.utf8.allSatisfy {
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")

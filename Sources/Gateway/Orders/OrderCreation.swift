@@ -28,9 +28,12 @@ public final class OrderCreation: OrderFlow {
         public var json: [UInt8] { view.json }
     }
 
-    /// Creates the order, or answers the existing one for an identical replay.
-    public func create(_ input: CreateOrderInput) async throws(APIError) -> Created {
+    /// Creates the order, or answers the existing one for an identical replay. `allowedApps` is an
+    /// app token's `apps` claim: a create through another app is 403 `app_not_allowed`, before
+    /// anything is written.
+    public func create(_ input: CreateOrderInput, allowedApps: Set<String>? = nil) async throws(APIError) -> Created {
         let app = try Self.app(for: input, in: configuration.apps)
+        if let allowedApps, !allowedApps.contains(app.name) { throw .appNotAllowed(app.name) }
         let createdAt = now()
         let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
