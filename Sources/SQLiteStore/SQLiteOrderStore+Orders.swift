@@ -48,20 +48,21 @@ extension SQLiteOrderStore {
         return OrderPage(rows: rows, limit: limit)
     }
 
-    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+    public func setPrepay(_ outTradeNo: String, prepay: StoredPrepay, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
     {
-        try StoreText.validate(outTradeNo, prepayID)
+        try StoreText.validate(outTradeNo, prepay.prepayID, prepay.codeURL, prepay.mwebURL)
         try event.validate()
         // No RETURNING: SQLite collects returned rows in an ephemeral table, which costs more
         // than reading the row again by its key in the same transaction.
         return try await write { db throws(StorageError) in
             let changed = try db.run(
                 """
-                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
+                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2),
+                    code_url = ?4, mweb_url = ?5
                 WHERE out_trade_no = ?3
                 """,
-                prepayID, issuedAt, outTradeNo)
+                prepay.prepayID, issuedAt, outTradeNo, prepay.codeURL, prepay.mwebURL)
             guard changed == 1 else { return nil }
             if let event { try Self.appendEvent(event, to: outTradeNo, on: db) }
             return try Self.existingOrder(outTradeNo, on: db)
@@ -196,7 +197,7 @@ extension SQLiteOrderStore {
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
         try db.run(
             "INSERT INTO orders (" + OrderRecord.columns + """
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """,
             order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
@@ -205,7 +206,8 @@ extension SQLiteOrderStore {
             order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
             OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
             order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID,
-            order.currency, order.apiVersion) == 1
+            order.currency, order.apiVersion, order.app, order.appID, order.tradeType, order.openID, order.codeURL,
+            order.mwebURL) == 1
     }
 
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {

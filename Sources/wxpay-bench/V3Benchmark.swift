@@ -21,7 +21,7 @@ enum V3Benchmark {
         let wechatKey = RSAPrivateKey.generate()
         let apiV3Key = try APIv3Key("a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb")
         // A request's signing message as an APP order makes it (about 330 bytes).
-        let order = try AppPrepayRequest(appID: "wxd678efh567hg6787", mchID: "1900000109", description: "Swift 服务端课程 · 年度会员",
+        let order = try PrepayRequest(appID: "wxd678efh567hg6787", mchID: "1900000109", description: "Swift 服务端课程 · 年度会员",
                                          outTradeNo: "20261204133000000001", notifyURL: "https://pay.example.com/wechat/v3/notify",
                                          total: 68000, attach: "user=10086").request()
         let message = MerchantSigner.message(method: order.method, url: order.url, timestamp: 1_764_826_200,
