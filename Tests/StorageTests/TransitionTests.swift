@@ -46,7 +46,7 @@ struct TransitionTests {
         try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T2s"), in: store)
             let others = OrderState.allCases.filter { $0 != .notPay }
-            for allowed in [Set(others)] + others.map { [$0] } {
+            for allowed in [Set(others)] + others.map({ [$0] }) {
                 let result = try await store.transition("T2s", to: .closed, from: allowed, at: TestTime.at(10))
                 #expect(result == .unchanged(Fixture.order("T2s")), "allowed \(allowed.sorted { $0.rawValue < $1.rawValue })")
             }
