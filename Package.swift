@@ -100,6 +100,7 @@ let package = Package(
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
         .target(name: "Gateway", dependencies: [
             "WeChatPay", "WeChatPayV3", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
+            "QRCode",
         ], resources: [.embedInCode("API/openapi.json")]),
 
         // The support console, on top of the product's service API: its pages (pure functions of
@@ -165,6 +166,8 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: [
             "Gateway", "GatewayConsole", "WeChatPay", "StorageCore", "WeChatPaySimulator", "HTTP", "WeChatPayHTTPTransport", "StoreTestSupport",
             "ChildProcessSupport",
+            // The QR images the order routes must draw (compared with the module's own).
+            "QRCode",
             // The test certificates: refunds over mutual TLS.
             "HTTPClientTestSupport",
             // HMAC-SHA512 for the test that a correctly signed HS512 app token is still refused.

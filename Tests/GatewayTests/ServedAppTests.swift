@@ -4,6 +4,8 @@ import Foundation
 @testable import Gateway
 import Glibc
 import HTTP
+import StorageCore
+import StoreTestSupport
 import Testing
 
 /// The app-facing parts of the built binary: demo mode's app token, the catalog reloaded on
@@ -115,6 +117,27 @@ struct ServedAppTests {
             #expect(refused.status == 64, "\(arguments)")
             #expect(refused.errors.contains(says), "\(refused.errors)")
             #expect(!refused.errors.contains("too-short") && !refused.errors.contains(secret))
+        }
+    }
+
+    @Test("a token the app-token command mints with --apps creates orders through the apps it names and is 403 app_not_allowed through another",
+          arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func theAppTokenCommandsAppsRestrictCreates(mode: GatewayRig.Mode, store: StoreKind) async throws {
+        let minted = try await ServedGateway.run(["app-token", "--sub", "u-apps", "--apps", "web,h5"],
+                                                 environment: ["GATEWAY_APP_TOKEN_SECRETS": AppConfiguration.demoTokenSecret])
+        #expect(minted.status == 0, "\(minted.errors)")
+        let token = minted.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        let web = try await rig.send(.post, "/v1/orders", token: token,
+                                     body: #"{"product_id":"swift-101","out_trade_no":"cmd-apps-1","app":"web"}"#)
+        #expect(web.status == 201 && web.json.string("app") == "web", "\(String(decoding: web.body, as: UTF8.self))")
+        #expect(try await rig.store.order("cmd-apps-1")?.userID == "u-apps")
+        for (number, extra) in [("cmd-apps-2", #","app":"android""#), ("cmd-apps-3", "")] {
+            let refused = try await rig.send(.post, "/v1/orders", token: token,
+                                             body: #"{"product_id":"swift-101","out_trade_no":"\#(number)"\#(extra)}"#)
+            #expect(refused.status == 403 && refused.error?["code"] as? String == "app_not_allowed", "\(refused.json)")
+            #expect(try await rig.store.order(number) == nil)
         }
     }
 }

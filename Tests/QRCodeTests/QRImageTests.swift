@@ -91,32 +91,6 @@ struct QRImageTests {
     }
 }
 
-/// zbarimg (zbar-tools, installed by scripts/setup): the independent decoder.
-enum Zbar {
-    static var executable: String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return (path.split(separator: ":").map(String.init) + ["/usr/bin"]).map { "\($0)/zbarimg" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
-    /// The text zbarimg reads from `png`; a failure to read one is a test failure.
-    static func decode(_ png: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) async throws -> String {
-        let zbarimg = try #require(executable, "zbarimg is not installed: run scripts/setup (it installs zbar-tools)",
-                                   sourceLocation: sourceLocation)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-qr-\(UUID().uuidString).png")
-        try Data(png).write(to: file)
-        defer { try? FileManager.default.removeItem(at: file) }
-        let run = try await ChildProcess.run(zbarimg, ["--raw", "-q", file.path], environment: ProcessInfo.processInfo.environment,
-                                             timeout: .seconds(120))
-        try #require(run.status == 0, "zbarimg exited \(run.status): \(String(decoding: run.errors, as: UTF8.self))",
-                     sourceLocation: sourceLocation)
-        var output = String(decoding: run.output, as: UTF8.self)
-        // --raw prints the symbol's data and a line feed.
-        if output.hasSuffix("\n") { output.removeLast() }
-        return output
-    }
-}
-
 /// A PNG read by the test's own code: each chunk's CRC checked by a CRC-32 computed here, the
 /// header read, the pixels inflated by zlib and unfiltered (the renderer uses filter 0 only).
 struct PNGImage {

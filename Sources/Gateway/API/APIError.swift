@@ -53,6 +53,13 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     static func upstreamRejected(_ wechatCode: String, _ message: String) -> APIError {
         APIError(status: 502, code: "upstream_rejected", message: message, wechatCode: wechatCode)
     }
+    /// WeChat says the appid the order's app goes through is not bound to the merchant: a
+    /// configuration fault (WXPAY_APPS), which no retry mends.
+    static func appIDNotBound(_ wechatCode: String) -> APIError {
+        APIError(status: 502, code: "appid_not_bound",
+                 message: "WeChat Pay says this app's appid is not bound to the merchant (mch_id): bind it in the merchant platform's AppID account management, or fix WXPAY_APPS",
+                 wechatCode: wechatCode)
+    }
     /// WeChat failed in a way the same request may get past (a timeout, a reset, SYSTEMERROR, a
     /// garbled or badly signed answer) and the gateway's own repeats did not: the client retries
     /// the identical request after `retry_after` seconds, which is what makes a retry safe to ask for.

@@ -15,6 +15,7 @@ import WeChatPayV3
 /// | POST /v1/orders | client, or app (a catalog product, for the token's user) |
 /// | GET /v1/orders/{out_trade_no}[?wait=N] | client or support, or app (own orders) |
 /// | POST /v1/orders/{out_trade_no}/close | client, or app (own orders) |
+/// | GET /v1/orders/{out_trade_no}/qr.png, qr.svg[?scale=N&border=N] | client, or app (own orders) |
 /// | GET /v1/catalog | client or app |
 /// | GET /v1/me/orders | app |
 /// | GET /openapi.json | none |
@@ -73,6 +74,8 @@ public struct GatewayAPI: Sendable {
         }
         // Waits are held without a task: GatewayAPI+OrderQuery.swift.
         registerOrderQuery(in: &router)
+        // A NATIVE order's QR code: GatewayAPI+QRCode.swift.
+        registerQRCodes(in: &router)
         router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
                 Self.json(try await self.services.closing.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))

@@ -103,6 +103,14 @@ public final class OrderQueries: OrderFlow {
         default:
             break
         }
+        // The app's appid is not bound to the merchant: v3's APPID_MCHID_NOT_MATCH, v2's protocol
+        // failure "appid和mch_id不匹配" (the simulator's v2 says it as err_code). No retry helps;
+        // the operator binds the appid (merchant platform, AppID account management).
+        if error.code == "APPID_MCHID_NOT_MATCH"
+            || (error.kind == .protocolFailure && error.message?.contains("mch_id不匹配") == true)
+        {
+            return .appIDNotBound(error.code ?? "RETURN_FAIL")
+        }
         if error.isRetryable || error.mayHaveTakenEffect || error.kind == .transport || error.kind == .httpStatus
             || error.kind == .malformedResponse || error.kind == .badSignature
         {

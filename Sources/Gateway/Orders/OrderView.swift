@@ -32,10 +32,11 @@ struct OrderView: Sendable {
     var final: Bool
     /// Create answers and support lookups.
     var prepayID: String?
-    /// Create answers only: what the client starts WeChat's payment with, by the app's kind — the
-    /// Android SDK's PayReq (`app`), a JSAPI page's `jsapi_params` (`miniprogram`,
-    /// `official_account`), the QR code's `code_url` (`native`), the page to open, `mweb_url`,
-    /// with the request's `redirect_url` appended (`h5`).
+    /// What the client starts WeChat's payment with, by the app's kind — the Android SDK's PayReq
+    /// (`app`) and a JSAPI page's `jsapi_params` (`miniprogram`, `official_account`) in create
+    /// answers only; the QR code's `code_url` (`native`) and the page to open, `mweb_url` (`h5`;
+    /// a create's answer appends the request's `redirect_url`), wherever the order is shown, as
+    /// the order keeps them: the PC page that reloads draws the same code.
     var appParams: AppPayRequest?
     var jsapiParams: JSAPIPayRequest?
     var codeURL: String?
@@ -74,6 +75,8 @@ struct OrderView: Sendable {
         channel = record.channel.rawValue
         app = record.app
         tradeType = record.tradeType
+        codeURL = record.codeURL
+        mwebURL = record.mwebURL
         if record.channel == .apple {
             apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
                               environment: record.environment, appleTransactionID: record.appleTransactionID,

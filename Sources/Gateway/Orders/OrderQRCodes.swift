@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+/// A NATIVE (PC web) order's QR code: which order may show one, to whom. The image itself is drawn
+/// by the API (GatewayAPI+QRCode.swift) from the `code_url` this answers.
+extension OrderQueries {
+    /// The `code_url` of `outTradeNo` for its QR code.
+    ///
+    /// With `owner` (an app token's user), another user's order is `order_not_found`, as GET order
+    /// answers. An order that has no `code_url` (another trade type, an iOS order, a NATIVE order
+    /// whose unifiedorder never answered) is `no_qr_code`; a final one (paid, refunded, closed) is
+    /// `order_not_payable`: its code can no longer be paid, and a page still showing it should stop.
+    func qrCodeURL(_ outTradeNo: String, owner: String?) async throws(APIError) -> String {
+        guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }),
+              Self.isVisible(order, to: owner)
+        else {
+            throw .orderNotFound
+        }
+        guard let codeURL = order.codeURL, !codeURL.isEmpty else {
+            throw .noQRCode(tradeType: order.tradeType)
+        }
+        if order.state.isFinal { throw .orderNotPayable(state: order.state.rawValue) }
+        return codeURL
+    }
+}
+
+extension APIError {
+    /// An order with no `code_url` to draw: only a NATIVE order has one.
+    static func noQRCode(tradeType: String?) -> APIError {
+        APIError(status: 409, code: "no_qr_code",
+                 message: "only a native order has a QR code; this order's trade_type is \(tradeType ?? "none")")
+    }
+    /// A QR code asked for an order that is final: its code_url can no longer be paid.
+    static func orderNotPayable(state: String) -> APIError {
+        APIError(status: 410, code: "order_not_payable",
+                 message: "the order is \(state): its QR code can no longer be paid")
+    }
+}

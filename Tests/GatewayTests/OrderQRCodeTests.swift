@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+import ChildProcessSupport
+import Foundation
+import HTTP
+@testable import Gateway
+import QRCode
+import StorageCore
+import StoreTestSupport
+import TestSupport
+import Testing
+import WeChatPaySimulator
+
+/// `GET /v1/orders/{out_trade_no}/qr.png` and `.svg`: a NATIVE order's code_url as a QR code,
+/// read back by an outside decoder (zbarimg), for the order's owner only, cacheable, and refused
+/// clearly for an order that has no code or can no longer be paid.
+struct OrderQRCodeTests {
+    static func body(_ outTradeNo: String, app: String, user: String = "u-42") -> String {
+        #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)","user_id":"\#(user)","app":"\#(app)"}"#
+    }
+
+    static func header(_ response: GatewayRig.Response, _ name: String) -> String? {
+        response.headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    @Test("a native order's QR PNG decodes with zbarimg back to the code_url GET order shows, the SVG is the same code, and both are cacheable by ETag",
+          arguments: StoreKind.all, GatewayRig.Mode.allCases)
+    func theQRCodeIsTheOrdersCodeURL(store: StoreKind, mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        let created = try await rig.send(.post, "/v1/orders", body: Self.body("qr-0001", app: "web"))
+        #expect(created.status == 201, "\(String(decoding: created.body, as: UTF8.self))")
+        // GET order shows the channel and the code to draw.
+        let order = try await rig.send(.get, "/v1/orders/qr-0001")
+        #expect(order.json.string("app") == "web" && order.json.string("trade_type") == "NATIVE", "\(order.json)")
+        let codeURL = try #require(order.json.string("code_url"))
+        #expect(codeURL == created.json.string("code_url"))
+
+        let png = try await rig.send(.get, "/v1/orders/qr-0001/qr.png")
+        #expect(png.status == 200, "\(String(decoding: png.body, as: UTF8.self))")
+        #expect(Self.header(png, "Content-Type") == "image/png")
+        #expect(Self.header(png, "Cache-Control")?.hasPrefix("private") == true)
+        #expect(try await Zbar.decode(png.body) == codeURL)
+        #expect(png.body == (try QRCode.Matrix.encode(codeURL).png()))
+        let tag = try #require(Self.header(png, "ETag"))
+
+        let svg = try await rig.send(.get, "/v1/orders/qr-0001/qr.svg")
+        #expect(svg.status == 200 && Self.header(svg, "Content-Type") == "image/svg+xml")
+        #expect(String(decoding: svg.body, as: UTF8.self) == (try QRCode.Matrix.encode(codeURL).svg()))
+        #expect(Self.header(svg, "ETag") != tag, "another image is another entity")
+
+        // The same image asked again with its ETag: 304, nothing drawn or sent.
+        let again = try await rig.send(.get, "/v1/orders/qr-0001/qr.png", headers: ["If-None-Match": tag])
+        #expect(again.status == 304 && again.body.isEmpty)
+        #expect(Self.header(again, "ETag") == tag)
+
+        // scale and border: a small image still decodes; out of range is clamped as the QR module clamps.
+        let small = try await rig.send(.get, "/v1/orders/qr-0001/qr.png?scale=2&border=1")
+        #expect(small.status == 200 && small.body.count < png.body.count)
+        #expect(try await Zbar.decode(small.body) == codeURL)
+        #expect(Self.header(small, "ETag") != tag)
+        let huge = try await rig.send(.get, "/v1/orders/qr-0001/qr.svg?scale=1000&border=-5")
+        #expect(huge.status == 200)
+        #expect(String(decoding: huge.body, as: UTF8.self) == (try QRCode.Matrix.encode(codeURL).svg(scale: 32, border: 0)))
+        for bad in ["scale=abc", "border=1.5", "scale=", "scale=99999999999999999999"] {
+            let refused = try await rig.send(.get, "/v1/orders/qr-0001/qr.png?\(bad)")
+            #expect(refused.status == 400 && refused.error?["code"] as? String == "invalid_request", "\(bad)")
+            #expect(refused.error?["field"] as? String == String(bad.prefix { $0 != "=" }), "\(bad)")
+        }
+    }
+
+    @Test("only the order's owner gets its QR code: an app token for another user gets GET order's not-found answer, no token 401",
+          arguments: StoreKind.all, GatewayRig.Mode.allCases)
+    func onlyTheOwnerGetsTheQRCode(store: StoreKind, mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        let created = try await rig.send(.post, "/v1/orders", body: Self.body("qr-own", app: "web", user: "u-owner"))
+        #expect(created.status == 201)
+        let codeURL = try #require(created.json.string("code_url"))
+
+        let own = try await rig.send(.get, "/v1/orders/qr-own/qr.png", token: TestTokens.minted("u-owner"))
+        #expect(own.status == 200)
+        #expect(try await Zbar.decode(own.body) == codeURL)
+
+        let other = try await rig.send(.get, "/v1/orders/qr-own/qr.png", token: TestTokens.minted("u-other"))
+        let otherOrder = try await rig.send(.get, "/v1/orders/qr-own", token: TestTokens.minted("u-other"))
+        let missing = try await rig.send(.get, "/v1/orders/no-such-order/qr.svg", token: TestTokens.minted("u-other"))
+        #expect(other.status == 404 && other.body == otherOrder.body && missing.body == otherOrder.body,
+                "\(String(decoding: other.body, as: UTF8.self))")
+
+        let anonymous = try await rig.send(.get, "/v1/orders/qr-own/qr.png", token: nil)
+        #expect(anonymous.status == 401 && anonymous.body.first == UInt8(ascii: "{"))
+        let support = try await rig.send(.get, "/v1/orders/qr-own/qr.png", token: GatewayRig.support)
+        #expect(support.status == 403, "support reads orders, it does not show payers codes")
+    }
+
+    @Test("an order with no code_url is 409 no_qr_code; once paid or closed its QR code is 410 order_not_payable",
+          arguments: StoreKind.all, GatewayRig.Mode.allCases)
+    func onlyAPayableNativeOrderHasAQRCode(store: StoreKind, mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        let app = try await rig.send(.post, "/v1/orders", body: Self.body("qr-app", app: "android"))
+        #expect(app.status == 201)
+        for format in ["png", "svg"] {
+            let refused = try await rig.send(.get, "/v1/orders/qr-app/qr.\(format)")
+            #expect(refused.status == 409 && refused.error?["code"] as? String == "no_qr_code", "\(refused.json)")
+            #expect((refused.error?["message"] as? String)?.contains("APP") == true)
+        }
+
+        let created = try await rig.send(.post, "/v1/orders", body: Self.body("qr-paid", app: "web"))
+        let codeURL = try #require(created.json.string("code_url"))
+        _ = try rig.simulator.scan(codeURL: codeURL)
+        let waited = try await rig.send(.get, "/v1/orders/qr-paid?wait=20")
+        #expect(await eventually { (try? await rig.store.order("qr-paid"))??.state == .success })
+        #expect(waited.status == 200)
+        let paid = try await rig.send(.get, "/v1/orders/qr-paid/qr.png")
+        #expect(paid.status == 410 && paid.error?["code"] as? String == "order_not_payable", "\(paid.json)")
+        #expect((paid.error?["message"] as? String)?.contains("SUCCESS") == true)
+    }
+}
