@@ -11,6 +11,10 @@ import WeChatPayV3
 ///
 /// - `create --orders N --prefix P [--concurrency C]`: N `POST /v1/orders`, out_trade_no `P` + index,
 ///   each answered 201 with a prepay_id and app parameters; prints orders/s.
+/// - `channels --orders N --prefix P [--rounds R] [--pid PID]`: JSAPI creates (demo mode's mini
+///   program `mini`, with a payer's openid under its app id) against APP creates (`android`) in one
+///   run: R rounds of N creates each way, alternating which goes first, each round's JSAPI/APP ratio
+///   of orders/s and (with the gateway's `--pid`) of its CPU per create, and their medians.
 /// - `notify --orders N --prefix P [--concurrency C]`: signed payment notifies for the first N of
 ///   those orders, built before the clock starts; each answered SUCCESS; prints notifies/s.
 /// - `notify-v3 --orders N --prefix P --wechatpay-key FILE --public-key-id ID --api-v3-key K`: the
@@ -53,6 +57,8 @@ enum GatewayBench {
         var wechatpayKey = ""
         var publicKeyID = ""
         var apiV3Key = ""
+        /// `channels`: how many rounds of APP and JSAPI creates.
+        var rounds = 3
     }
 
     static let clientToken = "demo-client-token"
@@ -71,6 +77,7 @@ enum GatewayBench {
         do {
             switch phase {
             case "create": try create(options)
+            case "channels": try GatewayChannelBench.run(options)
             case "notify": try notify(options)
             case "notify-v3": try notifyV3(options)
             case "wait": try await GatewayWaitLoad.run(options)
@@ -212,7 +219,7 @@ enum GatewayBench {
 
     /// `--url` names one instance, or several separated by commas (same host): the connections are
     /// spread over them.
-    private static func loadGenerator(_ options: Options) throws -> (GatewayLoadGenerator, host: String) {
+    static func loadGenerator(_ options: Options) throws -> (GatewayLoadGenerator, host: String) {
         var host = ""
         var ports: [UInt16] = []
         for base in options.url.split(separator: ",") {
@@ -227,17 +234,18 @@ enum GatewayBench {
                                      timeout: options.timeout), host)
     }
 
-    private static func contains(_ body: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+    static func contains(_ body: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
         GatewayResponseFraming.find(needle, in: body, from: 0) != nil
     }
 
     // MARK: Arguments
 
     private static func usage() -> Int32 {
-        print("usage: wxpay-bench gateway create|notify|wait|wakeup --url BASE[,BASE…] [--orders N] [--prefix P] [--concurrency C]")
+        print("usage: wxpay-bench gateway create|channels|notify|wait|wakeup --url BASE[,BASE…] [--orders N] [--prefix P] [--concurrency C]")
         print("                                              [--from I] [--pid PID] [--timeout S] [--hold S]")
         print("                                              [--token client|client-catalog|app] [--users N]")
         print("                                              [--notify-url BASE] [--batch N]   (wakeup)")
+        print("                                              [--rounds R]   (channels)")
         print("                                              --wechatpay-key FILE --public-key-id ID --api-v3-key K   (notify-v3)")
         return 64
     }
@@ -263,11 +271,13 @@ enum GatewayBench {
             case "--wechatpay-key": options.wechatpayKey = value
             case "--public-key-id": options.publicKeyID = value
             case "--api-v3-key": options.apiV3Key = value
+            case "--rounds": options.rounds = Int(value) ?? 0
             default: throw Failed(description: "unknown argument \(argument)")
             }
         }
         guard !options.url.isEmpty, options.orders > 0, options.concurrency > 0, options.from >= 0,
-              options.timeout > 0, options.hold >= 0, ["client", "client-catalog", "app"].contains(options.token), options.users > 0
+              options.timeout > 0, options.hold >= 0, ["client", "client-catalog", "app"].contains(options.token), options.users > 0,
+              (1...20).contains(options.rounds)
         else { throw Failed(description: "bad arguments") }
         return options
     }
