@@ -189,6 +189,8 @@ enum PostgresMigrations {
         Migration(version: 9, name: "orders' WeChat Pay API version", statements: [
             "ALTER TABLE orders ADD COLUMN api_version text NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'))",
         ]),
+        Migration(version: 10, name: "entitlement.changed events written by the database",
+                  statements: PostgresOrderStore.entitlementEventsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -101,6 +101,7 @@ enum SQLiteMigrations {
         Migration(version: 8, name: "orders' WeChat Pay API version", sql: """
             ALTER TABLE orders ADD COLUMN api_version TEXT NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'));
             """),
+        Migration(version: 9, name: "entitlement.changed events written by the database", sql: SQLiteOrderStore.entitlementEventsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
