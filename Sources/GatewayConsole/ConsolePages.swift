@@ -123,8 +123,7 @@ enum ConsolePages {
         var consumption: [ConsumptionRequestRecord] = []
         /// The mark-handled form's reason, kept when it is shown again with an error.
         var handleReason = ""
-        /// The order's user's entitlements, computed from their payments as the page was made
-        /// (nil for an order without a user), and that instant.
+        /// The user's entitlements as the page was made (nil without a user), and that instant.
         var entitlements: Entitlements?
         var now = Date()
 
@@ -156,9 +155,7 @@ enum ConsolePages {
         }
         if let form = handleAttentionForm(model, chrome, path: path) { sections.append(form) }
         sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(isApple ? appleFacts(model, text) : wechatFacts(model, text))</dl></section>")
-        if let user = order.userID, let entitlements = model.entitlements {
-            sections.append(self.entitlements(entitlements, user: user, at: model.now, text))
-        }
+        if let user = order.userID, let rights = model.entitlements { sections.append(entitlements(rights, user: user, at: model.now, text)) }
         if role.allows(.recheck) {
             sections.append("""
                 <section><h2>\(isApple ? text.recheckAppleTitle : text.recheckTitle)</h2>\
@@ -258,29 +255,6 @@ enum ConsolePages {
             fact(text.appleRefundState, refundState, text, id: "fact-apple-refund"),
             fact(text.refunded, ConsoleFormat.money(model.refunded, currency: order.currency), text, id: "fact-refunded"),
         ]
-    }
-
-    /// The order's user's entitlements, read-only: what the entitlements route answers for them.
-    static func entitlements(_ entitlements: Entitlements, user: String, at now: Date, _ text: ConsoleText) -> HTML {
-        guard !entitlements.grants.isEmpty else {
-            return "<section><h2>\(text.entitlementsTitle(user))</h2><p id=\"entitlements-none\">\(text.noEntitlements)</p></section>"
-        }
-        let rows: [HTML] = entitlements.grants.map { grant in
-            let active = grant.isActive(at: now)
-            return """
-                <tr data-entitlement="\(grant.entitlement)"><td><code>\(grant.entitlement)</code></td>\
-                <td>\(active ? text.entitlementActive : text.entitlementLapsed)</td>\
-                <td>\(grant.expiresAt.map(ConsoleFormat.time) ?? text.entitlementForever)</td>\
-                <td><a href="/console/orders/\(HTML.segment(grant.source.outTradeNo))" class="mono">\(grant.source.outTradeNo)</a> \
-                (\(text.channelName(grant.source.channel)))</td></tr>
-                """
-        }
-        return """
-            <section><h2>\(text.entitlementsTitle(user))</h2><p class="hint">\(text.entitlementsHelp)</p>
-            <table id="entitlements"><thead><tr><th>\(text.entitlementName)</th><th>\(text.entitlementState)</th>\
-            <th>\(text.entitlementExpires)</th><th>\(text.entitlementSource)</th></tr></thead>
-            <tbody>\(rows)</tbody></table></section>
-            """
     }
 
     /// Apple's consumption requests about an App Store order, and where each stands.
