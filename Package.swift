@@ -32,6 +32,7 @@ let package = Package(
         systemLibrary("CSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
         systemLibrary("CLibPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
         systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        systemLibrary("CQREncode", pkgConfig: "libqrencode", apt: ["libqrencode-dev"]),
 
         // JSON, pure: the one strict reader (refuses what parsers disagree on) and the one writer.
         .target(name: "JSON"),
@@ -54,6 +55,10 @@ let package = Package(
         .target(name: "CCrypto", dependencies: ["COpenSSL"]),
         // The flat-XML codec's C half: the SAX callbacks libxml2 calls and the canonical-form scanner.
         .target(name: "CFlatXML", dependencies: ["CLibXML2"]),
+
+        // QR codes for NATIVE (PC web) orders' code_url: libqrencode's matrix, drawn as PNG (zlib's
+        // deflate) and SVG. Pure: no files, clock or randomness.
+        .target(name: "QRCode", dependencies: ["CQREncode", "CZlib"]),
 
         // The WeChat Pay v2 protocol, pure: no sockets, files, clock or randomness inside.
         .target(name: "WeChatPay", dependencies: ["Crypto", "CLibXML2", "CFlatXML", "CZlib"]),
@@ -120,6 +125,8 @@ let package = Package(
             "Observability",
             // The v3 benchmark: RSA, AES-GCM and whole notifies against openssl speed.
             "WeChatPayV3",
+            // The QR benchmark: a NATIVE order's code_url drawn as PNG and SVG.
+            "QRCode",
         ]),
 
         // The plain, slow v2 signature that tests, the fuzzer and the benchmarks check `Signer` against.
@@ -184,8 +191,10 @@ let package = Package(
             "Crypto", "WeChatPayV3", "TestSupport", "StorageCore",
         ]),
         .testTarget(name: "CShimsTests", dependencies: [
-            "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib",
+            "COpenSSL", "CLibXML2", "CCurl", "CMicroHTTPD", "CSQLite", "CLibPQ", "CZlib", "CQREncode",
         ]),
+        // The QR codes decoded back by zbarimg, their PNG read back by zlib, their SVG's path redrawn.
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode", "CZlib", "ChildProcessSupport"]),
         // Every primitive against published vectors and the openssl CLI.
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "ChildProcessSupport"]),
         // The C targets' functions called directly, as libxml2 and Crypto call them.

@@ -189,7 +189,22 @@ enum PostgresMigrations {
         Migration(version: 9, name: "orders' WeChat Pay API version", statements: [
             "ALTER TABLE orders ADD COLUMN api_version text NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'))",
         ]),
-        Migration(version: 10, name: "entitlement.changed events written by the database",
+        // Every WeChat order keeps the app it was created through and its trade type: orders made
+        // before apps had names were the default app's (app NULL), all of trade type APP.
+        Migration(version: 10, name: "orders' app and trade type", statements: [
+            "ALTER TABLE orders ADD COLUMN app text",
+            "ALTER TABLE orders ADD COLUMN app_id text",
+            "ALTER TABLE orders ADD COLUMN trade_type text CHECK (trade_type IN ('APP', 'JSAPI', 'NATIVE', 'MWEB'))",
+            "UPDATE orders SET trade_type = 'APP' WHERE channel = 'wechat'",
+        ]),
+        // What an identical create must answer again: a JSAPI order's openid (sent with every
+        // prepay), a NATIVE order's code_url and an MWEB order's mweb_url (from the prepay's answer).
+        Migration(version: 11, name: "orders' openid, code_url and mweb_url", statements: [
+            "ALTER TABLE orders ADD COLUMN openid text",
+            "ALTER TABLE orders ADD COLUMN code_url text",
+            "ALTER TABLE orders ADD COLUMN mweb_url text",
+        ]),
+        Migration(version: 12, name: "entitlement.changed events written by the database",
                   statements: PostgresOrderStore.entitlementEventsSchema),
     ]
 

@@ -358,7 +358,7 @@ struct PostgresAppleCreditSession: AppleCreditSession {
         let inserted = try db.run(PGQuery(
             "INSERT INTO orders (" + OrderRecord.columns + """
                 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                          $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
+                          $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """, parameters: PostgresOrderStore.orderParameters(order))).affectedRows == 1
         guard inserted else { return false }

@@ -16,11 +16,11 @@ extension PostgresOrderStore {
                 PGQuery(
                     "WITH created AS (INSERT INTO orders (" + OrderRecord.columns + """
                         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                                  $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)
+                                  $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)
                         ON CONFLICT (out_trade_no) DO NOTHING
                         RETURNING out_trade_no),
                     event AS (INSERT INTO order_events (out_trade_no, at, kind, detail)
-                        SELECT out_trade_no, $30, $31, $32 FROM created)
+                        SELECT out_trade_no, $36, $37, $38 FROM created)
                     SELECT out_trade_no FROM created
                     """,
                     parameters: Self.orderParameters(order) + [event.at.pgValue, event.kind.pgValue, event.detail.pgValue]),
@@ -69,16 +69,17 @@ extension PostgresOrderStore {
         return OrderPage(rows: rows, limit: limit)
     }
 
-    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+    public func setPrepay(_ outTradeNo: String, prepay: StoredPrepay, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
     {
-        try StoreText.validate(outTradeNo, prepayID)
+        try StoreText.validate(outTradeNo, prepay.prepayID, prepay.codeURL, prepay.mwebURL)
         try event.validate()
         return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
             let updated = try db.run(PGQuery(
                 """
                 WITH updated AS (
-                    UPDATE orders SET prepay_id = $1, prepay_issued_at = $2, updated_at = GREATEST(updated_at, $2)
+                    UPDATE orders SET prepay_id = $1, prepay_issued_at = $2, updated_at = GREATEST(updated_at, $2),
+                        code_url = $7, mweb_url = $8
                     WHERE out_trade_no = $3 RETURNING
                 """ + " " + OrderRecord.columns + """
                 ), event AS (
@@ -86,7 +87,8 @@ extension PostgresOrderStore {
                     SELECT out_trade_no, $4, $5, $6 FROM updated WHERE $5 IS NOT NULL)
                 SELECT
                 """ + " " + OrderRecord.columns + " FROM updated",
-                prepayID, issuedAt, outTradeNo, event?.at, event?.kind, event?.detail)).first(OrderRecord.init(row:))
+                prepay.prepayID, issuedAt, outTradeNo, event?.at, event?.kind, event?.detail, prepay.codeURL,
+                prepay.mwebURL)).first(OrderRecord.init(row:))
             // Announced: another instance's identical create may be waiting for this prepay_id.
             return (updated, updated == nil ? nil : outTradeNo)
         }
@@ -409,7 +411,8 @@ extension PostgresOrderStore {
             OrderRecord.encodeFlags(order.flags).pgValue, order.updatedAt.pgValue, order.channel.rawValue.pgValue,
             order.appleProductID.pgValue, order.appAccountToken.pgValue, order.environment.pgValue,
             order.appleTransactionID.pgValue, order.originalTransactionID.pgValue, order.currency.pgValue,
-            order.apiVersion.pgValue,
+            order.apiVersion.pgValue, order.app.pgValue, order.appID.pgValue, order.tradeType.pgValue,
+            order.openID.pgValue, order.codeURL.pgValue, order.mwebURL.pgValue,
         ]
     }
 }

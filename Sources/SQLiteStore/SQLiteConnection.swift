@@ -27,6 +27,7 @@ final class SQLiteConnection: @unchecked Sendable {
     ///   - readOnly: reader connections are opened read-only, so a bug cannot write around the writer.
     ///   - busyTimeout: how long a statement waits for a lock held by another connection.
     static func open(path: String, readOnly: Bool, busyTimeout: Duration) throws(StorageError) -> SQLiteConnection {
+        _ = processSettings
         var pointer: OpaquePointer?
         // NOMUTEX: each connection is used by one thread, so SQLite's own per-call mutex is wasted.
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
@@ -53,6 +54,15 @@ final class SQLiteConnection: @unchecked Sendable {
         }
         return connection
     }
+
+    /// Settings for the whole process, applied once before the first connection opens. Memory
+    /// statistics off: nothing reads them (no soft heap limit, no `sqlite3_memory_used`), and
+    /// keeping them cost a global mutex and two counter updates per allocation, on the writer
+    /// thread every payment waits for. If SQLite was already in use (a test opened a raw
+    /// connection first) the call is refused and the statistics simply stay on.
+    private static let processSettings: Void = {
+        _ = wxpay_sqlite_disable_memory_statistics()
+    }()
 
     /// Runs static SQL, possibly several statements, with no parameters (schema, pragmas,
     /// transaction control).

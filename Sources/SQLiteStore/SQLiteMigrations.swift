@@ -101,7 +101,22 @@ enum SQLiteMigrations {
         Migration(version: 8, name: "orders' WeChat Pay API version", sql: """
             ALTER TABLE orders ADD COLUMN api_version TEXT NOT NULL DEFAULT 'v2' CHECK (api_version IN ('v2', 'v3'));
             """),
-        Migration(version: 9, name: "entitlement.changed events written by the database", sql: SQLiteOrderStore.entitlementEventsSchema),
+        // Every WeChat order keeps the app it was created through and its trade type: orders made
+        // before apps had names were the default app's (app NULL), all of trade type APP.
+        Migration(version: 9, name: "orders' app and trade type", sql: """
+            ALTER TABLE orders ADD COLUMN app TEXT;
+            ALTER TABLE orders ADD COLUMN app_id TEXT;
+            ALTER TABLE orders ADD COLUMN trade_type TEXT CHECK (trade_type IN ('APP', 'JSAPI', 'NATIVE', 'MWEB'));
+            UPDATE orders SET trade_type = 'APP' WHERE channel = 'wechat';
+            """),
+        // What an identical create must answer again: a JSAPI order's openid (sent with every
+        // prepay), a NATIVE order's code_url and an MWEB order's mweb_url (from the prepay's answer).
+        Migration(version: 10, name: "orders' openid, code_url and mweb_url", sql: """
+            ALTER TABLE orders ADD COLUMN openid TEXT;
+            ALTER TABLE orders ADD COLUMN code_url TEXT;
+            ALTER TABLE orders ADD COLUMN mweb_url TEXT;
+            """),
+        Migration(version: 11, name: "entitlement.changed events written by the database", sql: SQLiteOrderStore.entitlementEventsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

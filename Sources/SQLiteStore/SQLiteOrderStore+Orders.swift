@@ -8,7 +8,9 @@ extension SQLiteOrderStore {
         try event.validate()
         return try await write { db throws(StorageError) in
             if try Self.insert(order, on: db) {
-                _ = try Self.insertEvent(order.outTradeNo, event, on: db)
+                // The order was just inserted: a plain INSERT (insertEvent's existence check and
+                // RETURNING would cost an ephemeral table for a row nobody reads).
+                try Self.appendEvent(event, to: order.outTradeNo, on: db)
                 return .created(try Self.existingOrder(order.outTradeNo, on: db))
             }
             let existing = try Self.existingOrder(order.outTradeNo, on: db)
@@ -46,20 +48,24 @@ extension SQLiteOrderStore {
         return OrderPage(rows: rows, limit: limit)
     }
 
-    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+    public func setPrepay(_ outTradeNo: String, prepay: StoredPrepay, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
     {
-        try StoreText.validate(outTradeNo, prepayID)
+        try StoreText.validate(outTradeNo, prepay.prepayID, prepay.codeURL, prepay.mwebURL)
         try event.validate()
+        // No RETURNING: SQLite collects returned rows in an ephemeral table, which costs more
+        // than reading the row again by its key in the same transaction.
         return try await write { db throws(StorageError) in
-            let updated = try db.row(
+            let changed = try db.run(
                 """
-                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2)
-                WHERE out_trade_no = ?3 RETURNING
-                """ + " " + OrderRecord.columns,
-                prepayID, issuedAt, outTradeNo, decode: OrderRecord.init(row:))
-            if updated != nil, let event { _ = try Self.insertEvent(outTradeNo, event, on: db) }
-            return updated
+                UPDATE orders SET prepay_id = ?1, prepay_issued_at = ?2, updated_at = MAX(updated_at, ?2),
+                    code_url = ?4, mweb_url = ?5
+                WHERE out_trade_no = ?3
+                """,
+                prepay.prepayID, issuedAt, outTradeNo, prepay.codeURL, prepay.mwebURL)
+            guard changed == 1 else { return nil }
+            if let event { try Self.appendEvent(event, to: outTradeNo, on: db) }
+            return try Self.existingOrder(outTradeNo, on: db)
         }
     }
 
@@ -89,7 +95,7 @@ extension SQLiteOrderStore {
     {
         let allowed = transition.sourceStates
         // Inside the write transaction nobody else writes, so this is the state the UPDATE sees.
-        // Only the state: the whole row is read (or returned by the UPDATE) when it is needed.
+        // Only the state: the whole row is read once the UPDATE has decided.
         guard
             let beforeState = try db.row(
                 "SELECT state FROM orders WHERE out_trade_no = ?", transition.outTradeNo,
@@ -105,27 +111,28 @@ extension SQLiteOrderStore {
         // The door itself: a conditional UPDATE, so even a second process writing the same file
         // could not make two callers both see a change. An App Store transaction is stored only
         // where none is (COALESCE), and the unique index refuses one another order holds.
-        guard
-            var after = try db.row(
-                """
-                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                        ELSE last_notify_at END,
-                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                        ELSE last_queried_at END,
-                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
-                    original_transaction_id = COALESCE(original_transaction_id, ?10),
-                    environment = COALESCE(environment, ?11)
-                WHERE out_trade_no = ?5 AND state IN (SELECT value FROM json_each(?6))
-                    AND (?7 IS NULL OR amount = ?7)
-                RETURNING
-                """ + " " + OrderRecord.columns,
-                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                transition.outTradeNo, allowed.jsonArray, transition.expectedAmount, touchCode,
-                transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment,
-                decode: OrderRecord.init(row:))
-        else {
+        // The allowed states are one bound list, `,NOTPAY,USERPAYING,`, matched with instr (state
+        // names are fixed capital words): `IN (SELECT value FROM json_each(?))` built an ephemeral
+        // index per call. No RETURNING either (an ephemeral table per call): the changed row is
+        // read back by its key, inside the same transaction.
+        let changed = try db.run(
+            """
+            UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                    ELSE last_notify_at END,
+                last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                    ELSE last_queried_at END,
+                apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+                original_transaction_id = COALESCE(original_transaction_id, ?10),
+                environment = COALESCE(environment, ?11)
+            WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
+                AND (?7 IS NULL OR amount = ?7)
+            """,
+            transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+            transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
+            transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment)
+        guard changed == 1 else {
             if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
                 let receipt = transition.receiptEvent(changed: false)
             {
@@ -138,6 +145,7 @@ extension SQLiteOrderStore {
             }
             return .unchanged(try existingOrder(transition.outTradeNo, on: db))
         }
+        var after = try existingOrder(transition.outTradeNo, on: db)
         if let flags = transition.flags(after: after.flags) {
             after = try setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
         }
@@ -189,7 +197,7 @@ extension SQLiteOrderStore {
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
         try db.run(
             "INSERT INTO orders (" + OrderRecord.columns + """
-                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """,
             order.outTradeNo, order.amount, order.description, order.clientIP, order.attach, order.userID,
@@ -198,7 +206,8 @@ extension SQLiteOrderStore {
             order.parametersDigest, order.lastNotifyAt, order.lastQueriedAt,
             OrderRecord.encodeFlags(order.flags), order.updatedAt, order.channel.rawValue, order.appleProductID,
             order.appAccountToken, order.environment, order.appleTransactionID, order.originalTransactionID,
-            order.currency, order.apiVersion) == 1
+            order.currency, order.apiVersion, order.app, order.appID, order.tradeType, order.openID, order.codeURL,
+            order.mwebURL) == 1
     }
 
     static func order(_ outTradeNo: String, on db: SQLiteConnection) throws(StorageError) -> OrderRecord? {

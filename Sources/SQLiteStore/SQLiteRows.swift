@@ -8,4 +8,11 @@ extension Set<OrderState> {
     var jsonArray: String {
         "[" + map { "\"\($0.rawValue)\"" }.sorted().joined(separator: ",") + "]"
     }
+
+    /// The set as `,NOTPAY,USERPAYING,` for `instr(?, ',' || state || ',') > 0`: one bound
+    /// parameter, and no ephemeral index per statement as `json_each` needs. Raw values are fixed
+    /// capital words, never containing a comma.
+    var commaDelimited: String {
+        "," + map(\.rawValue).sorted().joined(separator: ",") + ","
+    }
 }

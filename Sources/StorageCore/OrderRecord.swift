@@ -57,6 +57,19 @@ public struct OrderRecord: Sendable, Hashable {
     /// The WeChat Pay API version the order was created with (`v2`, `v3`): every later call about
     /// it (query, close, refunds) and its notifies speak that version, whatever new orders use.
     public var apiVersion: String
+    /// The merchant's app the order was created through (its name in WXPAY_APPS) and that app's
+    /// id, which every call about the order and its notifies carry; nil for App Store orders and
+    /// for WeChat orders made before apps had names (the default app's).
+    public var app: String?
+    public var appID: String?
+    /// WeChat's trade type: `APP`, `JSAPI`, `NATIVE` or `MWEB`; nil for App Store orders.
+    public var tradeType: String?
+    /// JSAPI only: the payer's openid under `appID`, sent with every prepay of the order.
+    public var openID: String?
+    /// What the prepay answered besides the prepay_id, kept with it so an identical create answers
+    /// the same again: NATIVE's `code_url` (the QR code's content), MWEB's `mweb_url`.
+    public var codeURL: String?
+    public var mwebURL: String?
 
     /// - Parameters: the fields above; `state` defaults to `.notPay` (the only state `create`
     ///   accepts), `updatedAt` to `createdAt`, `channel` to `.wechat`, and every optional to `nil`.
@@ -89,7 +102,13 @@ public struct OrderRecord: Sendable, Hashable {
         appleTransactionID: String? = nil,
         originalTransactionID: String? = nil,
         currency: String? = nil,
-        apiVersion: String = "v2"
+        apiVersion: String = "v2",
+        app: String? = nil,
+        appID: String? = nil,
+        tradeType: String? = nil,
+        openID: String? = nil,
+        codeURL: String? = nil,
+        mwebURL: String? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -120,5 +139,25 @@ public struct OrderRecord: Sendable, Hashable {
         self.originalTransactionID = originalTransactionID
         self.currency = currency
         self.apiVersion = apiVersion
+        self.app = app
+        self.appID = appID
+        self.tradeType = tradeType
+        self.openID = openID
+        self.codeURL = codeURL
+        self.mwebURL = mwebURL
+    }
+}
+
+/// What a prepay answered that the order keeps: the prepay_id and, for a NATIVE or MWEB order,
+/// the `code_url` or `mweb_url` of the same answer.
+public struct StoredPrepay: Sendable, Hashable {
+    public var prepayID: String
+    public var codeURL: String?
+    public var mwebURL: String?
+
+    public init(prepayID: String, codeURL: String? = nil, mwebURL: String? = nil) {
+        self.prepayID = prepayID
+        self.codeURL = codeURL
+        self.mwebURL = mwebURL
     }
 }

@@ -37,9 +37,10 @@ public protocol OrderStore: Sendable {
     func orders(flagged flags: Set<OrderFlag>, limit: Int, after: OrderPageKey?) async throws(StorageError) -> OrderPage
 
     /// Records the `prepay_id` from `unifiedorder`, replacing an earlier one (they expire after two
-    /// hours), and `event`, if any, in the same transaction. Returns the updated order, or `nil`
-    /// if unknown (and then nothing is written).
-    func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+    /// hours), with what the same answer gave for the client (NATIVE's `code_url`, MWEB's
+    /// `mweb_url`), and `event`, if any, in the same transaction. Returns the updated order, or
+    /// `nil` if unknown (and then nothing is written).
+    func setPrepay(_ outTradeNo: String, prepay: StoredPrepay, issuedAt: Date, event: NewOrderEvent?)
         async throws(StorageError) -> OrderRecord?
 
     /// Sets a bookkeeping time. Returns whether the order exists.
@@ -165,7 +166,14 @@ extension OrderStore {
     public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date) async throws(StorageError)
         -> OrderRecord?
     {
-        try await setPrepay(outTradeNo, prepayID: prepayID, issuedAt: issuedAt, event: nil)
+        try await setPrepay(outTradeNo, prepay: StoredPrepay(prepayID: prepayID), issuedAt: issuedAt, event: nil)
+    }
+
+    /// `setPrepay` of a prepay_id alone (an APP or JSAPI order's).
+    public func setPrepay(_ outTradeNo: String, prepayID: String, issuedAt: Date, event: NewOrderEvent?)
+        async throws(StorageError) -> OrderRecord?
+    {
+        try await setPrepay(outTradeNo, prepay: StoredPrepay(prepayID: prepayID), issuedAt: issuedAt, event: event)
     }
 
     /// The user's `limit` most recent orders.

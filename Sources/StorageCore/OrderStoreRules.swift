@@ -18,6 +18,10 @@ extension OrderRecord {
         guard OrderRecord.apiVersions.contains(apiVersion) else {
             throw .invalidArgument("an order's API version is v2 or v3")
         }
+        try StoreText.validate(app, appID, openID, codeURL, mwebURL)
+        if let tradeType, !OrderRecord.tradeTypes.contains(tradeType) {
+            throw .invalidArgument("an order's trade type is APP, JSAPI, NATIVE or MWEB")
+        }
         if let currency, !OrderRecord.isCurrencyCode(currency) {
             throw .invalidArgument("a currency is three capital letters (ISO 4217)")
         }
@@ -25,6 +29,9 @@ extension OrderRecord {
 
     /// The WeChat Pay API versions an order can be created with (the column's CHECK in both stores).
     package static let apiVersions: Set<String> = ["v2", "v3"]
+
+    /// WeChat's trade types (the column's CHECK in both stores).
+    package static let tradeTypes: Set<String> = ["APP", "JSAPI", "NATIVE", "MWEB"]
 
     /// `CNY`, `USD`: three ASCII capitals.
     package static func isCurrencyCode(_ text: String) -> Bool {

@@ -38,7 +38,8 @@ extension OrderRecord {
         out_trade_no, amount, description, client_ip, attach, user_id, product_id, sign_type, time_expire, \
         expires_at, created_at, state, transaction_id, paid_at, prepay_id, prepay_issued_at, parameters_digest, \
         last_notify_at, last_queried_at, flags, updated_at, channel, apple_product_id, app_account_token, \
-        environment, apple_transaction_id, original_transaction_id, currency, api_version
+        environment, apple_transaction_id, original_transaction_id, currency, api_version, \
+        app, app_id, trade_type, openid, code_url, mweb_url
         """
 
     package init(row: some StoreRow) throws(StorageError) {
@@ -73,7 +74,13 @@ extension OrderRecord {
             appleTransactionID: try row.optionalText(25),
             originalTransactionID: try row.optionalText(26),
             currency: try row.optionalText(27),
-            apiVersion: try row.text(28)
+            apiVersion: try row.text(28),
+            app: try row.optionalText(29),
+            appID: try row.optionalText(30),
+            tradeType: try row.optionalText(31),
+            openID: try row.optionalText(32),
+            codeURL: try row.optionalText(33),
+            mwebURL: try row.optionalText(34)
         )
     }
 

@@ -7,6 +7,8 @@ struct OrderBook: Sendable {
     var orders: [String: SimulatedOrder] = [:]
     /// transaction_id → out_trade_no
     var byTransactionID: [String: String] = [:]
+    /// NATIVE orders by their `code_url`, for the control panel's "scan".
+    var byCodeURL: [String: String] = [:]
     /// out_refund_no → out_trade_no, and refund_id → out_refund_no
     var refundOwner: [String: String] = [:]
     var byRefundID: [String: String] = [:]
@@ -69,6 +71,24 @@ struct OrderBook: Sendable {
 
     mutating func newPrepayID(now: Date) -> String {
         "wx" + BeijingTime.format(now) + random.alphanumerics(18).lowercased()
+    }
+
+    /// A NATIVE order's QR content, as WeChat writes it: `weixin://wxpay/bizpayurl?pr=` and a short code.
+    mutating func newCodeURL() -> String {
+        "weixin://wxpay/bizpayurl?pr=" + random.alphanumerics(7)
+    }
+
+    mutating func noteCodeURL(_ order: SimulatedOrder) {
+        if let codeURL = order.codeURL { byCodeURL[codeURL] = order.outTradeNo }
+    }
+
+    /// An MWEB order's payment page, as WeChat writes it: its prepay_id and a `package` number,
+    /// the same for the same prepay_id.
+    func mwebURL(prepayID: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in prepayID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID
+            + "&package=" + String(hash % 10_000_000_000)
     }
 
     mutating func newTransactionID(now: Date) -> String {

@@ -32,6 +32,14 @@ struct SimulatedOrder: Sendable {
     var refunds: [SimulatedRefund] = []
     /// The API the order was created with; its notifies speak the same.
     var apiVersion: SimulatedAPIVersion = .v2
+    /// The app id the order was created through: its notifies, queries and bill lines name it.
+    var appID = ""
+    /// APP, JSAPI, NATIVE or MWEB.
+    var tradeType = "APP"
+    /// JSAPI: the payer the order was made for; only that user can pay it.
+    var payerOpenID: String?
+    /// NATIVE: the QR code's content, the same for every re-entry.
+    var codeURL: String?
 
     var isPaid: Bool { state == .success || state == .refund }
     var refundedTotal: Int { refunds.filter { $0.status != .closed }.reduce(0) { $0 + $1.refundFee } }

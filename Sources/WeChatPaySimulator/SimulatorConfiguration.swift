@@ -6,6 +6,10 @@ import WeChatPay
 public struct SimulatorConfiguration: Sendable {
     /// The Open Platform app id the merchant must send.
     public var appID: String
+    /// The merchant's other app ids (mini programs, official accounts, websites): a request through
+    /// an app id neither `appID` nor one of these is refused, as WeChat refuses an app id the
+    /// merchant does not own.
+    public var otherAppIDs: Set<String>
     /// The merchant number.
     public var mchID: String
     /// The merchant's v2 API key, shared with the gateway.
@@ -49,10 +53,12 @@ public struct SimulatorConfiguration: Sendable {
         notifyCarriesSignTypeForHMAC: Bool = false,
         notifyTimeout: TimeInterval = 5,
         refundCompletionDelay: TimeInterval? = nil,
-        v3: V3SimulatorConfiguration? = nil
+        v3: V3SimulatorConfiguration? = nil,
+        otherAppIDs: [String] = []
     ) {
         self.v3 = v3
         self.appID = appID
+        self.otherAppIDs = Set(otherAppIDs)
         self.mchID = mchID
         self.key = key
         self.seed = seed
@@ -64,4 +70,22 @@ public struct SimulatorConfiguration: Sendable {
         self.notifyTimeout = notifyTimeout
         self.refundCompletionDelay = refundCompletionDelay
     }
+}
+
+extension SimulatorConfiguration {
+    /// Whether `appID` is bound to the merchant.
+    public func binds(_ appID: String) -> Bool { appID == self.appID || otherAppIDs.contains(appID) }
+
+    /// The simulator's rule for whose an openid is: an openid under app id `appID` starts with `o`
+    /// and the app id's last six characters (`wx2421b1c4370ec43b` → `o0ec43b…`),
+    /// so a page of one app cannot pay with a user of another (SIMULATOR.md).
+    public static func openIDPrefix(for appID: String) -> String { "o" + String(appID.suffix(6)) }
+
+    /// Whether `openid` is a user of `appID` by that rule.
+    public static func openID(_ openid: String, belongsTo appID: String) -> Bool {
+        openid.hasPrefix(openIDPrefix(for: appID)) && openid.utf8.count > openIDPrefix(for: appID).utf8.count
+    }
+
+    /// An openid of `appID` for a user named `user` (letters and digits).
+    public static func openID(of user: String, under appID: String) -> String { openIDPrefix(for: appID) + user }
 }

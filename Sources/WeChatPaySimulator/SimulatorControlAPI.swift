@@ -17,6 +17,7 @@ import WeChatPayV3
 /// | POST | /simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
 /// | GET | /simulator/stats | counters |
 /// | GET | /simulator/notifies | every notify attempt |
+/// | POST | /simulator/scan | a NATIVE order paid by scanning its QR code (body: `{"code_url":"weixin://…"}`) |
 /// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
 /// | GET | /simulator/refundrequests | per out_refund_no: refund requests received and distinct parameter sets |
 /// | POST | /simulator/v3/rotate | v3: issues a new platform certificate, which signs from now on (the old one stays) |
@@ -40,6 +41,12 @@ public struct SimulatorControlAPI: Sendable {
             return perform { () throws(SimulatorControlError) in
                 try simulator.pay(outTradeNo: route[1], openid: options?.openid, afterClose: options?.afterClose ?? false)
             }
+        case ("POST", 1, "scan", _):
+            // A user scans a NATIVE order's QR code with WeChat and pays it.
+            guard let scan = try? JSONDecoder().decode(ScanBody.self, from: Data(body)) else {
+                return error(400, "bad_request", "the body must be {\"code_url\":\"weixin://wxpay/bizpayurl?pr=…\"}")
+            }
+            return perform { () throws(SimulatorControlError) in try simulator.scan(codeURL: scan.code_url) }
         case ("POST", 3, "orders", "fail"):
             return perform { () throws(SimulatorControlError) in try simulator.failPayment(outTradeNo: route[1]) }
         case ("GET", 2, "orders", _):
@@ -110,6 +117,7 @@ public struct SimulatorControlAPI: Sendable {
     private struct V3CertificatesJSON: Encodable { var certificates: [[String: String]]; var notifySerial: String? }
 
     private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
+    private struct ScanBody: Decodable { var code_url: String }
     private struct RefundBody: Decodable { var status: String? }
     private struct RefundRequestsJSON: Encodable { var requests: Int, parameterSets: Int }
     private struct NotifyAttemptJSON: Encodable {
@@ -120,7 +128,7 @@ public struct SimulatorControlAPI: Sendable {
         do {
             return ok(try action())
         } catch {
-            let status = error.code == .orderNotFound || error.code == .refundNotFound ? 404 : 409
+            let status = [.orderNotFound, .refundNotFound, .codeURLNotFound].contains(error.code) ? 404 : 409
             return self.error(status, error.code.rawValue, error.description)
         }
     }

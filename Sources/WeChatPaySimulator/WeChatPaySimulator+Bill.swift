@@ -74,7 +74,7 @@ extension WeChatPaySimulator {
     private func billRow(_ order: SimulatedOrder, transactionID: String, at date: Date, state: String) -> BillRow {
         var row = BillRow(tradeTime: BeijingTime.formatWithSeparators(date), transactionID: transactionID,
                           outTradeNo: order.outTradeNo, tradeState: state, settlementTotalFee: order.totalFee)
-        row.appID = configuration.appID
+        row.appID = order.appID.isEmpty ? configuration.appID : order.appID
         row.mchID = configuration.mchID
         row.subMchID = ""
         row.deviceInfo = ""

@@ -11,6 +11,8 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case orderNotPayable = "order_not_payable"
         case refundNotFound = "refund_not_found"
         case refundNotProcessing = "refund_not_processing"
+        case wrongPayer = "wrong_payer"
+        case codeURLNotFound = "code_url_not_found"
     }
 
     public let code: Code
@@ -20,6 +22,8 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case .orderNotPayable: "the order is not awaiting payment (paid, closed, failed or expired)"
         case .refundNotFound: "no such refund"
         case .refundNotProcessing: "the refund already reached a final status"
+        case .wrongPayer: "a JSAPI order is paid only by the openid it was made for"
+        case .codeURLNotFound: "no NATIVE order has this code_url"
         }
     }
 }
@@ -59,9 +63,17 @@ extension WeChatPaySimulator {
             guard order.state == .notPaid || (afterClose && order.state == .closed) else {
                 throw SimulatorControlError(code: .orderNotPayable)
             }
+            // A JSAPI order was made for one payer (its openid under the order's app id); any other
+            // order is paid by whoever scans or opens it, a user of the order's app.
+            if let payer = order.payerOpenID {
+                guard openid == nil || openid == payer else { throw SimulatorControlError(code: .wrongPayer) }
+            }
             order.state = .success
             order.paidAt = now
-            order.openid = openid ?? "oUpF8u" + book.random.alphanumerics(22)
+            order.openid = order.payerOpenID ?? openid
+                ?? (order.tradeType == "APP" || order.appID.isEmpty
+                    ? "oUpF8u" + book.random.alphanumerics(22)
+                    : SimulatorConfiguration.openID(of: book.random.alphanumerics(20), under: order.appID))
             let transactionID = book.newTransactionID(now: now)
             order.transactionID = transactionID
             book.orders[outTradeNo] = order
@@ -75,6 +87,16 @@ extension WeChatPaySimulator {
         }
         (isV3 ? v3Notifies : notifies).enqueue(kind: .payment, reference: outTradeNo, url: notify.0, body: notify.1)
         return snapshot
+    }
+
+    /// The user scans a NATIVE order's QR code (its `code_url`) and pays: `pay` of the order it names.
+    @discardableResult
+    public func scan(codeURL: String) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
+        let outTradeNo = withBook(holding: { $0.byCodeURL[codeURL] != nil }) { (book: inout OrderBook) -> String? in
+            book.byCodeURL[codeURL]
+        }
+        guard let outTradeNo else { throw SimulatorControlError(code: .codeURLNotFound) }
+        return try pay(outTradeNo: outTradeNo)
     }
 
     /// The payment fails (a bank error): the order ends PAYERROR and no notify is sent.
@@ -161,7 +183,7 @@ extension WeChatPaySimulator {
     /// The payment notify WeChat posts for a paid order, signed with the order's algorithm.
     func paymentNotifyBody(_ order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
         var builder = PaymentNotifyBuilder(
-            merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+            merchant: MerchantIdentity(appID: order.appID.isEmpty ? configuration.appID : order.appID, mchID: configuration.mchID),
             outTradeNo: order.outTradeNo, transactionID: order.transactionID ?? "", totalFee: order.totalFee,
             timeEnd: order.paidAt ?? clock.now(), nonce: book.random.alphanumerics(32))
         builder.openid = order.openid ?? builder.openid

@@ -1,24 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 import WeChatPay
 
 extension WeChatPaySimulator {
     /// unifiedorder: creates the order, or re-enters it when every parameter is identical.
-    func unifiedOrder(_ request: UnifiedOrderRequest, signType: SignType, now: Date,
+    func unifiedOrder(_ request: UnifiedOrderRequest, appID: String, signType: SignType, now: Date,
                       book: inout OrderBook) throws(BusinessFailure) -> Fields {
         if let timeExpire = request.timeExpire, timeExpire.timeIntervalSince(now) < 60 {
             throw .invalid("time_expire时间过短，刷卡至少1分钟，其他5分钟")
         }
         // Domestic merchants are paid in CNY only.
         if let feeType = request.feeType, feeType != "CNY" { throw .invalid("fee_type参数格式错误") }
+        if request.tradeType == .jsapi, let openid = request.openID,
+           !SimulatorConfiguration.openID(openid, belongsTo: appID) {
+            throw BusinessFailure(code: "PARAM_ERROR", description: "appid和openid不匹配")
+        }
+        if request.tradeType == .mweb, !Self.isH5Scene(request.sceneInfo) {
+            throw BusinessFailure(code: "PARAM_ERROR", description: "scene_info参数格式错误：H5支付需要h5_info(type=Wap, wap_url, wap_name)")
+        }
         var parameters: [String: String] = [:]
         for field in request.businessFields() { parameters[field.name] = field.value }
 
+        parameters["appid"] = appID
         let prepayID: String
+        let codeURL: String?
         if var order = book.order(request.outTradeNo, now: now) {
             if order.isPaid { throw .orderPaid }
             if order.state != .notPaid { throw .orderClosed }
             guard order.parameters == parameters else { throw .outTradeNoUsed }
+            codeURL = order.codeURL
             if now.timeIntervalSince(order.prepayIssuedAt) >= configuration.prepayLifetime {
                 order.prepayID = book.newPrepayID(now: now)
                 order.prepayIssuedAt = now
@@ -29,16 +40,28 @@ extension WeChatPaySimulator {
             let order = SimulatedOrder(
                 outTradeNo: request.outTradeNo, parameters: parameters, signType: signType, totalFee: request.totalFee,
                 notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: request.timeExpire,
-                prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid)
+                prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid, appID: appID,
+                tradeType: request.tradeType.rawValue, payerOpenID: request.openID,
+                codeURL: request.tradeType == .native ? book.newCodeURL() : nil)
             book.orders[request.outTradeNo] = order
+            book.noteCodeURL(order)
             prepayID = order.prepayID
+            codeURL = order.codeURL
         }
         var response = UnifiedOrderResponse(tradeType: request.tradeType, prepayID: prepayID)
-        if request.tradeType == .native { response.codeURL = "weixin://wxpay/bizpayurl?pr=" + book.random.alphanumerics(7) }
-        if request.tradeType == .mweb {
-            response.mwebURL = "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID
-        }
+        response.codeURL = codeURL
+        if request.tradeType == .mweb { response.mwebURL = book.mwebURL(prepayID: prepayID) }
         return response.businessFields()
+    }
+
+    /// An MWEB order's scene: `{"h5_info":{"type":"Wap","wap_url":…,"wap_name":…}}` (WeChat's H5
+    /// rule: the site's address and name, which its Referer check holds the page to).
+    static func isH5Scene(_ text: String?) -> Bool {
+        guard let text, let object = try? JSONValue.parseObject(Array(text.utf8)),
+              case .object(let info)? = object["h5_info"] else { return false }
+        guard info["type"] == .string("Wap"), case .string(let url)? = info["wap_url"], case .string(let name)? = info["wap_name"],
+              url.hasPrefix("http://") || url.hasPrefix("https://"), !name.isEmpty else { return false }
+        return true
     }
 
     func orderQuery(_ request: OrderQueryRequest, now: Date, book: inout OrderBook) throws(BusinessFailure) -> Fields {

@@ -99,7 +99,7 @@ extension WeChatPaySimulator {
     /// The refund notify: return_code, appid, mch_id, nonce_str and the encrypted `req_info`, unsigned.
     func refundNotifyBody(_ refund: SimulatedRefund, order: SimulatedOrder, book: inout OrderBook) -> [UInt8] {
         var builder = RefundNotifyBuilder(
-            merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+            merchant: MerchantIdentity(appID: order.appID.isEmpty ? configuration.appID : order.appID, mchID: configuration.mchID),
             transactionID: order.transactionID ?? "", outTradeNo: order.outTradeNo, refundID: refund.refundID,
             outRefundNo: refund.outRefundNo, totalFee: order.totalFee, refundFee: refund.refundFee,
             nonce: book.random.alphanumerics(32))

@@ -150,13 +150,13 @@ public final class WeChatPaySimulator: Sendable {
         let signer = Signer(key: key)
         let nonce = book.random.alphanumerics(16)
         do throws(BusinessFailure) {
-            guard envelope.appID == configuration.appID else {
+            guard let appID = envelope.appID, configuration.binds(appID) else {
                 throw BusinessFailure(code: "APPID_MCHID_NOT_MATCH", description: "appid和mch_id不匹配")
             }
             let business: Fields
             switch api {
             case .unifiedOrder:
-                business = try unifiedOrder(parse(fields, api), signType: envelope.signType, now: now, book: &book)
+                business = try unifiedOrder(parse(fields, api), appID: appID, signType: envelope.signType, now: now, book: &book)
             case .orderQuery: business = try orderQuery(parse(fields, api), now: now, book: &book)
             case .closeOrder: business = try closeOrder(parse(fields, api), now: now, book: &book)
             case .refund: business = try refund(parse(fields, api), now: now, book: &book)
@@ -172,13 +172,13 @@ public final class WeChatPaySimulator: Sendable {
             case .getSignKey: preconditionFailure("answered above")
             }
             return SimulatorResponse(body: encode(ResponseEnvelope.success(
-                business, appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
+                business, appID: envelope.appID ?? configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
                 signer: signer, signType: envelope.signType)))
         } catch {
             book.counters.businessFailures[error.code, default: 0] += 1
             return SimulatorResponse(body: encode(ResponseEnvelope.businessFailure(
                 WeChatPayErrorCode(rawValue: error.code), description: error.description,
-                appID: configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
+                appID: envelope.appID ?? configuration.appID, mchID: configuration.mchID, nonceStr: nonce,
                 signer: signer, signType: envelope.signType)))
         }
     }

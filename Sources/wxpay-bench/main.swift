@@ -13,6 +13,7 @@ let commands: [BenchmarkCommand] = [
     MetricsBenchmark.command,
     V3Benchmark.command,
     EntitlementBenchmark.command,
+    QRBenchmark.command,
     BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
                      arguments: NotifyBenchmark.run),
     BenchmarkCommand(name: "client-pipeline", summary: "sign/encode/decode/verify cost of one WeChat call, no network",

@@ -2,15 +2,17 @@
 import Foundation
 import Gateway
 
-/// `wxpay-gateway app-token --sub USER [--ttl SECONDS] [--secret-file FILE]`: prints an app token
+/// `wxpay-gateway app-token --sub USER [--ttl SECONDS] [--apps NAME,…] [--secret-file FILE]`: prints an app token
 /// (HS256 JWT) for one user, signed with the first of GATEWAY_APP_TOKEN_SECRETS or the secret in
 /// FILE. For tests, and for backends without a JWT library (the README shows how to mint one in
 /// Python, Java and Node).
 enum AppTokenCommand {
     static let usage = """
-        usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--secret-file FILE]
+        usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--apps NAME,…] [--secret-file FILE]
           --sub USER          the app user's id (1 to 64 bytes, no control characters), the token's sub
           --ttl SECONDS       how long the token is valid, 1 to 86400 (default 3600)
+          --apps NAME,…       the only apps (names in WXPAY_APPS) it may create orders through;
+                              default: every app (no apps claim)
           --secret-file FILE  the HS256 secret (at least 32 bytes; a trailing newline is ignored);
                               default: the first of GATEWAY_APP_TOKEN_SECRETS
         """
@@ -19,6 +21,7 @@ enum AppTokenCommand {
         var subject: String?
         var ttl = 3600
         var secretFile: String?
+        var apps: [String]?
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
@@ -29,6 +32,12 @@ enum AppTokenCommand {
                 }
                 ttl = value
             case "--secret-file": secretFile = rest.popFirst()
+            case "--apps":
+                let names = (rest.popFirst() ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                guard (1...AppTokenVerifier.maximumApps).contains(names.count), names.allSatisfy(GatewayConfiguration.isAppName) else {
+                    return fail("--apps must be 1 to \(AppTokenVerifier.maximumApps) app names (lower-case letters, digits, - and _), comma-separated")
+                }
+                apps = names
             case "--help", "-h":
                 print(usage)
                 return 0
@@ -56,7 +65,7 @@ enum AppTokenCommand {
         guard secret.utf8.count >= AppTokenVerifier.minimumSecretBytes else {
             return fail("the secret must be at least \(AppTokenVerifier.minimumSecretBytes) bytes")
         }
-        print(AppTokenMinter(secret: secret).token(subject: subject, now: Date(), ttl: ttl))
+        print(AppTokenMinter(secret: secret).token(subject: subject, now: Date(), ttl: ttl, apps: apps))
         return 0
     }
 

@@ -47,7 +47,8 @@ enum ServeCommand {
                 // hands out must not repeat those already in the demo database.
                 configuration: SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
                                                       key: APIKey(GatewayConfiguration.demoKey), seed: UInt64.random(in: 1...UInt64.max),
-                                                      v3: demoV3Simulator(configuration)),
+                                                      v3: demoV3Simulator(configuration),
+                                                      otherAppIDs: configuration.apps.all.map(\.appID)),
                 notifySender: HTTPNotifySender(client: client))
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)

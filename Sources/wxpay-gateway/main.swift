@@ -30,7 +30,7 @@ func usage() -> String {
       backup    copy the SQLite database while gateways serve, verified: backup --to FILE
       restore   put a backup in place of the database, refused while a gateway uses it: restore --from FILE [--new]
       sign      compute or check a WeChat Pay v2 signature
-      app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS]
+      app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS] [--apps NAME,…]
       console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]
       simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
       appstore  verify App Store signed data (appstore verify), make a Server API token (appstore token), or

@@ -258,6 +258,24 @@ struct CCryptoTests {
         #expect(ERR_peek_error() == 0)
     }
 
+    @Test("the RSA fast path signs the bytes EVP_DigestSign makes; a short buffer or an EC key gives 0 and an empty error queue")
+    func rsaSignFastPath() throws {
+        let rsa = try #require(wxpay_rsa_generate(2048))
+        defer { EVP_PKEY_free(rsa) }
+        let message = Array("POST\n/v3/pay/transactions/app\n1554208460\n593BEC0C930BF1AFEB40B4A08C8FB242\n{}\n".utf8)
+        var fast = [UInt8](repeating: 0, count: 256), general = [UInt8](repeating: 0, count: 256)
+        #expect(message.withUnsafeBytes { wxpay_rsa_sha256_sign(rsa, $0.baseAddress!, $0.count, &fast, 256) } == 256)
+        #expect(message.withUnsafeBytes { wxpay_pkey_sign(rsa, EVP_sha256(), $0.baseAddress!, $0.count, &general, 256) } == 256)
+        #expect(fast == general)
+        #expect(message.withUnsafeBytes { wxpay_rsa_sha256_verify(rsa, $0.baseAddress!, $0.count, fast, fast.count) } == 1)
+        var short = [UInt8](repeating: 0, count: 255)
+        #expect(message.withUnsafeBytes { wxpay_rsa_sha256_sign(rsa, $0.baseAddress!, $0.count, &short, 255) } == 0)
+        let ec = try #require(wxpay_ec_generate(NID_X9_62_prime256v1))
+        defer { EVP_PKEY_free(ec) }
+        #expect(message.withUnsafeBytes { wxpay_rsa_sha256_sign(ec, $0.baseAddress!, $0.count, &fast, 256) } == 0)
+        #expect(ERR_peek_error() == 0)
+    }
+
     @Test("keys go out as PEM and come back; an encrypted key without its password and garbage give NULL without prompting")
     func keysThroughPEM() throws {
         let rsa = try #require(wxpay_rsa_generate(2048))

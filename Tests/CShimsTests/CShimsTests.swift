@@ -4,6 +4,7 @@ import CLibPQ
 import CLibXML2
 import CMicroHTTPD
 import COpenSSL
+import CQREncode
 import CSQLite
 import CZlib
 import Testing
@@ -19,6 +20,7 @@ struct CShimsTests {
         #expect(String(cString: sqlite3_libversion()).hasPrefix("3."))
         #expect(PQlibVersion() >= 100_000)
         #expect(String(cString: zlibVersion()).hasPrefix("1."))
+        #expect(String(cString: QRcode_APIVersionString()).hasPrefix("4."))
     }
 
     @Test func libmicrohttpdWasBuiltWithTLS() {

@@ -20,6 +20,30 @@ struct V3FastPathTests {
         #expect(!key.publicKey.isValidSignature(good, for: message + [0x0A]))
     }
 
+    @Test("the RSA signing fast path makes EVP_DigestSign's bytes for every message length and key size, and openssl verifies them")
+    func rsaSignFastPathAgreesWithEVP() async throws {
+        for bits in [2048, 3072] {
+            let key = RSAPrivateKey.generate(bits: bits)
+            for message in [[], Array("wxd678efh567hg6787\n1554208460\n5K8264ILTKCH16CQ2502SI8ZNMTM67VS\nwx2017\n".utf8),
+                            (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7) }] {
+                let signature = key.signature(for: message)
+                #expect(signature.count == bits / 8)
+                #expect(signature == key.key.signature(for: message, digest: .sha256))
+                #expect(key.publicKey.isValidSignature(signature, for: message))
+            }
+        }
+        // The openssl tool, on the same key and message, agrees (PKCS#1 v1.5 is deterministic).
+        let key = RSAPrivateKey.generate()
+        let message = Array("POST\n/v3/pay/transactions/app\n1554208460\n593BEC0C930BF1AFEB40B4A08C8FB242\n{}\n".utf8)
+        let openssl = try OpenSSLCommand()
+        defer { openssl.remove() }
+        try openssl.write("key.pem", Array(key.key.pkcs8PEM.utf8))
+        try openssl.write("message", message)
+        try await openssl.run(["dgst", "-sha256", "-sign", openssl.path("key.pem"), "-out", openssl.path("signature"),
+                               openssl.path("message")])
+        #expect(try openssl.read("signature") == key.signature(for: message))
+    }
+
     @Test("an expanded AES-256-GCM key seals and opens as AES256GCM does, and refuses what it refuses")
     func gcmKeyAgreesWithOneShot() throws {
         let keyBytes = Array("a7cde1ZJB1kG2e7VfTs3jQzaWizur8Gb".utf8)

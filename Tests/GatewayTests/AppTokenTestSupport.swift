@@ -24,8 +24,8 @@ enum TestTokens {
     }
 
     /// A token for `user` as the gateway's own minter makes it.
-    static func minted(_ user: String, secret: String = secret, now: Date = Date(), ttl: Int = 3600) -> String {
-        AppTokenMinter(secret: secret).token(subject: user, now: now, ttl: ttl)
+    static func minted(_ user: String, secret: String = secret, now: Date = Date(), ttl: Int = 3600, apps: [String]? = nil) -> String {
+        AppTokenMinter(secret: secret).token(subject: user, now: now, ttl: ttl, apps: apps)
     }
 
     /// HMAC-SHA512 (a correctly signed HS512 token must still be refused).

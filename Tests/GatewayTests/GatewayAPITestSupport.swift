@@ -50,6 +50,8 @@ final class GatewayRig: Sendable {
         /// A user file: the console is on.
         var consoleUsers: String?
         var consolePace = LoginPace()
+        /// The merchant's apps in place of demo mode's one of each kind.
+        var apps: WeChatApps?
     }
 
     let mode: Mode
@@ -108,6 +110,7 @@ final class GatewayRig: Sendable {
         variables["GATEWAY_POLL_INTERVAL"] = String(pollInterval)
         var configuration = try GatewayConfiguration(environment: Environment(variables), demo: true)
         if let signType { configuration.signType = signType }
+        if let apps = composition.apps { configuration.apps = apps }
         let store = try await database.open()
         // Simulated time runs with real time (unless frozen), so prepay lifetimes and close windows
         // can be crossed with `clock.advance` while the gateway's own clock follows the simulator's.
@@ -124,7 +127,8 @@ final class GatewayRig: Sendable {
         let sender: any NotifySender = httpClient.map { HTTPNotifySender(client: $0) }
             ?? ClosureNotifySender(withHeaders: { body, headers, url in await target.deliver(body, headers: headers, url: url) })
         var simulatorConfiguration = SimulatorConfiguration(appID: configuration.appID, mchID: configuration.mchID,
-                                                            key: APIKey(GatewayConfiguration.demoKey))
+                                                            key: APIKey(GatewayConfiguration.demoKey),
+                                                            otherAppIDs: configuration.apps.all.map(\.appID))
         if let v3 { simulatorConfiguration.v3 = v3.simulator }
         tune(&simulatorConfiguration)
         let simulator = WeChatPaySimulator(configuration: simulatorConfiguration, clock: clock, notifySender: sender)

@@ -66,6 +66,20 @@ struct OrderViewJSONTests {
         #expect(encoded == params)
     }
 
+    @Test("A WeChat order shows the app it was created through and its trade type; one made before apps had names shows its trade type only")
+    func aWeChatOrderShowsItsAppAndTradeType() throws {
+        var record = Self.record(paid: false)
+        record.app = "mini"
+        record.appID = "wx2421b1c4370ec43b"
+        record.tradeType = "JSAPI"
+        let object = try Self.object(OrderView(record).json)
+        #expect(Set(object.keys) == Self.plainKeys.union(["app", "trade_type"]))
+        #expect(object["app"] as? String == "mini" && object["trade_type"] as? String == "JSAPI")
+        record.app = nil
+        record.tradeType = "APP"
+        #expect(Set(try Self.object(OrderView(record).json).keys) == Self.plainKeys.union(["trade_type"]))
+    }
+
     @Test func aSupportViewCarriesItsTimelineFlagsAndOutbox() throws {
         let record = Self.record(paid: true)
         var view = OrderView(record)

@@ -20,9 +20,14 @@ struct UpstreamSeamTests {
         var calls: [String] { state.withLock { $0.calls } }
         private func called(_ api: String) { state.withLock { $0.calls.append(api) } }
 
-        func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
+        func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay {
             called("prepay")
-            return "scripted-prepay-" + order.outTradeNo
+            return StoredPrepay(prepayID: "scripted-prepay-" + order.outTradeNo)
+        }
+
+        func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+            JSAPIPayRequest(appId: "scripted-app", timeStamp: String(Int(issuedAt.timeIntervalSince1970)), nonceStr: "n",
+                            package: "prepay_id=" + prepayID, signType: "NONE", paySign: "scripted")
         }
 
         func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {

@@ -193,7 +193,10 @@ struct V3OnlyMerchantTests {
     @Test("the version that speaks each call: the order's own, v3 where v2 cannot sign (no key; a refund without the certificate), never v3 for a v2 prepay")
     func theRule() {
         struct Scripted: WeChatPayUpstream {
-            func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String { "" }
+            func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay { StoredPrepay(prepayID: "") }
+            func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+                JSAPIPayRequest(appId: "", timeStamp: "", nonceStr: "", package: "", signType: "", paySign: "")
+            }
             func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
                 AppPayRequest(appId: "", partnerId: "", prepayId: "", packageValue: "", nonceStr: "", timeStamp: "", sign: "", signType: "")
             }

@@ -154,4 +154,25 @@ struct CreateTests {
             #expect(try await store.touch("nope", .lastQueried, at: TestTime.t0) == false)
         }
     }
+
+    @Test("An order keeps the app it was created through, its app id and its trade type; a trade type WeChat lacks is refused",
+          arguments: StoreKind.all)
+    func theAppAndTradeTypeAreKept(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            var order = Fixture.order("A11")
+            order.app = "mini"
+            order.appID = "wx2421b1c4370ec43b"
+            order.tradeType = "JSAPI"
+            try await Fixture.create(order, in: store)
+            let stored = try await store.order("A11")
+            #expect(stored == order)
+            #expect(stored?.app == "mini" && stored?.appID == "wx2421b1c4370ec43b" && stored?.tradeType == "JSAPI")
+            var unknown = Fixture.order("A12")
+            unknown.tradeType = "MICROPAY"
+            await #expect(throws: StorageError.invalidArgument) {
+                try await store.create(unknown, event: Fixture.created)
+            }
+            #expect(try await store.order("A12") == nil)
+        }
+    }
 }

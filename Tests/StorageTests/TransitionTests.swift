@@ -40,6 +40,24 @@ struct TransitionTests {
         }
     }
 
+    /// The SQLite store matches the allowed states as one delimited list: no state may pass for
+    /// another (NOTPAY is not found inside a list of the others, however they are combined).
+    @Test(arguments: StoreKind.all) func aTransitionAppliesOnlyWhenTheOrdersStateIsNamedInTheAllowedSet(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(Fixture.order("T2s"), in: store)
+            let others = OrderState.allCases.filter { $0 != .notPay }
+            for allowed in [Set(others)] + others.map({ [$0] }) {
+                let result = try await store.transition("T2s", to: .closed, from: allowed, at: TestTime.at(10))
+                #expect(result == .unchanged(Fixture.order("T2s")), "allowed \(allowed.sorted { $0.rawValue < $1.rawValue })")
+            }
+            #expect(try await store.events("T2s").count == 1)
+            let allowed = try await store.transition("T2s", to: .closed, from: [.notPay], at: TestTime.at(20))
+            #expect(allowed.didChange)
+            #expect(allowed.record?.state == .closed)
+            #expect(try await store.order("T2s")?.state == .closed)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aTransitionExpectingAnotherAmountChangesNothing(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Fixture.order("T3", amount: 100), in: store)

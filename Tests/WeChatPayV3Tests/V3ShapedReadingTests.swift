@@ -114,4 +114,20 @@ struct V3ShapedReadingTests {
         typed["wechatpay-signature-type"] = "WECHATPAY2-SHA256-RSA2048"
         #expect(throws: Never.self) { try V3SignedMessage(headers: typed, body: []) }
     }
+
+    @Test("header names match without case exactly when their ASCII lowercase is equal: letters only, byte for byte, whatever the storage")
+    func headerNameComparison() {
+        let names = ["Wechatpay-Nonce", "wechatpay-nonce", "WECHATPAY-NONCE", "Wechatpay-Nonc", "Wechatpay-Nonce ", "Wechatpay_Nonce",
+                     "Wechatpay-Nonc\u{E9}", "Wechatpay-NoncE", "@", "`", "[", "{", "^", "~", "", "Ｗechatpay-Nonce"]
+        func lowered(_ text: String) -> [UInt8] { text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 } }
+        for a in names {
+            for b in names {
+                let expected = lowered(a) == lowered(b)
+                #expect(V3SignedMessage.equalIgnoringASCIICase(a, b) == expected, "\(a) vs \(b)")
+                // A bridged (non-native, not contiguous) string takes the generic path: the same answer.
+                let bridged = NSString(string: a) as String
+                #expect(V3SignedMessage.equalIgnoringASCIICase(bridged, b) == expected, "\(a) (bridged) vs \(b)")
+            }
+        }
+    }
 }

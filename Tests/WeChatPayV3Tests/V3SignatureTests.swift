@@ -13,7 +13,7 @@ struct V3SignatureTests {
         defer { vectors.remove() }
         let key = try RSAPrivateKey(pem: try await vectors.opensslKey("merchant.pem"))
         let signer = MerchantSigner(mchID: Self.mchID, serialNumber: "5157F09EFDC096DE15EBE81A47057A72", key: key)
-        let request = try AppPrepayRequest(appID: "wxd678efh567hg6787", mchID: Self.mchID, description: "课程",
+        let request = try PrepayRequest(appID: "wxd678efh567hg6787", mchID: Self.mchID, description: "课程",
                                            outTradeNo: "order|0001*", notifyURL: "https://example.com/wechat/v3/notify",
                                            total: 990).request()
         let message = MerchantSigner.message(method: request.method, url: request.url, timestamp: 1_554_208_460,
@@ -143,7 +143,7 @@ struct V3SignatureTests {
         let key = try APIv3Key("0123456789abcdefSECRETSECRET0123")
         #expect(!"\(key)".contains("SECRET"))
         do {
-            _ = try AppPrepayRequest(body: Array(#"{"appid":"wx1","mchid":"1","description":"d","out_trade_no":"SECRET<>","notify_url":"https://a/b","amount":{"total":1}}"#.utf8))
+            _ = try PrepayRequest(body: Array(#"{"appid":"wx1","mchid":"1","description":"d","out_trade_no":"SECRET<>","notify_url":"https://a/b","amount":{"total":1}}"#.utf8))
             Issue.record("an invalid out_trade_no was accepted")
         } catch {
             #expect(error.code == .invalidField && error.subject == "out_trade_no")

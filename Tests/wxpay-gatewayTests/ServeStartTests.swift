@@ -57,6 +57,25 @@ struct ServeStartTests {
         await gateway.stop()
     }
 
+    @Test("A production start whose WXPAY_APPS repeats a name and an app id and has an unknown kind exits 2 naming each, opening nothing")
+    func duplicateAndUnknownAppsStopTheStart() async throws {
+        let database = Self.databasePath()
+        var environment = Self.productionWithApp(port: 0, rootFile: "/nonexistent").filter { !$0.key.hasPrefix("APPSTORE_") }
+        environment["WXPAY_APP_ID"] = nil
+        environment["GATEWAY_DATABASE"] = "sqlite:" + database
+        environment["WXPAY_APPS"] = "android=wx1111111111111111:app,android=wx2222222222222222:native,"
+            + "web=wx1111111111111111:native,mini=wx3333333333333333:miniapp"
+        let gateway = try CommandProcess(["serve"], environment: environment)
+        #expect(await gateway.exitStatus() == 2)
+        let message = gateway.stderr
+        #expect(message.hasPrefix("serve: refusing to start"))
+        #expect(message.contains("WXPAY_APPS: the name android is given to two apps"))
+        #expect(message.contains("WXPAY_APPS: apps android and web have the same app id wx1111111111111111"))
+        #expect(message.contains("WXPAY_APPS: app mini: unknown kind \"miniapp\""))
+        #expect(!FileManager.default.fileExists(atPath: database), "a refused start opened the database")
+        await gateway.stop()
+    }
+
     @Test func demoModeWithAWXPAYVariableSetExitsTwoNamingItButNotItsValue() async throws {
         let gateway = try CommandProcess(["serve", "--demo"], environment: [
             "WXPAY_API_KEY": "a-secret-key-that-must-not-leak!", "GATEWAY_LISTEN": "127.0.0.1:0",

@@ -70,7 +70,7 @@ struct SimulateV3CommandTests {
                                                                   headers: HTTPHeaders(headers.map { ($0.key, $0.value) }), body: request.body,
                                                                   timeouts: HTTPClient.Timeouts(connect: .seconds(60), total: .seconds(120))))
             }
-            let order = try AppPrepayRequest(appID: "wxd678efh567hg6787", mchID: "1900000109", description: "课程", outTradeNo: "cli0000001",
+            let order = try PrepayRequest(appID: "wxd678efh567hg6787", mchID: "1900000109", description: "课程", outTradeNo: "cli0000001",
                                              notifyURL: "http://127.0.0.1:1/notify", total: 100).request()
             let answer = try await send(order)
             #expect(answer.status == 200)

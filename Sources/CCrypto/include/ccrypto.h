@@ -172,6 +172,12 @@ int wxpay_pkey_verify(EVP_PKEY *_Nonnull key, const EVP_MD *_Nonnull md, const v
 int wxpay_rsa_sha256_verify(EVP_PKEY *_Nonnull key, const void *_Nonnull data, size_t length,
                             const unsigned char *_Nonnull signature, size_t signature_length);
 
+/// The SHA256withRSA (PKCS#1 v1.5) signature of `length` bytes with the RSA private key `key`,
+/// through the key's RSA directly (rsa.c); written to `out` (`capacity` at least the modulus'
+/// size). Returns the signature's length, or 0 (a key that is not RSA included).
+int wxpay_rsa_sha256_sign(EVP_PKEY *_Nonnull key, const void *_Nonnull data, size_t length,
+                          unsigned char *_Nonnull out, size_t capacity);
+
 // MARK: - P-256 and ES256
 
 /// The P-256 public key of `certificate` as an EC_KEY the caller frees with `EC_KEY_free`, or NULL

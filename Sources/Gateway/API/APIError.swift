@@ -38,6 +38,10 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     }
     static let unauthorized = APIError(status: 401, code: "unauthorized", message: "a valid bearer token is required")
     static let forbidden = APIError(status: 403, code: "forbidden", message: "this token may not do that")
+    /// An app token whose `apps` claim does not name the app the create goes through.
+    static func appNotAllowed(_ app: String) -> APIError {
+        APIError(status: 403, code: "app_not_allowed", message: "this app token may not create orders through app \(app)")
+    }
     static let orderNotFound = APIError(status: 404, code: "order_not_found", message: "no order with that out_trade_no")
     static func conflict(_ message: String) -> APIError {
         APIError(status: 409, code: "out_trade_no_conflict", message: message)

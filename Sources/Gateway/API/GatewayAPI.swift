@@ -67,7 +67,8 @@ public struct GatewayAPI: Sendable {
     public func registerPublic(in router: inout HTTPRouter) {
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
-                let result = try await self.services.creation.create(try self.createInput(request, caller))
+                let result = try await self.services.creation.create(try self.createInput(request, caller),
+                                                                     allowedApps: caller.appsAllowed)
                 return Self.json(result.json, status: result.created ? 201 : 200)
             }
         }

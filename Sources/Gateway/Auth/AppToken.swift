@@ -9,6 +9,9 @@ public struct AppTokenClaims: Sendable, Hashable {
     public var subject: String
     public var issuedAt: Int
     public var expiresAt: Int
+    /// `apps`: the merchant's apps (names in WXPAY_APPS) this token may create orders through; nil
+    /// (the claim absent) is every app.
+    public var apps: Set<String>? = nil
 }
 
 /// Why an app token was refused: the rule that failed, said without echoing the token. The
@@ -26,6 +29,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
     case type
     case signature
     case subject
+    case apps
     case audience
     case issuedAt
     case expiry
@@ -49,6 +53,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .type: "typ"
         case .signature: "signature"
         case .subject: "sub"
+        case .apps: "apps"
         case .audience: "aud"
         case .issuedAt: "iat"
         case .expiry: "exp"
@@ -74,6 +79,7 @@ public enum AppTokenError: Error, Sendable, Hashable, CustomStringConvertible {
         case .type: "the token's typ, when present, must be JWT"
         case .signature: "the token's signature does not verify with any app token secret"
         case .subject: "the token's sub must be a user id: \(UserID.rule)"
+        case .apps: "the token's apps, when present, must be an array of 1 to \(AppTokenVerifier.maximumApps) app names (lower-case letters, digits, - and _)"
         case .audience: "the token's aud must be wxpay-gateway"
         case .issuedAt: "the token's iat must be a number of seconds since 1970"
         case .expiry: "the token's exp must be a number of seconds since 1970"
@@ -101,6 +107,8 @@ public struct AppTokenVerifier: Sendable {
     public static let clockSkew = 60
     public static let maximumLifetime = 24 * 3600
     public static let minimumSecretBytes = 32
+    /// At most this many names in `apps` (as many as WXPAY_APPS may list).
+    public static let maximumApps = WeChatApps.maximumCount
 
     private let keys: [HMACSHA256Key]
 
@@ -167,7 +175,20 @@ public struct AppTokenVerifier: Sendable {
         guard issuedAt <= now + clockSkew else { throw .issuedInFuture }
         if let notBefore, notBefore > now + clockSkew { throw .notYetValid }
         guard expiresAt + clockSkew > now else { throw .expired }
-        return AppTokenClaims(subject: subject, issuedAt: issuedAt, expiresAt: expiresAt)
+        return AppTokenClaims(subject: subject, issuedAt: issuedAt, expiresAt: expiresAt, apps: try apps(payload["apps"]))
+    }
+
+    /// `apps`, when present: a non-empty array of app names (an empty one would be a token good
+    /// for nothing, more likely a backend's bug than its intent, so it is refused, not read as none).
+    static func apps(_ value: JSONValue?) throws(AppTokenError) -> Set<String>? {
+        guard let value else { return nil }
+        guard case .array(let items) = value, (1...maximumApps).contains(items.count) else { throw .apps }
+        var names: Set<String> = []
+        for item in items {
+            guard let name = item.stringValue, GatewayConfiguration.isAppName(name) else { throw .apps }
+            names.insert(name)
+        }
+        return names
     }
 
     /// A NumericDate: seconds since 1970, whole or not (the fraction is dropped), within a sane range.
@@ -189,10 +210,12 @@ public struct AppTokenMinter: Sendable {
         key = HMACSHA256Key(Array(secret.utf8))
     }
 
-    /// A token for `subject`, issued at `now` and valid for `ttl` seconds.
-    public func token(subject: String, now: Date, ttl: Int) -> String {
+    /// A token for `subject`, issued at `now` and valid for `ttl` seconds; with `apps`, good only
+    /// for creates through those apps.
+    public func token(subject: String, now: Date, ttl: Int, apps: [String]? = nil) -> String {
         let issuedAt = Int(now.timeIntervalSince1970)
         var payload = JSONObjectWriter(capacity: 128)
+        if let apps { payload.strings("apps", apps) }
         payload.string("aud", AppTokenVerifier.audience)
         payload.number("exp", issuedAt + ttl)
         payload.number("iat", issuedAt)

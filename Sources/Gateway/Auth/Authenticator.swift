@@ -16,6 +16,8 @@ struct Caller: Sendable, Hashable {
     var scopes: Set<Scope>
     /// The app user (`sub`) of an app token; nil for client and support tokens.
     var appUser: String?
+    /// The apps an app token may create orders through (`apps`); nil: every app.
+    var appsAllowed: Set<String>? = nil
     /// Who a static token is, for the audit log: `support token 1a2b3c4d` (the first 8 hex digits
     /// of the token's SHA-256, never the token itself).
     var tokenName: String?
@@ -51,7 +53,7 @@ struct Authenticator: Sendable {
             if let caller = staticCaller(presented) { return .granted(caller) }
             do {
                 let claims = try appTokens.verify(Substring(presented), now: now)
-                return .granted(Caller(scopes: [.app], appUser: claims.subject))
+                return .granted(Caller(scopes: [.app], appUser: claims.subject, appsAllowed: claims.apps))
             } catch {
                 return .invalid(error)
             }

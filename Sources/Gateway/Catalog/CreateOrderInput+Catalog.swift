@@ -19,10 +19,11 @@ extension CreateOrderInput {
 
     /// The fields an app-token body may carry; everything else about the order is decided by the
     /// catalog (amount, description) or the token (user_id), or left at its default (expires_in).
-    static let appFields: Set<String> = ["product_id", "out_trade_no", "attach", "client_ip"]
+    static let appFields: Set<String> = ["product_id", "out_trade_no", "attach", "client_ip", "app", "openid", "redirect_url"]
     static let appForbiddenFields = ["amount", "description", "user_id", "expires_in"]
 
-    /// An app-token body: `{"product_id", "out_trade_no"?, "attach"?, "client_ip"?}` for `user`.
+    /// An app-token body: `{"product_id", "out_trade_no"?, "attach"?, "client_ip"?, "app"?,
+    /// "openid"?, "redirect_url"?}` for `user`.
     /// Without `client_ip`, `peerIP` (the request's address, see `ClientAddressResolver`) is sent.
     init(appJSON body: [UInt8], user: String, peerIP: String?, catalog: Catalog) throws(APIError) {
         let object = try Self.members(of: body)
@@ -43,9 +44,11 @@ extension CreateOrderInput {
         } else {
             throw .invalid("client_ip", "client_ip is required: the request's address is unknown")
         }
+        let outTradeNo = try Self.outTradeNo(object)
+        let attach = try Self.string(object, "attach", required: false, bytes: 0...127)
+        let (app, openID, redirectURL) = try Self.channel(object)
         self.init(amount: product.amount, description: product.description, clientIP: clientIP,
-                  outTradeNo: try Self.outTradeNo(object),
-                  attach: try Self.string(object, "attach", required: false, bytes: 0...127),
-                  userID: user, productID: product.id)
+                  outTradeNo: outTradeNo, attach: attach, userID: user, productID: product.id,
+                  app: app, openID: openID, redirectURL: redirectURL)
     }
 }

@@ -27,6 +27,8 @@ public struct ConfigurationVariable: Sendable {
     public let requirement: Requirement
     /// What a valid value looks like, for the refusal message. Never the value itself: it may be a secret.
     public let expected: String
+    /// Another variable that, when set, stands in for this required one (WXPAY_APPS for WXPAY_APP_ID).
+    public private(set) var alternative: String?
     private let store: @Sendable (String, inout GatewayConfiguration) -> Bool
 
     /// A variable whose parsed value is stored at `property`; `parse` answers nil for a malformed value.
@@ -50,6 +52,13 @@ public struct ConfigurationVariable: Sendable {
                                        _ requirement: Requirement = .optional, expecting expected: String,
                                        parse: @escaping @Sendable (String) -> Value?) -> ConfigurationVariable {
         ConfigurationVariable(name, property, requirement, expecting: expected) { text in parse(text).map { Optional($0) } }
+    }
+
+    /// This variable, no longer missing when `name` is set instead.
+    public func satisfied(by name: String) -> ConfigurationVariable {
+        var variable = self
+        variable.alternative = name
+        return variable
     }
 
     /// Parses `text` into `configuration`; false (and nothing stored) when the value is malformed.

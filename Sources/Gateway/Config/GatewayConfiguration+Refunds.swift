@@ -71,7 +71,7 @@ extension GatewayConfiguration {
     /// The `notify_url` of refunds: WXPAY_REFUND_NOTIFY_URL, or in demo mode the listen address
     /// (until the server reports the one it bound).
     public var refundNotifyURL: String {
-        refunds.notifyURL ?? "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)/wechat/refund-notify"
+        refunds.notifyURL ?? listen.httpOrigin + "/wechat/refund-notify"
     }
 
     static let refundVariables: [ConfigurationVariable] = [

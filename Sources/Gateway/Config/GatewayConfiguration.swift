@@ -29,12 +29,16 @@ public struct GatewayConfiguration: Sendable {
     public struct Listen: Sendable, Hashable {
         public var host: String
         public var port: Int
+
+        /// `http://host:port` as a URL's beginning (an IPv6 host in brackets): demo mode's own URLs.
+        public var httpOrigin: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
     }
 
     /// Demo mode: the embedded simulator plays WeChat. Chosen by the caller, never guessed.
     public var demo: Bool
 
-    /// The merchant as WeChat knows it (WXPAY_APP_ID, WXPAY_MCH_ID, WXPAY_API_KEY).
+    /// The merchant as WeChat knows it (WXPAY_APP_ID, WXPAY_MCH_ID, WXPAY_API_KEY). `appID` is the
+    /// default app's (`apps.defaultApp`).
     public var appID = ""
     public var mchID = ""
     /// The v2 API key; nil only under WXPAY_API_VERSION=v3 without it: v2 then signs and verifies
@@ -110,6 +114,8 @@ public struct GatewayConfiguration: Sendable {
     public var console = Console()
     /// WeChat Pay API v3: the version new orders use, the keys (GatewayConfiguration+V3.swift).
     public var v3 = V3()
+    /// The merchant's apps, one per channel (WXPAY_APPS, WXPAY_H5_SITE_*: GatewayConfiguration+Apps.swift).
+    public var apps = WeChatApps()
 
     /// The test merchant of WeChat's own documentation, used in demo mode.
     public static let demoAppID = "wxd930ea5d5a258f4f"
@@ -127,7 +133,7 @@ public struct GatewayConfiguration: Sendable {
     /// Every variable the gateway reads.
     public static let variables: [ConfigurationVariable] = merchantVariables + serverVariables + listenerVariables + databaseVariables
         + recoveryVariables + fulfilmentVariables + appVariables + refundVariables + appStoreVariables + consoleVariables
-        + v3Variables
+        + v3Variables + appsVariables
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
@@ -147,7 +153,8 @@ public struct GatewayConfiguration: Sendable {
             guard let text = environment.get(variable.name) else {
                 let required = variable.requirement == .requiredOutsideDemo
                     || (variable.requirement == .requiredOutsideDemoWithV2 && newOrdersUseV2)
-                if required && !demo && command.requires(variable.name) {
+                if required && !demo && command.requires(variable.name)
+                    && variable.alternative.map({ environment.get($0) == nil }) ?? true {
                     problems.append(ConfigurationProblem(variable.name, .missing, expected: variable.expected))
                 }
                 continue
@@ -163,8 +170,10 @@ public struct GatewayConfiguration: Sendable {
             if clientTokens.isEmpty { clientTokens = [Self.demoClientToken] }
             if supportTokens.isEmpty { supportTokens = [Self.demoSupportToken] }
             // Until the server reports the address it bound (port 0 picks one).
-            notifyURL = "http://\(listen.host.contains(":") ? "[\(listen.host)]" : listen.host):\(listen.port)/wechat/notify"
+            notifyURL = listen.httpOrigin + "/wechat/notify"
         }
+        // The merchant's apps and the H5 site, read and checked (GatewayConfiguration+Apps.swift).
+        problems += Self.appsChecks(&self, environment)
         // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
         problems += app.complete(demo: demo)
         // The App Store's root and key, loaded and checked (GatewayConfiguration+AppStore.swift).
@@ -208,7 +217,8 @@ public struct GatewayConfiguration: Sendable {
 
     static let merchantVariables: [ConfigurationVariable] = [
         ConfigurationVariable("WXPAY_APP_ID", \.appID, .requiredOutsideDemo,
-                              expecting: "the Open Platform mobile-app AppID (letters and digits)", parse: asciiWord),
+                              expecting: "the Open Platform mobile-app AppID (letters and digits), or WXPAY_APPS",
+                              parse: asciiWord).satisfied(by: "WXPAY_APPS"),
         ConfigurationVariable("WXPAY_MCH_ID", \.mchID, .requiredOutsideDemo,
                               expecting: "the merchant number (digits)", parse: digits),
         .optional("WXPAY_API_KEY", \.apiKey, .requiredOutsideDemoWithV2,

@@ -16,14 +16,22 @@ public struct CreateOrderInput: Sendable, Hashable {
     public var userID: String?
     public var productID: String?
     public var expiresIn: Int
+    /// The merchant's app to pay through (its name in WXPAY_APPS); nil is the default app.
+    public var app: String?
+    /// The payer's openid under the app's id: required for JSAPI apps, refused for the others.
+    public var openID: String?
+    /// H5 only: where WeChat's payment page sends the browser back to, appended to `mweb_url`.
+    public var redirectURL: String?
 
     public static let defaultExpiresIn = 7200
     static let allowedFields: Set<String> = [
         "amount", "description", "client_ip", "out_trade_no", "attach", "user_id", "product_id", "expires_in",
+        "app", "openid", "redirect_url",
     ]
 
     public init(amount: Int, description: String, clientIP: String, outTradeNo: String? = nil, attach: String? = nil,
-                userID: String? = nil, productID: String? = nil, expiresIn: Int = CreateOrderInput.defaultExpiresIn) {
+                userID: String? = nil, productID: String? = nil, expiresIn: Int = CreateOrderInput.defaultExpiresIn,
+                app: String? = nil, openID: String? = nil, redirectURL: String? = nil) {
         self.amount = amount
         self.description = description
         self.clientIP = clientIP
@@ -32,6 +40,9 @@ public struct CreateOrderInput: Sendable, Hashable {
         self.userID = userID
         self.productID = productID
         self.expiresIn = expiresIn
+        self.app = app
+        self.openID = openID
+        self.redirectURL = redirectURL
     }
 
     /// Parses and validates a JSON body; the error names the first offending field.
@@ -59,6 +70,35 @@ public struct CreateOrderInput: Sendable, Hashable {
         userID = try UserID.member(of: object, required: false)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
+        (app, openID, redirectURL) = try Self.channel(object)
+    }
+
+    /// The channel's members, which both kinds of token may give: `app` (a name as WXPAY_APPS
+    /// writes them), `openid` (WeChat's: letters, digits, `-` and `_`) and `redirect_url` (an
+    /// http(s) URL). Whether the app exists and takes an openid is the creation's to decide.
+    static func channel(_ object: [String: JSONValue]) throws(APIError)
+        -> (app: String?, openID: String?, redirectURL: String?)
+    {
+        let app = try Self.string(object, "app", required: false, bytes: 1...32)
+        if let app, !GatewayConfiguration.isAppName(app) {
+            throw .invalid("app", "app must be the name of one of the merchant's apps (lower-case letters, digits, - and _)")
+        }
+        let openID = try Self.string(object, "openid", required: false, bytes: 1...128)
+        if let openID, !openID.utf8.allSatisfy({ Self.isWordByte($0) || $0 == UInt8(ascii: "-") }) {
+            throw .invalid("openid", "openid may contain only letters, digits, - and _")
+        }
+        let redirectURL = try Self.string(object, "redirect_url", required: false, bytes: 1...512)
+        if let redirectURL {
+            let lowered = redirectURL.lowercased()
+            guard lowered.hasPrefix("https://") || lowered.hasPrefix("http://"), URL(string: redirectURL)?.host != nil,
+                  !redirectURL.contains(" ")
+            else { throw .invalid("redirect_url", "redirect_url must be an http(s) URL") }
+        }
+        return (app, openID, redirectURL)
+    }
+
+    static func isWordByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == UInt8(ascii: "_")
     }
 
     /// The members of a body that must be one JSON object. A name given twice is refused, as in
@@ -96,7 +136,12 @@ public struct CreateOrderInput: Sendable, Hashable {
     /// The canonical form of every parameter the client chose, for idempotency: the same
     /// out_trade_no with a different digest is a conflict.
     public var parametersDigest: String {
-        let parts = [String(amount), description, clientIP, attach ?? "", userID ?? "", productID ?? "", String(expiresIn)]
+        var parts = [String(amount), description, clientIP, attach ?? "", userID ?? "", productID ?? "", String(expiresIn)]
+        // The channel only when one is named, so the digest of a create naming none is what it
+        // was before apps had names (an old order's identical replay still matches).
+        if app != nil || openID != nil || redirectURL != nil {
+            parts += ["app=" + (app ?? ""), openID ?? "", redirectURL ?? ""]
+        }
         // Length-prefixed so no two different parameter sets join to the same text.
         return parts.map { "\($0.utf8.count):\($0)" }.joined(separator: "|")
     }

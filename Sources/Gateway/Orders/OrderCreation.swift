@@ -28,8 +28,12 @@ public final class OrderCreation: OrderFlow {
         public var json: [UInt8] { view.json }
     }
 
-    /// Creates the order, or answers the existing one for an identical replay.
-    public func create(_ input: CreateOrderInput) async throws(APIError) -> Created {
+    /// Creates the order, or answers the existing one for an identical replay. `allowedApps` is an
+    /// app token's `apps` claim: a create through another app is 403 `app_not_allowed`, before
+    /// anything is written.
+    public func create(_ input: CreateOrderInput, allowedApps: Set<String>? = nil) async throws(APIError) -> Created {
+        let app = try Self.app(for: input, in: configuration.apps)
+        if let allowedApps, !allowedApps.contains(app.name) { throw .appNotAllowed(app.name) }
         let createdAt = now()
         let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
@@ -37,19 +41,55 @@ public final class OrderCreation: OrderFlow {
             outTradeNo: outTradeNo, amount: input.amount, description: input.description, clientIP: input.clientIP,
             attach: input.attach, userID: input.userID, productID: input.productID,
             signType: configuration.newOrders.signType, timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt,
-            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion)
+            createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion,
+            app: app.name, appID: app.appID, tradeType: app.kind.tradeType, openID: input.openID)
         let result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
-                kind: "created", detail: "amount=\(input.amount) expires_in=\(input.expiresIn) api=\(record.apiVersion)",
+                kind: "created",
+                detail: "amount=\(input.amount) expires_in=\(input.expiresIn) app=\(app.name) api=\(record.apiVersion)",
                 at: createdAt))
         }
         let (order, created) = try instruments.creates.resolve(result)
-        return Created(created: created, view: try await prepare(order))
+        return Created(created: created, view: try await prepare(order, redirectURL: input.redirectURL))
+    }
+
+    /// The app a create goes through and whether the request suits its kind, decided before
+    /// anything is written: a named app must exist (else the default app, which must exist), a
+    /// JSAPI app needs the payer's openid and no other kind takes one, and only an h5 app takes a
+    /// redirect_url.
+    static func app(for input: CreateOrderInput, in apps: WeChatApps) throws(APIError) -> WeChatApp {
+        let app: WeChatApp
+        if let name = input.app {
+            guard let named = apps.named(name) else {
+                let names = apps.all.map(\.name).joined(separator: ", ")
+                throw .invalid("app", "app must be one of the merchant's apps (\(names))")
+            }
+            app = named
+        } else {
+            guard let defaultApp = apps.defaultApp else {
+                throw .invalid("app", "app is required: the merchant has no default app (WXPAY_APPS lists no single app of kind app)")
+            }
+            app = defaultApp
+        }
+        switch app.kind {
+        case .miniprogram, .officialAccount:
+            guard input.openID != nil else {
+                throw .invalid("openid", "openid is required for app \(app.name) (\(app.kind.rawValue)): the payer's openid under its app id")
+            }
+        case .app, .native, .h5:
+            guard input.openID == nil else {
+                throw .invalid("openid", "openid is only for JSAPI apps (miniprogram, official_account); \(app.name) is \(app.kind.rawValue)")
+            }
+        }
+        if input.redirectURL != nil, app.kind != .h5 {
+            throw .invalid("redirect_url", "redirect_url is only for h5 apps; \(app.name) is \(app.kind.rawValue)")
+        }
+        return app
     }
 
     /// Makes sure the order has a live prepay_id (one unifiedorder per order at a time, however
-    /// many identical creates arrive) and signs the app parameters.
-    private func prepare(_ order: OrderRecord) async throws(APIError) -> OrderView {
+    /// many identical creates arrive) and answers what its client needs, by trade type.
+    private func prepare(_ order: OrderRecord, redirectURL: String?) async throws(APIError) -> OrderView {
         var order = order
         if !hasLivePrepay(order) {
             let outTradeNo = order.outTradeNo
@@ -62,12 +102,28 @@ public final class OrderCreation: OrderFlow {
         var view = OrderView(order)
         view.prepayID = prepayID
         do {
-            view.appParams = try upstream.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+            switch order.tradeType ?? "APP" {
+            case "JSAPI": view.jsapiParams = try upstream.jsapiPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+            // The prepay stored them with the prepay_id (the upstream refuses an answer without).
+            case "NATIVE": view.codeURL = order.codeURL
+            case "MWEB": view.mwebURL = order.mwebURL.map { Self.mwebURL($0, redirectURL: redirectURL) }
+            default: view.appParams = try upstream.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+            }
         } catch {
-            logger.error("app parameters could not be signed", ["error": "\(error)"])
+            logger.error("client parameters could not be made", ["error": "\(error)", "trade_type": order.tradeType ?? "APP"])
             throw .internalError
         }
         return view
+    }
+
+    /// WeChat's H5 page with `redirect_url` appended, URL-encoded as WeChat asks (every byte but
+    /// unreserved ones escaped, so the URL's own `?`, `&` and `=` stay inside the parameter).
+    static func mwebURL(_ url: String, redirectURL: String?) -> String {
+        guard let redirectURL else { return url }
+        var unreserved = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        unreserved.insert(charactersIn: "-._~")
+        let encoded = redirectURL.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        return url + (url.contains("?") ? "&" : "?") + "redirect_url=" + encoded
     }
 
     func hasLivePrepay(_ order: OrderRecord) -> Bool {
@@ -93,9 +149,9 @@ public final class OrderCreation: OrderFlow {
     /// A prepay for `order` (v2 unifiedorder), and its prepay_id stored.
     func unifiedOrder(_ order: OrderRecord) async -> Result<OrderRecord, APIError> {
         let outTradeNo = order.outTradeNo
-        let prepayID: String
+        let prepay: StoredPrepay
         do {
-            prepayID = try await upstream.prepay(order, notifyURL: context.callbacks.payment(for: order.apiVersion))
+            prepay = try await upstream.prepay(order, notifyURL: context.callbacks.payment(for: order.apiVersion))
         } catch {
             return .failure(await queries.upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
         }
@@ -103,7 +159,7 @@ public final class OrderCreation: OrderFlow {
             let issuedAt = now()
             // The prepay_id and its timeline event in one write (one savepoint in the group commit).
             guard let updated = try await store.setPrepay(
-                outTradeNo, prepayID: prepayID, issuedAt: issuedAt,
+                outTradeNo, prepay: prepay, issuedAt: issuedAt,
                 event: NewOrderEvent(kind: "prepay", detail: "prepay_id issued", at: issuedAt))
             else { return .failure(.orderNotFound) }
             return .success(updated)

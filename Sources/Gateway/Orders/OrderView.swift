@@ -13,10 +13,15 @@ import WeChatPay
 /// `app_account_token`, `currency` (CNY, or what Apple charged in for a product missing from the
 /// catalog: `amount` is then in that currency's minor unit), and `environment`,
 /// `apple_transaction_id` and `original_transaction_id` (null until paid). `transaction_id` is
-/// WeChat's, so it stays null for an App Store order.
+/// WeChat's, so it stays null for an App Store order. A WeChat order carries its `trade_type`
+/// (`APP`, `JSAPI`, `NATIVE`, `MWEB`) and the name of the merchant's `app` it was created through
+/// (absent for an order made before apps had names).
 struct OrderView: Sendable {
     var outTradeNo: String
     var channel: String
+    /// WeChat orders only: the merchant's app (WXPAY_APPS' name) and WeChat's trade type.
+    var app: String?
+    var tradeType: String?
     var state: String
     var amount: Int
     var description: String
@@ -27,8 +32,14 @@ struct OrderView: Sendable {
     var final: Bool
     /// Create answers and support lookups.
     var prepayID: String?
-    /// Create answers only: what the app hands the WeChat SDK.
+    /// Create answers only: what the client starts WeChat's payment with, by the app's kind — the
+    /// Android SDK's PayReq (`app`), a JSAPI page's `jsapi_params` (`miniprogram`,
+    /// `official_account`), the QR code's `code_url` (`native`), the page to open, `mweb_url`,
+    /// with the request's `redirect_url` appended (`h5`).
     var appParams: AppPayRequest?
+    var jsapiParams: JSAPIPayRequest?
+    var codeURL: String?
+    var mwebURL: String?
     /// Support lookups and the webhook.
     var userID: String?
     /// The webhook only: the merchant data and product of the order.
@@ -61,6 +72,8 @@ struct OrderView: Sendable {
     init(_ record: OrderRecord) {
         outTradeNo = record.outTradeNo
         channel = record.channel.rawValue
+        app = record.app
+        tradeType = record.tradeType
         if record.channel == .apple {
             apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
                               environment: record.environment, appleTransactionID: record.appleTransactionID,
@@ -80,8 +93,9 @@ struct OrderView: Sendable {
     /// `JSONEncoder`: its boxing and key sorting were about 5 % of a create's CPU and 8 % of a
     /// notify's in the gateway benchmark.
     var json: [UInt8] {
-        var writer = JSONObjectWriter(capacity: appParams == nil ? 320 : 640)
+        var writer = JSONObjectWriter(capacity: appParams == nil && jsapiParams == nil ? 320 : 640)
         writer.number("amount", amount)
+        writer.string("app", app)
         if let apple { writer.string("app_account_token", apple.appAccountToken) }
         if let appParams { writer.raw("app_params", Self.json(appParams)) }
         if let apple {
@@ -90,6 +104,7 @@ struct OrderView: Sendable {
         }
         writer.string("attach", attach)
         writer.string("channel", channel)
+        writer.string("code_url", codeURL)
         writer.string("created_at", createdAt)
         if let apple { writer.string("currency", apple.currency) }
         writer.string("description", description)
@@ -98,6 +113,8 @@ struct OrderView: Sendable {
         writer.string("expires_at", expiresAt)
         writer.bool("final", final)
         if let flags { writer.strings("flags", flags) }
+        if let jsapiParams { writer.raw("jsapi_params", Self.json(jsapiParams)) }
+        writer.string("mweb_url", mwebURL)
         if let apple { writer.stringOrNull("original_transaction_id", apple.originalTransactionID) }
         writer.string("out_trade_no", outTradeNo)
         if let outbox { writer.array("outbox", outbox.map(\.json)) }
@@ -108,6 +125,7 @@ struct OrderView: Sendable {
         writer.number("refunded_amount", refundedAmount)
         writer.array("refunds", refunds.map(\.json))
         writer.string("state", state)
+        writer.string("trade_type", tradeType)
         writer.stringOrNull("transaction_id", transactionID)
         writer.string("user_id", userID)
         return writer.finish()
@@ -122,6 +140,18 @@ struct OrderView: Sendable {
         writer.string("partnerId", parameters.partnerId)
         writer.string("prepayId", parameters.prepayId)
         writer.string("sign", parameters.sign)
+        writer.string("signType", parameters.signType)
+        writer.string("timeStamp", parameters.timeStamp)
+        return writer.finish()
+    }
+
+    /// The names `wx.requestPayment` and `getBrandWCPayRequest` take, sorted.
+    private static func json(_ parameters: JSAPIPayRequest) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 320)
+        writer.string("appId", parameters.appId)
+        writer.string("nonceStr", parameters.nonceStr)
+        writer.string("package", parameters.package)
+        writer.string("paySign", parameters.paySign)
         writer.string("signType", parameters.signType)
         writer.string("timeStamp", parameters.timeStamp)
         return writer.finish()

@@ -21,8 +21,9 @@ extension PaymentNotifies {
             countRejected("not_a_payment_event")
             return .failed(status: 400, message: "not a payment notify")
         }
-        guard transaction.appID == configuration.appID, let transactionID = transaction.transactionID,
-              let total = transaction.total
+        // One of the merchant's apps here; the order's own app once the order is read.
+        guard configuration.apps.withAppID(transaction.appID) != nil || transaction.appID == configuration.appID,
+              let transactionID = transaction.transactionID, let total = transaction.total
         else {
             countRejected("merchant_mismatch")
             return .failed(status: 400, message: "rejected")
@@ -42,6 +43,12 @@ extension PaymentNotifies {
         } catch {
             countRejected("storage_error")
             return .failed(status: 500, message: "try again")
+        }
+        // An order is paid only through the app it was created with: another app's payment of the
+        // same number is not this order's.
+        guard transaction.appID == order.appID ?? configuration.appID else {
+            countRejected("merchant_mismatch")
+            return .failed(status: 400, message: "rejected")
         }
         let payment = VerifiedPayment(transactionID: transactionID, amount: total, currency: transaction.currency,
                                       paidAt: transaction.successTime.flatMap(RFC3339.parse))

@@ -56,7 +56,7 @@ public final class PaymentNotifies: OrderFlow {
         let outcome: PaymentNotifyOutcome
         do {
             outcome = try PaymentNotification.verify(
-                fields, merchant: MerchantIdentity(appID: configuration.appID, mchID: configuration.mchID),
+                fields, merchant: MerchantIdentity(appID: order.appID ?? configuration.appID, mchID: configuration.mchID),
                 signer: signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {

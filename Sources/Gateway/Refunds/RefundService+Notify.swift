@@ -22,9 +22,11 @@ extension RefundService {
         let notification: RefundNotification
         do {
             let fields = try RefundNotification.decode(body)
+            // A refund notify names the app its order was paid through: any of the merchant's.
+            let configuration = context.configuration
+            let appID = fields["appid"].flatMap { configuration.apps.withAppID($0)?.appID } ?? configuration.appID
             notification = try RefundNotification.decrypt(
-                fields, merchant: MerchantIdentity(appID: context.configuration.appID, mchID: context.configuration.mchID),
-                key: key)
+                fields, merchant: MerchantIdentity(appID: appID, mchID: configuration.mchID), key: key)
         } catch {
             return rejected(reason: error.shortDescription)
         }

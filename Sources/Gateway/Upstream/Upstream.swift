@@ -40,7 +40,7 @@ final class Upstream: Sendable {
     }
 
     /// The order's prepay_id (v2 unifiedorder), for the order exactly as stored.
-    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
+    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay {
         try await withRetries(api: label(.prepay, order)) { () throws(UpstreamError) in
             try await self.api.prepay(order, notifyURL: notifyURL)
         }
@@ -49,6 +49,11 @@ final class Upstream: Sendable {
     /// The app's payment parameters for a prepay_id (computed, not a call).
     func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
         try api.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+    }
+
+    /// A JSAPI page's payment parameters for a prepay_id (computed, not a call).
+    func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+        try api.jsapiPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
     }
 
     /// One query of the order's state (not repeated: the next poll or sweep is the retry). When it

@@ -47,12 +47,16 @@ struct VersionedUpstream: WeChatPayUpstream {
         }
     }
 
-    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
+    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay {
         try await api(.prepay, for: order).prepay(order, notifyURL: notifyURL)
     }
 
     func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
         try api(.prepay, for: order).appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
+    }
+
+    func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+        try api(.prepay, for: order).jsapiPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
     }
 
     func queryOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamTrade {

@@ -13,13 +13,19 @@ import WeChatPay
 /// `WeChatPayV2Upstream` speaks API v2 (signed XML), `WeChatPayV3Upstream` API v3 (signed JSON);
 /// `VersionedUpstream` hands each call about an order to the version the order was created with.
 public protocol WeChatPayUpstream: Sendable {
-    /// Asks for the order's prepay_id, for the order exactly as stored: every retry, replay and
-    /// refresh sends the same parameters (its expiry included).
-    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String
+    /// Asks for the order's prepay_id, for the order exactly as stored, through the order's app and
+    /// in its trade type (a JSAPI order's openid, a NATIVE order's product_id, an MWEB order's
+    /// scene): every retry, replay and refresh sends the same parameters (its expiry included).
+    /// A NATIVE answer carries its `code_url`, an MWEB answer its `mweb_url`.
+    func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay
 
     /// The parameters the app starts WeChat's payment with, for a prepay_id issued at `issuedAt`:
     /// the same for every call with the same arguments (an identical create answers identical bytes).
     func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest
+
+    /// A JSAPI order's parameters for `wx.requestPayment` / `getBrandWCPayRequest`, deterministic
+    /// like `appPayment`'s.
+    func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest
 
     /// What WeChat holds of the order now (v2 orderquery, v3's query by out_trade_no).
     func queryOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamTrade
@@ -172,6 +178,26 @@ public struct AppPayRequest: Sendable, Hashable {
         self.timeStamp = timeStamp
         self.sign = sign
         self.signType = signType
+    }
+}
+
+/// The parameters a JSAPI page (a mini program's `wx.requestPayment`, an official account's
+/// `WeixinJSBridge.invoke('getBrandWCPayRequest')`) takes, as it receives them in `jsapi_params`.
+public struct JSAPIPayRequest: Sendable, Hashable {
+    public var appId: String
+    public var timeStamp: String
+    public var nonceStr: String
+    public var package: String
+    public var signType: String
+    public var paySign: String
+
+    public init(appId: String, timeStamp: String, nonceStr: String, package: String, signType: String, paySign: String) {
+        self.appId = appId
+        self.timeStamp = timeStamp
+        self.nonceStr = nonceStr
+        self.package = package
+        self.signType = signType
+        self.paySign = paySign
     }
 }
 

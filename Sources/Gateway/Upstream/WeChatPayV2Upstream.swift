@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import JSON
 import StorageCore
 import WeChatPay
 
@@ -7,12 +8,19 @@ import WeChatPay
 /// client per signature algorithm (an order is always spoken about with the algorithm it was
 /// created with; a bill, which belongs to no order, with the configured one).
 public struct WeChatPayV2Upstream: WeChatPayUpstream {
-    private let clients: [SignType: WeChatPayClient]
+    /// One client per app id and signature algorithm: every v2 call carries the app id its order
+    /// was created through, and an answer naming another is refused by the client.
+    private let clients: [String: [SignType: WeChatPayClient]]
     private let merchant: (appID: String, mchID: String)
+    /// The mobile website MWEB orders declare in `scene_info` (WXPAY_H5_SITE_NAME, WXPAY_H5_SITE_URL).
+    private let h5Site: WeChatApps.H5Site?
     /// The algorithm of new orders and of the bill (WXPAY_SIGN_TYPE).
     private let signType: SignType
     /// The merchant key's signer, made once: its HMAC-SHA256 key schedule is two SHA-256 blocks.
     private let signer: Signer
+    private let key: APIKey
+    private let transport: any WeChatPayTransport
+    private let nonces: any NonceSource
     /// A bill larger than this after decompression is refused (WeChat's largest are far smaller).
     static let maximumBillBytes = 512 << 20
 
@@ -22,29 +30,62 @@ public struct WeChatPayV2Upstream: WeChatPayUpstream {
     ///     and tests).
     public init(configuration: GatewayConfiguration, key: APIKey, transport: any WeChatPayTransport,
                 nonces: any NonceSource = RandomNonceSource()) {
-        var clients: [SignType: WeChatPayClient] = [:]
-        for type in SignType.allCases {
-            let credentials = MerchantCredentials(appID: configuration.appID, mchID: configuration.mchID,
-                                                  key: key, signType: type)
-            clients[type] = WeChatPayClient(merchant: credentials, transport: transport, nonces: nonces)
+        var clients: [String: [SignType: WeChatPayClient]] = [:]
+        for appID in Set(configuration.apps.all.map(\.appID) + [configuration.appID]) {
+            for type in SignType.allCases {
+                let credentials = MerchantCredentials(appID: appID, mchID: configuration.mchID, key: key, signType: type)
+                clients[appID, default: [:]][type] = WeChatPayClient(merchant: credentials, transport: transport, nonces: nonces)
+            }
         }
         self.clients = clients
         merchant = (configuration.appID, configuration.mchID)
+        h5Site = configuration.apps.h5Site
         signType = configuration.signType
         signer = Signer(key: key)
+        self.key = key
+        self.transport = transport
+        self.nonces = nonces
     }
 
+    /// The app id calls about `order` carry: its app's, or the default app's for an order made
+    /// before apps had names.
+    private func appID(of order: OrderRecord) -> String { order.appID ?? merchant.appID }
+
+    /// The client of the order's app and algorithm; for an app id no longer configured (an order
+    /// of an app since removed from WXPAY_APPS) one is made for the call, so it still carries its own.
     private func client(for order: OrderRecord) -> WeChatPayClient {
-        clients[SignType(rawValue: order.signType) ?? .hmacSHA256]!
+        let type = SignType(rawValue: order.signType) ?? .hmacSHA256
+        let appID = appID(of: order)
+        if let client = clients[appID]?[type] { return client }
+        return WeChatPayClient(merchant: MerchantCredentials(appID: appID, mchID: merchant.mchID, key: key, signType: type),
+                               transport: transport, nonces: nonces)
     }
 
-    /// unifiedorder, APP trade type: only nonce_str and sign change between sends.
-    public func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
+    /// unifiedorder in the order's trade type: only nonce_str and sign change between sends. JSAPI
+    /// sends the payer's openid, NATIVE a product_id (the catalog product's, else the order's
+    /// number), MWEB the site's `scene_info` (h5_info of type Wap).
+    public func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay {
+        let tradeType = TradeType(rawValue: order.tradeType ?? "APP")
         let request = UnifiedOrderRequest(
             body: order.description, outTradeNo: order.outTradeNo, totalFee: order.amount,
-            spbillCreateIP: order.clientIP, notifyURL: notifyURL, tradeType: .app, attach: order.attach,
-            timeExpire: BeijingTime.parse(order.timeExpire), productID: order.productID)
-        return try await Self.speaking { () throws(WeChatPayError) in try await client(for: order).send(request).prepayID }
+            spbillCreateIP: order.clientIP, notifyURL: notifyURL, tradeType: tradeType, attach: order.attach,
+            timeExpire: BeijingTime.parse(order.timeExpire),
+            openID: tradeType == .jsapi ? order.openID : nil,
+            productID: tradeType == .native ? (order.productID ?? order.outTradeNo) : order.productID,
+            sceneInfo: tradeType == .mweb ? h5Site.map(Self.sceneInfo) : nil)
+        let response = try await Self.speaking { () throws(WeChatPayError) in try await client(for: order).send(request) }
+        for (type, url, name) in [(TradeType.native, response.codeURL, "code_url"), (.mweb, response.mwebURL, "mweb_url")]
+        where tradeType == type && url == nil {
+            throw UpstreamError(kind: .invalidResponse, advice: .retrySameParameters, mayHaveTakenEffect: true,
+                                shortDescription: "invalid_response", description: "WeChat Pay v2: unifiedorder answered no \(name)")
+        }
+        return StoredPrepay(prepayID: response.prepayID, codeURL: response.codeURL, mwebURL: response.mwebURL)
+    }
+
+    /// `{"h5_info":{"type":"Wap","wap_url":…,"wap_name":…}}`, keys sorted so every send is the same.
+    static func sceneInfo(_ site: WeChatApps.H5Site) -> String {
+        let info: JSONValue = ["h5_info": ["type": "Wap", "wap_url": .string(site.url), "wap_name": .string(site.name)]]
+        return info.serialized(sortedKeys: true)
     }
 
     /// The SDK's PayReq, signed with the order's algorithm. Its noncestr is derived from the
@@ -54,7 +95,7 @@ public struct WeChatPayV2Upstream: WeChatPayUpstream {
         let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "app-noncestr"], type: .md5)
         let parameters: AppPayParameters
         do {
-            parameters = try AppPayParameters(appID: merchant.appID, partnerID: merchant.mchID, prepayID: prepayID, nonce: nonce,
+            parameters = try AppPayParameters(appID: appID(of: order), partnerID: merchant.mchID, prepayID: prepayID, nonce: nonce,
                                               timestamp: Int(issuedAt.timeIntervalSince1970), signType: type, signer: signer)
         } catch {
             throw UpstreamError(kind: .invalidRequest, advice: .fixRequest, mayHaveTakenEffect: false,
@@ -63,6 +104,23 @@ public struct WeChatPayV2Upstream: WeChatPayUpstream {
         return AppPayRequest(appId: parameters.appId, partnerId: parameters.partnerId, prepayId: parameters.prepayId,
                              packageValue: parameters.packageValue, nonceStr: parameters.nonceStr,
                              timeStamp: parameters.timeStamp, sign: parameters.sign, signType: parameters.signType)
+    }
+
+    /// A JSAPI page's parameters, paySign with the order's algorithm over the five camelCase
+    /// fields; the nonce derived from the prepay_id as the APP one is, the timestamp the issue time.
+    public func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+        let type = SignType(rawValue: order.signType) ?? signType
+        let nonce = signer.signature(for: ["prepayid": prepayID, "purpose": "jsapi-noncestr"], type: .md5)
+        let parameters: JSAPIPayParameters
+        do {
+            parameters = try JSAPIPayParameters(appID: appID(of: order), prepayID: prepayID, nonce: nonce,
+                                                timestamp: Int(issuedAt.timeIntervalSince1970), signType: type, signer: signer)
+        } catch {
+            throw UpstreamError(kind: .invalidRequest, advice: .fixRequest, mayHaveTakenEffect: false,
+                                shortDescription: "invalid_request", description: "jsapi parameters not signed: \(error)")
+        }
+        return JSAPIPayRequest(appId: parameters.appId, timeStamp: parameters.timeStamp, nonceStr: parameters.nonceStr,
+                               package: parameters.package, signType: parameters.signType, paySign: parameters.paySign)
     }
 
     /// orderquery by out_trade_no.
@@ -111,7 +169,7 @@ public struct WeChatPayV2Upstream: WeChatPayUpstream {
         let request = DownloadBillRequest(billDate: day.replacingOccurrences(of: "-", with: ""), billType: .all, gzip: true)
         let response: DownloadBillResponse
         do {
-            response = try await clients[signType]!.send(request)
+            response = try await clients[merchant.appID]![signType]!.send(request)
         } catch {
             var failure = UpstreamError(error)
             // "No Bill Exist": no transaction that day.

@@ -12,6 +12,8 @@ import WeChatPayV3
 public struct WeChatPayV3Upstream: WeChatPayUpstream {
     let client: V3Client
     private let merchant: (appID: String, mchID: String)
+    /// The mobile website MWEB orders declare (WXPAY_H5_SITE_NAME, WXPAY_H5_SITE_URL).
+    private let h5Site: WeChatApps.H5Site?
     /// Keys the app parameters' nonce, derived from the prepay_id (an identical create answers
     /// identical bytes) and unpredictable to anyone without the APIv3 key.
     private let nonceKey: HMACSHA256Key
@@ -27,31 +29,57 @@ public struct WeChatPayV3Upstream: WeChatPayUpstream {
         client = V3Client(signer: keys.signer, verifier: keys.verifier, apiV3Key: keys.apiV3Key, transport: transport,
                           nonces: nonces, now: now)
         merchant = (configuration.appID, configuration.mchID)
+        h5Site = configuration.apps.h5Site
         nonceKey = HMACSHA256Key(keys.apiV3Key.bytes)
     }
 
     public func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion { .v3 }
 
-    /// `POST /v3/pay/transactions/app`: every retry, replay and refresh sends the same JSON (the
-    /// order's stored parameters, its expiry as RFC 3339).
-    public func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> String {
-        let request = AppPrepayRequest(
-            appID: merchant.appID, mchID: merchant.mchID, description: order.description, outTradeNo: order.outTradeNo,
-            notifyURL: notifyURL, total: order.amount, timeExpire: RFC3339.format(order.expiresAt), attach: order.attach,
-            payerClientIP: order.clientIP)
+    /// `POST /v3/pay/transactions/{app|jsapi|native|h5}` through the order's app: every retry,
+    /// replay and refresh sends the same JSON (the order's stored parameters, its expiry as RFC
+    /// 3339). v3's NATIVE and H5 answers carry no prepay_id: the order keeps its `code_url` in its
+    /// place, and the prepay_id an `h5_url` names (the whole URL if it names none).
+    public func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay {
+        let tradeType = V3TradeType(rawValue: order.tradeType ?? "APP") ?? .app
+        let request = PrepayRequest(
+            tradeType: tradeType, appID: appID(of: order), mchID: merchant.mchID, description: order.description,
+            outTradeNo: order.outTradeNo, notifyURL: notifyURL, total: order.amount, timeExpire: RFC3339.format(order.expiresAt),
+            attach: order.attach, payerClientIP: order.clientIP, payerOpenID: tradeType == .jsapi ? order.openID : nil,
+            h5Site: tradeType == .mweb ? h5Site.map { PrepayRequest.H5Info(appName: $0.name, appURL: $0.url) } : nil)
         let body = try await call(try Self.built { () throws(WeChatPayV3Error) in try request.request() })
-        return try Self.read { () throws(WeChatPayV3Error) in try PrepayResponse(body: body).prepayID }
+        let answer = try Self.read { () throws(WeChatPayV3Error) in try PrepayResponse(body: body, tradeType: tradeType) }
+        switch answer {
+        case .prepayID(let id): return StoredPrepay(prepayID: id)
+        case .codeURL(let url): return StoredPrepay(prepayID: url, codeURL: url)
+        case .h5URL(let url):
+            let named = URLComponents(string: url)?.queryItems?.first { $0.name == "prepay_id" }?.value
+            return StoredPrepay(prepayID: named ?? url, mwebURL: url)
+        }
     }
+
+    /// The app id calls about `order` carry: its app's, or the default app's for an order made
+    /// before apps had names.
+    private func appID(of order: OrderRecord) -> String { order.appID ?? merchant.appID }
 
     /// The SDK's PayReq with v3's signature: SHA256withRSA with the merchant key over
     /// `appId\ntimeStamp\nnonceStr\nprepayId\n` (deterministic, so a replay answers the same bytes).
     public func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
         let nonce = String(Hex.encode(nonceKey.authenticationCode(for: Array(("app-noncestr\n" + prepayID).utf8))).prefix(32))
-        let parameters = V3AppPayParameters(appID: merchant.appID, mchID: merchant.mchID, prepayID: prepayID, nonce: nonce,
+        let parameters = V3AppPayParameters(appID: appID(of: order), mchID: merchant.mchID, prepayID: prepayID, nonce: nonce,
                                             timestamp: Int64(issuedAt.timeIntervalSince1970), signer: client.signer)
         return AppPayRequest(appId: parameters.appID, partnerId: parameters.partnerID, prepayId: parameters.prepayID,
                              packageValue: parameters.packageValue, nonceStr: parameters.nonceStr,
                              timeStamp: parameters.timeStamp, sign: parameters.sign, signType: "RSA")
+    }
+
+    /// A JSAPI page's parameters with v3's paySign: SHA256withRSA over
+    /// `appId\ntimeStamp\nnonceStr\npackage\n`, the nonce derived as the APP one is.
+    public func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
+        let nonce = String(Hex.encode(nonceKey.authenticationCode(for: Array(("jsapi-noncestr\n" + prepayID).utf8))).prefix(32))
+        let parameters = V3JSAPIPayParameters(appID: appID(of: order), prepayID: prepayID, nonce: nonce,
+                                              timestamp: Int64(issuedAt.timeIntervalSince1970), signer: client.signer)
+        return JSAPIPayRequest(appId: parameters.appID, timeStamp: parameters.timeStamp, nonceStr: parameters.nonceStr,
+                               package: parameters.package, signType: V3JSAPIPayParameters.signType, paySign: parameters.paySign)
     }
 
     /// `GET /v3/pay/transactions/out-trade-no/{no}?mchid=`; an answer about another order is refused.
@@ -59,7 +87,7 @@ public struct WeChatPayV3Upstream: WeChatPayUpstream {
         let body = try await call(TransactionRequests.query(outTradeNo: order.outTradeNo, mchID: merchant.mchID))
         let transaction = try Self.read { () throws(WeChatPayV3Error) in try V3Transaction(body: body) }
         guard transaction.outTradeNo == order.outTradeNo else { throw .answerMismatch("out_trade_no") }
-        guard transaction.mchID == merchant.mchID, transaction.appID == merchant.appID else { throw .merchantMismatch }
+        guard transaction.mchID == merchant.mchID, transaction.appID == appID(of: order) else { throw .merchantMismatch }
         return UpstreamTrade(outTradeNo: transaction.outTradeNo, state: TradeState(rawValue: transaction.tradeState.rawValue),
                              transactionID: transaction.transactionID, amount: transaction.total,
                              paidAt: transaction.successTime.flatMap(RFC3339.parse))

@@ -17,7 +17,10 @@ import WeChatPayV3
 extension WeChatPaySimulator {
     /// The v3 routes: (method, template) pairs; `{id}` is one path segment.
     public static let v3Routes: [(String, String)] = [
-        ("POST", AppPrepayRequest.path),
+        ("POST", V3TradeType.app.path),
+        ("POST", V3TradeType.jsapi.path),
+        ("POST", V3TradeType.native.path),
+        ("POST", V3TradeType.mweb.path),
         ("GET", "/v3/pay/transactions/out-trade-no/{id}"),
         ("GET", "/v3/pay/transactions/id/{id}"),
         ("POST", "/v3/pay/transactions/out-trade-no/{id}/close"),
@@ -86,9 +89,10 @@ extension WeChatPaySimulator {
             return SimulatorResponse(status: status, body: body, contentType: "application/json", headers: headers)
         }
         switch (request.method, template) {
-        case ("POST", AppPrepayRequest.path):
-            let order: AppPrepayRequest
-            do { order = try AppPrepayRequest(body: request.body) } catch { throw .paramError(error.subject) }
+        case ("POST", let path) where V3TradeType(path: path) != nil:
+            let tradeType = V3TradeType(path: path) ?? .app
+            let order: PrepayRequest
+            do { order = try PrepayRequest(body: request.body, tradeType: tradeType) } catch { throw .paramError(error.subject) }
             return signed(try v3Prepay(order, now: now, book: &book).body)
         case ("GET", "/v3/pay/transactions/out-trade-no/{id}"), ("GET", "/v3/pay/transactions/id/{id}"):
             guard request.queryItem("mchid") == configuration.mchID else { throw .paramError("mchid") }
@@ -163,13 +167,18 @@ extension WeChatPaySimulator {
         }
     }
 
-    /// An APP order: created, or re-entered when every parameter is identical.
-    private func v3Prepay(_ request: AppPrepayRequest, now: Date, book: inout OrderBook) throws(V3ErrorBody) -> PrepayResponse {
-        guard request.appID == configuration.appID else { throw .appIDMchIDNotMatch() }
+    /// An order in its trade type: created, or re-entered when every parameter is identical. A
+    /// JSAPI payer must be a user of the order's app id (SIMULATOR.md's openid rule).
+    private func v3Prepay(_ request: PrepayRequest, now: Date, book: inout OrderBook) throws(V3ErrorBody) -> PrepayResponse {
+        guard configuration.binds(request.appID) else { throw .appIDMchIDNotMatch() }
         guard request.mchID == configuration.mchID else { throw .appIDMchIDNotMatch() }
+        if let openid = request.payerOpenID, !SimulatorConfiguration.openID(openid, belongsTo: request.appID) {
+            throw V3ErrorBody(status: 400, code: "PARAM_ERROR", message: "appid和openid不匹配", field: "payer.openid")
+        }
         let expiresAt = request.timeExpire.flatMap(RFC3339.parse)
         if let expiresAt, expiresAt.timeIntervalSince(now) < 60 { throw .invalidRequest("time_expire时间过短") }
-        let parameters = ["v3": String(decoding: request.json.bytes(), as: UTF8.self), "trade_type": "APP", "body": request.description]
+        let parameters = ["v3": String(decoding: request.json.bytes(), as: UTF8.self), "trade_type": request.tradeType.rawValue,
+                          "body": request.description]
         if var order = book.order(request.outTradeNo, now: now) {
             if order.isPaid { throw .orderPaid() }
             if order.state != .notPaid { throw .orderClosed() }
@@ -179,14 +188,27 @@ extension WeChatPaySimulator {
                 order.prepayIssuedAt = now
                 book.orders[request.outTradeNo] = order
             }
-            return PrepayResponse(prepayID: order.prepayID)
+            return v3Answer(order, book: book)
         }
         let order = SimulatedOrder(
             outTradeNo: request.outTradeNo, parameters: parameters, signType: .hmacSHA256, totalFee: request.total,
             notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: expiresAt,
-            prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid, apiVersion: .v3)
+            prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid, apiVersion: .v3, appID: request.appID,
+            tradeType: request.tradeType.rawValue, payerOpenID: request.payerOpenID,
+            codeURL: request.tradeType == .native ? book.newCodeURL() : nil)
         book.orders[request.outTradeNo] = order
-        return PrepayResponse(prepayID: order.prepayID)
+        book.noteCodeURL(order)
+        return v3Answer(order, book: book)
+    }
+
+    /// What v3 answers an order by its trade type: a prepay_id, the QR code's `code_url`, or the
+    /// H5 page's `h5_url`.
+    private func v3Answer(_ order: SimulatedOrder, book: OrderBook) -> PrepayResponse {
+        switch order.tradeType {
+        case "NATIVE": .codeURL(order.codeURL ?? "")
+        case "MWEB": .h5URL(book.mwebURL(prepayID: order.prepayID))
+        default: .prepayID(order.prepayID)
+        }
     }
 
     /// The order as v3's query and payment notify describe it.
@@ -207,8 +229,8 @@ extension WeChatPaySimulator {
         case .notPaid: "订单未支付"
         }
         return V3Transaction(
-            appID: configuration.appID, mchID: configuration.mchID, outTradeNo: order.outTradeNo,
-            transactionID: paid ? order.transactionID : nil, tradeType: paid ? "APP" : nil, tradeState: state,
+            appID: order.appID.isEmpty ? configuration.appID : order.appID, mchID: configuration.mchID, outTradeNo: order.outTradeNo,
+            transactionID: paid ? order.transactionID : nil, tradeType: paid ? order.tradeType : nil, tradeState: state,
             tradeStateDescription: description,
             bankType: paid ? "OTHERS" : nil, attach: order.attach, successTime: paid ? order.paidAt.map(RFC3339.format) : nil,
             payerOpenID: paid ? order.openid : nil, total: order.totalFee, payerTotal: paid ? order.totalFee : nil)

@@ -24,19 +24,16 @@ public struct V3AppPayParameters: Sendable, Hashable {
         self.prepayID = prepayID
         nonceStr = nonce
         timeStamp = String(timestamp)
-        sign = Base64.encode(signer.key.signature(for: Self.message(appID: appID, timeStamp: timeStamp, nonceStr: nonce,
-                                                                   prepayID: prepayID)), .standardPadded)
+        sign = V3ClientSignature.sign(appID: appID, timeStamp: timeStamp, nonceStr: nonce, last: prepayID, signer: signer)
     }
 
     public static func message(appID: String, timeStamp: String, nonceStr: String, prepayID: String) -> [UInt8] {
-        Array("\(appID)\n\(timeStamp)\n\(nonceStr)\n\(prepayID)\n".utf8)
+        V3ClientSignature.message(appID: appID, timeStamp: timeStamp, nonceStr: nonceStr, last: prepayID)
     }
 
     /// Whether `sign` verifies under the merchant's public key (what WeChat checks in the app).
     public func isValid(under key: RSAPublicKey) -> Bool {
-        guard let signature = Base64.decode(sign, .standardPadded) else { return false }
-        return key.isValidSignature(signature, for: Self.message(appID: appID, timeStamp: timeStamp, nonceStr: nonceStr,
-                                                                 prepayID: prepayID))
+        V3ClientSignature.isValid(sign, appID: appID, timeStamp: timeStamp, nonceStr: nonceStr, last: prepayID, under: key)
     }
 
     /// The SDK's field names (PayReq), as the app receives them.

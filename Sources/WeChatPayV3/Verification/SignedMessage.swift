@@ -61,11 +61,27 @@ public struct V3SignedMessage: Sendable, Hashable {
     static let headerNames = ["Wechatpay-Timestamp", "Wechatpay-Nonce", "Wechatpay-Signature", "Wechatpay-Serial",
                               "Wechatpay-Signature-Type"]
 
+    /// Whether `a` and `b` are the same ASCII name in any case. Over the contiguous UTF-8 of both
+    /// (every native string) it is a plain byte loop: the generic `zip` of two `UTF8View`s it replaced
+    /// was about 2 % of a whole notify's open in the profile.
     static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
-        return zip(a.utf8, b.utf8).allSatisfy { x, y in
-            x == y || (x | 0x20 == y | 0x20 && (0x61...0x7A).contains(x | 0x20))
-        }
+        if let same = a.utf8.withContiguousStorageIfAvailable({ x in
+            b.utf8.withContiguousStorageIfAvailable { y in equalIgnoringASCIICase(x, y) }
+        }), let same { return same }
+        return zip(a.utf8, b.utf8).allSatisfy { x, y in sameIgnoringASCIICase(x, y) }
+    }
+
+    private static func equalIgnoringASCIICase(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in 0..<a.count where !sameIgnoringASCIICase(a[index], b[index]) { return false }
+        return true
+    }
+
+    /// Two bytes equal, or the same ASCII letter in two cases (only letters: `@` is not `` ` ``).
+    @inline(__always)
+    private static func sameIgnoringASCIICase(_ x: UInt8, _ y: UInt8) -> Bool {
+        x == y || (x | 0x20 == y | 0x20 && (0x61...0x7A).contains(x | 0x20))
     }
 
     /// The headers WeChat sends with this message.
