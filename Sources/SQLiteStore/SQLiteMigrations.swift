@@ -116,7 +116,7 @@ enum SQLiteMigrations {
             ALTER TABLE orders ADD COLUMN code_url TEXT;
             ALTER TABLE orders ADD COLUMN mweb_url TEXT;
             """),
-        Migration(version: 11, name: "entitlement.changed events written by the database", sql: SQLiteOrderStore.entitlementEventsSchema),
+        Migration(version: 11, name: "paid orders by user, for entitlements", sql: SQLiteOrderStore.paidOrdersIndex),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -26,7 +26,7 @@ struct EntitlementsTests {
             outTradeNo: outTradeNo, amount: amount, description: "d", clientIP: "127.0.0.1", userID: "u1", productID: product,
             signType: "MD5", timeExpire: "20270101000000", expiresAt: paidAt, createdAt: paidAt, state: state, paidAt: paidAt,
             parametersDigest: "x", channel: channel, appleProductID: appleProductID,
-            originalTransactionID: channel == .apple ? "2000\(outTradeNo.count)" : nil), refundedAmount: refunded)
+            originalTransactionID: channel == .apple ? "2000\(outTradeNo.count)" : nil), refundedAmount: refunded)!
     }
 
     @Test("A pass bought while another runs starts where that one ends")

@@ -83,7 +83,7 @@ struct ConcurrentAppleCreditTests {
             #expect(order.appleTransactionID == id)
             #expect(try await store.orders(appleTransactionID: id).map(\.outTradeNo) == [outTradeNo])
             #expect(try await store.appleTransaction(id)?.outTradeNo == outTradeNo)
-            #expect(try await store.orderOutboxEvents(outTradeNo).count == 1)
+            #expect(try await store.outboxEvents(outTradeNo).count == 1)
             #expect(try await store.events(outTradeNo).filter { $0.kind == OrderEvent.stateChangedKind }.count == 1)
         }
         #expect(try await store.unmatchedAppleTransactionCount() == 0)
@@ -166,7 +166,7 @@ struct TransactionRaceTests {
             IAPStoreTests.credit(IAPStoreTests.facts(id), user: user, at: TestTime.at(Double(attempt * 10 + 5))))
         #expect(result == .credited(try #require(try await store.order(older)), .userProduct))
         #expect(try await store.orders(appleTransactionID: id).map(\.outTradeNo) == [older])
-        #expect(try await store.orderOutboxEvents(older).count == 1)
+        #expect(try await store.outboxEvents(older).count == 1)
         #expect(try await store.order(newer)?.state == .notPay)
         // The other session committed only if the server aborted the credit instead.
         do {

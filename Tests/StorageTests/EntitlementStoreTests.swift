@@ -27,11 +27,11 @@ struct EntitlementStoreTests {
             _ = try await RefundStoreTests.create(RefundStoreTests.request("R3", order: "P2", amount: 500), in: store)
 
             let paid = try await store.paidOrders(userID: "u1")
-            #expect(paid.map(\.order.outTradeNo) == ["P1", "P2", "TIE", "P3"])
+            #expect(paid.map(\.outTradeNo) == ["P1", "P2", "TIE", "P3"])
             #expect(paid.map(\.refundedAmount) == [1000, 0, 0, 0])
-            #expect(paid.first?.order.state == .refund)
-            #expect(paid.first?.order.paidAt == TestTime.at(10))
-            #expect(try await store.paidOrders(userID: "u2").map(\.order.outTradeNo) == ["OTHER"])
+            #expect(paid.first?.state == .refund)
+            #expect(paid.first?.paidAt == TestTime.at(10))
+            #expect(try await store.paidOrders(userID: "u2").map(\.outTradeNo) == ["OTHER"])
             #expect(try await store.paidOrders(userID: "nobody").isEmpty)
         }
     }

@@ -52,7 +52,7 @@ struct IAPStoreTests {
             let events = try await store.events("A1")
             #expect(events.map(\.kind) == ["created", "state_changed", "appstore_match"])
             #expect(events[1].detail == "NOTPAY -> SUCCESS: test")
-            #expect(try await store.orderOutboxEvents("A1").count == 1)
+            #expect(try await store.outboxEvents("A1").count == 1)
             let ledger = try #require(try await store.appleTransaction("2000000000000001"))
             #expect(ledger.outTradeNo == "A1")
             #expect(ledger.matchedBy == .appAccountToken)
@@ -76,7 +76,7 @@ struct IAPStoreTests {
             #expect(order.outTradeNo == "B1")
             #expect(try await store.order("B2")?.state == .notPay)
             #expect(try await store.order("B9") == nil)
-            #expect(try await store.orderOutboxEvents("B1").count == 1)
+            #expect(try await store.outboxEvents("B1").count == 1)
             #expect(try await store.events("B1").count == 3)
         }
     }
@@ -193,7 +193,7 @@ struct IAPStoreTests {
             for result in results {
                 if case .alreadyCredited(let order, _) = result { #expect(order.outTradeNo == paid.first?.outTradeNo) }
             }
-            #expect(try await store.orderOutboxEvents(try #require(paid.first).outTradeNo).count == 1)
+            #expect(try await store.outboxEvents(try #require(paid.first).outTradeNo).count == 1)
         }
     }
 

@@ -204,9 +204,9 @@ extension TestDatabase {
 }
 
 extension OrderStore {
-    /// The order's outbox events but `entitlement.changed`, which the database writes beside a
-    /// paid or refunded order of a user's product (EntitlementAPITests covers those): what a
-    /// test of the order's own announcements counts.
+    /// The order's outbox events but `entitlement.changed`, which the doors write beside a paid
+    /// or refunded order of a user's course or membership (EntitlementEventTests covers those):
+    /// what a test of the order's own announcements counts.
     public func orderOutboxEvents(_ outTradeNo: String) async throws(StorageError) -> [OutboxEvent] {
         try await outboxEvents(outTradeNo).filter { $0.type != "entitlement.changed" }
     }

@@ -93,7 +93,7 @@ public struct GatewayContext: Sendable {
                                 maximumWaits: configuration.app.maxWaits)
         signals = OrderSignals()
         instruments = OrderInstruments(metrics)
-        settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
+        settlement = Settlement(store: store, catalog: catalog, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = configuration.apiKey.map { Signer(key: $0) }
     }

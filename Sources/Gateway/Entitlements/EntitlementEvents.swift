@@ -3,9 +3,10 @@ import Foundation
 import JSON
 import StorageCore
 
-/// The `entitlement.changed` webhook. The database writes the outbox row in the very transaction
-/// of the payment, refund or revocation that can change a user's entitlements (a trigger in each
-/// store, so no code path can forget it); the row only names the user and the order. What is
+/// The `entitlement.changed` webhook. The doors write the outbox row in the very transaction of
+/// the payment, refund or revocation that can change a user's entitlements (`marker`, handed to
+/// the store as the change's `followUp` by `Settlement` and `RefundService.settle`: every path
+/// to SUCCESS or REFUND goes through them); the row only names the user and the order. What is
 /// delivered is computed at each attempt from the user's payments, like the entitlements route:
 /// `{"created_at","data":{"entitlements":[…],"out_trade_no","user_id"},"id","type":"entitlement.changed"}`.
 /// An attempt therefore never carries a state older than the change it announces, and a retry
@@ -19,6 +20,20 @@ public struct EntitlementEvents: Sendable {
     public init(store: any EntitlementStore, catalog: CatalogSource) {
         self.store = store
         self.catalog = catalog
+    }
+
+    /// The outbox row announcing that `order`'s change (paid, refunded, revoked, reversed) may have
+    /// changed its user's entitlements, or nil when it cannot have (`Entitlements.canChange`: no
+    /// user, a consumable, a product the catalog does not know). Its payload only names the order
+    /// and the user: `{"out_trade_no","user_id"}`.
+    public static func marker(for order: OrderRecord, catalog: Catalog, at: Date) -> OutboxEvent? {
+        guard let user = order.userID, Entitlements.canChange(order, catalog: catalog) else { return nil }
+        var payload = JSONObjectWriter(capacity: 96)
+        payload.string("out_trade_no", order.outTradeNo)
+        payload.string("user_id", user)
+        let id = PaidEventEncoding.newID(at: at)
+        return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: String(decoding: payload.finish(), as: UTF8.self),
+                           createdAt: at, nextAttemptAt: at)
     }
 
     /// The user an `entitlement.changed` row is about (nil for any other event, or a row that does

@@ -56,11 +56,12 @@ public struct Entitlements: Sendable, Hashable {
         var forever: [String: (key: PaymentKey, source: Source)] = [:]
         var passes: [String: [(key: PaymentKey, period: MembershipPeriod, source: Source)]] = [:]
         for payment in payments {
-            guard let paidAt = payment.order.paidAt, Self.grants(payment),
-                  let (entitlement, kind) = Self.rule(of: payment.order, in: catalog) else { continue }
-            let key = PaymentKey(paidAt: paidAt, outTradeNo: payment.order.outTradeNo)
-            let source = Source(channel: payment.order.channel, outTradeNo: payment.order.outTradeNo,
-                                originalTransactionID: payment.order.originalTransactionID)
+            guard Self.grants(payment),
+                  let (entitlement, kind) = Self.rule(productID: payment.productID, appleProductID: payment.appleProductID,
+                                                      in: catalog) else { continue }
+            let key = PaymentKey(paidAt: payment.paidAt, outTradeNo: payment.outTradeNo)
+            let source = Source(channel: payment.channel, outTradeNo: payment.outTradeNo,
+                                originalTransactionID: payment.originalTransactionID)
             switch kind {
             case .course:
                 if let held = forever[entitlement], held.key < key { continue }
@@ -95,21 +96,32 @@ public struct Entitlements: Sendable, Hashable {
 
     /// Whether the payment still grants: paid and not taken back.
     static func grants(_ payment: PaidOrder) -> Bool {
-        switch payment.order.state {
+        switch payment.state {
         case .success: true
-        case .refund: payment.order.channel == .wechat && payment.refundedAmount < payment.order.amount
+        case .refund: payment.channel == .wechat && payment.refundedAmount < payment.amount
         default: false
         }
     }
 
     /// The entitlement and kind the order's product grants.
-    static func rule(of order: OrderRecord, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
-        if let id = order.productID {
+    static func rule(productID: String?, appleProductID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
+        if let id = productID {
             guard let product = catalog.product(id) else { return (id, .course) }
             return (product.entitlement, product.kind)
         }
-        guard let apple = order.appleProductID, let product = catalog.product(appleProductID: apple) else { return nil }
+        guard let apple = appleProductID, let product = catalog.product(appleProductID: apple) else { return nil }
         return (product.entitlement, product.kind)
+    }
+
+    /// Whether paying for, or taking back, `order` can change its user's entitlements: it has a
+    /// user, and its product grants something (a course or a membership; a consumable grants
+    /// nothing, nor does an App Store product the catalog does not know).
+    public static func canChange(_ order: OrderRecord, catalog: Catalog) -> Bool {
+        guard order.userID != nil,
+              let (_, kind) = rule(productID: order.productID, appleProductID: order.appleProductID, in: catalog)
+        else { return false }
+        if case .consumable = kind { return false }
+        return true
     }
 
     /// Payments sort by when they were paid, then by order number: a total order, so the result
