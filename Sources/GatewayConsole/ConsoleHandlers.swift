@@ -153,6 +153,8 @@ extension Console {
             refundsConfigured: refundService.isConfigured, notice: notice, refundAmount: refundAmount,
             refundReason: refundReason, refundNumber: refundNumber ?? RefundService.generateOutRefundNo(at: now))
         model.handleReason = handleReason
+        // What the order's user may open, computed now (part of the look recorded above).
+        if let user = order.userID { (model.entitlements, model.now) = (try await services.entitlements.entitlements(of: user), now) }
         if order.channel == .apple, let iap = services.iap {
             // What Apple charged and where its refund stands (the ledger), and Apple's questions.
             (model.appleTransaction, model.consumption) = try await storage { () throws(StorageError) in

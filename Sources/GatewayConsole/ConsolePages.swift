@@ -123,6 +123,9 @@ enum ConsolePages {
         var consumption: [ConsumptionRequestRecord] = []
         /// The mark-handled form's reason, kept when it is shown again with an error.
         var handleReason = ""
+        /// The user's entitlements as the page was made (nil without a user), and that instant.
+        var entitlements: Entitlements?
+        var now = Date()
 
         /// What is left to refund: the amount less every refund that is not REFUNDCLOSE.
         var refundable: Int {
@@ -152,6 +155,7 @@ enum ConsolePages {
         }
         if let form = handleAttentionForm(model, chrome, path: path) { sections.append(form) }
         sections.append("<section><h2>\(text.factsTitle)</h2><dl id=\"facts\">\(isApple ? appleFacts(model, text) : wechatFacts(model, text))</dl></section>")
+        if let user = order.userID, let rights = model.entitlements { sections.append(entitlements(rights, user: user, at: model.now, text)) }
         if role.allows(.recheck) {
             sections.append("""
                 <section><h2>\(isApple ? text.recheckAppleTitle : text.recheckTitle)</h2>\

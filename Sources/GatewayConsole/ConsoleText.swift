@@ -273,6 +273,19 @@ struct ConsoleText: Sendable {
     var wechatSaid: String { t("微信的回答：", "WeChat said:") }
     var wechatSaidNothing: String { t("这次查询没有得到微信的回答。", "This recheck got no answer from WeChat.") }
     var timelineTitle: String { t("时间线", "Timeline") }
+    func entitlementsTitle(_ user: String) -> String { t("用户 \(user) 的权益", "Entitlements of user \(user)") }
+    var entitlementsHelp: String {
+        t("由该用户的全部支付当场算出（会员叠加、全额退款扣回、课程永久）。",
+          "Computed now from all of this user's payments (passes stacked, full refunds taken back, courses for ever).")
+    }
+    var noEntitlements: String { t("该用户没有任何权益。", "This user holds no entitlement.") }
+    var entitlementName: String { t("权益", "Entitlement") }
+    var entitlementState: String { t("状态", "State") }
+    var entitlementExpires: String { t("到期", "Expires") }
+    var entitlementSource: String { t("来源订单", "Source order") }
+    var entitlementActive: String { t("有效", "active") }
+    var entitlementLapsed: String { t("已过期", "lapsed") }
+    var entitlementForever: String { t("永久", "for ever") }
     var deliveriesTitle: String { t("业务通知投递（发货与退款 webhook）", "Webhook deliveries (fulfilment and refunds)") }
     var eventID: String { t("事件 ID", "Event id") }
     var type: String { t("类型", "Type") }

@@ -204,6 +204,8 @@ enum PostgresMigrations {
             "ALTER TABLE orders ADD COLUMN code_url text",
             "ALTER TABLE orders ADD COLUMN mweb_url text",
         ]),
+        Migration(version: 12, name: "paid orders by user, for entitlements",
+                  statements: PostgresOrderStore.paidOrdersIndex),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -117,7 +117,9 @@ extension PostgresOrderStore {
         // tried as one statement that applies only while the order still stands so: most payments
         // settle in one round trip shared by the whole batch, without reading under the lock first.
         let statement = transition.lastRead.flatMap { read -> OneStatement<TransitionResult>? in
-            guard read.outTradeNo == outTradeNo, transition.changes(read) else { return nil }
+            // A second outbox row (`followUp`) is not part of the one statement: such a change
+            // takes the locked path below.
+            guard read.outTradeNo == outTradeNo, transition.followUp == nil, transition.changes(read) else { return nil }
             var statement = OneStatement<TransitionResult>(query: Self.change(transition, from: read, onlyIfStillSo: true)) {
                 result throws(StorageError) in
                 guard let changed = try result.first(OrderRecord.init(row:)) else { return nil }
@@ -160,6 +162,7 @@ extension PostgresOrderStore {
         // Under the lock the conditional UPDATE cannot disagree with the decision; if it ever
         // did, failing is right: nothing was written, and the caller may try again.
         guard let changed else { throw .unexpectedRow }
+        if let followUp = transition.followUp { _ = try db.run(insertOutbox(followUp)) }
         return .changed(changed)
     }
 

@@ -210,6 +210,9 @@ extension PostgresOrderStore: RefundStore {
             guard let current = try db.run(Self.selectOrder(outTradeNo)).first(OrderRecord.init(row:)) else {
                 throw .unexpectedRow
             }
+            if let followUp = try transition.followUpEvent(for: after, order: current) {
+                _ = try db.run(Self.insertOutbox(followUp))
+            }
             return (.changed(after, order: current), orderChanged ? outTradeNo : nil)
         }
     }

@@ -116,6 +116,7 @@ enum SQLiteMigrations {
             ALTER TABLE orders ADD COLUMN code_url TEXT;
             ALTER TABLE orders ADD COLUMN mweb_url TEXT;
             """),
+        Migration(version: 11, name: "paid orders by user, for entitlements", sql: SQLiteOrderStore.paidOrdersIndex),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

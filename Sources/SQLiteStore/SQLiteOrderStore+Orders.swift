@@ -154,6 +154,9 @@ extension SQLiteOrderStore {
         if let outbox = transition.outbox {
             try insertOutbox(outbox, on: db)
         }
+        if let followUp = transition.followUp {
+            try insertOutbox(followUp, on: db)
+        }
         if let receipt = transition.receiptEvent(changed: true) {
             try appendEvent(receipt, to: transition.outTradeNo, on: db)
         }

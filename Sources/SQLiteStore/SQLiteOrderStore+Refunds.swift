@@ -168,6 +168,9 @@ extension SQLiteOrderStore: RefundStore {
                 try Self.insertOutbox(outbox, on: db)
             }
             guard let order = try Self.order(after.outTradeNo, on: db) else { throw .unexpectedRow }
+            if let followUp = try transition.followUpEvent(for: after, order: order) {
+                try Self.insertOutbox(followUp, on: db)
+            }
             return .changed(after, order: order)
         }
     }

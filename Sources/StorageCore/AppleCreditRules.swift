@@ -166,7 +166,7 @@ extension AppleCredit {
         let transition = OrderTransition(
             outTradeNo: candidate.outTradeNo, to: .success, from: from, paidAt: facts.purchaseDate,
             detail: candidate.state == .closed ? source + " (paid after close)" : source,
-            outbox: outbox(paid), addingFlags: flags, at: at, apple: apple)
+            outbox: outbox(paid), followUp: followUp(paid), addingFlags: flags, at: at, apple: apple)
         try transition.validate()
         guard case .changed(let after) = try session.transition(transition) else { return nil }
         try session.markCredited(facts.transactionID, outTradeNo: after.outTradeNo, matchedBy: how, at: at)

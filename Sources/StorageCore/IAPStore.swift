@@ -108,6 +108,9 @@ public struct AppleCredit: Sendable {
     public var source: String
     /// The `order.paid` event, made from the order as it reads once credited (its flags included).
     public var outbox: @Sendable (OrderRecord) -> OutboxEvent?
+    /// A second event made from the order as it reads once credited, inserted after `outbox` (the
+    /// `entitlement.changed` marker of a purchase that grants something).
+    public var followUp: @Sendable (OrderRecord) -> OutboxEvent? = { _ in nil }
     /// The timeline events saying how the order was found, made from the decision.
     public var events: @Sendable (AppleMatchDecision) -> [NewOrderEvent]
     public var at: Date

@@ -142,6 +142,7 @@ extension OrderStore {
         expectedAmount: Int? = nil,
         detail: String = "",
         outbox: OutboxEvent? = nil,
+        followUp: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
         at: Date,
         receipt: TransitionReceipt? = nil,
@@ -151,7 +152,8 @@ extension OrderStore {
         try await transition(
             OrderTransition(
                 outTradeNo: outTradeNo, to: to, from: allowedFrom, transactionID: transactionID, paidAt: paidAt,
-                expectedAmount: expectedAmount, detail: detail, outbox: outbox, addingFlags: addingFlags, at: at,
+                expectedAmount: expectedAmount, detail: detail, outbox: outbox, followUp: followUp,
+                addingFlags: addingFlags, at: at,
                 receipt: receipt, apple: apple, lastRead: lastRead))
     }
 

@@ -79,6 +79,7 @@ extension OutboxEvent {
 extension OrderTransition {
     package func validate() throws(StorageError) {
         try outbox?.validate(belongsTo: outTradeNo)
+        try followUp?.validate(belongsTo: outTradeNo)
         try StoreText.validate(outTradeNo, transactionID, detail, receipt?.kind, receipt?.changedDetail,
                                receipt?.unchangedDetail, apple?.transactionID, apple?.originalTransactionID,
                                apple?.environment)
@@ -174,6 +175,14 @@ extension RefundTransition {
     /// The outbox event to insert for the changed refund, checked to belong to its order.
     package func outboxEvent(for refund: RefundRecord) throws(StorageError) -> OutboxEvent? {
         guard let event = outbox(refund) else { return nil }
+        try event.validate(belongsTo: refund.outTradeNo)
+        return event
+    }
+
+    /// The second event to insert for the changed refund and its order (as it reads after the
+    /// change), checked to belong to that order.
+    package func followUpEvent(for refund: RefundRecord, order: OrderRecord) throws(StorageError) -> OutboxEvent? {
+        guard let event = followUp(refund, order) else { return nil }
         try event.validate(belongsTo: refund.outTradeNo)
         return event
     }

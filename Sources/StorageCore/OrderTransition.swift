@@ -30,6 +30,9 @@ public struct OrderTransition: Sendable, Hashable {
     public var detail: String
     /// Inserted in the same transaction, only if the state changed. Its `outTradeNo` must match.
     public var outbox: OutboxEvent?
+    /// A second event inserted after `outbox` in the same transaction, only if the state changed
+    /// (the `entitlement.changed` marker of a payment that grants something). Its `outTradeNo` must match.
+    public var followUp: OutboxEvent?
     /// Added to the order's flags, only if the state changed.
     public var addingFlags: Set<OrderFlag>
     /// The time of the change (`updatedAt` and the event's time).
@@ -55,6 +58,7 @@ public struct OrderTransition: Sendable, Hashable {
         expectedAmount: Int? = nil,
         detail: String = "",
         outbox: OutboxEvent? = nil,
+        followUp: OutboxEvent? = nil,
         addingFlags: Set<OrderFlag> = [],
         at: Date,
         receipt: TransitionReceipt? = nil,
@@ -69,6 +73,7 @@ public struct OrderTransition: Sendable, Hashable {
         self.expectedAmount = expectedAmount
         self.detail = detail
         self.outbox = outbox
+        self.followUp = followUp
         self.addingFlags = addingFlags
         self.at = at
         self.receipt = receipt

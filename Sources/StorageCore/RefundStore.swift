@@ -101,6 +101,10 @@ public struct RefundTransition: Sendable {
     /// Made from the changed refund and inserted in the same transaction, only if it changed; its
     /// `outTradeNo` must be the refund's order.
     public var outbox: @Sendable (RefundRecord) -> OutboxEvent?
+    /// Made from the changed refund and its order as it reads after the change, and inserted after
+    /// `outbox` in the same transaction, only if the refund changed (the `entitlement.changed`
+    /// marker of a refund that succeeded); its `outTradeNo` must be the refund's order.
+    public var followUp: @Sendable (RefundRecord, OrderRecord) -> OutboxEvent?
     /// Sets `lastNotifyAt` to `at` when the refund changes (a verified refund notify changed it). A
     /// duplicate writes nothing at all, so a replayed notify leaves no trace.
     public var touchesNotify: Bool
@@ -110,6 +114,7 @@ public struct RefundTransition: Sendable {
         outRefundNo: String, to: RefundState, from allowedFrom: Set<RefundState>, expectedOutTradeNo: String? = nil,
         expectedAmount: Int? = nil, refundID: String? = nil, succeededAt: Date? = nil, failureReason: String? = nil,
         detail: String = "", outbox: @escaping @Sendable (RefundRecord) -> OutboxEvent? = { _ in nil },
+        followUp: @escaping @Sendable (RefundRecord, OrderRecord) -> OutboxEvent? = { _, _ in nil },
         touchesNotify: Bool = false, at: Date
     ) {
         self.outRefundNo = outRefundNo
@@ -122,6 +127,7 @@ public struct RefundTransition: Sendable {
         self.failureReason = failureReason
         self.detail = detail
         self.outbox = outbox
+        self.followUp = followUp
         self.touchesNotify = touchesNotify
         self.at = at
     }

@@ -12,6 +12,7 @@ let commands: [BenchmarkCommand] = [
     JWSBenchmark.command,
     MetricsBenchmark.command,
     V3Benchmark.command,
+    EntitlementBenchmark.command,
     QRBenchmark.command,
     BenchmarkCommand(name: "notifications", summary: "payment notify decode+verify, refund notify decrypt, app params",
                      arguments: NotifyBenchmark.run),

@@ -14,7 +14,7 @@ struct GatewayResources {
     let configuration: GatewayConfiguration
     let logger: Logger
     /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
+    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
     let client: HTTPClient
 
     /// An exit status with its message already printed.
@@ -46,7 +46,7 @@ struct GatewayResources {
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler(timestamp: Timestamp.rfc3339))
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
+    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
         do {
             store = try await openStore(configuration)
         } catch {
@@ -72,7 +72,7 @@ struct GatewayResources {
         }
     }
 
-    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore {
+    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore {
         switch configuration.database {
         case .sqlite(let path):
             try await SQLiteOrderStore.open(path: path)

@@ -179,7 +179,8 @@ enum ServeCommand {
         if let webhook = FulfilmentDispatcher.Configuration(configuration.fulfilment) {
             running.append(FulfilmentDispatcher(
                 store: services.context.store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
-                metrics: services.metrics, logger: logger))
+                metrics: services.metrics, logger: logger,
+                entitlements: EntitlementEvents(store: services.context.store, catalog: services.context.catalog)))
         } else {
             logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
         }

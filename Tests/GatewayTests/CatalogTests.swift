@@ -28,7 +28,67 @@ struct CatalogTests {
         #expect(catalog.product("old.1")?.active == false)
         #expect(catalog.product("A_b-9")?.active == true)
         #expect(String(decoding: catalog.json, as: UTF8.self)
-            == #"{"products":[{"amount":990,"apple_product_id":"com.x.swift101","description":"Swift 入门课","id":"swift-101"},{"amount":1000000000,"description":"max","id":"A_b-9"}]}"#)
+            == #"{"products":[{"amount":990,"apple_product_id":"com.x.swift101","description":"Swift 入门课","entitlement":"swift-101","id":"swift-101","type":"course"},{"amount":1000000000,"description":"max","entitlement":"A_b-9","id":"A_b-9","type":"course"}]}"#)
+    }
+
+    @Test("A membership names its period and entitlement; several products may share one; a course grants its own id unless renamed")
+    func membershipsAndEntitlementsAreRead() throws {
+        let catalog = try Self.parse(#"""
+            {"products":[{"id":"vip-m","amount":3000,"description":"月卡","type":"membership","period":"P1M","entitlement":"vip"},
+                         {"id":"vip-y","amount":29800,"description":"年卡","type":"membership","period":"P1Y","entitlement":"vip"},
+                         {"id":"vip-w","amount":900,"description":"周卡","type":"membership","period":"P2W","entitlement":"vip"},
+                         {"id":"swift-101","amount":990,"description":"课"},
+                         {"id":"swift-102","amount":990,"description":"课","type":"course","entitlement":"swift-bundle"},
+                         {"id":"coins-60","amount":600,"description":"60 币","type":"consumable"}]}
+            """#).get()
+        #expect(catalog.product("vip-m")?.kind == .membership(try #require(MembershipPeriod("P1M"))))
+        #expect(catalog.product("vip-y")?.kind.period?.months == 12)
+        #expect(catalog.product("vip-w")?.kind.period?.days == 14)
+        #expect(catalog.products.filter { $0.entitlement == "vip" }.count == 3)
+        #expect(catalog.product("swift-101")?.entitlement == "swift-101")
+        #expect(catalog.product("swift-101")?.kind == .course)
+        #expect(catalog.product("swift-102")?.entitlement == "swift-bundle")
+        #expect(catalog.product("coins-60")?.kind == .consumable)
+        #expect(catalog.product("vip-m")?.extra == [:])
+        #expect(String(decoding: try #require(catalog.product("vip-m")).json, as: UTF8.self)
+            == #"{"amount":3000,"description":"月卡","entitlement":"vip","id":"vip-m","period":"P1M","type":"membership"}"#)
+    }
+
+    @Test("Periods are one ISO 8601 unit of up to ten years; anything else is refused", arguments: [
+        ("P1D", 0, 1), ("P3660D", 0, 3660), ("P1W", 0, 7), ("P1M", 1, 0), ("P3M", 3, 0), ("P120M", 120, 0), ("P1Y", 12, 0), ("P10Y", 120, 0),
+    ])
+    func periodsParse(text: String, months: Int, days: Int) throws {
+        let period = try #require(MembershipPeriod(text))
+        #expect(period.months == months && period.days == days && period.text == text)
+    }
+
+    @Test("Malformed periods are refused", arguments: [
+        "", "P", "PM", "P0M", "P01M", "P-1M", "P+1M", "P1", "1M", "p1m", "P1m", "P1Y6M", "PT1H", "P1.5M", "P11Y", "P121M", "P3661D", "P521W", "P 1M",
+    ])
+    func badPeriodsAreRefused(text: String) {
+        #expect(MembershipPeriod(text) == nil)
+    }
+
+    @Test("One message names every problem of every product: a bad period, a membership without one, an unknown type")
+    func everyProblemIsNamedAtOnce() {
+        guard case .failure(let error) = Self.parse(#"""
+            {"products":[{"id":"a","amount":1,"description":"d","type":"membership","period":"P1X","entitlement":"vip"},
+                         {"id":"b","amount":1,"description":"d","type":"membership"},
+                         {"id":"c","amount":1,"description":"d","type":"subscription"},
+                         {"id":"d","amount":0,"description":"d","entitlement":"bad name"},
+                         {"id":"e","amount":1,"description":"d","period":"P1M"},
+                         {"id":"f","amount":1,"description":"d","type":"membership","period":30}]}
+            """#)
+        else {
+            Issue.record("accepted")
+            return
+        }
+        for says in [#"product "a": period must be one ISO 8601 unit"#, #"product "b": a membership needs a period"#,
+                     #"product "c": type must be "course", "membership" or "consumable""#, #"product "d": amount"#,
+                     #"product "d": entitlement must be"#, #"product "e": period is for a membership only"#,
+                     #"product "f": period must be"#] {
+            #expect(error.description.contains(says), "\(error)")
+        }
     }
 
     @Test(arguments: [
@@ -52,6 +112,10 @@ struct CatalogTests {
         (#"{"products":{}}"#, #""products" array"#),
         (#"{"products":[1]}"#, "product #1: must be a JSON object"),
         (#"[]"#, "not a JSON object"),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","type":"membership","period":"1 month"}]}"#, #"product "a": period must be"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","type":"membership"}]}"#, #"product "a": a membership needs a period"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","type":7}]}"#, #"product "a": type must be"#),
+        (#"{"products":[{"id":"a","amount":1,"description":"d","entitlement":""}]}"#, #"product "a": entitlement must be"#),
     ])
     func aBadCatalogNamesTheProductAndTheRule(text: String, says: String) {
         guard case .failure(let error) = Self.parse(text) else {
@@ -82,8 +146,12 @@ struct CatalogTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(#"{"products":[{"id":"swift-101","amount":0,"description":"d"}]}"#.utf8).write(to: file)
+        let membership = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: membership) }
+        try Data(#"{"products":[{"id":"vip","amount":1,"description":"d","type":"membership"}]}"#.utf8).write(to: membership)
         let cases: [([String: String], String)] = [
             (["GATEWAY_CATALOG": file.path], #"product "swift-101": amount"#),
+            (["GATEWAY_CATALOG": membership.path], #"product "vip": a membership needs a period"#),
             (["GATEWAY_CATALOG": "/nonexistent/catalog.json"], "cannot read"),
             (["GATEWAY_APP_TOKEN_SECRETS": "short"], "GATEWAY_APP_TOKEN_SECRETS"),
             (["GATEWAY_APP_CREATE_RATE": "0"], "GATEWAY_APP_CREATE_RATE"),

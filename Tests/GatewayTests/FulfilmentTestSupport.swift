@@ -12,6 +12,8 @@ final class WebhookReceiver: Sendable {
         var status: Int
         var signatureValid: Bool
         var json: [String: any Sendable]
+        /// The body as delivered.
+        var body: [UInt8] = []
     }
 
     static let secret = "whsec-test-0123456789abcdef"
@@ -68,7 +70,7 @@ final class WebhookReceiver: Sendable {
         json["out_trade_no"] = (object["data"] as? [String: Any])?["out_trade_no"] as? String
         let status = state.withLock { state -> Int in
             let status = valid ? state.answer : 400
-            state.deliveries.append(Delivery(eventID: id, status: status, signatureValid: valid, json: json))
+            state.deliveries.append(Delivery(eventID: id, status: status, signatureValid: valid, json: json, body: request.body))
             return status
         }
         return HTTPServerResponse(status: status, body: Array(#"{"ok":true}"#.utf8))

@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import SimulatorKit
 import StorageCore
+import StoreTestSupport
 import TestSupport
 import Testing
 import WeChatPaySimulator
@@ -193,7 +194,7 @@ struct IAPAPITests {
             let answer = try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo])
             #expect(answer.status == 200 && answer.json["matched_by"] as? String == "app_account_token")
             #expect(E2E.order(answer)["flags"] as? [String] == ["paid_after_close"])
-            let paid = try #require(try await rig.store.outboxEvents(E2E.number(created)).first)
+            let paid = try #require(try await rig.store.orderOutboxEvents(E2E.number(created)).first)
             #expect(paid.payload.contains(#""paid_after_close":true"#))
         }
     }
@@ -209,7 +210,7 @@ struct IAPAPITests {
             #expect(order["state"] as? String == "SUCCESS" && order["amount"] as? Int == 990)
             let number = E2E.number(order)
             #expect(try await rig.order(number)?.userID == "user-a")
-            let paid = try #require(try await rig.store.outboxEvents(number).first)
+            let paid = try #require(try await rig.store.orderOutboxEvents(number).first)
             #expect(paid.payload.contains("matched_without_order"))
         }
     }
@@ -278,10 +279,10 @@ struct IAPAPITests {
             let report = await rig.iap.checkRefundHistory()
             #expect(report.accounts == 1 && report.refunded == 1 && report.errors == 0)
             #expect(try await rig.order(E2E.number(created))?.state == .refund)
-            #expect(try await rig.store.outboxEvents(E2E.number(created)).map(\.type) == ["order.paid", "order.refunded"])
+            #expect(try await rig.store.orderOutboxEvents(E2E.number(created)).map(\.type) == ["order.paid", "order.refunded"])
             // Asked again: nothing more.
             #expect(await rig.iap.checkRefundHistory().refunded == 0)
-            #expect(try await rig.store.outboxEvents(E2E.number(created)).count == 2)
+            #expect(try await rig.store.orderOutboxEvents(E2E.number(created)).count == 2)
         }
     }
 

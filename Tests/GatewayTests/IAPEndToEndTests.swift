@@ -115,7 +115,7 @@ struct IAPEndToEndTests {
             #expect(again.status == 200 && again.json["credited_user_id"] as? String == "user-a")
             let timeline = try await rig.store.events(Self.number(ordered)).map(\.detail).joined(separator: "\n")
             #expect(timeline.contains("the account was switched"))
-            #expect(try await rig.store.outboxEvents(Self.number(ordered)).count == 1)
+            #expect(try await rig.store.orderOutboxEvents(Self.number(ordered)).count == 1)
         }
     }
 
@@ -152,7 +152,7 @@ struct IAPEndToEndTests {
             _ = await rig.sweep()
             #expect(try await rig.order(Self.number(first))?.state == .closed)
             #expect(try await rig.order(Self.number(second))?.state == .success)
-            #expect(try await rig.store.outboxEvents(Self.number(first)).isEmpty)
+            #expect(try await rig.store.orderOutboxEvents(Self.number(first)).isEmpty)
         }
     }
 
@@ -169,7 +169,7 @@ struct IAPEndToEndTests {
             #expect(first.status == 200 && again.status == 200)
             #expect(Self.order(again)["out_trade_no"] as? String == Self.number(created))
             #expect(again.json["matched_by"] as? String == first.json["matched_by"] as? String)
-            #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
+            #expect(try await rig.store.orderOutboxEvents(Self.number(created)).count == 1)
             // Someone else replays it, a minute later: it is spent. (Reports add at most one line a
             // minute to an order's timeline: the replay's line waits for the minute to pass.)
             _ = try await rig.createOrder("user-b")
@@ -197,7 +197,7 @@ struct IAPEndToEndTests {
             #expect(Self.order(answer)["out_trade_no"] as? String == Self.number(created))
             #expect(rig.appStore.counters["production verifyReceipt"] ?? 0 >= 1)
             #expect(rig.appStore.counters["sandbox verifyReceipt"] ?? 0 >= 1)
-            let paid = try #require(try await rig.store.outboxEvents(Self.number(created)).first)
+            let paid = try #require(try await rig.store.orderOutboxEvents(Self.number(created)).first)
             #expect(paid.payload.contains(#""environment":"Sandbox""#))
         }
         // A gateway that does not take the sandbox: never creditable, finish it, nothing written —
@@ -340,7 +340,7 @@ struct IAPEndToEndTests {
             try rig.appStore.refund(transactionID: bought.transactionID, reason: 1)
             let refunded = try await eventually { try await rig.order(Self.number(created))?.state == .refund }
             #expect(refunded)
-            let events = try await rig.store.outboxEvents(Self.number(created))
+            let events = try await rig.store.orderOutboxEvents(Self.number(created))
             #expect(events.map(\.type) == ["order.paid", "order.refunded"])
             let data = try #require(GatewayRig.object(Array(events[1].payload.utf8))["data"] as? [String: Any])
             #expect(data["state"] as? String == "REFUND")
@@ -372,7 +372,7 @@ struct IAPEndToEndTests {
             #expect(answers.allSatisfy { $0.status == 200 && $0.json["finish_transaction"] as? Bool == true })
             #expect(Set(answers.map { Self.order($0)["out_trade_no"] as? String ?? "" }) == [Self.number(created)])
             _ = await eventually(timeout: .seconds(60)) { rig.appStore.pendingNotifications == 0 }
-            #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
+            #expect(try await rig.store.orderOutboxEvents(Self.number(created)).count == 1)
             #expect(try await rig.store.orders(appleTransactionID: bought.transactionID).map(\.outTradeNo) == [Self.number(created)])
             let ledger = try #require(try await rig.store.appleTransaction(bought.transactionID))
             #expect(ledger.outTradeNo == Self.number(created) && ledger.matchedBy == .appAccountToken)
@@ -403,7 +403,7 @@ struct IAPEndToEndTests {
                 #expect(posted.status == 200 && posted.json["status"] as? String == expected)
             }
             _ = await eventually(timeout: .seconds(30)) { rig.appStore.pendingNotifications == 0 }
-            #expect(try await rig.store.outboxEvents(Self.number(created)).count == 1)
+            #expect(try await rig.store.orderOutboxEvents(Self.number(created)).count == 1)
             let transitions = try await rig.store.events(Self.number(created)).filter {
                 $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("-> SUCCESS")
             }

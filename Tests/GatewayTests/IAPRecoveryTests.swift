@@ -54,7 +54,7 @@ struct IAPRecoveryTests {
             #expect(stored.flags == [.unknownProduct, .matchedWithoutOrder])
             #expect(stored.productID == nil)
             // The business hears of it, flagged, like any paid order.
-            let paid = try #require(try await rig.store.outboxEvents(number).first)
+            let paid = try #require(try await rig.store.orderOutboxEvents(number).first)
             #expect(paid.type == "order.paid")
             #expect(paid.payload.contains(#""unknown_product""#) && paid.payload.contains(#""currency":"USD""#))
             // A CNY price is in fen: 13.99 yuan.
@@ -123,7 +123,7 @@ struct IAPRecoveryTests {
             #expect(!(await rig.sweep()).backfillRan)
             let again = await rig.iap.backfill(since: Date().addingTimeInterval(-3600), claimant: "test", force: true)
             #expect(again.succeeded && again.recovered == 0 && again.alreadyHandled >= 1)
-            #expect(try await rig.store.outboxEvents(E2E.number(created)).count == 1)
+            #expect(try await rig.store.orderOutboxEvents(E2E.number(created)).count == 1)
             let transitions = try await rig.store.events(E2E.number(created)).filter { $0.kind == OrderEvent.stateChangedKind }
             #expect(transitions.count == 1)
             #expect(try await rig.store.orders(appleTransactionID: bought.transactionID).count == 1)
@@ -260,7 +260,7 @@ struct IAPRecoveryTests {
         try await Self.withRig(mode) { rig in
             let (order, transaction) = try await Self.requested(rig)
             // The business hears of it: the webhook event names the order, the transaction and the deadline.
-            let event = try #require(try await rig.store.outboxEvents(order).first { $0.type == "appstore.consumption_requested" })
+            let event = try #require(try await rig.store.orderOutboxEvents(order).first { $0.type == "appstore.consumption_requested" })
             let data = try #require(GatewayRig.object(Array(event.payload.utf8))["data"] as? [String: Any])
             #expect(data["transaction_id"] as? String == transaction)
             #expect(data["reason"] as? String == "UNSATISFIED_WITH_PURCHASE")
@@ -406,7 +406,7 @@ struct IAPRecoveryTests {
             #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .refund })
             try rig.appStore.reverseRefund(transactionID: bought.transactionID)
             #expect(try await eventually { try await rig.order(E2E.number(created))?.state == .success })
-            let events = try await rig.store.outboxEvents(E2E.number(created))
+            let events = try await rig.store.orderOutboxEvents(E2E.number(created))
             #expect(events.map(\.type) == ["order.paid", "order.refunded", "order.refund_reversed"])
             let data = try #require(GatewayRig.object(Array(events[2].payload.utf8))["data"] as? [String: Any])
             #expect(data["state"] as? String == "SUCCESS" && data["refunded_amount"] as? Int == 0)
@@ -421,7 +421,7 @@ struct IAPRecoveryTests {
             let posted = try await rig.gateway.send(.post, "/appstore/notifications", token: nil, body: #"{"signedPayload":"\#(payload)"}"#)
             #expect(posted.status == 200)
             #expect(try await rig.order(E2E.number(created))?.state == .success)
-            #expect(try await rig.store.outboxEvents(E2E.number(created)).count == 3)
+            #expect(try await rig.store.orderOutboxEvents(E2E.number(created)).count == 3)
             #expect(try await rig.store.events(E2E.number(created)).contains { $0.kind == "appstore_refund" && $0.detail.contains("not applied") })
         }
     }

@@ -221,7 +221,7 @@ struct MetricsExpositionTests {
         wxpay_orders_created_total{outcome="replayed"} 1
         # HELP wxpay_outbox_deliveries_total Fulfilment webhook attempts by outcome (delivered, failed, dead).
         # TYPE wxpay_outbox_deliveries_total counter
-        wxpay_outbox_deliveries_total{outcome="failed"} 3
+        wxpay_outbox_deliveries_total{outcome="failed"} 4
         # HELP wxpay_reconcile_orders_checked_total Open orders the reconciler asked WeChat about (orderquery or closeorder).
         # TYPE wxpay_reconcile_orders_checked_total counter
         wxpay_reconcile_orders_checked_total 1
@@ -282,7 +282,7 @@ struct MetricsExpositionTests {
         wxpay_outbox_lag_seconds …
         # HELP wxpay_outbox_pending Outbox events not yet delivered.
         # TYPE wxpay_outbox_pending gauge
-        wxpay_outbox_pending 3
+        wxpay_outbox_pending 4
         # HELP wxpay_ready 1 when /readyz would answer 200: take the instance out of rotation at 0.
         # TYPE wxpay_ready gauge
         wxpay_ready 1
@@ -331,7 +331,7 @@ struct MetricsExpositionTests {
         wxpay_outbox_delivery_duration_seconds_bucket{le="30"} …
         wxpay_outbox_delivery_duration_seconds_bucket{le="+Inf"} …
         wxpay_outbox_delivery_duration_seconds_sum …
-        wxpay_outbox_delivery_duration_seconds_count 3
+        wxpay_outbox_delivery_duration_seconds_count 4
         # HELP wxpay_reconcile_sweep_duration_seconds Duration of one sweep.
         # TYPE wxpay_reconcile_sweep_duration_seconds histogram
         wxpay_reconcile_sweep_duration_seconds_bucket{le="0.005"} …

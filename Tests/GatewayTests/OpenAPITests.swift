@@ -6,6 +6,7 @@ import Foundation
 import GatewayConsole
 import HTTP
 import StorageCore
+import StoreTestSupport
 import TestSupport
 import Testing
 import WeChatPaySimulator
@@ -73,7 +74,7 @@ struct OpenAPITests {
         let document = try Self.document()
         let webhooks = try #require(document["webhooks"] as? [String: Any])
         #expect(Set(webhooks.keys) == ["order.paid", "refund.succeeded", "refund.failed", "order.refunded", "order.refund_reversed",
-                                        "appstore.consumption_requested"])
+                                        "appstore.consumption_requested", "entitlement.changed"])
         let components = try #require(document["components"] as? [String: Any])
         let schemas = try #require(components["schemas"] as? [String: [String: Any]])
         let parameters = try #require(components["parameters"] as? [String: [String: Any]])
@@ -133,8 +134,8 @@ struct OpenAPITests {
         #expect(try await eventually { try await rig.order(IAPEndToEndTests.number(created))?.state == .refund })
         try rig.appStore.reverseRefund(transactionID: bought.transactionID)
         let number = IAPEndToEndTests.number(created)
-        #expect(try await eventually { try await rig.store.outboxEvents(number).count == 4 })
-        for event in try await rig.store.outboxEvents(number) where event.type != "order.paid" {
+        #expect(try await eventually { try await rig.store.orderOutboxEvents(number).count == 4 })
+        for event in try await rig.store.orderOutboxEvents(number) where event.type != "order.paid" {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(event.payload.utf8)) as? [String: Any])
             let schema = schemas[event.type == "appstore.consumption_requested" ? "ConsumptionRequestedEvent" : "OrderChangedEvent"]
             #expect(Set(object.keys) == properties(schema) && required(schema) == properties(schema), "\(event.type)")

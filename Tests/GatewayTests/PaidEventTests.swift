@@ -51,7 +51,7 @@ struct PaidEventTests {
         try harness.simulator.pay(outTradeNo: "paid-evt-02")
         #expect(await eventually { (try? await harness.order("paid-evt-02"))?.string("state") == "SUCCESS" })
         let shown = try await harness.order("paid-evt-02")
-        let payload = try #require(try await harness.store.outboxEvents("paid-evt-02").first?.payload)
+        let payload = try #require(try await harness.store.orderOutboxEvents("paid-evt-02").first?.payload)
         let event = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
         let data = try #require(event["data"] as? [String: Any])
         #expect(data["state"] as? String == "SUCCESS")

@@ -7,7 +7,7 @@ import Testing
 
 /// A store under test: every storage protocol both stores implement. A new storage responsibility
 /// (its own protocol, implemented by both) joins here, so the shared suites can reach it.
-public typealias TestStore = any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
+public typealias TestStore = any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
 
 /// The stores the behaviour suites run against: SQLite always, PostgreSQL whenever
 /// `WXPAY_TEST_POSTGRES` names a server (`scripts/test` starts a throwaway one and sets it).
@@ -200,5 +200,14 @@ extension TestDatabase {
             }
             return counts
         }
+    }
+}
+
+extension OrderStore {
+    /// The order's outbox events but `entitlement.changed`, which the doors write beside a paid
+    /// or refunded order of a user's course or membership (EntitlementEventTests covers those):
+    /// what a test of the order's own announcements counts.
+    public func orderOutboxEvents(_ outTradeNo: String) async throws(StorageError) -> [OutboxEvent] {
+        try await outboxEvents(outTradeNo).filter { $0.type != "entitlement.changed" }
     }
 }

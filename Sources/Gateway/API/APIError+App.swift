@@ -23,6 +23,10 @@ extension APIError {
                  message: "amount differs from the catalog's price for this product_id (\(amount) fen)", field: "amount")
     }
 
+    /// 404: an app token asked about another user (the same answer whether that user exists or
+    /// not, as another user's order is `order_not_found`).
+    static let userNotFound = APIError(status: 404, code: "user_not_found", message: "no user with that user_id for this token")
+
     /// 429: a per-user limit (creates per minute, open waits) was reached.
     static func rateLimited(retryAfter: Int, _ message: String) -> APIError {
         APIError(status: 429, code: "rate_limited", message: message, retryAfter: max(1, retryAfter))

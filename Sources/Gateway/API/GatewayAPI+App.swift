@@ -4,7 +4,7 @@ import HTTP
 import Observability
 
 /// The routes and rules of the Android app as a client: app-token creates priced by the catalog,
-/// the catalog itself, the user's own orders, and the API's description.
+/// the catalog itself, the user's own orders and entitlements, and the API's description.
 extension GatewayAPI {
     func registerApp(in router: inout HTTPRouter) {
         router.add(.get, "/v1/catalog") { request in
@@ -18,6 +18,12 @@ extension GatewayAPI {
                 let page = try OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                                 defaultLimit: 20, maximum: 50)
                 return Self.json(try await self.services.queries.userOrders(user, page: page))
+            }
+        }
+        router.add(.get, "/v1/users/{user_id}/entitlements") { request in
+            try await self.handle(request, scopes: [.client, .app]) { caller in
+                Self.json(try await self.services.entitlements.json(of: request.pathParameters["user_id"] ?? "",
+                                                                    owner: caller.owner))
             }
         }
         router.addImmediate(.get, "/openapi.json") { _ in

@@ -18,6 +18,7 @@ import WeChatPayV3
 /// | GET /v1/orders/{out_trade_no}/qr.png, qr.svg[?scale=N&border=N] | client, or app (own orders) |
 /// | GET /v1/catalog | client or app |
 /// | GET /v1/me/orders | app |
+/// | GET /v1/users/{user_id}/entitlements | client, or app (the token's own user) |
 /// | GET /openapi.json | none |
 /// | POST /wechat/notify | WeChat (signed XML) |
 /// | POST /wechat/v3/notify | WeChat (API v3: `Wechatpay-*` signature, encrypted resource) |

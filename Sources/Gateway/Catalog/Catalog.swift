@@ -15,31 +15,68 @@ public struct CatalogProduct: Sendable, Hashable {
     /// The product's id in App Store Connect, when the iOS app sells it: 1–100 of
     /// `[0-9A-Za-z_.-]`, unique in the catalog (a transaction's `productId` names one product).
     public var appleProductID: String?
+    /// What a paid order of it grants: a course for ever, a membership for its period.
+    public var kind: Kind
+    /// The entitlement it grants (what the business checks before opening content): by default
+    /// the product's own `id`; several products may grant the same one (a monthly and a yearly
+    /// `vip`). Same rule as `id`.
+    public var entitlement: String
     /// The keys this version does not read, kept as they were for the features that will.
     var extra: [String: JSONValue]
 
-    public init(id: String, amount: Int, description: String, active: Bool = true, appleProductID: String? = nil) {
+    /// `"type"` in the catalog: `course` (the default), `membership` (with its `"period"`) or
+    /// `consumable`.
+    public enum Kind: Sendable, Hashable {
+        /// Bought once, open for ever (until refunded).
+        case course
+        /// Open for `period` from the payment, stacked after any time the user already has.
+        case membership(MembershipPeriod)
+        /// Used up when used (coins, credits): grants no entitlement; the business counts them.
+        case consumable
+
+        /// The catalog's word for it.
+        public var name: String {
+            switch self {
+            case .course: "course"
+            case .membership: "membership"
+            case .consumable: "consumable"
+            }
+        }
+
+        public var period: MembershipPeriod? {
+            if case .membership(let period) = self { period } else { nil }
+        }
+    }
+
+    public init(id: String, amount: Int, description: String, active: Bool = true, appleProductID: String? = nil,
+                kind: Kind = .course, entitlement: String? = nil) {
         self.init(id: id, amount: amount, description: description, active: active, appleProductID: appleProductID,
-                  extra: [:])
+                  kind: kind, entitlement: entitlement, extra: [:])
     }
 
     init(id: String, amount: Int, description: String, active: Bool, appleProductID: String? = nil,
-         extra: [String: JSONValue]) {
+         kind: Kind = .course, entitlement: String? = nil, extra: [String: JSONValue]) {
         self.id = id
         self.amount = amount
         self.description = description
         self.active = active
         self.appleProductID = appleProductID
+        self.kind = kind
+        self.entitlement = entitlement ?? id
         self.extra = extra
     }
 
-    /// `{"amount","apple_product_id"?,"description","id"}`: what `GET /v1/catalog` shows of it.
+    /// `{"amount","apple_product_id"?,"description","entitlement","id","period"?,"type"}`: what
+    /// `GET /v1/catalog` shows of it.
     var json: [UInt8] {
-        var writer = JSONObjectWriter(capacity: 128)
+        var writer = JSONObjectWriter(capacity: 160)
         writer.number("amount", amount)
         writer.string("apple_product_id", appleProductID)
         writer.string("description", description)
+        writer.string("entitlement", entitlement)
         writer.string("id", id)
+        writer.string("period", kind.period?.text)
+        writer.string("type", kind.name)
         return writer.finish()
     }
 }
@@ -52,7 +89,8 @@ public struct CatalogError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The products and their prices, from the JSON file `GATEWAY_CATALOG` names:
-/// `{"products":[{"id":"swift-101","amount":990,"description":"Swift 入门课","active":true}]}`.
+/// `{"products":[{"id":"swift-101","amount":990,"description":"Swift 入门课","active":true},
+/// {"id":"vip-month","amount":3000,"description":"VIP 月卡","type":"membership","period":"P1M","entitlement":"vip"}]}`.
 public struct Catalog: Sendable, Hashable {
     public private(set) var products: [CatalogProduct]
     private var index: [String: Int]
@@ -114,53 +152,107 @@ public struct Catalog: Sendable, Hashable {
         guard case .array(let entries)? = document["products"] else {
             throw CatalogError(message: "the catalog must have a \"products\" array")
         }
+        // Every problem of every product, in file order, in one message: an operator fixes the
+        // file once instead of once per start.
+        var problems: [String] = []
         var products: [CatalogProduct] = []
         var seen: Set<String> = []
         var seenApple: Set<String> = []
         for (position, entry) in entries.enumerated() {
-            let product = try self.product(entry, position: position)
+            guard let product = self.product(entry, position: position, problems: &problems) else { continue }
             guard seen.insert(product.id).inserted else {
-                throw CatalogError(message: "product \"\(product.id)\": id appears more than once")
+                problems.append("product \"\(product.id)\": id appears more than once")
+                continue
             }
             if let apple = product.appleProductID, !seenApple.insert(apple).inserted {
-                throw CatalogError(message: "product \"\(product.id)\": apple_product_id is another product's too")
+                problems.append("product \"\(product.id)\": apple_product_id is another product's too")
+                continue
             }
             products.append(product)
         }
+        guard problems.isEmpty else { throw CatalogError(message: problems.joined(separator: "; ")) }
         return Catalog(products: products)
     }
 
-    private static func product(_ entry: JSONValue, position: Int) throws(CatalogError) -> CatalogProduct {
+    /// The product `entry` describes, or nil with each rule it breaks appended to `problems`.
+    private static func product(_ entry: JSONValue, position: Int, problems: inout [String]) -> CatalogProduct? {
         guard case .object(var fields) = entry else {
-            throw CatalogError(message: "product #\(position + 1): must be a JSON object")
+            problems.append("product #\(position + 1): must be a JSON object")
+            return nil
         }
         guard let id = fields.removeValue(forKey: "id")?.stringValue, isValidID(id) else {
-            throw CatalogError(message: "product #\(position + 1): id must be 1 to 32 of 0-9 A-Z a-z _ . -")
+            problems.append("product #\(position + 1): id must be 1 to 32 of 0-9 A-Z a-z _ . -")
+            return nil
         }
         let name = "product \"\(id)\""
-        guard case .int(let amount)? = fields.removeValue(forKey: "amount"), (1...1_000_000_000).contains(amount) else {
-            throw CatalogError(message: "\(name): amount must be an integer number of fen from 1 to 1000000000")
+        let before = problems.count
+        var amount = 0
+        if case .int(let value)? = fields.removeValue(forKey: "amount"), (1...1_000_000_000).contains(value) {
+            amount = value
+        } else {
+            problems.append("\(name): amount must be an integer number of fen from 1 to 1000000000")
         }
-        guard let description = fields.removeValue(forKey: "description")?.stringValue,
-              (1...127).contains(description.utf8.count),
-              !description.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        else {
-            throw CatalogError(message: "\(name): description must be 1 to 127 bytes of UTF-8 without control characters")
+        var description = ""
+        if let text = fields.removeValue(forKey: "description")?.stringValue,
+           (1...127).contains(text.utf8.count),
+           !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            description = text
+        } else {
+            problems.append("\(name): description must be 1 to 127 bytes of UTF-8 without control characters")
         }
         var active = true
         if let value = fields.removeValue(forKey: "active") {
-            guard case .bool(let flag) = value else { throw CatalogError(message: "\(name): active must be true or false") }
-            active = flag
+            if case .bool(let flag) = value { active = flag } else { problems.append("\(name): active must be true or false") }
         }
         var appleProductID: String?
         if let value = fields.removeValue(forKey: "apple_product_id") {
-            guard let text = value.stringValue, isValidAppleProductID(text) else {
-                throw CatalogError(message: "\(name): apple_product_id must be 1 to 100 of 0-9 A-Z a-z _ . -")
+            if let text = value.stringValue, isValidAppleProductID(text) {
+                appleProductID = text
+            } else {
+                problems.append("\(name): apple_product_id must be 1 to 100 of 0-9 A-Z a-z _ . -")
             }
-            appleProductID = text
         }
+        var entitlement: String?
+        if let value = fields.removeValue(forKey: "entitlement") {
+            if let text = value.stringValue, isValidID(text) {
+                entitlement = text
+            } else {
+                problems.append("\(name): entitlement must be 1 to 32 of 0-9 A-Z a-z _ . -")
+            }
+        }
+        let kind = self.kind(type: fields.removeValue(forKey: "type"), period: fields.removeValue(forKey: "period"),
+                             name: name, problems: &problems)
+        guard problems.count == before, let kind else { return nil }
         return CatalogProduct(id: id, amount: amount, description: description, active: active,
-                              appleProductID: appleProductID, extra: fields)
+                              appleProductID: appleProductID, kind: kind, entitlement: entitlement, extra: fields)
+    }
+
+    /// `"type"` and `"period"` together: a membership needs a period, nothing else takes one.
+    private static func kind(type: JSONValue?, period: JSONValue?, name: String, problems: inout [String]) -> CatalogProduct.Kind? {
+        let typeName: String
+        switch type {
+        case nil: typeName = "course"
+        case .string(let text)? where ["course", "membership", "consumable"].contains(text): typeName = text
+        default:
+            problems.append("\(name): type must be \"course\", \"membership\" or \"consumable\"")
+            return nil
+        }
+        if typeName != "membership" {
+            guard period == nil else {
+                problems.append("\(name): period is for a membership only (add \"type\":\"membership\")")
+                return nil
+            }
+            return typeName == "course" ? .course : .consumable
+        }
+        guard let period else {
+            problems.append("\(name): a membership needs a period (P1M, P3M, P1Y; PnD, PnW, PnM or PnY)")
+            return nil
+        }
+        guard let text = period.stringValue, let parsed = MembershipPeriod(text) else {
+            problems.append("\(name): period must be one ISO 8601 unit, PnD, PnW, PnM or PnY, of up to 10 years (P1M, P3M, P1Y)")
+            return nil
+        }
+        return .membership(parsed)
     }
 
     static func isValidID(_ id: String) -> Bool {
@@ -186,5 +278,9 @@ public struct Catalog: Sendable, Hashable {
         CatalogProduct(id: "ios-iap-301", amount: 9900, description: "iOS 内购实战", appleProductID: "com.example.courses.iap301"),
         CatalogProduct(id: "retired-100", amount: 100, description: "已下架课程", active: false,
                        appleProductID: "com.example.courses.retired100"),
+        CatalogProduct(id: "vip-month", amount: 3000, description: "VIP 月卡", kind: .membership(MembershipPeriod("P1M")!),
+                       entitlement: "vip"),
+        CatalogProduct(id: "vip-year", amount: 29800, description: "VIP 年卡", kind: .membership(MembershipPeriod("P1Y")!),
+                       entitlement: "vip"),
     ])
 }

@@ -7,7 +7,7 @@ import WeChatPay
 import WeChatPayV3
 
 /// Every storage protocol the gateway's flows use; both stores implement all of them.
-public typealias GatewayStore = OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore
+public typealias GatewayStore = OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
 
 /// What every flow of the gateway shares, made once by whoever composes the gateway
 /// (`GatewayServices`): the configuration, the store, the one door (`Settlement`), the way to
@@ -93,7 +93,7 @@ public struct GatewayContext: Sendable {
                                 maximumWaits: configuration.app.maxWaits)
         signals = OrderSignals()
         instruments = OrderInstruments(metrics)
-        settlement = Settlement(store: store, signals: signals, instruments: instruments, logger: logger, now: now)
+        settlement = Settlement(store: store, catalog: catalog, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = configuration.apiKey.map { Signer(key: $0) }
     }

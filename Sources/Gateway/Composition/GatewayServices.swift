@@ -38,6 +38,7 @@ public struct GatewayServices: Sendable {
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
     public let iap: IAPService?
     public let audit: AuditLog
+    public let entitlements: EntitlementQueries
 
     /// - Parameters:
     ///   - appStore: the App Store's clients, when App Store purchases are on.
@@ -56,6 +57,7 @@ public struct GatewayServices: Sendable {
         notifies = PaymentNotifies(context: context)
         support = SupportDesk(context: context, queries: queries, iap: iap)
         audit = AuditLog(context: context)
+        entitlements = EntitlementQueries(context: context)
     }
 
     public var configuration: GatewayConfiguration { context.configuration }

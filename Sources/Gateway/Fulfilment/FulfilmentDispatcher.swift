@@ -78,6 +78,7 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
     public let configuration: Configuration
     public let claimant: String
     private let store: any OrderStore
+    private let entitlements: EntitlementEvents?
     private let transport: any FulfilmentTransport
     private let instruments: FulfilmentInstruments
     private let logger: Logger
@@ -88,11 +89,15 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
     /// - Parameters:
     ///   - now: the clock (tests move it past the 24-hour limit).
     ///   - jitter: a number in 0...1 per retry; the delay is `(1 + jitter / 2)` × the backoff, at most `maxBackoff`.
+    ///   - entitlements: what fills an `entitlement.changed` event at each attempt; without it the
+    ///     row's own payload (the user and the order) is sent.
     public init(store: any OrderStore, configuration: Configuration, transport: any FulfilmentTransport,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled, claimant: String? = nil,
+                entitlements: EntitlementEvents? = nil,
                 now: @escaping @Sendable () -> Date = { Date() },
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.store = store
+        self.entitlements = entitlements
         self.configuration = configuration
         self.transport = transport
         instruments = FulfilmentInstruments(metrics)
@@ -136,10 +141,27 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
             return pass
         }
         pass.full = events.count == configuration.batchSize
-        let outcomes = await withTaskGroup(of: Outcome.self) { group -> [Outcome] in
-            for event in events { group.addTask { await self.deliver(event) } }
+        // One user's entitlement events go one after another, oldest first: each carries the
+        // entitlements computed as it is sent, so the last one the receiver gets is the newest.
+        var queues: [[OutboxEvent]] = []
+        var queueOfUser: [String: Int] = [:]
+        for event in events {
+            if let user = EntitlementEvents.user(of: event) {
+                if let index = queueOfUser[user] { queues[index].append(event); continue }
+                queueOfUser[user] = queues.count
+            }
+            queues.append([event])
+        }
+        let outcomes = await withTaskGroup(of: [Outcome].self) { group -> [Outcome] in
+            for queue in queues {
+                group.addTask {
+                    var outcomes: [Outcome] = []
+                    for event in queue { outcomes.append(await self.deliver(event)) }
+                    return outcomes
+                }
+            }
             var outcomes: [Outcome] = []
-            for await outcome in group { outcomes.append(outcome) }
+            for await some in group { outcomes.append(contentsOf: some) }
             return outcomes
         }
         for outcome in outcomes {
@@ -157,8 +179,18 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
 
     /// One attempt for one event, and its bookkeeping.
     func deliver(_ event: OutboxEvent) async -> Outcome {
-        let body = Array(event.payload.utf8)
         let sentAt = now()
+        var body = Array(event.payload.utf8)
+        if let entitlements, event.type == EntitlementEvents.type {
+            do {
+                if let computed = try await entitlements.body(of: event, at: sentAt) { body = computed }
+            } catch {
+                // Not sent without its entitlements: the lease runs out and it is tried again.
+                logger.error("entitlements could not be read for an event", ["event_id": event.id, "error": error.shortDescription])
+                instruments.storeErrors.increment()
+                return .failed
+            }
+        }
         let headers = [
             "Content-Type": "application/json",
             WebhookSignature.headerName: WebhookSignature.header(

@@ -9,6 +9,8 @@ import WeChatPay
 /// same transaction, and only the caller whose transition changed the state announces it.
 struct Settlement: Sendable {
     let store: any OrderStore
+    /// What the order's product grants decides whether a change writes `entitlement.changed`.
+    let catalog: CatalogSource
     let signals: OrderSignals
     let instruments: OrderInstruments
     let logger: Logger
@@ -36,8 +38,8 @@ struct Settlement: Sendable {
         deferring?.deferredWhenUnchangedIn.insert(.closed)
         var result = try await store.transition(
             order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
-            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox, at: at, receipt: deferring,
-            lastRead: order)
+            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox,
+            followUp: entitlementMarker(order, at: at), at: at, receipt: deferring, lastRead: order)
         if case .unchanged(let current) = result, current.state == .closed {
             // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person,
             // and the business backend hears it too (deliver, or refund: its decision).
@@ -45,7 +47,7 @@ struct Settlement: Sendable {
             result = try await store.transition(
                 order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt ?? at,
                 expectedAmount: amount, detail: "\(source) (paid after close)", outbox: flagged,
-                addingFlags: [.paidAfterClose], at: at, receipt: receipt)
+                followUp: entitlementMarker(order, at: at), addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
         if case .unchanged(let current) = result, current.state == .success || current.state == .refund,
@@ -168,6 +170,11 @@ struct Settlement: Sendable {
         return result.record ?? order
     }
 
+    /// The `entitlement.changed` row a payment or refund of `order` writes beside its own event.
+    private func entitlementMarker(_ order: OrderRecord, at: Date) -> OutboxEvent? {
+        EntitlementEvents.marker(for: order, catalog: catalog.catalog, at: at)
+    }
+
     private func announce(_ result: TransitionResult, source: String) {
         guard case .changed(let record) = result else { return }
         instruments.settlements.labelled(Self.label(source), record.state.rawValue).increment()
@@ -257,6 +264,8 @@ struct Settlement: Sendable {
         var credit = credit
         let at = credit.at
         credit.outbox = { paid in Self.event("order.paid", for: paid, at: at) }
+        let catalog = self.catalog.catalog
+        credit.followUp = { paid in EntitlementEvents.marker(for: paid, catalog: catalog, at: at) }
         let result = try await store.creditAppleTransaction(credit)
         if case .credited(let order, _) = result { announce(.changed(order), source: "appstore") }
         return result
@@ -291,8 +300,9 @@ struct Settlement: Sendable {
         let at = now()
         var after = order
         after.state = to
-        let result = try await store.transition(order.outTradeNo, to: to, from: [from], detail: source,
-                                                outbox: Self.event(type, for: after, at: at), at: at)
+        let result = try await store.transition(OrderTransition(
+            outTradeNo: order.outTradeNo, to: to, from: [from], detail: source, outbox: Self.event(type, for: after, at: at),
+            followUp: entitlementMarker(order, at: at), at: at))
         announce(result, source: source)
         return result
     }

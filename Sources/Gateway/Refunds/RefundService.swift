@@ -236,10 +236,15 @@ public final class RefundService: Sendable {
         async throws(StorageError) -> RefundTransitionResult
     {
         let at = now()
+        let catalog = context.catalog.catalog
         let result = try await store.transitionRefund(RefundTransition(
             outRefundNo: outRefundNo, to: state, from: allowed, expectedOutTradeNo: expectedOutTradeNo,
             expectedAmount: expectedAmount, refundID: refundID, succeededAt: succeededAt, failureReason: failureReason,
-            detail: source, outbox: { RefundEventEncoding.event(for: $0, at: at) }, touchesNotify: touchesNotify, at: at))
+            detail: source, outbox: { RefundEventEncoding.event(for: $0, at: at) },
+            followUp: { refund, order in
+                refund.state == .success ? EntitlementEvents.marker(for: order, catalog: catalog, at: at) : nil
+            },
+            touchesNotify: touchesNotify, at: at))
         if case .changed(let refund, _) = result {
             instruments.settlements.labelled(Self.label(source), refund.state.rawValue).increment()
             logger.info("refund state changed", ["out_refund_no": refund.outRefundNo, "out_trade_no": refund.outTradeNo,

@@ -68,6 +68,28 @@ public enum BeijingTime {
             separators: "--T::.") + "+08:00"
     }
 
+    // MARK: - Calendar periods
+
+    /// `date` moved by whole months and then whole days on Beijing's calendar, keeping the time of
+    /// day (to the millisecond). A day the new month does not have clamps to its last day:
+    /// 2027-01-31 + 1 month is 2027-02-28, 2028-01-31 + 1 month is 2028-02-29, and 2028-02-29 +
+    /// 12 months is 2029-02-28. Beijing has had no daylight saving since 1991, so a day is always
+    /// 86,400 seconds here. Years outside 0001–9999 are not meaningful and clamp like `format`.
+    public static func adding(months: Int, days: Int, to date: Date) -> Date {
+        let interval = date.timeIntervalSince1970
+        guard interval.isFinite else { return date }
+        let whole = interval.rounded(.down)
+        let fraction = interval - whole
+        let t = components(of: date)
+        let monthIndex = t.year * 12 + (t.month - 1) + months
+        let year = monthIndex.floorDivided(by: 12)
+        let month = monthIndex - year * 12 + 1
+        let day = min(t.day, daysIn(month: month, year: year))
+        let dayNumber = daysFromCivil(year: year, month: month, day: day) + Int64(days)
+        let seconds = dayNumber * 86_400 + Int64(t.hour * 3600 + t.minute * 60 + t.second) - Int64(offsetSeconds)
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
     // MARK: - Arithmetic
 
     private struct Components {
@@ -179,9 +201,9 @@ public enum BeijingTime {
     }
 }
 
-extension Int64 {
+extension BinaryInteger {
     /// Division rounding towards negative infinity, so times before 1970 land on the right day.
-    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+    fileprivate func floorDivided(by divisor: Self) -> Self {
         let quotient = self / divisor
         return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
     }

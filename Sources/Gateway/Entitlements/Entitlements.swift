@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import JSON
+import StorageCore
+
+/// What a user may open, until when and why: computed from the user's paid orders and the
+/// catalog, every time, never kept. The one place these rules live:
+///
+/// - A **course** order (the catalog's default type) grants its product's entitlement for ever.
+/// - A **membership** order grants its entitlement for the product's period. Passes stack: taken
+///   in the order they were paid (`paidAt`, then `out_trade_no`), each one starts at the later of
+///   its payment and the end the passes before it reached, and adds its period there on Beijing's
+///   calendar (month ends clamped: `MembershipPeriod`). A pass bought while another runs therefore
+///   starts where that one ends; one bought after a lapse starts at its payment.
+/// - A **consumable** grants nothing (coins, credits: the business counts them itself).
+/// - A WeChat order refunded in full grants nothing, and the passes are recomputed without it, so
+///   a refunded pass shortens the time the others give. A partial refund (a goodwill gesture)
+///   leaves the grant. An App Store order in REFUND was refunded or revoked by Apple: nothing.
+/// - An order whose product the catalog no longer has grants what a course would (its product id,
+///   for ever): retire a product with `"active": false` instead of deleting it, so a membership
+///   keeps its period. An order with no catalog product at all (an App Store purchase of a product
+///   the catalog never had, flagged `unknown_product`) grants nothing.
+///
+/// Because the result is a function of the set of payments alone, events that arrive in any
+/// order — a late notify, a refund before its order's page was read — give the same answer.
+public struct Entitlements: Sendable, Hashable {
+    /// Why the user has an entitlement: the order that gives it its current end (the one course
+    /// order, or the last stacked pass).
+    public struct Source: Sendable, Hashable {
+        public var channel: OrderChannel
+        public var outTradeNo: String
+        /// The App Store subscription or purchase chain, for an App Store order.
+        public var originalTransactionID: String?
+    }
+
+    public struct Grant: Sendable, Hashable {
+        /// The catalog's `entitlement` (by default the product id).
+        public var entitlement: String
+        /// Nil: for ever.
+        public var expiresAt: Date?
+        public var source: Source
+        /// Whether something will extend it without the user buying again: never for a WeChat
+        /// pass or a course.
+        public var willRenew: Bool
+
+        /// Open at `now`: for ever, or until `expiresAt` (exclusive).
+        public func isActive(at now: Date) -> Bool {
+            expiresAt.map { now < $0 } ?? true
+        }
+    }
+
+    /// One grant per entitlement the user ever had, active or lapsed, sorted by name.
+    public let grants: [Grant]
+
+    public init(payments: [PaidOrder], catalog: Catalog) {
+        var forever: [String: (key: PaymentKey, source: Source)] = [:]
+        var passes: [String: [(key: PaymentKey, period: MembershipPeriod, source: Source)]] = [:]
+        for payment in payments {
+            guard Self.grants(payment),
+                  let (entitlement, kind) = Self.rule(productID: payment.productID, appleProductID: payment.appleProductID,
+                                                      in: catalog) else { continue }
+            let key = PaymentKey(paidAt: payment.paidAt, outTradeNo: payment.outTradeNo)
+            let source = Source(channel: payment.channel, outTradeNo: payment.outTradeNo,
+                                originalTransactionID: payment.originalTransactionID)
+            switch kind {
+            case .course:
+                if let held = forever[entitlement], held.key < key { continue }
+                forever[entitlement] = (key, source)
+            case .membership(let period):
+                passes[entitlement, default: []].append((key, period, source))
+            case .consumable:
+                continue
+            }
+        }
+        var grants: [Grant] = []
+        for (entitlement, held) in forever {
+            grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: held.source, willRenew: false))
+        }
+        for (entitlement, list) in passes where forever[entitlement] == nil {
+            var end: Date?
+            var source = list[0].source
+            for pass in list.sorted(by: { $0.key < $1.key }) {
+                let start = max(pass.key.paidAt, end ?? pass.key.paidAt)
+                end = pass.period.end(from: start)
+                source = pass.source
+            }
+            grants.append(Grant(entitlement: entitlement, expiresAt: end, source: source, willRenew: false))
+        }
+        self.grants = grants.sorted { $0.entitlement < $1.entitlement }
+    }
+
+    /// The grant of `entitlement`, if the user ever had it.
+    public func grant(_ entitlement: String) -> Grant? {
+        grants.first { $0.entitlement == entitlement }
+    }
+
+    /// Whether the payment still grants: paid and not taken back.
+    static func grants(_ payment: PaidOrder) -> Bool {
+        switch payment.state {
+        case .success: true
+        case .refund: payment.channel == .wechat && payment.refundedAmount < payment.amount
+        default: false
+        }
+    }
+
+    /// The entitlement and kind the order's product grants.
+    static func rule(productID: String?, appleProductID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
+        if let id = productID {
+            guard let product = catalog.product(id) else { return (id, .course) }
+            return (product.entitlement, product.kind)
+        }
+        guard let apple = appleProductID, let product = catalog.product(appleProductID: apple) else { return nil }
+        return (product.entitlement, product.kind)
+    }
+
+    /// Whether paying for, or taking back, `order` can change its user's entitlements: it has a
+    /// user, and its product grants something (a course or a membership; a consumable grants
+    /// nothing, nor does an App Store product the catalog does not know).
+    public static func canChange(_ order: OrderRecord, catalog: Catalog) -> Bool {
+        guard order.userID != nil,
+              let (_, kind) = rule(productID: order.productID, appleProductID: order.appleProductID, in: catalog)
+        else { return false }
+        if case .consumable = kind { return false }
+        return true
+    }
+
+    /// Payments sort by when they were paid, then by order number: a total order, so the result
+    /// never depends on the order they were read or arrived in.
+    struct PaymentKey: Comparable, Hashable {
+        var paidAt: Date
+        var outTradeNo: String
+
+        static func < (lhs: PaymentKey, rhs: PaymentKey) -> Bool {
+            lhs.paidAt != rhs.paidAt ? lhs.paidAt < rhs.paidAt : Array(lhs.outTradeNo.utf8).lexicographicallyPrecedes(Array(rhs.outTradeNo.utf8))
+        }
+    }
+}
+
+extension Entitlements {
+    /// `{"entitlements":[…],"user_id":…}`: the entitlements route's answer and the
+    /// `entitlement.changed` event's `data`. Each entitlement is
+    /// `{"active","entitlement","expires_at","source":{"channel","order","original_transaction_id"?},"will_renew"}`.
+    public func json(userID: String, at now: Date) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 64 + grants.count * 200)
+        writer.array("entitlements", grants.map { $0.json(at: now) })
+        writer.string("user_id", userID)
+        return writer.finish()
+    }
+}
+
+extension Entitlements.Grant {
+    func json(at now: Date) -> [UInt8] {
+        var source = JSONObjectWriter(capacity: 96)
+        source.string("channel", self.source.channel.rawValue)
+        source.string("order", self.source.outTradeNo)
+        source.string("original_transaction_id", self.source.originalTransactionID)
+        var writer = JSONObjectWriter(capacity: 200)
+        writer.bool("active", isActive(at: now))
+        writer.string("entitlement", entitlement)
+        writer.stringOrNull("expires_at", expiresAt.map(Timestamp.rfc3339))
+        writer.raw("source", source.finish())
+        writer.bool("will_renew", willRenew)
+        return writer.finish()
+    }
+}

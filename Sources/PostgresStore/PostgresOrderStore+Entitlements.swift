@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension PostgresOrderStore: EntitlementStore {
+    public func paidOrders(userID: String) async throws(StorageError) -> [PaidOrder] {
+        // One range of the (user_id, paid_at) index of paid orders; ties on paid_at broken
+        // bytewise, as SQLite compares, so both stores list alike.
+        try await read { db throws(StorageError) in
+            try db.run(PGQuery(
+                "SELECT " + PaidOrder.columns + """
+                     FROM orders WHERE user_id = $1 AND paid_at IS NOT NULL AND state IN ('SUCCESS', 'REFUND')
+                    ORDER BY paid_at, out_trade_no COLLATE "C"
+                    """,
+                userID)).rows(PaidOrder.init(row:))
+        }
+    }
+}
+
+extension PostgresOrderStore {
+    /// Migration 12: a user's paid orders in payment order (out_trade_no bytewise, as the read
+    /// sorts), the one range `paidOrders` reads.
+    static let paidOrdersIndex: [SQL] = [
+        """
+        CREATE INDEX orders_paid_by_user ON orders (user_id, paid_at, out_trade_no COLLATE "C")
+            WHERE user_id IS NOT NULL AND paid_at IS NOT NULL
+        """,
+    ]
+}

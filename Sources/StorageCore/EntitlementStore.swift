@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// A payment a user's entitlements are computed from: an order that was paid (SUCCESS, or REFUND
+/// after it), with only the facts the computation reads and what its successful refunds gave back.
+/// Read fresh every time, and slim so that reading a user's hundred payments costs about what
+/// reading one whole order does.
+public struct PaidOrder: Sendable, Hashable {
+    public var outTradeNo: String
+    public var amount: Int
+    public var state: OrderState
+    public var channel: OrderChannel
+    public var paidAt: Date
+    public var productID: String?
+    public var appleProductID: String?
+    /// The App Store subscription or purchase chain, for an App Store order.
+    public var originalTransactionID: String?
+    /// The sum of the order's SUCCESS refunds, in the order's unit. Read only for a WeChat order in
+    /// REFUND (a refund succeeding is what moves it there); 0 otherwise, and for an App Store order
+    /// (Apple refunds the whole transaction, which moves the order to REFUND).
+    public var refundedAmount: Int
+
+    public init(outTradeNo: String, amount: Int, state: OrderState, channel: OrderChannel, paidAt: Date,
+                productID: String?, appleProductID: String?, originalTransactionID: String?, refundedAmount: Int) {
+        self.outTradeNo = outTradeNo
+        self.amount = amount
+        self.state = state
+        self.channel = channel
+        self.paidAt = paidAt
+        self.productID = productID
+        self.appleProductID = appleProductID
+        self.originalTransactionID = originalTransactionID
+        self.refundedAmount = refundedAmount
+    }
+
+    /// The payment of a paid `order` (nil when it was never paid).
+    public init?(order: OrderRecord, refundedAmount: Int) {
+        guard let paidAt = order.paidAt else { return nil }
+        self.init(outTradeNo: order.outTradeNo, amount: order.amount, state: order.state, channel: order.channel,
+                  paidAt: paidAt, productID: order.productID, appleProductID: order.appleProductID,
+                  originalTransactionID: order.originalTransactionID, refundedAmount: refundedAmount)
+    }
+}
+
+/// What a user's entitlements are computed from. No store keeps entitlements: they follow from
+/// the payments, so no lost event can leave one stale.
+public protocol EntitlementStore: Sendable {
+    /// Every order of `userID` that was ever paid (state SUCCESS or REFUND, `paidAt` set), each
+    /// with its refunded amount, oldest payment first (`paidAt`, then `outTradeNo` bytewise).
+    /// One statement over the `(user_id, paid_at)` index of paid orders.
+    func paidOrders(userID: String) async throws(StorageError) -> [PaidOrder]
+}
+
+extension PaidOrder {
+    /// The columns `paidOrders` selects, in `init(row:)`'s order; the refunds' sum is looked up
+    /// (by `refunds_by_order`) only for a WeChat order in REFUND.
+    package static let columns: SQL = """
+        out_trade_no, amount, state, channel, paid_at, product_id, apple_product_id, original_transaction_id, \
+        CASE WHEN state = 'REFUND' AND channel = 'wechat' THEN CAST(COALESCE((SELECT SUM(r.amount) FROM refunds r \
+        WHERE r.out_trade_no = orders.out_trade_no AND r.state = 'SUCCESS'), 0) AS BIGINT) ELSE 0 END
+        """
+
+    package init(row: some StoreRow) throws(StorageError) {
+        guard let state = OrderState(rawValue: try row.text(2)), let channel = OrderChannel(rawValue: try row.text(3))
+        else { throw .unexpectedRow }
+        self.init(outTradeNo: try row.text(0), amount: try row.int(1), state: state, channel: channel,
+                  paidAt: try row.date(4), productID: try row.optionalText(5), appleProductID: try row.optionalText(6),
+                  originalTransactionID: try row.optionalText(7), refundedAmount: try row.int(8))
+    }
+}
