@@ -23,10 +23,14 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
     public var price: Int64?
     public var currency: String?
     public var storefront: String
+    /// The offer redeemed (1 introductory, 2 promotional, 3 offer code, 4 win-back) and its id.
+    public var offerType: Int?
+    public var offerIdentifier: String?
 
     public init(user: String, productID: String, type: String = "Non-Consumable", appAccountToken: UUID? = nil,
                 environment: AppStoreEnvironment = .production, ownership: String = "PURCHASED", quantity: Int = 1,
-                price: Int64? = nil, currency: String? = nil, storefront: String = "CHN") {
+                price: Int64? = nil, currency: String? = nil, storefront: String = "CHN", offerType: Int? = nil,
+                offerIdentifier: String? = nil) {
         self.user = user
         self.productID = productID
         self.type = type
@@ -37,10 +41,13 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
         self.price = price
         self.currency = currency
         self.storefront = storefront
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
     }
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case user, productID = "productId", type, appAccountToken, environment, ownership, quantity, price, currency, storefront
+        case user, productID = "productId", type, appAccountToken, environment, ownership, quantity, price, currency, storefront,
+             offerType, offerIdentifier
     }
 
     // Written by hand in control requests: only user and productId are required.
@@ -55,7 +62,9 @@ public struct SimulatedPurchase: Sendable, Codable, Hashable {
                   quantity: try c.decodeIfPresent(Int.self, forKey: .quantity) ?? 1,
                   price: try c.decodeIfPresent(Int64.self, forKey: .price),
                   currency: try c.decodeIfPresent(String.self, forKey: .currency),
-                  storefront: try c.decodeIfPresent(String.self, forKey: .storefront) ?? "CHN")
+                  storefront: try c.decodeIfPresent(String.self, forKey: .storefront) ?? "CHN",
+                  offerType: try c.decodeIfPresent(Int.self, forKey: .offerType),
+                  offerIdentifier: try c.decodeIfPresent(String.self, forKey: .offerIdentifier))
     }
 }
 
@@ -85,6 +94,10 @@ public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomSt
         case alreadyRevoked = "already_revoked"
         case invalidPurchase = "invalid_purchase"
         case notRevoked = "not_revoked"
+        case alreadySubscribed = "already_subscribed"
+        case subscriptionNotFound = "subscription_not_found"
+        case subscriptionInactive = "subscription_inactive"
+        case invalidProduct = "invalid_product"
     }
 
     public let code: Code
@@ -92,8 +105,12 @@ public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomSt
         switch code {
         case .transactionNotFound: "no such transaction"
         case .alreadyRevoked: "the transaction was already refunded or revoked"
-        case .invalidPurchase: "user and productId must be non-empty and quantity 1-10"
+        case .invalidPurchase: "user and productId must be non-empty, quantity 1-10 and offerType 1-4"
         case .notRevoked: "the transaction was not refunded or revoked"
+        case .alreadySubscribed: "the customer is already subscribed to a product of this subscription group"
+        case .subscriptionNotFound: "no subscription has this original transaction id"
+        case .subscriptionInactive: "the subscription has expired or was revoked, or cannot do that in its state"
+        case .invalidProduct: "the product is not another auto-renewable product of the subscription's group"
         }
     }
 }
@@ -103,44 +120,72 @@ extension AppStoreSimulator {
     /// (ONE_TIME_CHARGE, or SUBSCRIBED/INITIAL_BUY for an auto-renewable subscription).
     @discardableResult
     public func purchase(_ purchase: SimulatedPurchase) throws(AppStoreSimulatorControlError) -> PurchaseReceipt {
-        guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity) else {
+        guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity),
+              purchase.offerType.map({ (1...4).contains($0) }) ?? true else {
             throw AppStoreSimulatorControlError(code: .invalidPurchase)
         }
         let now = clock.now()
         let listed = configuration.priceOf?(purchase.productID) ?? AppStoreSimulatorConfiguration.defaultPrice
         let price = purchase.price ?? listed.price
         let currency = purchase.currency ?? (purchase.price == nil ? listed.currency : "CNY")
-        let (receipt, notification) = state.withLock { store -> (PurchaseReceipt, PendingNotification) in
+        catchUpSubscriptions()
+        let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
+        let receipt = try state.withLock { store throws(AppStoreSimulatorControlError) -> PurchaseReceipt in
+            var subscribed: AppStoreNotification.Subtype?
+            var subscription: SimulatedSubscription?
+            var product: AppStoreSubscriptionProduct?
+            if type == .autoRenewableSubscription {
+                let configured = store.subscriptionProduct(purchase.productID)
+                product = configured
+                if let current = store.subscription(of: purchase.user, group: configured.groupIdentifier, purchase.environment) {
+                    // StoreKit does not sell a subscription the customer already has; one that
+                    // ended is bought again under its original transaction id.
+                    guard current.phase == .expired || current.phase == .revoked else {
+                        throw AppStoreSimulatorControlError(code: .alreadySubscribed)
+                    }
+                    subscription = current
+                    subscribed = .resubscribe
+                } else {
+                    subscribed = .initialBuy
+                }
+            }
             let id = store.newTransactionID(purchase.environment)
-            let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
-            // Renewals share the first purchase's id; everything else is its own original.
-            let original = type == .autoRenewableSubscription
-                ? store.transactions(of: purchase.user, purchase.environment)
-                    .first { $0.transaction.productID == purchase.productID }?.transaction.originalTransactionID ?? id
-                : id
+            let original = subscription?.originalTransactionID ?? id
+            let originalPurchaseDate = subscription.flatMap { store.transactions[$0.originalTransactionID]?.transaction.purchaseDate } ?? now
+            let expires = product?.end(from: now)
             let transaction = AppStoreTransaction(
                 transactionID: id, originalTransactionID: original, bundleID: configuration.bundleID,
                 productID: purchase.productID, type: type, quantity: purchase.quantity,
                 appAccountToken: purchase.appAccountToken, inAppOwnershipType: .init(rawValue: purchase.ownership),
-                environment: purchase.environment, purchaseDate: now, originalPurchaseDate: now,
-                expiresDate: type == .autoRenewableSubscription ? now.addingTimeInterval(30 * 86400) : nil, signedDate: now,
+                environment: purchase.environment, purchaseDate: now, originalPurchaseDate: originalPurchaseDate,
+                expiresDate: expires, signedDate: now,
                 price: price, currency: currency, transactionReason: .purchase,
                 storefront: purchase.storefront,
-                webOrderLineItemID: type == .autoRenewableSubscription ? String(UInt64(id)! - 1_000_000_000_000) : nil)
+                webOrderLineItemID: product != nil ? Self.webOrderLineItemID(id) : nil,
+                subscriptionGroupIdentifier: product?.groupIdentifier, offerType: purchase.offerType,
+                offerIdentifier: purchase.offerIdentifier)
             let record = SimulatedTransaction(transaction: transaction, user: purchase.user, orderID: store.newOrderID())
             store.transactions[id] = record
             store.chronology.append(id)
             store.count("purchases")
+            if let product, let expires {
+                store.subscriptions[original] = SimulatedSubscription(
+                    originalTransactionID: original, user: purchase.user, environment: purchase.environment,
+                    groupIdentifier: product.groupIdentifier, productID: product.productID, autoRenewProductID: product.productID,
+                    appAccountToken: purchase.appAccountToken, storefront: purchase.storefront,
+                    ownership: transaction.inAppOwnershipType, latestTransactionID: id, expiresDate: expires, anchor: now,
+                    recentSubscriptionStartDate: now)
+            }
             let receipt = PurchaseReceipt(
                 transactionID: id, originalTransactionID: original, orderID: record.orderID, environment: purchase.environment,
                 productID: purchase.productID, appAccountToken: purchase.appAccountToken,
                 signedTransactionInfo: signedTransaction(record, now: now, store: store),
                 receipt: store.issueReceipt(for: purchase.user, purchase.environment, issuer: receiptIssuer, now: now))
-            let subscribed = type == .autoRenewableSubscription
-            return (receipt, notificationFor(record, type: subscribed ? .subscribed : .oneTimeCharge,
-                                              subtype: subscribed ? .initialBuy : nil, now: now, store: &store))
+            store.outbox.append(notificationFor(record, type: subscribed != nil ? .subscribed : .oneTimeCharge,
+                                                subtype: subscribed, now: now, store: &store))
+            return receipt
         }
-        deliver(notification)
+        sendOutbox()
         return receipt
     }
 
@@ -175,6 +220,7 @@ extension AppStoreSimulator {
     private func revoke(_ id: String, reason: Int, type: AppStoreNotification.NotificationType)
         throws(AppStoreSimulatorControlError) -> AppStoreTransaction
     {
+        catchUpSubscriptions()
         let now = clock.now()
         let (transaction, notification) = try state.withLock {
             store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
@@ -184,6 +230,14 @@ extension AppStoreSimulator {
             record.transaction.revocationReason = reason
             store.transactions[id] = record
             store.count(type == .refund ? "refunds" : "revocations")
+            // Refunding (or revoking) the period the customer is in ends the subscription; an
+            // older period's refund leaves it as it is.
+            let original = record.transaction.originalTransactionID
+            if var subscription = store.subscriptions[original], subscription.latestTransactionID == id {
+                subscription.phase = .revoked
+                subscription.autoRenewEnabled = false
+                store.subscriptions[original] = subscription
+            }
             return (record.transaction, notificationFor(record, type: type, subtype: nil, now: now, store: &store))
         }
         deliver(notification)
@@ -194,6 +248,7 @@ extension AppStoreSimulator {
     /// `revocationDate` is cleared and a REFUND_REVERSED notification goes out.
     @discardableResult
     public func reverseRefund(transactionID id: String) throws(AppStoreSimulatorControlError) -> AppStoreTransaction {
+        catchUpSubscriptions()
         let now = clock.now()
         let (transaction, notification) = try state.withLock {
             store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
@@ -203,6 +258,13 @@ extension AppStoreSimulator {
             record.transaction.revocationReason = nil
             store.transactions[id] = record
             store.count("refunds reversed")
+            let original = record.transaction.originalTransactionID
+            if var subscription = store.subscriptions[original], subscription.latestTransactionID == id,
+               subscription.phase == .revoked {
+                subscription.phase = subscription.expiresDate > now ? .active : .expired
+                if subscription.phase == .expired { subscription.expirationIntent = 5 }
+                store.subscriptions[original] = subscription
+            }
             return (record.transaction, notificationFor(record, type: .refundReversed, subtype: nil, now: now, store: &store))
         }
         deliver(notification)
@@ -272,6 +334,7 @@ extension AppStoreSimulator {
             store.faults = plan
             store.faultBudget = plan.endpoints.compactMapValues(\.limit)
             store.faultDelay = plan.endpoints.compactMapValues(\.after)
+            store.notificationDropsLeft = plan.dropNotifications?.limit
         }
         notifications.setFaults(plan.notify)
     }
@@ -305,22 +368,18 @@ extension AppStoreSimulator {
         var uuid: String
         var environment: AppStoreEnvironment
         var body: [UInt8]
+        /// The fault plan's `dropNotifications` chose it: every attempt is lost.
+        var dropped = false
     }
 
-    private func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
+    func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
                                  subtype: AppStoreNotification.Subtype?, now: Date, store: inout StoreState,
                                  consumptionRequestReason: String? = nil) -> PendingNotification {
         let uuid = UUID(uuid: Self.uuidBytes(&store.random)).uuidString.lowercased()
         let environment = record.transaction.environment
         var renewal: String?
-        if record.transaction.type == .autoRenewableSubscription {
-            let info = AppStoreRenewalInfo(
-                originalTransactionID: record.transaction.originalTransactionID, productID: record.transaction.productID,
-                autoRenewProductID: record.transaction.productID, autoRenewStatus: type == .refund ? 0 : 1,
-                environment: environment, signedDate: now, renewalDate: record.transaction.expiresDate,
-                recentSubscriptionStartDate: record.transaction.originalPurchaseDate, renewalPrice: record.transaction.price,
-                currency: record.transaction.currency, appAccountToken: record.transaction.appAccountToken)
-            renewal = sign(info.payload, store: store)
+        if let subscription = store.subscriptions[record.transaction.originalTransactionID] {
+            renewal = sign(renewalInfo(subscription, now: now, store: store).payload, store: store)
         }
         let notification = AppStoreNotification(
             notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: now,
@@ -332,7 +391,9 @@ extension AppStoreSimulator {
         }, store: &store)
         store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: type.rawValue,
                            subtype: subtype?.rawValue, user: record.user, transactionID: record.transaction.transactionID))
-        return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
+        var pending = PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
+        pending.dropped = store.dropsNotification(type: type.rawValue, subtype: subtype?.rawValue)
+        return pending
     }
 
     /// Signs a notification, with the rogue chain when the fault plan picks it (drawn here, once).
@@ -348,7 +409,16 @@ extension AppStoreSimulator {
         JSONValue.object(["signedPayload": .string(signedPayload)]).bytes()
     }
 
-    private func deliver(_ notification: PendingNotification) {
+    /// Sends what was made under the lock.
+    func sendOutbox() {
+        let pending = state.withLock { store in
+            defer { store.outbox.removeAll() }
+            return store.outbox
+        }
+        pending.forEach(deliver)
+    }
+
+    func deliver(_ notification: PendingNotification) {
         let url = notification.environment == .production
             ? configuration.productionNotificationURL : configuration.sandboxNotificationURL ?? configuration.productionNotificationURL
         guard let url else {
@@ -356,7 +426,7 @@ extension AppStoreSimulator {
             return
         }
         notifications.enqueue(kind: NotifyAttempt.Kind(rawValue: "appstore"), reference: notification.uuid, url: url,
-                               body: notification.body)
+                               body: notification.body, dropped: notification.dropped)
     }
 
     private static func uuidBytes(_ random: inout SeededRandom) -> uuid_t {
