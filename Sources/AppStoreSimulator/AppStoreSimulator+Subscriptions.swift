@@ -146,22 +146,8 @@ extension AppStoreSimulator {
             subscription.periodsFromAnchor = 1
         }
         let expires = product.end(from: subscription.anchor, periods: subscription.periodsFromAnchor)
-        let price = configuration.priceOf?(product.productID) ?? AppStoreSimulatorConfiguration.defaultPrice
-        let transactionID = store.newTransactionID(subscription.environment)
-        let transaction = AppStoreTransaction(
-            transactionID: transactionID, originalTransactionID: subscription.originalTransactionID,
-            bundleID: configuration.bundleID, productID: product.productID, type: .autoRenewableSubscription,
-            appAccountToken: subscription.appAccountToken, inAppOwnershipType: subscription.ownership,
-            environment: subscription.environment, purchaseDate: purchaseDate,
-            originalPurchaseDate: previous.transaction.originalPurchaseDate, expiresDate: expires, signedDate: now,
-            price: price.price, currency: price.currency, transactionReason: .renewal, storefront: subscription.storefront,
-            webOrderLineItemID: Self.webOrderLineItemID(transactionID), subscriptionGroupIdentifier: subscription.groupIdentifier)
-        let record = SimulatedTransaction(transaction: transaction, user: subscription.user, orderID: store.newOrderID())
-        store.transactions[transactionID] = record
-        store.chronology.append(transactionID)
-        subscription.productID = product.productID
-        subscription.latestTransactionID = transactionID
-        subscription.expiresDate = expires
+        let record = addTransaction(to: &subscription, product: product.productID, purchaseDate: purchaseDate, expires: expires,
+                                    reason: .renewal, previous: previous.transaction, now: now, store: &store)
         subscription.phase = .active
         subscription.billingRetryStarted = nil
         subscription.gracePeriodExpiresDate = nil
@@ -170,6 +156,30 @@ extension AppStoreSimulator {
         store.subscriptions[id] = subscription
         store.count("renewals")
         store.outbox.append(notificationFor(record, type: .didRenew, subtype: subtype, now: now, store: &store))
+    }
+
+    /// A new transaction of the subscription (a renewal, an upgrade) at the product's price,
+    /// recorded, and made the subscription's latest.
+    private func addTransaction(to subscription: inout SimulatedSubscription, product: String, purchaseDate: Date, expires: Date,
+                                reason: AppStoreTransaction.TransactionReason, previous: AppStoreTransaction, now: Date,
+                                store: inout StoreState) -> SimulatedTransaction {
+        let price = configuration.priceOf?(product) ?? AppStoreSimulatorConfiguration.defaultPrice
+        let transactionID = store.newTransactionID(subscription.environment)
+        let transaction = AppStoreTransaction(
+            transactionID: transactionID, originalTransactionID: subscription.originalTransactionID,
+            bundleID: configuration.bundleID, productID: product, type: .autoRenewableSubscription,
+            appAccountToken: subscription.appAccountToken, inAppOwnershipType: subscription.ownership,
+            environment: subscription.environment, purchaseDate: purchaseDate,
+            originalPurchaseDate: previous.originalPurchaseDate, expiresDate: expires, signedDate: now,
+            price: price.price, currency: price.currency, transactionReason: reason, storefront: subscription.storefront,
+            webOrderLineItemID: Self.webOrderLineItemID(transactionID), subscriptionGroupIdentifier: subscription.groupIdentifier)
+        let record = SimulatedTransaction(transaction: transaction, user: subscription.user, orderID: store.newOrderID())
+        store.transactions[transactionID] = record
+        store.chronology.append(transactionID)
+        subscription.productID = product
+        subscription.latestTransactionID = transactionID
+        subscription.expiresDate = expires
+        return record
     }
 
     // MARK: - The control API's commands
@@ -248,24 +258,9 @@ extension AppStoreSimulator {
             }
             old.transaction.isUpgraded = true
             store.transactions[old.transaction.transactionID] = old
-            let price = configuration.priceOf?(productID) ?? AppStoreSimulatorConfiguration.defaultPrice
-            let transactionID = store.newTransactionID(subscription.environment)
-            let expires = target.end(from: now)
-            let transaction = AppStoreTransaction(
-                transactionID: transactionID, originalTransactionID: subscription.originalTransactionID,
-                bundleID: configuration.bundleID, productID: productID, type: .autoRenewableSubscription,
-                appAccountToken: subscription.appAccountToken, inAppOwnershipType: subscription.ownership,
-                environment: subscription.environment, purchaseDate: now,
-                originalPurchaseDate: old.transaction.originalPurchaseDate, expiresDate: expires, signedDate: now,
-                price: price.price, currency: price.currency, transactionReason: .purchase, storefront: subscription.storefront,
-                webOrderLineItemID: Self.webOrderLineItemID(transactionID), subscriptionGroupIdentifier: subscription.groupIdentifier)
-            let record = SimulatedTransaction(transaction: transaction, user: subscription.user, orderID: store.newOrderID())
-            store.transactions[transactionID] = record
-            store.chronology.append(transactionID)
-            subscription.productID = productID
+            let record = addTransaction(to: &subscription, product: productID, purchaseDate: now, expires: target.end(from: now),
+                                        reason: .purchase, previous: old.transaction, now: now, store: &store)
             subscription.autoRenewProductID = productID
-            subscription.latestTransactionID = transactionID
-            subscription.expiresDate = expires
             subscription.anchor = now
             subscription.periodsFromAnchor = 1
             subscription.phase = .active
