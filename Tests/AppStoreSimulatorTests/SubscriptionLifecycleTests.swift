@@ -383,3 +383,44 @@ struct SubscriptionLifecycleTests {
         #expect(await eventually { inbox.count >= 4 })
     }
 }
+
+/// The control panel's subscription commands, as JSON.
+struct SubscriptionControlPanelTests {
+    @Test("The control panel configures products and fails, recovers, turns off and changes a subscription")
+    func controlPanel() throws {
+        let harness = try AppStoreHarness()
+        let control = AppStoreSimulatorControlAPI(simulator: harness.simulator)
+        func call(_ method: String, _ path: String, _ body: String = "") -> (status: Int, json: JSONValue?) {
+            let answer = control.handle(method: method, path: path, body: Array(body.utf8))
+            return (answer.status, try? JSONValue.parse(answer.body))
+        }
+        let products = """
+            [{"productId":"vip.m","subscriptionGroupIdentifier":"g1","period":"P1M","level":2,"gracePeriodDays":16},
+             {"productId":"vip.y","subscriptionGroupIdentifier":"g1","period":"P1Y","level":1}]
+            """
+        #expect(call("PUT", "/appstore-simulator/subscription-products", products).status == 200)
+        #expect(call("GET", "/appstore-simulator/subscription-products").json?.arrayValue?.count == 2)
+        let bad = call("PUT", "/appstore-simulator/subscription-products", #"[{"productId":"x","subscriptionGroupIdentifier":"g","periodd":"P1M"}]"#)
+        #expect(bad.status == 400 && bad.json?["error"]?["message"]?.stringValue?.contains("unknown member") == true)
+        #expect(call("PUT", "/appstore-simulator/subscription-products",
+                     #"[{"productId":"x","subscriptionGroupIdentifier":"g","gracePeriodDays":5}]"#).status == 400)
+
+        let bought = call("POST", "/appstore-simulator/purchases", #"{"user":"bob","productId":"vip.m","type":"Auto-Renewable Subscription"}"#)
+        let id = try #require(bought.json?["originalTransactionId"]?.stringValue)
+        #expect(call("POST", "/appstore-simulator/purchases", #"{"user":"bob","productId":"vip.y","type":"Auto-Renewable Subscription"}"#)
+            .status == 409)
+        let path = "/appstore-simulator/subscriptions/\(id)"
+        #expect(call("GET", path).json?["state"] == "active")
+        #expect(call("POST", path + "/fail-renewals", #"{"count":3}"#).json?["failuresAhead"] == 3)
+        #expect(call("POST", "/appstore-simulator/clock/advance", #"{"seconds":2678400}"#).status == 200)
+        #expect(call("GET", path).json?["state"] == "gracePeriod")
+        let recovered = call("POST", path + "/recover-billing")
+        #expect(recovered.json?["state"] == "active" && recovered.json?["transactionIds"]?.arrayValue?.count == 2)
+        #expect(call("POST", path + "/auto-renew", #"{"enabled":false}"#).json?["autoRenewStatus"] == false)
+        #expect(call("POST", path + "/auto-renew").status == 400)
+        let upgraded = call("POST", path + "/change-product", #"{"productId":"vip.y"}"#)
+        #expect(upgraded.json?["productId"] == "vip.y" && upgraded.json?["transactionIds"]?.arrayValue?.count == 3)
+        #expect(call("POST", path + "/change-product", #"{"productId":"course.1"}"#).status == 409)
+        #expect(call("GET", "/appstore-simulator/subscriptions/2000000999999999").status == 404)
+    }
+}
