@@ -77,21 +77,52 @@ public struct AppStoreFaultPlan: Codable, Sendable, Hashable {
     public var notify: NotifyFaults
     /// Sign notifications with the rogue chain.
     public var notificationRogueChainRate: Double
+    /// Lose every attempt of chosen notifications (by type), so a test knows which ones the
+    /// merchant never hears of; they stay in Get Notification History.
+    public var dropNotifications: AppStoreNotificationDrops?
 
     public init(endpoints: [String: AppStoreEndpointFaults] = [:], notify: NotifyFaults = NotifyFaults(),
-                notificationRogueChainRate: Double = 0) {
+                notificationRogueChainRate: Double = 0, dropNotifications: AppStoreNotificationDrops? = nil) {
         self.endpoints = endpoints
         self.notify = notify
         self.notificationRogueChainRate = notificationRogueChainRate
+        self.dropNotifications = dropNotifications
     }
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, notificationRogueChainRate }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case endpoints, notify, notificationRogueChainRate, dropNotifications }
 
     public init(from decoder: any Decoder) throws {
         try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.init(endpoints: try c.decodeIfPresent([String: AppStoreEndpointFaults].self, forKey: .endpoints) ?? [:],
                   notify: try c.decodeIfPresent(NotifyFaults.self, forKey: .notify) ?? NotifyFaults(),
-                  notificationRogueChainRate: try ControlBody.rate(c, .notificationRogueChainRate))
+                  notificationRogueChainRate: try ControlBody.rate(c, .notificationRogueChainRate),
+                  dropNotifications: try c.decodeIfPresent(AppStoreNotificationDrops.self, forKey: .dropNotifications))
+    }
+}
+
+/// Which notifications the fault plan loses entirely: those whose type (`DID_RENEW`) or type and
+/// subtype (`DID_RENEW/BILLING_RECOVERY`) is listed (every type when `types` is empty), the
+/// `limit` next ones (every one when nil).
+public struct AppStoreNotificationDrops: Codable, Sendable, Hashable {
+    public var types: [String]
+    public var limit: Int?
+
+    public init(types: [String] = [], limit: Int? = nil) {
+        self.types = types
+        self.limit = limit
+    }
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case types, limit }
+
+    public init(from decoder: any Decoder) throws {
+        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(types: try c.decodeIfPresent([String].self, forKey: .types) ?? [],
+                  limit: try c.decodeIfPresent(Int.self, forKey: .limit))
+    }
+
+    func matches(type: String, subtype: String?) -> Bool {
+        types.isEmpty || types.contains(type) || subtype.map { types.contains("\(type)/\($0)") } == true
     }
 }

@@ -5,142 +5,77 @@ import JSON
 import SimulatorKit
 import Synchronization
 
-/// What a customer buys in the simulated App Store.
-public struct SimulatedPurchase: Sendable, Codable, Hashable {
-    /// The Apple account (history and receipts are per account).
-    public var user: String
-    public var productID: String
-    /// `Consumable`, `Non-Consumable` (default), `Auto-Renewable Subscription`, `Non-Renewing Subscription`.
-    public var type: String
-    /// The token the app set at purchase; nil models the app that set none (or lost it).
-    public var appAccountToken: UUID?
-    public var environment: AppStoreEnvironment
-    /// `PURCHASED` (default) or `FAMILY_SHARED`.
-    public var ownership: String
-    public var quantity: Int
-    /// Milli-units of `currency` (68000 is 68.00); nil: the simulator's price for the product
-    /// (`AppStoreSimulatorConfiguration.priceOf`, else 68.00 CNY).
-    public var price: Int64?
-    public var currency: String?
-    public var storefront: String
-
-    public init(user: String, productID: String, type: String = "Non-Consumable", appAccountToken: UUID? = nil,
-                environment: AppStoreEnvironment = .production, ownership: String = "PURCHASED", quantity: Int = 1,
-                price: Int64? = nil, currency: String? = nil, storefront: String = "CHN") {
-        self.user = user
-        self.productID = productID
-        self.type = type
-        self.appAccountToken = appAccountToken
-        self.environment = environment
-        self.ownership = ownership
-        self.quantity = quantity
-        self.price = price
-        self.currency = currency
-        self.storefront = storefront
-    }
-
-    private enum CodingKeys: String, CodingKey, CaseIterable {
-        case user, productID = "productId", type, appAccountToken, environment, ownership, quantity, price, currency, storefront
-    }
-
-    // Written by hand in control requests: only user and productId are required.
-    public init(from decoder: any Decoder) throws {
-        try ControlBody.refuseUnknownMembers(decoder, known: CodingKeys.self)
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(user: try c.decode(String.self, forKey: .user), productID: try c.decode(String.self, forKey: .productID),
-                  type: try c.decodeIfPresent(String.self, forKey: .type) ?? "Non-Consumable",
-                  appAccountToken: try c.decodeIfPresent(UUID.self, forKey: .appAccountToken),
-                  environment: try c.decodeIfPresent(AppStoreEnvironment.self, forKey: .environment) ?? .production,
-                  ownership: try c.decodeIfPresent(String.self, forKey: .ownership) ?? "PURCHASED",
-                  quantity: try c.decodeIfPresent(Int.self, forKey: .quantity) ?? 1,
-                  price: try c.decodeIfPresent(Int64.self, forKey: .price),
-                  currency: try c.decodeIfPresent(String.self, forKey: .currency),
-                  storefront: try c.decodeIfPresent(String.self, forKey: .storefront) ?? "CHN")
-    }
-}
-
-/// What the device (and a test) learns from a completed purchase.
-public struct PurchaseReceipt: Sendable, Codable, Hashable {
-    public var transactionID: String
-    public var originalTransactionID: String
-    public var orderID: String
-    public var environment: AppStoreEnvironment
-    public var productID: String
-    public var appAccountToken: UUID?
-    /// What StoreKit 2 hands the app (`Transaction.jsonRepresentation`'s JWS).
-    public var signedTransactionInfo: String
-    /// What StoreKit 1 hands the app: the account's base64 app receipt.
-    public var receipt: String
-
-    private enum CodingKeys: String, CodingKey {
-        case transactionID = "transactionId", originalTransactionID = "originalTransactionId", orderID = "orderId",
-             environment, productID = "productId", appAccountToken, signedTransactionInfo, receipt
-    }
-}
-
-/// Why a control action could not happen.
-public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
-        case transactionNotFound = "transaction_not_found"
-        case alreadyRevoked = "already_revoked"
-        case invalidPurchase = "invalid_purchase"
-        case notRevoked = "not_revoked"
-    }
-
-    public let code: Code
-    public var description: String {
-        switch code {
-        case .transactionNotFound: "no such transaction"
-        case .alreadyRevoked: "the transaction was already refunded or revoked"
-        case .invalidPurchase: "user and productId must be non-empty and quantity 1-10"
-        case .notRevoked: "the transaction was not refunded or revoked"
-        }
-    }
-}
-
 extension AppStoreSimulator {
     /// The customer buys: a transaction is recorded and signed, and its notification queued
     /// (ONE_TIME_CHARGE, or SUBSCRIBED/INITIAL_BUY for an auto-renewable subscription).
     @discardableResult
     public func purchase(_ purchase: SimulatedPurchase) throws(AppStoreSimulatorControlError) -> PurchaseReceipt {
-        guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity) else {
+        guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity),
+              purchase.offerType.map({ (1...4).contains($0) }) ?? true else {
             throw AppStoreSimulatorControlError(code: .invalidPurchase)
         }
         let now = clock.now()
         let listed = configuration.priceOf?(purchase.productID) ?? AppStoreSimulatorConfiguration.defaultPrice
         let price = purchase.price ?? listed.price
         let currency = purchase.currency ?? (purchase.price == nil ? listed.currency : "CNY")
-        let (receipt, notification) = state.withLock { store -> (PurchaseReceipt, PendingNotification) in
+        catchUpSubscriptions()
+        let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
+        let receipt = try state.withLock { store throws(AppStoreSimulatorControlError) -> PurchaseReceipt in
+            var subscribed: AppStoreNotification.Subtype?
+            var subscription: SimulatedSubscription?
+            var product: AppStoreSubscriptionProduct?
+            if type == .autoRenewableSubscription {
+                let configured = store.subscriptionProduct(purchase.productID)
+                product = configured
+                if let current = store.subscription(of: purchase.user, group: configured.groupIdentifier, purchase.environment) {
+                    // StoreKit does not sell a subscription the customer already has; one that
+                    // ended is bought again under its original transaction id.
+                    guard current.phase == .expired || current.phase == .revoked else {
+                        throw AppStoreSimulatorControlError(code: .alreadySubscribed)
+                    }
+                    subscription = current
+                    subscribed = .resubscribe
+                } else {
+                    subscribed = .initialBuy
+                }
+            }
             let id = store.newTransactionID(purchase.environment)
-            let type = AppStoreTransaction.ProductType(rawValue: purchase.type)
-            // Renewals share the first purchase's id; everything else is its own original.
-            let original = type == .autoRenewableSubscription
-                ? store.transactions(of: purchase.user, purchase.environment)
-                    .first { $0.transaction.productID == purchase.productID }?.transaction.originalTransactionID ?? id
-                : id
+            let original = subscription?.originalTransactionID ?? id
+            let originalPurchaseDate = subscription.flatMap { store.transactions[$0.originalTransactionID]?.transaction.purchaseDate } ?? now
+            let expires = product?.end(from: now)
             let transaction = AppStoreTransaction(
                 transactionID: id, originalTransactionID: original, bundleID: configuration.bundleID,
                 productID: purchase.productID, type: type, quantity: purchase.quantity,
                 appAccountToken: purchase.appAccountToken, inAppOwnershipType: .init(rawValue: purchase.ownership),
-                environment: purchase.environment, purchaseDate: now, originalPurchaseDate: now,
-                expiresDate: type == .autoRenewableSubscription ? now.addingTimeInterval(30 * 86400) : nil, signedDate: now,
+                environment: purchase.environment, purchaseDate: now, originalPurchaseDate: originalPurchaseDate,
+                expiresDate: expires, signedDate: now,
                 price: price, currency: currency, transactionReason: .purchase,
                 storefront: purchase.storefront,
-                webOrderLineItemID: type == .autoRenewableSubscription ? String(UInt64(id)! - 1_000_000_000_000) : nil)
+                webOrderLineItemID: product != nil ? Self.webOrderLineItemID(id) : nil,
+                subscriptionGroupIdentifier: product?.groupIdentifier, offerType: purchase.offerType,
+                offerIdentifier: purchase.offerIdentifier)
             let record = SimulatedTransaction(transaction: transaction, user: purchase.user, orderID: store.newOrderID())
             store.transactions[id] = record
             store.chronology.append(id)
             store.count("purchases")
+            if let product, let expires {
+                store.subscriptions[original] = SimulatedSubscription(
+                    originalTransactionID: original, user: purchase.user, environment: purchase.environment,
+                    groupIdentifier: product.groupIdentifier, productID: product.productID, autoRenewProductID: product.productID,
+                    appAccountToken: purchase.appAccountToken, storefront: purchase.storefront,
+                    ownership: transaction.inAppOwnershipType, latestTransactionID: id, expiresDate: expires, anchor: now,
+                    recentSubscriptionStartDate: now)
+            }
             let receipt = PurchaseReceipt(
                 transactionID: id, originalTransactionID: original, orderID: record.orderID, environment: purchase.environment,
                 productID: purchase.productID, appAccountToken: purchase.appAccountToken,
                 signedTransactionInfo: signedTransaction(record, now: now, store: store),
                 receipt: store.issueReceipt(for: purchase.user, purchase.environment, issuer: receiptIssuer, now: now))
-            let subscribed = type == .autoRenewableSubscription
-            return (receipt, notificationFor(record, type: subscribed ? .subscribed : .oneTimeCharge,
-                                              subtype: subscribed ? .initialBuy : nil, now: now, store: &store))
+            store.outbox.append(notificationFor(record, type: subscribed != nil ? .subscribed : .oneTimeCharge,
+                                                subtype: subscribed, now: now, store: &store))
+            return receipt
         }
-        deliver(notification)
+        sendOutbox()
         return receipt
     }
 
@@ -175,6 +110,7 @@ extension AppStoreSimulator {
     private func revoke(_ id: String, reason: Int, type: AppStoreNotification.NotificationType)
         throws(AppStoreSimulatorControlError) -> AppStoreTransaction
     {
+        catchUpSubscriptions()
         let now = clock.now()
         let (transaction, notification) = try state.withLock {
             store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
@@ -184,6 +120,14 @@ extension AppStoreSimulator {
             record.transaction.revocationReason = reason
             store.transactions[id] = record
             store.count(type == .refund ? "refunds" : "revocations")
+            // Refunding (or revoking) the period the customer is in ends the subscription; an
+            // older period's refund leaves it as it is.
+            let original = record.transaction.originalTransactionID
+            if var subscription = store.subscriptions[original], subscription.latestTransactionID == id {
+                subscription.phase = .revoked
+                subscription.autoRenewEnabled = false
+                store.subscriptions[original] = subscription
+            }
             return (record.transaction, notificationFor(record, type: type, subtype: nil, now: now, store: &store))
         }
         deliver(notification)
@@ -194,6 +138,7 @@ extension AppStoreSimulator {
     /// `revocationDate` is cleared and a REFUND_REVERSED notification goes out.
     @discardableResult
     public func reverseRefund(transactionID id: String) throws(AppStoreSimulatorControlError) -> AppStoreTransaction {
+        catchUpSubscriptions()
         let now = clock.now()
         let (transaction, notification) = try state.withLock {
             store throws(AppStoreSimulatorControlError) -> (AppStoreTransaction, PendingNotification) in
@@ -203,6 +148,13 @@ extension AppStoreSimulator {
             record.transaction.revocationReason = nil
             store.transactions[id] = record
             store.count("refunds reversed")
+            let original = record.transaction.originalTransactionID
+            if var subscription = store.subscriptions[original], subscription.latestTransactionID == id,
+               subscription.phase == .revoked {
+                subscription.phase = subscription.expiresDate > now ? .active : .expired
+                if subscription.phase == .expired { subscription.expirationIntent = 5 }
+                store.subscriptions[original] = subscription
+            }
             return (record.transaction, notificationFor(record, type: .refundReversed, subtype: nil, now: now, store: &store))
         }
         deliver(notification)
@@ -272,6 +224,7 @@ extension AppStoreSimulator {
             store.faults = plan
             store.faultBudget = plan.endpoints.compactMapValues(\.limit)
             store.faultDelay = plan.endpoints.compactMapValues(\.after)
+            store.notificationDropsLeft = plan.dropNotifications?.limit
         }
         notifications.setFaults(plan.notify)
     }
@@ -305,22 +258,18 @@ extension AppStoreSimulator {
         var uuid: String
         var environment: AppStoreEnvironment
         var body: [UInt8]
+        /// The fault plan's `dropNotifications` chose it: every attempt is lost.
+        var dropped = false
     }
 
-    private func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
+    func notificationFor(_ record: SimulatedTransaction, type: AppStoreNotification.NotificationType,
                                  subtype: AppStoreNotification.Subtype?, now: Date, store: inout StoreState,
                                  consumptionRequestReason: String? = nil) -> PendingNotification {
         let uuid = UUID(uuid: Self.uuidBytes(&store.random)).uuidString.lowercased()
         let environment = record.transaction.environment
         var renewal: String?
-        if record.transaction.type == .autoRenewableSubscription {
-            let info = AppStoreRenewalInfo(
-                originalTransactionID: record.transaction.originalTransactionID, productID: record.transaction.productID,
-                autoRenewProductID: record.transaction.productID, autoRenewStatus: type == .refund ? 0 : 1,
-                environment: environment, signedDate: now, renewalDate: record.transaction.expiresDate,
-                recentSubscriptionStartDate: record.transaction.originalPurchaseDate, renewalPrice: record.transaction.price,
-                currency: record.transaction.currency, appAccountToken: record.transaction.appAccountToken)
-            renewal = sign(info.payload, store: store)
+        if let subscription = store.subscriptions[record.transaction.originalTransactionID] {
+            renewal = sign(renewalInfo(subscription, now: now, store: store).payload, store: store)
         }
         let notification = AppStoreNotification(
             notificationType: type, subtype: subtype, notificationUUID: uuid, signedDate: now,
@@ -332,7 +281,9 @@ extension AppStoreSimulator {
         }, store: &store)
         store.record(.init(uuid: uuid, environment: environment, signedPayload: signed, signedDate: now, type: type.rawValue,
                            subtype: subtype?.rawValue, user: record.user, transactionID: record.transaction.transactionID))
-        return PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
+        var pending = PendingNotification(uuid: uuid, environment: environment, body: Self.body(signed))
+        pending.dropped = store.dropsNotification(type: type.rawValue, subtype: subtype?.rawValue)
+        return pending
     }
 
     /// Signs a notification, with the rogue chain when the fault plan picks it (drawn here, once).
@@ -348,7 +299,16 @@ extension AppStoreSimulator {
         JSONValue.object(["signedPayload": .string(signedPayload)]).bytes()
     }
 
-    private func deliver(_ notification: PendingNotification) {
+    /// Sends what was made under the lock.
+    func sendOutbox() {
+        let pending = state.withLock { store in
+            defer { store.outbox.removeAll() }
+            return store.outbox
+        }
+        pending.forEach(deliver)
+    }
+
+    func deliver(_ notification: PendingNotification) {
         let url = notification.environment == .production
             ? configuration.productionNotificationURL : configuration.sandboxNotificationURL ?? configuration.productionNotificationURL
         guard let url else {
@@ -356,7 +316,7 @@ extension AppStoreSimulator {
             return
         }
         notifications.enqueue(kind: NotifyAttempt.Kind(rawValue: "appstore"), reference: notification.uuid, url: url,
-                               body: notification.body)
+                               body: notification.body, dropped: notification.dropped)
     }
 
     private static func uuidBytes(_ random: inout SeededRandom) -> uuid_t {

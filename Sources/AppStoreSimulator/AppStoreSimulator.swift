@@ -66,6 +66,7 @@ public final class AppStoreSimulator: Sendable {
             apiPublicKey = key.publicKey
         }
         var initial = StoreState(seed: configuration.seed)
+        for product in configuration.subscriptionProducts { initial.subscriptionProducts[product.productID] = product }
         initial.nextTransactionNumber = max(1, configuration.firstTransactionNumber)
         state = Mutex(initial)
         let scale = max(configuration.notificationRetryScale, 1e-9)
@@ -78,9 +79,18 @@ public final class AppStoreSimulator: Sendable {
         }
     }
 
-    /// Delivers notifications until the task is cancelled.
+    /// Delivers notifications, and moves subscriptions along the clock (renewals, retries,
+    /// expiries), until the task is cancelled.
     public func run() async {
-        await notifications.run()
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.notifications.run() }
+            group.addTask {
+                while !Task.isCancelled {
+                    self.catchUpSubscriptions()
+                    try? await Task.sleep(for: .seconds(max(self.clock.realWait(for: 60, cap: 0.02), 0.005)))
+                }
+            }
+        }
     }
 
     // MARK: - Requests
@@ -94,6 +104,7 @@ public final class AppStoreSimulator: Sendable {
             path = path.dropFirst("/sandbox".count)
         }
         let segments = path.split(separator: "/").map(String.init)
+        catchUpSubscriptions()
         // Request a Test Notification and its status send a notification, outside the lock
         // (AppStoreSimulator+TestNotifications.swift).
         if segments.count >= 4, segments[0] == "inApps", segments[1] == "v1", segments[2] == "notifications",
@@ -102,6 +113,7 @@ public final class AppStoreSimulator: Sendable {
             return testNotification(request, segments: segments, environment: environment)
         }
         let now = clock.now()
+        defer { sendOutbox() }
         return state.withLock { store in
             let endpoint: String
             let route: (inout StoreState) -> AppStoreSimulatorResponse
@@ -127,6 +139,12 @@ public final class AppStoreSimulator: Sendable {
             case ("PUT", 5, "inApps", "v2", "transactions") where segments[3] == "consumption":
                 endpoint = "consumption"
                 route = { self.consumption(segments[4], body: request.body, environment: environment, now: now, store: &$0) }
+            case ("GET", 4, "inApps", "v1", "subscriptions"):
+                endpoint = "subscriptions"
+                route = { self.subscriptionStatuses(segments[3], query: request.query, environment: environment, now: now, store: &$0) }
+            case ("PUT", 5, "inApps", "v1", "subscriptions") where segments[3] == "extend":
+                endpoint = "extend"
+                route = { self.extendRenewalDate(segments[4], body: request.body, environment: environment, now: now, store: &$0) }
             default:
                 store.count("not_found")
                 return AppStoreSimulatorResponse(status: 404, contentType: "text/plain", body: Array("Not Found\n".utf8))

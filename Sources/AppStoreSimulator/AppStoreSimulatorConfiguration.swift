@@ -32,6 +32,12 @@ public struct AppStoreSimulatorConfiguration: Sendable {
     /// 1 for a replayable run; a simulator restarted on a gateway's existing database (demo mode)
     /// starts past every id it issued before, so a new purchase never reuses one.
     public var firstTransactionNumber: UInt64 = 1
+    /// Auto-renewable subscription products (group, period, level, grace period); a product bought
+    /// as `Auto-Renewable Subscription` that is not here is monthly, alone in its group, without grace.
+    public var subscriptionProducts: [AppStoreSubscriptionProduct] = []
+    /// How long Apple keeps retrying a failed renewal (60 days), and how often it tries (daily).
+    public var billingRetryDays = 60
+    public var billingRetryInterval: TimeInterval = 86400
     /// What a product costs when a purchase names no price: `price` in milli-units of `currency`
     /// (demo mode reads the gateway's catalog). Nil, or nil for a product: 68.00 CNY.
     public var priceOf: (@Sendable (_ productID: String) -> (price: Int64, currency: String)?)?

@@ -20,6 +20,12 @@ import SimulatorKit
 /// | POST | /appstore-simulator/notifications/test | a TEST notification (body: optional `{"environment":"Sandbox"}`) |
 /// | GET | /appstore-simulator/notifications | every notification attempt (its notificationUUID, the transactionId it carries, whether acknowledged or dropped) |
 /// | GET, PUT | /appstore-simulator/faults | the fault plan (``AppStoreFaultPlan``) |
+/// | GET, PUT | /appstore-simulator/subscription-products | auto-renewable products (``AppStoreSubscriptionProduct``: `productId`, `subscriptionGroupIdentifier`, `period`, `level`, `gracePeriodDays`); PUT adds or replaces |
+/// | GET | /appstore-simulator/subscriptions/{originalTransactionId} | the subscription (``SubscriptionSnapshot``) |
+/// | POST | /appstore-simulator/subscriptions/{id}/fail-renewals | the next `count` charges fail (body `{"count":N}`; no count: all of them) |
+/// | POST | /appstore-simulator/subscriptions/{id}/recover-billing | the customer fixes their payment method: charged at once in billing retry |
+/// | POST | /appstore-simulator/subscriptions/{id}/auto-renew | `{"enabled":false\|true}`: DID_CHANGE_RENEWAL_STATUS |
+/// | POST | /appstore-simulator/subscriptions/{id}/change-product | `{"productId":…}`: DID_CHANGE_RENEWAL_PREF (UPGRADE now, DOWNGRADE at renewal) |
 /// | POST | /appstore-simulator/clock/advance | moves simulated time (body: `{"seconds":N}`) |
 /// | GET | /appstore-simulator/stats | counters |
 /// | GET | /appstore-simulator/root | the root certificate (PEM) to trust |
@@ -38,6 +44,10 @@ public struct AppStoreSimulatorControlAPI: Sendable {
         ("POST", "/appstore-simulator/transactions/{id}/consumption-request"), ("GET", "/appstore-simulator/consumption"),
         ("POST", "/appstore-simulator/notifications/test"),
         ("GET", "/appstore-simulator/notifications"), ("GET", "/appstore-simulator/faults"), ("PUT", "/appstore-simulator/faults"),
+        ("GET", "/appstore-simulator/subscription-products"), ("PUT", "/appstore-simulator/subscription-products"),
+        ("GET", "/appstore-simulator/subscriptions/{id}"), ("POST", "/appstore-simulator/subscriptions/{id}/fail-renewals"),
+        ("POST", "/appstore-simulator/subscriptions/{id}/recover-billing"), ("POST", "/appstore-simulator/subscriptions/{id}/auto-renew"),
+        ("POST", "/appstore-simulator/subscriptions/{id}/change-product"),
         ("POST", "/appstore-simulator/clock/advance"), ("GET", "/appstore-simulator/stats"), ("GET", "/appstore-simulator/root"),
     ]
 
@@ -61,7 +71,7 @@ public struct AppStoreSimulatorControlAPI: Sendable {
                 let (failed, completed) = try simulator.interruptedPurchase(purchase)
                 return ok(Interrupted(failed: failed, completed: completed))
             } catch {
-                return self.error(400, error.code.rawValue, error.description)
+                return self.error(error.code == .alreadySubscribed ? 409 : 400, error.code.rawValue, error.description)
             }
         case ("GET", 2, "transactions", _):
             guard let transaction = simulator.transaction(route[1]) else {
@@ -117,9 +127,28 @@ public struct AppStoreSimulatorControlAPI: Sendable {
             }
             simulator.apply(plan)
             return ok(plan)
+        case ("GET", 1, "subscription-products", _):
+            return ok(simulator.subscriptionProducts)
+        case ("PUT", 1, "subscription-products", _):
+            do {
+                let products = try decoder.decode([AppStoreSubscriptionProduct].self, from: Data(body))
+                simulator.configureSubscriptionProducts(products)
+                return ok(simulator.subscriptionProducts)
+            } catch {
+                return self.error(400, "invalid_request", "the body must be a list of subscription products: \(ControlBody.problem(error))")
+            }
+        case ("GET", 2, "subscriptions", _):
+            guard let subscription = simulator.subscription(originalTransactionID: route[1]) else {
+                return error(404, "subscription_not_found", "no subscription has this original transaction id")
+            }
+            return ok(subscription)
+        case ("POST", 3, "subscriptions", _):
+            return subscriptionCommand(route[2], id: route[1], body: body)
         case ("POST", 2, "clock", "advance"):
             switch ClockAdvance(body, clock: simulator.clock) {
-            case .advanced(let now): return ok(["now": now.millisecondsSince1970])
+            case .advanced:
+                simulator.catchUpSubscriptions()
+                return ok(["now": simulator.clock.now().millisecondsSince1970])
             case .notAdjustable: return error(409, "clock_not_adjustable", "this simulator runs on a clock that cannot be advanced")
             case .invalidSeconds: return error(400, "invalid_request", "seconds must be between 0 and 34560000")
             }
@@ -129,6 +158,27 @@ public struct AppStoreSimulatorControlAPI: Sendable {
             return (200, "application/x-pem-file", Array(simulator.pki.root.pem.utf8))
         default:
             return error(404, "not_found", "no such control route")
+        }
+    }
+
+    private func subscriptionCommand(_ command: String, id: String, body: [UInt8]) -> (status: Int, contentType: String, body: [UInt8]) {
+        struct Body: Decodable { var count: Int?; var enabled: Bool?; var productId: String? }
+        let parsed = body.isEmpty ? Body() : (try? JSONDecoder().decode(Body.self, from: Data(body)))
+        guard let parsed else { return error(400, "invalid_request", "the body must be a JSON object") }
+        do throws(AppStoreSimulatorControlError) {
+            switch command {
+            case "fail-renewals": return ok(try simulator.failRenewals(originalTransactionID: id, count: parsed.count))
+            case "recover-billing": return ok(try simulator.recoverBilling(originalTransactionID: id))
+            case "auto-renew":
+                guard let enabled = parsed.enabled else { return error(400, "invalid_request", "enabled (a boolean) is required") }
+                return ok(try simulator.setAutoRenew(originalTransactionID: id, enabled: enabled))
+            case "change-product":
+                guard let product = parsed.productId else { return error(400, "invalid_request", "productId is required") }
+                return ok(try simulator.changeProduct(originalTransactionID: id, to: product))
+            default: return error(404, "not_found", "no such control route")
+            }
+        } catch {
+            return self.error(error.code == .subscriptionNotFound ? 404 : 409, error.code.rawValue, error.description)
         }
     }
 

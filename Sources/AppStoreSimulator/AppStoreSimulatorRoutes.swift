@@ -19,6 +19,7 @@ public enum AppStoreSimulatorRoutes {
             (.get, "/verifyReceipt"), (.post, "/inApps/v1/notifications/history"),
             (.put, "/inApps/v2/transactions/consumption/{id}"),
             (.post, "/inApps/v1/notifications/test"), (.get, "/inApps/v1/notifications/test/{id}"),
+            (.get, "/inApps/v1/subscriptions/{id}"), (.put, "/inApps/v1/subscriptions/extend/{id}"),
         ]
         for prefix in ["", "/sandbox"] {
             for (method, template) in templates {

@@ -43,6 +43,13 @@ struct StoreState: Sendable {
     /// TEST notifications sent through the Server API, by uuid: their signed payload
     /// (Get Test Notification Status answers it with the delivery attempts).
     var testNotifications: [String: String] = [:]
+    /// Auto-renewable subscriptions by original transaction id, and the products configured as such.
+    var subscriptions: [String: SimulatedSubscription] = [:]
+    var subscriptionProducts: [String: AppStoreSubscriptionProduct] = [:]
+    /// Notifications made under the lock, sent once it is released.
+    var outbox: [AppStoreSimulator.PendingNotification] = []
+    /// What is left of the fault plan's `dropNotifications.limit`.
+    var notificationDropsLeft: Int?
 
     struct ReceiptOwner: Hashable, Sendable {
         var user: String
@@ -74,6 +81,27 @@ struct StoreState: Sendable {
     }
 
     mutating func count(_ name: String) { counters[name, default: 0] += 1 }
+
+    /// Whether the fault plan's `dropNotifications` loses this notification (spending its limit).
+    mutating func dropsNotification(type: String, subtype: String?) -> Bool {
+        guard let drops = faults.dropNotifications, drops.matches(type: type, subtype: subtype) else { return false }
+        if drops.limit != nil {
+            guard let left = notificationDropsLeft, left > 0 else { return false }
+            notificationDropsLeft = left - 1
+        }
+        count("fault notification_dropped")
+        return true
+    }
+
+    /// The product as configured, or as an unconfigured auto-renewable product is.
+    func subscriptionProduct(_ productID: String) -> AppStoreSubscriptionProduct {
+        subscriptionProducts[productID] ?? .unconfigured(productID)
+    }
+
+    /// The customer's subscription in a group, in an environment.
+    func subscription(of user: String, group: String, _ environment: AppStoreEnvironment) -> SimulatedSubscription? {
+        subscriptions.values.first { $0.user == user && $0.groupIdentifier == group && $0.environment == environment }
+    }
 
     /// A new transaction id: 16 digits, like Apple's.
     mutating func newTransactionID(_ environment: AppStoreEnvironment) -> String {

@@ -106,7 +106,8 @@ public final class NotifyScheduler: Sendable {
     }
 
     /// Queues a notify; its first attempt goes out at once unless the fault plan delays it.
-    public func enqueue(kind: NotifyAttempt.Kind, reference: String, url: String, body: [UInt8]) {
+    /// `dropped`: every attempt is lost whatever the plan's rates (the caller chose this one).
+    public func enqueue(kind: NotifyAttempt.Kind, reference: String, url: String, body: [UInt8], dropped chosen: Bool = false) {
         let now = clock.now()
         state.withLock { state in
             let faults = state.faults
@@ -114,7 +115,7 @@ public final class NotifyScheduler: Sendable {
             if faults.reorderWindow > 0 {
                 delay += Double(state.random.next() % 1_000_000) / 1_000_000 * faults.reorderWindow
             }
-            let dropped = state.random.chance(faults.dropRate)
+            let dropped = state.random.chance(faults.dropRate) || chosen
             state.nextID += 1
             state.deliveries[state.nextID] = Delivery(
                 kind: kind, reference: reference, url: url, body: body, nextAt: now + delay, droppedEntirely: dropped)

@@ -102,7 +102,9 @@ struct ReferenceAgreementTests {
                       "receipts": .array(receipts), "history_start_ms": .int(Int(started.millisecondsSince1970) - 60_000),
                       "history_end_ms": .int(Int(Date().millisecondsSince1970) + 3_600_000),
                       "notifications_by_environment": ["Production": .int(production), "Sandbox": .int(signedPayloads.count - production)],
-                      "consumable": .string(consumable.transactionID)]),
+                      "consumable": .string(consumable.transactionID),
+                      "subscription": .string(subscription.transactionID),
+                      "sandbox_subscription": .string(sandboxSubscription.transactionID)]),
                 directory: directory)
         } catch {
             await server.shutdown(gracePeriod: .seconds(2))
@@ -110,7 +112,7 @@ struct ReferenceAgreementTests {
         }
         await server.shutdown(gracePeriod: .seconds(2))
         let checks = try #require(report["checks"]?.arrayValue)
-        #expect(checks.count >= 46)
+        #expect(checks.count >= 51)
         for check in checks {
             #expect(check["ok"] == true, "\(check["name"]?.stringValue ?? "?"): \(check["detail"]?.stringValue ?? "")")
         }

@@ -30,9 +30,14 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from appstoreserverlibrary.api_client import APIException, AppStoreServerAPIClient, GetTransactionHistoryVersion
 from appstoreserverlibrary.models.ConsumptionRequest import ConsumptionRequest
 from appstoreserverlibrary.models.DeliveryStatus import DeliveryStatus
+from appstoreserverlibrary.models.AutoRenewStatus import AutoRenewStatus
 from appstoreserverlibrary.models.Environment import Environment
+from appstoreserverlibrary.models.ExtendReasonCode import ExtendReasonCode
+from appstoreserverlibrary.models.ExtendRenewalDateRequest import ExtendRenewalDateRequest
 from appstoreserverlibrary.models.NotificationHistoryRequest import NotificationHistoryRequest
 from appstoreserverlibrary.models.RefundPreference import RefundPreference
+from appstoreserverlibrary.models.Status import Status
+from appstoreserverlibrary.models.Type import Type
 from appstoreserverlibrary.receipt_utility import ReceiptUtility
 from appstoreserverlibrary.models.TransactionHistoryRequest import Order, TransactionHistoryRequest
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
@@ -244,6 +249,55 @@ def main(path):
             return error.api_error
         raise AssertionError("consumption information without consent was accepted")
     check("AppStoreServerAPIClient.send_consumption_information without consent gets InvalidCustomerConsented", consumption_refused)
+
+    # Subscriptions: Get All Subscription Statuses (its signed transaction and renewal info
+    # decoded by the library's models) and Extend a Subscription Renewal Date. Last, as an
+    # extension sends a notification the history checks above do not count.
+    for environment, api, key in (("Production", production, "subscription"), ("Sandbox", sandbox, "sandbox_subscription")):
+        def statuses(environment=environment, api=api, key=key):
+            response = api.get_all_subscription_statuses(ids[key])
+            assert response.bundleId == bundle and response.rawEnvironment == environment, (response.bundleId, response.rawEnvironment)
+            items = [(group.subscriptionGroupIdentifier, item) for group in response.data for item in group.lastTransactions]
+            assert len(items) == 1, len(items)
+            group, item = items[0]
+            assert item.status == Status.ACTIVE and item.originalTransactionId == ids[key], (item.rawStatus, item.originalTransactionId)
+            transaction = verifiers[environment].verify_and_decode_signed_transaction(item.signedTransactionInfo)
+            renewal = verifiers[environment].verify_and_decode_renewal_info(item.signedRenewalInfo)
+            assert transaction.type == Type.AUTO_RENEWABLE_SUBSCRIPTION, transaction.rawType
+            assert transaction.subscriptionGroupIdentifier == group and transaction.webOrderLineItemId, transaction
+            assert renewal.autoRenewStatus == AutoRenewStatus.ON and renewal.isInBillingRetryPeriod is False, renewal
+            assert renewal.renewalDate == transaction.expiresDate and renewal.originalTransactionId == ids[key]
+            return group
+        check(f"AppStoreServerAPIClient.get_all_subscription_statuses ({environment}), its JWS decoded", statuses)
+
+    def statuses_filtered():
+        response = production.get_all_subscription_statuses(ids["subscription"], [Status.EXPIRED, Status.REVOKED])
+        assert response.data == [], response.data
+        return "no expired or revoked subscription"
+    check("AppStoreServerAPIClient.get_all_subscription_statuses filtered by status", statuses_filtered)
+
+    def extend():
+        request = ExtendRenewalDateRequest(extendByDays=3, extendReasonCode=ExtendReasonCode.SERVICE_ISSUE_OR_OUTAGE,
+                                           requestIdentifier="reference-agreement-1")
+        first = production.extend_subscription_renewal_date(ids["subscription"], request)
+        again = production.extend_subscription_renewal_date(ids["subscription"], request)
+        assert first.success and first.originalTransactionId == ids["subscription"] and first.webOrderLineItemId, first
+        assert again.effectiveDate == first.effectiveDate, (first.effectiveDate, again.effectiveDate)
+        after = production.get_all_subscription_statuses(ids["subscription"])
+        latest = verifiers["Production"].verify_and_decode_signed_transaction(after.data[0].lastTransactions[0].signedTransactionInfo)
+        assert latest.expiresDate == first.effectiveDate, (latest.expiresDate, first.effectiveDate)
+        return first.effectiveDate
+    check("AppStoreServerAPIClient.extend_subscription_renewal_date, idempotent by requestIdentifier", extend)
+
+    def extend_refused():
+        try:
+            production.extend_subscription_renewal_date(ids["subscription"], ExtendRenewalDateRequest(
+                extendByDays=91, extendReasonCode=ExtendReasonCode.OTHER, requestIdentifier="reference-agreement-2"))
+        except APIException as error:
+            assert error.http_status_code == 400 and error.raw_api_error == 4000009, (error.http_status_code, error.raw_api_error)
+            return error.api_error
+        raise AssertionError("an extension by 91 days was accepted")
+    check("AppStoreServerAPIClient.extend_subscription_renewal_date by 91 days gets InvalidExtendByDays", extend_refused)
 
     for item in ids["receipts"]:
         def receipt(item=item):

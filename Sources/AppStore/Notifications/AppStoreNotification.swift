@@ -32,6 +32,10 @@ public struct AppStoreNotification: Sendable, Hashable {
         public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
         public static let subscribed = Self(rawValue: "SUBSCRIBED")
         public static let didRenew = Self(rawValue: "DID_RENEW")
+        public static let didFailToRenew = Self(rawValue: "DID_FAIL_TO_RENEW")
+        public static let gracePeriodExpired = Self(rawValue: "GRACE_PERIOD_EXPIRED")
+        public static let didChangeRenewalPref = Self(rawValue: "DID_CHANGE_RENEWAL_PREF")
+        public static let renewalExtended = Self(rawValue: "RENEWAL_EXTENDED")
         public static let didChangeRenewalStatus = Self(rawValue: "DID_CHANGE_RENEWAL_STATUS")
         public static let expired = Self(rawValue: "EXPIRED")
         public static let refund = Self(rawValue: "REFUND")
@@ -51,6 +55,11 @@ public struct AppStoreNotification: Sendable, Hashable {
         public static let autoRenewEnabled = Self(rawValue: "AUTO_RENEW_ENABLED")
         public static let autoRenewDisabled = Self(rawValue: "AUTO_RENEW_DISABLED")
         public static let voluntary = Self(rawValue: "VOLUNTARY")
+        public static let billingRetry = Self(rawValue: "BILLING_RETRY")
+        public static let billingRecovery = Self(rawValue: "BILLING_RECOVERY")
+        public static let gracePeriod = Self(rawValue: "GRACE_PERIOD")
+        public static let upgrade = Self(rawValue: "UPGRADE")
+        public static let downgrade = Self(rawValue: "DOWNGRADE")
     }
 
     public init(

@@ -36,6 +36,14 @@ public struct AppStoreTransaction: Sendable, Hashable {
     /// ISO 3166-1 alpha-3 storefront country code.
     public var storefront: String?
     public var webOrderLineItemID: String?
+    /// Auto-renewable subscriptions: the subscription group the product belongs to.
+    public var subscriptionGroupIdentifier: String?
+    /// Auto-renewable subscriptions: the customer upgraded from this transaction to another
+    /// product of the group (it stops giving access at the upgrade).
+    public var isUpgraded: Bool?
+    /// The offer the transaction redeemed: 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int?
+    public var offerIdentifier: String?
 
     /// Apple's `type` values.
     public struct ProductType: OpenStringEnumeration {
@@ -69,7 +77,8 @@ public struct AppStoreTransaction: Sendable, Hashable {
         environment: AppStoreEnvironment, purchaseDate: Date, originalPurchaseDate: Date? = nil, expiresDate: Date? = nil,
         signedDate: Date, revocationDate: Date? = nil, revocationReason: Int? = nil, price: Int64? = nil,
         currency: String? = nil, transactionReason: TransactionReason? = .purchase, storefront: String? = nil,
-        webOrderLineItemID: String? = nil
+        webOrderLineItemID: String? = nil, subscriptionGroupIdentifier: String? = nil, isUpgraded: Bool? = nil,
+        offerType: Int? = nil, offerIdentifier: String? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -91,6 +100,10 @@ public struct AppStoreTransaction: Sendable, Hashable {
         self.transactionReason = transactionReason
         self.storefront = storefront
         self.webOrderLineItemID = webOrderLineItemID
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.isUpgraded = isUpgraded
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
     }
 
     /// Decodes a payload whose signature was verified.
@@ -118,7 +131,11 @@ public struct AppStoreTransaction: Sendable, Hashable {
             currency: try reader.string("currency"),
             transactionReason: try reader.string("transactionReason").map(TransactionReason.init(rawValue:)),
             storefront: try reader.string("storefront"),
-            webOrderLineItemID: try reader.string("webOrderLineItemId"))
+            webOrderLineItemID: try reader.string("webOrderLineItemId"),
+            subscriptionGroupIdentifier: try reader.string("subscriptionGroupIdentifier"),
+            isUpgraded: try reader.bool("isUpgraded"),
+            offerType: try reader.integer("offerType").map { Int(clamping: $0) },
+            offerIdentifier: try reader.string("offerIdentifier"))
     }
 
     /// The payload as Apple writes it (the simulator signs this; the CLI prints it).
@@ -141,6 +158,10 @@ public struct AppStoreTransaction: Sendable, Hashable {
         members["transactionReason"] = transactionReason.map { .string($0.rawValue) }
         members["storefront"] = storefront.map { .string($0) }
         members["webOrderLineItemId"] = webOrderLineItemID.map { .string($0) }
+        members["subscriptionGroupIdentifier"] = subscriptionGroupIdentifier.map { .string($0) }
+        members["isUpgraded"] = isUpgraded.map { .bool($0) }
+        members["offerType"] = offerType.map { .int($0) }
+        members["offerIdentifier"] = offerIdentifier.map { .string($0) }
         return .object(members)
     }
 }
