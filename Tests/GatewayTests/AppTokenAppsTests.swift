@@ -51,4 +51,26 @@ struct AppTokenAppsTests {
         // The restriction is on creating: the user still reads its own order.
         #expect(try await rig.send(.get, "/v1/orders/apps-0001", token: miniOnly).status == 200)
     }
+
+    @Test("a create refused because the token's apps do not name the app does not count against the user's create rate",
+          arguments: GatewayRig.Mode.allCases)
+    func aRefusedAppDoesNotCountAgainstTheCreateRate(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, environment: ["GATEWAY_APP_CREATE_RATE": "2"])
+        defer { Task { await rig.stop() } }
+        let miniOnly = TestTokens.minted("carol", apps: ["mini"])
+        for index in 0..<5 {
+            let refused = try await rig.send(.post, "/v1/orders", token: miniOnly,
+                                             body: #"{"product_id":"swift-101","out_trade_no":"rate-web\#(index)","app":"web"}"#)
+            #expect(refused.status == 403 && refused.error?["code"] as? String == "app_not_allowed")
+        }
+        let miniUser = SimulatorConfiguration.openID(of: "carol", under: WeChatApps.demo[1].appID)
+        for index in 0..<2 {
+            let created = try await rig.send(.post, "/v1/orders", token: miniOnly,
+                                             body: #"{"product_id":"swift-101","out_trade_no":"rate-mini\#(index)","app":"mini","openid":"\#(miniUser)"}"#)
+            #expect(created.status == 201, "\(created.json)")
+        }
+        let third = try await rig.send(.post, "/v1/orders", token: miniOnly,
+                                       body: #"{"product_id":"swift-101","out_trade_no":"rate-mini9","app":"mini","openid":"\#(miniUser)"}"#)
+        #expect(third.status == 429)
+    }
 }

@@ -116,6 +116,31 @@ struct AppsConfigurationTests {
                                                                  expected: "the mobile website's http(s) URL, at most 128 characters")) == true)
     }
 
+    @Test("WXPAY_H5_REDIRECT_HOSTS is read as host names and, with the site's host, is where an H5 order's redirect_url may go")
+    func redirectHostsAreReadAndChecked() throws {
+        let h5 = "android=wx1111111111111111:app,h5=wx5555555555555555:h5"
+        var env = ConfigurationTests.production
+        env["WXPAY_APP_ID"] = nil
+        env["WXPAY_APPS"] = h5
+        env.merge(Self.site) { $1 }
+        env["WXPAY_H5_REDIRECT_HOSTS"] = "Pay.Course.example, www.course.example"
+        let site = try #require(try GatewayConfiguration(environment: Environment(env), demo: false).apps.h5Site)
+        #expect(site.redirectHosts == ["pay.course.example", "www.course.example"])
+        for allowed in ["https://m.course.example/paid?x=1", "https://M.COURSE.EXAMPLE:8443/", "https://pay.course.example",
+                        "https://www.course.example#done"] {
+            #expect(site.refusal(ofRedirect: allowed) == nil, "\(allowed)")
+        }
+        for refused in ["http://m.course.example/", "https://evil.example/", "https://m.course.example@evil.example/",
+                        "https://evil.example\\@m.course.example/", "https://m.course.example.evil.example/",
+                        "https://m.course.example:x/", "https:///", "https://m.course.example /", "//m.course.example/"] {
+            #expect(site.refusal(ofRedirect: refused) != nil, "\(refused)")
+        }
+        env["WXPAY_H5_REDIRECT_HOSTS"] = "ok.example,bad host"
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(env), demo: false) }
+        let stray = try #require(Self.refusal(["WXPAY_H5_REDIRECT_HOSTS": "pay.course.example"]))
+        #expect(stray.variables == ["WXPAY_H5_REDIRECT_HOSTS"])
+    }
+
     @Test("Demo mode configures one app of every kind, the app one the documentation's test app id, and an H5 site")
     func demoModeHasEveryKind() throws {
         let configuration = try GatewayConfiguration(environment: Environment(["GATEWAY_LISTEN": "127.0.0.1:9090"]), demo: true)

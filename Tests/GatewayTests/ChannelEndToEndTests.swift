@@ -24,7 +24,9 @@ struct ChannelEndToEndTests {
     /// Over sockets the gateway's API and WeChat's notifies go over HTTP; v3's calls to WeChat go
     /// over HTTP too, v2's in process (its refunds need the mutual TLS `RefundAPITests` covers).
     static func start(_ store: StoreKind, _ version: Version, mode: GatewayRig.Mode = .sockets) async throws -> GatewayRig {
-        try await GatewayRig.start(mode, store: store, wechat: mode == .sockets && version == .v3 ? .http : .inProcess,
+        // The demo site is the gateway's own loopback address; the H5 pages' return page is elsewhere.
+        try await GatewayRig.start(mode, store: store, environment: ["WXPAY_H5_REDIRECT_HOSTS": "m.course.example"],
+                                   wechat: mode == .sockets && version == .v3 ? .http : .inProcess,
                                    v3: version == .v3 ? V3Setup(mode: .publicKey) : nil)
     }
 
@@ -175,6 +177,12 @@ struct ChannelEndToEndTests {
             ("android", #","openid":"\#(Self.openID("u1", of: "android"))""#, "openid"),
             ("web", #","redirect_url":"https://m.course.example/""#, "redirect_url"),
             ("h5", #","redirect_url":"javascript:alert(1)""#, "redirect_url"),
+            // WeChat sends the payer wherever redirect_url says: only the merchant's own hosts.
+            ("h5", #","redirect_url":"https://evil.example/paid""#, "redirect_url"),
+            ("h5", #","redirect_url":"https://m.course.example@evil.example/""#, "redirect_url"),
+            ("h5", #","redirect_url":"https://m.course.example.evil.example/""#, "redirect_url"),
+            ("h5", #","redirect_url":"https://evil.example\\@m.course.example/""#, "redirect_url"),
+            ("h5", #","redirect_url":"ftp://m.course.example/""#, "redirect_url"),
             ("mp", #","openid":"o bad""#, "openid"),
         ]
         for (index, (app, extra, field)) in cases.enumerated() {

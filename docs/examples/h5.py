@@ -19,7 +19,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from channel_common import app_token, call, expect, first_product, new_out_trade_no, wait_until_final  # noqa: E402
+from channel_common import BASE, app_token, call, expect, first_product, new_out_trade_no, wait_until_final  # noqa: E402
 
 APP = os.environ.get("H5_APP", "h5")
 USER = os.environ.get("APP_USER", "h5-learner")
@@ -29,7 +29,10 @@ token = app_token(USER, apps=[APP])
 print(f"1. app token for {USER} limited to [{APP}]")
 
 out_trade_no = new_out_trade_no()
-return_page = f"https://m.course.example/paid?order={out_trade_no}&from=wechat"
+# The return page is on the H5 site (WXPAY_H5_SITE_URL; the demo's is the gateway's own address):
+# the gateway refuses a redirect_url on any other host unless WXPAY_H5_REDIRECT_HOSTS lists it.
+SITE = os.environ.get("H5_SITE_URL", BASE).rstrip("/")
+return_page = f"{SITE}/paid?order={out_trade_no}&from=wechat"
 status, created = call("POST", "/v1/orders", token, {"product_id": first_product(token)["id"], "out_trade_no": out_trade_no,
                                                        "app": APP, "client_ip": BROWSER_IP, "redirect_url": return_page})
 expect(status == 201 and created["trade_type"] == "MWEB", "2. create", created)

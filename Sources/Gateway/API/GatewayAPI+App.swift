@@ -53,7 +53,8 @@ extension GatewayAPI {
         let peer = clientAddresses.clientIP(peer: request.remoteAddress?.host,
                                             forwardedFor: request.headers.values(for: "X-Forwarded-For"))
         let input = try CreateOrderInput(appJSON: request.body, user: user, peerIP: peer, catalog: catalog)
-        // Counted once the request is valid: only creates that would reach the store and WeChat.
+        _ = try OrderCreation.admittedApp(for: input, in: services.configuration.apps, allowedApps: caller.appsAllowed)
+        // Counted once the request is valid and its app allowed: only creates that would reach the store and WeChat.
         if let retryAfter = services.context.userLimits.admitCreate(user) {
             services.context.instruments.createsLimited.increment()
             throw .rateLimited(retryAfter: retryAfter,

@@ -54,15 +54,62 @@ public struct WeChatApps: Sendable {
     var listed: String?
     var h5SiteName: String?
     var h5SiteURL: String?
+    var h5RedirectHosts: String?
 
-    /// The name and address of the merchant's mobile website, as WeChat's H5 scene wants them.
+    /// The name and address of the merchant's mobile website, as WeChat's H5 scene wants them,
+    /// and the hosts an H5 order's `redirect_url` may send the payer back to.
     public struct H5Site: Sendable, Hashable {
         public var name: String
         public var url: String
+        /// Lower-case host names a `redirect_url` may name besides the site's own
+        /// (WXPAY_H5_REDIRECT_HOSTS).
+        public var redirectHosts: Set<String>
 
-        public init(name: String, url: String) {
+        public init(name: String, url: String, redirectHosts: Set<String> = []) {
             self.name = name
             self.url = url
+            self.redirectHosts = Set(redirectHosts.map { $0.lowercased() })
+        }
+
+        /// Why `redirect`, appended to WeChat's payment page, would not bring the payer back to
+        /// the merchant, or nil when it would. WeChat sends the payer to whatever it names once
+        /// the payment page closes, so an open redirect there is a phishing page that looks paid:
+        /// only the site's own host or a listed one, over https (http only when the site itself
+        /// is http), with no userinfo and no backslash (which browsers read as a slash). The URL
+        /// is read here by hand, not by a URL parser, so that this check and the browser cannot
+        /// disagree on where the host ends.
+        public func refusal(ofRedirect redirect: String) -> String? {
+            let siteIsHTTP = url.lowercased().hasPrefix("http://")
+            guard let target = Self.origin(of: redirect) else {
+                return "redirect_url must be an absolute http(s) URL without userinfo, spaces or backslashes"
+            }
+            guard target.scheme == "https" || (siteIsHTTP && target.scheme == "http") else {
+                return "redirect_url must use https" + (siteIsHTTP ? " or http" : "")
+            }
+            let siteHost = Self.origin(of: url)?.host
+            guard target.host == siteHost || redirectHosts.contains(target.host) else {
+                return "redirect_url must be on the H5 site's host (\(siteHost ?? "")) or one of WXPAY_H5_REDIRECT_HOSTS"
+            }
+            return nil
+        }
+
+        /// The scheme and lower-case host of an absolute http(s) URL, or nil when it has
+        /// userinfo, a backslash, a space or a control character, or no host.
+        static func origin(of text: String) -> (scheme: String, host: String)? {
+            guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }) else { return nil }
+            let lowered = text.lowercased()
+            let scheme: String
+            if lowered.hasPrefix("https://") { scheme = "https" } else if lowered.hasPrefix("http://") { scheme = "http" } else { return nil }
+            let rest = lowered.dropFirst(scheme.count + 3)
+            let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            guard !authority.contains("@") else { return nil }
+            var host = Substring(authority)
+            if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
+                guard host[host.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+                host = host[..<colon]
+            }
+            guard !host.isEmpty else { return nil }
+            return (scheme, String(host))
         }
     }
 
@@ -102,6 +149,10 @@ extension GatewayConfiguration {
         .optional("WXPAY_H5_SITE_URL", \.apps.h5SiteURL, expecting: "the mobile website's http(s) URL, at most 128 characters") {
             $0.utf8.count <= 128 ? ConfigurationVariable.url()($0) : nil
         },
+        .optional("WXPAY_H5_REDIRECT_HOSTS", \.apps.h5RedirectHosts,
+                  expecting: "host names, comma-separated, an H5 order's redirect_url may name besides WXPAY_H5_SITE_URL's host") {
+            GatewayConfiguration.hostNames($0) != nil ? $0 : nil
+        },
     ]
 
     /// WXPAY_APPS read into apps and checked with WXPAY_APP_ID and the H5 site; every problem
@@ -110,8 +161,9 @@ extension GatewayConfiguration {
         if configuration.demo {
             configuration.apps.all = WeChatApps.demo
             configuration.apps.defaultApp = WeChatApps.demo[0]
-            configuration.apps.h5Site = WeChatApps.H5Site(name: WeChatApps.demoH5SiteName,
-                                                          url: configuration.listen.httpOrigin + "/")
+            configuration.apps.h5Site = WeChatApps.H5Site(
+                name: WeChatApps.demoH5SiteName, url: configuration.listen.httpOrigin + "/",
+                redirectHosts: configuration.apps.h5RedirectHosts.flatMap(GatewayConfiguration.hostNames) ?? [])
             return []
         }
         var problems: [ConfigurationProblem] = []
@@ -152,10 +204,11 @@ extension GatewayConfiguration {
                         + "mobile website's name and address in every H5 order's scene_info"))
             }
             if let name = configuration.apps.h5SiteName, let url = configuration.apps.h5SiteURL {
-                configuration.apps.h5Site = WeChatApps.H5Site(name: name, url: url)
+                configuration.apps.h5Site = WeChatApps.H5Site(
+                    name: name, url: url, redirectHosts: configuration.apps.h5RedirectHosts.flatMap(GatewayConfiguration.hostNames) ?? [])
             }
         } else {
-            for name in siteNames where environment.get(name) != nil {
+            for name in siteNames + ["WXPAY_H5_REDIRECT_HOSTS"] where environment.get(name) != nil {
                 problems.append(ConfigurationProblem(name, .conflict,
                                                      expected: "set without an app of kind h5 in WXPAY_APPS: nothing would use it"))
             }
@@ -206,6 +259,19 @@ extension GatewayConfiguration {
             }
         }
         return (apps, problems)
+    }
+
+    /// Comma-separated host names (letters, digits, `-` and `.`, at most 253 each, at most 32 of
+    /// them), lower-cased; nil when any is not one.
+    public static func hostNames(_ text: String) -> Set<String>? {
+        let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard !names.isEmpty, names.count <= 32 else { return nil }
+        for name in names {
+            guard (1...253).contains(name.utf8.count), !name.hasPrefix("."), !name.hasSuffix("."), !name.contains(".."),
+                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E })
+            else { return nil }
+        }
+        return Set(names)
     }
 
     public static func isAppName(_ text: String) -> Bool {

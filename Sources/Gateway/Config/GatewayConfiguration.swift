@@ -284,7 +284,9 @@ public struct GatewayConfiguration: Sendable {
     static func demoChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
         guard configuration.demo else { return [] }
         // WXPAY_API_VERSION is no merchant setting: demo mode plays v3 too (with keys of its own).
-        var problems = environment.names(withPrefixes: ["WXPAY_"]).filter { environment.get($0) != nil && $0 != "WXPAY_API_VERSION" }.map {
+        // WXPAY_H5_REDIRECT_HOSTS neither: a demo's H5 pages may return to a page served elsewhere.
+        let demoSettings: Set<String> = ["WXPAY_API_VERSION", "WXPAY_H5_REDIRECT_HOSTS"]
+        var problems = environment.names(withPrefixes: ["WXPAY_"]).filter { environment.get($0) != nil && !demoSettings.contains($0) }.map {
             ConfigurationProblem($0, .conflict, expected: "not allowed with --demo (demo mode uses the simulator's test "
                                  + "merchant; unset it, or start without --demo for production)")
         }

@@ -32,8 +32,7 @@ public final class OrderCreation: OrderFlow {
     /// app token's `apps` claim: a create through another app is 403 `app_not_allowed`, before
     /// anything is written.
     public func create(_ input: CreateOrderInput, allowedApps: Set<String>? = nil) async throws(APIError) -> Created {
-        let app = try Self.app(for: input, in: configuration.apps)
-        if let allowedApps, !allowedApps.contains(app.name) { throw .appNotAllowed(app.name) }
+        let app = try Self.admittedApp(for: input, in: configuration.apps, allowedApps: allowedApps)
         let createdAt = now()
         let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
@@ -53,10 +52,20 @@ public final class OrderCreation: OrderFlow {
         return Created(created: created, view: try await prepare(order, redirectURL: input.redirectURL))
     }
 
+    /// The app a create goes through, refused (403 `app_not_allowed`) when the app token's
+    /// `apps` claim does not name it. The API asks before counting a create against the user's
+    /// rate, so that a refused app costs the user nothing.
+    static func admittedApp(for input: CreateOrderInput, in apps: WeChatApps,
+                            allowedApps: Set<String>?) throws(APIError) -> WeChatApp {
+        let app = try app(for: input, in: apps)
+        if let allowedApps, !allowedApps.contains(app.name) { throw .appNotAllowed(app.name) }
+        return app
+    }
+
     /// The app a create goes through and whether the request suits its kind, decided before
     /// anything is written: a named app must exist (else the default app, which must exist), a
     /// JSAPI app needs the payer's openid and no other kind takes one, and only an h5 app takes a
-    /// redirect_url.
+    /// redirect_url, back to the merchant's own site (`H5Site.refusal(ofRedirect:)`).
     static func app(for input: CreateOrderInput, in apps: WeChatApps) throws(APIError) -> WeChatApp {
         let app: WeChatApp
         if let name = input.app {
@@ -81,8 +90,11 @@ public final class OrderCreation: OrderFlow {
                 throw .invalid("openid", "openid is only for JSAPI apps (miniprogram, official_account); \(app.name) is \(app.kind.rawValue)")
             }
         }
-        if input.redirectURL != nil, app.kind != .h5 {
-            throw .invalid("redirect_url", "redirect_url is only for h5 apps; \(app.name) is \(app.kind.rawValue)")
+        if let redirect = input.redirectURL {
+            guard app.kind == .h5 else {
+                throw .invalid("redirect_url", "redirect_url is only for h5 apps; \(app.name) is \(app.kind.rawValue)")
+            }
+            if let refusal = apps.h5Site?.refusal(ofRedirect: redirect) { throw .invalid("redirect_url", refusal) }
         }
         return app
     }
