@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import StorageCore
 import StoreTestSupport
 import TestSupport
@@ -162,6 +163,14 @@ struct ChannelEndToEndTests {
             #expect(refund.status == 201, "\(name): \(String(decoding: refund.body, as: UTF8.self))")
             _ = try rig.simulator.completeRefund(outRefundNo: "r-\(number)")
             #expect(await eventually { (try? await rig.store.order(number))??.state == .refund }, "\(name)")
+
+            // Metrics are labelled by channel, the app's kind: one create and one replay here,
+            // and the notify (settled, or a duplicate when the wait's query settled first).
+            let channel = app.kind.rawValue
+            #expect(rig.metrics.counter("wxpay_orders_created_total", ["outcome": "created", "channel": channel]) == 1, "\(name)")
+            #expect(rig.metrics.counter("wxpay_orders_created_total", ["outcome": "replayed", "channel": channel]) == 1, "\(name)")
+            #expect(rig.metrics.counter("wxpay_notifies_total", ["outcome": "settled", "channel": channel])
+                    + rig.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate", "channel": channel]) >= 1, "\(name)")
         }
     }
 

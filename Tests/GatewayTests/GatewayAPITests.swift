@@ -236,7 +236,7 @@ struct GatewayAPITests {
         for copy in 0..<40 { #expect(try await notify(copy.isMultiple(of: 2) ? genuine : relaidOut).contains("SUCCESS")) }
         #expect(try await rig.store.events("e2e-0009") == timeline)
         #expect(try await rig.store.order("e2e-0009") == settled)
-        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate"]) == 40)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "duplicate", "channel": "app"]) == 40)
 
         // A minute on, a copy is recorded again: once.
         rig.clock.advance(by: PaymentNotifies.copyQuietPeriod + 1)
@@ -269,7 +269,7 @@ struct GatewayAPITests {
         #expect(try await lines() == once)
         // Every copy is still counted: the mismatch is what a leaked key looks like.
         #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 15)
-        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "payment_failed"]) == 15)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "payment_failed", "channel": "app"]) == 15)
 
         rig.clock.advance(by: PaymentNotifies.copyQuietPeriod + 1)
         for _ in 0..<3 {
@@ -360,7 +360,7 @@ struct GatewayAPITests {
         #expect(lines == ["notify reported transaction_id 4200000000202612010000000002; "
             + "the order was paid with 4200000000202612010000000001"])
         #expect(try await rig.store.outboxEvents("other-txn").count == 1)
-        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "other_transaction"]) == 5)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "other_transaction", "channel": "app"]) == 5)
         #expect(rig.services.metrics.counter("wxpay_transaction_mismatches_total", ["source": "notify"]) == 5)
         let lookup = try await rig.send(.get, "/v1/support/orders?out_trade_no=other-txn", token: GatewayRig.support)
         #expect(((lookup.json["orders"] as? [[String: Any]])?.first?["flags"] as? [String]) == ["other_transaction_id"])

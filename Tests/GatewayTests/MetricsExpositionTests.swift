@@ -118,7 +118,7 @@ struct MetricsExpositionTests {
         try gateway.simulator.pay(outTradeNo: "exposition-1")
         #expect(await eventually(timeout: .seconds(120)) {
             (try? await gateway.store.order("exposition-1"))??.state == .success
-                && gateway.services.metrics.counter("wxpay_notifies_total", ["outcome": "settled"]) == 1
+                && gateway.services.metrics.counter("wxpay_notifies_total", ["outcome": "settled", "channel": "app"]) == 1
         })
         // A forged notify (another key): refused, counted by reason.
         let forged = gateway.forgedNotify("exposition-1", amount: 990, key: APIKey("forged-key-forged-key-forged-key"))
@@ -209,16 +209,20 @@ struct MetricsExpositionTests {
         # HELP wxpay_console_password_checks_total scrypt password checks of console logins (an unknown name costs one too).
         # TYPE wxpay_console_password_checks_total counter
         wxpay_console_password_checks_total 1
-        # HELP wxpay_notifies_total Payment notifies by outcome.
+        # HELP wxpay_notifies_total Payment notifies by outcome (and channel, when the order is known).
         # TYPE wxpay_notifies_total counter
+        wxpay_notifies_total{channel="app",outcome="settled"} 1
+        wxpay_notifies_total{channel="h5",outcome="settled"} 0
+        wxpay_notifies_total{channel="miniprogram",outcome="settled"} 0
+        wxpay_notifies_total{channel="native",outcome="settled"} 0
+        wxpay_notifies_total{channel="official_account",outcome="settled"} 0
         wxpay_notifies_total{outcome="rejected",reason="bad_sign"} 1
-        wxpay_notifies_total{outcome="settled"} 1
-        # HELP wxpay_orders_created_total Order creations by outcome.
+        # HELP wxpay_orders_created_total Order creations by channel and outcome.
         # TYPE wxpay_orders_created_total counter
+        wxpay_orders_created_total{channel="app",outcome="conflict"} 1
+        wxpay_orders_created_total{channel="app",outcome="created"} 2
+        wxpay_orders_created_total{channel="app",outcome="replayed"} 1
         wxpay_orders_created_total{channel="apple",outcome="created"} 1
-        wxpay_orders_created_total{outcome="conflict"} 1
-        wxpay_orders_created_total{outcome="created"} 2
-        wxpay_orders_created_total{outcome="replayed"} 1
         # HELP wxpay_outbox_deliveries_total Fulfilment webhook attempts by outcome (delivered, failed, dead).
         # TYPE wxpay_outbox_deliveries_total counter
         wxpay_outbox_deliveries_total{outcome="failed"} 4

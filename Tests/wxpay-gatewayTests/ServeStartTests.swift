@@ -198,7 +198,7 @@ struct ServeStartTests {
         // WeChat's side: the user pays, and WeChat posts its signed notify to the gateway.
         #expect(try await client.createAndPay("start-prod-1", base: base, wechat: wechat, token: Self.clientToken) == "SUCCESS")
         let metrics = try await client.send(.get, base + "/metrics").body
-        #expect(metrics.contains(#"wxpay_notifies_total{outcome="settled"} 1"#), "the notify itself settled the order")
+        #expect(metrics.contains(#"wxpay_notifies_total{channel="app",outcome="settled"} 1"#), "the notify itself settled the order")
         #expect(running.isRunning, "the gateway died at the crash point")
         #expect(try await client.send(.get, base + "/healthz").status == 200)
         #expect(!running.stderr.contains("crash point "))

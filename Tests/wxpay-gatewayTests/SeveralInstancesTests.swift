@@ -24,7 +24,7 @@ struct SeveralInstancesTests {
             let answer = try await waiting.value
             #expect(answer.status == 200)
             #expect(answer.json["state"] as? String == "SUCCESS")
-            #expect(try await cluster.metric(on: 1, #"wxpay_notifies_total{outcome="settled"}"#) == 1)
+            #expect(try await cluster.metric(on: 1, #"wxpay_notifies_total{channel="app",outcome="settled"}"#) == 1)
             #expect(try await cluster.metric(on: 0, "wxpay_notifies_total") == 0)
             // The one orderquery is the wait's first, before the payment.
             #expect(try await cluster.orderqueries("multi-0001").count == 1)
@@ -47,7 +47,7 @@ struct SeveralInstancesTests {
             try await cluster.heldWithItsFirstPollAnswered(on: 1)
             try await cluster.pay("multi-0002")
             #expect(try await waiting.value.json["state"] as? String == "SUCCESS")
-            #expect(try await cluster.metric(on: 2, #"wxpay_notifies_total{outcome="settled"}"#) == 1)
+            #expect(try await cluster.metric(on: 2, #"wxpay_notifies_total{channel="app",outcome="settled"}"#) == 1)
         } catch {
             await cluster.stop()
             throw error

@@ -92,7 +92,7 @@ public struct GatewayContext: Sendable {
         userLimits = UserLimits(createsPerMinute: configuration.app.createRate, reportsPerMinute: configuration.app.reportRate,
                                 maximumWaits: configuration.app.maxWaits)
         signals = OrderSignals()
-        instruments = OrderInstruments(metrics)
+        instruments = OrderInstruments(metrics, channels: Set(configuration.apps.all.map(\.kind)))
         settlement = Settlement(store: store, catalog: catalog, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = configuration.apiKey.map { Signer(key: $0) }

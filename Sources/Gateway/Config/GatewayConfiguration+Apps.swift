@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import StorageCore
 
 /// The kind of client an app id pays in, which decides its WeChat trade type and the parameters
 /// that client needs (README, "Apps and channels").
@@ -14,6 +15,17 @@ public enum WeChatAppKind: String, Sendable, Hashable, CaseIterable {
     case native
     /// A mobile browser outside WeChat: trade type MWEB, a redirect to `mweb_url`.
     case h5
+
+    /// Its place in `allCases`, for tables of per-kind instruments read without a lookup.
+    var ordinal: Int {
+        switch self {
+        case .app: 0
+        case .miniprogram: 1
+        case .officialAccount: 2
+        case .native: 3
+        case .h5: 4
+        }
+    }
 
     /// WeChat's `trade_type` for this kind.
     public var tradeType: String {
@@ -117,6 +129,19 @@ public struct WeChatApps: Sendable {
 
     /// The app called `name`, if there is one.
     public func named(_ name: String) -> WeChatApp? { all.first { $0.name == name } }
+
+    /// The kind of client `order` was created for: its app's, else what its trade type says
+    /// (an order from before apps had names is APP; a JSAPI order of an app since removed from
+    /// WXPAY_APPS counts as the official account's).
+    public func kind(of order: OrderRecord) -> WeChatAppKind {
+        if let name = order.app, let app = named(name) { return app.kind }
+        switch order.tradeType {
+        case "JSAPI": return .officialAccount
+        case "NATIVE": return .native
+        case "MWEB": return .h5
+        default: return .app
+        }
+    }
 
     /// The app whose app id is `appID`, if the merchant has one.
     public func withAppID(_ appID: String) -> WeChatApp? { all.first { $0.appID == appID } }

@@ -11,13 +11,11 @@ struct CreateOutcomes: Sendable {
     let replayed: Counter
     let conflicted: Counter
 
-    /// - Parameter channel: the `channel` label, for channels other than WeChat's (whose series
-    ///   carry no channel label, as they did before there was another).
-    init(_ registry: MetricsRegistry, channel: String? = nil) {
+    /// - Parameter channel: the `channel` label: a WeChat app's kind (`app`, `miniprogram`,
+    ///   `official_account`, `native`, `h5`) or `apple`.
+    init(_ registry: MetricsRegistry, channel: String) {
         func counter(_ outcome: String) -> Counter {
-            var labels = ["outcome": outcome]
-            if let channel { labels["channel"] = channel }
-            return registry.makeCounter(OrderInstruments.ordersCreated, labels)
+            registry.makeCounter(OrderInstruments.ordersCreated, ["outcome": outcome, "channel": channel])
         }
         created = counter("created")
         replayed = counter("replayed")

@@ -48,7 +48,7 @@ public final class OrderCreation: OrderFlow {
                 detail: "amount=\(input.amount) expires_in=\(input.expiresIn) app=\(app.name) api=\(record.apiVersion)",
                 at: createdAt))
         }
-        let (order, created) = try instruments.creates.resolve(result)
+        let (order, created) = try instruments.creates(app.kind).resolve(result)
         return Created(created: created, view: try await prepare(order, redirectURL: input.redirectURL))
     }
 

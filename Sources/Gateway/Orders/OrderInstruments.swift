@@ -6,8 +6,8 @@ import Observability
 /// that counting on the hot paths is an atomic add. The exposition is pinned by
 /// `MetricsExpositionTests`; a name, a help text or which series exist from the start is part of it.
 final class OrderInstruments: Sendable {
-    static let ordersCreated = Metric<Counter>("wxpay_orders_created_total", help: "Order creations by outcome.")
-    static let notifies = Metric<Counter>("wxpay_notifies_total", help: "Payment notifies by outcome.")
+    static let ordersCreated = Metric<Counter>("wxpay_orders_created_total", help: "Order creations by channel and outcome.")
+    static let notifies = Metric<Counter>("wxpay_notifies_total", help: "Payment notifies by outcome (and channel, when the order is known).")
     static let upstreamCalls = Metric<Counter>("wxpay_upstream_calls_total", help: "Calls to WeChat Pay by API and outcome.")
     static let upstreamDuration = Metric<Histogram>("wxpay_upstream_duration_seconds", help: "Latency of calls to WeChat Pay.")
     static let waitsOpen = Metric<Gauge>("wxpay_waits_open", help: "Order queries waiting for a final state.")
@@ -35,15 +35,12 @@ final class OrderInstruments: Sendable {
     static let storageErrors = Metric<Counter>("wxpay_storage_errors_total", help: "Storage failures answered 503 or 500, by error.")
     static let outboxRedrives = Metric<Counter>("wxpay_outbox_redrives_total", help: "Dead-lettered outbox events redriven by support.")
 
-    /// Creates of WeChat orders.
-    let creates: CreateOutcomes
+    /// Creates of WeChat orders and payment notifies of a known order, by channel (the app's
+    /// kind), indexed by `WeChatAppKind.ordinal`.
+    private let createsByChannel: [CreateOutcomes]
+    private let notifiesByChannel: [NotifyOutcomes]
 
-    // Payment notifies, by outcome; refusals by reason.
-    let notifySettled: Counter
-    let notifyDuplicate: Counter
-    let notifyPaymentFailed: Counter
-    let notifyOtherTransaction: Counter
-    let notifyNotSettled: Counter
+    /// Payment notifies no order could be found for (refused) or not stored.
     let notifyStorageError: Counter
     let notifyRejected: MetricFamily<Counter>
 
@@ -74,18 +71,15 @@ final class OrderInstruments: Sendable {
     let outboxRedrives: Counter
     let health: HealthInstruments
 
-    init(_ registry: MetricsRegistry) {
+    /// - Parameter channels: the kinds of the merchant's apps, whose settled notifies are
+    ///   exported from the start.
+    init(_ registry: MetricsRegistry, channels: Set<WeChatAppKind> = [.app]) {
         registry.describe(Self.ordersCreated, Self.notifies, Self.upstreamCalls, Self.settlements, Self.transactionMismatches,
                           Self.refundsOutsideGateway, Self.appTokenRefusals, Self.appRateLimited, Self.amountMismatches,
                           Self.waitPolls, Self.upstreamDuration, Self.waitsOpen, Self.waitDuration)
 
-        creates = CreateOutcomes(registry)
-
-        notifySettled = registry.makeCounter(Self.notifies, ["outcome": "settled"])
-        notifyDuplicate = registry.makeCounter(Self.notifies, ["outcome": "duplicate"])
-        notifyPaymentFailed = registry.makeCounter(Self.notifies, ["outcome": "payment_failed"])
-        notifyOtherTransaction = registry.makeCounter(Self.notifies, ["outcome": "other_transaction"])
-        notifyNotSettled = registry.makeCounter(Self.notifies, ["outcome": "not_settled"])
+        createsByChannel = WeChatAppKind.allCases.map { CreateOutcomes(registry, channel: $0.rawValue) }
+        notifiesByChannel = WeChatAppKind.allCases.map { NotifyOutcomes(registry, channel: $0.rawValue) }
         notifyStorageError = registry.makeCounter(Self.notifies, ["outcome": "storage_error"])
         notifyRejected = registry.makeCounters(Self.notifies, ["outcome": "rejected"], labelNames: "reason")
 
@@ -116,7 +110,33 @@ final class OrderInstruments: Sendable {
         // series that first appeared with its first event would hide that event.
         waitsOpen.set(0)
         for source in Settlement.sourceLabels + ["refundquery"] { amountMismatches.labelled(source).publish() }
-        notifySettled.publish()
+        for kind in channels { notifies(kind).settled.publish() }
         notifyRejected.labelled("bad_sign").publish()
+    }
+
+    /// The create outcomes of orders for apps of `kind`.
+    func creates(_ kind: WeChatAppKind) -> CreateOutcomes { createsByChannel[kind.ordinal] }
+
+    /// The notify outcomes of orders for apps of `kind`.
+    func notifies(_ kind: WeChatAppKind) -> NotifyOutcomes { notifiesByChannel[kind.ordinal] }
+}
+
+/// What became of payment notifies whose order was found, for one channel.
+struct NotifyOutcomes: Sendable {
+    let settled: Counter
+    let duplicate: Counter
+    let paymentFailed: Counter
+    let otherTransaction: Counter
+    let notSettled: Counter
+
+    init(_ registry: MetricsRegistry, channel: String) {
+        func counter(_ outcome: String) -> Counter {
+            registry.makeCounter(OrderInstruments.notifies, ["outcome": outcome, "channel": channel])
+        }
+        settled = counter("settled")
+        duplicate = counter("duplicate")
+        paymentFailed = counter("payment_failed")
+        otherTransaction = counter("other_transaction")
+        notSettled = counter("not_settled")
     }
 }

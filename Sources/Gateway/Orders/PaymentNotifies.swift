@@ -69,7 +69,7 @@ public final class PaymentNotifies: OrderFlow {
             if await !settlement.hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
                 _ = try? await store.appendEvent(outTradeNo, kind: "notify_received", detail: detail, at: now())
             }
-            instruments.notifyPaymentFailed.increment()
+            instruments.notifies(configuration.apps.kind(of: order)).paymentFailed.increment()
             return NotifyReply.success.bytes
         case .paid(let payment):
             let verified = VerifiedPayment(transactionID: payment.transactionID, amount: payment.totalFee, currency: payment.feeType,
@@ -109,11 +109,12 @@ public final class PaymentNotifies: OrderFlow {
                 instruments.notifyStorageError.increment()
                 return .retry("try again")
             }
-            instruments.notifyOtherTransaction.increment()
+            instruments.notifies(configuration.apps.kind(of: order)).otherTransaction.increment()
             return .acknowledged
         }
+        let outcomes = instruments.notifies(configuration.apps.kind(of: order))
         if Self.isRecentCopy(transactionID: payment.transactionID, of: order, now: now()) {
-            instruments.notifyDuplicate.increment()
+            outcomes.duplicate.increment()
             return .acknowledged
         }
         do {
@@ -126,10 +127,10 @@ public final class PaymentNotifies: OrderFlow {
             if result.didChange { CrashPoint.hit(CrashPoint.notifyCommitted) }
             if case .unchanged(let current) = result, current.state != .success && current.state != .refund {
                 // Not settled and not already paid: let WeChat retry rather than lose it.
-                instruments.notifyNotSettled.increment()
+                outcomes.notSettled.increment()
                 return .retry("order not settled")
             }
-            (result.didChange ? instruments.notifySettled : instruments.notifyDuplicate).increment()
+            (result.didChange ? outcomes.settled : outcomes.duplicate).increment()
             return .acknowledged
         } catch {
             logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
