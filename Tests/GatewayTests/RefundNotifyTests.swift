@@ -51,6 +51,9 @@ struct RefundNotifyTests {
         tampered["req_info"] = Data(cipher).base64EncodedString()
         var wrongApp = try #require(try? FlatXML.decode(Array(try await rig.refundNotify("fn-b-r1").utf8)))
         wrongApp["appid"] = "wx0000000000000000"
+        // The merchant's mini program is not the app order B was paid through.
+        var anotherApp = try #require(try? FlatXML.decode(Array(try await rig.refundNotify("fn-b-r1").utf8)))
+        anotherApp["appid"] = WeChatApps.demo[1].appID
         var failed = try #require(try? FlatXML.decode(Array(try await rig.refundNotify("fn-b-r1").utf8)))
         failed["return_code"] = "FAIL"
         let forgeries: [(String, String)] = [
@@ -61,6 +64,7 @@ struct RefundNotifyTests {
             ("another order", try await rig.refundNotify("fn-b-r1") { $0.outTradeNo = "fn-ord-a" }),
             ("unknown refund", try await rig.refundNotify("fn-b-r1") { $0.outRefundNo = "fn-nobody" }),
             ("wrong appid", String(decoding: try FlatXML.encode(wrongApp), as: UTF8.self)),
+            ("another of the merchant's apps", String(decoding: try FlatXML.encode(anotherApp), as: UTF8.self)),
             ("return_code FAIL", String(decoding: try FlatXML.encode(failed), as: UTF8.self)),
             ("a payment notify", Battery.genuineNotify(outTradeNo: "fn-ord-b", transactionID: "4200000000000000000000000001",
                                                         totalFee: 900, nonce: "n").utf8String),

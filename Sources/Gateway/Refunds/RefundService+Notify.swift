@@ -20,11 +20,13 @@ extension RefundService {
     public func handleNotify(_ body: [UInt8]) async -> [UInt8] {
         guard let key = context.configuration.apiKey else { return rejected(reason: "v2_not_configured") }
         let notification: RefundNotification
+        let appID: String
         do {
             let fields = try RefundNotification.decode(body)
-            // A refund notify names the app its order was paid through: any of the merchant's.
+            // A refund notify names the app its order was paid through: any of the merchant's
+            // here, and the order's own in `settle`.
             let configuration = context.configuration
-            let appID = fields["appid"].flatMap { configuration.apps.withAppID($0)?.appID } ?? configuration.appID
+            appID = fields["appid"].flatMap { configuration.apps.withAppID($0)?.appID } ?? configuration.appID
             notification = try RefundNotification.decrypt(
                 fields, merchant: MerchantIdentity(appID: appID, mchID: configuration.mchID), key: key)
         } catch {
@@ -37,7 +39,8 @@ extension RefundService {
         }
         let notice = VerifiedRefundNotice(
             outRefundNo: notification.outRefundNo, outTradeNo: notification.outTradeNo, amount: notification.refundFee,
-            totalFee: notification.totalFee, target: target, refundID: notification.refundID, succeededAt: notification.successDate)
+            totalFee: notification.totalFee, target: target, refundID: notification.refundID, succeededAt: notification.successDate,
+            appID: appID)
         return await settle(notice).v2Reply(countingRefusal: { countRejected($0) })
     }
 
@@ -51,6 +54,8 @@ extension RefundService {
         var target: RefundState
         var refundID: String
         var succeededAt: Date?
+        /// The app id a v2 notify names (v3's name none): it must be the order's.
+        var appID: String? = nil
     }
 
     /// The settle step v2's and v3's refund notifies share: the notice must name a stored refund
@@ -66,6 +71,16 @@ extension RefundService {
         }
         guard refund.outTradeNo == notice.outTradeNo, refund.amount == notice.amount, refund.totalFee == notice.totalFee
         else { return .rejected("refund_mismatch") }
+        if let appID = notice.appID {
+            // WeChat names the app the order was paid through; another of the merchant's apps is
+            // not this order's refund. (Refund notifies are rare: one more read is cheap.)
+            do {
+                guard let order = try await context.store.order(refund.outTradeNo) else { return .rejected("refund_mismatch") }
+                guard appID == order.appID ?? context.configuration.appID else { return .rejected("refund_mismatch") }
+            } catch {
+                return .rejected("storage_error")
+            }
+        }
         let target = notice.target
         let result: RefundTransitionResult
         do {
