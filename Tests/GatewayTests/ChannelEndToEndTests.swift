@@ -214,8 +214,13 @@ struct ChannelEndToEndTests {
         // The mini program's user asked for under the official account's app id: WeChat refuses it.
         let crossed = try await rig.send(.post, "/v1/orders", body: Self.body("cross-1", app: "mp",
                                                                               extra: #","openid":"\#(Self.openID("u1", of: "mini"))""#))
-        #expect(crossed.status >= 400, "\(String(decoding: crossed.body, as: UTF8.self))")
+        #expect(crossed.status == 400 && crossed.error?["code"] as? String == "openid_not_for_app"
+                && crossed.error?["field"] as? String == "openid" && crossed.error?["wechat_code"] as? String == "PARAM_ERROR",
+                "\(String(decoding: crossed.body, as: UTF8.self))")
         #expect(try await rig.store.order("cross-1")?.prepayID == nil)
+        // WeChat's own words are on the timeline for support, not only its code.
+        let failed = try await rig.store.events("cross-1").filter { $0.kind == "unifiedorder_failed" }
+        #expect(failed.count == 1 && failed.first?.detail.contains("appid和openid不匹配") == true, "\(failed.map(\.detail))")
 
         let created = try await rig.send(.post, "/v1/orders", body: Self.body("cross-2", app: "mini",
                                                                               extra: #","openid":"\#(Self.openID("u2", of: "mini"))""#))

@@ -60,6 +60,14 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
                  message: "WeChat Pay says this app's appid is not bound to the merchant (mch_id): bind it in the merchant platform's AppID account management, or fix WXPAY_APPS",
                  wechatCode: wechatCode)
     }
+    /// WeChat says the payer's openid is not a user of the app id the order goes through: the
+    /// client sent the openid it got under another of the merchant's apps (each app id has its
+    /// own openids). The order keeps its out_trade_no; a create with the right openid needs a new one.
+    static func openIDNotForApp(_ wechatCode: String) -> APIError {
+        APIError(status: 400, code: "openid_not_for_app",
+                 message: "WeChat Pay says this openid is not a user of the app's appid: send the openid the payer has under this app (wx.login or the official account's OAuth), with a new out_trade_no",
+                 field: "openid", wechatCode: wechatCode)
+    }
     /// WeChat failed in a way the same request may get past (a timeout, a reset, SYSTEMERROR, a
     /// garbled or badly signed answer) and the gateway's own repeats did not: the client retries
     /// the identical request after `retry_after` seconds, which is what makes a retry safe to ask for.

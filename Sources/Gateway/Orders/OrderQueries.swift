@@ -80,8 +80,10 @@ public final class OrderQueries: OrderFlow {
                 return order
             }
             failure?.update { $0 = error.shortDescription }
+            let said = error.message.map { ": " + $0 } ?? ""
             _ = try? await store.appendEvent(
-                outTradeNo, kind: "\(source)_failed", detail: "\(reason): orderquery \(error.shortDescription)", at: now())
+                outTradeNo, kind: "\(source)_failed", detail: String("\(reason): orderquery \(error.shortDescription)\(said)".prefix(256)),
+                at: now())
             return order
         }
     }
@@ -89,7 +91,10 @@ public final class OrderQueries: OrderFlow {
     /// What the API answers when WeChat refused or failed; some answers also change the order.
     func upstreamFailure(_ error: UpstreamError, outTradeNo: String, api: String) async -> APIError {
         let at = now()
-        _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: error.shortDescription, at: at)
+        // WeChat's own words (err_code_des, return_msg, v3's message) go on the timeline for
+        // support: "PARAM_ERROR" alone does not say which parameter.
+        let detail = error.message.map { error.shortDescription + ": " + $0 } ?? error.shortDescription
+        _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: String(detail.prefix(256)), at: at)
         switch error.advice {
         case .treatAsPaid:
             // ORDERPAID: WeChat says it is paid; believe it only after a verified orderquery.
@@ -110,6 +115,11 @@ public final class OrderQueries: OrderFlow {
             || (error.kind == .protocolFailure && error.message?.contains("mch_id不匹配") == true)
         {
             return .appIDNotBound(error.code ?? "RETURN_FAIL")
+        }
+        // A JSAPI payer's openid under another app id: v2's PARAM_ERROR "appid和openid不匹配",
+        // v3's PARAM_ERROR on payer.openid. The client must send the right openid.
+        if error.code == "PARAM_ERROR", error.message?.lowercased().contains("openid") == true {
+            return .openIDNotForApp("PARAM_ERROR")
         }
         if error.isRetryable || error.mayHaveTakenEffect || error.kind == .transport || error.kind == .httpStatus
             || error.kind == .malformedResponse || error.kind == .badSignature

@@ -234,7 +234,7 @@ public struct UpstreamError: Error, Sendable, Hashable, CustomStringConvertible 
     /// it), a day without a bill.
     public var notFound: Bool
     public var httpStatus: Int?
-    /// WeChat's message of a protocol failure.
+    /// WeChat's own words: v2's return_msg or err_code_des, v3's message (sanitized, short).
     public var message: String?
     /// A stable label without data, for metrics and timelines.
     public var shortDescription: String

@@ -208,7 +208,8 @@ extension UpstreamError {
                   mayHaveTakenEffect: error.mayHaveTakenEffect, code: error.errorCode?.rawValue,
                   codeLabel: error.errorCode?.description,
                   notFound: error.errorCode == .orderNotExist || error.errorCode == .refundNotExist,
-                  httpStatus: error.httpStatus, message: error.returnMessage, shortDescription: error.shortDescription,
+                  httpStatus: error.httpStatus, message: error.returnMessage ?? error.errorCodeDescription,
+                  shortDescription: error.shortDescription,
                   description: error.description)
     }
 

@@ -225,6 +225,7 @@ extension UpstreamError {
             self.init(kind: looksLikeCode && code != "UNKNOWN" ? .business : .httpStatus, advice: advice,
                       mayHaveTakenEffect: !(400..<500).contains(body.status) || advice == .query, code: code, codeLabel: code,
                       notFound: advice == .doesNotExist, httpStatus: body.status,
+                      message: Self.displayed(body),
                       shortDescription: looksLikeCode ? code.lowercased() : "http_status",
                       description: "WeChat Pay v3 answered \(body.status) \(code) (advice: \(advice))")
         case .unverified(let failure):
@@ -233,6 +234,13 @@ extension UpstreamError {
         case .malformed(let failure):
             self = .invalidAnswer(failure)
         }
+    }
+
+    /// v3's `message` (and the field it names) as a person may read it: printable, at most 128 characters.
+    static func displayed(_ body: V3ErrorBody) -> String? {
+        let text = body.message + (body.field.map { " (\($0))" } ?? "")
+        let shown = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }).prefix(128))
+        return shown.isEmpty ? nil : shown
     }
 
     /// A verified v3 answer that is not what the endpoint defines.
