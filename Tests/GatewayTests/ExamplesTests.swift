@@ -67,6 +67,16 @@ struct ExamplesTests {
         let claims = try AppTokenVerifier(secrets: [secret]).verify(token, now: Date())
         #expect(claims.subject == user)
         #expect(claims.expiresAt - claims.issuedAt == 3600)
+        #expect(claims.apps == nil)
+        if language == "python" {
+            // APP_APPS: a token for the mini program's and official account's users only.
+            let restricted = try await Self.run(executable, [script.path], environment: [
+                "APP_USER": user, "APP_TOKEN_SECRET": secret, "APP_APPS": "mini,mp"], directory: directory)
+            #expect(restricted.status == 0, "\(restricted.errors)")
+            let apps = try AppTokenVerifier(secrets: [secret])
+                .verify(restricted.output.trimmingCharacters(in: .whitespacesAndNewlines), now: Date()).apps
+            #expect(apps == ["mini", "mp"])
+        }
     }
 
     @Test func theExampleAppFlowRunsAgainstADemoGateway() async throws {
@@ -95,7 +105,7 @@ struct ExamplesTests {
             ("miniprogram.py", ["1. code2session", "2. created", "through mini (JSAPI)", "for wx.requestPayment",
                                 "paySign recomputed here and by wechatpy", "4. the same token through the Android app: 403",
                                 "5. paid", "6. the gateway says SUCCESS"]),
-            ("official_account.py", ["1. OAuth snsapi_base", "mini-program openid: 502 upstream_rejected (PARAM_ERROR)", "through mp (JSAPI)",
+            ("official_account.py", ["1. OAuth snsapi_base", "mini-program openid: 400 openid_not_for_app (PARAM_ERROR)", "through mp (JSAPI)",
                                      "for WeixinJSBridge.invoke('getBrandWCPayRequest')", "paySign recomputed here and by wechatpy",
                                      "5. paid", "6. the gateway says SUCCESS"]),
             ("pc_native.py", ["1. app token", "through web (NATIVE)", "code_url weixin://wxpay/bizpayurl?pr=", "3. ",

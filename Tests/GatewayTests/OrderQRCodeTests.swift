@@ -52,6 +52,11 @@ struct OrderQRCodeTests {
         let again = try await rig.send(.get, "/v1/orders/qr-0001/qr.png", headers: ["If-None-Match": tag])
         #expect(again.status == 304 && again.body.isEmpty)
         #expect(Self.header(again, "ETag") == tag)
+        // A cache may send it back weak (W/"…"), or among others: If-None-Match compares weakly.
+        for header in ["W/" + tag, #""other", "# + tag, "*"] {
+            #expect(try await rig.send(.get, "/v1/orders/qr-0001/qr.png", headers: ["If-None-Match": header]).status == 304, "\(header)")
+        }
+        #expect(try await rig.send(.get, "/v1/orders/qr-0001/qr.png", headers: ["If-None-Match": #""other""#]).status == 200)
 
         // scale and border: a small image still decodes; out of range is clamped as the QR module clamps.
         let small = try await rig.send(.get, "/v1/orders/qr-0001/qr.png?scale=2&border=1")
@@ -61,7 +66,12 @@ struct OrderQRCodeTests {
         let huge = try await rig.send(.get, "/v1/orders/qr-0001/qr.svg?scale=1000&border=-5")
         #expect(huge.status == 200)
         #expect(String(decoding: huge.body, as: UTF8.self) == (try QRCode.Matrix.encode(codeURL).svg(scale: 32, border: 0)))
-        for bad in ["scale=abc", "border=1.5", "scale=", "scale=99999999999999999999"] {
+        // However large: 10^6 and numbers past Int's range are clamped like 1000.
+        for large in ["scale=1000000&border=-1000000", "scale=99999999999999999999&border=-99999999999999999999"] {
+            let clamped = try await rig.send(.get, "/v1/orders/qr-0001/qr.svg?\(large)")
+            #expect(clamped.status == 200 && clamped.body == huge.body, "\(large)")
+        }
+        for bad in ["scale=abc", "border=1.5", "scale=", "scale=+3", "scale=--1", "scale=\(String(repeating: "9", count: 33))"] {
             let refused = try await rig.send(.get, "/v1/orders/qr-0001/qr.png?\(bad)")
             #expect(refused.status == 400 && refused.error?["code"] as? String == "invalid_request", "\(bad)")
             #expect(refused.error?["field"] as? String == String(bad.prefix { $0 != "=" }), "\(bad)")
@@ -105,6 +115,13 @@ struct OrderQRCodeTests {
             #expect(refused.status == 409 && refused.error?["code"] as? String == "no_qr_code", "\(refused.json)")
             #expect((refused.error?["message"] as? String)?.contains("APP") == true)
         }
+        // A native order WeChat has not answered yet: the message says so, not "only native".
+        rig.simulator.apply(FaultPlan(endpoints: ["/pay/unifiedorder": EndpointFaults(systemErrorRate: 1)]))
+        #expect(try await rig.send(.post, "/v1/orders", body: Self.body("qr-pending", app: "web")).status == 503)
+        rig.simulator.apply(FaultPlan())
+        let pending = try await rig.send(.get, "/v1/orders/qr-pending/qr.png")
+        #expect(pending.status == 409 && pending.error?["code"] as? String == "no_qr_code", "\(pending.json)")
+        #expect((pending.error?["message"] as? String)?.contains("not given this native order a code_url") == true, "\(pending.json)")
 
         let created = try await rig.send(.post, "/v1/orders", body: Self.body("qr-paid", app: "web"))
         let codeURL = try #require(created.json.string("code_url"))

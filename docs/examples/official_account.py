@@ -9,7 +9,7 @@ demo gateway (`scripts/run`):
    snsapi_base redirect's code, exchanged for it; the demo simulator's openid rule stands in for
    WeChat) and mints an app token allowed to buy through the official account only;
    an openid the user has under the mini program is refused by the official account's app id
-   (WeChat's "appid和openid不匹配", answered 502 upstream_rejected: openids are per app id);
+   (WeChat's "appid和openid不匹配", answered 400 openid_not_for_app: openids are per app id);
 2. creates the order through `"app": "mp"` with the right openid: 201 with `jsapi_params`;
 3. checks jsapi_params on its own (paySign recomputed, and by wechatpy when installed): what the
    page passes to WeixinJSBridge.invoke('getBrandWCPayRequest', …) unchanged;
@@ -34,8 +34,9 @@ token = app_token(USER, apps=[APP])
 status, refused = call("POST", "/v1/orders", token, {"product_id": first_product(token)["id"],
                                                        "out_trade_no": new_out_trade_no(), "app": APP,
                                                        "openid": demo_openid(MINI_APPID, user)})
-# WeChat's refusal (PARAM_ERROR, appid和openid不匹配) is the create's answer: 502 upstream_rejected.
-expect(status == 502 and refused["error"]["code"] == "upstream_rejected" and refused["error"].get("wechat_code") == "PARAM_ERROR",
+# WeChat's refusal (PARAM_ERROR, appid和openid不匹配) is the create's answer: 400 openid_not_for_app.
+expect(status == 400 and refused["error"]["code"] == "openid_not_for_app" and refused["error"].get("field") == "openid"
+       and refused["error"].get("wechat_code") == "PARAM_ERROR",
        "1. the mini program's openid refused", refused)
 print(f"1. OAuth snsapi_base: openid {openid} under {APPID}; app token for {USER} limited to [{APP}]; "
       f"the same user's mini-program openid: {status} {refused['error']['code']} ({refused['error']['wechat_code']})")

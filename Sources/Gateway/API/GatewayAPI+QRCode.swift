@@ -24,8 +24,7 @@ extension GatewayAPI {
                                                                             owner: caller.owner)
                     let tag = "\"" + Hex.encode(SHA256.hash("\(format.rawValue) \(scale) \(border) \(codeURL)").prefix(16)) + "\""
                     var headers: HTTPHeaders = ["ETag": tag, "Cache-Control": "private, max-age=\(Self.qrCodeMaxAge)"]
-                    if let match = request.headers["If-None-Match"],
-                       match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == tag || $0 == "*" }) {
+                    if let match = request.headers["If-None-Match"], Self.matches(match, tag) {
                         return HTTPServerResponse(status: 304, headers: headers, body: [])
                     }
                     let matrix: QRCode.Matrix
@@ -46,13 +45,25 @@ extension GatewayAPI {
         }
     }
 
-    /// `scale` or `border`: absent is the default; a whole number outside `range` is clamped into
-    /// it (as the QR module draws it); anything else is refused naming the parameter.
+    /// Whether `If-None-Match` names `tag`, by the weak comparison RFC 9110 asks of it: a
+    /// proxy or browser may send the tag back as `W/"…"`, and `*` matches any.
+    static func matches(_ header: String, _ tag: String) -> Bool {
+        header.split(separator: ",").contains { item in
+            let candidate = item.trimmingCharacters(in: .whitespaces)
+            return candidate == "*" || candidate == tag || candidate == "W/" + tag
+        }
+    }
+
+    /// `scale` or `border`: absent is the default; a whole number outside `range`, however large,
+    /// is clamped into it (as the QR module draws it); anything else is refused naming the parameter.
     static func qrParameter(_ text: String?, name: String, default value: Int, in range: ClosedRange<Int>) throws(APIError) -> Int {
         guard let text else { return value }
-        guard text.utf8.count <= 6, let number = Int(text) else {
+        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        guard (1...32).contains(digits.utf8.count), digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw .invalid(name, "\(name) must be a whole number (\(range.lowerBound) to \(range.upperBound); others are clamped)")
         }
+        // Past Int's range is as far past the bound as any other large number.
+        let number = Int(text) ?? (text.hasPrefix("-") ? Int.min : Int.max)
         return min(max(number, range.lowerBound), range.upperBound)
     }
 }

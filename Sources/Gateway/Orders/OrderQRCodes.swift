@@ -18,7 +18,7 @@ extension OrderQueries {
             throw .orderNotFound
         }
         guard let codeURL = order.codeURL, !codeURL.isEmpty else {
-            throw .noQRCode(tradeType: order.tradeType)
+            throw .noQRCode(order)
         }
         if order.state.isFinal { throw .orderNotPayable(state: order.state.rawValue) }
         return codeURL
@@ -26,10 +26,17 @@ extension OrderQueries {
 }
 
 extension APIError {
-    /// An order with no `code_url` to draw: only a NATIVE order has one.
-    static func noQRCode(tradeType: String?) -> APIError {
-        APIError(status: 409, code: "no_qr_code",
-                 message: "only a native order has a QR code; this order's trade_type is \(tradeType ?? "none")")
+    /// An order with no `code_url` to draw, saying why: it is an iOS purchase or another trade
+    /// type (only a NATIVE order has one), or a NATIVE order WeChat has not answered yet.
+    static func noQRCode(_ order: OrderRecord) -> APIError {
+        let why = if order.channel == .apple {
+            "it is an iOS purchase; only a WeChat native (PC web) order has a QR code"
+        } else if order.tradeType == "NATIVE" {
+            "WeChat has not given this native order a code_url (its prepay failed or is pending): repeat the create to ask again"
+        } else {
+            "only a WeChat native (PC web) order has a QR code; this order's trade_type is \(order.tradeType ?? "APP")"
+        }
+        return APIError(status: 409, code: "no_qr_code", message: why)
     }
     /// A QR code asked for an order that is final: its code_url can no longer be paid.
     static func orderNotPayable(state: String) -> APIError {
