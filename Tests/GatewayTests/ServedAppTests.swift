@@ -7,6 +7,7 @@ import HTTP
 import StorageCore
 import StoreTestSupport
 import Testing
+import WeChatPaySimulator
 
 /// The app-facing parts of the built binary: demo mode's app token, the catalog reloaded on
 /// SIGHUP, a bad catalog refusing start-up, and the `app-token` command.
@@ -41,6 +42,13 @@ struct ServedAppTests {
         #expect(try await Self.get(gateway.base + "/v1/me/orders", token: token).json["orders"] as? [Any] != nil)
         let spec = try await Self.get(gateway.base + "/openapi.json", token: nil)
         #expect(spec.status == 200 && spec.json["openapi"] as? String == "3.1.0")
+        // The banner names the demo's WeChat apps and a JSAPI payer's openid that the simulator takes.
+        let banner = try String(contentsOf: gateway.directory.appendingPathComponent("out"), encoding: .utf8)
+        for app in WeChatApps.demo {
+            #expect(banner.contains("\(app.name)=\(app.appID):\(app.kind.rawValue)"), "\(app.name) missing:\n\(banner)")
+        }
+        let mini = WeChatApps.demo[1]
+        #expect(banner.contains(#""app":"mini","openid":"\#(SimulatorConfiguration.openID(of: AppConfiguration.demoUser, under: mini.appID))""#))
     }
 
     @Test func sighupReloadsAGoodCatalogAndKeepsTheOldOneWhenTheNewIsBad() async throws {
