@@ -29,6 +29,23 @@ extension Console {
                     problems.append(exchange.text.invalidState)
                 }
             }
+            model.apps = self.services.configuration.apps.all.map(\.name)
+            if let app = query["app"], !app.isEmpty {
+                if model.apps.contains(app) {
+                    model.app = app
+                    search.app = app
+                } else {
+                    problems.append(exchange.text.invalidApp)
+                }
+            }
+            if let type = query["trade_type"], !type.isEmpty {
+                if ConsolePages.tradeTypes.contains(type) {
+                    model.tradeType = type
+                    search.tradeType = type
+                } else {
+                    problems.append(exchange.text.invalidTradeType)
+                }
+            }
             for (value, isEnd) in [(model.from, false), (model.to, true)] where !value.isEmpty {
                 guard let day = ConsoleFormat.beijingDay(value) else {
                     problems.append(exchange.text.invalidDate)
@@ -54,7 +71,8 @@ extension Console {
             }
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
-            var filters = [("state", model.state?.rawValue), ("from", model.from), ("to", model.to)]
+            var filters = [("state", model.state?.rawValue), ("app", model.app), ("trade_type", model.tradeType),
+                           ("from", model.from), ("to", model.to)]
                 .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : "\(name)=\($0)" } }
             if found.orders.isEmpty, after == nil, problems.isEmpty, let (orders, notice) = await self.appleOrderLookup(model.q, exchange.text) {
                 // An Order ID from Apple's receipt e-mail is not stored: Apple is asked which

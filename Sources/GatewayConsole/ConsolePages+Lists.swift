@@ -10,6 +10,10 @@ extension ConsolePages {
     struct Search: Sendable {
         var q = ""
         var state: OrderState?
+        var app = ""
+        var tradeType = ""
+        /// The merchant's app names, for the app filter.
+        var apps: [String] = []
         var from = ""
         var to = ""
         var orders: [OrderRecord] = []
@@ -28,12 +32,18 @@ extension ConsolePages {
             + OrderState.allCases.map { state in
                 "<option value=\"\(state.rawValue)\"\(model.state == state ? " selected" : "")>\(text.stateLabel(state))</option>"
             }
+        let appOptions: [HTML] = [HTML("<option value=\"\"\(model.app.isEmpty ? " selected" : "")>\(text.anyApp)</option>")]
+            + model.apps.map { name in "<option value=\"\(name)\"\(model.app == name ? " selected" : "")>\(name)</option>" }
+        let tradeTypeOptions: [HTML] = [HTML("<option value=\"\"\(model.tradeType.isEmpty ? " selected" : "")>\(text.anyTradeType)</option>")]
+            + ConsolePages.tradeTypes.map { type in "<option value=\"\(type)\"\(model.tradeType == type ? " selected" : "")>\(type)</option>" }
         let form: HTML = """
             <form method="get" action="/console/" id="search" class="card">
             <label for="q">\(text.searchLabel)</label>
             <input id="q" name="q" value="\(model.q)" maxlength="128" autofocus>
             <div class="filters">
             <label>\(text.stateLabel) <select name="state" id="state">\(options)</select></label>
+            <label>\(text.appLabel) <select name="app" id="app">\(appOptions)</select></label>
+            <label>\(text.tradeTypeLabel) <select name="trade_type" id="trade-type">\(tradeTypeOptions)</select></label>
             <label>\(text.fromLabel) <input type="date" name="from" id="from" value="\(model.from)"></label>
             <label>\(text.toLabel) <input type="date" name="to" id="to" value="\(model.to)"></label>
             <span class="hint">\(text.beijingDateHint)</span>
@@ -41,7 +51,8 @@ extension ConsolePages {
             <button type="submit">\(text.searchButton)</button>
             </form>
             """
-        let keep: [(String, String?)] = [("q", model.q), ("state", model.state?.rawValue), ("from", model.from), ("to", model.to)]
+        let keep: [(String, String?)] = [("q", model.q), ("state", model.state?.rawValue), ("app", model.app),
+                                         ("trade_type", model.tradeType), ("from", model.from), ("to", model.to)]
         var results: HTML
         if model.orders.isEmpty {
             results = "<p id=\"no-results\">\(text.noResults)</p>"
@@ -70,7 +81,7 @@ extension ConsolePages {
                 : .empty
             return """
                 <tr data-channel="\(order.channel.rawValue)"><td><a href="/console/orders/\(HTML.segment(order.outTradeNo))">\(order.outTradeNo)</a></td>\
-                <td>\(text.channelName(order.channel))</td>\
+                <td>\(text.channelName(order.channel))</td><td class="app">\(text.appAndTradeType(order))</td>\
                 <td>\(stateBadge(order.state, text))</td><td class="amount">\(ConsoleFormat.money(order.amount, currency: order.currency))</td>\
                 <td>\(order.userID ?? "")</td><td class="mono">\(order.transactionID ?? order.appleTransactionID ?? "")</td>\
                 <td>\(ConsoleFormat.time(order.createdAt))</td><td>\(order.paidAt.map(ConsoleFormat.time) ?? "")</td>\(flagCell)</tr>
@@ -79,7 +90,8 @@ extension ConsolePages {
         let flagHeader: HTML = flags ? "<th>\(text.flags)</th>" : .empty
         return """
             <p id="results-range">\(range)</p>
-            <table id="results"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.channel)</th><th>\(text.state)</th>\
+            <table id="results"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.channel)</th>\
+            <th>\(text.appLabel) · \(text.tradeTypeLabel)</th><th>\(text.state)</th>\
             <th>\(text.amount)</th><th>\(text.userID)</th><th>\(text.paymentID)</th><th>\(text.created)</th>\
             <th>\(text.paid)</th>\(flagHeader)</tr></thead>
             <tbody>
@@ -87,6 +99,9 @@ extension ConsolePages {
             </tbody></table>
             """
     }
+
+    /// WeChat's trade types, as the search filters by them.
+    static let tradeTypes = ["APP", "JSAPI", "NATIVE", "MWEB"]
 
     // MARK: - Needs attention
 

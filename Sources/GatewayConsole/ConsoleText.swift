@@ -90,6 +90,17 @@ struct ConsoleText: Sendable {
     }
     var stateLabel: String { t("状态", "State") }
     var anyState: String { t("全部", "Any") }
+    var appLabel: String { t("应用", "App") }
+    var tradeTypeLabel: String { t("交易类型", "Trade type") }
+    var anyApp: String { t("全部", "Any") }
+    var anyTradeType: String { t("全部", "Any") }
+    var invalidApp: String { t("没有这个应用。", "No such app.") }
+    var invalidTradeType: String { t("交易类型只能是 APP、JSAPI、NATIVE 或 MWEB。", "The trade type is APP, JSAPI, NATIVE or MWEB.") }
+    /// An order's app and trade type in one cell: `mini · JSAPI`; iOS orders have neither.
+    func appAndTradeType(_ order: OrderRecord) -> String {
+        guard order.channel == .wechat else { return "" }
+        return (order.app.map { $0 + " · " } ?? "") + (order.tradeType ?? "APP")
+    }
     var fromLabel: String { t("创建日期从", "Created from") }
     var toLabel: String { t("至", "to") }
     var beijingDateHint: String { t("北京时间日期，含首尾两天", "Beijing dates, both days included") }

@@ -227,6 +227,8 @@ extension PostgresOrderStore: ConsoleStore {
              AND ($4::timestamptz IS NULL OR created_at < $4)
              AND ($5::timestamptz IS NULL OR created_at < $5 OR (created_at = $5 AND out_trade_no COLLATE "C" < $6))
              AND ($8::text[] IS NULL OR (flags <> '' AND string_to_array(flags, ',') && $8::text[]))
+             AND ($9::text IS NULL OR app = $9)
+             AND ($10::text IS NULL OR trade_type = $10 OR ($10 = 'APP' AND trade_type IS NULL AND channel = 'wechat'))
              ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $7
             """
         let rows = try await read { db throws(StorageError) in
@@ -243,14 +245,14 @@ extension PostgresOrderStore: ConsoleStore {
                             UNION SELECT out_trade_no FROM orders WHERE app_account_token = lower($1))
                         """ + filters,
                     identifier, states, search.createdFrom, search.createdBefore, after?.createdAt, after?.outTradeNo ?? "",
-                    limit + 1, flags)).rows(OrderRecord.init(row:))
+                    limit + 1, flags, search.app, search.tradeType)).rows(OrderRecord.init(row:))
             } else {
                 // With flags, `flags <> ''` lets the flagged orders' partial index serve the attention list.
                 try db.run(PGQuery(
                     "SELECT " + OrderRecord.columns + " FROM orders WHERE $1::text IS NULL"
                         + (flags == nil ? "" : " AND flags <> ''") + filters,
                     Optional<String>.none, states, search.createdFrom, search.createdBefore, after?.createdAt,
-                    after?.outTradeNo ?? "", limit + 1, flags)).rows(OrderRecord.init(row:))
+                    after?.outTradeNo ?? "", limit + 1, flags, search.app, search.tradeType)).rows(OrderRecord.init(row:))
             }
         }
         return OrderPage(rows: rows, limit: limit)

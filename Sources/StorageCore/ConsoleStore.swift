@@ -111,14 +111,21 @@ public struct OrderSearch: Sendable, Hashable {
     /// Only orders carrying at least one of these flags; empty: any. The attention list is
     /// `OrderSearch(flags: OrderFlag.needingAttention)`.
     public var flags: Set<OrderFlag>
+    /// Only orders created through the merchant's app of this name (WXPAY_APPS); nil: any.
+    public var app: String?
+    /// Only WeChat orders of this trade type (`APP`, `JSAPI`, `NATIVE`, `MWEB`; `APP` includes the
+    /// WeChat orders made before trade types were recorded); nil: any, iOS orders included.
+    public var tradeType: String?
 
     public init(identifier: String? = nil, states: Set<OrderState> = [], createdFrom: Date? = nil,
-                createdBefore: Date? = nil, flags: Set<OrderFlag> = []) {
+                createdBefore: Date? = nil, flags: Set<OrderFlag> = [], app: String? = nil, tradeType: String? = nil) {
         self.identifier = identifier
         self.states = states
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
         self.flags = flags
+        self.app = app
+        self.tradeType = tradeType
     }
 }
 
@@ -160,7 +167,7 @@ extension ConsoleSession {
 
 extension OrderSearch {
     package func validate() throws(StorageError) {
-        try StoreText.validate(identifier)
+        try StoreText.validate(identifier, app, tradeType)
     }
 
     /// The states searched: the ones asked for, or every state.

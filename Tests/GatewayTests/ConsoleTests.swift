@@ -275,6 +275,38 @@ struct ConsoleTests {
         #expect(searches.contains { $0.target == transaction })
     }
 
+    @Test("each order shows its app and trade type, and the search filters by them", arguments: StoreKind.all)
+    func theSearchFiltersByAppAndTradeType(_ store: StoreKind) async throws {
+        let rig = try await ConsoleRig.start(.inProcess, store: store)
+        defer { Task { await rig.stop() } }
+        let mini = WeChatApps.demo[1]
+        func create(_ number: String, app: String, extra: String = "") async throws {
+            let body = #"{"amount":990,"description":"Swift","client_ip":"203.0.113.7","out_trade_no":"\#(number)","user_id":"u-42","app":"\#(app)"\#(extra)}"#
+            #expect(try await rig.rig.send(.post, "/v1/orders", body: body).status == 201)
+        }
+        try await create("CH-MINI", app: "mini", extra: #","openid":"\#(SimulatorConfiguration.openID(of: "u-42", under: mini.appID))""#)
+        try await create("CH-WEB", app: "web")
+        try await create("CH-ANDROID", app: "android")
+        let browser = rig.browser()
+        try await browser.signIn("vera")
+        try await browser.get("/console/?trade_type=JSAPI")
+        #expect(browser.page.contains("CH-MINI") && !browser.page.contains("CH-WEB") && !browser.page.contains("CH-ANDROID"))
+        #expect(browser.page.contains("mini · JSAPI"))
+        #expect(browser.page.contains("<option value=\"JSAPI\" selected>"))
+        try await browser.get("/console/?q=u-42&app=web")
+        #expect(browser.page.contains("CH-WEB") && !browser.page.contains("CH-MINI"))
+        try await browser.get("/console/?trade_type=APP")
+        #expect(browser.page.contains("CH-ANDROID") && !browser.page.contains("CH-WEB"))
+        try await browser.get("/console/?app=nope&trade_type=CASH")
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.invalidApp))
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.invalidTradeType))
+        try await browser.get("/console/orders/CH-MINI")
+        #expect(browser.page.contains("id=\"fact-app\">mini (\(mini.appID))"), "\(browser.page)")
+        #expect(browser.page.contains("id=\"fact-trade-type\">JSAPI"))
+        let searches = try await rig.auditEntries(AuditQuery(actor: "vera", action: "search"))
+        #expect(searches.contains { $0.detail.contains("trade_type=JSAPI") })
+    }
+
     @Test func aUsersManyOrdersArePagedNeverCut() async throws {
         let rig = try await ConsoleRig.start()
         defer { Task { await rig.stop() } }

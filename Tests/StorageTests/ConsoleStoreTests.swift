@@ -205,6 +205,38 @@ struct ConsoleStoreTests {
         }
     }
 
+    @Test("app and trade-type filters narrow the search; APP also finds WeChat orders made before trade types were kept, never iOS orders",
+          arguments: StoreKind.all)
+    func appAndTradeTypeFiltersNarrowTheSearch(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            // O0: no app, no trade type (before apps had names); then one order per channel of user u-1.
+            try await Fixture.create(Fixture.order("O0", createdAt: TestTime.at(0), userID: "u-1"), in: store)
+            for (index, (app, type)) in [("android", "APP"), ("mini", "JSAPI"), ("mp", "JSAPI"), ("web", "NATIVE"), ("h5", "MWEB")]
+                .enumerated() {
+                var order = Fixture.order("O\(index + 1)", createdAt: TestTime.at(Double(index + 1) * 60), userID: "u-1")
+                order.app = app
+                order.appID = "wx000000000000000\(index)"
+                order.tradeType = type
+                if type == "JSAPI" { order.openID = "o-user-\(index)" }
+                try await Fixture.create(order, in: store)
+            }
+            var apple = Fixture.order("I1", createdAt: TestTime.at(600), userID: "u-1")
+            apple.channel = .apple
+            try await Fixture.create(apple, in: store)
+            func find(_ search: OrderSearch) async throws -> [String] {
+                Self.numbers(try await store.searchOrders(search, limit: 50, after: nil))
+            }
+            #expect(try await find(OrderSearch(tradeType: "JSAPI")) == ["O3", "O2"])
+            #expect(try await find(OrderSearch(tradeType: "APP")) == ["O1", "O0"])
+            #expect(try await find(OrderSearch(app: "mini")) == ["O2"])
+            #expect(try await find(OrderSearch(app: "mp", tradeType: "JSAPI")) == ["O3"])
+            #expect(try await find(OrderSearch(app: "mp", tradeType: "NATIVE")).isEmpty)
+            #expect(try await find(OrderSearch(identifier: "u-1", tradeType: "MWEB")) == ["O5"])
+            #expect(try await find(OrderSearch(identifier: "u-1")).count == 7)
+            #expect(try await find(OrderSearch(flags: [.unknownProduct], tradeType: "NATIVE")).isEmpty)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func searchPagesCoverEveryMatchOnceNewestFirst(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await Self.seed(store, count: 12)
