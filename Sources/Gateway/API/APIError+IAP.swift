@@ -13,6 +13,19 @@ extension APIError {
         status: 400, code: "unknown_product", message: "no active catalog product with an apple_product_id has that product_id",
         field: "product_id")
 
+    /// 400: a promotional offer signature for a product that is not an auto-renewable
+    /// subscription of the iOS app (a course, a consumable, a WeChat-only membership).
+    static let notASubscription = APIError(
+        status: 400, code: "not_a_subscription",
+        message: "promotional offers exist for auto-renewable subscriptions only: this product is not a membership with an "
+            + "apple_product_id", field: "product_id")
+
+    /// 503: promotional offer signatures are made with the In-App Purchase key, which is not configured.
+    static let appStoreKeyMissing = APIError(
+        status: 503, code: "appstore_key_missing",
+        message: "promotional offers are signed with the In-App Purchase key: configure APPSTORE_ISSUER_ID, APPSTORE_KEY_ID "
+            + "and APPSTORE_PRIVATE_KEY_FILE")
+
     /// 409: the transaction credited another user's order before (finish: it is spent).
     static let transactionAlreadyUsed = APIError(
         status: 409, code: "transaction_already_used",

@@ -29,6 +29,7 @@ import WeChatPayV3
 /// | POST /v1/iap/orders | client, or app (a catalog product with an apple_product_id) |
 /// | POST /v1/iap/transactions | client or app (the token's user, or `user_id` with a client token) |
 /// | POST /appstore/notifications | Apple (signed JWS) |
+/// | POST /v1/iap/offers/signature | client (with `user_id`) or app (the token's user) |
 /// | PUT /v1/iap/transactions/{transaction_id}/consumption | client |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=…\|apple_order_id=… | support |
 /// | GET /v1/support/attention[?flag=…] | support |
@@ -126,6 +127,8 @@ public struct GatewayAPI: Sendable {
         registerApp(in: &router)
         // iOS orders, transaction reports and App Store notifications: GatewayAPI+IAP.swift.
         registerIAP(in: &router)
+        // Promotional offer signatures for iOS subscriptions: GatewayAPI+Offers.swift.
+        registerOffers(in: &router)
     }
 
     /// What only operators use: probes and metrics (and the support console's routes, which its
