@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import HTTP
+import Observability
 
 /// Subscription offers for the iOS app: the signature StoreKit needs to redeem a promotional offer.
 /// 404 while App Store purchases are off, as the other iOS routes.
