@@ -2,8 +2,8 @@
 import Foundation
 import JSON
 
-/// What an app needs to redeem a promotional offer with StoreKit 2 (iOS 18 and later,
-/// `Product.PurchaseOption.promotionalOffer(_:compactJWS:)`): Apple's v2 promotional offer
+/// What an app needs to redeem a promotional offer with StoreKit 2
+/// (`Product.PurchaseOption.promotionalOffer(_:compactJWS:)`): Apple's v2 promotional offer
 /// signature, a compact JWS signed with the In-App Purchase key — the same key, key id, issuer id
 /// and bundle id as the Server API's bearer tokens.
 ///
