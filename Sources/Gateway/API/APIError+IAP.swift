@@ -26,6 +26,16 @@ extension APIError {
         message: "promotional offers are signed with the In-App Purchase key: configure APPSTORE_ISSUER_ID, APPSTORE_KEY_ID "
             + "and APPSTORE_PRIVATE_KEY_FILE")
 
+    /// 404: Apple knows no subscription with that original transaction id (in the environments asked).
+    static let subscriptionNotFound = APIError(
+        status: 404, code: "subscription_not_found",
+        message: "the App Store knows no auto-renewable subscription with this original_transaction_id", field: "original_transaction_id")
+
+    /// 409: Apple refused to extend the subscription's renewal date, and says why.
+    static func extensionRefused(_ why: String) -> APIError {
+        APIError(status: 409, code: "extension_refused", message: "the App Store did not extend the renewal date: \(why)")
+    }
+
     /// 409: the transaction credited another user's order before (finish: it is spent).
     static let transactionAlreadyUsed = APIError(
         status: 409, code: "transaction_already_used",

@@ -37,6 +37,7 @@ import WeChatPayV3
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | POST /v1/support/apple-transactions/{transaction_id}/assign | support |
 /// | POST /v1/support/orders/{out_trade_no}/attention/handled | support |
+/// | POST /v1/support/subscriptions/{original_transaction_id}/extend | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
     public let services: GatewayServices
@@ -121,6 +122,7 @@ public struct GatewayAPI: Sendable {
         }
         // Support's actions on the attention list: GatewayAPI+Support.swift.
         registerSupportActions(in: &router)
+        registerSubscriptionExtension(in: &router)
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
         registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.
