@@ -60,11 +60,11 @@ extension IAPService {
         let rows = try await context.storage { () throws(StorageError) in try await self.store.appleTransactions(originalTransactionID: id) }
         let known = rows.first.flatMap { AppStoreEnvironment(rawValue: $0.facts.environment) }
         let candidates: [AppStoreEnvironment] = known.map { [$0] } ?? (clients.acceptSandbox ? [.production, .sandbox] : [.production])
+        let request = input.request
         var answer: ExtendRenewalDateResponse?
         var environment = candidates[0]
         for candidate in candidates {
             environment = candidate
-            let request = input.request
             // Past the deadline: 503 appstore_unavailable; the same request_id again extends once.
             let outcome = try await withDeadline(clients.deadline) { () async throws(APIError) in
                 do throws(AppStoreServerAPIError) {
@@ -86,7 +86,6 @@ extension IAPService {
             if answer != nil { break }
         }
         guard let answer, answer.success else { throw .extensionRefused("Apple answered success false") }
-        let request = input.request
         let ends = answer.effectiveDate.map(Timestamp.rfc3339)
         logger.info("support extended a subscription's renewal date", [
             "original_transaction_id": id, "days": String(request.days), "reason": String(request.reason.rawValue),
