@@ -20,11 +20,12 @@ extension APIError {
         message: "promotional offers exist for auto-renewable subscriptions only: this product is not a membership with an "
             + "apple_product_id", field: "product_id")
 
-    /// 503: promotional offer signatures are made with the In-App Purchase key, which is not configured.
+    /// 503: promotional offer signatures and subscription extensions need the In-App Purchase key,
+    /// which is not configured (no retry mends it: the operator must).
     static let appStoreKeyMissing = APIError(
         status: 503, code: "appstore_key_missing",
-        message: "promotional offers are signed with the In-App Purchase key: configure APPSTORE_ISSUER_ID, APPSTORE_KEY_ID "
-            + "and APPSTORE_PRIVATE_KEY_FILE")
+        message: "this needs the App Store's In-App Purchase key (it signs promotional offers and calls the Server API): "
+            + "configure APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY_FILE")
 
     /// 404: Apple knows no subscription with that original transaction id (in the environments asked).
     static let subscriptionNotFound = APIError(
