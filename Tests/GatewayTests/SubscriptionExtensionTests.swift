@@ -5,6 +5,7 @@ import Foundation
 @testable import Gateway
 import HTTP
 import StorageCore
+import StoreTestSupport
 import TestSupport
 import Testing
 
@@ -35,9 +36,10 @@ struct SubscriptionExtensionTests {
         try await rig.store.auditEntries(AuditQuery(action: "api_extend_subscription"), limit: 50, before: nil).entries.map(\.entry)
     }
 
-    @Test("Support extends an active subscription once per request_id, Apple's yearly limit is a 409, and the audit log says what was extended")
-    func supportExtendsOncePerRequestAndIsAudited() async throws {
-        try await IAPEndToEndTests.withRig(.inProcess) { rig in
+    @Test("Support extends an active subscription once per request_id, Apple's yearly limit is a 409, and the audit log says what was extended",
+          arguments: StoreKind.all)
+    func supportExtendsOncePerRequestAndIsAudited(store: StoreKind) async throws {
+        try await IAPEndToEndTests.withRig(.inProcess, store: store) { rig in
             let id = try Self.subscribe(rig, "apple-extend")
             let before = try Self.expires(rig, id)
             let requestID = UUID().uuidString.lowercased()
