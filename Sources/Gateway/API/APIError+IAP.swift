@@ -13,6 +13,30 @@ extension APIError {
         status: 400, code: "unknown_product", message: "no active catalog product with an apple_product_id has that product_id",
         field: "product_id")
 
+    /// 400: a promotional offer signature for a product that is not an auto-renewable
+    /// subscription of the iOS app (a course, a consumable, a WeChat-only membership).
+    static let notASubscription = APIError(
+        status: 400, code: "not_a_subscription",
+        message: "promotional offers exist for auto-renewable subscriptions only: this product is not a membership with an "
+            + "apple_product_id", field: "product_id")
+
+    /// 503: promotional offer signatures and subscription extensions need the In-App Purchase key,
+    /// which is not configured (no retry mends it: the operator must).
+    static let appStoreKeyMissing = APIError(
+        status: 503, code: "appstore_key_missing",
+        message: "this needs the App Store's In-App Purchase key (it signs promotional offers and calls the Server API): "
+            + "configure APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY_FILE")
+
+    /// 404: Apple knows no subscription with that original transaction id (in the environments asked).
+    static let subscriptionNotFound = APIError(
+        status: 404, code: "subscription_not_found",
+        message: "the App Store knows no auto-renewable subscription with this original_transaction_id", field: "original_transaction_id")
+
+    /// 409: Apple refused to extend the subscription's renewal date, and says why.
+    static func extensionRefused(_ why: String) -> APIError {
+        APIError(status: 409, code: "extension_refused", message: "the App Store did not extend the renewal date: \(why)")
+    }
+
     /// 409: the transaction credited another user's order before (finish: it is spent).
     static let transactionAlreadyUsed = APIError(
         status: 409, code: "transaction_already_used",

@@ -11,6 +11,7 @@ import StorageCore
 /// |---|---|
 /// | POST /v1/support/apple-transactions/{transaction_id}/assign `{"out_trade_no","reason"}` | support |
 /// | POST /v1/support/orders/{out_trade_no}/attention/handled `{"reason","flags"?}` | support |
+/// | POST /v1/support/subscriptions/{original_transaction_id}/extend `{"days","reason","request_id"?}` | support |
 extension GatewayAPI {
     static let supportActionBodyLimit = 4096
 
@@ -51,6 +52,23 @@ extension GatewayAPI {
                     by: caller.tokenName ?? "support token")
                 note.set("handled: " + done.handled.map(\.rawValue).joined(separator: ","))
                 return Self.json(try await self.services.support.supportView(done.order, timeline: false))
+            }
+        }
+    }
+
+    /// Extend a Subscription Renewal Date (compensation after an outage): IAPService+Extend.swift.
+    /// Audited as every support call, with what was extended.
+    func registerSubscriptionExtension(in router: inout HTTPRouter) {
+        router.add(.post, "/v1/support/subscriptions/{original_transaction_id}/extend",
+                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+            let note = AuditNote()
+            return try await self.handle(request, scopes: [.support], note: note) { _ in
+                guard let iap = self.services.iap else { throw APIError.notFound }
+                let done = try await iap.extendSubscription(
+                    originalTransactionID: request.pathParameters["original_transaction_id"] ?? "",
+                    try SubscriptionExtensionInput(json: request.body))
+                note.set(done.note)
+                return Self.json(done.json)
             }
         }
     }

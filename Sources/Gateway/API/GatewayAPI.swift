@@ -29,6 +29,7 @@ import WeChatPayV3
 /// | POST /v1/iap/orders | client, or app (a catalog product with an apple_product_id) |
 /// | POST /v1/iap/transactions | client or app (the token's user, or `user_id` with a client token) |
 /// | POST /appstore/notifications | Apple (signed JWS) |
+/// | POST /v1/iap/offers/signature | client (with `user_id`) or app (the token's user) |
 /// | PUT /v1/iap/transactions/{transaction_id}/consumption | client |
 /// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=…\|apple_order_id=… | support |
 /// | GET /v1/support/attention[?flag=…] | support |
@@ -36,6 +37,7 @@ import WeChatPayV3
 /// | POST /v1/support/outbox/{id}/redrive | support |
 /// | POST /v1/support/apple-transactions/{transaction_id}/assign | support |
 /// | POST /v1/support/orders/{out_trade_no}/attention/handled | support |
+/// | POST /v1/support/subscriptions/{original_transaction_id}/extend | support |
 /// | GET /healthz, /readyz, /metrics | none |
 public struct GatewayAPI: Sendable {
     public let services: GatewayServices
@@ -120,12 +122,15 @@ public struct GatewayAPI: Sendable {
         }
         // Support's actions on the attention list: GatewayAPI+Support.swift.
         registerSupportActions(in: &router)
+        registerSubscriptionExtension(in: &router)
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
         registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.
         registerApp(in: &router)
         // iOS orders, transaction reports and App Store notifications: GatewayAPI+IAP.swift.
         registerIAP(in: &router)
+        // Promotional offer signatures for iOS subscriptions: GatewayAPI+Offers.swift.
+        registerOffers(in: &router)
     }
 
     /// What only operators use: probes and metrics (and the support console's routes, which its
