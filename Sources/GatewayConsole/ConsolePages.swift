@@ -197,8 +197,7 @@ enum ConsolePages {
         return [
             fact(text.outTradeNo, order.outTradeNo, text, id: "fact-out-trade-no", mono: true),
             fact(text.channel, text.channelName(order.channel), text, id: "fact-channel"),
-            fact(text.appLabel, order.app.map { name in order.appID.map { "\(name) (\($0))" } ?? name }, text, id: "fact-app"),
-            fact(text.tradeTypeLabel, order.tradeType ?? "APP", text, id: "fact-trade-type"),
+            fact(text.appLabel, text.appName(order), text, id: "fact-app"), fact(text.tradeTypeLabel, order.tradeType ?? "APP", text, id: "fact-trade-type"),
             "<dt>\(text.state)</dt><dd id=\"fact-state\">\(stateBadge(order.state, text, refunded: model.refunded, of: order.amount))</dd>",
             fact(text.amount, ConsoleFormat.yuan(order.amount), text, id: "fact-amount"),
             fact(text.description, order.description, text),

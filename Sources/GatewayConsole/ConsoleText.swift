@@ -96,6 +96,10 @@ struct ConsoleText: Sendable {
     var anyTradeType: String { t("全部", "Any") }
     var invalidApp: String { t("没有这个应用。", "No such app.") }
     var invalidTradeType: String { t("交易类型只能是 APP、JSAPI、NATIVE 或 MWEB。", "The trade type is APP, JSAPI, NATIVE or MWEB.") }
+    /// The app a WeChat order went through, with its app id: `mini (wx2421b1c4370ec43b)`.
+    func appName(_ order: OrderRecord) -> String? {
+        order.app.map { name in order.appID.map { "\(name) (\($0))" } ?? name }
+    }
     /// An order's app and trade type in one cell: `mini · JSAPI`; iOS orders have neither.
     func appAndTradeType(_ order: OrderRecord) -> String {
         guard order.channel == .wechat else { return "" }

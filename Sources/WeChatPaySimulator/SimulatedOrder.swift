@@ -40,6 +40,9 @@ struct SimulatedOrder: Sendable {
     var payerOpenID: String?
     /// NATIVE: the QR code's content, the same for every re-entry.
     var codeURL: String?
+    /// MWEB: the website the order declared in its scene (`wap_url`, v3's `app_url`), whose host
+    /// the payment page holds the browser's Referer to.
+    var siteURL: String?
 
     var isPaid: Bool { state == .success || state == .refund }
     var refundedTotal: Int { refunds.filter { $0.status != .closed }.reduce(0) { $0 + $1.refundFee } }

@@ -18,6 +18,7 @@ import WeChatPayV3
 /// | GET | /simulator/stats | counters |
 /// | GET | /simulator/notifies | every notify attempt |
 /// | POST | /simulator/scan | a NATIVE order paid by scanning its QR code (body: `{"code_url":"weixin://…"}`) |
+/// | POST | /simulator/mweb | a mobile browser opens an MWEB order's `mweb_url` from the page `referer` (body: `{"mweb_url","referer","pay"?}`) |
 /// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
 /// | GET | /simulator/refundrequests | per out_refund_no: refund requests received and distinct parameter sets |
 /// | POST | /simulator/v3/rotate | v3: issues a new platform certificate, which signs from now on (the old one stays) |
@@ -47,6 +48,22 @@ public struct SimulatorControlAPI: Sendable {
                 return error(400, "bad_request", "the body must be {\"code_url\":\"weixin://wxpay/bizpayurl?pr=…\"}")
             }
             return perform { () throws(SimulatorControlError) in try simulator.scan(codeURL: scan.code_url) }
+        case ("POST", 1, "mweb", _):
+            // A mobile browser opens WeChat's H5 page from a page of the merchant's site.
+            guard let open = try? JSONDecoder().decode(MWEBBody.self, from: Data(body)) else {
+                return error(400, "bad_request", "the body must be {\"mweb_url\":\"https://…\",\"referer\":\"https://…\",\"pay\":true}")
+            }
+            do {
+                let (order, redirect) = try simulator.openMWEB(open.mweb_url, referer: open.referer, pay: open.pay ?? false)
+                return ok(MWEBAnswer(order: order, redirect_url: redirect))
+            } catch {
+                let status = switch error.code {
+                case .mwebURLNotFound, .orderNotFound: 404
+                case .refererNotAllowed: 403
+                default: 409
+                }
+                return self.error(status, error.code.rawValue, error.description)
+            }
         case ("POST", 3, "orders", "fail"):
             return perform { () throws(SimulatorControlError) in try simulator.failPayment(outTradeNo: route[1]) }
         case ("GET", 2, "orders", _):
@@ -118,6 +135,8 @@ public struct SimulatorControlAPI: Sendable {
 
     private struct PayBody: Decodable { var openid: String?; var afterClose: Bool? }
     private struct ScanBody: Decodable { var code_url: String }
+    private struct MWEBBody: Decodable { var mweb_url: String; var referer: String?; var pay: Bool? }
+    private struct MWEBAnswer: Encodable { var order: SimulatedOrderSnapshot; var redirect_url: String? }
     private struct RefundBody: Decodable { var status: String? }
     private struct RefundRequestsJSON: Encodable { var requests: Int, parameterSets: Int }
     private struct NotifyAttemptJSON: Encodable {

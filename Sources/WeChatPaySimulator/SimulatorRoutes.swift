@@ -69,7 +69,7 @@ public enum SimulatorRoutes {
             (.get, "/simulator/faults"), (.put, "/simulator/faults"), (.post, "/simulator/clock/advance"),
             (.get, "/simulator/stats"), (.get, "/simulator/notifies"), (.get, "/simulator/orderqueries"),
             (.get, "/simulator/refundrequests"), (.post, "/simulator/v3/rotate"), (.put, "/simulator/v3/notify-serial"),
-            (.get, "/simulator/v3/certificates"), (.post, "/simulator/scan"),
+            (.get, "/simulator/v3/certificates"), (.post, "/simulator/scan"), (.post, "/simulator/mweb"),
         ]
         for (method, template) in routes {
             router.add(method, template, options: HTTPRouteOptions(maxBodyBytes: bodyLimit)) { request in

@@ -13,6 +13,8 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case refundNotProcessing = "refund_not_processing"
         case wrongPayer = "wrong_payer"
         case codeURLNotFound = "code_url_not_found"
+        case mwebURLNotFound = "mweb_url_not_found"
+        case refererNotAllowed = "referer_not_allowed"
     }
 
     public let code: Code
@@ -22,8 +24,11 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case .orderNotPayable: "the order is not awaiting payment (paid, closed, failed or expired)"
         case .refundNotFound: "no such refund"
         case .refundNotProcessing: "the refund already reached a final status"
-        case .wrongPayer: "a JSAPI order is paid only by the openid it was made for"
+        case .wrongPayer: "a JSAPI order is paid only by the openid it was made for, any other order only by a user of its app id"
         case .codeURLNotFound: "no NATIVE order has this code_url"
+        case .mwebURLNotFound: "no MWEB order has this mweb_url (its prepay_id and package)"
+        // WeChat's own words when the page's Referer is missing or not the H5 domain.
+        case .refererNotAllowed: "商家参数格式有误，请联系商家解决: the browser opened mweb_url from a page not on the order's H5 site (Referer)"
         }
     }
 }
@@ -67,6 +72,9 @@ extension WeChatPaySimulator {
             // order is paid by whoever scans or opens it, a user of the order's app.
             if let payer = order.payerOpenID {
                 guard openid == nil || openid == payer else { throw SimulatorControlError(code: .wrongPayer) }
+            } else if let openid, !order.appID.isEmpty, !SimulatorConfiguration.openID(openid, belongsTo: order.appID) {
+                // An openid is a user of one app id: another app's user cannot pay this app's order.
+                throw SimulatorControlError(code: .wrongPayer)
             }
             order.state = .success
             order.paidAt = now
@@ -87,6 +95,37 @@ extension WeChatPaySimulator {
         }
         (isV3 ? v3Notifies : notifies).enqueue(kind: .payment, reference: outTradeNo, url: notify.0, body: notify.1)
         return snapshot
+    }
+
+    /// A mobile browser opens an MWEB order's `mweb_url` from the page whose address is `referer`:
+    /// WeChat's page opens only when the Referer is on the host of the site the order declared
+    /// (`scene_info`'s `wap_url`), else it shows "商家参数格式有误". With `pay`, the user then pays
+    /// (as a user of the order's app). Answers the order and the `redirect_url` the page returns to.
+    public func openMWEB(_ mwebURL: String, referer: String?, pay: Bool) throws(SimulatorControlError)
+        -> (order: SimulatedOrderSnapshot, redirectURL: String?)
+    {
+        guard let components = URLComponents(string: mwebURL),
+              let prepayID = components.queryItems?.first(where: { $0.name == "prepay_id" })?.value
+        else { throw SimulatorControlError(code: .mwebURLNotFound) }
+        let redirect = components.queryItems?.first { $0.name == "redirect_url" }?.value
+        let now = clock.now()
+        let found = withBook(holding: { $0.orders.values.contains { $0.prepayID == prepayID } }) {
+            (book: inout OrderBook) -> (String, String?)? in
+            guard let order = book.orders.values.first(where: { $0.tradeType == "MWEB" && $0.prepayID == prepayID }),
+                  mwebURL.hasPrefix(book.mwebURL(prepayID: prepayID)) else { return nil }
+            return (order.outTradeNo, order.siteURL)
+        }
+        guard let (outTradeNo, siteURL) = found else { throw SimulatorControlError(code: .mwebURLNotFound) }
+        guard let referer, let refererHost = URLComponents(string: referer)?.host?.lowercased(),
+              let siteHost = siteURL.flatMap({ URLComponents(string: $0)?.host?.lowercased() }), refererHost == siteHost
+        else { throw SimulatorControlError(code: .refererNotAllowed) }
+        let order = pay ? try self.pay(outTradeNo: outTradeNo) : try withBook(holding: { $0.orders[outTradeNo] != nil }) {
+            book throws(SimulatorControlError) -> SimulatedOrderSnapshot in
+            guard let order = book.order(outTradeNo, now: now) else { throw SimulatorControlError(code: .orderNotFound) }
+            guard order.state == .notPaid else { throw SimulatorControlError(code: .orderNotPayable) }
+            return Self.snapshot(order)
+        }
+        return (order, redirect)
     }
 
     /// The user scans a NATIVE order's QR code (its `code_url`) and pays: `pay` of the order it names.

@@ -42,7 +42,8 @@ extension WeChatPaySimulator {
                 notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: request.timeExpire,
                 prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid, appID: appID,
                 tradeType: request.tradeType.rawValue, payerOpenID: request.openID,
-                codeURL: request.tradeType == .native ? book.newCodeURL() : nil)
+                codeURL: request.tradeType == .native ? book.newCodeURL() : nil,
+                siteURL: request.tradeType == .mweb ? Self.h5SiteURL(request.sceneInfo) : nil)
             book.orders[request.outTradeNo] = order
             book.noteCodeURL(order)
             prepayID = order.prepayID
@@ -52,6 +53,13 @@ extension WeChatPaySimulator {
         response.codeURL = codeURL
         if request.tradeType == .mweb { response.mwebURL = book.mwebURL(prepayID: prepayID) }
         return response.businessFields()
+    }
+
+    /// The `wap_url` of an MWEB order's scene.
+    static func h5SiteURL(_ text: String?) -> String? {
+        guard isH5Scene(text), let text, let object = try? JSONValue.parseObject(Array(text.utf8)),
+              case .object(let info)? = object["h5_info"], case .string(let url)? = info["wap_url"] else { return nil }
+        return url
     }
 
     /// An MWEB order's scene: `{"h5_info":{"type":"Wap","wap_url":…,"wap_name":…}}` (WeChat's H5

@@ -206,6 +206,38 @@ struct ChannelEndToEndTests {
         #expect(rig.simulator.orderCount == 0)
     }
 
+    @Test("WeChat's H5 page opens only from the order's site: the simulator holds the Referer to scene_info's host, then pays and returns to redirect_url",
+          arguments: Version.allCases)
+    func theH5PageOpensOnlyFromTheOrdersSite(version: Version) async throws {
+        let rig = try await Self.start(.sqlite, version, mode: .inProcess)
+        defer { Task { await rig.stop() } }
+        let site = try #require(rig.services.configuration.apps.h5Site?.url)
+        let created = try await rig.send(.post, "/v1/orders", body: Self.body(
+            "h5-ref-1", app: "h5", extra: #","redirect_url":"https://m.course.example/paid?order=h5-ref-1""#))
+        #expect(created.status == 201)
+        let mwebURL = try #require(created.json.string("mweb_url"))
+        func open(_ url: String, referer: String?, pay: Bool = false) async throws -> GatewayRig.Response {
+            var body: [String: Any] = ["mweb_url": url, "pay": pay]
+            if let referer { body["referer"] = referer }
+            let data = try JSONSerialization.data(withJSONObject: body)
+            return try await rig.send(.post, "/simulator/mweb", token: nil, body: String(decoding: data, as: UTF8.self))
+        }
+        for referer in [nil, "https://elsewhere.example/checkout", "https://127.0.0.1.elsewhere.example/"] {
+            let refused = try await open(mwebURL, referer: referer)
+            #expect(refused.status == 403 && refused.error?["code"] as? String == "referer_not_allowed", "\(referer ?? "none")")
+        }
+        let tampered = mwebURL.replacingOccurrences(of: "&package=", with: "&package=9")
+        #expect(try await open(tampered, referer: site + "checkout").status == 404)
+        let opened = try await open(mwebURL, referer: site + "checkout")
+        #expect(opened.status == 200, "\(String(decoding: opened.body, as: UTF8.self))")
+        #expect(opened.json.string("redirect_url") == "https://m.course.example/paid?order=h5-ref-1")
+        #expect(try await rig.store.order("h5-ref-1")?.state == .notPay)
+        let paid = try await open(mwebURL, referer: site + "checkout", pay: true)
+        #expect(paid.status == 200 && paid.json.object("order")?.string("state") == "SUCCESS")
+        #expect(await eventually { (try? await rig.store.order("h5-ref-1"))??.state == .success })
+        #expect(try await open(mwebURL, referer: site).status == 409, "a paid order's page does not open again")
+    }
+
     @Test("an order of one app is never paid by another app's parameters: another app's user cannot be its payer, nor another app's notify settle it",
           arguments: StoreKind.all, Version.allCases)
     func anotherAppCannotPayTheOrder(store: StoreKind, version: Version) async throws {
@@ -232,6 +264,16 @@ struct ChannelEndToEndTests {
         } catch {
             #expect(error.code == .wrongPayer)
         }
+        // Nor a PC page's (NATIVE) order by the mini program's user; a user of the page's app id pays it.
+        #expect(try await rig.send(.post, "/v1/orders", body: Self.body("cross-3", app: "web")).status == 201)
+        do {
+            try rig.simulator.pay(outTradeNo: "cross-3", openid: Self.openID("u3", of: "mini"))
+            Issue.record("another app's user paid the native order")
+        } catch {
+            #expect(error.code == .wrongPayer)
+        }
+        #expect(rig.simulator.order("cross-3")?.state == "NOTPAY")
+        try rig.simulator.pay(outTradeNo: "cross-3", openid: Self.openID("u3", of: "web"))
         if version == .v2 {
             // A notify under the merchant's key but for another of its apps settles nothing.
             var builder = PaymentNotifyBuilder(merchant: MerchantIdentity(appID: Self.app("mp").appID, mchID: GatewayConfiguration.demoMchID),

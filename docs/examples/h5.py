@@ -43,12 +43,22 @@ expect(parsed.scheme == "https" and query.get("redirect_url") == [return_page], 
 expect(mweb_url.endswith("&redirect_url=" + urllib.parse.quote(return_page, safe="")), "2. redirect_url URL-encoded", created)
 print(f"2. created {out_trade_no} through {created['app']} (MWEB): {created['amount']} fen, mweb_url {mweb_url[:72]}…")
 
+# The browser opens mweb_url from the site's own page: WeChat checks the Referer against the site the
+# order declared (scene_info's wap_url), and refuses a page elsewhere, or none.
+product_page = f"{SITE}/courses/checkout"
+status, refused = call("POST", "/simulator/mweb", None, {"mweb_url": mweb_url, "referer": "https://elsewhere.example/"})
+expect(status == 403 and refused["error"]["code"] == "referer_not_allowed", "3. WeChat's page refuses another site's Referer", refused)
+status, opened = call("POST", "/simulator/mweb", None, {"mweb_url": mweb_url, "referer": product_page})
+expect(status == 200 and opened.get("redirect_url") == return_page, "3. WeChat's page opens from the site", opened)
+print(f"3. the browser opens mweb_url from {product_page} (a page elsewhere: {refused['error']['code']}); "
+      f"WeChat will return it to {opened['redirect_url'][:48]}…")
+
 status, early = call("GET", f"/v1/orders/{out_trade_no}", token)
 expect(status == 200 and not early["final"] and early["state"] == "NOTPAY", "3. the return page asks first", early)
 print(f"3. back on the return page before paying: the gateway says {early['state']} (final:false), so no 'paid' yet")
 
-status, paid = call("POST", f"/simulator/orders/{out_trade_no}/pay")
-expect(status == 200, "4. simulated payment", paid)
+status, paid = call("POST", "/simulator/mweb", None, {"mweb_url": mweb_url, "referer": product_page, "pay": True})
+expect(status == 200 and paid["order"]["state"] == "SUCCESS", "4. simulated payment", paid)
 print("4. paid in the simulated WeChat")
 
 wait_until_final(out_trade_no, token, "5.")

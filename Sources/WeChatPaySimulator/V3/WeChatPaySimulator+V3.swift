@@ -195,7 +195,8 @@ extension WeChatPaySimulator {
             notifyURL: request.notifyURL, attach: request.attach, createdAt: now, expiresAt: expiresAt,
             prepayID: book.newPrepayID(now: now), prepayIssuedAt: now, state: .notPaid, apiVersion: .v3, appID: request.appID,
             tradeType: request.tradeType.rawValue, payerOpenID: request.payerOpenID,
-            codeURL: request.tradeType == .native ? book.newCodeURL() : nil)
+            codeURL: request.tradeType == .native ? book.newCodeURL() : nil,
+            siteURL: request.tradeType == .mweb ? request.h5Site?.appURL : nil)
         book.orders[request.outTradeNo] = order
         book.noteCodeURL(order)
         return v3Answer(order, book: book)
