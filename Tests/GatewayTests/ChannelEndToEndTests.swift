@@ -206,6 +206,38 @@ struct ChannelEndToEndTests {
         #expect(rig.simulator.orderCount == 0)
     }
 
+    @Test("every channel's payment whose notify was lost is settled by the reconciler's orderquery under its own app id, and the day's bill then matches every one",
+          arguments: StoreKind.all, Version.allCases)
+    func theReconcilerAndTheBillWorkForEveryChannel(store: StoreKind, version: Version) async throws {
+        let rig = try await Self.start(store, version, mode: .inProcess)
+        defer { Task { await rig.stop() } }
+        // Keep every payment on one Beijing day, whatever time the test runs.
+        let secondOfDay = (Int(rig.clock.now().timeIntervalSince1970) + BeijingTime.offsetSeconds) % 86400
+        if secondOfDay > 86400 - 900 { rig.clock.advance(by: 1200) }
+        let paymentDay = rig.clock.now()
+        rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
+        let names = ["android", "mini", "mp", "web", "h5"]
+        for name in names {
+            let extra = Self.app(name).kind == .miniprogram || Self.app(name).kind == .officialAccount
+                ? #","openid":"\#(Self.openID("rec-\(name)", of: name))""# : ""
+            #expect(try await rig.send(.post, "/v1/orders", body: Self.body("rec-\(version)-\(name)", app: name, extra: extra)).status == 201)
+            try rig.simulator.pay(outTradeNo: "rec-\(version)-\(name)")
+        }
+        rig.clock.advance(by: 120)
+        _ = await Reconciler(services: rig.services, configuration: .init(interval: 30, after: 60, concurrency: 4, rate: 1000)).sweep()
+        for name in names {
+            let order = try #require(try await rig.store.order("rec-\(version)-\(name)"))
+            #expect(order.state == .success, "\(name): \(order.state)")
+            #expect(order.appID == Self.app(name).appID && order.transactionID == rig.simulator.order(order.outTradeNo)?.transactionID)
+        }
+        // The next morning's bill lists the five payments, each matched to its order.
+        let dayStart = try #require(BeijingTime.parseDay(BeijingTime.formatDay(paymentDay)))
+        rig.clock.advance(by: (dayStart + 86400 + 10 * 3600 + 60).timeIntervalSince(rig.clock.now()))
+        let day = BeijingTime.formatDay(paymentDay)
+        let report = try await BillReconciler(services: rig.services).reconcile(day: "\(day.prefix(4))-\(day.dropFirst(4).prefix(2))-\(day.suffix(2))")
+        #expect(report.billPayments == 5 && report.matched == 5 && report.isClean, "\(report.render())")
+    }
+
     @Test("WeChat's H5 page opens only from the order's site: the simulator holds the Referer to scene_info's host, then pays and returns to redirect_url",
           arguments: Version.allCases)
     func theH5PageOpensOnlyFromTheOrdersSite(version: Version) async throws {
