@@ -53,40 +53,55 @@ public struct Entitlements: Sendable, Hashable {
     public let grants: [Grant]
 
     public init(payments: [PaidOrder], catalog: Catalog) {
-        var forever: [String: (key: PaymentKey, source: Source)] = [:]
-        var passes: [String: [(key: PaymentKey, period: MembershipPeriod, source: Source)]] = [:]
-        for payment in payments {
-            guard Self.grants(payment),
-                  let (entitlement, kind) = Self.rule(productID: payment.productID, appleProductID: payment.appleProductID,
-                                                      in: catalog) else { continue }
-            let key = PaymentKey(paidAt: payment.paidAt, outTradeNo: payment.outTradeNo)
+        // The store reads a user's payments in this order already (`paidOrders`); a list in any
+        // other order is sorted first, so the result is the same whatever order it came in.
+        let ordered = Self.isInPaymentOrder(payments)
+            ? payments : payments.sorted { PaymentKey($0) < PaymentKey($1) }
+        // In payment order a course is granted by its first payment, and each pass starts where
+        // the ones before it ended: one walk, one dictionary entry per entitlement.
+        var forever: [String: Source] = [:]
+        var passes: [String: (end: Date, source: Source)] = [:]
+        // A user's payments are mostly of a few products: the catalog is asked once per run of one.
+        var last: (productID: String?, appleProductID: String?, rule: (String, CatalogProduct.Kind)?)?
+        for payment in ordered where Self.grants(payment) {
+            let rule: (String, CatalogProduct.Kind)?
+            if let last, last.productID == payment.productID, last.appleProductID == payment.appleProductID {
+                rule = last.rule
+            } else {
+                rule = Self.rule(productID: payment.productID, appleProductID: payment.appleProductID, in: catalog)
+                last = (payment.productID, payment.appleProductID, rule)
+            }
+            guard let (entitlement, kind) = rule else { continue }
             let source = Source(channel: payment.channel, outTradeNo: payment.outTradeNo,
                                 originalTransactionID: payment.originalTransactionID)
             switch kind {
             case .course:
-                if let held = forever[entitlement], held.key < key { continue }
-                forever[entitlement] = (key, source)
+                if forever[entitlement] == nil { forever[entitlement] = source }
             case .membership(let period):
-                passes[entitlement, default: []].append((key, period, source))
+                let start = passes[entitlement].map { max(payment.paidAt, $0.end) } ?? payment.paidAt
+                passes[entitlement] = (period.end(from: start), source)
             case .consumable:
                 continue
             }
         }
         var grants: [Grant] = []
-        for (entitlement, held) in forever {
-            grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: held.source, willRenew: false))
+        for (entitlement, source) in forever {
+            grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: source, willRenew: false))
         }
-        for (entitlement, list) in passes where forever[entitlement] == nil {
-            var end: Date?
-            var source = list[0].source
-            for pass in list.sorted(by: { $0.key < $1.key }) {
-                let start = max(pass.key.paidAt, end ?? pass.key.paidAt)
-                end = pass.period.end(from: start)
-                source = pass.source
-            }
-            grants.append(Grant(entitlement: entitlement, expiresAt: end, source: source, willRenew: false))
+        for (entitlement, pass) in passes where forever[entitlement] == nil {
+            grants.append(Grant(entitlement: entitlement, expiresAt: pass.end, source: pass.source, willRenew: false))
         }
         self.grants = grants.sorted { $0.entitlement < $1.entitlement }
+    }
+
+    /// Whether `payments` are sorted by `PaymentKey`.
+    static func isInPaymentOrder(_ payments: [PaidOrder]) -> Bool {
+        var index = 1
+        while index < payments.count {
+            if PaymentKey(payments[index]) < PaymentKey(payments[index - 1]) { return false }
+            index += 1
+        }
+        return true
     }
 
     /// The grant of `entitlement`, if the user ever had it.
@@ -130,8 +145,14 @@ public struct Entitlements: Sendable, Hashable {
         var paidAt: Date
         var outTradeNo: String
 
+        init(_ payment: PaidOrder) {
+            paidAt = payment.paidAt
+            outTradeNo = payment.outTradeNo
+        }
+
+        /// Bytewise on the order number, as both stores sort it.
         static func < (lhs: PaymentKey, rhs: PaymentKey) -> Bool {
-            lhs.paidAt != rhs.paidAt ? lhs.paidAt < rhs.paidAt : Array(lhs.outTradeNo.utf8).lexicographicallyPrecedes(Array(rhs.outTradeNo.utf8))
+            lhs.paidAt != rhs.paidAt ? lhs.paidAt < rhs.paidAt : lhs.outTradeNo.utf8.lexicographicallyPrecedes(rhs.outTradeNo.utf8)
         }
     }
 }
