@@ -53,6 +53,7 @@ struct AppStoreConnection {
                 guard let target = base.value else { return nil }
                 return await http.post(body, to: target + "/appstore/notifications", timeout: 5)
             })
+        simulator.configureSubscriptionProducts(Self.subscriptionProducts(of: catalog.catalog))
         guard let key = simulator.generatedAPIKey else { throw AppStoreConfigurationError("the simulator made no API key") }
         let clients = try AppStoreClients(
             bundleID: simulator.configuration.bundleID, appAppleID: simulator.configuration.appAppleID,
@@ -67,6 +68,25 @@ struct AppStoreConnection {
             clock: SystemAppStoreClock())
         return AppStoreConnection(clients: clients, simulator: simulator, notificationBase: base)
     }
+
+    /// The catalog's iOS memberships as the demo's App Store sells them: auto-renewable
+    /// subscriptions of one group, the longer period the higher level (level 1 is the highest), so
+    /// a change from monthly to yearly is an upgrade. Read at start; a catalog reloaded by SIGHUP
+    /// prices them anew but does not add or remove subscription products.
+    static func subscriptionProducts(of catalog: Catalog) -> [AppStoreSubscriptionProduct] {
+        let memberships = catalog.products.compactMap { product -> (String, MembershipPeriod)? in
+            guard case .membership(let period) = product.kind, let appleProductID = product.appleProductID else { return nil }
+            return (appleProductID, period)
+        }
+        let longestFirst = memberships.sorted { ($0.1.months * 31 + $0.1.days, $1.0) > ($1.1.months * 31 + $1.1.days, $0.0) }
+        return longestFirst.enumerated().map { level, product in
+            AppStoreSubscriptionProduct(productID: product.0, groupIdentifier: demoSubscriptionGroup, period: product.1.text,
+                                        level: level + 1)
+        }
+    }
+
+    /// The demo's one subscription group.
+    static let demoSubscriptionGroup = "21000001"
 
     /// Demo mode: where the simulator's notifications go, once the server knows its address.
     func listening(at base: String) {
@@ -91,6 +111,15 @@ extension ServeCommand {
         else { return "" }
         let token = AppTokenMinter(secret: secret).token(subject: AppConfiguration.demoUser, now: Date(),
                                                           ttl: AppTokenVerifier.maximumLifetime)
+        let membership = configuration.app.catalog.products.first {
+            guard case .membership = $0.kind else { return false }
+            return $0.active && $0.appleProductID != nil
+        }
+        let subscription = membership.flatMap { product in product.appleProductID.map { apple in
+            "  # a membership is an auto-renewable subscription (\(product.id)): the same with \"product_id\":\"\(product.id)\", then\n"
+                + #"  # "productId":"\#(apple)","type":"Auto-Renewable Subscription"; it renews on the simulator's clock"#
+                + "\n  curl -s \(base)/v1/users/\(AppConfiguration.demoUser)/entitlements -H \"$A\"\n"
+        } } ?? ""
         return """
             the iOS app (the embedded App Store simulator plays the App Store; its control panel is /appstore-simulator/):
               A='Authorization: Bearer \(token)'
@@ -98,7 +127,7 @@ extension ServeCommand {
               # buy with the order's app_account_token, then report the signed transaction StoreKit 2 gives the app:
               curl -s -X POST \(base)/appstore-simulator/purchases -d '{"user":"demo-apple-id","productId":"\(appleProductID)","appAccountToken":"<app_account_token>"}'
               curl -s -X POST \(base)/v1/iap/transactions -H "$A" -d '{"signed_transaction":"<signedTransactionInfo>"}'
-
+            \(subscription)
             """
     }
 }

@@ -47,6 +47,16 @@ struct ServedAppTests {
         for app in WeChatApps.demo {
             #expect(banner.contains("\(app.name)=\(app.appID):\(app.kind.rawValue)"), "\(app.name) missing:\n\(banner)")
         }
+        // The catalog's iOS memberships are the embedded App Store's subscriptions, yearly above monthly.
+        let client = try HTTPClient()
+        defer { Task { await client.shutdown() } }
+        let products = try await client.execute(HTTPClientRequest(
+            method: .get, url: gateway.base + "/appstore-simulator/subscription-products", headers: HTTPHeaders(),
+            timeouts: .init(connect: .seconds(5), total: .seconds(30))))
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(products.body)) as? [[String: Any]])
+        #expect(Set(listed.map { "\($0["productId"] ?? "") \($0["period"] ?? "") \($0["level"] ?? "")" })
+                == ["com.example.vip.monthly P1M 2", "com.example.vip.yearly P1Y 1"])
+        #expect(banner.contains(#""productId":"com.example.vip.monthly","type":"Auto-Renewable Subscription""#))
         let mini = WeChatApps.demo[1]
         #expect(banner.contains(#""app":"mini","openid":"\#(SimulatorConfiguration.openID(of: AppConfiguration.demoUser, under: mini.appID))""#))
     }

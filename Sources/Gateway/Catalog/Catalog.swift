@@ -282,5 +282,10 @@ public struct Catalog: Sendable, Hashable {
                        entitlement: "vip"),
         CatalogProduct(id: "vip-year", amount: 29800, description: "VIP 年卡", kind: .membership(MembershipPeriod("P1Y")!),
                        entitlement: "vip"),
+        // The same membership on iOS: auto-renewable subscriptions of one group in the embedded App Store.
+        CatalogProduct(id: "vip-month-ios", amount: 3000, description: "VIP 月卡（iOS 自动续期）", appleProductID: "com.example.vip.monthly",
+                       kind: .membership(MembershipPeriod("P1M")!), entitlement: "vip"),
+        CatalogProduct(id: "vip-year-ios", amount: 29800, description: "VIP 年卡（iOS 自动续期）", appleProductID: "com.example.vip.yearly",
+                       kind: .membership(MembershipPeriod("P1Y")!), entitlement: "vip"),
     ])
 }
