@@ -155,6 +155,7 @@ extension Console {
         model.handleReason = handleReason
         // What the order's user may open, computed now (part of the look recorded above).
         if let user = order.userID { (model.entitlements, model.now) = (try await services.entitlements.entitlements(of: user), now) }
+        model.subscription = try await subscription(of: order)
         if order.channel == .apple, let iap = services.iap {
             // What Apple charged and where its refund stands (the ledger), and Apple's questions.
             (model.appleTransaction, model.consumption) = try await storage { () throws(StorageError) in

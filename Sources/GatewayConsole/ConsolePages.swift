@@ -113,8 +113,7 @@ enum ConsolePages {
         var refundsConfigured: Bool
         var notice: ConsoleNotice?
         /// The refund form's values, kept when it is shown again with an error.
-        var refundAmount = ""
-        var refundReason = ""
+        var refundAmount = "", refundReason = ""
         /// A fresh number per rendering: a form posted twice is one refund.
         var refundNumber: String
         /// App Store orders: the ledger's row of the transaction that paid it (what Apple charged,
@@ -126,6 +125,7 @@ enum ConsolePages {
         /// The user's entitlements as the page was made (nil without a user), and that instant.
         var entitlements: Entitlements?
         var now = Date()
+        var subscription: Subscription?  // an App Store membership's payments (ConsolePages+Subscription.swift)
 
         /// What is left to refund: the amount less every refund that is not REFUNDCLOSE.
         var refundable: Int {
@@ -174,7 +174,7 @@ enum ConsolePages {
         sections.append("<section><h2>\(text.timelineTitle)</h2><ol id=\"timeline\">\n\(timeline)\n</ol></section>")
         sections.append(deliveries(model, chrome, path: path))
         if isApple {
-            sections.append(consumption(model, text))
+            sections += [subscription(model, chrome, path: path), consumption(model, text)]
             sections.append("<section><h2>\(text.refundsTitle)</h2><p class=\"hint\" id=\"refunds-apple\">\(text.appleRefundsExplained)</p></section>")
         } else {
             sections.append(refunds(model, chrome, path: path))

@@ -16,6 +16,7 @@ import HTTP
 /// | POST /console/orders/{out_trade_no}/refunds | refunder and up |
 /// | POST /console/orders/{out_trade_no}/outbox/{id}/redeliver | refunder and up |
 /// | POST /console/orders/{out_trade_no}/attention | refunder and up (mark its attention flags handled) |
+/// | POST /console/orders/{out_trade_no}/extend | refunder and up (an App Store subscription's renewal date) |
 /// | GET /console/apple-transactions/{transaction_id} | viewer and up (an App Store purchase, e.g. an unclaimed one) |
 /// | POST /console/apple-transactions/{transaction_id}/assign | refunder and up |
 /// | GET /console/audit | admin |
@@ -46,6 +47,7 @@ extension Console {
             await console.redeliver(request)
         }
         route(.post, "/console/orders/{out_trade_no}/attention") { console, request in await console.handleAttention(request) }
+        route(.post, "/console/orders/{out_trade_no}/extend") { console, request in await console.extendSubscription(request) }
         route(.get, "/console/apple-transactions/{transaction_id}") { console, request in await console.purchasePage(request) }
         route(.post, "/console/apple-transactions/{transaction_id}/assign") { console, request in await console.assign(request) }
         route(.get, "/console/audit") { console, request in await console.auditPage(request) }

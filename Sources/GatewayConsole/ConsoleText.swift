@@ -294,6 +294,25 @@ struct ConsoleText: Sendable {
           "Computed now from all of this user's payments (passes stacked, full refunds taken back, courses for ever).")
     }
     var noEntitlements: String { t("该用户没有任何权益。", "This user holds no entitlement.") }
+    func subscriptionTitle(_ original: String) -> String { t("自动续期订阅 \(original)", "Auto-renewable subscription \(original)") }
+    var subscriptionHelp: String {
+        t("Apple 为这个订阅收的每一笔钱（首次购买和每次续期）各是一个订单。",
+          "Each payment Apple took for this subscription (the first purchase and every renewal) is an order of its own.")
+    }
+    var extendHelp: String {
+        t("让 Apple 把当前周期的到期日延后若干天，不收费（例如服务中断后的补偿）。每个订阅一年内最多两次；记入审计日志。",
+          "Asks Apple to move the current period's end later by some days, free of charge (compensation after an outage, say). At most twice a year per subscription; recorded in the audit log.")
+    }
+    var extendDays: String { t("天数（1–90）", "Days (1–90)") }
+    var extendReason: String { t("原因", "Reason") }
+    var extendReasonOutage: String { t("服务问题或中断", "Service issue or outage") }
+    var extendReasonSatisfaction: String { t("客户满意", "Customer satisfaction") }
+    var extendReasonOther: String { t("其他", "Other") }
+    var extendReasonUndeclared: String { t("不说明", "Undeclared") }
+    var extendButton: String { t("延长续期日", "Extend renewal date") }
+    var extended: String { t("Apple 已延长这个订阅：", "Apple extended this subscription:") }
+    var extendInvalid: String { t("天数和原因不对。", "The days or the reason are not valid.") }
+    var notASubscription: String { t("这个订单不属于自动续期订阅。", "This order is not part of an auto-renewable subscription.") }
     var entitlementName: String { t("权益", "Entitlement") }
     var entitlementState: String { t("状态", "State") }
     var entitlementExpires: String { t("到期", "Expires") }

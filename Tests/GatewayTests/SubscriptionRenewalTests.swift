@@ -80,4 +80,63 @@ struct SubscriptionRenewalTests {
         let vip = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
         #expect(vip["active"] as? Bool == true, "\(answer.json)")
     }
+
+    @Test("the console shows a subscription's payments on its orders, and a refunder extends its renewal date once per form, audited; a viewer cannot",
+          arguments: StoreKind.all)
+    func theConsoleShowsTheSubscriptionAndExtendsItsRenewalDate(store: StoreKind) async throws {
+        try await UnclaimedPurchaseTests.withRig(.sockets, store: store) { rig in
+            rig.appStore.configureSubscriptionProducts([
+                AppStoreSubscriptionProduct(productID: "com.example.vip.monthly", groupIdentifier: "21000001", period: "P1M", level: 2)])
+            let created = try await rig.createOrder("learner", product: "vip-month-ios")
+            let token = try #require(created["app_account_token"] as? String)
+            let bought = try rig.buy("apple-learner", token: token, product: "com.example.vip.monthly", type: "Auto-Renewable Subscription")
+            #expect(try await rig.report("learner", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+            let first = try #require(created["out_trade_no"] as? String)
+            let simulatorClock = try #require(rig.appStore.clock as? ScaledClock)
+            simulatorClock.advance(by: 32 * 86400)
+            rig.appStore.catchUpSubscriptions()
+            #expect(await eventually(timeout: .seconds(30)) {
+                ((try? await rig.store.orders(originalTransactionID: bought.transactionID)) ?? []).count == 2
+            })
+            let path = "/console/orders/\(first)"
+
+            let vera = ConsoleBrowser(rig: rig.gateway, language: "en")
+            #expect(try await vera.signIn("vera").status == 303)
+            #expect(try await vera.get(path).status == 200)
+            #expect(vera.page.contains("id=\"subscription-payments\"") && vera.page.contains("Auto-renewable subscription \(bought.transactionID)"))
+            let renewal = try #require(try await rig.store.orders(originalTransactionID: bought.transactionID).first { $0.outTradeNo != first })
+            #expect(vera.page.contains("href=\"/console/orders/\(renewal.outTradeNo)\""))
+            #expect(!vera.page.contains("id=\"extend\""), "a viewer is not offered the extension")
+            let before = try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate
+            #expect(try await vera.post(path + "/extend", [("days", "7"), ("reason", "3"), ("request_id", UUID().uuidString)]).status == 403)
+
+            let rita = ConsoleBrowser(rig: rig.gateway, language: "en")
+            #expect(try await rita.signIn("rita").status == 303)
+            #expect(try await rita.get("/console/orders/\(renewal.outTradeNo)").status == 200)
+            #expect(rita.page.contains("id=\"extend\""))
+            let requestID = try #require(rita.field("request_id"))
+            #expect(try await rita.post(path + "/extend", [("days", "0"), ("reason", "3"), ("request_id", requestID)]).status == 400)
+            #expect(try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate == before)
+            let done = try await rita.post(path + "/extend", [("days", "7"), ("reason", "3"), ("request_id", requestID)])
+            #expect(done.status == 200 && rita.page.contains("Apple extended this subscription"), "\(rita.page)")
+            let after = try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate
+            #expect(after - before == 7 * 86_400_000)
+            // The same form posted again (a reload): Apple extends once per request id.
+            #expect(try await rita.post(path + "/extend", [("days", "7"), ("reason", "3"), ("request_id", requestID)]).status == 200)
+            #expect(try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate == after)
+
+            let entries = try await rig.store.auditEntries(AuditQuery(action: "extend_subscription"), limit: 20, before: nil).entries.map(\.entry)
+            #expect(entries.contains { $0.actor == "vera" && $0.outcome == "forbidden" })
+            #expect(entries.contains { $0.actor == "rita" && $0.outcome == "invalid_request" })
+            let ok = try #require(entries.first { $0.actor == "rita" && $0.outcome == "ok" })
+            #expect(ok.channel == "console" && ok.target == "original_transaction_id=\(bought.transactionID)" && ok.detail.contains("7"), "\(ok)")
+            // A course's order has no subscription section and cannot be extended.
+            let course = try await rig.createOrder("learner")
+            let courseNumber = try #require(course["out_trade_no"] as? String)
+            #expect(try await rita.get("/console/orders/\(courseNumber)").status == 200)
+            #expect(!rita.page.contains("id=\"subscription\""))
+            #expect(try await rita.post("/console/orders/\(courseNumber)/extend", [("days", "7"), ("reason", "3"),
+                                                                                  ("request_id", UUID().uuidString)]).status == 404)
+        }
+    }
 }

@@ -13,7 +13,7 @@ public enum ConsoleRole: String, Sendable, Hashable, CaseIterable {
     public func allows(_ right: ConsoleRight) -> Bool {
         switch right {
         case .search, .view, .recheck: true
-        case .refund, .redeliver, .assign, .handleAttention: self == .refunder || self == .admin
+        case .refund, .redeliver, .assign, .handleAttention, .extendSubscription: self == .refunder || self == .admin
         case .audit: self == .admin
         }
     }
@@ -26,6 +26,8 @@ public enum ConsoleRight: String, Sendable, Hashable, CaseIterable {
     case assign
     /// Mark an order's attention flags handled (takes it off the attention list).
     case handleAttention = "handle_attention"
+    /// Ask Apple to extend a subscription's renewal date (compensation: the customer gets days free).
+    case extendSubscription = "extend_subscription"
 }
 
 /// A console account as the user file holds it.

@@ -50,6 +50,18 @@ extension IAPService {
     /// subscription 404 `subscription_not_found`, Apple unreachable 503 `appstore_unavailable`,
     /// no In-App Purchase key 503 `appstore_key_missing`. The new end reaches the gateway as
     /// Apple's RENEWAL_EXTENDED notification, as every change of a subscription does.
+    /// The console's way to the same extension, through the JSON route's own checks; answers the
+    /// audit line.
+    public func extendSubscription(originalTransactionID id: String, days: Int, reason: Int, requestID: UUID)
+        async throws(APIError) -> String
+    {
+        var body = JSONObjectWriter(capacity: 96)
+        body.number("days", days)
+        body.number("reason", reason)
+        body.string("request_id", requestID.uuidString.lowercased())
+        return try await extendSubscription(originalTransactionID: id, SubscriptionExtensionInput(json: body.finish())).note
+    }
+
     func extendSubscription(originalTransactionID id: String, _ input: SubscriptionExtensionInput) async throws(APIError)
         -> SubscriptionExtension
     {
