@@ -28,7 +28,8 @@ extension Console {
             let outTradeNo = request.pathParameters["out_trade_no"] ?? ""
             let form = ConsoleHTTP.form(request) ?? HTTPServerQuery()
             let order = try await storage { () throws(StorageError) in try await self.services.context.store.order(outTradeNo) }
-            let subscription = try await order.asyncFlatMap { order throws(APIError) in try await self.subscription(of: order) }
+            var subscription: ConsolePages.Subscription?
+            if let order { subscription = try await self.subscription(of: order) }
             let asked = "days \((form["days"] ?? "").prefix(8)), reason \((form["reason"] ?? "").prefix(8))"
             func answer(_ notice: ConsoleNotice, status: Int, outcome: String, detail: String) async throws(APIError)
                 -> HTTPServerResponse
@@ -58,13 +59,5 @@ extension Console {
                                         outcome: error.code, detail: asked)
             }
         }
-    }
-}
-
-extension Optional {
-    /// `map` for a throwing async transform.
-    fileprivate func asyncFlatMap<U, E: Error>(_ transform: (Wrapped) async throws(E) -> U?) async throws(E) -> U? {
-        guard let value = self else { return nil }
-        return try await transform(value)
     }
 }

@@ -85,10 +85,14 @@ struct OrderBook: Sendable {
     /// An MWEB order's payment page, as WeChat writes it: its prepay_id and a `package` number,
     /// the same for the same prepay_id.
     func mwebURL(prepayID: String) -> String {
+        "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID + "&package=" + mwebPackage(prepayID: prepayID)
+    }
+
+    /// The `package` number of an MWEB order's page: derived from its prepay_id.
+    func mwebPackage(prepayID: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in prepayID.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        return "https://wx.tenpay.com/cgi-bin/mmpayweb-bin/checkmweb?prepay_id=" + prepayID
-            + "&package=" + String(hash % 10_000_000_000)
+        return String(hash % 10_000_000_000)
     }
 
     mutating func newTransactionID(now: Date) -> String {

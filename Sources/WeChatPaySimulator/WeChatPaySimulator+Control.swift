@@ -105,14 +105,17 @@ extension WeChatPaySimulator {
         -> (order: SimulatedOrderSnapshot, redirectURL: String?)
     {
         guard let components = URLComponents(string: mwebURL),
-              let prepayID = components.queryItems?.first(where: { $0.name == "prepay_id" })?.value
+              let prepayID = components.queryItems?.first(where: { $0.name == "prepay_id" })?.value,
+              let package = components.queryItems?.first(where: { $0.name == "package" })?.value
         else { throw SimulatorControlError(code: .mwebURLNotFound) }
         let redirect = components.queryItems?.first { $0.name == "redirect_url" }?.value
         let now = clock.now()
         let found = withBook(holding: { $0.orders.values.contains { $0.prepayID == prepayID } }) {
             (book: inout OrderBook) -> (String, String?)? in
+            // The page is the one WeChat answered: its prepay_id with its own package number.
             guard let order = book.orders.values.first(where: { $0.tradeType == "MWEB" && $0.prepayID == prepayID }),
-                  mwebURL.hasPrefix(book.mwebURL(prepayID: prepayID)) else { return nil }
+                  book.mwebPackage(prepayID: prepayID) == package
+            else { return nil }
             return (order.outTradeNo, order.siteURL)
         }
         guard let (outTradeNo, siteURL) = found else { throw SimulatorControlError(code: .mwebURLNotFound) }
