@@ -66,9 +66,10 @@ extension Console {
             if !problems.isEmpty {
                 model.notice = ConsoleNotice(kind: .error, text: Array(Set(problems)).sorted().joined(separator: " "))
             }
-            let found = try await storage { () throws(StorageError) in
-                try await self.store.searchOrders(search, limit: Self.pageSize, after: after)
-            }
+            // A filter that could not be read is not silently dropped: nothing is listed under its error.
+            let found = problems.isEmpty
+                ? try await storage { () throws(StorageError) in try await self.store.searchOrders(search, limit: Self.pageSize, after: after) }
+                : OrderPage(orders: [], next: nil)
             model.orders = found.orders
             model.nextCursor = found.next.map(OrderPageRequest.cursor)
             var filters = [("state", model.state?.rawValue), ("app", model.app), ("trade_type", model.tradeType),

@@ -300,6 +300,7 @@ struct ConsoleTests {
         try await browser.get("/console/?app=nope&trade_type=CASH")
         #expect(browser.page.contains(ConsoleLanguage.chinese.text.invalidApp))
         #expect(browser.page.contains(ConsoleLanguage.chinese.text.invalidTradeType))
+        #expect(browser.page.contains("id=\"no-results\"") && !browser.page.contains("CH-MINI"), "a refused filter lists nothing")
         try await browser.get("/console/orders/CH-MINI")
         #expect(browser.page.contains("id=\"fact-app\">mini (\(mini.appID))"), "\(browser.page)")
         #expect(browser.page.contains("id=\"fact-trade-type\">JSAPI"))

@@ -70,7 +70,7 @@ struct SubscriptionExtensionTests {
             #expect(entries.count == 4)
             #expect(entries.allSatisfy { $0.target == "original_transaction_id=\(id)" && $0.actor.hasPrefix("support token") })
             #expect(entries.filter { $0.outcome == "ok" }.count == 3)
-            #expect(entries.contains { $0.detail.contains("extended 7 days (service issue or outage)") && $0.detail.contains(requestID) },
+            #expect(entries.contains { $0.detail.contains("asked Apple to extend 7 days (service issue or outage)") && $0.detail.contains(requestID) },
                     "\(entries.map(\.detail))")
             #expect(entries.contains { $0.outcome == "extension_refused" })
         }

@@ -117,7 +117,10 @@ public struct WeChatApps: Sendable {
             guard !authority.contains("@") else { return nil }
             var host = Substring(authority)
             if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
-                guard host[host.index(after: colon)...].allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+                // A port a browser can open: 1 to 65535 (an empty one is the scheme's).
+                let port = host[host.index(after: colon)...]
+                guard port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }), port.isEmpty || (1...65535).contains(Int(port) ?? 0)
+                else { return nil }
                 host = host[..<colon]
             }
             guard !host.isEmpty else { return nil }

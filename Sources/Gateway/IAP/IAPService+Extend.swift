@@ -112,8 +112,12 @@ extension IAPService {
         writer.string("request_id", request.requestIdentifier.uuidString.lowercased())
         writer.bool("success", true)
         writer.string("web_order_line_item_id", answer.webOrderLineItemID)
-        let note = "extended \(request.days) days (\(request.reason.name)), request_id "
-            + request.requestIdentifier.uuidString.lowercased() + (ends.map { ", now ends \($0)" } ?? "") + " (\(environment.rawValue))"
+        // Apple applies a request id once, with what it first came with: a repeat (another days,
+        // even) answers that first extension's end. So the line says what was asked and what
+        // Apple answered, never that these days were given.
+        let note = "asked Apple to extend \(request.days) days (\(request.reason.name)), request_id "
+            + request.requestIdentifier.uuidString.lowercased() + (ends.map { "; Apple: the period ends \($0)" } ?? "")
+            + " (\(environment.rawValue); a request_id Apple saw before keeps its first extension)"
         return SubscriptionExtension(json: writer.finish(), note: note)
     }
 
