@@ -61,7 +61,9 @@ enum GatewayBench {
         var rounds = 3
     }
 
-    static let clientToken = "demo-client-token"
+    /// Demo mode's client token, or BENCH_CLIENT_TOKEN's for a production-mode gateway (which
+    /// refuses demo mode's published tokens).
+    static let clientToken = ProcessInfo.processInfo.environment["BENCH_CLIENT_TOKEN"] ?? "demo-client-token"
     static let demoKey = "192006250b4c09247ec02edce69f6a2d"
     static let demoMerchant = MerchantIdentity(appID: "wxd930ea5d5a258f4f", mchID: "10000100")
 

@@ -49,6 +49,32 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("A production serve with demo mode's published tokens or app-token secret is refused naming each variable, never the value; other commands take them")
+    func demoModesPublishedSecretsAreRefusedInProduction() throws {
+        var env = Self.production
+        env["GATEWAY_CLIENT_TOKENS"] = "client-token-1, " + GatewayConfiguration.demoClientToken
+        env["GATEWAY_SUPPORT_TOKENS"] = GatewayConfiguration.demoSupportToken
+        env["GATEWAY_APP_TOKEN_SECRETS"] = AppConfiguration.demoTokenSecret
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("a production start took demo mode's published secrets")
+        } catch {
+            #expect(Set(error.variables) == ["GATEWAY_CLIENT_TOKENS", "GATEWAY_SUPPORT_TOKENS", "GATEWAY_APP_TOKEN_SECRETS"])
+            #expect(error.description.contains("published in the documentation"))
+            for secret in [GatewayConfiguration.demoClientToken, GatewayConfiguration.demoSupportToken, AppConfiguration.demoTokenSecret] {
+                #expect(!error.description.contains(secret))
+            }
+        }
+        // The support token given as a client token is as public.
+        env = Self.production
+        env["GATEWAY_CLIENT_TOKENS"] = GatewayConfiguration.demoSupportToken
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(env), demo: false) }
+        env = Self.production
+        env["GATEWAY_APP_TOKEN_SECRETS"] = AppConfiguration.demoTokenSecret
+        #expect(try GatewayConfiguration(environment: Environment(env), demo: false, command: .database).app.tokenSecrets
+                == [AppConfiguration.demoTokenSecret])
+    }
+
     @Test func aCompleteProductionEnvironmentStartsInProductionMode() throws {
         var env = Self.production
         env["WXPAY_SIGN_TYPE"] = "MD5"

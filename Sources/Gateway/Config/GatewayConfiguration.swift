@@ -183,6 +183,10 @@ public struct GatewayConfiguration: Sendable {
         // v3's keys, loaded and checked; demo mode's made (GatewayConfiguration+V3.swift).
         problems += Self.v3Checks(&self, environment)
         for check in Self.checks { problems += check(self, environment) }
+        // A server answering requests with demo mode's published secrets (GatewayConfiguration+PublishedSecrets.swift),
+        // and `doctor`, which checks a server's configuration; the other commands take no requests
+        // (`app-token` may mint a demo gateway's tokens).
+        if command == .serve || command == .doctor { problems += Self.publishedSecretsChecks(self, environment) }
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }
 
