@@ -279,7 +279,8 @@ struct ChannelEndToEndTests {
         let crossed = try await rig.send(.post, "/v1/orders", body: Self.body("cross-1", app: "mp",
                                                                               extra: #","openid":"\#(Self.openID("u1", of: "mini"))""#))
         #expect(crossed.status == 400 && crossed.error?["code"] as? String == "openid_not_for_app"
-                && crossed.error?["field"] as? String == "openid" && crossed.error?["wechat_code"] as? String == "PARAM_ERROR",
+                && crossed.error?["field"] as? String == "openid" && crossed.error?["wechat_code"] as? String == "PARAM_ERROR"
+                && crossed.error?["out_trade_no"] as? String == "cross-1",
                 "\(String(decoding: crossed.body, as: UTF8.self))")
         #expect(try await rig.store.order("cross-1")?.prepayID == nil)
         // WeChat's own words are on the timeline for support, not only its code.

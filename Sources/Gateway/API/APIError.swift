@@ -19,6 +19,9 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// iOS purchase reports: whether the app may now finish the StoreKit transaction, written beside
     /// `error` as `finish_transaction` (APIError+IAP.swift).
     public var finishTransaction: Bool?
+    /// A create WeChat refused or failed: the order it kept (unpaid, without a prepay), which the
+    /// client may not know when the gateway chose the number.
+    public var outTradeNo: String?
 
     public init(status: Int, code: String, message: String, field: String? = nil, retryAfter: Int? = nil,
                 wechatCode: String? = nil, finishTransaction: Bool? = nil) {
@@ -89,6 +92,7 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         error.string("code", code)
         error.string("field", field)
         error.string("message", message)
+        error.string("out_trade_no", outTradeNo)
         if let retryAfter { error.number("retry_after", retryAfter) }
         error.string("wechat_code", wechatCode)
         var body = JSONObjectWriter(capacity: 192)

@@ -165,7 +165,9 @@ public final class OrderCreation: OrderFlow {
         do {
             prepay = try await upstream.prepay(order, notifyURL: context.callbacks.payment(for: order.apiVersion))
         } catch {
-            return .failure(await queries.upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder"))
+            var failure = await queries.upstreamFailure(error, outTradeNo: outTradeNo, api: "unifiedorder")
+            failure.outTradeNo = outTradeNo
+            return .failure(failure)
         }
         do {
             let issuedAt = now()
