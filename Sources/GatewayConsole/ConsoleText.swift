@@ -300,8 +300,8 @@ struct ConsoleText: Sendable {
           "Each payment Apple took for this subscription (the first purchase and every renewal) is an order of its own.")
     }
     var extendHelp: String {
-        t("让 Apple 把当前周期的到期日延后若干天，不收费（例如服务中断后的补偿）。每个订阅一年内最多两次；记入审计日志。",
-          "Asks Apple to move the current period's end later by some days, free of charge (compensation after an outage, say). At most twice a year per subscription; recorded in the audit log.")
+        t("让 Apple 把当前周期的到期日延后若干天，不收费（例如服务中断后的补偿）。每个订阅一年内最多两次；记入审计日志。注意：网关算出的权益暂不包含这些天（只按已付款的续期计算），多出的天数只在 App Store 一侧。",
+          "Asks Apple to move the current period's end later by some days, free of charge (compensation after an outage, say). At most twice a year per subscription; recorded in the audit log. Note: the gateway's entitlements do not include these days yet (they count the renewals Apple was paid for); the extra days are on the App Store's side only.")
     }
     var extendDays: String { t("天数（1–90）", "Days (1–90)") }
     var extendReason: String { t("原因", "Reason") }

@@ -116,6 +116,21 @@ struct AppsConfigurationTests {
                                                                  expected: "the mobile website's http(s) URL, at most 128 characters")) == true)
     }
 
+    @Test("The H5 site's URL carries no credentials, and its name and URL must fit WeChat's 256-byte scene_info")
+    func theH5SiteFitsWeChatsSceneInfo() throws {
+        let h5 = "android=wx1111111111111111:app,h5=wx5555555555555555:h5"
+        let withCredentials = try #require(Self.refusal(["WXPAY_APP_ID": nil, "WXPAY_APPS": h5, "WXPAY_H5_SITE_NAME": "Course shop",
+                                                         "WXPAY_H5_SITE_URL": "https://u:p@m.course.example"]))
+        #expect(withCredentials.variables == ["WXPAY_H5_SITE_URL"])
+        #expect(!withCredentials.description.contains("u:p"))
+        let long = try #require(Self.refusal(["WXPAY_APP_ID": nil, "WXPAY_APPS": h5,
+                                              "WXPAY_H5_SITE_NAME": String(repeating: "课", count: 64),
+                                              "WXPAY_H5_SITE_URL": "https://m.course.example/" + String(repeating: "a", count: 100)]))
+        #expect(long.variables == ["WXPAY_H5_SITE_NAME"] && long.description.contains("256"))
+        #expect(Self.refusal(["WXPAY_APP_ID": nil, "WXPAY_APPS": h5, "WXPAY_H5_SITE_NAME": String(repeating: "课", count: 40),
+                              "WXPAY_H5_SITE_URL": "https://m.course.example/"]) == nil)
+    }
+
     @Test("WXPAY_H5_REDIRECT_HOSTS is read as host names and, with the site's host, is where an H5 order's redirect_url may go")
     func redirectHostsAreReadAndChecked() throws {
         let h5 = "android=wx1111111111111111:app,h5=wx5555555555555555:h5"

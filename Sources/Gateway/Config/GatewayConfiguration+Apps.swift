@@ -77,6 +77,9 @@ public struct WeChatApps: Sendable {
         /// (WXPAY_H5_REDIRECT_HOSTS).
         public var redirectHosts: Set<String>
 
+        /// WeChat's `scene_info` is String(256): the site's name and URL must fit in it, encoded.
+        public static let sceneInfoLimit = 256
+
         public init(name: String, url: String, redirectHosts: Set<String> = []) {
             self.name = name
             self.url = url
@@ -232,8 +235,21 @@ extension GatewayConfiguration {
                         + "mobile website's name and address in every H5 order's scene_info"))
             }
             if let name = configuration.apps.h5SiteName, let url = configuration.apps.h5SiteURL {
-                configuration.apps.h5Site = WeChatApps.H5Site(
+                let site = WeChatApps.H5Site(
                     name: name, url: url, redirectHosts: configuration.apps.h5RedirectHosts.flatMap(GatewayConfiguration.hostNames) ?? [])
+                if WeChatApps.H5Site.origin(of: url) == nil {
+                    // Sent to WeChat in every H5 order: no credentials, nothing a browser reads otherwise.
+                    problems.append(ConfigurationProblem("WXPAY_H5_SITE_URL", .malformed,
+                                                         expected: "an http(s) URL without userinfo, spaces or backslashes"))
+                }
+                let sceneBytes = WeChatPayV2Upstream.sceneInfo(site).utf8.count
+                if sceneBytes > WeChatApps.H5Site.sceneInfoLimit {
+                    problems.append(ConfigurationProblem(
+                        "WXPAY_H5_SITE_NAME", .conflict,
+                        expected: "a name that, with WXPAY_H5_SITE_URL, keeps scene_info within WeChat's "
+                            + "\(WeChatApps.H5Site.sceneInfoLimit) bytes (it would be \(sceneBytes); a Chinese character is 3)"))
+                }
+                configuration.apps.h5Site = site
             }
         } else {
             for name in siteNames + ["WXPAY_H5_REDIRECT_HOSTS"] where environment.get(name) != nil {
