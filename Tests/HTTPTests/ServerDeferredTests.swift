@@ -112,10 +112,7 @@ import Testing
 
     @Test func onlyTheFirstAnswerCountsAndAForgottenResponderAnswers500() async throws {
         let parked = Parked()
-        // Three requests on one keep-alive connection: at load 18 the gap between two of them
-        // passed the default 15 s idle timeout and the server rightly closed it. Not what this tests.
-        let patient = HTTPServerConfiguration().with { $0.connectionTimeout = .seconds(120) }
-        try await withServer(Self.router(parked), patient) { _, address in
+        try await withServer(Self.router(parked)) { _, address in
             let connection = try RawConnection(to: address, receiveTimeout: .seconds(30))
             connection.send("GET /twice HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try await offPool { try connection.readResponse() }.text == "first")
