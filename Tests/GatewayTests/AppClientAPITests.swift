@@ -303,4 +303,47 @@ struct AppClientAPITests {
         _ = try await Self.create(proxied, token, #"{"product_id":"swift-101"}"#)
         #expect(proxied.simulator.requests.last { $0.path == "/pay/unifiedorder" }?.fields["spbill_create_ip"] == "127.0.0.1")
     }
+
+    @Test("an app's retry of a create from another network address is the same create: the request's own address is no parameter, an explicit client_ip still is",
+          arguments: GatewayRig.Mode.allCases)
+    func aRetryFromAnotherAddressIsTheSameCreate(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, environment: ["GATEWAY_TRUSTED_PROXIES": "127.0.0.1/32"])
+        defer { Task { await rig.stop() } }
+        let token = TestTokens.minted("alice")
+        let body = #"{"product_id":"swift-101","out_trade_no":"roam-0001"}"#
+        let onWiFi = try await Self.create(rig, token, body, headers: ["X-Forwarded-For": "198.51.100.7"])
+        #expect(onWiFi.status == 201)
+        // The phone moved to mobile data before it heard the answer: the same request, another address.
+        let onMobile = try await Self.create(rig, token, body, headers: ["X-Forwarded-For": "203.0.113.80"])
+        #expect(onMobile.status == 200, "\(String(decoding: onMobile.body, as: UTF8.self))")
+        #expect(onMobile.json["prepay_id"] as? String == onWiFi.json["prepay_id"] as? String)
+        #expect(try await rig.store.order("roam-0001")?.clientIP == "198.51.100.7", "the first address is the order's")
+        // A client_ip the app chose is a parameter: another one is another create.
+        let chosen = #"{"product_id":"swift-101","out_trade_no":"roam-0002","client_ip":"192.0.2.10"}"#
+        #expect(try await Self.create(rig, token, chosen).status == 201)
+        let other = #"{"product_id":"swift-101","out_trade_no":"roam-0002","client_ip":"192.0.2.11"}"#
+        #expect(try await Self.create(rig, token, other).status == 409)
+    }
+
+    @Test("an order created while the request's address was part of the digest still replays from that address")
+    func anOrderFromBeforeReplaysFromItsAddress() async throws {
+        let rig = try await GatewayRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        let catalog = rig.services.context.catalog.catalog
+        let input = try CreateOrderInput(appJSON: Array(#"{"product_id":"swift-101","out_trade_no":"legacy-0001"}"#.utf8),
+                                         user: "alice", peerIP: "198.51.100.7", catalog: catalog)
+        #expect(input.clientIPFromPeer && input.parametersDigest != input.legacyParametersDigest)
+        let now = rig.clock.now()
+        var record = OrderRecord(outTradeNo: "legacy-0001", amount: input.amount, description: input.description,
+                                 clientIP: input.clientIP, userID: "alice", productID: input.productID, signType: "HMAC-SHA256",
+                                 timeExpire: BeijingTime.format(now + 7200), expiresAt: now + 7200, createdAt: now,
+                                 parametersDigest: input.legacyParametersDigest)
+        record.app = nil
+        _ = try await rig.store.create(record, event: NewOrderEvent(kind: "created", detail: "before", at: now))
+        let replayed = try await rig.services.creation.create(input)
+        #expect(!replayed.created)
+        let elsewhere = try CreateOrderInput(appJSON: Array(#"{"product_id":"swift-101","out_trade_no":"legacy-0001"}"#.utf8),
+                                             user: "alice", peerIP: "203.0.113.80", catalog: catalog)
+        await #expect(throws: APIError.self) { _ = try await rig.services.creation.create(elsewhere) }
+    }
 }

@@ -50,5 +50,6 @@ extension CreateOrderInput {
         self.init(amount: product.amount, description: product.description, clientIP: clientIP,
                   outTradeNo: outTradeNo, attach: attach, userID: user, productID: product.id,
                   app: app, openID: openID, redirectURL: redirectURL)
+        clientIPFromPeer = !object.keys.contains("client_ip") || object["client_ip"] == .null
     }
 }

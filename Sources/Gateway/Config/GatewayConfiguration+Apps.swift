@@ -120,9 +120,10 @@ public struct WeChatApps: Sendable {
             guard !authority.contains("@") else { return nil }
             var host = Substring(authority)
             if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
-                // A port a browser can open: 1 to 65535 (an empty one is the scheme's).
+                // A port number (an empty one is the scheme's): at most 65535. (A demo's own
+                // address may say 0 while its listener is still to be bound.)
                 let port = host[host.index(after: colon)...]
-                guard port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }), port.isEmpty || (1...65535).contains(Int(port) ?? 0)
+                guard port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }), port.isEmpty || (Int(port) ?? 65536) <= 65535
                 else { return nil }
                 host = host[..<colon]
             }

@@ -11,6 +11,10 @@ public struct CreateOrderInput: Sendable, Hashable {
     public var amount: Int
     public var description: String
     public var clientIP: String
+    /// Whether `clientIP` is the request's own address (an app-token create without `client_ip`):
+    /// then it is no parameter the client chose, and a retry from another network (Wi-Fi to
+    /// mobile data, a new NAT address) is the same create.
+    public var clientIPFromPeer = false
     public var outTradeNo: String?
     public var attach: String?
     public var userID: String?
@@ -135,7 +139,13 @@ public struct CreateOrderInput: Sendable, Hashable {
 
     /// The canonical form of every parameter the client chose, for idempotency: the same
     /// out_trade_no with a different digest is a conflict.
-    public var parametersDigest: String {
+    public var parametersDigest: String { digest(clientIP: clientIPFromPeer ? "" : clientIP) }
+
+    /// The digest as it was before the peer's address was left out (orders created then, from the
+    /// same address, still replay).
+    var legacyParametersDigest: String { digest(clientIP: clientIP) }
+
+    private func digest(clientIP: String) -> String {
         var parts = [String(amount), description, clientIP, attach ?? "", userID ?? "", productID ?? "", String(expiresIn)]
         // The channel only when one is named, so the digest of a create naming none is what it
         // was before apps had names (an old order's identical replay still matches).

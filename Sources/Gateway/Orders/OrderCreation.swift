@@ -42,11 +42,15 @@ public final class OrderCreation: OrderFlow {
             signType: configuration.newOrders.signType, timeExpire: BeijingTime.format(expiresAt), expiresAt: expiresAt,
             createdAt: createdAt, parametersDigest: input.parametersDigest, apiVersion: configuration.newOrders.apiVersion,
             app: app.name, appID: app.appID, tradeType: app.kind.tradeType, openID: input.openID)
-        let result = try await storage { () throws(StorageError) in
+        var result = try await storage { () throws(StorageError) in
             try await self.store.create(record, event: NewOrderEvent(
                 kind: "created",
                 detail: "amount=\(input.amount) expires_in=\(input.expiresIn) app=\(app.name) api=\(record.apiVersion)",
                 at: createdAt))
+        }
+        if case .conflict(let stored) = result, input.clientIPFromPeer, stored.parametersDigest == input.legacyParametersDigest {
+            // Created before the peer's address left the digest, and retried from the same one.
+            result = .existing(stored)
         }
         let (order, created) = try instruments.creates(app.kind).resolve(result)
         return Created(created: created, view: try await prepare(order, redirectURL: input.redirectURL))
