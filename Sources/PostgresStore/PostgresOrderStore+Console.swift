@@ -229,6 +229,7 @@ extension PostgresOrderStore: ConsoleStore {
              AND ($8::text[] IS NULL OR (flags <> '' AND string_to_array(flags, ',') && $8::text[]))
              AND ($9::text IS NULL OR app = $9)
              AND ($10::text IS NULL OR trade_type = $10 OR ($10 = 'APP' AND trade_type IS NULL AND channel = 'wechat'))
+             AND ($11::text IS NULL OR user_id = $11)
              ORDER BY created_at DESC, out_trade_no COLLATE "C" DESC LIMIT $7
             """
         let rows = try await read { db throws(StorageError) in
@@ -245,14 +246,14 @@ extension PostgresOrderStore: ConsoleStore {
                             UNION SELECT out_trade_no FROM orders WHERE app_account_token = lower($1))
                         """ + filters,
                     identifier, states, search.createdFrom, search.createdBefore, after?.createdAt, after?.outTradeNo ?? "",
-                    limit + 1, flags, search.app, search.tradeType)).rows(OrderRecord.init(row:))
+                    limit + 1, flags, search.app, search.tradeType, search.userID)).rows(OrderRecord.init(row:))
             } else {
                 // With flags, `flags <> ''` lets the flagged orders' partial index serve the attention list.
                 try db.run(PGQuery(
                     "SELECT " + OrderRecord.columns + " FROM orders WHERE $1::text IS NULL"
-                        + (flags == nil ? "" : " AND flags <> ''") + filters,
+                        + (flags == nil ? "" : " AND flags <> ''") + (search.userID == nil ? "" : " AND user_id = $11") + filters,
                     Optional<String>.none, states, search.createdFrom, search.createdBefore, after?.createdAt,
-                    after?.outTradeNo ?? "", limit + 1, flags, search.app, search.tradeType)).rows(OrderRecord.init(row:))
+                    after?.outTradeNo ?? "", limit + 1, flags, search.app, search.tradeType, search.userID)).rows(OrderRecord.init(row:))
             }
         }
         return OrderPage(rows: rows, limit: limit)

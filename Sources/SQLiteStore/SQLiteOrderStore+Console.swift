@@ -188,6 +188,7 @@ extension SQLiteOrderStore: ConsoleStore {
              AND (created_at < ?5 OR (created_at = ?5 AND out_trade_no < ?6))
              AND (?9 IS NULL OR app = ?9)
              AND (?10 IS NULL OR trade_type = ?10 OR (?10 = 'APP' AND trade_type IS NULL AND channel = 'wechat'))
+             AND (?11 IS NULL OR user_id = ?11)
             """
         let order: SQL = " ORDER BY created_at DESC, out_trade_no DESC LIMIT ?7"
         let rows = try await read { db throws(StorageError) in
@@ -206,18 +207,25 @@ extension SQLiteOrderStore: ConsoleStore {
                             UNION SELECT out_trade_no FROM orders WHERE app_account_token = lower(?1))
                         """ + filters + (flags == nil ? " AND ?8 IS NULL" : flagged) + order,
                     identifier, states, from, before, cursorTime, cursorNumber, limit + 1, flags, search.app, search.tradeType,
-                    decode: OrderRecord.init(row:))
+                    search.userID, decode: OrderRecord.init(row:))
+            } else if let userID = search.userID {
+                // The user's own index serves a user's orders narrowed by the filters.
+                try db.rows(
+                    "SELECT " + OrderRecord.columns + " FROM orders WHERE user_id = ?11 AND ?1 IS NULL"
+                        + (flags == nil ? " AND ?8 IS NULL" : flagged) + filters + order,
+                    Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1, flags,
+                    search.app, search.tradeType, userID, decode: OrderRecord.init(row:))
             } else if let flags {
                 // The flagged orders' own partial index serves the attention list.
                 try db.rows(
                     "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL" + flagged + filters + order,
                     Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1, flags,
-                    search.app, search.tradeType, decode: OrderRecord.init(row:))
+                    search.app, search.tradeType, search.userID, decode: OrderRecord.init(row:))
             } else {
                 try db.rows(
                     "SELECT " + OrderRecord.columns + " FROM orders WHERE ?1 IS NULL AND ?8 IS NULL" + filters + order,
                     Optional<String>.none, states, from, before, cursorTime, cursorNumber, limit + 1, flags,
-                    search.app, search.tradeType, decode: OrderRecord.init(row:))
+                    search.app, search.tradeType, search.userID, decode: OrderRecord.init(row:))
             }
         }
         return OrderPage(rows: rows, limit: limit)

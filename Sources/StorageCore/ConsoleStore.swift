@@ -116,10 +116,15 @@ public struct OrderSearch: Sendable, Hashable {
     /// Only WeChat orders of this trade type (`APP`, `JSAPI`, `NATIVE`, `MWEB`; `APP` includes the
     /// WeChat orders made before trade types were recorded); nil: any, iOS orders included.
     public var tradeType: String?
+    /// Only orders of this app user (`user_id`, exactly): support's `user_id` look-up narrowed by
+    /// the filters above, where `identifier` would also match the other identifiers; nil: any.
+    public var userID: String?
 
     public init(identifier: String? = nil, states: Set<OrderState> = [], createdFrom: Date? = nil,
-                createdBefore: Date? = nil, flags: Set<OrderFlag> = [], app: String? = nil, tradeType: String? = nil) {
+                createdBefore: Date? = nil, flags: Set<OrderFlag> = [], app: String? = nil, tradeType: String? = nil,
+                userID: String? = nil) {
         self.identifier = identifier
+        self.userID = userID
         self.states = states
         self.createdFrom = createdFrom
         self.createdBefore = createdBefore
@@ -167,7 +172,15 @@ extension ConsoleSession {
 
 extension OrderSearch {
     package func validate() throws(StorageError) {
-        try StoreText.validate(identifier, app, tradeType)
+        try StoreText.validate(identifier, app, tradeType, userID)
+    }
+
+    /// Whether `order` passes the app and trade-type filters, as the stores' search statement
+    /// decides (for look-ups that find a handful of orders by other means and narrow them after).
+    package func matchesChannel(_ order: OrderRecord) -> Bool {
+        if let app, order.app != app { return false }
+        guard let tradeType else { return true }
+        return order.tradeType == tradeType || (tradeType == "APP" && order.tradeType == nil && order.channel == .wechat)
     }
 
     /// The states searched: the ones asked for, or every state.

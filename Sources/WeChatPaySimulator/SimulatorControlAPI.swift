@@ -19,6 +19,7 @@ import WeChatPayV3
 /// | GET | /simulator/notifies | every notify attempt |
 /// | POST | /simulator/scan | a NATIVE order paid by scanning its QR code (body: `{"code_url":"weixin://…"}`) |
 /// | POST | /simulator/mweb | a mobile browser opens an MWEB order's `mweb_url` from the page `referer` (body: `{"mweb_url","referer","pay"?}`) |
+/// | GET | /simulator/mweb?prepay_id=…&package=… | WeChat's H5 page for a real browser, its `Referer` checked (SimulatorMWEBPage.swift, routed beside this API) |
 /// | GET | /simulator/orderqueries | when orderquery asked about each order (seconds since 1970) |
 /// | GET | /simulator/refundrequests | per out_refund_no: refund requests received and distinct parameter sets |
 /// | POST | /simulator/v3/rotate | v3: issues a new platform certificate, which signs from now on (the old one stays) |

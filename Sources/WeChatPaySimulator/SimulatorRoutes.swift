@@ -80,5 +80,9 @@ public enum SimulatorRoutes {
                 return HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"], body: body)
             }
         }
+        // WeChat's H5 page for a real browser, which sends its own Referer (SimulatorMWEBPage.swift).
+        router.add(.get, "/simulator/mweb") { request in
+            SimulatorMWEBPage.answer(simulator, request)
+        }
     }
 }

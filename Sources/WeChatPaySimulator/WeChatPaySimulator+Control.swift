@@ -109,6 +109,14 @@ extension WeChatPaySimulator {
               let package = components.queryItems?.first(where: { $0.name == "package" })?.value
         else { throw SimulatorControlError(code: .mwebURLNotFound) }
         let redirect = components.queryItems?.first { $0.name == "redirect_url" }?.value
+        return try openMWEB(prepayID: prepayID, package: package, redirectURL: redirect, referer: referer, pay: pay)
+    }
+
+    /// `openMWEB` by the page's query as mweb_url carries it (`prepay_id`, `package`, `redirect_url`),
+    /// already decoded: what the browser-facing page `GET /simulator/mweb` is asked.
+    public func openMWEB(prepayID: String, package: String, redirectURL redirect: String?, referer: String?, pay: Bool)
+        throws(SimulatorControlError) -> (order: SimulatedOrderSnapshot, redirectURL: String?)
+    {
         let now = clock.now()
         let found = withBook(holding: { $0.orders.values.contains { $0.prepayID == prepayID } }) {
             (book: inout OrderBook) -> (String, String?)? in

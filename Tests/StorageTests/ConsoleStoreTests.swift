@@ -237,6 +237,41 @@ struct ConsoleStoreTests {
         }
     }
 
+    @Test("userID narrows the search to that user's orders exactly (not an order whose number is the user id), with the filters, in pages",
+          arguments: StoreKind.all)
+    func aUsersOrdersAreNarrowedByTheFiltersInPages(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            // u-1: three APP orders (one from before trade types were kept) and a NATIVE one; u-2: one
+            // APP order; an order numbered "u-1" of u-2, which the identifier search would also find.
+            let orders: [(String, String, String?, Double)] = [
+                ("U0", "u-1", nil, 0), ("U1", "u-1", "APP", 60), ("U2", "u-1", "NATIVE", 120), ("U3", "u-1", "APP", 180),
+                ("U4", "u-2", "APP", 240), ("u-1", "u-2", "APP", 300),
+            ]
+            for (number, user, type, at) in orders {
+                var order = Fixture.order(number, createdAt: TestTime.at(at), userID: user)
+                order.tradeType = type
+                order.app = type.map { $0 == "NATIVE" ? "web" : "android" }
+                try await Fixture.create(order, in: store)
+            }
+            var apple = Fixture.order("I1", createdAt: TestTime.at(360), userID: "u-1")
+            apple.channel = .apple
+            try await Fixture.create(apple, in: store)
+            func find(_ search: OrderSearch, limit: Int = 50, after: OrderPageKey? = nil) async throws -> OrderPage {
+                try await store.searchOrders(search, limit: limit, after: after)
+            }
+            #expect(Self.numbers(try await find(OrderSearch(tradeType: "APP", userID: "u-1"))) == ["U3", "U1", "U0"])
+            #expect(Self.numbers(try await find(OrderSearch(app: "web", userID: "u-1"))) == ["U2"])
+            #expect(Self.numbers(try await find(OrderSearch(userID: "u-1"))) == ["I1", "U3", "U2", "U1", "U0"])
+            #expect(Self.numbers(try await find(OrderSearch(tradeType: "NATIVE", userID: "u-2"))).isEmpty)
+            #expect(Self.numbers(try await find(OrderSearch(identifier: "u-1", tradeType: "APP"))).contains("u-1"))
+            #expect(Self.numbers(try await find(OrderSearch(flags: [.unknownProduct], userID: "u-1"))).isEmpty)
+            let first = try await find(OrderSearch(tradeType: "APP", userID: "u-1"), limit: 2)
+            #expect(Self.numbers(first) == ["U3", "U1"])
+            let rest = try await find(OrderSearch(tradeType: "APP", userID: "u-1"), limit: 2, after: first.next)
+            #expect(Self.numbers(rest) == ["U0"] && rest.next == nil)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func searchPagesCoverEveryMatchOnceNewestFirst(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await Self.seed(store, count: 12)

@@ -14,7 +14,8 @@ import Testing
 /// WeChat, refunds embedded, a webhook nobody listens on so fulfilment events go dead), its users
 /// (made with `wxpay-gateway console-user add`), and chromedriver in a process group of its own (so
 /// the browsers it starts go with it). The flows are in scripts/console/browser_test.py: sign-in
-/// and the cookie's flags, a search by each kind of identifier, a paid order's timeline, recheck,
+/// and the cookie's flags, a search by each kind of identifier, each order's app and trade type and
+/// the search's filters by them, a paid order's timeline, recheck,
 /// a refund (a partial one reads as partial), redelivering a dead event, role refusals, a forged
 /// CSRF token, the lockout, an iOS order bought in the demo's App Store simulator (Apple's facts,
 /// its consumption request and refund, search by each Apple id and Apple's Order ID, recheck with
@@ -25,7 +26,7 @@ struct ConsoleBrowserTests {
     @Test func everyConsoleFlowWorksInHeadlessChromium() async throws {
         let report = try await BrowserHarness.run("scripts/console/browser_test.py")
         #expect(report.status == 0, "\(report.output.suffix(8000))")
-        #expect(report.output.contains("16 passed, 0 failed"), "\(report.output.suffix(2000))")
+        #expect(report.output.contains("17 passed, 0 failed"), "\(report.output.suffix(2000))")
     }
 
     /// Not a test: `scripts/console-screenshots` runs it (with WXPAY_CONSOLE_SCREENSHOTS naming the

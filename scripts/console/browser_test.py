@@ -16,6 +16,7 @@ import unittest
 from selenium.common.exceptions import NoSuchElementException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.select import Select
 
 from console_rig import PASSWORD, SUPPORT, ConsoleRig, arguments
 
@@ -111,6 +112,40 @@ class ConsoleInABrowser(unittest.TestCase):
         self.browser.get(self.rig.base + "/console/")
         self.rig.submit(self.browser, "#search", [("q", "no-such-order-anywhere")])
         self.find("#no-results")
+
+    def test_02b_each_order_shows_its_app_and_trade_type_and_the_search_filters_by_them(self):
+        # One user's orders through three of the demo's apps: the Android app, the PC page's QR
+        # code (NATIVE) and the mobile site (MWEB).
+        for number, app in [("browser-ch-app", "android"), ("browser-ch-web", "web"), ("browser-ch-h5", "h5")]:
+            status, created = self.rig.api("POST", "/v1/orders", {"amount": 990, "description": "Swift 入门课",
+                                                                 "client_ip": "203.0.113.7", "out_trade_no": number,
+                                                                 "user_id": "u-channels", "app": app})
+            self.assertEqual(status, 201, created)
+
+        def search(q, app="", trade_type=""):
+            self.browser.get(self.rig.base + "/console/")
+            form = self.find("#search")
+            Select(form.find_element(By.ID, "app")).select_by_value(app)
+            Select(form.find_element(By.ID, "trade-type")).select_by_value(trade_type)
+            self.rig.submit(self.browser, "#search", [("q", q)])
+            if not self.absent("#no-results"):
+                return {}
+            rows = self.find("#results").find_elements(By.CSS_SELECTOR, "tbody tr")
+            return {row.find_element(By.CSS_SELECTOR, "a").text: row.find_element(By.CSS_SELECTOR, "td.app").text
+                    for row in rows}
+
+        self.assertEqual(search("u-channels"), {"browser-ch-app": "android · APP", "browser-ch-web": "web · NATIVE",
+                                                "browser-ch-h5": "h5 · MWEB"})
+        self.assertIn("交易类型", self.find("#results thead").text)
+        self.assertEqual(search("u-channels", trade_type="NATIVE"), {"browser-ch-web": "web · NATIVE"})
+        # The filters stay chosen on the page of results, so the next page keeps them.
+        self.assertEqual(Select(self.find("#trade-type")).first_selected_option.get_attribute("value"), "NATIVE")
+        self.assertEqual(search("", app="h5"), {"browser-ch-h5": "h5 · MWEB"})
+        self.assertEqual(search("u-channels", app="web", trade_type="MWEB"), {})
+        # The order page says which app (with its app id) and which trade type.
+        self.browser.get(self.rig.base + "/console/orders/browser-ch-web")
+        self.assertTrue(self.find("#fact-app").text.startswith("web (wx"), self.find("#fact-app").text)
+        self.assertEqual(self.find("#fact-trade-type").text, "NATIVE")
 
     def test_03_the_paid_order_and_its_timeline(self):
         self.browser.get(self.rig.base + "/console/")

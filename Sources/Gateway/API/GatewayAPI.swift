@@ -31,7 +31,7 @@ import WeChatPayV3
 /// | POST /appstore/notifications | Apple (signed JWS) |
 /// | POST /v1/iap/offers/signature | client (with `user_id`) or app (the token's user) |
 /// | PUT /v1/iap/transactions/{transaction_id}/consumption | client |
-/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=…\|apple_order_id=… | support |
+/// | GET /v1/support/orders?out_trade_no=…\|transaction_id=…\|user_id=…\|apple_transaction_id=…\|original_transaction_id=…\|apple_order_id=…[&app=…][&trade_type=…] | support |
 /// | GET /v1/support/attention[?flag=…] | support |
 /// | POST /v1/support/orders/{out_trade_no}/recheck | support |
 /// | POST /v1/support/outbox/{id}/redrive | support |
@@ -97,6 +97,7 @@ public struct GatewayAPI: Sendable {
                     outTradeNo: request.query["out_trade_no"], transactionID: request.query["transaction_id"],
                     userID: request.query["user_id"], appleTransactionID: request.query["apple_transaction_id"],
                     originalTransactionID: request.query["original_transaction_id"], appleOrderID: request.query["apple_order_id"],
+                    app: request.query["app"], tradeType: request.query["trade_type"],
                     page: OrderPageRequest(limit: request.query["limit"], cursor: request.query["cursor"],
                                            defaultLimit: 100, maximum: 100)))
             }

@@ -21,10 +21,13 @@ extension GatewayAPI {
         let (action, outTradeNo, target): (String, String?, String?) =
             switch request.routeTemplate {
             case "/v1/support/orders":
-                // Whatever identifier the look-up was by is its target (the order's own number is its order).
+                // Whatever identifier the look-up was by is its target (the order's own number is its
+                // order), with the channel filters that narrowed it, or listed a channel without one.
                 ("api_lookup", query["out_trade_no"],
-                 ["transaction_id", "user_id", "apple_transaction_id", "original_transaction_id", "apple_order_id"]
-                    .lazy.compactMap { name in query[name].map { "\(name)=\(String($0.prefix(96)))" } }.first)
+                 Self.lookupTarget(
+                    ["transaction_id", "user_id", "apple_transaction_id", "original_transaction_id", "apple_order_id"]
+                        .lazy.compactMap { name in query[name].map { "\(name)=\(String($0.prefix(96)))" } }.first,
+                    filters: ["app", "trade_type"].compactMap { name in query[name].map { "\(name)=\(String($0.prefix(32)))" } }))
             case "/v1/support/attention": ("api_attention", nil, query["flag"].map { "flag=\(String($0.prefix(64)))" })
             case "/v1/support/orders/{out_trade_no}/recheck": ("api_recheck", parameters["out_trade_no"], nil)
             case "/v1/support/outbox/{id}/redrive": ("api_redrive", nil, parameters["id"])
@@ -47,6 +50,12 @@ extension GatewayAPI {
         } catch {
             return request.method == .get ? Self.error(error) : nil
         }
+    }
+
+    /// A look-up's audit target: its identifier and the channel filters, nil when neither was given.
+    static func lookupTarget(_ identifier: String?, filters: [String]) -> String? {
+        let parts = (identifier.map { [$0] } ?? []) + filters
+        return parts.isEmpty ? nil : parts.joined(separator: " ")
     }
 }
 

@@ -26,11 +26,12 @@ public final class SupportDesk: OrderFlow {
     /// answers one page (`page`, default the 100 newest) and `next_cursor` when there are more.
     public func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?,
                               appleTransactionID: String? = nil, originalTransactionID: String? = nil,
-                              appleOrderID: String? = nil) async throws(APIError) -> [UInt8]
+                              appleOrderID: String? = nil, app: String? = nil, tradeType: String? = nil)
+        async throws(APIError) -> [UInt8]
     {
         try await supportLookup(outTradeNo: outTradeNo, transactionID: transactionID, userID: userID,
                                 appleTransactionID: appleTransactionID, originalTransactionID: originalTransactionID,
-                                appleOrderID: appleOrderID,
+                                appleOrderID: appleOrderID, app: app, tradeType: tradeType,
                                 page: OrderPageRequest(limit: nil, cursor: nil, defaultLimit: 100, maximum: 100))
     }
 
@@ -39,14 +40,19 @@ public final class SupportDesk: OrderFlow {
     /// purchase has no order to show). With `apple_order_id` (the order id of the customer's Apple
     /// receipt e-mail) the App Store is asked (Look Up Order ID), and `apple_order` says whether it
     /// knew the id.
+    ///
+    /// `app` (a name in WXPAY_APPS) and `tradeType` (`APP`, `JSAPI`, `NATIVE`, `MWEB`) narrow the
+    /// orders found as the console's filters do (`OrderSearch`); given without an identifier, they
+    /// list every order of that channel, newest first, a page at a time.
     func supportLookup(outTradeNo: String?, transactionID: String?, userID: String?, appleTransactionID: String? = nil,
-                       originalTransactionID: String? = nil, appleOrderID: String? = nil,
-                       page: OrderPageRequest) async throws(APIError) -> [UInt8]
+                       originalTransactionID: String? = nil, appleOrderID: String? = nil, app: String? = nil,
+                       tradeType: String? = nil, page: OrderPageRequest) async throws(APIError) -> [UInt8]
     {
         let given = [outTradeNo, transactionID, userID, appleTransactionID, originalTransactionID, appleOrderID].compactMap { $0 }
-        guard given.count == 1 else {
+        let filter = try channelFilter(app: app, tradeType: tradeType)
+        guard given.count == 1 || (given.isEmpty && filter != nil) else {
             throw .invalid(nil, "give exactly one of out_trade_no, transaction_id, user_id, apple_transaction_id, "
-                           + "original_transaction_id or apple_order_id")
+                           + "original_transaction_id or apple_order_id, or app or trade_type alone to list a channel's orders")
         }
         var orders: [OrderRecord] = []
         var next: OrderPageKey?
@@ -69,13 +75,24 @@ public final class SupportDesk: OrderFlow {
             orders = try await storage { () throws(StorageError) in try await self.store.order(outTradeNo).map { [$0] } ?? [] }
         } else if let transactionID {
             orders = try await storage { () throws(StorageError) in try await self.store.orders(transactionID: transactionID) }
-        } else if let userID {
+        } else if let userID, filter == nil {
             let found = try await storage { () throws(StorageError) in
                 try await self.store.orders(userID: userID, limit: page.limit, after: page.after)
             }
             orders = found.orders
             next = found.next
+        } else if var search = filter {
+            // A user's orders of one channel, or every order of it: the store's search pages them
+            // in the same order and with the same cursor as the user's orders.
+            search.userID = userID
+            let found = try await storage { () throws(StorageError) in
+                try await self.store.searchOrders(search, limit: page.limit, after: page.after)
+            }
+            orders = found.orders
+            next = found.next
         }
+        // The look-ups above find a handful of orders; the filters narrow them as the store would.
+        if let filter, userID == nil { orders = orders.filter(filter.matchesChannel) }
         var views: [[UInt8]] = []
         for order in orders { views.append(try await supportView(order, timeline: true)) }
         var lookup = JSONObjectWriter(capacity: 1024)
@@ -84,6 +101,26 @@ public final class SupportDesk: OrderFlow {
         lookup.string("next_cursor", next.map(OrderPageRequest.cursor))
         lookup.array("orders", views)
         return lookup.finish()
+    }
+
+    /// WeChat's trade types, as support filters by them.
+    static let tradeTypes: Set<String> = ["APP", "JSAPI", "NATIVE", "MWEB"]
+
+    /// The search `app` and `tradeType` ask for, or nil when neither is given; an app the merchant
+    /// does not have (WXPAY_APPS) or a trade type WeChat does not have is 400, so a typo is never
+    /// read as "no orders".
+    func channelFilter(app: String?, tradeType: String?) throws(APIError) -> OrderSearch? {
+        if app == nil, tradeType == nil { return nil }
+        if let app {
+            let names = context.configuration.apps.all.map(\.name)
+            guard names.contains(app) else {
+                throw .invalid("app", "app must be one of the merchant's apps (\(names.joined(separator: ", ")))")
+            }
+        }
+        if let tradeType, !Self.tradeTypes.contains(tradeType) {
+            throw .invalid("trade_type", "trade_type must be one of APP, JSAPI, NATIVE, MWEB")
+        }
+        return OrderSearch(app: app, tradeType: tradeType)
     }
 
     /// The attention list (`GET /v1/support/attention`): the orders whose flags need a person
