@@ -206,6 +206,8 @@ enum PostgresMigrations {
         ]),
         Migration(version: 12, name: "paid orders by user, for entitlements",
                   statements: PostgresOrderStore.paidOrdersIndex),
+        Migration(version: 13, name: "auto-renewable subscriptions as Apple last told of them",
+                  statements: PostgresOrderStore.subscriptionsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -63,6 +63,7 @@ public enum SQLiteBackup {
         ("appstore_backfill", "SELECT count(*) FROM appstore_backfill"),
         ("appstore_consumption", "SELECT count(*) FROM appstore_consumption"),
         ("appstore_notifications", "SELECT count(*) FROM appstore_notifications"),
+        ("appstore_subscriptions", "SELECT count(*) FROM appstore_subscriptions"),
         ("audit_log", "SELECT count(*) FROM audit_log"),
         ("console_login_addresses", "SELECT count(*) FROM console_login_addresses"),
         ("console_login_failures", "SELECT count(*) FROM console_login_failures"),

@@ -117,6 +117,8 @@ enum SQLiteMigrations {
             ALTER TABLE orders ADD COLUMN mweb_url TEXT;
             """),
         Migration(version: 11, name: "paid orders by user, for entitlements", sql: SQLiteOrderStore.paidOrdersIndex),
+        Migration(version: 12, name: "auto-renewable subscriptions as Apple last told of them",
+                  sql: SQLiteOrderStore.subscriptionsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

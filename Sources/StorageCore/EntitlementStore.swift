@@ -42,9 +42,10 @@ public struct PaidOrder: Sendable, Hashable {
     }
 }
 
-/// What a user's entitlements are computed from. No store keeps entitlements: they follow from
-/// the payments, so no lost event can leave one stale.
-public protocol EntitlementStore: Sendable {
+/// What a user's entitlements are computed from: their payments, and the states of the App Store
+/// subscriptions among them (`SubscriptionStore`). No store keeps entitlements: they follow from
+/// these, so no lost event can leave one stale.
+public protocol EntitlementStore: SubscriptionStore {
     /// Every order of `userID` that was ever paid (state SUCCESS or REFUND, `paidAt` set), each
     /// with its refunded amount, oldest payment first (`paidAt`, then `outTradeNo` bytewise).
     /// One statement over the `(user_id, paid_at)` index of paid orders.

@@ -2,6 +2,7 @@
 import Foundation
 import Gateway
 import HTTP
+import HTTPClientTestSupport
 import Synchronization
 
 /// A business backend's webhook on 127.0.0.1 port 0: it verifies every delivery's signature, answers
@@ -39,7 +40,7 @@ final class WebhookReceiver: Sendable {
         router.add(.post, "/hooks/wxpay") { request in
             box.receiver?.receive(request) ?? HTTPServerResponse(status: 503)
         }
-        let server = HTTPServer(router: router)
+        let server = HTTPServer(router: router, configuration: .patient)
         let address = try await server.start()
         let receiver = WebhookReceiver(server: server, url: "http://127.0.0.1:\(address.port)/hooks/wxpay", state: status, now: now)
         box.set(receiver)

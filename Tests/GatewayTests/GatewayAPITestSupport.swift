@@ -147,7 +147,7 @@ final class GatewayRig: Sendable {
             simulator.setRequiresClientCertificates(true)
             var wechatRouter = HTTPRouter()
             SimulatorRoutes.registerAPI(simulator, in: &wechatRouter)
-            let wechatServer = HTTPServer(router: wechatRouter, configuration: HTTPServerConfiguration().with {
+            let wechatServer = HTTPServer(router: wechatRouter, configuration: HTTPServerConfiguration.patient.with {
                 $0.tls = HTTPServerConfiguration.TLS(
                     certificatePEM: try! String(contentsOfFile: TestCertificates.serverCertificate, encoding: .utf8),
                     privateKeyPEM: try! String(contentsOfFile: TestCertificates.serverKey, encoding: .utf8),
@@ -163,7 +163,7 @@ final class GatewayRig: Sendable {
             var wechatRouter = HTTPRouter()
             SimulatorRoutes.registerAPI(simulator, in: &wechatRouter)
             SimulatorRoutes.registerV3API(simulator, in: &wechatRouter)
-            let wechatServer = HTTPServer(router: wechatRouter)
+            let wechatServer = HTTPServer(router: wechatRouter, configuration: .patient)
             let address = try await wechatServer.start()
             servers.append(wechatServer)
             transport = WeChatPayHTTPTransport(client: httpClient!, configuration: .init(
@@ -184,7 +184,7 @@ final class GatewayRig: Sendable {
         SimulatorRoutes.registerControl(simulator, in: &router)
         var base = ""
         if mode == .sockets {
-            let gateway = HTTPServer(router: router)
+            let gateway = HTTPServer(router: router, configuration: .patient)
             let address = try await gateway.start()
             base = "http://127.0.0.1:\(address.port)"
             services.context.callbacks.use(base: base)

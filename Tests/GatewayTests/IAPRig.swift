@@ -5,6 +5,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
+import HTTPClientTestSupport
 import Observability
 import SimulatorKit
 import StorageCore
@@ -64,7 +65,7 @@ final class IAPRig: Sendable {
         if let httpClient {
             var router = HTTPRouter()
             AppStoreSimulatorRoutes.registerAPI(appStore, in: &router)
-            let server = HTTPServer(router: router)
+            let server = HTTPServer(router: router, configuration: .patient)
             let address = try await server.start()
             bases = ("http://127.0.0.1:\(address.port)", "http://127.0.0.1:\(address.port)/sandbox")
             transport = AppStoreHTTPTransport(client: httpClient, timeouts: .init(connect: .seconds(5), total: .seconds(20)))

@@ -16,18 +16,10 @@ import Testing
 // (for what URLSession cannot do: chunked uploads, stalls, connection reuse, counting), URLSession
 // and curl wrappers, and process introspection.
 
-/// The default configuration with idle and request timeouts of five minutes, for tests that are not
-/// about timeouts: at load 18, and in CI at load 60+, the gap between two requests on one
-/// keep-alive connection passed the default 15 s and the server rightly closed the connection.
-let patientConfiguration = HTTPServerConfiguration().with {
-    $0.connectionTimeout = .seconds(300)
-    $0.requestTimeout = .seconds(300)
-}
-
 /// Runs `body` against a started server and always shuts it down, even when `body` throws.
 @discardableResult
 func withServer<Result: Sendable>(
-    _ router: HTTPRouter, _ configuration: HTTPServerConfiguration = patientConfiguration,
+    _ router: HTTPRouter, _ configuration: HTTPServerConfiguration = .patient,
     shutdownGrace: Duration = .seconds(5),
     _ body: (HTTPServer, HTTPServerSocketAddress) async throws -> Result
 ) async throws -> Result {

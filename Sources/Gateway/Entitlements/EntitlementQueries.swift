@@ -2,8 +2,8 @@
 import Foundation
 import StorageCore
 
-/// "What may this user open?": the user's paid orders read fresh from the store and handed to
-/// `Entitlements` with the catalog in force. Nothing is cached, so the answer is never older than
+/// "What may this user open?": the user's paid orders (and the states of their App Store
+/// subscriptions) read fresh from the store and handed to `Entitlements` with the catalog in force. Nothing is cached, so the answer is never older than
 /// the last committed payment or refund.
 public struct EntitlementQueries: OrderFlow {
     public let context: GatewayContext
@@ -15,8 +15,10 @@ public struct EntitlementQueries: OrderFlow {
     /// The user's entitlements, computed now from every payment the store holds for them.
     public func entitlements(of userID: String) async throws(APIError) -> Entitlements {
         guard UserID.isValid(userID) else { throw .invalid("user_id", "user_id must be \(UserID.rule)") }
-        let payments = try await storage { () throws(StorageError) in try await self.store.paidOrders(userID: userID) }
-        return Entitlements(payments: payments, catalog: context.catalog.catalog)
+        let catalog = context.catalog.catalog
+        return try await storage { () throws(StorageError) in
+            try await Entitlements.read(userID: userID, from: self.store, catalog: catalog)
+        }
     }
 
     /// `GET /v1/users/{user_id}/entitlements`' answer. An app token may ask only of its own user;

@@ -12,6 +12,13 @@ import StorageCore
 ///   its payment and the end the passes before it reached, and adds its period there on Beijing's
 ///   calendar (month ends clamped: `MembershipPeriod`). A pass bought while another runs therefore
 ///   starts where that one ends; one bought after a lapse starts at its payment.
+/// - An **App Store subscription** (the App Store orders of a membership, one chain per
+///   `original_transaction_id`) does not stack: Apple sets its periods. It reaches as far as its
+///   state says (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace
+///   period, the revocation when its latest transaction was refunded) and renews when the state
+///   says so; a payment newer than the state (credited before Apple's word on it) reaches its
+///   payment plus a period; with no state yet, each payment does. The membership lasts as long as
+///   the furthest of its pass stack and its subscriptions.
 /// - A **consumable** grants nothing (coins, credits: the business counts them itself).
 /// - A WeChat order refunded in full grants nothing, and the passes are recomputed without it, so
 ///   a refunded pass shortens the time the others give. A partial refund (a goodwill gesture)
@@ -21,8 +28,10 @@ import StorageCore
 ///   keeps its period. An order with no catalog product at all (an App Store purchase of a product
 ///   the catalog never had, flagged `unknown_product`) grants nothing.
 ///
-/// Because the result is a function of the set of payments alone, events that arrive in any
-/// order — a late notify, a refund before its order's page was read — give the same answer.
+/// Because the result is a function of the set of payments and of the subscriptions' states alone
+/// (each state the same whatever order Apple's words arrived in: `SubscriptionRecord.merging`),
+/// events that arrive in any order — a late notify, a refund before its order's page was read, a
+/// renewal's notification after the next one — give the same answer.
 public struct Entitlements: Sendable, Hashable {
     /// Why the user has an entitlement: the order that gives it its current end (the one course
     /// order, or the last stacked pass).
@@ -39,8 +48,8 @@ public struct Entitlements: Sendable, Hashable {
         /// Nil: for ever.
         public var expiresAt: Date?
         public var source: Source
-        /// Whether something will extend it without the user buying again: never for a WeChat
-        /// pass or a course.
+        /// Whether something will extend it without the user buying again: an App Store
+        /// subscription of it that Apple will renew; never a WeChat pass or a course.
         public var willRenew: Bool
 
         /// Open at `now`: for ever, or until `expiresAt` (exclusive).
@@ -52,15 +61,20 @@ public struct Entitlements: Sendable, Hashable {
     /// One grant per entitlement the user ever had, active or lapsed, sorted by name.
     public let grants: [Grant]
 
-    public init(payments: [PaidOrder], catalog: Catalog) {
+    /// - Parameter subscriptions: the App Store subscriptions the payments belong to, as Apple
+    ///   last told of them (`EntitlementStore.subscriptions`); any others are ignored.
+    public init(payments: [PaidOrder], subscriptions: [SubscriptionRecord] = [], catalog: Catalog) {
         // The store reads a user's payments in this order already (`paidOrders`); a list in any
         // other order is sorted first, so the result is the same whatever order it came in.
         let ordered = Self.isInPaymentOrder(payments)
             ? payments : payments.sorted { PaymentKey($0) < PaymentKey($1) }
+        let states = Dictionary(subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
         // In payment order a course is granted by its first payment, and each pass starts where
         // the ones before it ended: one walk, one dictionary entry per entitlement.
         var forever: [String: Source] = [:]
-        var passes: [String: (end: Date, source: Source)] = [:]
+        var passes: [String: Candidate] = [:]
+        // App Store subscriptions by entitlement and original transaction: Apple sets their periods.
+        var renewing: [String: [String: Candidate]] = [:]
         // A user's payments are mostly of a few products: the catalog is asked once per run of one.
         var last: (productID: String?, appleProductID: String?, rule: (String, CatalogProduct.Kind)?)?
         for payment in ordered where Self.grants(payment) {
@@ -78,8 +92,21 @@ public struct Entitlements: Sendable, Hashable {
             case .course:
                 if forever[entitlement] == nil { forever[entitlement] = source }
             case .membership(let period):
-                let start = passes[entitlement].map { max(payment.paidAt, $0.end) } ?? payment.paidAt
-                passes[entitlement] = (period.end(from: start), source)
+                if payment.channel == .apple, let chain = payment.originalTransactionID {
+                    // A payment the subscription's state already counts adds nothing to it; one
+                    // newer than the state (credited before Apple's word on it) gives its period.
+                    let state = states[chain]
+                    var candidate = renewing[entitlement]?[chain]
+                        ?? Candidate(end: state?.accessEndsAt ?? .distantPast, source: source, willRenew: state?.willRenew ?? false)
+                    candidate.source = source
+                    if state.map({ payment.paidAt > $0.periodStartedAt }) ?? true {
+                        candidate.end = max(candidate.end, period.end(from: payment.paidAt))
+                    }
+                    renewing[entitlement, default: [:]][chain] = candidate
+                } else {
+                    let start = passes[entitlement].map { max(payment.paidAt, $0.end) } ?? payment.paidAt
+                    passes[entitlement] = Candidate(end: period.end(from: start), source: source, willRenew: false)
+                }
             case .consumable:
                 continue
             }
@@ -88,10 +115,35 @@ public struct Entitlements: Sendable, Hashable {
         for (entitlement, source) in forever {
             grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: source, willRenew: false))
         }
-        for (entitlement, pass) in passes where forever[entitlement] == nil {
-            grants.append(Grant(entitlement: entitlement, expiresAt: pass.end, source: pass.source, willRenew: false))
+        for entitlement in Set(passes.keys).union(renewing.keys) where forever[entitlement] == nil {
+            // The pass or subscription that reaches furthest gives the end and the source; it will
+            // renew when any of its subscriptions will.
+            let candidates = [passes[entitlement]].compactMap { $0 } + (renewing[entitlement]?.values.map { $0 } ?? [])
+            guard let best = candidates.max(by: { ($0.end, $0.source.outTradeNo) < ($1.end, $1.source.outTradeNo) }) else { continue }
+            grants.append(Grant(entitlement: entitlement, expiresAt: best.end, source: best.source,
+                                willRenew: candidates.contains { $0.willRenew }))
         }
         self.grants = grants.sorted { $0.entitlement < $1.entitlement }
+    }
+
+    /// A membership's reach from one pass stack or one App Store subscription.
+    private struct Candidate {
+        var end: Date
+        var source: Source
+        var willRenew: Bool
+    }
+
+    /// The App Store subscriptions among `payments` whose state entitlements read: the original
+    /// transaction of each App Store payment of a membership.
+    public static func subscriptionIDs(of payments: [PaidOrder], catalog: Catalog) -> [String] {
+        var ids: Set<String> = []
+        for payment in payments where payment.channel == .apple {
+            guard let chain = payment.originalTransactionID, !ids.contains(chain),
+                  case .membership? = rule(productID: payment.productID, appleProductID: payment.appleProductID, in: catalog)?.1
+            else { continue }
+            ids.insert(chain)
+        }
+        return ids.sorted()
     }
 
     /// Whether `payments` are sorted by `PaymentKey`.
@@ -158,6 +210,17 @@ public struct Entitlements: Sendable, Hashable {
 }
 
 extension Entitlements {
+    /// The user's entitlements now: their payments, then the states of the App Store
+    /// subscriptions among them (a second read only for a user who has some).
+    public static func read(userID: String, from store: any EntitlementStore, catalog: Catalog)
+        async throws(StorageError) -> Entitlements
+    {
+        let payments = try await store.paidOrders(userID: userID)
+        let chains = subscriptionIDs(of: payments, catalog: catalog)
+        let states = chains.isEmpty ? [] : try await store.subscriptions(originalTransactionIDs: chains)
+        return Entitlements(payments: payments, subscriptions: states, catalog: catalog)
+    }
+
     /// `{"entitlements":[…],"user_id":…}`: the entitlements route's answer and the
     /// `entitlement.changed` event's `data`. Each entitlement is
     /// `{"active","entitlement","expires_at","source":{"channel","order","original_transaction_id"?},"will_renew"}`.

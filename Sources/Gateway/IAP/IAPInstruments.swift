@@ -43,6 +43,12 @@ final class IAPInstruments: Sendable {
         help: "Attempts to send consumption information to Apple, by outcome (accepted, refused, retry).")
     static let consumptionExpired = Metric<Counter>(
         "wxpay_appstore_consumption_expired_total", help: "Consumption requests whose 12 hours passed before an answer was sent.")
+    static let subscriptionChanges = Metric<Counter>(
+        "wxpay_appstore_subscription_changes_total",
+        help: "Changes to what an App Store subscription grants (its status, its end, its renewal), by the status it came to.")
+    static let subscriptionChecks = Metric<Counter>(
+        "wxpay_appstore_subscription_checks_total",
+        help: "The reconciler's reads of Get All Subscription Statuses, by outcome (ok, not_found, error).")
     // Never described (no HELP line of its own in /metrics since it was added); describing it is a
     // change of the exposition, for a commit of its own.
     static let refundHistoryRuns = Metric<Counter>(
@@ -85,12 +91,17 @@ final class IAPInstruments: Sendable {
     let historyErrors: MetricFamily<Counter>
     let refundHistoryClean: Counter
     let refundHistoryWithErrors: Counter
+    /// By the status the subscription came to.
+    let subscriptionStates: MetricFamily<Counter>
+    /// By outcome.
+    let subscriptionChecks: MetricFamily<Counter>
 
     init(_ registry: MetricsRegistry) {
         registry.describe(Self.reports, Self.credits, Self.refunds, Self.upstreamErrors, Self.refundsReversed,
                           Self.reportLinesSuppressed, Self.receiptsRead, Self.notifications, Self.backfillRuns,
                           Self.backfillRecovered, Self.backfillLastSuccess, Self.consumptionRequests,
-                          Self.consumptionAnswers, Self.consumptionSent, Self.consumptionExpired)
+                          Self.consumptionAnswers, Self.consumptionSent, Self.consumptionExpired, Self.subscriptionChanges,
+                          Self.subscriptionChecks)
 
         creates = CreateOutcomes(registry, channel: "apple")
         reports = registry.makeCounters(Self.reports, labelNames: "outcome")
@@ -120,5 +131,7 @@ final class IAPInstruments: Sendable {
         historyErrors = registry.makeCounters(ReconcilerInstruments.errors, ["stage": "transaction_history"], labelNames: "error")
         refundHistoryClean = registry.makeCounter(Self.refundHistoryRuns, ["result": "ok"])
         refundHistoryWithErrors = registry.makeCounter(Self.refundHistoryRuns, ["result": "errors"])
+        subscriptionStates = registry.makeCounters(Self.subscriptionChanges, labelNames: "status")
+        subscriptionChecks = registry.makeCounters(Self.subscriptionChecks, labelNames: "outcome")
     }
 }

@@ -83,6 +83,10 @@ extension IAPService {
         let outcome: String
         do {
             outcome = try await apply(notification, source: source)
+            // The subscription's state, before the notification counts as handled: a failure
+            // here has Apple send it again (merging the same word twice changes nothing).
+            let type = notification.notificationType.rawValue + (notification.subtype.map { "/\($0.rawValue)" } ?? "")
+            try await recordSubscription(from: notification, source: "\(source) \(type)", announce: !outcome.hasPrefix("credited"))
         } catch {
             return .failed(error)
         }

@@ -231,6 +231,10 @@ public final class IAPService: Sendable {
                 "out_trade_no": order.outTradeNo, "transaction_id": purchase.transactionID, "matched_by": how.rawValue,
                 "environment": purchase.environment,
             ])
+            // A notification records its subscription's state itself, with the renewal info.
+            if let transaction = purchase.subscriptionTransaction, !purchase.via.hasPrefix("notification") {
+                await recordSubscription(of: transaction, source: purchase.via)
+            }
             return ReportAnswer(order: order, matchedBy: how, outcome: "credited")
         case .alreadyCredited(let order, let how):
             return try await repeated(order, how, purchase: purchase, user: user)

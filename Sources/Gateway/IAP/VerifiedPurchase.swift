@@ -19,6 +19,9 @@ struct VerifiedPurchase: Sendable, Hashable {
     /// locally or by verifyReceipt). A bare transaction id — sequential, anyone may guess one — or a
     /// receipt read without its signature proves nothing about who sends it.
     var provesPossession = false
+    /// The verified transaction itself, when it is one of an auto-renewable subscription (its
+    /// period goes into the subscription's state once credited).
+    var subscriptionTransaction: AppStoreTransaction?
 
     var environment: String { facts.environment }
     var transactionID: String { facts.transactionID }
@@ -35,6 +38,7 @@ struct VerifiedPurchase: Sendable, Hashable {
         self.verification = verification
         ownership = transaction.inAppOwnershipType?.rawValue
         quantity = transaction.quantity
+        subscriptionTransaction = transaction.type == .autoRenewableSubscription ? transaction : nil
     }
 
     /// A transaction verified earlier, from the ledger (an unmatched purchase tried again).

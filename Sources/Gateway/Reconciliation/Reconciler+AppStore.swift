@@ -5,8 +5,9 @@ import StorageCore
 /// The reconciler's App Store half: leased iOS orders are checked with the App Store instead of
 /// WeChat (`IAPService.reconcile`: Get Transaction History of the user's account, and a local close
 /// at expiry), a few purchases no notification could match are tried again each sweep, the
-/// notification history is read when due (IAPService+Backfill.swift), and consumption requests
-/// are answered and sent (IAPService+Consumption.swift).
+/// notification history is read when due (IAPService+Backfill.swift), consumption requests are
+/// answered and sent (IAPService+Consumption.swift), and subscriptions near their end or not
+/// heard of for a period are read again (IAPService+Subscriptions.swift).
 extension Reconciler {
     /// Unmatched purchases tried per sweep, and how long each waits between tries.
     static let unmatchedPerSweep = 10
@@ -30,6 +31,7 @@ extension Reconciler {
             report.notificationsRecovered = backfill.recovered
         }
         report.consumptionSent = await iap.sweepConsumption(claimant: claimant).sent
+        report.subscriptionsChecked = await iap.recheckSubscriptions()
     }
 
     /// Returns how many were credited.

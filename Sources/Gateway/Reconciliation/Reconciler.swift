@@ -155,6 +155,7 @@ public final class Reconciler: Service, CustomStringConvertible {
         report.backfillRan = recovered.backfillRan
         report.notificationsRecovered = recovered.notificationsRecovered
         report.consumptionSent = recovered.consumptionSent
+        report.subscriptionsChecked = recovered.subscriptionsChecked
         for (item, outcome) in zip(items, outcomes) {
             if case .refund = item {
                 report.count(refundOutcome: outcome)

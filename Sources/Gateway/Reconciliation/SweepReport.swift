@@ -38,6 +38,8 @@ public struct SweepReport: Sendable, Hashable {
     public var backfillRan = false
     /// Consumption answers Apple accepted in this sweep.
     public var consumptionSent = 0
+    /// Subscriptions read again with Get All Subscription Statuses in this sweep.
+    public var subscriptionsChecked = 0
 
     public init() {}
 }

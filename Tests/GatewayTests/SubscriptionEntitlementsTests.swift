@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+@testable import Gateway
+import StorageCore
+import Testing
+import WeChatPay
+
+/// How App Store subscriptions grant a membership: Apple sets their periods (no stacking), their
+/// state says how far they reach and whether they renew, and a membership lasts as long as the
+/// furthest of its WeChat passes and its subscriptions.
+struct SubscriptionEntitlementsTests {
+    static let catalog = Catalog(products: [
+        CatalogProduct(id: "vip-m", amount: 3000, description: "月卡", kind: .membership(MembershipPeriod("P1M")!), entitlement: "vip"),
+        CatalogProduct(id: "vip-ios", amount: 3000, description: "月卡（iOS）", appleProductID: "vip.monthly",
+                       kind: .membership(MembershipPeriod("P1M")!), entitlement: "vip"),
+    ])
+
+    static func beijing(_ text: String) -> Date { BeijingTime.parse(text)! }
+
+    /// An App Store payment of the monthly subscription `chain`.
+    static func apple(_ outTradeNo: String, at paidAt: Date, chain: String = "1000", state: OrderState = .success) -> PaidOrder {
+        PaidOrder(outTradeNo: outTradeNo, amount: 3000, state: state, channel: .apple, paidAt: paidAt, productID: "vip-ios",
+                  appleProductID: "vip.monthly", originalTransactionID: chain, refundedAmount: 0)
+    }
+
+    static func state(_ chain: String = "1000", started: Date, ends: Date, status: SubscriptionStatus? = nil, autoRenew: Bool = true,
+                      grace: Date? = nil, revoked: Date? = nil) -> SubscriptionRecord {
+        SubscriptionRecord(originalTransactionID: chain, environment: "Sandbox", latestTransactionID: chain + "9", productID: "vip.monthly",
+                           periodStartedAt: started, expiresAt: ends, transactionSignedAt: started, revokedAt: revoked,
+                           renewalSignedAt: started, autoRenew: autoRenew, autoRenewProductID: "vip.monthly",
+                           inBillingRetry: status == .gracePeriod || status == .billingRetry, gracePeriodExpiresAt: grace,
+                           signedAt: started, stated: status, source: "test", checkedAt: started)
+    }
+
+    @Test("Renewals of one subscription do not stack: each reaches a period from its purchase, and the state, once known, says how far and whether it renews")
+    func renewalsDoNotStackAndTheStateDecides() throws {
+        let payments = [Self.apple("s1", at: Self.beijing("20270301100000")), Self.apple("s2", at: Self.beijing("20270401100000"))]
+        let alone = try #require(Entitlements(payments: payments, catalog: Self.catalog).grant("vip"))
+        #expect(alone.expiresAt == Self.beijing("20270501100000") && !alone.willRenew)
+        #expect(alone.source.outTradeNo == "s2" && alone.source.originalTransactionID == "1000")
+
+        // Apple extended the period by a week and will renew it.
+        let extended = Self.state(started: Self.beijing("20270401100000"), ends: Self.beijing("20270508100000"))
+        let withState = try #require(Entitlements(payments: payments, subscriptions: [extended], catalog: Self.catalog).grant("vip"))
+        #expect(withState.expiresAt == Self.beijing("20270508100000") && withState.willRenew)
+        // A state of a subscription none of the payments belongs to is not read.
+        let other = Self.state("2000", started: Self.beijing("20270401100000"), ends: Self.beijing("20280101000000"))
+        #expect(Entitlements(payments: payments, subscriptions: [other], catalog: Self.catalog).grant("vip") == alone)
+        #expect(Entitlements.subscriptionIDs(of: payments, catalog: Self.catalog) == ["1000"])
+    }
+
+    @Test("A grace period keeps access to its end; a refunded latest period ends it at the refund; a payment newer than the state adds its period")
+    func graceRevocationAndANewerPayment() throws {
+        let first = Self.apple("s1", at: Self.beijing("20270301100000"))
+        let grace = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), status: .gracePeriod,
+                               grace: Self.beijing("20270417100000"))
+        let inGrace = try #require(Entitlements(payments: [first], subscriptions: [grace], catalog: Self.catalog).grant("vip"))
+        #expect(inGrace.expiresAt == Self.beijing("20270417100000") && inGrace.willRenew)
+
+        // The latest period (s2) refunded ten days in: its order is REFUND, the state revoked.
+        let refunded = [first, Self.apple("s2", at: Self.beijing("20270401100000"), state: .refund)]
+        let revoked = Self.state(started: Self.beijing("20270401100000"), ends: Self.beijing("20270501100000"), autoRenew: false,
+                                 revoked: Self.beijing("20270411100000"))
+        let ended = try #require(Entitlements(payments: refunded, subscriptions: [revoked], catalog: Self.catalog).grant("vip"))
+        #expect(ended.expiresAt == Self.beijing("20270411100000") && !ended.willRenew)
+
+        // A renewal credited before Apple's word on it reached the state.
+        let stale = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
+        let renewed = [first, Self.apple("s2", at: Self.beijing("20270401100000"))]
+        #expect(Entitlements(payments: renewed, subscriptions: [stale], catalog: Self.catalog).grant("vip")?.expiresAt
+            == Self.beijing("20270501100000"))
+    }
+
+    @Test("A membership lasts as long as the furthest of its WeChat passes and its subscriptions, and renews when a subscription will")
+    func passesAndSubscriptionsTogether() throws {
+        let payments = [
+            Self.apple("s1", at: Self.beijing("20270301100000")),
+            PaidOrder(outTradeNo: "w1", amount: 3000, state: .success, channel: .wechat, paidAt: Self.beijing("20270305100000"),
+                      productID: "vip-m", appleProductID: nil, originalTransactionID: nil, refundedAmount: 0),
+            PaidOrder(outTradeNo: "w2", amount: 3000, state: .success, channel: .wechat, paidAt: Self.beijing("20270306100000"),
+                      productID: "vip-m", appleProductID: nil, originalTransactionID: nil, refundedAmount: 0),
+        ]
+        let state = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
+        let vip = try #require(Entitlements(payments: payments, subscriptions: [state], catalog: Self.catalog).grant("vip"))
+        // The passes stack among themselves (to 5 May), not on the subscription.
+        #expect(vip.expiresAt == Self.beijing("20270505100000") && vip.source.outTradeNo == "w2" && vip.willRenew)
+        let off = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), autoRenew: false)
+        #expect(Entitlements(payments: payments, subscriptions: [off], catalog: Self.catalog).grant("vip")?.willRenew == false)
+    }
+}
