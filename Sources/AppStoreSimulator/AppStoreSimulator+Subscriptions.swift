@@ -127,7 +127,9 @@ extension AppStoreSimulator {
         store.subscriptions[id] = subscription
         store.count("subscription \(notify.map { [$0.0.rawValue, $0.1?.rawValue].compactMap { $0 }.joined(separator: " ") } ?? "")")
         if let notify, let latest = store.transactions[subscription.latestTransactionID] {
-            store.outbox.append(notificationFor(latest, type: notify.0, subtype: notify.1, now: now, store: &store))
+            // Signed when the event happened, as Apple signs a notification when it sends it: a
+            // clock moved by months acts out each event in turn, not all at the same instant.
+            store.outbox.append(notificationFor(latest, type: notify.0, subtype: notify.1, now: date, store: &store))
         }
     }
 
@@ -155,7 +157,7 @@ extension AppStoreSimulator {
         subscription.expirationIntent = nil
         store.subscriptions[id] = subscription
         store.count("renewals")
-        store.outbox.append(notificationFor(record, type: .didRenew, subtype: subtype, now: now, store: &store))
+        store.outbox.append(notificationFor(record, type: .didRenew, subtype: subtype, now: purchaseDate, store: &store))
     }
 
     /// A new transaction of the subscription (a renewal, an upgrade) at the product's price,

@@ -175,19 +175,44 @@ public struct SubscriptionRecord: Sendable, Hashable {
             merged.transactionSignedAt = observation.signedAt
             merged.revokedAt = transaction.revocationDate
         }
-        if let renewal = observation.renewal, renewalSignedAt.map({ observation.signedAt > $0 }) ?? true {
+        if let renewal = observation.renewal,
+           renewalSignedAt.map({ (observation.signedAt, Self.lateness(renewal)) > ($0, Self.lateness(currentRenewal)) }) ?? true {
             merged.renewalSignedAt = observation.signedAt
             merged.autoRenew = renewal.autoRenew
             merged.autoRenewProductID = renewal.autoRenewProductID
             merged.inBillingRetry = renewal.inBillingRetry
             merged.gracePeriodExpiresAt = renewal.gracePeriodExpiresDate
         }
-        if observation.signedAt > signedAt {
+        if (observation.signedAt, Self.lateness(observation.stated), observation.source) > (signedAt, Self.lateness(stated), source) {
             merged.signedAt = observation.signedAt
             merged.stated = observation.stated
             merged.source = observation.source
         }
         return merged
+    }
+
+    // Two words signed in the same millisecond (never seen from Apple, whose notifications of
+    // one subscription are signed as they are sent) are told apart by what comes later in a
+    // subscription's life, so that even then the merge does not depend on their order.
+
+    private var currentRenewal: SubscriptionObservation.Renewal {
+        .init(autoRenew: autoRenew, autoRenewProductID: autoRenewProductID, inBillingRetry: inBillingRetry,
+              gracePeriodExpiresDate: gracePeriodExpiresAt)
+    }
+
+    private static func lateness(_ renewal: SubscriptionObservation.Renewal) -> Int {
+        (renewal.autoRenew ? 0 : 2) + (renewal.inBillingRetry ? 0 : 1)
+    }
+
+    private static func lateness(_ status: SubscriptionStatus?) -> Int {
+        switch status {
+        case nil: 0
+        case .active: 1
+        case .gracePeriod: 2
+        case .billingRetry: 3
+        case .expired: 4
+        case .revoked: 5
+        }
     }
 
     /// Where it stands as of the newest observation: revoked when its latest transaction was;

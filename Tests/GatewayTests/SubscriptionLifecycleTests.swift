@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import AppStoreSimulator
+import Foundation
+@testable import Gateway
+import HTTP
+import JSON
+import SimulatorKit
+import StorageCore
+import StoreTestSupport
+import TestSupport
+import Testing
+
+/// An iOS membership through the life of its auto-renewable subscription, against the App Store
+/// simulator on a clock moved by weeks: the user's entitlement follows Apple's word — a grace
+/// period keeps access, billing retry ends it, a recovery or an upgrade brings it back, a refund
+/// of the period in progress or an expiry takes it away — whether the word came in order, in
+/// reverse, or only when the reconciler asked Apple.
+@Suite(.serialized)
+struct SubscriptionLifecycleTests {
+    static let catalog = #"""
+        {"products":[
+          {"id":"vip-ios","amount":3000,"description":"VIP 月卡（iOS）","type":"membership","period":"P1M","entitlement":"vip",
+           "apple_product_id":"vip.monthly"},
+          {"id":"vip-ios-year","amount":29800,"description":"VIP 年卡（iOS）","type":"membership","period":"P1Y","entitlement":"vip",
+           "apple_product_id":"vip.yearly"}]}
+        """#
+    static let day: TimeInterval = 86400
+
+    /// A learner's monthly subscription, bought and reported by the app.
+    struct Scene {
+        let rig: IAPRig
+        let original: String
+        let simulatorClock: ScaledClock
+        let catalogFile: URL
+
+        static func subscribe(_ store: StoreKind, recovery: AppStoreRecoveryPolicy = AppStoreRecoveryPolicy()) async throws -> Scene {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
+            try Data(SubscriptionLifecycleTests.catalog.utf8).write(to: file)
+            let rig = try await IAPRig.start(.inProcess, store: store, recovery: recovery, environment: ["GATEWAY_CATALOG": file.path])
+            rig.appStore.configureSubscriptionProducts([
+                AppStoreSubscriptionProduct(productID: "vip.monthly", groupIdentifier: "21000001", period: "P1M", level: 2,
+                                            gracePeriodDays: 16),
+                AppStoreSubscriptionProduct(productID: "vip.yearly", groupIdentifier: "21000001", period: "P1Y", level: 1),
+            ])
+            let created = try await rig.createOrder("learner", product: "vip-ios")
+            let token = try #require(created["app_account_token"] as? String)
+            let bought = try rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
+            #expect(try await rig.report("learner", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+            let scene = Scene(rig: rig, original: bought.transactionID,
+                              simulatorClock: try #require(rig.appStore.clock as? ScaledClock), catalogFile: file)
+            await scene.settle()
+            return scene
+        }
+
+        func stop() async {
+            await rig.stop()
+            try? FileManager.default.removeItem(at: catalogFile)
+        }
+
+        /// Both clocks move on together, and the App Store acts out what fell due.
+        /// - Parameter settle: wait for the gateway to answer what Apple sent (not under a drop
+        ///   plan: a lost notification stays pending while Apple retries it).
+        func advance(days: Double, settle: Bool = true) async {
+            simulatorClock.advance(by: days * SubscriptionLifecycleTests.day)
+            rig.gateway.clock.advance(by: days * SubscriptionLifecycleTests.day)
+            rig.appStore.catchUpSubscriptions()
+            if settle { await self.settle() }
+        }
+
+        /// Every notification sent so far was answered.
+        func settle() async {
+            #expect(await eventually(timeout: .seconds(60)) { rig.appStore.pendingNotifications == 0 })
+        }
+
+        /// The App Store's own view of the subscription.
+        func truth() throws -> SubscriptionSnapshot {
+            try #require(rig.appStore.subscription(originalTransactionID: original))
+        }
+
+        func state() async throws -> SubscriptionRecord {
+            try #require(try await rig.store.subscriptions(originalTransactionIDs: [original]).first)
+        }
+
+        /// The learner's `vip` entitlement as the API answers it.
+        func vip() async throws -> [String: Any] {
+            let answer = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
+            #expect(answer.status == 200)
+            return try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        }
+
+        /// The entitlement matches Apple's truth: open while the subscription is active or in its
+        /// grace period, until its period's (or grace period's) end, renewing while Apple will.
+        func expectVIPMatchesApple(_ comment: Comment, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let truth = try truth()
+            let vip = try await vip()
+            let open = truth.status == 1 || truth.status == 4
+            let end = truth.status == 4 ? truth.gracePeriodExpiresDate : truth.expiresDate
+            #expect(vip["active"] as? Bool == open, comment, sourceLocation: sourceLocation)
+            if truth.status != 5, let end {
+                #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: end)), comment,
+                        sourceLocation: sourceLocation)
+            }
+            let renews = truth.autoRenewStatus && [1, 3, 4].contains(truth.status)
+            #expect(vip["will_renew"] as? Bool == renews, comment, sourceLocation: sourceLocation)
+        }
+
+        func orders() async throws -> [OrderRecord] {
+            try await rig.store.orders(originalTransactionID: original)
+        }
+    }
+
+    @Test("A failed renewal keeps access through the grace period, ends it in billing retry, and a recovery renews it",
+          arguments: StoreKind.all)
+    func aFailedRenewalThroughGraceAndBillingRetryToRecovery(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        try await scene.expectVIPMatchesApple("bought")
+        _ = try scene.rig.appStore.failRenewals(originalTransactionID: scene.original, count: nil)
+
+        await scene.advance(days: 32)
+        #expect(try scene.truth().status == 4)
+        #expect(try await scene.state().status == .gracePeriod)
+        try await scene.expectVIPMatchesApple("in the grace period")
+        #expect(try await scene.vip()["active"] as? Bool == true)
+
+        await scene.advance(days: 16)
+        #expect(try scene.truth().status == 3)
+        #expect(try await scene.state().status == .billingRetry)
+        try await scene.expectVIPMatchesApple("in billing retry")
+        #expect(try await scene.vip()["active"] as? Bool == false)
+
+        _ = try scene.rig.appStore.recoverBilling(originalTransactionID: scene.original)
+        await scene.settle()
+        #expect(try scene.truth().status == 1)
+        try await scene.expectVIPMatchesApple("recovered")
+        #expect(try await scene.vip()["active"] as? Bool == true)
+        let orders = try await scene.orders()
+        #expect(orders.count == 2 && orders.allSatisfy { $0.state == .success && $0.userID == "learner" })
+    }
+
+    @Test("A subscription whose charges keep failing expires when billing retry gives up, and its entitlement with it",
+          arguments: StoreKind.all)
+    func billingRetryGivesUpAndTheSubscriptionExpires(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.failRenewals(originalTransactionID: scene.original, count: nil)
+        await scene.advance(days: 32 + 61)
+        #expect(try scene.truth().status == 2)
+        #expect(try await scene.state().status == .expired)
+        try await scene.expectVIPMatchesApple("expired after billing retry")
+        #expect(try await scene.orders().count == 1)
+    }
+
+    @Test("An upgrade from monthly to yearly is a payment of its own and gives a year from the upgrade, not a year on top of the month",
+          arguments: StoreKind.all)
+    func anUpgradeGivesTheYearFromTheUpgrade(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 10)
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        #expect(try scene.truth().productId == "vip.yearly")
+        try await scene.expectVIPMatchesApple("upgraded")
+        let orders = try await scene.orders()
+        #expect(orders.map(\.productID).sorted { ($0 ?? "") < ($1 ?? "") } == ["vip-ios", "vip-ios-year"])
+        #expect(orders.allSatisfy { $0.state == .success })
+        #expect(try await scene.state().productID == "vip.yearly")
+    }
+
+    @Test("A refund of the period in progress takes the access away at once and the subscription will not renew",
+          arguments: StoreKind.all)
+    func aRefundOfTheLastRenewalRevokesAccess(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 32)
+        let latest = try scene.truth().latestTransactionId
+        #expect(try await scene.orders().count == 2)
+        try await scene.expectVIPMatchesApple("renewed")
+        _ = try scene.rig.appStore.refund(transactionID: latest)
+        await scene.settle()
+        #expect(try await scene.state().status == .revoked)
+        let vip = try await scene.vip()
+        #expect(vip["active"] as? Bool == false && vip["will_renew"] as? Bool == false, "\(vip)")
+        let refunded = try #require(try await scene.orders().first { $0.appleTransactionID == latest })
+        #expect(refunded.state == .refund)
+    }
+
+    @Test("Turning auto-renew off keeps access to the period's end without renewal; then the subscription expires and so does the entitlement",
+          arguments: StoreKind.all)
+    func autoRenewOffThenExpiry(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.settle()
+        let off = try await scene.vip()
+        #expect(off["active"] as? Bool == true && off["will_renew"] as? Bool == false, "\(off)")
+        try await scene.expectVIPMatchesApple("auto-renew off")
+        await scene.advance(days: 32)
+        #expect(try await scene.state().status == .expired)
+        try await scene.expectVIPMatchesApple("expired")
+        #expect(try await scene.orders().count == 1)
+    }
+
+    @Test("Apple's notifications delivered in reverse give the same subscription and entitlement as in order",
+          arguments: StoreKind.all)
+    func notificationsInReverseGiveTheSameAnswer(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        let since = scene.rig.appStore.clock.now().addingTimeInterval(-60)
+        // Nothing reaches the gateway: two renewals, a failed charge into grace, a recovery, auto-renew off.
+        scene.rig.appStore.apply(AppStoreFaultPlan(dropNotifications: AppStoreNotificationDrops()))
+        await scene.advance(days: 32, settle: false)
+        await scene.advance(days: 31, settle: false)
+        _ = try scene.rig.appStore.failRenewals(originalTransactionID: scene.original, count: nil)
+        await scene.advance(days: 32, settle: false)
+        _ = try scene.rig.appStore.recoverBilling(originalTransactionID: scene.original)
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        #expect(try await scene.orders().count == 1, "nothing delivered yet")
+        let environment = try #require(AppStoreEnvironment(rawValue: try await scene.state().environment))
+
+        // Apple's notification history, newest first, handed to the gateway as if delivered so.
+        let api = try #require(scene.rig.iap.clients.serverAPI)
+        var payloads: [String] = []
+        var token: String?
+        repeat {
+            let page = try await api.notificationHistory(
+                NotificationHistoryRequest(startDate: since, endDate: scene.rig.appStore.clock.now().addingTimeInterval(60)),
+                paginationToken: token, environment: environment)
+            payloads += page.items.map(\.signedPayload)
+            token = page.hasMore ? page.paginationToken : nil
+        } while token != nil
+        #expect(payloads.count >= 6, "\(payloads.count)")
+        for payload in payloads.reversed() {
+            let body = JSONValue.object(["signedPayload": .string(payload)]).bytes()
+            #expect(await scene.rig.iap.handleNotification(body).status == 200)
+        }
+        let truth = try scene.truth()
+        #expect(truth.status == 1 && !truth.autoRenewStatus)
+        let state = try await scene.state()
+        #expect(state.status == .active && !state.autoRenew && state.latestTransactionID == truth.latestTransactionId)
+        #expect(state.expiresAt == Date(millisecondsSince1970: truth.expiresDate))
+        try await scene.expectVIPMatchesApple("delivered in reverse")
+        let orders = try await scene.orders()
+        #expect(Set(orders.compactMap(\.appleTransactionID)) == Set(truth.transactionIds))
+        #expect(orders.allSatisfy { $0.state == .success })
+    }
+
+    @Test("With every notification lost and no history read, the reconciler's status read finds the grace period, then the recovery's renewal, and credits it",
+          arguments: StoreKind.all)
+    func theReconcilersStatusReadCatchesWhatTheNotificationsLost(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store, recovery: AppStoreRecoveryPolicy(backfillInterval: 0))
+        defer { Task { await scene.stop() } }
+        scene.rig.appStore.apply(AppStoreFaultPlan(dropNotifications: AppStoreNotificationDrops()))
+        _ = try scene.rig.appStore.failRenewals(originalTransactionID: scene.original, count: nil)
+        await scene.advance(days: 32, settle: false)
+        // Unheard of, the period has ended: the gateway says no access, Apple grace.
+        #expect(try await scene.vip()["active"] as? Bool == false)
+        #expect(await scene.rig.sweep().subscriptionsChecked == 1)
+        #expect(try await scene.state().status == .gracePeriod)
+        try await scene.expectVIPMatchesApple("grace period read by the reconciler")
+        // Asked again only an hour later.
+        #expect(await scene.rig.sweep().subscriptionsChecked == 0)
+
+        _ = try scene.rig.appStore.recoverBilling(originalTransactionID: scene.original)
+        scene.rig.gateway.clock.advance(by: 2 * 3600)
+        #expect(await scene.rig.sweep().subscriptionsChecked == 1)
+        let truth = try scene.truth()
+        #expect(try await scene.state().latestTransactionID == truth.latestTransactionId)
+        try await scene.expectVIPMatchesApple("recovery read by the reconciler")
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(renewal.state == .success && renewal.userID == "learner")
+        #expect(scene.rig.metric(#"wxpay_appstore_subscription_checks_total{outcome="ok"}"#) == 2)
+    }
+}
