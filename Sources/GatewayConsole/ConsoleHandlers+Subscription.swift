@@ -15,12 +15,14 @@ extension Console {
               let product = services.context.catalog.catalog.product(appleProductID: appleProductID),
               case .membership = product.kind
         else { return nil }
-        let payments = try await storage { () throws(StorageError) in
-            try await self.services.context.store.orders(originalTransactionID: original)
+        let (payments, states) = try await storage { () throws(StorageError) in
+            (try await self.services.context.store.orders(originalTransactionID: original),
+             try await self.services.context.store.subscriptions(originalTransactionIDs: [original]))
         }
         return ConsolePages.Subscription(
             originalTransactionID: original,
-            payments: payments.sorted { ($0.paidAt ?? $0.createdAt, $0.outTradeNo) < ($1.paidAt ?? $1.createdAt, $1.outTradeNo) })
+            payments: payments.sorted { ($0.paidAt ?? $0.createdAt, $0.outTradeNo) < ($1.paidAt ?? $1.createdAt, $1.outTradeNo) },
+            state: states.first)
     }
 
     func extendSubscription(_ request: HTTPServerRequest) async -> HTTPServerResponse {

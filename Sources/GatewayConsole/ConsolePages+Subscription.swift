@@ -11,6 +11,8 @@ extension ConsolePages {
         var originalTransactionID: String
         /// Oldest payment first.
         var payments: [OrderRecord]
+        /// Its state as Apple last told of it; nil before Apple's first word.
+        var state: SubscriptionRecord?
         /// Apple's requestIdentifier for the form: the same form posted twice extends once.
         var requestID = UUID()
     }
@@ -42,8 +44,22 @@ extension ConsolePages {
                 <button type="submit">\(text.extendButton)</button></form>
                 """
         }
+        let state: HTML
+        if let record = subscription.state {
+            state = """
+                <dl id="subscription-state" class="card"><dt>\(text.subscriptionStatusLabel)</dt>\
+                <dd data-status="\(record.status.rawValue)">\(text.subscriptionStatus(record.status))</dd>\
+                <dt>\(text.subscriptionAccessEnds)</dt><dd>\(ConsoleFormat.time(record.accessEndsAt))</dd>\
+                <dt>\(text.subscriptionAutoRenew)</dt><dd>\(text.yesNo(record.autoRenew))</dd>\
+                <dt>\(text.subscriptionLatest)</dt><dd class="mono">\(record.latestTransactionID) (\(record.productID))</dd>\
+                <dt>\(text.subscriptionHeard)</dt><dd>\(ConsoleFormat.time(record.checkedAt)) · \(record.source)</dd></dl>
+                """
+        } else {
+            state = "<p id=\"subscription-state\" class=\"hint\">\(text.subscriptionNoState)</p>"
+        }
         return """
             <section id="subscription"><h2>\(text.subscriptionTitle(subscription.originalTransactionID))</h2>\
+            <h3>\(text.subscriptionStateTitle)</h3>\(state)
             <p class="hint">\(text.subscriptionHelp)</p>
             <table id="subscription-payments"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.appleTransactionID)</th>\
             <th>\(text.state)</th><th>\(text.amount)</th><th>\(text.paid)</th></tr></thead>

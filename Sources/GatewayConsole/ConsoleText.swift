@@ -290,8 +290,8 @@ struct ConsoleText: Sendable {
     var timelineTitle: String { t("时间线", "Timeline") }
     func entitlementsTitle(_ user: String) -> String { t("用户 \(user) 的权益", "Entitlements of user \(user)") }
     var entitlementsHelp: String {
-        t("由该用户的全部支付当场算出（会员叠加、全额退款扣回、课程永久）。",
-          "Computed now from all of this user's payments (passes stacked, full refunds taken back, courses for ever).")
+        t("由该用户的全部支付和其 App Store 订阅的状态当场算出（微信会员叠加、全额退款扣回、订阅按 Apple 的到期与宽限期、课程永久）。",
+          "Computed now from all of this user's payments and their App Store subscriptions' states (WeChat passes stacked, full refunds taken back, subscriptions to Apple's period end and grace period, courses for ever).")
     }
     var noEntitlements: String { t("该用户没有任何权益。", "This user holds no entitlement.") }
     func subscriptionTitle(_ original: String) -> String { t("自动续期订阅 \(original)", "Auto-renewable subscription \(original)") }
@@ -300,9 +300,28 @@ struct ConsoleText: Sendable {
           "Each payment Apple took for this subscription (the first purchase and every renewal) is an order of its own.")
     }
     var extendHelp: String {
-        t("让 Apple 把当前周期的到期日延后若干天，不收费（例如服务中断后的补偿）。每个订阅一年内最多两次；记入审计日志。注意：网关算出的权益暂不包含这些天（只按已付款的续期计算），多出的天数只在 App Store 一侧。",
-          "Asks Apple to move the current period's end later by some days, free of charge (compensation after an outage, say). At most twice a year per subscription; recorded in the audit log. Note: the gateway's entitlements do not include these days yet (they count the renewals Apple was paid for); the extra days are on the App Store's side only.")
+        t("让 Apple 把当前周期的到期日延后若干天，不收费（例如服务中断后的补偿）。每个订阅一年内最多两次；记入审计日志。Apple 确认后（续期延长通知或对账的状态查询），用户的权益随之延长。",
+          "Asks Apple to move the current period's end later by some days, free of charge (compensation after an outage, say). At most twice a year per subscription; recorded in the audit log. Once Apple confirms it (its renewal-extended notification, or the reconciler's status read), the user's entitlement ends later too.")
     }
+    var subscriptionStateTitle: String { t("Apple 所述的订阅状态", "The subscription as Apple last told of it") }
+    func subscriptionStatus(_ status: SubscriptionStatus) -> String {
+        switch status {
+        case .active: t("有效", "active")
+        case .gracePeriod: t("宽限期（扣款失败，Apple 重试中，仍可使用）", "grace period (a charge failed, Apple retries; access kept)")
+        case .billingRetry: t("账单重试（扣款失败，Apple 重试中，无权使用）", "billing retry (a charge failed, Apple retries; no access)")
+        case .expired: t("已过期", "expired")
+        case .revoked: t("已撤销（当期已退款或被撤销）", "revoked (the current period was refunded or revoked)")
+        }
+    }
+    var subscriptionStatusLabel: String { t("状态", "Status") }
+    var subscriptionAccessEnds: String { t("权益截止", "Access until") }
+    var subscriptionAutoRenew: String { t("自动续期", "Auto-renew") }
+    var subscriptionLatest: String { t("最新交易", "Latest transaction") }
+    var subscriptionHeard: String { t("最近一次从 Apple 得知", "Last heard from Apple") }
+    var subscriptionNoState: String {
+        t("尚未收到 Apple 关于此订阅的通知；对账会向 Apple 查询。", "No word from Apple about this subscription yet; the reconciler asks Apple.")
+    }
+    func yesNo(_ value: Bool) -> String { value ? t("开", "on") : t("关", "off") }
     var extendDays: String { t("天数（1–90）", "Days (1–90)") }
     var extendReason: String { t("原因", "Reason") }
     var extendReasonOutage: String { t("服务问题或中断", "Service issue or outage") }

@@ -454,6 +454,10 @@ struct MetricsExpositionTests {
         # TYPE wxpay_appstore_refunds_total counter
         # HELP wxpay_appstore_report_lines_suppressed_total Repeated iOS reports of one order within a minute that added no timeline line.
         # TYPE wxpay_appstore_report_lines_suppressed_total counter
+        # HELP wxpay_appstore_subscription_changes_total Changes to what an App Store subscription grants (its status, its end, its renewal), by the status it came to.
+        # TYPE wxpay_appstore_subscription_changes_total counter
+        # HELP wxpay_appstore_subscription_checks_total The reconciler's reads of Get All Subscription Statuses, by outcome (ok, not_found, error).
+        # TYPE wxpay_appstore_subscription_checks_total counter
         # HELP wxpay_appstore_upstream_errors_total Failed calls to the App Store (Server API, verifyReceipt) by API and error.
         # TYPE wxpay_appstore_upstream_errors_total counter
         # HELP wxpay_audit_failures_total Audit log entries that could not be written (the request was refused or, after an action, logged).

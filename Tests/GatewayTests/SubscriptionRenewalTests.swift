@@ -121,6 +121,16 @@ struct SubscriptionRenewalTests {
             #expect(done.status == 200 && rita.page.contains("Apple extended this subscription"), "\(rita.page)")
             let after = try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate
             #expect(after - before == 7 * 86_400_000)
+            // Apple's RENEWAL_EXTENDED moves the subscription's state, which the page shows, and the entitlement.
+            #expect(await eventually(timeout: .seconds(60)) {
+                (try? await rig.store.subscriptions(originalTransactionIDs: [bought.transactionID]))?.first?.expiresAt
+                    == Date(timeIntervalSince1970: Double(after) / 1000)
+            })
+            #expect(try await rita.get(path).status == 200)
+            #expect(rita.page.contains("id=\"subscription-state\"") && rita.page.contains("data-status=\"active\""), "\(rita.page)")
+            let entitlements = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
+            let vip = (entitlements.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" }
+            #expect(vip?["expires_at"] as? String == Timestamp.rfc3339(Date(timeIntervalSince1970: Double(after) / 1000)), "\(entitlements.json)")
             // The same form posted again (a reload): Apple extends once per request id.
             #expect(try await rita.post(path + "/extend", [("days", "7"), ("reason", "3"), ("request_id", requestID)]).status == 200)
             #expect(try #require(rig.appStore.subscription(originalTransactionID: bought.transactionID)).expiresDate == after)
