@@ -63,7 +63,10 @@ enum ServeCommand {
             transport = wechat!.transport
         }
         let context = GatewayContext(configuration: configuration, store: store, transport: transport, metrics: metrics,
-                                     logger: logger)
+                                     logger: logger, now: TestClock.now(offsetFile: configuration.testClockFile))
+        if configuration.testClockFile != nil {
+            logger.warning("the clock follows GATEWAY_TEST_CLOCK_FILE (fault-injection build)", [:])
+        }
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {

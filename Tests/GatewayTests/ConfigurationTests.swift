@@ -240,6 +240,21 @@ struct ConfigurationTests {
             try GatewayConfiguration(environment: Environment(["GATEWAY_CRASH_POINT": "nonsense"]), demo: true)
         }
     }
+
+    @Test("A normal build has no shifted clock: GATEWAY_TEST_CLOCK_FILE is ignored, with one warning, and the clock is the system's")
+    func aNormalBuildIgnoresTheTestClockFile() throws {
+        #expect(!TestClock.isCompiledIn)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("clock-\(UUID().uuidString)")
+        try Data("31536000".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let env = ["GATEWAY_TEST_CLOCK_FILE": file.path]
+        let config = try GatewayConfiguration(environment: Environment(env), demo: true)
+        #expect(config.testClockFile == nil)
+        let warnings = GatewayConfiguration.warnings(for: Environment(env))
+        #expect(warnings.count == 1 && warnings.first?.contains("GATEWAY_TEST_CLOCK_FILE is set but ignored") == true)
+        // Even handed the file, this build's clock is the system's.
+        #expect(abs(TestClock.now(offsetFile: file.path)().timeIntervalSinceNow) < 3600)
+    }
     #endif
 
     @Test func everyKnownVariableIsListedOnceWithAGatewayPrefixAndDocumentedInTheREADME() throws {
@@ -250,10 +265,12 @@ struct ConfigurationTests {
         }
         let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../README.md").standardizedFileURL, encoding: .utf8)
-        for name in names where name != "GATEWAY_CRASH_POINT" {
+        // The battery's two fault-injection variables are said apart from the table.
+        let battery: Set = ["GATEWAY_CRASH_POINT", "GATEWAY_TEST_CLOCK_FILE"]
+        for name in names where !battery.contains(name) {
             #expect(readme.contains("| `\(name)` |"), "\(name) is not in the README's configuration table")
         }
-        #expect(readme.contains("GATEWAY_CRASH_POINT"))
+        for name in battery { #expect(readme.contains("`\(name)`")) }
     }
 
     @Test func editDistanceCountsATranspositionAsOneEdit() {

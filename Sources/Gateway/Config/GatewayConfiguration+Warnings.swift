@@ -15,6 +15,10 @@ extension GatewayConfiguration {
             warnings.append("GATEWAY_CRASH_POINT is set but ignored: the crash hook exists only in builds made with "
                             + "-DGATEWAY_FAULT_INJECTION (the reliability battery's), not in this one")
         }
+        if !TestClock.isCompiledIn && environment.get("GATEWAY_TEST_CLOCK_FILE") != nil {
+            warnings.append("GATEWAY_TEST_CLOCK_FILE is set but ignored: the shifted clock exists only in builds made with "
+                            + "-DGATEWAY_FAULT_INJECTION (the reliability battery's), not in this one")
+        }
         // Not refused (a gateway taking StoreKit 2 reports only needs no receipt root), but said: a
         // StoreKit 1 purchase without a token is then credited by nothing its owner can send.
         if environment.get("APPSTORE_PRIVATE_KEY_FILE") != nil && environment.get("APPSTORE_RECEIPT_ROOT_CA_FILE") == nil {

@@ -88,6 +88,9 @@ public struct GatewayConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int?
     /// The battery's crash points (GATEWAY_CRASH_POINT); always empty in a production build.
     public var crashPoints: [String: Double] = [:]
+    /// The battery's clock offset file (GATEWAY_TEST_CLOCK_FILE, `TestClock`); always nil in a
+    /// production build.
+    public var testClockFile: String?
 
     // Recovery: the reconciler and the daily bill comparison (the webhook: GatewayConfiguration+Fulfilment).
 
@@ -263,6 +266,11 @@ public struct GatewayConfiguration: Sendable {
         ConfigurationVariable("GATEWAY_CRASH_POINT", \.crashPoints,
                               expecting: "name:probability pairs, comma-separated (\(CrashPoint.names.joined(separator: ", ")); probabilities 0 to 1)",
                               parse: CrashPoint.configured),
+        ConfigurationVariable("GATEWAY_TEST_CLOCK_FILE", \.testClockFile, expecting: "a file path") { text -> String?? in
+            // Ignored (and warned about) in a build without the hook, whatever it says.
+            guard TestClock.isCompiledIn else { return .some(nil) }
+            return text.isEmpty ? nil : .some(text)
+        },
     ]
 
     static let recoveryVariables: [ConfigurationVariable] = [
