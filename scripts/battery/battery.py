@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The reliability battery (T1–T14 and P1) against the real gateway process. T3, T5 and T8
+"""The reliability battery (T1–T15 and P1) against the real gateway process. T3, T5 and T8
 are in t3_upstream_faults.py, t5_hostile.py and t8_polling_churn.py, T10 and T14 (and T6's iOS
-enumeration) in ios.py, T11–T13 in refunds.py, each with its own TESTS table.
+enumeration) in ios.py, T11–T13 in refunds.py, T15 in subscriptions.py, each with its own TESTS table.
 
-usage: scripts/battery/run [T1|…|T14|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
+usage: scripts/battery/run [T1|…|T15|P1|all] [--scale full|reduced] [--seed N] [--store sqlite|postgres]
                           [--protocol v2|v3]
 
 `--protocol v3` runs T1, T2 and T6 with WeChat Pay API v3: the simulator speaks v3 (public-key
@@ -24,6 +24,7 @@ import time
 import checker
 import ios
 import refunds
+import subscriptions
 import t3_upstream_faults
 import t5_hostile
 import t8_polling_churn
@@ -859,7 +860,7 @@ def p1(rig, scale, seed, result):
 
 # ------------------------------------------------------------------------------------------------
 TESTS = {"T1": t1, "T2": t2, "T4": t4, "T6": t6, "T7": t7, "T9": t9, **ios.TESTS, **refunds.TESTS, "P1": p1}
-for module in (t3_upstream_faults, t5_hostile, t8_polling_churn):
+for module in (t3_upstream_faults, t5_hostile, t8_polling_churn, subscriptions):
     TESTS.update(module.TESTS)
 
 

@@ -199,15 +199,17 @@ class AppStoreGateway:
     """The App Store simulator process and a gateway pointed at it, with a catalog of `products`
     (a context manager: the simulator is stopped on leaving; the rig stops the gateway)."""
 
-    def __init__(self, rig, seed, products, extra, reconcile_interval=1):
+    def __init__(self, rig, seed, products, extra, reconcile_interval=1, catalog=None):
+        """`catalog`: the catalog's products as written (T15's memberships), instead of `products`."""
         self.rig, self.seed, self.products, self.extra = rig, seed, products, extra
         self.reconcile_interval = reconcile_interval
+        self.catalog = catalog
 
     def __enter__(self):
         catalog = os.path.join(self.rig.dir, "catalog.json")
         with open(catalog, "w") as f:
-            json.dump({"products": [{"id": pid, "amount": amount, "description": "battery " + pid, "apple_product_id": apple}
-                                    for pid, apple, amount in self.products]}, f)
+            json.dump({"products": self.catalog or [{"id": pid, "amount": amount, "description": "battery " + pid,
+                                                     "apple_product_id": apple} for pid, apple, amount in self.products]}, f)
         # The gateway's port is chosen first: the simulator posts its notifications there.
         port = free_port()
         self.appstore = AppStore(self.rig, f"http://127.0.0.1:{port}/appstore/notifications", self.seed)
