@@ -150,7 +150,7 @@ extension AppleCredit {
         var flags: Set<OrderFlag> = []
         if candidate.state == .closed && assignedBy == nil { flags.insert(.paidAfterClose) }
         if how == .newOrder {
-            flags.insert(.matchedWithoutOrder)
+            if newOrder?.expected != true { flags.insert(.matchedWithoutOrder) }
             flags.formUnion(newOrder?.flags ?? [])
         }
         let apple = AppleTransactionFields(transactionID: facts.transactionID,

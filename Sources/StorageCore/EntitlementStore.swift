@@ -15,13 +15,17 @@ public struct PaidOrder: Sendable, Hashable {
     public var appleProductID: String?
     /// The App Store subscription or purchase chain, for an App Store order.
     public var originalTransactionID: String?
+    /// The App Store transaction that paid it, for an App Store order: which of a subscription's
+    /// payments is its latest, and so whose the subscription's state is.
+    public var appleTransactionID: String?
     /// The sum of the order's SUCCESS refunds, in the order's unit. Read only for a WeChat order in
     /// REFUND (a refund succeeding is what moves it there); 0 otherwise, and for an App Store order
     /// (Apple refunds the whole transaction, which moves the order to REFUND).
     public var refundedAmount: Int
 
     public init(outTradeNo: String, amount: Int, state: OrderState, channel: OrderChannel, paidAt: Date,
-                productID: String?, appleProductID: String?, originalTransactionID: String?, refundedAmount: Int) {
+                productID: String?, appleProductID: String?, originalTransactionID: String?, refundedAmount: Int,
+                appleTransactionID: String? = nil) {
         self.outTradeNo = outTradeNo
         self.amount = amount
         self.state = state
@@ -31,6 +35,7 @@ public struct PaidOrder: Sendable, Hashable {
         self.appleProductID = appleProductID
         self.originalTransactionID = originalTransactionID
         self.refundedAmount = refundedAmount
+        self.appleTransactionID = appleTransactionID
     }
 
     /// The payment of a paid `order` (nil when it was never paid).
@@ -38,7 +43,8 @@ public struct PaidOrder: Sendable, Hashable {
         guard let paidAt = order.paidAt else { return nil }
         self.init(outTradeNo: order.outTradeNo, amount: order.amount, state: order.state, channel: order.channel,
                   paidAt: paidAt, productID: order.productID, appleProductID: order.appleProductID,
-                  originalTransactionID: order.originalTransactionID, refundedAmount: refundedAmount)
+                  originalTransactionID: order.originalTransactionID, refundedAmount: refundedAmount,
+                  appleTransactionID: order.appleTransactionID)
     }
 }
 
@@ -58,7 +64,8 @@ extension PaidOrder {
     package static let columns: SQL = """
         out_trade_no, amount, state, channel, paid_at, product_id, apple_product_id, original_transaction_id, \
         CASE WHEN state = 'REFUND' AND channel = 'wechat' THEN CAST(COALESCE((SELECT SUM(r.amount) FROM refunds r \
-        WHERE r.out_trade_no = orders.out_trade_no AND r.state = 'SUCCESS'), 0) AS BIGINT) ELSE 0 END
+        WHERE r.out_trade_no = orders.out_trade_no AND r.state = 'SUCCESS'), 0) AS BIGINT) ELSE 0 END, \
+        apple_transaction_id
         """
 
     package init(row: some StoreRow) throws(StorageError) {
@@ -66,6 +73,7 @@ extension PaidOrder {
         else { throw .unexpectedRow }
         self.init(outTradeNo: try row.text(0), amount: try row.int(1), state: state, channel: channel,
                   paidAt: try row.date(4), productID: try row.optionalText(5), appleProductID: try row.optionalText(6),
-                  originalTransactionID: try row.optionalText(7), refundedAmount: try row.int(8))
+                  originalTransactionID: try row.optionalText(7), refundedAmount: try row.int(8),
+                  appleTransactionID: try row.optionalText(9))
     }
 }

@@ -141,11 +141,16 @@ public struct AppleNewOrder: Sendable, Hashable {
     /// Flags the credit adds besides `matched_without_order` (`unknown_product` for a product the
     /// catalog does not have).
     public var flags: Set<OrderFlag>
+    /// Whether no order was ever going to be made for it: a subscription's renewal (or upgrade),
+    /// which Apple charges by itself. Such an order is not flagged `matched_without_order`: nobody
+    /// needs to look at it.
+    public var expected: Bool
 
-    public init(order: OrderRecord, event: NewOrderEvent, flags: Set<OrderFlag> = []) {
+    public init(order: OrderRecord, event: NewOrderEvent, flags: Set<OrderFlag> = [], expected: Bool = false) {
         self.order = order
         self.event = event
         self.flags = flags
+        self.expected = expected
     }
 }
 

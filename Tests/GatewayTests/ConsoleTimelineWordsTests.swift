@@ -63,6 +63,8 @@ struct ConsoleTimelineWordsTests {
         "SUCCESS -> REFUND: refund R1 succeeded",
         "iOS order for com.example.course1 (990 fen), expires_in=1800; app_account_token 6f1c0a44-2b1c-4d1f-9e6e-0a9c5b0f3a11",
         "made for App Store transaction 2000000001 (com.example.course1, Production, purchased 20…: no open order of u1 for com.example.course1",
+        "made for App Store transaction 2000000002 (com.example.vip.monthly, Production, purchased 2…: a payment Apple took by itself for u1's subscription 2000000001",
+        "a payment Apple took by itself for u1's subscription 2000000001 (com.example.vip.monthly): this order was made for it; via notification DID_RENEW",
         "made for App Store transaction 2000000001 (com.example.missing, Production, purchased 20…: its product com.example.missing is not in the catalog; recorded at what Apple charged (1399 in the minor unit of CNY), flagged unknown_product",
         "App Store product com.example.missing (not in the catalog)",
         "transaction 2000000001 (com.example.course1, Production, purchased 2026-11-30T02:00:00Z, original 2000000000, quantity 2, price 13.99 CNY, storefront CHN): signed_transaction (StoreKit 2 JWS) verified locally: chain to the configured root, Apple's OIDs, ES256, bundle id",

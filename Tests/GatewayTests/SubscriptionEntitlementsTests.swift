@@ -17,15 +17,16 @@ struct SubscriptionEntitlementsTests {
 
     static func beijing(_ text: String) -> Date { BeijingTime.parse(text)! }
 
-    /// An App Store payment of the monthly subscription `chain`.
+    /// An App Store payment of the monthly subscription `chain`, by transaction `t-<outTradeNo>`.
     static func apple(_ outTradeNo: String, at paidAt: Date, chain: String = "1000", state: OrderState = .success) -> PaidOrder {
         PaidOrder(outTradeNo: outTradeNo, amount: 3000, state: state, channel: .apple, paidAt: paidAt, productID: "vip-ios",
-                  appleProductID: "vip.monthly", originalTransactionID: chain, refundedAmount: 0)
+                  appleProductID: "vip.monthly", originalTransactionID: chain, refundedAmount: 0, appleTransactionID: "t-" + outTradeNo)
     }
 
-    static func state(_ chain: String = "1000", started: Date, ends: Date, status: SubscriptionStatus? = nil, autoRenew: Bool = true,
-                      grace: Date? = nil, revoked: Date? = nil) -> SubscriptionRecord {
-        SubscriptionRecord(originalTransactionID: chain, environment: "Sandbox", latestTransactionID: chain + "9", productID: "vip.monthly",
+    /// The state of `chain` whose latest transaction paid order `latest`.
+    static func state(_ chain: String = "1000", latest: String, started: Date, ends: Date, status: SubscriptionStatus? = nil,
+                      autoRenew: Bool = true, grace: Date? = nil, revoked: Date? = nil) -> SubscriptionRecord {
+        SubscriptionRecord(originalTransactionID: chain, environment: "Sandbox", latestTransactionID: "t-" + latest, productID: "vip.monthly",
                            periodStartedAt: started, expiresAt: ends, transactionSignedAt: started, revokedAt: revoked,
                            renewalSignedAt: started, autoRenew: autoRenew, autoRenewProductID: "vip.monthly",
                            inBillingRetry: status == .gracePeriod || status == .billingRetry, gracePeriodExpiresAt: grace,
@@ -40,11 +41,11 @@ struct SubscriptionEntitlementsTests {
         #expect(alone.source.outTradeNo == "s2" && alone.source.originalTransactionID == "1000")
 
         // Apple extended the period by a week and will renew it.
-        let extended = Self.state(started: Self.beijing("20270401100000"), ends: Self.beijing("20270508100000"))
+        let extended = Self.state(latest: "s2", started: Self.beijing("20270401100000"), ends: Self.beijing("20270508100000"))
         let withState = try #require(Entitlements(payments: payments, subscriptions: [extended], catalog: Self.catalog).grant("vip"))
         #expect(withState.expiresAt == Self.beijing("20270508100000") && withState.willRenew)
         // A state of a subscription none of the payments belongs to is not read.
-        let other = Self.state("2000", started: Self.beijing("20270401100000"), ends: Self.beijing("20280101000000"))
+        let other = Self.state("2000", latest: "s2", started: Self.beijing("20270401100000"), ends: Self.beijing("20280101000000"))
         #expect(Entitlements(payments: payments, subscriptions: [other], catalog: Self.catalog).grant("vip") == alone)
         #expect(Entitlements.subscriptionIDs(of: payments, catalog: Self.catalog) == ["1000"])
     }
@@ -52,20 +53,21 @@ struct SubscriptionEntitlementsTests {
     @Test("A grace period keeps access to its end; a refunded latest period ends it at the refund; a payment newer than the state adds its period")
     func graceRevocationAndANewerPayment() throws {
         let first = Self.apple("s1", at: Self.beijing("20270301100000"))
-        let grace = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), status: .gracePeriod,
+        let grace = Self.state(latest: "s1", started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), status: .gracePeriod,
                                grace: Self.beijing("20270417100000"))
         let inGrace = try #require(Entitlements(payments: [first], subscriptions: [grace], catalog: Self.catalog).grant("vip"))
         #expect(inGrace.expiresAt == Self.beijing("20270417100000") && inGrace.willRenew)
 
         // The latest period (s2) refunded ten days in: its order is REFUND, the state revoked.
         let refunded = [first, Self.apple("s2", at: Self.beijing("20270401100000"), state: .refund)]
-        let revoked = Self.state(started: Self.beijing("20270401100000"), ends: Self.beijing("20270501100000"), autoRenew: false,
+        let revoked = Self.state(latest: "s2", started: Self.beijing("20270401100000"), ends: Self.beijing("20270501100000"), autoRenew: false,
                                  revoked: Self.beijing("20270411100000"))
         let ended = try #require(Entitlements(payments: refunded, subscriptions: [revoked], catalog: Self.catalog).grant("vip"))
         #expect(ended.expiresAt == Self.beijing("20270411100000") && !ended.willRenew)
+        #expect(ended.source.outTradeNo == "s2", "the refunded period's order, the state's latest")
 
         // A renewal credited before Apple's word on it reached the state.
-        let stale = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
+        let stale = Self.state(latest: "s1", started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
         let renewed = [first, Self.apple("s2", at: Self.beijing("20270401100000"))]
         #expect(Entitlements(payments: renewed, subscriptions: [stale], catalog: Self.catalog).grant("vip")?.expiresAt
             == Self.beijing("20270501100000"))
@@ -80,11 +82,23 @@ struct SubscriptionEntitlementsTests {
             PaidOrder(outTradeNo: "w2", amount: 3000, state: .success, channel: .wechat, paidAt: Self.beijing("20270306100000"),
                       productID: "vip-m", appleProductID: nil, originalTransactionID: nil, refundedAmount: 0),
         ]
-        let state = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
+        let state = Self.state(latest: "s1", started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
         let vip = try #require(Entitlements(payments: payments, subscriptions: [state], catalog: Self.catalog).grant("vip"))
         // The passes stack among themselves (to 5 May), not on the subscription.
         #expect(vip.expiresAt == Self.beijing("20270505100000") && vip.source.outTradeNo == "w2" && vip.willRenew)
-        let off = Self.state(started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), autoRenew: false)
+        let off = Self.state(latest: "s1", started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"), autoRenew: false)
         #expect(Entitlements(payments: payments, subscriptions: [off], catalog: Self.catalog).grant("vip")?.willRenew == false)
+    }
+
+    @Test("A subscription's state another user's resubscription moved on is not this user's: their own payments say how far it reached")
+    func aStateWhoseLatestTransactionIsAnotherUsersIsIgnored() throws {
+        // Alice's two months; then Bob, on the same App Store account, resubscribed: the state's
+        // latest transaction paid Bob's order, not one of Alice's.
+        let alice = [Self.apple("a1", at: Self.beijing("20270101100000")), Self.apple("a2", at: Self.beijing("20270201100000"))]
+        let bobs = Self.state(latest: "b1", started: Self.beijing("20270601100000"), ends: Self.beijing("20270701100000"))
+        let vip = try #require(Entitlements(payments: alice, subscriptions: [bobs], catalog: Self.catalog).grant("vip"))
+        #expect(vip.expiresAt == Self.beijing("20270301100000") && !vip.willRenew && vip.source.outTradeNo == "a2")
+        let bob = [Self.apple("b1", at: Self.beijing("20270601100000"))]
+        #expect(Entitlements(payments: bob, subscriptions: [bobs], catalog: Self.catalog).grant("vip")?.willRenew == true)
     }
 }

@@ -272,4 +272,35 @@ struct SubscriptionLifecycleTests {
         #expect(renewal.state == .success && renewal.userID == "learner")
         #expect(scene.rig.metric(#"wxpay_appstore_subscription_checks_total{outcome="ok"}"#) == 2)
     }
+
+    @Test("When another user of the app resubscribes on the same App Store account, the subscription and its renewals are theirs, and the first user's access stays ended",
+          arguments: StoreKind.all)
+    func aResubscriptionForAnotherUserMovesTheSubscriptionToThem(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        #expect(try await scene.vip()["active"] as? Bool == false)
+
+        // Another user of the app, on the same device and App Store account, buys the membership.
+        let created = try await scene.rig.createOrder("sibling", product: "vip-ios")
+        let token = try #require(created["app_account_token"] as? String)
+        let again = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        #expect(again.transactionID != scene.original && scene.rig.appStore.transaction(again.transactionID)?.originalTransactionID == scene.original)
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo]).status == 200)
+        await scene.settle()
+        await scene.advance(days: 32)
+        let truth = try scene.truth()
+        #expect(truth.status == 1)
+
+        let learner = try await scene.vip()
+        #expect(learner["active"] as? Bool == false && learner["will_renew"] as? Bool == false, "\(learner)")
+        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
+        let sibling = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        #expect(sibling["active"] as? Bool == true && sibling["will_renew"] as? Bool == true, "\(sibling)")
+        #expect(sibling["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)))
+        // The renewal after the resubscription is the sibling's payment, and an expected one.
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(renewal.userID == "sibling" && !renewal.flags.contains(.matchedWithoutOrder), "\(renewal)")
+    }
 }

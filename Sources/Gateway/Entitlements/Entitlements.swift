@@ -13,8 +13,8 @@ import StorageCore
 ///   calendar (month ends clamped: `MembershipPeriod`). A pass bought while another runs therefore
 ///   starts where that one ends; one bought after a lapse starts at its payment.
 /// - An **App Store subscription** (the App Store orders of a membership, one chain per
-///   `original_transaction_id`) does not stack: Apple sets its periods. It reaches as far as its
-///   state says (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace
+///   `original_transaction_id`) does not stack: Apple sets its periods. When its state's latest
+///   transaction paid one of the user's orders, it reaches as far as that state says (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace
 ///   period, the revocation when its latest transaction was refunded) and renews when the state
 ///   says so; a payment newer than the state (credited before Apple's word on it) reaches its
 ///   payment plus a period; with no state yet, each payment does. The membership lasts as long as
@@ -68,7 +68,20 @@ public struct Entitlements: Sendable, Hashable {
         // other order is sorted first, so the result is the same whatever order it came in.
         let ordered = Self.isInPaymentOrder(payments)
             ? payments : payments.sorted { PaymentKey($0) < PaymentKey($1) }
-        let states = Dictionary(subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
+        // A subscription's state is this user's only when its latest transaction paid one of their
+        // orders: the same App Store account may resubscribe for another user of the app (the
+        // same original transaction, a new token), and from then on the state is theirs.
+        let all = Dictionary(subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
+        var states: [String: SubscriptionRecord] = [:]
+        var latest: [String: Source] = [:]
+        if !all.isEmpty {
+            for payment in ordered where payment.channel == .apple {
+                guard let chain = payment.originalTransactionID, let state = all[chain],
+                      payment.appleTransactionID == state.latestTransactionID else { continue }
+                states[chain] = state
+                latest[chain] = Source(channel: .apple, outTradeNo: payment.outTradeNo, originalTransactionID: chain)
+            }
+        }
         // In payment order a course is granted by its first payment, and each pass starts where
         // the ones before it ended: one walk, one dictionary entry per entitlement.
         var forever: [String: Source] = [:]
@@ -114,6 +127,10 @@ public struct Entitlements: Sendable, Hashable {
         var grants: [Grant] = []
         for (entitlement, source) in forever {
             grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: source, willRenew: false))
+        }
+        // A subscription whose state is known is sourced to its latest payment, refunded or not.
+        for (entitlement, chains) in renewing {
+            for chain in chains.keys { if let source = latest[chain] { renewing[entitlement]?[chain]?.source = source } }
         }
         for entitlement in Set(passes.keys).union(renewing.keys) where forever[entitlement] == nil {
             // The pass or subscription that reaches furthest gives the end and the source; it will

@@ -188,13 +188,20 @@ public final class IAPService: Sendable {
         // (A token or 凑单 still finds an order made while the product was in the catalog.)
         var newOrder: AppleNewOrder?
         var nothingCharged: APIError?
+        // A subscription's renewal or upgrade: Apple charged it by itself, and no app ever makes
+        // an order for it, so the order made for it is the expected one, not one to look at.
+        let renewal = purchase.subscriptionTransaction != nil && purchase.facts.transactionID != purchase.facts.originalTransactionID
         if let user {
             if let product = context.catalog.catalog.product(appleProductID: purchase.productID) {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: product.amount, currency: nil,
                                           description: product.description, productID: product.id, at: at),
-                    event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: "
-                        + "no open order of \(user) for \(purchase.productID)", at: at))
+                    event: NewOrderEvent(kind: "created", detail: renewal
+                        ? "made for App Store \(purchase.summary.prefix(60))…: a payment Apple took by itself for "
+                            + "\(user)'s subscription \(purchase.facts.originalTransactionID)"
+                        : "made for App Store \(purchase.summary.prefix(60))…: no open order of \(user) for \(purchase.productID)",
+                        at: at),
+                    expected: renewal)
             } else if let charged = purchase.chargedMinorUnits {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: charged.amount,
@@ -311,6 +318,9 @@ public final class IAPService: Sendable {
         case .userProduct:
             text = "matched by user and product (凑单): no usable token or out_trade_no; the oldest open order of "
                 + "\(owner) for \(product)"
+        case .newOrder where !order.flags.contains(.matchedWithoutOrder):
+            text = "a payment Apple took by itself for \(owner)'s subscription \(order.originalTransactionID ?? "?") "
+                + "(\(product)): this order was made for it"
         case .newOrder:
             text = "no open order of \(owner) for \(product): this order was made for the purchase and flagged "
                 + "matched_without_order (never dropped; for support to look at)"
