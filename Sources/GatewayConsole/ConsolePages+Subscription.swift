@@ -24,7 +24,8 @@ extension ConsolePages {
             let current: HTML = payment.outTradeNo == model.order.outTradeNo ? " class=\"current\"" : .empty
             return """
                 <tr\(current)><td><a href="/console/orders/\(HTML.segment(payment.outTradeNo))" class="mono">\(payment.outTradeNo)</a></td>\
-                <td class="mono">\(payment.appleTransactionID ?? "")</td><td>\(stateBadge(payment.state, text))</td>\
+                <td class="mono">\(payment.appleTransactionID ?? "")</td><td class="mono">\(payment.userID ?? "")</td>\
+                <td>\(stateBadge(payment.state, text))</td>\
                 <td class="amount">\(ConsoleFormat.money(payment.amount, currency: payment.currency))</td>\
                 <td>\(payment.paidAt.map(ConsoleFormat.time) ?? "")</td></tr>
                 """
@@ -62,7 +63,7 @@ extension ConsolePages {
             <h3>\(text.subscriptionStateTitle)</h3>\(state)
             <p class="hint">\(text.subscriptionHelp)</p>
             <table id="subscription-payments"><thead><tr><th>\(text.outTradeNo)</th><th>\(text.appleTransactionID)</th>\
-            <th>\(text.state)</th><th>\(text.amount)</th><th>\(text.paid)</th></tr></thead>
+            <th>\(text.userID)</th><th>\(text.state)</th><th>\(text.amount)</th><th>\(text.paid)</th></tr></thead>
             <tbody>\(rows)</tbody></table>
             \(form)</section>
             """

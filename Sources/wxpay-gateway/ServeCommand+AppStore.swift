@@ -20,9 +20,11 @@ struct AppStoreConnection {
     private let notificationBase: LockedBase
 
     /// Nil while App Store purchases are off (APPSTORE_BUNDLE_ID unset): the iOS routes are 404.
-    /// - Parameter catalog: what the demo's simulated App Store charges (re-read on SIGHUP).
+    /// - Parameters:
+    ///   - catalog: what the demo's simulated App Store charges (re-read on SIGHUP).
+    ///   - demoClock: demo mode's one clock, which the simulated App Store keeps too.
     static func open(_ configuration: GatewayConfiguration, catalog: CatalogSource, client: HTTPClient,
-                     metrics: MetricsRegistry) throws(AppStoreConfigurationError) -> AppStoreConnection? {
+                     metrics: MetricsRegistry, demoClock: ScaledClock? = nil) throws(AppStoreConfigurationError) -> AppStoreConnection? {
         guard configuration.appStore.isEnabled else { return nil }
         let base = LockedBase()
         guard configuration.demo else {
@@ -48,7 +50,7 @@ struct AppStoreConnection {
         // 2020: a restart never meets an id the ledger holds, below the sandbox's range).
         simulatorConfiguration.firstTransactionNumber = UInt64(max(1, (Date().timeIntervalSince1970 - 1_577_836_800) * 1000))
         let simulator = try AppStoreSimulator(
-            configuration: simulatorConfiguration,
+            configuration: simulatorConfiguration, clock: demoClock ?? ScaledClock(),
             notificationSender: ClosureNotifySender { body, _ in
                 guard let target = base.value else { return nil }
                 return await http.post(body, to: target + "/appstore/notifications", timeout: 5)

@@ -7,6 +7,7 @@ import Glibc
 import HTTP
 import Lifecycle
 import Observability
+import SimulatorKit
 import StorageCore
 import WeChatPay
 import WeChatPayHTTPTransport
@@ -41,7 +42,11 @@ enum ServeCommand {
         var simulator: WeChatPaySimulator?
         var wechat: WeChatConnection?
         let transport: any WeChatPayTransport
-        if configuration.demo {
+        // Demo mode's one clock: the gateway and both embedded simulators keep the same time, so
+        // moving it (either simulator's `clock/advance`) renews subscriptions, expires orders and
+        // reads Apple's notification history on one calendar.
+        let demoClock = configuration.demo ? ScaledClock() : nil
+        if configuration.demo, let demoClock {
             let embedded = WeChatPaySimulator(
                 // A fresh seed per run: the simulator forgets its orders on restart, and the ids it
                 // hands out must not repeat those already in the demo database.
@@ -49,7 +54,7 @@ enum ServeCommand {
                                                       key: APIKey(GatewayConfiguration.demoKey), seed: UInt64.random(in: 1...UInt64.max),
                                                       v3: demoV3Simulator(configuration),
                                                       otherAppIDs: configuration.apps.all.map(\.appID)),
-                notifySender: HTTPNotifySender(client: client))
+                clock: demoClock, notifySender: HTTPNotifySender(client: client))
             simulator = embedded
             transport = SimulatorTransport(simulator: embedded)
         } else {
@@ -62,15 +67,26 @@ enum ServeCommand {
             }
             transport = wechat!.transport
         }
+        let now: @Sendable () -> Date
+        var tokenClock: (@Sendable () -> Date)?
+        if let demoClock {
+            now = { demoClock.now() }
+            // App tokens are minted by the wall clock (the banner's, `wxpay-gateway app-token`'s):
+            // a moved demo clock must not expire them.
+            tokenClock = { Date() }
+        } else {
+            now = TestClock.now(offsetFile: configuration.testClockFile)
+        }
         let context = GatewayContext(configuration: configuration, store: store, transport: transport, metrics: metrics,
-                                     logger: logger, now: TestClock.now(offsetFile: configuration.testClockFile))
+                                     logger: logger, now: now, tokenClock: tokenClock)
         if configuration.testClockFile != nil {
             logger.warning("the clock follows GATEWAY_TEST_CLOCK_FILE (fault-injection build)", [:])
         }
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {
-            appStore = try AppStoreConnection.open(configuration, catalog: context.catalog, client: client, metrics: metrics)
+            appStore = try AppStoreConnection.open(configuration, catalog: context.catalog, client: client, metrics: metrics,
+                                                   demoClock: demoClock)
         } catch {
             FileHandle.standardError.write(Data("serve: App Store purchases cannot start: \(error)\n".utf8))
             await resources.close()

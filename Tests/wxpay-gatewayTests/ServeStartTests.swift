@@ -143,6 +143,33 @@ struct ServeStartTests {
         #expect(await gateway.stop() == 0)
     }
 
+    @Test("demo mode keeps one clock: moving the App Store simulator's dates the gateway's orders on the same calendar, and the banner's app token keeps working")
+    func theDemoHasOneClock() async throws {
+        let client = try HTTPClient()
+        let gateway = try CommandProcess(["serve", "--demo"], environment: [
+            "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0"])
+        defer { Task { await gateway.stop(); await client.shutdown() } }
+        let listening = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
+        let base = String(listening.dropFirst("listening on ".count).prefix { $0 != " " })
+        let token = try #require(gateway.stdout.firstMatch(of: /app token: (\S+)/)?.output.1)
+
+        let days = 200.0
+        let moved = try await client.send(.post, base + "/appstore-simulator/clock/advance", body: #"{"seconds":\#(days * 86400)}"#)
+        #expect(moved.status == 200)
+        let created = try await client.send(.post, base + "/v1/orders", token: "demo-client-token",
+                                            body: #"{"amount":990,"description":"x","client_ip":"203.0.113.7","out_trade_no":"start-demo-clock"}"#)
+        #expect(created.status == 201)
+        let createdAt = try #require((created.json["created_at"] as? String).flatMap { try? Date($0, strategy: .iso8601) })
+        #expect(abs(createdAt.timeIntervalSinceNow - days * 86400) < 3600, "created at \(createdAt)")
+        // The WeChat simulator keeps the same time: the order is paid and settles as usual.
+        #expect(try await client.send(.post, base + "/simulator/orders/start-demo-clock/pay").status == 200)
+        let order = try await client.send(.get, base + "/v1/orders/start-demo-clock?wait=20", token: "demo-client-token")
+        #expect(order.json["state"] as? String == "SUCCESS")
+        // Minted by the wall clock, the banner's app token is not expired by the moved one.
+        #expect(try await client.send(.get, base + "/v1/catalog", token: String(token)).status == 200)
+        #expect(await gateway.stop() == 0)
+    }
+
     @Test("demo mode with WXPAY_API_VERSION=v3 creates v3 orders with the embedded simulator's v3 and settles them by its signed notify")
     func demoModeSpeaksV3() async throws {
         let client = try HTTPClient()

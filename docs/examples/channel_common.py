@@ -19,7 +19,7 @@ import urllib.request
 import uuid
 
 BASE = (sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GATEWAY", "http://127.0.0.1:8080")).rstrip("/")
-# Demo mode's published secrets (README, "Demo mode"); never these in production.
+# Demo mode's published secrets (README, "Try it in two minutes (demo mode)"); never these in production.
 APP_TOKEN_SECRET = os.environ.get("APP_TOKEN_SECRET", "demo-app-token-secret-simulator-only-0001")
 # The v2 API key the demo merchant signs with: only the merchant's server knows it in production,
 # which is why the server, not the client, checks paySign here.

@@ -34,7 +34,7 @@ extension GatewayAPI {
     /// Authenticates the request and checks its scope: 401 without a valid token (`invalid_token`
     /// for an app token that broke a rule), 403 when the token's scope does not allow the route.
     func authorize(_ request: HTTPServerRequest, scopes allowed: Set<Scope>) -> Result<Caller, APIError> {
-        switch authenticator.authenticate(authorization: request.headers["Authorization"], now: services.context.now()) {
+        switch authenticator.authenticate(authorization: request.headers["Authorization"], now: services.context.tokenClock()) {
         case .unknown:
             return .failure(.unauthorized)
         case .invalid(let error):

@@ -22,6 +22,10 @@ public struct GatewayContext: Sendable {
     public let logger: Logger
     /// The clock; tests move it.
     public let now: @Sendable () -> Date
+    /// The clock app tokens' lifetimes are checked against: `now`, except in demo mode, where
+    /// `now` can be moved (the simulators' `clock/advance`) and tokens minted by the wall clock
+    /// must keep working.
+    public let tokenClock: @Sendable () -> Date
     /// The catalog in force (re-read on SIGHUP).
     public let catalog: CatalogSource
     /// Where WeChat sends its notifies: the configured URLs, or the address a server bound to
@@ -55,7 +59,8 @@ public struct GatewayContext: Sendable {
     public init(configuration: GatewayConfiguration, store: any GatewayStore, transport: any WeChatPayTransport,
                 v3Transport: (any WeChatPayV3Transport)? = nil, refundMode: GatewayConfiguration.RefundMode? = nil,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
-                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() }) {
+                nonces: any NonceSource = RandomNonceSource(), now: @escaping @Sendable () -> Date = { Date() },
+                tokenClock: (@Sendable () -> Date)? = nil) {
         let keys = configuration.v3.credentials.map { V3Keys(credentials: $0, mchID: configuration.mchID) }
         let v3 = keys.flatMap { keys in
             (v3Transport ?? transport as? any WeChatPayV3Transport).map {
@@ -68,7 +73,8 @@ public struct GatewayContext: Sendable {
         }
         self.init(configuration: configuration, store: store,
                   upstream: VersionedUpstream(v2: v2, v2Refunds: refundMode != .off, v3: v3, newOrders: configuration.v3.apiVersion),
-                  v3: keys, v3Upstream: v3, refundMode: refundMode, metrics: metrics, logger: logger, now: now)
+                  v3: keys, v3Upstream: v3, refundMode: refundMode, metrics: metrics, logger: logger, now: now,
+                  tokenClock: tokenClock)
     }
 
     /// - Parameters:
@@ -78,7 +84,7 @@ public struct GatewayContext: Sendable {
     public init(configuration: GatewayConfiguration, store: any GatewayStore, upstream: any WeChatPayUpstream,
                 v3: V3Keys? = nil, v3Upstream: WeChatPayV3Upstream? = nil, refundMode: GatewayConfiguration.RefundMode? = nil,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                now: @escaping @Sendable () -> Date = { Date() }, tokenClock: (@Sendable () -> Date)? = nil) {
         self.v3 = v3
         self.v3Upstream = v3Upstream
         self.refundMode = refundMode ?? configuration.refundMode
@@ -87,6 +93,7 @@ public struct GatewayContext: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.now = now
+        self.tokenClock = tokenClock ?? now
         catalog = CatalogSource(configuration.app.catalog, path: configuration.app.catalogPath)
         callbacks = CallbackURLs(configuration)
         userLimits = UserLimits(createsPerMinute: configuration.app.createRate, reportsPerMinute: configuration.app.reportRate,
