@@ -303,4 +303,24 @@ struct SubscriptionLifecycleTests {
         let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
         #expect(renewal.userID == "sibling" && !renewal.flags.contains(.matchedWithoutOrder), "\(renewal)")
     }
+
+    @Test("Support's recheck of a subscription's order reads where the subscription stands from Apple: a lost auto-renew change is found",
+          arguments: StoreKind.all)
+    func supportsRecheckReadsTheSubscriptionsStatus(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store, recovery: AppStoreRecoveryPolicy(backfillInterval: 0))
+        defer { Task { await scene.stop() } }
+        #expect(try await scene.vip()["will_renew"] as? Bool == true)
+        scene.rig.appStore.apply(AppStoreFaultPlan(dropNotifications: AppStoreNotificationDrops()))
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        #expect(try await scene.vip()["will_renew"] as? Bool == true, "the change was lost")
+        let order = try #require(try await scene.orders().first)
+        let rechecked = try await scene.rig.gateway.send(.post, "/v1/support/orders/\(order.outTradeNo)/recheck",
+                                                         token: GatewayRig.support)
+        #expect(rechecked.status == 200)
+        #expect(try await scene.state().autoRenew == false)
+        try await scene.expectVIPMatchesApple("after support's recheck")
+        let events = try await scene.rig.store.events(order.outTradeNo).map(\.detail)
+        #expect(events.contains { $0.hasPrefix("Get All Subscription Statuses: subscription \(scene.original) active until") && $0.hasSuffix("auto-renew off") },
+                "\(events)")
+    }
 }

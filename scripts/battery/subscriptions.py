@@ -109,13 +109,20 @@ def t15(rig, scale, seed, result):
         status, _ = client.json(appstore.base, "PUT", "/appstore-simulator/faults", {"notify": {"dropRate": 0.3}})
         result.expect(status == 200, f"PUT faults answered {status}")
 
-        # The gateway is SIGKILLed every 0.3–1.5 s while anything happens, and restarted.
+        # The gateway is SIGKILLed every 0.3–1.5 s while users subscribe and while each step's
+        # renewals and their notifications arrive, and restarted; not while a step is sampled.
         killing = threading.Event()
         killing.set()
+        idle = threading.Event()
         done = threading.Event()
 
         def killer():
             while not done.is_set() and time.monotonic() < deadline:
+                if not killing.is_set():
+                    idle.set()
+                    time.sleep(0.05)
+                    continue
+                idle.clear()
                 time.sleep(rng.uniform(0.3, 1.5))
                 if not killing.is_set():
                     continue
@@ -126,6 +133,13 @@ def t15(rig, scale, seed, result):
                         break
                     except RuntimeError:
                         time.sleep(0.2)
+
+        def quiet():
+            """Stops the kills and waits until the gateway is up again."""
+            killing.clear()
+            idle.wait(timeout=30)
+            while time.monotonic() < deadline and client.request(gateway.base, "GET", "/healthz")[0] != 200:
+                time.sleep(0.05)
 
         thread = threading.Thread(target=killer, daemon=True)
         thread.start()
@@ -157,6 +171,7 @@ def t15(rig, scale, seed, result):
             return None
 
         subscribed = parallel(plan, subscribe, workers=8, deadline=deadline)
+        quiet()
         result.expect(all(subscribed), f"only {sum(1 for s in subscribed if s)} of {len(plan)} users subscribed")
         plan = [item for item in plan if item.get("original")]
 
@@ -202,7 +217,9 @@ def t15(rig, scale, seed, result):
             status, _ = client.json(appstore.base, "POST", "/appstore-simulator/clock/advance",
                                     {"seconds": STEP_DAYS * 86400})
             result.expect(status == 200, f"clock advance answered {status}")
-            time.sleep(rng.uniform(1.0, 2.0))        # the renewals' notifications meet the SIGKILLs
+            killing.set()
+            time.sleep(rng.uniform(1.5, 3.0))        # the renewals' notifications meet the SIGKILLs
+            quiet()
             # The sampled instant: the gateway must come to agree with Apple on every user, bounded.
             started = time.monotonic()
             pending = list(plan)

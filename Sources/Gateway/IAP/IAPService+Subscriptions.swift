@@ -150,6 +150,28 @@ extension IAPService {
         return read
     }
 
+    /// Support's recheck of a subscription's order: Apple's word on the subscription read now
+    /// (Get All Subscription Statuses) and merged; what it says, for the timeline. Nil when the
+    /// order belongs to no subscription the gateway has heard of, or the Server API is not configured.
+    func refreshSubscription(of order: OrderRecord) async -> String? {
+        guard let api = clients.serverAPI, let original = order.originalTransactionID,
+              let state = try? await context.store.subscriptions(originalTransactionIDs: [original]).first,
+              let environment = AppStoreEnvironment(rawValue: state.environment) else { return nil }
+        let response: SubscriptionStatusesResponse
+        do {
+            response = try await api.allSubscriptionStatuses(state.latestTransactionID, environment: environment)
+        } catch {
+            instruments.upstreamErrors.labelled("subscription_statuses", error.kind.rawValue).increment()
+            return "Get All Subscription Statuses: \(error.kind.rawValue)"
+        }
+        for item in response.items where item.originalTransactionID == original {
+            await merge(item, environment: environment)
+        }
+        guard let after = try? await context.store.subscriptions(originalTransactionIDs: [original]).first else { return nil }
+        return "Get All Subscription Statuses: subscription \(original) \(after.status.rawValue) until "
+            + "\(Timestamp.rfc3339(after.accessEndsAt)), auto-renew \(after.autoRenew ? "on" : "off")"
+    }
+
     /// One verified item of a status read: merged into its subscription, and its latest
     /// transaction credited when nothing credited it yet.
     private func merge(_ item: SubscriptionStatusesResponse.Item, environment: AppStoreEnvironment) async {

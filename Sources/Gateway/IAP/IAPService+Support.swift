@@ -121,6 +121,10 @@ extension IAPService {
                 }
                 _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
+                // A subscription's order: where the subscription stands, as Apple says now.
+                if let words = await refreshSubscription(of: order) {
+                    _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck", detail: words, at: now())
+                }
             } catch {
                 _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
                                                          detail: "Get Transaction Info: \(error.code)", at: now())
