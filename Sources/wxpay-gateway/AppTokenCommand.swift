@@ -9,7 +9,7 @@ import Gateway
 enum AppTokenCommand {
     static let usage = """
         usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--apps NAME,…] [--secret-file FILE]
-          --sub USER          the app user's id (1 to 64 bytes, no control characters), the token's sub
+          --sub USER          the app user's id (1 to 64 bytes, no whitespace, control or invisible characters), the token's sub
           --ttl SECONDS       how long the token is valid, 1 to 86400 (default 3600)
           --apps NAME,…       the only apps (names in WXPAY_APPS) it may create orders through;
                               default: every app (no apps claim)

@@ -156,6 +156,11 @@ extension IAPService {
                let answer = try await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)") {
                 return "credited \(purchase.transactionID) to \(answer.order.outTradeNo) (\(answer.matchedBy.rawValue))"
             }
+        } catch where error.code == "transaction_already_used" {
+            // Another copy of this notification (Apple sends duplicates, and retries) credited the
+            // transaction meanwhile, to the user its token names rather than the one inferred here:
+            // its effect is done.
+            return "credited meanwhile by another copy: \(purchase.transactionID)"
         } catch where error.code == "transaction_not_creditable" {
             logger.warning("App Store notification carries a transaction that can never be credited",
                            ["transaction_id": purchase.transactionID, "reason": error.message])
