@@ -80,21 +80,25 @@ class ConsoleRig:
                                out_trade_no + " paid")
 
     def ios_paid_order(self, out_trade_no, product_id="swift-101", apple_product_id="com.example.courses.swift101",
-                       user_id="u-ios", apple_user="apple-u-ios"):
+                       user_id="u-ios", apple_user="apple-u-ios", product_type=None):
         """An iOS order bought in the demo's App Store simulator with the order's token, and reported
         by the app as StoreKit 2 does: (the order as support sees it, the simulator's purchase)."""
         status, created = self.api("POST", "/v1/iap/orders", {"product_id": product_id, "out_trade_no": out_trade_no,
                                                               "user_id": user_id})
         assert status == 201, (status, created)
-        purchase = self.buy(apple_product_id, apple_user, app_account_token=created["app_account_token"])
+        purchase = self.buy(apple_product_id, apple_user, app_account_token=created["app_account_token"],
+                            product_type=product_type)
         status, answer = self.api("POST", "/v1/iap/transactions", {"signed_transaction": purchase["signedTransactionInfo"],
                                                                    "user_id": user_id})
         assert status == 200 and answer["finish_transaction"], (status, answer)
         return self.order(out_trade_no), purchase
 
-    def buy(self, apple_product_id, apple_user, app_account_token=None, price=None, currency=None):
-        """A purchase in the demo's App Store simulator (its control panel)."""
+    def buy(self, apple_product_id, apple_user, app_account_token=None, price=None, currency=None, product_type=None):
+        """A purchase in the demo's App Store simulator (its control panel); `product_type` as
+        StoreKit names it (`Auto-Renewable Subscription`), else the simulator's default."""
         body = {"user": apple_user, "productId": apple_product_id}
+        if product_type:
+            body["type"] = product_type
         if app_account_token:
             body["appAccountToken"] = app_account_token
         if price is not None:
@@ -107,6 +111,12 @@ class ConsoleRig:
         status, body = self.api("GET", "/v1/support/orders?out_trade_no=" + out_trade_no, token=SUPPORT)
         assert status == 200, status
         return body["orders"][0]
+
+    def orders_of(self, user_id):
+        """The user's orders as support's look-up lists them."""
+        status, body = self.api("GET", "/v1/support/orders?user_id=" + user_id, token=SUPPORT)
+        assert status == 200, status
+        return body["orders"]
 
     # -- the browser ---------------------------------------------------------------------------
 

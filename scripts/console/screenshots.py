@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from console_rig import ROOT, ConsoleRig, arguments
 
-PAGES = ["login", "search", "order", "ios-order", "attention", "audit"]
+PAGES = ["login", "search", "order", "ios-order", "subscription", "attention", "audit"]
 
 
 def full_page(rig, driver, path):
@@ -53,6 +53,12 @@ def main():
                        "the consumption request")
         rig.api("POST", "/appstore-simulator/transactions/%s/refund" % transaction, {}, token=None)
         rig.eventually(lambda: rig.order("demo-ios-0001")["state"] == "REFUND", "Apple's refund")
+        # An iOS membership: the monthly subscription, renewed once (the demo's one clock moved a month on).
+        rig.ios_paid_order("demo-ios-vip", product_id="vip-month-ios", apple_product_id="com.example.vip.monthly",
+                           user_id="u-42", apple_user="apple-u-42-vip", product_type="Auto-Renewable Subscription")
+        rig.api("POST", "/appstore-simulator/clock/advance", {"seconds": 32 * 86400}, token=None)
+        rig.eventually(lambda: sum(1 for order in rig.orders_of("u-42") if order.get("apple_product_id") == "com.example.vip.monthly") == 2,
+                       "the subscription's renewal")
         missing = rig.buy("com.example.courses.swift301", "apple-u-42", price=12990, currency="USD")
         status, _ = rig.api("POST", "/v1/iap/transactions", {"signed_transaction": missing["signedTransactionInfo"],
                                                              "user_id": "u-42"})
@@ -74,6 +80,9 @@ def main():
             driver.get(rig.base + "/console/orders/demo-ios-0001")
             rig.element(driver, "#consumption")
             full_page(rig, driver, os.path.join(options.out, "ios-order-%s.png" % suffix))
+            driver.get(rig.base + "/console/orders/demo-ios-vip")
+            rig.element(driver, "#subscription-state")
+            full_page(rig, driver, os.path.join(options.out, "subscription-%s.png" % suffix))
             driver.get(rig.base + "/console/attention")
             rig.element(driver, "#results")
             full_page(rig, driver, os.path.join(options.out, "attention-%s.png" % suffix))
