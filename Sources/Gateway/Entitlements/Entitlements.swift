@@ -14,10 +14,11 @@ import StorageCore
 ///   starts where that one ends; one bought after a lapse starts at its payment.
 /// - An **App Store subscription** (the App Store orders of a membership, one chain per
 ///   `original_transaction_id`) does not stack: Apple sets its periods. When its state's latest
-///   transaction paid one of the user's orders, it reaches as far as that state says (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace
-///   period, the revocation when its latest transaction was refunded) and renews when the state
-///   says so; a payment newer than the state (credited before Apple's word on it) reaches its
-///   payment plus a period; with no state yet, each payment does. The membership lasts as long as
+///   transaction paid one of the user's orders, it reaches as far as that state says
+///   (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace period,
+///   the revocation when its latest transaction was refunded) and renews when the state says so;
+///   a payment newer than the state (credited before Apple's word on it) reaches its payment plus
+///   a period; with no state of the user's, each payment does. The membership lasts as long as
 ///   the furthest of its pass stack and its subscriptions.
 /// - A **consumable** grants nothing (coins, credits: the business counts them itself).
 /// - A WeChat order refunded in full grants nothing, and the passes are recomputed without it, so
