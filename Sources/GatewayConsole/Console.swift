@@ -62,6 +62,9 @@ public final class Console: Sendable {
     }
 
     var now: Date { services.context.now() }
+    /// The clock of sign-ins, sessions and lock-outs: the wall clock in demo mode, whose `now` can
+    /// be moved (a moved clock must not sign support out); `now` everywhere else.
+    var sessionNow: Date { services.context.tokenClock() }
     var logger: Logger { services.context.logger }
 
     // MARK: - Login
@@ -84,7 +87,7 @@ public final class Console: Sendable {
     func login(name rawName: String, password: String, address: String?) async throws(APIError) -> LoginOutcome {
         let name = Self.normalizedName(rawName)
         let source = address ?? "unknown"
-        let at = now
+        let at = sessionNow
         let state = try await storage { () throws(StorageError) in
             try await self.store.loginState(username: name, address: source, at: at,
                                             failuresSince: at.addingTimeInterval(-Self.lockWindow),
@@ -115,7 +118,7 @@ public final class Console: Sendable {
         guard matched, let user else {
             instruments.refused.increment()
             let until = try await storage { () throws(StorageError) in
-                try await self.store.recordLoginFailure(username: name, address: source, at: self.now, window: Self.lockWindow,
+                try await self.store.recordLoginFailure(username: name, address: source, at: self.sessionNow, window: Self.lockWindow,
                                                         threshold: Self.lockThreshold, lockFor: Self.lockDuration)
             }
             if let until {
@@ -125,7 +128,7 @@ public final class Console: Sendable {
             }
             return .refused
         }
-        let started = now
+        let started = sessionNow
         let token = Base64.encode(RandomBytes.take(32), .urlUnpadded)
         let session = ConsoleSession(
             id: Self.sessionID(token), username: user.name, credentialStamp: user.credentialStamp,
@@ -160,7 +163,7 @@ public final class Console: Sendable {
         guard let session = try await storage({ () throws(StorageError) in try await self.store.session(id: id) }) else {
             return nil
         }
-        let at = now
+        let at = sessionNow
         let user = users.user(session.username)
         guard at < session.expiresAt, at.timeIntervalSince(session.lastSeenAt) < Self.idleTimeout, let user,
               user.credentialStamp == session.credentialStamp
@@ -177,7 +180,7 @@ public final class Console: Sendable {
     /// as one honoured too long).
     @discardableResult
     func touch(_ signedIn: SignedIn) async throws(APIError) -> SignedIn {
-        let at = now
+        let at = sessionNow
         guard at.timeIntervalSince(signedIn.session.lastSeenAt) >= Self.touchInterval, at < signedIn.session.expiresAt
         else { return signedIn }
         let id = signedIn.session.id

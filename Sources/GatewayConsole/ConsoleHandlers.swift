@@ -355,7 +355,7 @@ extension Console {
             case .locked(let until, let startedNow):
                 if startedNow { await recordFailedLogin(exchange, name: name, outcome: "locked") }
                 return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginLocked(until: until)), status: 429,
-                                 username: Self.normalizedName(name), retryAfter: max(1, Int(until.timeIntervalSince(now).rounded(.up))))
+                                 username: Self.normalizedName(name), retryAfter: max(1, Int(until.timeIntervalSince(sessionNow).rounded(.up))))
             case .busy:
                 return loginForm(exchange, notice: ConsoleNotice(kind: .error, text: text.loginBusy), status: 503,
                                  username: Self.normalizedName(name), retryAfter: 5)

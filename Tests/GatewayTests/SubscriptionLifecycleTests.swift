@@ -323,4 +323,25 @@ struct SubscriptionLifecycleTests {
         #expect(events.contains { $0.hasPrefix("Get All Subscription Statuses: subscription \(scene.original) active until") && $0.hasSuffix("auto-renew off") },
                 "\(events)")
     }
+
+    @Test("A resubscription made without an order's token is a person's purchase, not a renewal: the order made for it is flagged for support",
+          arguments: StoreKind.all)
+    func aResubscriptionWithoutATokenIsFlaggedForSupport(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // Someone buys again on the same App Store account, from outside the app: no token.
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        let made = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
+        #expect(made.flags.contains(.matchedWithoutOrder), "\(made.flags)")
+        let attention = try await scene.rig.gateway.send(.get, "/v1/support/attention", token: GatewayRig.support)
+        #expect(String(decoding: attention.body, as: UTF8.self).contains(made.outTradeNo))
+        // Its renewal a month on is Apple's own doing: expected, not flagged.
+        await scene.advance(days: 32)
+        let truth = try scene.truth()
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(renewal.outTradeNo != made.outTradeNo && !renewal.flags.contains(.matchedWithoutOrder))
+    }
 }

@@ -22,9 +22,9 @@ public struct GatewayContext: Sendable {
     public let logger: Logger
     /// The clock; tests move it.
     public let now: @Sendable () -> Date
-    /// The clock app tokens' lifetimes are checked against: `now`, except in demo mode, where
-    /// `now` can be moved (the simulators' `clock/advance`) and tokens minted by the wall clock
-    /// must keep working.
+    /// The clock app tokens' lifetimes and the console's sessions are checked against: `now`,
+    /// except in demo mode, where `now` can be moved (the simulators' `clock/advance`) and tokens
+    /// minted by the wall clock, and support signed in, must keep working.
     public let tokenClock: @Sendable () -> Date
     /// The catalog in force (re-read on SIGHUP).
     public let catalog: CatalogSource

@@ -31,7 +31,8 @@ extension IAPService {
 
     /// Get Transaction History of the order's user's account for its product (at most 3 pages of 20,
     /// newest first); every verified purchase there that credits nothing yet is credited. Returns
-    /// `.settled` when one was, `.failed` when the App Store could not be asked, `.open` otherwise.
+    /// `.settled` when one was, `.failed` when the App Store could not be asked (not when it
+    /// answered that it does not know the transaction asked from), `.open` otherwise.
     /// What it found goes on the timeline as `kind` (`kind_failed` when it could not ask); `reason`
     /// is the words for people.
     func checkHistory(of order: OrderRecord, reason: String, kind: String, recordNothingFound: Bool) async -> Reconciler.Outcome {
@@ -67,7 +68,11 @@ extension IAPService {
                 instruments.historyErrors.labelled(error.kind.rawValue).increment()
                 _ = try? await context.store.appendEvent(order.outTradeNo, kind: "\(kind)_failed",
                                                          detail: "Get Transaction History: \(error.kind.rawValue)", at: now())
-                return .failed
+                // Apple not knowing the account's transaction (a purged sandbox account, a
+                // transaction of another App Store) is an answer about this order, not an outage:
+                // it must neither make the reconciler back off for everyone nor keep the order
+                // from closing at its expiry.
+                return error.kind == .notFound ? .open : .failed
             }
             for signed in page.signedTransactions {
                 seen += 1

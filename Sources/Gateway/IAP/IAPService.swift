@@ -188,9 +188,11 @@ public final class IAPService: Sendable {
         // (A token or 凑单 still finds an order made while the product was in the catalog.)
         var newOrder: AppleNewOrder?
         var nothingCharged: APIError?
-        // A subscription's renewal or upgrade: Apple charged it by itself, and no app ever makes
-        // an order for it, so the order made for it is the expected one, not one to look at.
-        let renewal = purchase.subscriptionTransaction != nil && purchase.facts.transactionID != purchase.facts.originalTransactionID
+        // A subscription's renewal: Apple charged it by itself, and no app ever makes an order for
+        // it, so the order made for it is the expected one, not one to look at. A purchase a person
+        // made (a resubscription, an upgrade: `transactionReason` PURCHASE) without an order is
+        // still flagged: on a shared App Store account it may be another user's.
+        let renewal = purchase.subscriptionTransaction?.transactionReason == .renewal
         if let user {
             if let product = context.catalog.catalog.product(appleProductID: purchase.productID) {
                 newOrder = AppleNewOrder(
