@@ -154,7 +154,7 @@ extension IAPService {
     /// (Get All Subscription Statuses) and merged; what it says, for the timeline (`recheck`, or
     /// `recheck_failed` when Apple could not be asked). Nil when the
     /// order belongs to no subscription the gateway has heard of, or the Server API is not configured.
-    func refreshSubscription(of order: OrderRecord) async -> (kind: String, words: String)? {
+    func refreshSubscription(of order: OrderRecord) async -> (failed: Bool, words: String)? {
         guard let api = clients.serverAPI, let original = order.originalTransactionID,
               let state = try? await context.store.subscriptions(originalTransactionIDs: [original]).first,
               let environment = AppStoreEnvironment(rawValue: state.environment) else { return nil }
@@ -163,13 +163,13 @@ extension IAPService {
             response = try await api.allSubscriptionStatuses(state.latestTransactionID, environment: environment)
         } catch {
             instruments.upstreamErrors.labelled("subscription_statuses", error.kind.rawValue).increment()
-            return ("recheck_failed", "Get All Subscription Statuses: \(error.kind.rawValue)")
+            return (true, "Get All Subscription Statuses: \(error.kind.rawValue)")
         }
         for item in response.items where item.originalTransactionID == original {
             await merge(item, environment: environment)
         }
         guard let after = try? await context.store.subscriptions(originalTransactionIDs: [original]).first else { return nil }
-        return ("recheck", "Get All Subscription Statuses: subscription \(original) \(after.status.rawValue) until "
+        return (false, "Get All Subscription Statuses: subscription \(original) \(after.status.rawValue) until "
             + "\(Timestamp.rfc3339(after.accessEndsAt)), auto-renew \(after.autoRenew ? "on" : "off")")
     }
 

@@ -122,8 +122,12 @@ extension IAPService {
                 _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
                 // A subscription's order: where the subscription stands, as Apple says now.
-                if let (kind, words) = await refreshSubscription(of: order) {
-                    _ = try? await context.store.appendEvent(order.outTradeNo, kind: kind, detail: words, at: now())
+                if let (failed, words) = await refreshSubscription(of: order) {
+                    if failed {
+                        _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck_failed", detail: words, at: now())
+                    } else {
+                        _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck", detail: words, at: now())
+                    }
                 }
             } catch {
                 _ = try? await context.store.appendEvent(order.outTradeNo, kind: "recheck_failed",
