@@ -149,11 +149,7 @@ extension IAPService {
         }
         do {
             // The token, if any, names the order; else whose purchase it is must be inferred.
-            if let answer = try await credit(purchase, user: nil, outTradeNo: nil, source: source) {
-                return "credited \(purchase.transactionID) to \(answer.order.outTradeNo) (\(answer.matchedBy.rawValue))"
-            }
-            if let (user, how) = await inferUser(purchase),
-               let answer = try await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)") {
+            if let answer = try await creditWithoutReporter(purchase, source: source) {
                 return "credited \(purchase.transactionID) to \(answer.order.outTradeNo) (\(answer.matchedBy.rawValue))"
             }
         } catch where error.code == "transaction_already_used" {

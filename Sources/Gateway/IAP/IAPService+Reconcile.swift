@@ -126,6 +126,15 @@ extension IAPService {
         return credited
     }
 
+    /// Credits a purchase nobody reported with a user: to the order its token names, else to the
+    /// user inferred from the subscription or the App Store account (`inferUser`). Nil when neither
+    /// found an order or a user: the ledger row waits.
+    func creditWithoutReporter(_ purchase: VerifiedPurchase, source: String) async throws(APIError) -> ReportAnswer? {
+        if let answer = try await credit(purchase, user: nil, outTradeNo: nil, source: source) { return answer }
+        guard let (user, how) = await inferUser(purchase) else { return nil }
+        return try await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)")
+    }
+
     /// Whose purchase a transaction without a usable token is: the user of an order credited by the
     /// same original transaction (a subscription's renewals), else of one credited by another
     /// purchase of the same App Store account (Get Transaction History from this transaction).

@@ -191,11 +191,7 @@ extension IAPService {
                 transaction, via: "subscription status",
                 verification: "found with Get All Subscription Statuses (\(environment.rawValue)); its signed transaction "
                     + "and renewal info verified")
-            let source = "reconcile (Get All Subscription Statuses)"
-            if (try? await credit(purchase, user: nil, outTradeNo: nil, source: source)) == nil,
-               let (user, how) = await inferUser(purchase) {
-                _ = try? await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)")
-            }
+            _ = try? await creditWithoutReporter(purchase, source: "reconcile (Get All Subscription Statuses)")
         }
         do {
             try await record(observation, announce: true)
