@@ -69,6 +69,15 @@ struct PGRow: StoreRow {
         String(decoding: try bytes(column, as: [.text]), as: UTF8.self)
     }
 
+    func optionalText(_ column: Int32) throws(StorageError) -> String? {
+        isNull(column) ? nil : try text(column)
+    }
+
+    /// PostgreSQL's values come checked with their type anyway (`bytes(_:as:)`).
+    func guaranteedInt64(_ column: Int32) throws(StorageError) -> Int64 {
+        try int64(column)
+    }
+
     func date(_ column: Int32) throws(StorageError) -> Date {
         let raw = try bytes(column, as: [.timestamptz])
         guard raw.count == 8, let date = PGTime.date(microseconds: Int64(bigEndian: raw.loadUnaligned(as: Int64.self)))

@@ -208,6 +208,8 @@ enum PostgresMigrations {
                   statements: PostgresOrderStore.paidOrdersIndex),
         Migration(version: 13, name: "auto-renewable subscriptions as Apple last told of them",
                   statements: PostgresOrderStore.subscriptionsSchema),
+        Migration(version: 14, name: "paid orders by user, with what entitlements read",
+                  statements: PostgresOrderStore.coveringPaidOrdersIndex),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

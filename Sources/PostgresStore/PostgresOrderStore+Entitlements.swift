@@ -26,4 +26,16 @@ extension PostgresOrderStore {
             WHERE user_id IS NOT NULL AND paid_at IS NOT NULL
         """,
     ]
+
+    /// Migration 14: the same range, carrying the other columns `paidOrders` selects (an
+    /// index-only scan wherever the visibility map allows) and the read's whole filter as its
+    /// condition.
+    static let coveringPaidOrdersIndex: [SQL] = [
+        "DROP INDEX orders_paid_by_user",
+        """
+        CREATE INDEX orders_paid_by_user ON orders (user_id, paid_at, out_trade_no COLLATE "C")
+            INCLUDE (amount, state, channel, product_id, apple_product_id, original_transaction_id, apple_transaction_id)
+            WHERE user_id IS NOT NULL AND paid_at IS NOT NULL AND state IN ('SUCCESS', 'REFUND')
+        """,
+    ]
 }

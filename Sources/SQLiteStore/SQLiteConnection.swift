@@ -80,12 +80,15 @@ final class SQLiteConnection: @unchecked Sendable {
         }
     }
 
-    /// Runs one statement and decodes every row.
+    /// Runs one statement and decodes every row; `expecting` rows are made room for up front
+    /// (a read that usually returns many, such as a user's payments, then does not grow its
+    /// array seven times).
     func rows<T>(
-        _ sql: SQL, _ parameters: any SQLiteBindable..., decode: (SQLiteRow) throws(StorageError) -> T
+        _ sql: SQL, _ parameters: any SQLiteBindable..., expecting: Int = 0, decode: (SQLiteRow) throws(StorageError) -> T
     ) throws(StorageError) -> [T] {
         try withStatement(sql, parameters) { statement throws(StorageError) in
             var decoded: [T] = []
+            decoded.reserveCapacity(expecting)
             while try statement.step() {
                 decoded.append(try decode(statement.row))
             }

@@ -119,6 +119,8 @@ enum SQLiteMigrations {
         Migration(version: 11, name: "paid orders by user, for entitlements", sql: SQLiteOrderStore.paidOrdersIndex),
         Migration(version: 12, name: "auto-renewable subscriptions as Apple last told of them",
                   sql: SQLiteOrderStore.subscriptionsSchema),
+        Migration(version: 13, name: "paid orders by user, with what entitlements read",
+                  sql: SQLiteOrderStore.coveringPaidOrdersIndex),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -74,6 +74,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         StorageError(code: .invalidArgument, detail: reason)
     }
     /// A row did not have the shape the schema promises (a NULL or unknown value where none can be).
+    @usableFromInline
     package static let unexpectedRow = StorageError(code: .unexpectedRow)
     /// The database server cannot be reached, refused the connection, or went away during the
     /// operation (restart, failover, network). Retryable; a write that failed this way may or may

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Gateway
+import HTTP
 import SQLiteStore
 import StorageCore
 import WeChatPay
@@ -71,13 +72,64 @@ enum EntitlementBenchmark {
                 })
             }
             let entitlements = median(entitlementRates), orders = median(orderRates)
+            print("in process, the flows the routes call:")
             print("entitlement reads: \(formatted(entitlements, decimals: 0))/s (rounds: \(entitlementRates.map { formatted($0, decimals: 0) }))")
             print("order reads:       \(formatted(orders, decimals: 0))/s (rounds: \(orderRates.map { formatted($0, decimals: 0) }))")
             print("ratio: \(formatted(entitlements / orders, decimals: 2))x (bar 0.5x), \(payments) payments, \(reads) reads × \(concurrency) tasks, \(rounds) rounds")
+            try await overHTTP(services: services, payments: payments, reads: reads, rounds: rounds)
         } catch {
             print("entitlements benchmark failed: \(error)")
         }
         await store.close()
+    }
+
+    /// The same two reads as a client makes them: `GET /v1/users/{user_id}/entitlements` against
+    /// `GET /v1/orders/{out_trade_no}`, each answered 200 by the gateway's routes on an HTTP server
+    /// on 127.0.0.1, 32 keep-alive connections from `GatewayLoadGenerator` on a thread of its own,
+    /// alternating round by round.
+    private static func overHTTP(services: GatewayServices, payments: Int, reads: Int, rounds: Int) async throws {
+        var router = HTTPRouter()
+        GatewayAPI(services: services).register(in: &router)
+        let server = HTTPServer(router: router, configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0))
+        let address = try await server.start()
+        let generator = GatewayLoadGenerator(host: "127.0.0.1", ports: [address.port], connections: 32, timeout: 300)
+        let authorization = "Host: 127.0.0.1\r\nAuthorization: Bearer \(GatewayConfiguration.demoClientToken)\r\n\r\n"
+        var entitlementRequests = GatewayLoadGenerator.Requests(), orderRequests = GatewayLoadGenerator.Requests()
+        for index in 0..<reads {
+            entitlementRequests.append("GET /v1/users/bench-user/entitlements HTTP/1.1\r\n\(authorization)".utf8)
+            orderRequests.append("GET /v1/orders/bench-ent-\(index % payments) HTTP/1.1\r\n\(authorization)".utf8)
+        }
+        let entitlementAnswer = Array(#""entitlements":["#.utf8), orderAnswer = Array(#""out_trade_no":"bench-ent-"#.utf8)
+        var entitlementRates: [Double] = []
+        var orderRates: [Double] = []
+        for _ in 0..<rounds {
+            entitlementRates.append(try await rate(generator, entitlementRequests, answer: entitlementAnswer))
+            orderRates.append(try await rate(generator, orderRequests, answer: orderAnswer))
+        }
+        await server.shutdown(gracePeriod: .seconds(2))
+        let entitlements = median(entitlementRates), orders = median(orderRates)
+        print("over HTTP, as clients ask (GET, 32 keep-alive connections):")
+        print("entitlement reads: \(formatted(entitlements, decimals: 0))/s (rounds: \(entitlementRates.map { formatted($0, decimals: 0) }))")
+        print("order reads:       \(formatted(orders, decimals: 0))/s (rounds: \(orderRates.map { formatted($0, decimals: 0) }))")
+        print("ratio: \(formatted(entitlements / orders, decimals: 2))x (bar 0.5x), \(payments) payments, \(reads) requests, \(rounds) rounds")
+    }
+
+    /// Answers per second of one pass of `requests`, every one 200 with `answer` in its body; the
+    /// generator blocks, so it runs on a thread of its own, off the gateway's.
+    private static func rate(_ generator: GatewayLoadGenerator, _ requests: GatewayLoadGenerator.Requests,
+                             answer: [UInt8]) async throws -> Double {
+        let outcome = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<GatewayLoadGenerator.Outcome, any Error>) in
+            let thread = Thread {
+                continuation.resume(with: Result { try generator.run(requests) { status, body in
+                    status == 200 && GatewayBench.contains(body, answer)
+                } })
+            }
+            thread.start()
+        }
+        guard outcome.completed == requests.count else {
+            throw GatewayLoadGenerator.Failed(description: "\(outcome.completed) of \(requests.count) answered: \(outcome.firstFailure ?? "timeout")")
+        }
+        return Double(outcome.completed) / outcome.seconds
     }
 
     /// Reads per second: `reads` calls of `body`, `concurrency` at a time.

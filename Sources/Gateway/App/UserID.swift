@@ -21,6 +21,9 @@ enum UserID {
     }
 
     private static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+        // ASCII, nearly every id: only the controls and the space are refused, and asking
+        // Unicode's tables for each character was a visible part of an entitlement read.
+        if scalar.isASCII { return scalar.value < 0x21 || scalar.value == 0x7F }
         let properties = scalar.properties
         if properties.isDefaultIgnorableCodePoint || properties.isWhitespace { return true }
         switch properties.generalCategory {

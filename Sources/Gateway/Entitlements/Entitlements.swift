@@ -72,83 +72,128 @@ public struct Entitlements: Sendable, Hashable {
         // A subscription's state is this user's only when its latest transaction paid one of their
         // orders: the same App Store account may resubscribe for another user of the app (the
         // same original transaction, a new token), and from then on the state is theirs.
-        let all = Dictionary(subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
         var states: [String: SubscriptionRecord] = [:]
-        var latest: [String: Source] = [:]
-        if !all.isEmpty {
-            for payment in ordered where payment.channel == .apple {
-                guard let chain = payment.originalTransactionID, let state = all[chain],
-                      payment.appleTransactionID == state.latestTransactionID else { continue }
+        var latest: [String: Int] = [:]
+        if !subscriptions.isEmpty {
+            let all = Dictionary(subscriptions.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
+            for index in ordered.indices where ordered[index].channel == .apple {
+                guard let chain = ordered[index].originalTransactionID, let state = all[chain],
+                      ordered[index].appleTransactionID == state.latestTransactionID else { continue }
                 states[chain] = state
-                latest[chain] = Source(channel: .apple, outTradeNo: payment.outTradeNo, originalTransactionID: chain)
+                latest[chain] = index
             }
         }
         // In payment order a course is granted by its first payment, and each pass starts where
-        // the ones before it ended: one walk, one dictionary entry per entitlement.
-        var forever: [String: Source] = [:]
-        var passes: [String: Candidate] = [:]
-        // App Store subscriptions by entitlement and original transaction: Apple sets their periods.
-        var renewing: [String: [String: Candidate]] = [:]
-        // A user's payments are mostly of a few products: the catalog is asked once per run of one.
-        var last: (productID: String?, appleProductID: String?, rule: (String, CatalogProduct.Kind)?)?
-        for payment in ordered where Self.grants(payment) {
-            let rule: (String, CatalogProduct.Kind)?
-            if let last, last.productID == payment.productID, last.appleProductID == payment.appleProductID {
-                rule = last.rule
-            } else {
-                rule = Self.rule(productID: payment.productID, appleProductID: payment.appleProductID, in: catalog)
-                last = (payment.productID, payment.appleProductID, rule)
-            }
-            guard let (entitlement, kind) = rule else { continue }
-            let source = Source(channel: payment.channel, outTradeNo: payment.outTradeNo,
-                                originalTransactionID: payment.originalTransactionID)
+        // the ones before it ended: one walk. A user's payments are of a few products, so each
+        // product's rule is looked up once and its entitlement is a slot of `reaches`; a reach
+        // names its payments by their index in `ordered` until the grants are made.
+        var rules = ProductRules(catalog: catalog)
+        var reaches: [Reach] = []
+        for index in ordered.indices where Self.grants(ordered[index]) {
+            guard let (slot, kind) = rules.rule(productID: ordered[index].productID, appleProductID: ordered[index].appleProductID,
+                                                reaches: &reaches) else { continue }
+            let paidAt = ordered[index].paidAt
             switch kind {
             case .course:
-                if forever[entitlement] == nil { forever[entitlement] = source }
+                if reaches[slot].forever == nil { reaches[slot].forever = index }
             case .membership(let period):
-                if payment.channel == .apple, let chain = payment.originalTransactionID {
-                    // A payment the subscription's state already counts adds nothing to it; one
-                    // newer than the state (credited before Apple's word on it) gives its period.
+                if ordered[index].channel == .apple, let chain = ordered[index].originalTransactionID {
+                    // App Store subscriptions do not stack: Apple sets their periods. A payment the
+                    // subscription's state already counts adds nothing to it; one newer than the
+                    // state (credited before Apple's word on it) gives its period.
                     let state = states[chain]
-                    var candidate = renewing[entitlement]?[chain]
-                        ?? Candidate(end: state?.accessEndsAt ?? .distantPast, source: source, willRenew: state?.willRenew ?? false)
-                    candidate.source = source
-                    if state.map({ payment.paidAt > $0.periodStartedAt }) ?? true {
-                        candidate.end = max(candidate.end, period.end(from: payment.paidAt))
+                    var candidate = reaches[slot].subscriptions[chain]
+                        ?? Candidate(end: state?.accessEndsAt ?? .distantPast, payment: index, willRenew: state?.willRenew ?? false)
+                    candidate.payment = index
+                    if state.map({ paidAt > $0.periodStartedAt }) ?? true {
+                        candidate.end = max(candidate.end, period.end(from: paidAt))
                     }
-                    renewing[entitlement, default: [:]][chain] = candidate
+                    reaches[slot].subscriptions[chain] = candidate
                 } else {
-                    let start = passes[entitlement].map { max(payment.paidAt, $0.end) } ?? payment.paidAt
-                    passes[entitlement] = Candidate(end: period.end(from: start), source: source, willRenew: false)
+                    let start = reaches[slot].pass.map { max(paidAt, $0.end) } ?? paidAt
+                    reaches[slot].pass = Candidate(end: period.end(from: start), payment: index, willRenew: false)
                 }
             case .consumable:
                 continue
             }
         }
+        func source(_ index: Int) -> Source {
+            Source(channel: ordered[index].channel, outTradeNo: ordered[index].outTradeNo,
+                   originalTransactionID: ordered[index].originalTransactionID)
+        }
         var grants: [Grant] = []
-        for (entitlement, source) in forever {
-            grants.append(Grant(entitlement: entitlement, expiresAt: nil, source: source, willRenew: false))
-        }
-        // A subscription whose state is known is sourced to its latest payment, refunded or not.
-        for (entitlement, chains) in renewing {
-            for chain in chains.keys { if let source = latest[chain] { renewing[entitlement]?[chain]?.source = source } }
-        }
-        for entitlement in Set(passes.keys).union(renewing.keys) where forever[entitlement] == nil {
-            // The pass or subscription that reaches furthest gives the end and the source; it will
-            // renew when any of its subscriptions will.
-            let candidates = [passes[entitlement]].compactMap { $0 } + (renewing[entitlement]?.values.map { $0 } ?? [])
-            guard let best = candidates.max(by: { ($0.end, $0.source.outTradeNo) < ($1.end, $1.source.outTradeNo) }) else { continue }
-            grants.append(Grant(entitlement: entitlement, expiresAt: best.end, source: best.source,
+        for reach in reaches {
+            if let index = reach.forever {
+                grants.append(Grant(entitlement: reach.entitlement, expiresAt: nil, source: source(index), willRenew: false))
+                continue
+            }
+            // A subscription whose state is known is sourced to its latest payment, refunded or
+            // not. The pass stack or subscription that reaches furthest gives the end and the
+            // source; it will renew when any of its subscriptions will.
+            var candidates = reach.subscriptions.map { chain, candidate in
+                Candidate(end: candidate.end, payment: latest[chain] ?? candidate.payment, willRenew: candidate.willRenew)
+            }
+            if let pass = reach.pass { candidates.insert(pass, at: 0) }
+            guard let best = candidates.max(by: {
+                ($0.end, ordered[$0.payment].outTradeNo) < ($1.end, ordered[$1.payment].outTradeNo)
+            }) else { continue }
+            grants.append(Grant(entitlement: reach.entitlement, expiresAt: best.end, source: source(best.payment),
                                 willRenew: candidates.contains { $0.willRenew }))
         }
         self.grants = grants.sorted { $0.entitlement < $1.entitlement }
     }
 
+    /// How far one entitlement reaches, gathered in the walk over the payments (by their index).
+    private struct Reach {
+        let entitlement: String
+        /// The first payment that grants it for ever (a course).
+        var forever: Int?
+        /// The WeChat pass stack: its end and its last pass.
+        var pass: Candidate?
+        /// The App Store subscriptions of it, by original transaction.
+        var subscriptions: [String: Candidate] = [:]
+    }
+
     /// A membership's reach from one pass stack or one App Store subscription.
     private struct Candidate {
         var end: Date
-        var source: Source
+        var payment: Int
         var willRenew: Bool
+    }
+
+    /// The catalog's rule for each product a user's payments name, looked up once per product;
+    /// each entitlement gets one slot of the walk's `reaches`.
+    private struct ProductRules {
+        let catalog: Catalog
+        private var known: [(productID: String?, appleProductID: String?, rule: (slot: Int, kind: CatalogProduct.Kind)?)] = []
+        private var last = -1
+
+        init(catalog: Catalog) {
+            self.catalog = catalog
+        }
+
+        mutating func rule(productID: String?, appleProductID: String?, reaches: inout [Reach])
+            -> (slot: Int, kind: CatalogProduct.Kind)?
+        {
+            if last >= 0, known[last].productID == productID, known[last].appleProductID == appleProductID {
+                return known[last].rule
+            }
+            if let hit = known.firstIndex(where: { $0.productID == productID && $0.appleProductID == appleProductID }) {
+                last = hit
+                return known[hit].rule
+            }
+            var resolved: (slot: Int, kind: CatalogProduct.Kind)?
+            if let (entitlement, kind) = Entitlements.rule(productID: productID, appleProductID: appleProductID, in: catalog) {
+                let slot = reaches.firstIndex { $0.entitlement == entitlement } ?? {
+                    reaches.append(Reach(entitlement: entitlement))
+                    return reaches.count - 1
+                }()
+                resolved = (slot, kind)
+            }
+            known.append((productID, appleProductID, resolved))
+            last = known.count - 1
+            return resolved
+        }
     }
 
     /// The App Store subscriptions among `payments` whose state entitlements read: the original
