@@ -78,6 +78,18 @@ struct OrderBook: Sendable {
         "weixin://wxpay/bizpayurl?pr=" + random.alphanumerics(7)
     }
 
+    /// A repeated unifiedorder after the prepay's lifetime: WeChat issues a new prepay_id and, for
+    /// a NATIVE order, a new code_url (the old one is dead: WeChat keeps a code_url 2 hours).
+    mutating func renewPrepay(of order: inout SimulatedOrder, now: Date) {
+        order.prepayID = newPrepayID(now: now)
+        order.prepayIssuedAt = now
+        if order.codeURL != nil {
+            order.codeURL = newCodeURL()
+            noteCodeURL(order)
+        }
+        orders[order.outTradeNo] = order
+    }
+
     mutating func noteCodeURL(_ order: SimulatedOrder) {
         if let codeURL = order.codeURL { byCodeURL[codeURL] = order.outTradeNo }
     }

@@ -13,6 +13,7 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case refundNotProcessing = "refund_not_processing"
         case wrongPayer = "wrong_payer"
         case codeURLNotFound = "code_url_not_found"
+        case codeURLExpired = "code_url_expired"
         case mwebURLNotFound = "mweb_url_not_found"
         case refererNotAllowed = "referer_not_allowed"
     }
@@ -26,6 +27,7 @@ public struct SimulatorControlError: Error, Sendable, Hashable, CustomStringConv
         case .refundNotProcessing: "the refund already reached a final status"
         case .wrongPayer: "a JSAPI order is paid only by the openid it was made for, any other order only by a user of its app id"
         case .codeURLNotFound: "no NATIVE order has this code_url"
+        case .codeURLExpired: "二维码已过期: this code_url is more than 2 hours old or was replaced; the merchant must ask WeChat for a new one"
         case .mwebURLNotFound: "no MWEB order has this mweb_url (its prepay_id and package)"
         // WeChat's own words when the page's Referer is missing or not the H5 domain.
         case .refererNotAllowed: "商家参数格式有误，请联系商家解决: the browser opened mweb_url from a page not on the order's H5 site (Referer)"
@@ -142,10 +144,14 @@ extension WeChatPaySimulator {
     /// The user scans a NATIVE order's QR code (its `code_url`) and pays: `pay` of the order it names.
     @discardableResult
     public func scan(codeURL: String) throws(SimulatorControlError) -> SimulatedOrderSnapshot {
-        let outTradeNo = withBook(holding: { $0.byCodeURL[codeURL] != nil }) { (book: inout OrderBook) -> String? in
-            book.byCodeURL[codeURL]
+        let now = clock.now(), lifetime = configuration.prepayLifetime
+        let found = withBook(holding: { $0.byCodeURL[codeURL] != nil }) { (book: inout OrderBook) -> (String, Bool)? in
+            guard let outTradeNo = book.byCodeURL[codeURL], let order = book.orders[outTradeNo] else { return nil }
+            // WeChat keeps a code_url 2 hours; a repeated unifiedorder after that replaced it.
+            return (outTradeNo, order.codeURL == codeURL && now.timeIntervalSince(order.prepayIssuedAt) < lifetime)
         }
-        guard let outTradeNo else { throw SimulatorControlError(code: .codeURLNotFound) }
+        guard let (outTradeNo, live) = found else { throw SimulatorControlError(code: .codeURLNotFound) }
+        guard live else { throw SimulatorControlError(code: .codeURLExpired) }
         return try pay(outTradeNo: outTradeNo)
     }
 

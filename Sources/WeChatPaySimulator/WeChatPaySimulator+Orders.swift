@@ -29,13 +29,11 @@ extension WeChatPaySimulator {
             if order.isPaid { throw .orderPaid }
             if order.state != .notPaid { throw .orderClosed }
             guard order.parameters == parameters else { throw .outTradeNoUsed }
-            codeURL = order.codeURL
             if now.timeIntervalSince(order.prepayIssuedAt) >= configuration.prepayLifetime {
-                order.prepayID = book.newPrepayID(now: now)
-                order.prepayIssuedAt = now
-                book.orders[request.outTradeNo] = order
+                book.renewPrepay(of: &order, now: now)
             }
             prepayID = order.prepayID
+            codeURL = order.codeURL
         } else {
             let order = SimulatedOrder(
                 outTradeNo: request.outTradeNo, parameters: parameters, signType: signType, totalFee: request.totalFee,

@@ -133,4 +133,39 @@ struct OrderQRCodeTests {
         #expect(paid.status == 410 && paid.error?["code"] as? String == "order_not_payable", "\(paid.json)")
         #expect((paid.error?["message"] as? String)?.contains("SUCCESS") == true)
     }
+
+    @Test("a native order's code_url lives 2 hours: then its QR code is 409 qr_code_expired and the old code no longer scans, and the same create gets a new code that does",
+          arguments: StoreKind.all, GatewayRig.Mode.allCases)
+    func anExpiredCodeURLIsReplacedByTheSameCreate(store: StoreKind, mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, store: store)
+        defer { Task { await rig.stop() } }
+        // A day to pay, so the order outlives its first code.
+        let body = #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"qr-late","user_id":"u-42","app":"web","expires_in":86400}"#
+        let created = try await rig.send(.post, "/v1/orders", body: body)
+        #expect(created.status == 201, "\(created.json)")
+        let first = try #require(created.json.string("code_url"))
+        rig.clock.advance(by: 2 * 3600 - 60)
+        #expect(try await rig.send(.get, "/v1/orders/qr-late/qr.png").status == 200, "still live a minute before")
+
+        rig.clock.advance(by: 61)
+        for format in ["png", "svg"] {
+            let expired = try await rig.send(.get, "/v1/orders/qr-late/qr.\(format)")
+            #expect(expired.status == 409 && expired.error?["code"] as? String == "qr_code_expired", "\(expired.json)")
+            #expect((expired.error?["message"] as? String)?.contains("repeat the create") == true)
+        }
+        #expect(try #require(throws: SimulatorControlError.self) { try rig.simulator.scan(codeURL: first) }.code == .codeURLExpired)
+        #expect(try await rig.store.order("qr-late")?.state == .notPay, "nothing was paid or written by the refusals")
+
+        let again = try await rig.send(.post, "/v1/orders", body: body)
+        #expect(again.status == 200, "\(again.json)")
+        let second = try #require(again.json.string("code_url"))
+        #expect(second != first)
+        #expect(try await rig.send(.get, "/v1/orders/qr-late").json.string("code_url") == second)
+        let png = try await rig.send(.get, "/v1/orders/qr-late/qr.png")
+        #expect(png.status == 200)
+        #expect(try await Zbar.decode(png.body) == second)
+        #expect(try #require(throws: SimulatorControlError.self) { try rig.simulator.scan(codeURL: first) }.code == .codeURLExpired)
+        _ = try rig.simulator.scan(codeURL: second)
+        #expect(await eventually { (try? await rig.store.order("qr-late"))??.state == .success })
+    }
 }

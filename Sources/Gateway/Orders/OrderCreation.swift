@@ -12,9 +12,6 @@ public final class OrderCreation: OrderFlow {
     /// What WeChat's refusals mean for the order (ORDERPAID is asked about first).
     let queries: OrderQueries
 
-    /// How long WeChat keeps a prepay_id (2 hours); a re-entry after that asks for a fresh one.
-    static let prepayLifetime: TimeInterval = 2 * 3600
-
     /// Made by `GatewayServices`, the composition root.
     init(context: GatewayContext, queries: OrderQueries) {
         self.context = context
@@ -143,8 +140,7 @@ public final class OrderCreation: OrderFlow {
     }
 
     func hasLivePrepay(_ order: OrderRecord) -> Bool {
-        guard order.prepayID != nil, let issuedAt = order.prepayIssuedAt else { return false }
-        return now().timeIntervalSince(issuedAt) < Self.prepayLifetime
+        order.hasLivePrepay(at: now())
     }
 
     /// The order with a live prepay_id: one unifiedorder (with retries on the same parameters) for

@@ -11,6 +11,8 @@ extension OrderQueries {
     /// answers. An order that has no `code_url` (another trade type, an iOS order, a NATIVE order
     /// whose unifiedorder never answered) is `no_qr_code`; a final one (paid, refunded, closed) is
     /// `order_not_payable`: its code can no longer be paid, and a page still showing it should stop.
+    /// A code_url more than 2 hours old is `qr_code_expired`: WeChat no longer takes it, and an
+    /// identical create gets a new one.
     func qrCodeURL(_ outTradeNo: String, owner: String?) async throws(APIError) -> String {
         guard let order = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }),
               Self.isVisible(order, to: owner)
@@ -21,6 +23,7 @@ extension OrderQueries {
             throw .noQRCode(order)
         }
         if order.state.isFinal { throw .orderNotPayable(state: order.state.rawValue) }
+        guard order.hasLivePrepay(at: now()) else { throw .qrCodeExpired }
         return codeURL
     }
 }
@@ -38,6 +41,10 @@ extension APIError {
         }
         return APIError(status: 409, code: "no_qr_code", message: why)
     }
+    /// A QR code asked for a payable order whose code_url WeChat no longer takes (2 hours old).
+    static let qrCodeExpired = APIError(
+        status: 409, code: "qr_code_expired",
+        message: "the order's code_url has expired (WeChat keeps one 2 hours): repeat the create with the same parameters for a new one")
     /// A QR code asked for an order that is final: its code_url can no longer be paid.
     static func orderNotPayable(state: String) -> APIError {
         APIError(status: 410, code: "order_not_payable",

@@ -184,9 +184,7 @@ extension WeChatPaySimulator {
             if order.state != .notPaid { throw .orderClosed() }
             guard order.parameters == parameters else { throw .outTradeNoUsed() }
             if now.timeIntervalSince(order.prepayIssuedAt) >= configuration.prepayLifetime {
-                order.prepayID = book.newPrepayID(now: now)
-                order.prepayIssuedAt = now
-                book.orders[request.outTradeNo] = order
+                book.renewPrepay(of: &order, now: now)
             }
             return v3Answer(order, book: book)
         }
