@@ -73,7 +73,7 @@ extension AppleCredit {
         // An assignment by support: the named order only, decided on what it is now.
         if assignedBy != nil {
             guard let outTradeNo, let named = try session.order(outTradeNo),
-                  named.channel == .apple, named.appleProductID == facts.productID, named.userID == userID,
+                  named.channel == .apple, named.appleProductID == facts.productID, sameUser(named.userID, userID),
                   let current = try session.lock([named]).first ?? nil,
                   let credited = try credit(current, .outTradeNo, notes: [], in: session)
             else { return .unmatched(ledger) }
@@ -100,7 +100,7 @@ extension AppleCredit {
             }
         }
         if let outTradeNo, !candidates.contains(where: { $0.order.outTradeNo == outTradeNo }) {
-            if let order = try session.order(outTradeNo), let user, order.userID == user,
+            if let order = try session.order(outTradeNo), let user, sameUser(order.userID, user),
                Self.isOpenAppleOrder(order, product: facts.productID) {
                 candidates.append((order, .outTradeNo))
             } else {

@@ -42,6 +42,45 @@ struct AppClientAPITests {
         #expect(replay.status == 200 && replay.body == created.body)
     }
 
+    /// "zoë王" written with one scalar and with "e" + U+0308: the same text to Swift's `==`, two
+    /// users to both databases (they compare bytes). An app token for one must see nothing of the
+    /// other's.
+    @Test("a user id that is another's written in another Unicode form is another user: the app token sees none of their orders or entitlements and closes none",
+          arguments: GatewayRig.Mode.allCases)
+    func aUserIDInAnotherUnicodeFormIsAnotherUser(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let decomposed = "zoe\u{0308}王", composed = "zo\u{00EB}王"
+        #expect(decomposed == composed && Array(decomposed.utf8) != Array(composed.utf8), "Swift calls them equal; their bytes differ")
+        for outTradeNo in ["nfd-paid", "nfd-open"] {
+            let created = try await rig.send(.post, "/v1/orders", body: #"{"product_id":"swift-101","client_ip":"203.0.113.7","out_trade_no":"\#(outTradeNo)","user_id":"\#(decomposed)"}"#)
+            #expect(created.status == 201, "\(created.json)")
+        }
+        _ = try rig.simulator.pay(outTradeNo: "nfd-paid")
+        #expect(try await rig.send(.get, "/v1/orders/nfd-paid?wait=20").json.string("state") == "SUCCESS")
+        rig.clock.advance(by: 600)  // past WeChat's 5 minutes before a close
+
+        let path = decomposed.utf8.map { String(format: "%%%02X", $0) }.joined()
+        let other = TestTokens.minted(composed)
+        for order in ["nfd-paid", "nfd-open"] {
+            let read = try await rig.send(.get, "/v1/orders/\(order)", token: other)
+            #expect(read.status == 404 && read.error?["code"] as? String == "order_not_found", "\(read.json)")
+        }
+        let entitlements = try await rig.send(.get, "/v1/users/\(path)/entitlements", token: other)
+        #expect(entitlements.status == 404 && entitlements.error?["code"] as? String == "user_not_found", "\(entitlements.json)")
+        let close = try await rig.send(.post, "/v1/orders/nfd-open/close", token: other)
+        #expect(close.status == 404, "\(close.json)")
+        #expect(try await rig.store.order("nfd-open")?.state == .notPay)
+        let mine = try await rig.send(.get, "/v1/me/orders", token: other)
+        #expect((mine.json["orders"] as? [Any])?.isEmpty == true, "\(mine.json)")
+
+        // The user's own token, byte for byte: all of it.
+        let own = TestTokens.minted(decomposed)
+        #expect(try await rig.send(.get, "/v1/orders/nfd-paid", token: own).status == 200)
+        let granted = try await rig.send(.get, "/v1/users/\(path)/entitlements", token: own)
+        #expect(granted.status == 200 && String(decoding: granted.body, as: UTF8.self).contains("swift-101"), "\(granted.json)")
+    }
+
     @Test(arguments: GatewayRig.Mode.allCases)
     func anAppCannotChooseThePriceTheUserOrAnUnknownProduct(mode: GatewayRig.Mode) async throws {
         let rig = try await GatewayRig.start(mode)

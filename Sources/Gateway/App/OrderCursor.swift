@@ -51,7 +51,7 @@ extension OrderQueries {
     /// Everything else answers `order_not_found`, like an order that does not exist.
     static func isVisible(_ order: OrderRecord, to owner: String?) -> Bool {
         guard let owner else { return true }
-        return order.userID == owner
+        return sameUser(order.userID, owner)
     }
 
     /// `{"orders":[…],"next_cursor":…}`: one page of `user`'s orders, newest first; `next_cursor`

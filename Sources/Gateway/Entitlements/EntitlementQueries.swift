@@ -24,7 +24,7 @@ public struct EntitlementQueries: OrderFlow {
     /// `GET /v1/users/{user_id}/entitlements`' answer. An app token may ask only of its own user;
     /// another user is `user_not_found`, as another user's order is `order_not_found`.
     public func json(of userID: String, owner: String?) async throws(APIError) -> [UInt8] {
-        if let owner, owner != userID { throw .userNotFound }
+        if let owner, !sameUser(owner, userID) { throw .userNotFound }
         return try await entitlements(of: userID).json(userID: userID, at: now())
     }
 }

@@ -69,7 +69,7 @@ extension IAPService {
         guard order.state != .success && order.state != .refund else {
             throw .orderNotAssignable("it is paid already (App Store transaction \(order.appleTransactionID ?? "none"))")
         }
-        if let tied = await tiedUser(purchase), tied != user {
+        if let tied = await tiedUser(purchase), !sameUser(tied, user) {
             throw .orderNotAssignable("the purchase is tied to another user (its token's order, or another purchase of the "
                                       + "same App Store account): credit that user's order")
         }

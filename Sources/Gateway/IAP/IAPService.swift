@@ -104,7 +104,7 @@ public final class IAPService: Sendable {
             // can tie the purchase to, and a purchase tied to nobody waits in the ledger, unclaimed.
             let user = purchase.provesPossession ? input.userID : await tiedUser(purchase)
             let source = "App Store report (\(input.evidence.name))"
-            guard let credited = try await credit(purchase, user: user, outTradeNo: user == input.userID ? input.outTradeNo : nil,
+            guard let credited = try await credit(purchase, user: user, outTradeNo: sameUser(user, input.userID) ? input.outTradeNo : nil,
                                                   source: source)
             else {
                 logger.warning("a weak App Store report named a purchase nothing ties to its reporter; it waits unclaimed", [
@@ -119,7 +119,7 @@ public final class IAPService: Sendable {
         }
         // Only a signed transaction shows another user's order: a receipt, even verified, is the
         // app's whole receipt, which any account signed in on the device can send.
-        if !input.evidence.isSignedTransaction, answer.order.userID != input.userID {
+        if !input.evidence.isSignedTransaction, !sameUser(answer.order.userID, input.userID) {
             instruments.reports.labelled("credited_elsewhere").increment()
             return ReportAnswer.creditedElsewhere
         }
@@ -272,11 +272,11 @@ public final class IAPService: Sendable {
     {
         let tokenNamesOrder = purchase.facts.appAccountToken != nil && purchase.facts.appAccountToken == order.appAccountToken
         guard let user else { return ReportAnswer(order: order, matchedBy: how, outcome: "repeated") }
-        if order.userID == user || tokenNamesOrder {
+        if sameUser(order.userID, user) || tokenNamesOrder {
             // The app reports until it may finish: bounded, and what support wants to see. When a
             // notification credited the order first, this report is where support learns that
             // another account of the app reported it.
-            let switched = order.userID == user ? ""
+            let switched = sameUser(order.userID, user) ? ""
                 : " (the account was switched: its token names this order of \(order.userID ?? "nobody"))"
             await appendReportLine(order.outTradeNo,
                                    "transaction \(purchase.transactionID) reported by \(user) (\(purchase.via))\(switched): "
@@ -310,7 +310,7 @@ public final class IAPService: Sendable {
         switch decision.matchedBy {
         case .appAccountToken:
             text = "matched by app_account_token: the transaction carries this order's token"
-            if let reporter, reporter != owner {
+            if let reporter, !sameUser(reporter, owner) {
                 text += "; \(source) came from \(reporter) but the token names this order of \(owner) "
                     + "(the account was switched): credited to \(owner)"
             }
