@@ -42,6 +42,25 @@ struct AppClientAPITests {
         #expect(replay.status == 200 && replay.body == created.body)
     }
 
+    @Test("routing's own answers are JSON errors like the rest: a path no route has 404 not_found, a method the route does not take 405 with Allow, a path that is not percent-encoded UTF-8 or holds a NUL 400 invalid_request",
+          arguments: GatewayRig.Mode.allCases)
+    func routingAnswersAreJSONErrors(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        let token = TestTokens.minted("alice")
+        for tokenUsed in [token, nil] {
+            let missing = try await rig.send(.get, "/v1/no-such-route", token: tokenUsed)
+            #expect(missing.status == 404 && missing.error?["code"] as? String == "not_found", "\(missing.json)")
+            let method = try await rig.send(.post, "/v1/users/alice/entitlements", token: tokenUsed)
+            #expect(method.status == 405 && method.error?["code"] as? String == "method_not_allowed", "\(method.json)")
+            #expect(method.headers.first { $0.key.lowercased() == "allow" }?.value == "GET, HEAD")
+            for path in ["/v1/users/alice%00/entitlements", "/v1/users/%ff%fe/entitlements"] {
+                let malformed = try await rig.send(.get, path, token: tokenUsed)
+                #expect(malformed.status == 400 && malformed.error?["code"] as? String == "invalid_request", "\(path): \(malformed.json)")
+            }
+        }
+    }
+
     /// "zoë王" written with one scalar and with "e" + U+0308: the same text to Swift's `==`, two
     /// users to both databases (they compare bytes). An app token for one must see nothing of the
     /// other's.

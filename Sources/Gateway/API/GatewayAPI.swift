@@ -68,6 +68,7 @@ public struct GatewayAPI: Sendable {
 
     /// What WeChat, Apple and the apps call: the public address (GATEWAY_LISTEN).
     public func registerPublic(in router: inout HTTPRouter) {
+        router.refusals = Self.routingRefusals
         router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
                 let result = try await self.services.creation.create(try self.createInput(request, caller),
@@ -138,6 +139,7 @@ public struct GatewayAPI: Sendable {
     /// module registers beside these: `Console.register`). On the public address unless
     /// GATEWAY_ADMIN_LISTEN gives them one of their own.
     public func registerAdmin(in router: inout HTTPRouter) {
+        router.refusals = Self.routingRefusals
         router.addImmediate(.get, "/healthz") { _ in .json(#"{"status":"ok"}"#) }
         router.add(.get, "/readyz") { _ in
             await self.services.context.probeReadiness()
@@ -223,6 +225,16 @@ public struct GatewayAPI: Sendable {
         }
         return seconds
     }
+
+    /// What the server answers before any route: JSON errors like every other answer of the API
+    /// (a path no route has, a method the route does not take, a path or query that is not
+    /// percent-encoded UTF-8 or holds a NUL).
+    static let routingRefusals = HTTPRoutingRefusals(
+        notFound: error(.notFound),
+        methodNotAllowed: error(APIError(status: 405, code: "method_not_allowed",
+                                         message: "the route does not take this method; Allow lists those it takes")),
+        malformed: error(APIError(status: 400, code: "invalid_request",
+                                  message: "the path or query is not percent-encoded UTF-8, or holds a NUL")))
 
     static func json(_ body: [UInt8], status: Int = 200) -> HTTPServerResponse {
         HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"], body: body)

@@ -23,7 +23,7 @@ extension HTTPRouter {
             routed.routeTemplate = found.template.text
             routed.pathParameters = parameters
         case let other:
-            return other.refusal ?? .notFound
+            return refusals.answer(other) ?? refusals.notFound
         }
         if let refusal = route.refusal(
             configuration: configuration, hasVerifiedClientCertificate: request.hasVerifiedClientCertificate,
@@ -49,18 +49,6 @@ extension HTTPRouter {
     /// A handler's error as a response: its own choice if it offers one, else a 500 that reveals nothing.
     static func response(for error: any Error) -> HTTPServerResponse {
         (error as? any HTTPServerResponseError)?.response ?? .internalServerError
-    }
-}
-
-extension HTTPRouter.Match {
-    /// The answer when routing found no handler.
-    var refusal: HTTPServerResponse? {
-        switch self {
-        case .found: nil
-        case .notFound: .notFound
-        case .methodNotAllowed(let allow): .methodNotAllowed(allow: allow)
-        case .malformedPath: .badRequest
-        }
     }
 }
 

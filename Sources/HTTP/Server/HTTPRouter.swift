@@ -73,6 +73,9 @@ public struct HTTPRouter: Sendable {
     /// Templates with parameters, by segment count, most specific first.
     private var parameterTables: [Int: [MethodTable]] = [:]
 
+    /// How requests no route takes are answered (plain text unless set).
+    public var refusals = HTTPRoutingRefusals.plainText
+
     public init() {}
 
     /// Adds an async handler for `method` on `template`.

@@ -137,13 +137,13 @@ final class HTTPServerCore: Sendable {
         let path = String(cString: url)
         let match = router.match(method: method, rawPath: path)
         guard case .found(let route, let pathParameters) = match else {
-            return queue(match.refusal ?? .notFound, on: connection)
+            return queue(router.refusals.answer(match) ?? router.refusals.notFound, on: connection)
         }
         var head = RequestHead()
         withUnsafeMutablePointer(to: &head) { pointer in
             _ = wxpay_mhd_visit_headers_and_arguments(connection, RequestHead.collect, pointer)
         }
-        guard !head.malformedQuery else { return queue(.badRequest, on: connection) }
+        guard !head.malformedQuery else { return queue(router.refusals.malformed, on: connection) }
 
         let maxBodyBytes = configuration.maxBodyBytes(for: route.options)
         // libmicrohttpd has already rejected a malformed Content-Length with 400.

@@ -54,11 +54,7 @@ public struct HTTPServerResponse: Sendable, Hashable {
     static let internalServerError = plain(status: 500, "internal server error")
     static let serviceUnavailable = plain(status: 503, "shutting down")
 
-    static func methodNotAllowed(allow: [HTTPMethod]) -> HTTPServerResponse {
-        var response = plain(status: 405, "method not allowed")
-        response.headers["Allow"] = allow.map(\.rawValue).joined(separator: ", ")
-        return response
-    }
+    static let methodNotAllowed = plain(status: 405, "method not allowed")
 }
 
 /// An error a handler may throw to choose its own answer (a 409 for a conflicting order, say).
