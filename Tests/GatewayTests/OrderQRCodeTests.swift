@@ -103,7 +103,7 @@ struct OrderQRCodeTests {
         #expect(support.status == 403, "support reads orders, it does not show payers codes")
     }
 
-    @Test("an order with no code_url is 409 no_qr_code; once paid or closed its QR code is 410 order_not_payable",
+    @Test("an order with no code_url is 409 no_qr_code; once paid, closed or past its expires_at its QR code is 410 order_not_payable",
           arguments: StoreKind.all, GatewayRig.Mode.allCases)
     func onlyAPayableNativeOrderHasAQRCode(store: StoreKind, mode: GatewayRig.Mode) async throws {
         let rig = try await GatewayRig.start(mode, store: store)
@@ -129,6 +129,14 @@ struct OrderQRCodeTests {
         let waited = try await rig.send(.get, "/v1/orders/qr-paid?wait=20")
         #expect(await eventually { (try? await rig.store.order("qr-paid"))??.state == .success })
         #expect(waited.status == 200)
+        // Past its expires_at WeChat has closed it: 410 at once, before the reconciler closes it here.
+        let shortLived = #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"qr-short","app":"web","expires_in":600}"#
+        #expect(try await rig.send(.post, "/v1/orders", body: shortLived).status == 201)
+        rig.clock.advance(by: 601)
+        let expired = try await rig.send(.get, "/v1/orders/qr-short/qr.png")
+        #expect(expired.status == 410 && expired.error?["code"] as? String == "order_not_payable", "\(expired.json)")
+        #expect((expired.error?["message"] as? String)?.contains("expired unpaid") == true, "\(expired.json)")
+
         let paid = try await rig.send(.get, "/v1/orders/qr-paid/qr.png")
         #expect(paid.status == 410 && paid.error?["code"] as? String == "order_not_payable", "\(paid.json)")
         #expect((paid.error?["message"] as? String)?.contains("SUCCESS") == true)

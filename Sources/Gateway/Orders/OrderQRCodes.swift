@@ -10,7 +10,8 @@ extension OrderQueries {
     /// With `owner` (an app token's user), another user's order is `order_not_found`, as GET order
     /// answers. An order that has no `code_url` (another trade type, an iOS order, a NATIVE order
     /// whose unifiedorder never answered) is `no_qr_code`; a final one (paid, refunded, closed) is
-    /// `order_not_payable`: its code can no longer be paid, and a page still showing it should stop.
+    /// `order_not_payable`: its code can no longer be paid, and a page still showing it should stop;
+    /// so is one past its `expires_at` (WeChat closes it then) before the reconciler closes it here.
     /// A code_url more than 2 hours old is `qr_code_expired`: WeChat no longer takes it, and an
     /// identical create gets a new one.
     func qrCodeURL(_ outTradeNo: String, owner: String?) async throws(APIError) -> String {
@@ -23,6 +24,8 @@ extension OrderQueries {
             throw .noQRCode(order)
         }
         if order.state.isFinal { throw .orderNotPayable(state: order.state.rawValue) }
+        // Past its time_expire WeChat has closed it, whether or not the reconciler has learnt so.
+        guard order.expiresAt > now() else { throw .orderNotPayable(expiredAt: order.expiresAt) }
         guard order.hasLivePrepay(at: now()) else { throw .qrCodeExpired }
         return codeURL
     }
@@ -49,5 +52,10 @@ extension APIError {
     static func orderNotPayable(state: String) -> APIError {
         APIError(status: 410, code: "order_not_payable",
                  message: "the order is \(state): its QR code can no longer be paid")
+    }
+    /// The same for an unpaid order past its `expires_at`.
+    static func orderNotPayable(expiredAt: Date) -> APIError {
+        APIError(status: 410, code: "order_not_payable",
+                 message: "the order expired unpaid at \(Timestamp.rfc3339(expiredAt)): its QR code can no longer be paid")
     }
 }
