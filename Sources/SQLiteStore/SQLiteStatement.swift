@@ -54,7 +54,7 @@ struct SQLiteStatement {
 /// Each column is taken once as a value (`sqlite3_column_value`) and read through the
 /// `sqlite3_value_*` calls: every `sqlite3_column_*` call checks the statement and the column and
 /// ends in SQLite's API-exit bookkeeping, and a type check, the text and its length made three of
-/// them per column, the most of a hundred-row read's cost in SQLite. Values taken this way are
+/// them per column, about a tenth of a hundred-row read. Values taken this way are
 /// "unprotected", which matters only when a connection is shared between threads; ours never are
 /// (SQLITE_OPEN_NOMUTEX, one thread at a time).
 struct SQLiteRow: StoreRow {
