@@ -242,13 +242,7 @@ def _purchases_under_faults(rig, appstore, gateway, plan, kills, notify_drop, re
     def killer():
         while not done.is_set() and gateway.kills < kills and time.monotonic() < deadline:
             time.sleep(rng.uniform(0.3, 1.5))
-            gateway.kill()
-            while time.monotonic() < deadline:
-                try:
-                    gateway.start()
-                    break
-                except RuntimeError:
-                    time.sleep(0.2)
+            gateway.kill_and_restart(deadline)
 
     killing = threading.Thread(target=killer, daemon=True)
     killing.start()

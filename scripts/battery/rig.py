@@ -381,6 +381,17 @@ class Gateway:
             self.proc.wait()
             self.kills += 1
 
+    def kill_and_restart(self, deadline):
+        """SIGKILL, then start again, retrying a start that fails (the port not yet free, a crash
+        point met during start-up) until `deadline` (time.monotonic())."""
+        self.kill()
+        while time.monotonic() < deadline:
+            try:
+                self.start()
+                return
+            except RuntimeError:
+                time.sleep(0.2)
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.sample()

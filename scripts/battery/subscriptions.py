@@ -128,13 +128,7 @@ def t15(rig, scale, seed, result):
                 time.sleep(rng.uniform(0.3, 1.5))
                 if not killing.is_set():
                     continue
-                gateway.kill()
-                while time.monotonic() < deadline:
-                    try:
-                        gateway.start()
-                        break
-                    except RuntimeError:
-                        time.sleep(0.2)
+                gateway.kill_and_restart(deadline)
 
         def quiet():
             """Stops the kills and waits until the gateway is up again."""
