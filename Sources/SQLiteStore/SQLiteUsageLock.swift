@@ -55,7 +55,7 @@ final class SQLiteUsageLock: Sendable {
     static func shared(_ database: String, create: Bool, timeout: Duration) throws(StorageError) -> SQLiteUsageLock {
         let deadline = ContinuousClock.now + timeout
         while true {
-            if let lock = try attempt(database, create: create, exclusive: false) { return lock }
+            if case .locked(let lock) = try attempt(database, create: create, exclusive: false) { return lock }
             guard ContinuousClock.now < deadline else {
                 throw StorageError(code: .busy, detail: "the database is being restored")
             }
@@ -63,25 +63,48 @@ final class SQLiteUsageLock: Sendable {
         }
     }
 
-    /// Taken by a restore: `busy` at once while any process (this one included) has the database
-    /// open. Makes the file, empty, when it is missing.
-    static func exclusive(_ database: String) throws(StorageError) -> SQLiteUsageLock {
-        guard let lock = try attempt(database, create: true, exclusive: true) else {
-            throw StorageError(code: .busy, detail: "the database is in use")
+    /// Taken by a restore: `busy` while any process (this one included) has the database open.
+    /// Makes the file, empty, when it is missing.
+    ///
+    /// A lock let go elsewhere can linger for a moment: the kernel drops it when the last copy of
+    /// its descriptor closes, and a child being started (posix_spawn) holds a copy of every
+    /// descriptor until its program runs, close-on-exec or not; so does a gateway still exiting.
+    /// So the lock held by another process is tried again for up to `patience` before the restore
+    /// is refused; held by this process, it is refused at once.
+    static func exclusive(_ database: String, patience: Duration = .seconds(3)) throws(StorageError) -> SQLiteUsageLock {
+        let deadline = ContinuousClock.now + patience
+        while true {
+            switch try attempt(database, create: true, exclusive: true) {
+            case .locked(let lock): return lock
+            case .heldHere: throw StorageError(code: .busy, detail: "the database is in use")
+            case .heldElsewhere:
+                guard ContinuousClock.now < deadline else {
+                    throw StorageError(code: .busy, detail: "the database is in use")
+                }
+                usleep(50_000)
+            }
         }
-        return lock
     }
 
-    /// One try: the lock, or nil when another holder's lock is in the way.
-    private static func attempt(_ database: String, create: Bool, exclusive: Bool) throws(StorageError) -> SQLiteUsageLock? {
-        try holdings.withLock { holdings throws(StorageError) -> SQLiteUsageLock? in
+    /// What one try found.
+    private enum Attempt {
+        case locked(SQLiteUsageLock)
+        /// This process holds the file in a way that excludes the lock asked for.
+        case heldHere
+        /// Another process's lock is in the way (or the path was renamed meanwhile: try again).
+        case heldElsewhere
+    }
+
+    /// One try at the lock.
+    private static func attempt(_ database: String, create: Bool, exclusive: Bool) throws(StorageError) -> Attempt {
+        try holdings.withLock { holdings throws(StorageError) -> Attempt in
             // This process has the file already: share its descriptor (opening and closing another
             // one would drop SQLite's locks).
             var info = stat()
             if stat(database, &info) == 0, let holding = holdings[FileIdentity(info)] {
-                guard !exclusive, !holding.exclusive else { return nil }
+                guard !exclusive, !holding.exclusive else { return .heldHere }
                 holdings[FileIdentity(info)]?.users += 1
-                return SQLiteUsageLock(identity: FileIdentity(info))
+                return .locked(SQLiteUsageLock(identity: FileIdentity(info)))
             }
             let descriptor = open(database, O_RDONLY | O_CLOEXEC | (create ? O_CREAT : 0), 0o600)
             guard descriptor >= 0 else {
@@ -97,23 +120,23 @@ final class SQLiteUsageLock: Sendable {
             if holdings[identity] != nil {
                 // Renamed into this path since the stat above: rare; try again with the new name.
                 close(descriptor)
-                return nil
+                return .heldElsewhere
             }
             guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
                 close(descriptor)
                 guard errno == EWOULDBLOCK || errno == EINTR else {
                     throw StorageError(code: .io, detail: "cannot lock the database file")
                 }
-                return nil
+                return .heldElsewhere
             }
             // The path must still name the file locked: one renamed over it meanwhile is another file.
             var now = stat()
             guard stat(database, &now) == 0, FileIdentity(now) == identity else {
                 close(descriptor)
-                return nil
+                return .heldElsewhere
             }
             holdings[identity] = Holding(descriptor: descriptor, users: 1, exclusive: exclusive)
-            return SQLiteUsageLock(identity: identity)
+            return .locked(SQLiteUsageLock(identity: identity))
         }
     }
 

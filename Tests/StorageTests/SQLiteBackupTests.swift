@@ -473,6 +473,40 @@ struct SQLiteRestoreLockTests {
         #expect(restored.rows["orders"] == 1)
     }
 
+    @Test("A usage lock another process lets go of within moments does not refuse the restore; one kept does")
+    func aLockLetGoOfWithinMomentsDoesNotRefuseTheRestore() async throws {
+        // A child being started anywhere in a process holds a copy of its descriptors until its
+        // program runs, so a store's lock can outlive the store's close by moments.
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        try await Fixture.create(Fixture.order("LG-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/lg.backup"
+        _ = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+
+        let output = directory.path + "/flock.out"
+        let holder = try ChildProcess("flock", ["--shared", directory.databasePath, "sh", "-c", "echo locked; exec cat"],
+                                      environment: Self.path, input: .pipe, output: output,
+                                      errors: directory.path + "/flock.err")
+        try #require(await eventually {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("locked")
+        })
+        do {
+            _ = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath)
+            Issue.record("a restore replaced a database another process holds the usage lock of")
+        } catch {
+            guard case .inUse(_, byOtherProgram: false) = error else { Issue.record("\(error)"); return }
+        }
+        let restore = Task { try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath) }
+        try await Task.sleep(for: .milliseconds(500))
+        holder.closeInput()
+        let (restored, saved) = try await restore.value
+        #expect(restored.rows["orders"] == 1)
+        #expect(saved != nil)
+        #expect(await holder.wait(timeout: .seconds(120)) == 0)
+    }
+
     @Test("A backup is not restored onto the database it is")
     func aDatabaseIsNotRestoredOntoItself() async throws {
         let directory = try TemporaryDirectory()
