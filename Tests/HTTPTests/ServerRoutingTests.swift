@@ -148,6 +148,27 @@ import Testing
         }
     }
 
+    @Test func rawBytesThatAreNotUTF8Get400AsTheirEscapesDoAndRawUTF8IsTaken() async throws {
+        try await withServer(Self.echoRouter()) { _, address in
+            let answers = try await offPool {
+                var answers: [RawResponse] = []
+                for target: [UInt8] in [
+                    Array("/v1/orders/A".utf8) + [0xFF],
+                    Array("/v1/orders/T1?wait=".utf8) + [0xC3, 0x28],
+                    Array("/v1/orders/T1?".utf8) + [0xFE] + Array("=1".utf8),
+                    Array("/v1/orders/".utf8) + Array("中".utf8),
+                ] {
+                    let connection = try RawConnection(to: address)
+                    _ = connection.send(Array("GET ".utf8) + target + Array(" HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+                    answers.append(try connection.readResponse())
+                }
+                return answers
+            }
+            #expect(answers.map(\.status) == [400, 400, 400, 200])
+            #expect(answers[3].text.contains("中"), "\(answers[3].text)")
+        }
+    }
+
     @Test func handlersSeeARequestIDAndThePeerAddress() async throws {
         try await withServer(Self.echoRouter()) { _, address in
             let first = try await rawRequest(address, "GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n")

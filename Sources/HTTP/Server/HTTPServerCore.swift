@@ -134,7 +134,9 @@ final class HTTPServerCore: Sendable {
         context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let method = HTTPMethod(rawValue: String(cString: method))
-        let path = String(cString: url)
+        // Raw bytes that are not UTF-8 are refused as their escapes are (`String(cString:)` would
+        // have made each a U+FFFD, and the request would have named another resource).
+        guard let path = String(validatingCString: url) else { return queue(router.refusals.malformed, on: connection) }
         let match = router.match(method: method, rawPath: path)
         guard case .found(let route, let pathParameters) = match else {
             return queue(router.refusals.answer(match) ?? router.refusals.notFound, on: connection)
@@ -413,8 +415,8 @@ private struct RequestHead {
         let head = cls.assumingMemoryBound(to: RequestHead.self)
         if kind == .HEADER_KIND {
             head.pointee.headers.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
-        } else if let item = HTTPServerQuery.decodedItem(
-            rawName: String(cString: key), rawValue: value.map { String(cString: $0) } ?? "")
+        } else if let name = String(validatingCString: key), let raw = value.map({ String(validatingCString: $0) }) ?? "",
+            let item = HTTPServerQuery.decodedItem(rawName: name, rawValue: raw)
         {
             head.pointee.query.append(item)
         } else {
