@@ -249,7 +249,10 @@ enum PostgresMigrations {
     /// not wait for each other.
     /// Every exchange may take up to `timeout`: the first one waits for the lock while another
     /// instance migrates.
-    static func apply(on connection: PGConnection, now: Date, timeout: Duration) throws(StorageError) {
+    /// Answers what it applied, or nil when the schema was the latest already.
+    @discardableResult
+    static func apply(on connection: PGConnection, now: Date, timeout: Duration) throws(StorageError) -> SchemaUpgrade? {
+        let started = ContinuousClock.now
         connection.sendAhead(PGQuery("BEGIN"))
         do throws(StorageError) {
             let current = try connection.run([
@@ -266,13 +269,17 @@ enum PostgresMigrations {
             guard current <= latestVersion else {
                 throw StorageError.schemaTooNew(found: current, known: latestVersion)
             }
-            for migration in all where migration.version > current {
+            let pending = all.filter { $0.version > current }
+            for migration in pending {
                 let record = PGQuery(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1::bigint, $2, $3)",
                     migration.version, migration.name, now)
                 _ = try connection.run(migration.statements.map { PGQuery($0) } + [record], timeout: timeout)
             }
             _ = try connection.run([PGQuery("COMMIT")], timeout: timeout)
+            guard !pending.isEmpty else { return nil }
+            return SchemaUpgrade(from: current, to: latestVersion, applied: pending.map { "\($0.version) \($0.name)" },
+                                 duration: ContinuousClock.now - started)
         } catch {
             if !connection.isBroken { _ = try? connection.run([PGQuery("ROLLBACK")]) }
             throw error

@@ -66,11 +66,15 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
     let pool: PostgresPool
     private let listener: Mutex<PostgresChangeListener?> = Mutex(nil)
     private let isClosed = Atomic<Bool>(false)
+    /// The migrations this open applied (nil: the schema was the latest already), for start-up's log.
+    public let schemaUpgrade: SchemaUpgrade?
 
-    private init(settings: PostgresSettings, schema: String, channel: String, configuration: Configuration) {
+    private init(settings: PostgresSettings, schema: String, channel: String, configuration: Configuration,
+                 schemaUpgrade: SchemaUpgrade?) {
         self.settings = settings
         self.schema = schema
         self.channel = channel
+        self.schemaUpgrade = schemaUpgrade
         pool = PostgresPool(
             settings: settings, size: configuration.poolSize, maxBatchSize: configuration.maxBatchSize,
             maxWritingThreads: min(configuration.maxWritingConnections, configuration.poolSize),
@@ -88,22 +92,23 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         guard configuration.poolSize >= 1, configuration.maxBatchSize >= 1, configuration.maxWritingConnections >= 1 else {
             throw .invalidArgument("poolSize, maxBatchSize and maxWritingConnections must be at least 1")
         }
-        let opened = await Blocking.run { () -> Result<String, StorageError> in
+        let opened = await Blocking.run { () -> Result<(String, SchemaUpgrade?), StorageError> in
             do throws(StorageError) {
                 let connection = try PGConnection.connect(settings)
                 defer { connection.close() }
-                try PostgresMigrations.apply(on: connection, now: Date(), timeout: settings.migrationTimeout)
+                let upgrade = try PostgresMigrations.apply(on: connection, now: Date(), timeout: settings.migrationTimeout)
                 let schema = try connection.run(PGQuery("SELECT current_schema()::text"))
                     .first { row throws(StorageError) in try row.text(0) }
                 guard let schema else { throw StorageError.unexpectedRow }
-                return .success(schema)
+                return .success((schema, upgrade))
             } catch {
                 return .failure(error)
             }
         }
-        let schema = try opened.get()
+        let (schema, upgrade) = try opened.get()
         return PostgresOrderStore(
-            settings: settings, schema: schema, channel: Self.channel(for: schema), configuration: configuration)
+            settings: settings, schema: schema, channel: Self.channel(for: schema), configuration: configuration,
+            schemaUpgrade: upgrade)
     }
 
     /// `wxpay_orders` in the `public` schema, else suffixed with the schema: two deployments in

@@ -126,7 +126,10 @@ enum SQLiteMigrations {
     static var latestVersion: Int { all.last?.version ?? 0 }
 
     /// Applies the missing migrations in one transaction; a failure leaves the schema as it was.
-    static func apply(on connection: SQLiteConnection, now: Date) throws(StorageError) {
+    /// Answers what it applied, or nil when the schema was the latest already.
+    @discardableResult
+    static func apply(on connection: SQLiteConnection, now: Date) throws(StorageError) -> SchemaUpgrade? {
+        let started = ContinuousClock.now
         try connection.execute("BEGIN IMMEDIATE")
         do throws(StorageError) {
             try connection.execute("""
@@ -142,13 +145,17 @@ enum SQLiteMigrations {
             guard current <= latestVersion else {
                 throw StorageError.schemaTooNew(found: current, known: latestVersion)
             }
-            for migration in all where migration.version > current {
+            let pending = all.filter { $0.version > current }
+            for migration in pending {
                 try connection.execute(migration.sql)
                 try connection.run(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     migration.version, migration.name, now)
             }
             try connection.execute("COMMIT")
+            guard !pending.isEmpty else { return nil }
+            return SchemaUpgrade(from: current, to: latestVersion, applied: pending.map { "\($0.version) \($0.name)" },
+                                 duration: ContinuousClock.now - started)
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             throw error

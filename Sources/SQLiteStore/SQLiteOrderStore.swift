@@ -65,12 +65,16 @@ public final class SQLiteOrderStore: OrderStore {
     /// Held while open: a restore refuses to replace a database someone is using (SQLiteUsageLock).
     private let usageLock: SQLiteUsageLock?
     private let isClosed = Atomic<Bool>(false)
+    /// The migrations this open applied (nil: the schema was the latest already), for start-up's log.
+    public let schemaUpgrade: SchemaUpgrade?
 
-    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?, usageLock: SQLiteUsageLock? = nil) {
+    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?, usageLock: SQLiteUsageLock? = nil,
+                 schemaUpgrade: SchemaUpgrade? = nil) {
         self.path = path
         self.writer = writer
         self.readers = readers
         self.usageLock = usageLock
+        self.schemaUpgrade = schemaUpgrade
     }
 
     deinit {
@@ -88,19 +92,20 @@ public final class SQLiteOrderStore: OrderStore {
     public static func open(path: String, configuration: Configuration = Configuration()) async throws(StorageError)
         -> SQLiteOrderStore
     {
-        let opened = await Blocking.run { () -> Result<(SQLiteUsageLock, SQLiteConnection, [SQLiteConnection]), StorageError> in
+        let opened = await Blocking.run { () -> Result<OpenedConnections, StorageError> in
             do throws(StorageError) {
                 return .success(try openConnections(path: path, configuration: configuration))
             } catch {
                 return .failure(error)
             }
         }
-        let (lock, writeConnection, readConnections) = try opened.get()
+        let connections = try opened.get()
         return SQLiteOrderStore(
             path: path,
             writer: SQLiteWriter(
-                connection: writeConnection, maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.writer"),
-            readers: SQLiteReaderPool(connections: readConnections, name: "wxpay.sqlite.reader"), usageLock: lock)
+                connection: connections.writer, maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.writer"),
+            readers: SQLiteReaderPool(connections: connections.readers, name: "wxpay.sqlite.reader"),
+            usageLock: connections.lock, schemaUpgrade: connections.upgrade)
     }
 
     /// A private in-memory database, gone at `close()`: for fast tests. Reads share the writer's
@@ -193,8 +198,15 @@ public final class SQLiteOrderStore: OrderStore {
 
     // MARK: Opening
 
+    private struct OpenedConnections {
+        var lock: SQLiteUsageLock
+        var writer: SQLiteConnection
+        var readers: [SQLiteConnection]
+        var upgrade: SchemaUpgrade?
+    }
+
     private static func openConnections(path: String, configuration: Configuration) throws(StorageError)
-        -> (SQLiteUsageLock, SQLiteConnection, [SQLiteConnection])
+        -> OpenedConnections
     {
         guard configuration.readerCount >= 1, configuration.maxBatchSize >= 1 else {
             throw .invalidArgument("readerCount and maxBatchSize must be at least 1")
@@ -220,6 +232,7 @@ public final class SQLiteOrderStore: OrderStore {
         // A new database is the owner's alone (its WAL and shared-memory files follow its mode).
         if creating { SQLiteBackup.restrictToOwner(path) }
         var readers: [SQLiteConnection] = []
+        var upgrade: SchemaUpgrade?
         do throws(StorageError) {
             let mode = try writer.row("PRAGMA journal_mode = WAL") { row throws(StorageError) in try row.text(0) }
             guard mode?.lowercased() == "wal" else {
@@ -235,7 +248,7 @@ public final class SQLiteOrderStore: OrderStore {
             // setting also keeps the writer's sorts and temporary tables in memory; its queries
             // are by key or bounded by a LIMIT of a few thousand rows.)
             try writer.execute("PRAGMA temp_store = MEMORY")
-            try SQLiteMigrations.apply(on: writer, now: Date())
+            upgrade = try SQLiteMigrations.apply(on: writer, now: Date())
             for _ in 0..<configuration.readerCount {
                 readers.append(
                     try SQLiteConnection.open(path: path, readOnly: true, busyTimeout: configuration.busyTimeout))
@@ -246,6 +259,6 @@ public final class SQLiteOrderStore: OrderStore {
             lock.release()
             throw error
         }
-        return (lock, writer, readers)
+        return OpenedConnections(lock: lock, writer: writer, readers: readers, upgrade: upgrade)
     }
 }

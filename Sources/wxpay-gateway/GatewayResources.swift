@@ -45,10 +45,12 @@ struct GatewayResources {
         }
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler(timestamp: Timestamp.rfc3339))
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
-        /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
+        // Every storage protocol both stores implement.
+        let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
         do {
-            store = try await openStore(configuration)
+            let upgrade: SchemaUpgrade?
+            (store, upgrade) = try await openStore(configuration)
+            if let upgrade { log(upgrade, of: configuration, to: logger) }
         } catch {
             // The description names the database without its password, and the error no value.
             return fail("cannot open the database \(configuration.databaseDescription): \(error)", ExitStatus.database)
@@ -72,12 +74,31 @@ struct GatewayResources {
         }
     }
 
-    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError) -> any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore {
+    /// The store, and the migrations opening it applied.
+    static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError)
+        -> (any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore, SchemaUpgrade?)
+    {
         switch configuration.database {
         case .sqlite(let path):
-            try await SQLiteOrderStore.open(path: path)
+            let store = try await SQLiteOrderStore.open(path: path)
+            return (store, store.schemaUpgrade)
         case .postgres(let settings):
-            try await PostgresOrderStore.open(settings, configuration: .init(poolSize: configuration.databasePool))
+            let store = try await PostgresOrderStore.open(settings, configuration: .init(poolSize: configuration.databasePool))
+            return (store, store.schemaUpgrade)
+        }
+    }
+
+    /// A new database's schema, or an upgrade: an upgrade may have rebuilt an index over every
+    /// order, which is why the start took its time.
+    private static func log(_ upgrade: SchemaUpgrade, of configuration: GatewayConfiguration, to logger: Logger) {
+        let metadata = ["database": configuration.databaseDescription, "schema_version": String(upgrade.to),
+                        "seconds": upgrade.seconds]
+        if upgrade.from == 0 {
+            logger.notice("made the database's schema", metadata)
+        } else {
+            logger.notice("upgraded the database's schema", metadata.merging([
+                "from_version": String(upgrade.from), "migrations": upgrade.applied.joined(separator: "; "),
+            ]) { current, _ in current })
         }
     }
 

@@ -6,6 +6,28 @@ import StorageCore
 import Testing
 
 struct DurabilityTests {
+    @Test func openingReportsTheMigrationsItApplied() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let made = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let first = try #require(made.schemaUpgrade)
+        await made.close()
+        #expect(first.from == 0)
+        #expect(first.applied.count == first.to)
+        #expect(first.applied.first?.hasPrefix("1 ") == true)
+        let raw = RawSQLite(path: directory.databasePath)
+        defer { raw.close() }
+        #expect(raw.execute("DELETE FROM schema_migrations WHERE version = \(first.to)") == 0)
+        let upgraded = try await SQLiteOrderStore.open(path: directory.databasePath)
+        #expect(upgraded.schemaUpgrade?.from == first.to - 1)
+        #expect(upgraded.schemaUpgrade?.to == first.to)
+        #expect(upgraded.schemaUpgrade?.applied == [first.applied.last!])
+        await upgraded.close()
+        let current = try await SQLiteOrderStore.open(path: directory.databasePath)
+        #expect(current.schemaUpgrade == nil)
+        await current.close()
+    }
+
     @Test func reopeningTheSameFileAppliesNoMigrationTwice() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

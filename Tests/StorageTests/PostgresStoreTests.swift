@@ -116,6 +116,24 @@ struct PostgresStoreTests {
         await database.remove()
     }
 
+    @Test func openingReportsTheMigrationsItApplied() async throws {
+        let database = try await TestDatabase(.postgres)
+        let made = try await PostgresOrderStore.open(database.postgresSettings!)
+        await made.close()
+        #expect(made.schemaUpgrade?.from == 0)
+        #expect(made.schemaUpgrade?.to == PostgresMigrations.latestVersion)
+        #expect(made.schemaUpgrade?.applied.count == PostgresMigrations.all.count)
+        #expect(await database.execute("DELETE FROM schema_migrations WHERE version = \(PostgresMigrations.latestVersion)"))
+        let upgraded = try await PostgresOrderStore.open(database.postgresSettings!)
+        await upgraded.close()
+        #expect(upgraded.schemaUpgrade?.from == PostgresMigrations.latestVersion - 1)
+        #expect(upgraded.schemaUpgrade?.applied == [made.schemaUpgrade?.applied.last].compactMap { $0 })
+        let current = try await PostgresOrderStore.open(database.postgresSettings!)
+        await current.close()
+        #expect(current.schemaUpgrade == nil)
+        await database.remove()
+    }
+
     @Test func aDatabaseMigratedByANewerProgramIsRefused() async throws {
         let database = try await TestDatabase(.postgres)
         await (try await database.open()).close()

@@ -5,6 +5,7 @@ import Crypto
 import Foundation
 import HTTP
 import HTTPClientTestSupport
+import StoreTestSupport
 import Testing
 
 /// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
@@ -141,6 +142,40 @@ struct ServeStartTests {
         let order = try await client.send(.get, base + "/v1/orders/start-demo-1?wait=20", token: "demo-client-token")
         #expect(order.json["state"] as? String == "SUCCESS")
         #expect(await gateway.stop() == 0)
+    }
+
+    @Test("serve logs the schema it makes for a new database and the migrations of an upgrade, and nothing when the schema is current")
+    func serveLogsTheSchemaItMakesAndEachUpgrade() async throws {
+        let path = Self.databasePath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        func start() async throws -> [String] {
+            let gateway = try CommandProcess(["serve", "--demo"], environment: [
+                "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + path, "GATEWAY_RECONCILE_INTERVAL": "0"])
+            _ = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
+            let lines = gateway.stderr.split(separator: "\n").map(String.init).filter { $0.contains("the database's schema") }
+            #expect(await gateway.stop() == 0)
+            return lines
+        }
+        let made = try await start()
+        let raw = RawSQLite(path: path)
+        defer { raw.close() }
+        let latest = try #require(raw.scalar("SELECT MAX(version) FROM schema_migrations"))
+        #expect(made.count == 1)
+        #expect(made.first?.contains("made the database's schema") == true, "\(made)")
+        #expect(made.first?.contains(#""schema_version":"\#(latest)""#) == true, "\(made)")
+
+        // As a database the previous release left: its last migration not applied yet.
+        #expect(raw.execute("DELETE FROM schema_migrations WHERE version = \(latest)") == 0)
+        let upgraded = try await start()
+        #expect(upgraded.count == 1)
+        let line = try #require(upgraded.first)
+        #expect(line.contains("upgraded the database's schema"), "\(line)")
+        #expect(line.contains(#""from_version":"\#(Int(latest)! - 1)""#), "\(line)")
+        #expect(line.contains(#""schema_version":"\#(latest)""#), "\(line)")
+        #expect(line.contains(#""migrations":"\#(latest) "#), "\(line)")
+        #expect(line.contains(#""seconds":""#), "\(line)")
+
+        #expect(try await start().isEmpty)
     }
 
     @Test("demo mode keeps one clock: moving the App Store simulator's dates the gateway's orders on the same calendar, and the banner's app token keeps working")
