@@ -98,9 +98,20 @@ enum ConsoleHTTP {
     /// scheme, no `//`, no backslash).
     static func safeReturn(_ value: String?) -> String {
         guard let value, value.hasPrefix("/console/") || value == "/console", !value.contains("//"),
-              !value.contains("\\"), value.utf8.count <= 512, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+              !value.contains("\\"), value.utf8.count <= 512, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+              !hasDotSegment(value)
         else { return "/console/" }
         return value
+    }
+
+    /// Whether the path of a return link has a `.` or `..` segment, escaped or not: a browser
+    /// resolves `/console/../v1/…` (and `%2e%2e`) out of the console.
+    private static func hasDotSegment(_ value: String) -> Bool {
+        let path = value.prefix { $0 != "?" && $0 != "#" }
+        return path.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
+            let unescaped = segment.lowercased().replacing("%2e", with: ".")
+            return unescaped == "." || unescaped == ".."
+        }
     }
 }
 

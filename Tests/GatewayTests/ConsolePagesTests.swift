@@ -267,7 +267,9 @@ struct ConsolePagesTests {
 
     @Test func returnLinksStayInsideTheConsole() {
         #expect(ConsoleHTTP.safeReturn("/console/orders/X") == "/console/orders/X")
-        for hostile in ["https://evil.example/", "//evil.example/console/", "/console/\\\\evil", "/elsewhere", nil] {
+        #expect(ConsoleHTTP.safeReturn("/console/orders/a.b..c?q=../x") == "/console/orders/a.b..c?q=../x")
+        for hostile in ["https://evil.example/", "//evil.example/console/", "/console/\\\\evil", "/elsewhere", nil,
+                        "/console/../v1/orders", "/console/./x/..", "/console/%2e%2e/v1", "/console/.%2E/metrics", "/console/.."] {
             #expect(ConsoleHTTP.safeReturn(hostile) == "/console/", "\(hostile ?? "nil")")
         }
     }
