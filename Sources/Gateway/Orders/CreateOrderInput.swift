@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import JSON
 #endif
+import WeChatPayV3
 
 /// A validated `POST /v1/orders` body. Everything WeChat would refuse is refused here first, so
 /// invalid requests never reach WeChat.
@@ -189,13 +190,9 @@ public struct CreateOrderInput: Sendable, Hashable {
         return value.isEmpty && !required ? nil : value
     }
 
-    static func isValidOutTradeNo(_ value: String) -> Bool {
-        (6...32).contains(value.utf8.count) && value.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "|")
-                || byte == UInt8(ascii: "*")
-        }
-    }
+    /// API v3's rule, the narrower of the two versions' (v2 also takes `@`), so an order can be
+    /// created, queried and refunded through either.
+    static func isValidOutTradeNo(_ value: String) -> Bool { OutTradeNo.isValid(value) }
 
     static func isIPAddress(_ value: String) -> Bool {
         var v4 = in_addr()

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import JSON
+import WeChatPay
 
 /// A validated `POST /v1/orders/{out_trade_no}/refunds` body:
 /// `{"amount": fen, "reason": "1–80 bytes", "out_refund_no"?: "1–64 of [0-9A-Za-z_-|*@]"}`.
@@ -39,9 +40,6 @@ public struct RefundInput: Sendable, Hashable {
     }
 
     public static func isValidOutRefundNo(_ value: String) -> Bool {
-        (1...64).contains(value.utf8.count) && value.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || "_-|*@".utf8.contains(byte)
-        }
+        (1...64).contains(value.utf8.count) && value.utf8.allSatisfy(MerchantNumber.allows)
     }
 }

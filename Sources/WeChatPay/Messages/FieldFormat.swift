@@ -21,9 +21,7 @@ enum FieldFormat: Sendable {
         case .text(let maxLength):
             return value.count <= maxLength
         case .merchantNumber(let maxLength):
-            return value.utf8.count <= maxLength && value.utf8.allSatisfy { byte in
-                Self.isAlphanumeric(byte) || "_-|*@".utf8.contains(byte)
-            }
+            return value.utf8.count <= maxLength && value.utf8.allSatisfy(MerchantNumber.allows)
         case .alphanumeric(let maxLength):
             return value.utf8.count <= maxLength && value.utf8.allSatisfy(Self.isAlphanumeric)
         case .ipAddress:

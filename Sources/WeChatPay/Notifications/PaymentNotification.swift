@@ -64,12 +64,9 @@ public struct PaymentNotification: Sendable, Hashable {
     /// Nil unless it has the documented shape (1–32 characters of `[0-9A-Za-z_-|*@]`), so a hostile
     /// value never reaches a database query or a log line. Nothing here is authenticated yet.
     public static func claimedOutTradeNo(in fields: Fields) -> String? {
-        guard let value = fields.nonEmpty("out_trade_no"), value.utf8.count <= 32 else { return nil }
-        for byte in value.utf8 {
-            let letter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
-            let digit = byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
-            guard letter || digit || "_-|*@".utf8.contains(byte) else { return nil }
-        }
+        guard let value = fields.nonEmpty("out_trade_no"), value.utf8.count <= 32,
+              value.utf8.allSatisfy(MerchantNumber.allows)
+        else { return nil }
         return value
     }
 
