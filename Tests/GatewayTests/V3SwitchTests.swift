@@ -18,6 +18,51 @@ struct V3SwitchTests {
         #"{"amount":990,"description":"Swift 入门课","client_ip":"203.0.113.7","out_trade_no":"\#(number)","user_id":"u-42"}"#
     }
 
+    @Test("a v2 notify or refund notify, made with the v2 key, is refused for an order created with v3 and writes nothing",
+          arguments: GatewayRig.Mode.allCases, StoreKind.all)
+    func theV2KeyCannotPayOrRefundAV3Order(mode: GatewayRig.Mode, store: StoreKind) async throws {
+        // A merchant on v3 that keeps the v2 key for orders still in flight from before the switch.
+        let rig = try await GatewayRig.start(mode, store: store, v3: V3Setup(mode: .publicKey, newOrders: .v3))
+        defer { Task { await rig.stop() } }
+        #expect(try await rig.createOrder("v3-forged", amount: 2500).status == 201)
+        #expect(try await rig.store.order("v3-forged")?.apiVersion == "v3")
+        func post(_ path: String, _ body: String) async throws -> String {
+            String(decoding: try await rig.send(.post, path, token: nil, body: body).body, as: UTF8.self)
+        }
+        func written(_ order: String) async throws -> [String] {
+            try await rig.store.events(order).map { "\($0.kind) \($0.detail)" }
+                + rig.store.outboxEvents(order).map(\.id)
+                + rig.store.refunds(outTradeNo: order).map { "\($0.outRefundNo) \($0.state)" }
+        }
+        let before = try await written("v3-forged")
+        let payment = rig.forgedNotify("v3-forged", amount: 2500)
+        #expect(try await post("/wechat/notify", payment).contains("FAIL"))
+        #expect(try await rig.store.order("v3-forged")?.state == .notPay)
+        #expect(try await written("v3-forged") == before)
+
+        // Paid for real (v3's signed notify), then refunded through v3.
+        try rig.simulator.pay(outTradeNo: "v3-forged")
+        #expect(await eventually { (try? await rig.store.order("v3-forged"))??.state == .success })
+        let refund = try await rig.services.refunds.request(RefundInput(amount: 400, reason: "test", outRefundNo: "v3-forged-r1"),
+                                                            outTradeNo: "v3-forged")
+        #expect(refund.created)
+        let stored = try #require(try await rig.store.refund("v3-forged-r1"))
+        #expect(stored.state == .processing)
+        let paid = try #require(try await rig.store.order("v3-forged"))
+        var builder = RefundNotifyBuilder(
+            merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
+            transactionID: paid.transactionID ?? "", outTradeNo: "v3-forged", refundID: "50300000000000000000000000077",
+            outRefundNo: "v3-forged-r1", totalFee: stored.totalFee, refundFee: stored.amount, nonce: "forgedNonce")
+        builder.refundStatus = .success
+        builder.successTime = Date()
+        let refundNotify = String(decoding: try FlatXML.encode(try builder.fields(encryptedWith: APIKey(GatewayConfiguration.demoKey))),
+                                  as: UTF8.self)
+        let beforeRefundNotify = try await written("v3-forged")
+        #expect(try await post("/wechat/refund-notify", refundNotify).contains("FAIL"))
+        #expect(try await rig.store.refund("v3-forged-r1")?.state == .processing)
+        #expect(try await written("v3-forged") == beforeRefundNotify)
+    }
+
     @Test("orders created under v2 finish in v2 after the switch to v3, and new orders are v3", arguments: StoreKind.all)
     func v2OrdersFinishAfterTheSwitch(store: StoreKind) async throws {
         // Before: v3's keys configured, new orders still v2. WeChat's notifies reach this gateway

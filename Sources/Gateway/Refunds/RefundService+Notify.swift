@@ -73,10 +73,13 @@ extension RefundService {
         else { return .rejected("refund_mismatch") }
         if let appID = notice.appID {
             // WeChat names the app the order was paid through; another of the merchant's apps is
-            // not this order's refund. (Refund notifies are rare: one more read is cheap.)
+            // not this order's refund. (Refund notifies are rare: one more read is cheap.) And a
+            // v2 notify, whose only proof is the v2 key, never finishes a refund of an order
+            // created with v3: WeChat tells of those in v3, signed.
             do {
                 guard let order = try await context.store.order(refund.outTradeNo) else { return .rejected("refund_mismatch") }
                 guard appID == order.appID ?? context.configuration.appID else { return .rejected("refund_mismatch") }
+                guard order.apiVersion == WeChatPayAPIVersion.v2.rawValue else { return .rejected("not_a_v2_order") }
             } catch {
                 return .rejected("storage_error")
             }
