@@ -64,7 +64,9 @@ enum GatewayBench {
     /// Demo mode's client token, or BENCH_CLIENT_TOKEN's for a production-mode gateway (which
     /// refuses demo mode's published tokens).
     static let clientToken = ProcessInfo.processInfo.environment["BENCH_CLIENT_TOKEN"] ?? "demo-client-token"
-    static let demoKey = "192006250b4c09247ec02edce69f6a2d"
+    /// The v2 key notifies are signed with: demo mode's, or BENCH_API_KEY's for a production-mode
+    /// gateway (which refuses demo mode's published key).
+    static let demoKey = ProcessInfo.processInfo.environment["BENCH_API_KEY"] ?? "192006250b4c09247ec02edce69f6a2d"
     static let demoMerchant = MerchantIdentity(appID: "wxd930ea5d5a258f4f", mchID: "10000100")
 
     static func run(_ arguments: [String]) async -> Int32 {

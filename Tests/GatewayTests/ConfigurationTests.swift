@@ -75,6 +75,34 @@ struct ConfigurationTests {
                 == [AppConfiguration.demoTokenSecret])
     }
 
+    @Test("A production serve or doctor with WeChat's published sample key as the v2 or v3 key is refused, naming the variable, never the value")
+    func theDocumentationsSampleKeysAreRefusedInProduction() throws {
+        var env = Self.production
+        env["WXPAY_API_KEY"] = " " + GatewayConfiguration.demoKey
+        for command in [GatewayConfiguration.Command.serve, .doctor] {
+            do {
+                _ = try GatewayConfiguration(environment: Environment(env), demo: false, command: command)
+                Issue.record("a production \(command) took the published v2 key")
+            } catch {
+                #expect(error.variables == ["WXPAY_API_KEY"])
+                #expect(error.description.contains("sample key"))
+                #expect(!error.description.contains(GatewayConfiguration.demoKey))
+            }
+        }
+        env = Self.production
+        env["WXPAY_API_VERSION"] = "v3"
+        env["WXPAY_API_V3_KEY"] = GatewayConfiguration.demoAPIv3Key
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("a production start took demo mode's v3 key")
+        } catch {
+            #expect(error.variables.contains("WXPAY_API_V3_KEY"))
+            #expect(!error.description.contains(GatewayConfiguration.demoAPIv3Key))
+        }
+        // A key of the merchant's own starts.
+        #expect(try GatewayConfiguration(environment: Environment(Self.production), demo: false).apiKey != nil)
+    }
+
     @Test func aCompleteProductionEnvironmentStartsInProductionMode() throws {
         var env = Self.production
         env["WXPAY_SIGN_TYPE"] = "MD5"

@@ -205,7 +205,7 @@ struct AppStoreCommandTests {
                                              body: #"{"user":"alice","productId":"course.swift.basics"}"#)
             #expect(bought.status == 200)
             let environment = [
-                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+                "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
                 "WXPAY_NOTIFY_URL": "https://pay.example/wechat/notify", "GATEWAY_CLIENT_TOKENS": "backfill-test-client-token-0001",
                 "GATEWAY_DATABASE": "sqlite:" + directory.appendingPathComponent("gateway.sqlite").path,
                 "APPSTORE_BUNDLE_ID": Self.bundleID, "APPSTORE_APP_APPLE_ID": "1234567890", "APPSTORE_ROOT_CA_FILE": rootFile,

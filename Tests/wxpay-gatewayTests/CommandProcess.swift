@@ -139,3 +139,9 @@ final class StartedGateway: @unchecked Sendable {
         return nil
     }
 }
+
+/// The merchant of the production-mode starts, and of the simulators they talk to: its v2 key is
+/// not demo mode's published one, which a production start refuses.
+enum TestMerchant {
+    static let apiKey = "testV2key0123456789abcdefABCDEFG"
+}

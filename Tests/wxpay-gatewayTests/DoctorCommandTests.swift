@@ -141,7 +141,7 @@ struct DoctorCommandTests {
         // The database a gateway made (empty: migrated on open); `reconcile` never makes one.
         #expect(FileManager.default.createFile(atPath: directory.appendingPathComponent("g.sqlite").path, contents: nil))
         let process = try CommandProcess(["reconcile", "--date", "2026-11-29"], environment: [
-            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
             "WXPAY_API_BASE": RefusedLoopbackPort().baseURL, "WXPAY_API_BACKUP_BASE": RefusedLoopbackPort().baseURL,
             "GATEWAY_DATABASE": "sqlite:" + directory.appendingPathComponent("g.sqlite").path,
         ])

@@ -21,7 +21,7 @@ struct DoctorV3Tests {
 
     static func simulate(_ files: SimulateV3CommandTests.Files, platformCertificates: Bool) async throws -> Simulator {
         let process = try CommandProcess(["simulate", "--port", "0", "--app-id", "wxd930ea5d5a258f4f", "--mch-id", "10000100",
-                                          "--key", "192006250b4c09247ec02edce69f6a2d", "--api-v3-key", apiV3Key,
+                                          "--key", TestMerchant.apiKey, "--api-v3-key", apiV3Key,
                                           "--merchant-cert", files.path("apiclient_cert.pem"), "--public-key-id", publicKeyID,
                                           "--wechatpay-key", files.path("wechatpay.pem")] + (platformCertificates ? ["--platform-certs"] : []),
                                          environment: [:])
@@ -30,7 +30,7 @@ struct DoctorV3Tests {
     }
 
     static func environment(_ files: SimulateV3CommandTests.Files, base: String, directory: String) -> [String: String] {
-        ["WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+        ["WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
          "WXPAY_NOTIFY_URL": "https://pay.example.com/wechat/v3/notify", "WXPAY_REFUND_NOTIFY_URL": "https://pay.example.com/wechat/v3/refund-notify",
          "WXPAY_API_BASE": base, "WXPAY_API_BACKUP_BASE": base, "GATEWAY_DATABASE": "sqlite:\(directory)/gateway.sqlite",
          "WXPAY_API_VERSION": "v3", "WXPAY_API_V3_KEY": apiV3Key, "WXPAY_MERCHANT_PRIVATE_KEY": files.path("apiclient_key.pem"),

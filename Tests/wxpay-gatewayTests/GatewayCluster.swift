@@ -35,7 +35,7 @@ final class GatewayCluster: @unchecked Sendable {
     private init() async throws {
         client = try HTTPClient()
         database = try await TestDatabase(.postgres)
-        simulator = try CommandProcess(["simulate", "--port", "0"], environment: [:])
+        simulator = try CommandProcess(["simulate", "--port", "0", "--key", TestMerchant.apiKey], environment: [:])
         guard let line = await simulator.line(startingWith: "listening ") else {
             throw ClusterError("the simulator did not start: \(simulator.stderr)")
         }
@@ -50,7 +50,7 @@ final class GatewayCluster: @unchecked Sendable {
             for index in 0..<count {
                 var env = [
                     "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-                    "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+                    "WXPAY_API_KEY": TestMerchant.apiKey,
                     "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(ports[notifyTo[index]])/wechat/notify",
                     "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat,
                     "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(ports[index])",

@@ -83,7 +83,7 @@ final class SimulatedUpstreams: @unchecked Sendable {
 
     static func start(notificationURL: String? = nil) async throws -> SimulatedUpstreams {
         let directory = try Operations.temporaryDirectory("wxpay-ops")
-        let wechat = try CommandProcess(["simulate", "--port", "0", "--tls-cert", TestCertificates.serverCertificate,
+        let wechat = try CommandProcess(["simulate", "--port", "0", "--key", TestMerchant.apiKey, "--tls-cert", TestCertificates.serverCertificate,
                                          "--tls-key", TestCertificates.serverKey, "--client-ca", TestCertificates.ca],
                                         environment: [:])
         let appStore = try CommandProcess(["simulate-appstore", "--port", "0", "--root-out", directory + "/appstore-root.pem",
@@ -105,7 +105,7 @@ final class SimulatedUpstreams: @unchecked Sendable {
     /// address is `public`.
     func environment(public base: String) -> [String: String] {
         [
-            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
             "WXPAY_NOTIFY_URL": base + "/wechat/notify", "WXPAY_REFUND_NOTIFY_URL": base + "/wechat/refund-notify",
             "WXPAY_API_BASE": wechatBase, "WXPAY_API_BACKUP_BASE": wechatBase, "WXPAY_API_CA_FILE": TestCertificates.ca,
             "WXPAY_CLIENT_CERT": TestCertificates.clientCertificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,

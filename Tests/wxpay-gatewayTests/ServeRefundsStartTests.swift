@@ -14,7 +14,7 @@ struct ServeRefundsStartTests {
     static func production(port: Int, wechat: String, _ extra: [String: String]) -> [String: String] {
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-refund-start-\(UUID().uuidString)")
         return [
-            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d",
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
             "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
             "WXPAY_REFUND_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/refund-notify",
             "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
@@ -41,7 +41,7 @@ struct ServeRefundsStartTests {
 
     @Test func aProductionStartWithTheCertificateRefundsOverMutualTLSAndShowsItsExpiry() async throws {
         let client = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
-        let simulator = try CommandProcess(["simulate", "--port", "0", "--refund-delay", "0.5",
+        let simulator = try CommandProcess(["simulate", "--port", "0", "--key", TestMerchant.apiKey, "--refund-delay", "0.5",
                                             "--tls-cert", TestCertificates.serverCertificate,
                                             "--tls-key", TestCertificates.serverKey, "--client-ca", TestCertificates.ca],
                                            environment: [:])

@@ -32,7 +32,7 @@ struct ServeStartTests {
     static func productionWithApp(port: Int, rootFile: String) -> [String: String] {
         [
             "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "WXPAY_API_KEY": TestMerchant.apiKey, "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
             "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(port)",
             "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
             "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",
@@ -235,14 +235,14 @@ struct ServeStartTests {
     /// process keeps running (this build has no crash hook: it warns once and ignores the variable).
     @Test func aProductionStartHasNoSimulatorRoutesAndNoCrashHook() async throws {
         let client = try HTTPClient()
-        let simulator = try CommandProcess(["simulate", "--port", "0"], environment: [:])
+        let simulator = try CommandProcess(["simulate", "--port", "0", "--key", TestMerchant.apiKey], environment: [:])
         let started = StartedGateway()
         defer { Task { await started.gateway?.stop(); await simulator.stop(); await client.shutdown() } }
         let simulatorLine = try #require(await simulator.line(startingWith: "listening "))
         let wechat = String(simulatorLine.split(separator: " ")[1])
         let running = try #require(await started.start { port in [
             "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
+            "WXPAY_API_KEY": TestMerchant.apiKey, "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify",
             "WXPAY_API_BASE": wechat, "WXPAY_API_BACKUP_BASE": wechat, "GATEWAY_CLIENT_TOKENS": Self.clientToken,
             "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(),
             "GATEWAY_RECONCILE_INTERVAL": "0", "GATEWAY_CRASH_POINT": "notify_committed:1",
@@ -305,7 +305,7 @@ struct ServeStartTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let refused = try CommandProcess(["serve"], environment: [
             "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100",
-            "WXPAY_API_KEY": "192006250b4c09247ec02edce69f6a2d", "WXPAY_NOTIFY_URL": "http://127.0.0.1:9/wechat/notify",
+            "WXPAY_API_KEY": TestMerchant.apiKey, "WXPAY_NOTIFY_URL": "http://127.0.0.1:9/wechat/notify",
             "GATEWAY_CLIENT_TOKENS": Self.clientToken, "GATEWAY_LISTEN": "127.0.0.1:\(closedLoopbackPort())",
             "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
             "APPSTORE_BUNDLE_ID": "com.example.courses", "APPSTORE_APP_APPLE_ID": "1234567890",

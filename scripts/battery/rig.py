@@ -29,7 +29,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 APP_ID = "wxd930ea5d5a258f4f"
 MCH_ID = "10000100"
-API_KEY = "192006250b4c09247ec02edce69f6a2d"
+# The merchant's v2 key, the gateway's and the simulator's: not demo mode's published one, which a
+# production-mode gateway refuses.
+API_KEY = "batteryV2key0123456789abcdefABCD"
 CLIENT_TOKEN = "bench-client-token"
 SUPPORT_TOKEN = "bench-support-token"
 WEBHOOK_SECRET = "battery-webhook-secret-0123456789"
@@ -498,7 +500,7 @@ class Rig:
         self.peak_rss_kib = 0
         self.stopping = threading.Event()
         log = open(os.path.join(self.dir, "simulator.log"), "wb")
-        command = [BINARY, "simulate", "--port", "0", "--seed", str(seed)]
+        command = [BINARY, "simulate", "--port", "0", "--seed", str(seed), "--key", API_KEY]
         if tls:
             command += ["--tls-cert", os.path.join(CERTS, "server.crt"), "--tls-key", os.path.join(CERTS, "server.key"),
                         "--client-ca", os.path.join(CERTS, "ca.crt")]
