@@ -141,6 +141,13 @@ struct AppClientAPITests {
         #expect(trusted.status == 201 && trusted.json["amount"] as? Int == 12345)
         let unpriced = try await Self.create(rig, GatewayRig.client, #"{"product_id":"bundle-9","client_ip":"203.0.113.7"}"#)
         #expect(unpriced.status == 400 && unpriced.error?["code"] as? String == "unknown_product")
+        // But not an entitlement the catalog's memberships grant: paid, it would grant it for ever.
+        let orders = try await rig.store.counts().ordersByState.values.reduce(0, +)
+        let entitlement = try await Self.create(
+            rig, GatewayRig.client, #"{"product_id":"vip","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
+        #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request")
+        #expect(entitlement.error?["field"] as? String == "product_id")
+        #expect(try await rig.store.counts().ordersByState.values.reduce(0, +) == orders)
     }
 
     /// An app token's `sub` becomes the order's `user_id`, so it follows the user id rule a client

@@ -114,6 +114,11 @@ public struct Catalog: Sendable, Hashable {
         index[id].map { products[$0] }
     }
 
+    /// Whether a product (active or not) grants the entitlement `name`.
+    public func grants(_ name: String) -> Bool {
+        products.contains { $0.entitlement == name }
+    }
+
     /// The product whose App Store product id is `appleProductID`, active or not.
     public func product(appleProductID: String) -> CatalogProduct? {
         appleIndex[appleProductID].map { products[$0] }

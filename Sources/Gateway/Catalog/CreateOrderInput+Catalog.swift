@@ -5,14 +5,21 @@ import JSON
 extension CreateOrderInput {
     /// A client-token body (the trusted backend). `product_id` naming a catalog product fills a
     /// missing amount or description from it, and an amount other than its price is
-    /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before.
+    /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before,
+    /// and must not be an entitlement catalog products grant (`vip`): a paid order of a product
+    /// the catalog does not know grants its id for ever, so a backend passing a user's product id
+    /// through would sell a membership for life at any price.
     init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
         let object = try Self.members(of: body)
-        let product = object["product_id"]?.stringValue.flatMap { catalog.product($0) }
-        if product == nil, object["product_id"]?.stringValue?.isEmpty == false,
-           object["amount"] == nil || object["description"] == nil {
+        let productID = object["product_id"]?.stringValue
+        let product = productID.flatMap { catalog.product($0) }
+        if product == nil, let productID, !productID.isEmpty {
             // Neither the backend nor the catalog said what this costs.
-            throw .unknownProduct
+            if object["amount"] == nil || object["description"] == nil { throw .unknownProduct }
+            if catalog.grants(productID) {
+                throw .invalid("product_id", "product_id is not a catalog product but an entitlement catalog products "
+                               + "grant: order one of those products")
+            }
         }
         try self.init(members: object, product: product)
     }
