@@ -93,6 +93,13 @@ public enum SQLiteBackup {
                 guard !FileManager.default.fileExists(atPath: destination) else {
                     throw .invalidArgument("the backup file exists already; choose a new name")
                 }
+                var isDirectory: ObjCBool = false
+                let directory = (destination as NSString).deletingLastPathComponent
+                guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
+                      isDirectory.boolValue
+                else {
+                    throw .invalidArgument("no directory \(directory) for the backup file; make it first")
+                }
                 // Shared with the gateways; waits out a restore in progress.
                 let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))
                 defer { lock.release() }

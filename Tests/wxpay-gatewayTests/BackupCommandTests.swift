@@ -108,6 +108,10 @@ struct BackupCommandTests {
             // An existing file is never overwritten.
             let again = try await Self.command(["backup", "--to", backupFile], database: database)
             #expect(again.status == 74 && again.stderr.contains("exists already"))
+            // Into a directory that is not there: said so, and nothing made.
+            let nowhere = try await Self.command(["backup", "--to", directory + "/missing/backup.sqlite"], database: database)
+            #expect(nowhere.status == 74 && nowhere.stderr.contains("no directory"), "\(nowhere.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/missing"))
 
             // While the gateway serves, a restore is refused and changes nothing, whatever name
             // of the database it is given: the path, a hard link in another directory (the same
