@@ -19,7 +19,7 @@ extension SQLiteOrderStore {
     }
 
     public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {
-        try await readByKey { db throws(StorageError) in try Self.order(outTradeNo, on: db) }
+        try await read { db throws(StorageError) in try Self.order(outTradeNo, on: db) }
     }
 
     public func orders(transactionID: String) async throws(StorageError) -> [OrderRecord] {

@@ -62,20 +62,17 @@ public final class SQLiteOrderStore: OrderStore {
     public let path: String?
     let writer: SQLiteWriter
     private let readers: SQLiteReaderPool?
-    /// Connections lent to the caller for reads by key (SQLiteInlineReaders.swift says why).
-    private let inlineReaders: SQLiteInlineReaders?
     /// Held while open: a restore refuses to replace a database someone is using (SQLiteUsageLock).
     private let usageLock: SQLiteUsageLock?
     private let isClosed = Atomic<Bool>(false)
     /// The migrations this open applied (nil: the schema was the latest already), for start-up's log.
     public let schemaUpgrade: SchemaUpgrade?
 
-    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?, inlineReaders: SQLiteInlineReaders? = nil,
-                 usageLock: SQLiteUsageLock? = nil, schemaUpgrade: SchemaUpgrade? = nil) {
+    private init(path: String?, writer: SQLiteWriter, readers: SQLiteReaderPool?, usageLock: SQLiteUsageLock? = nil,
+                 schemaUpgrade: SchemaUpgrade? = nil) {
         self.path = path
         self.writer = writer
         self.readers = readers
-        self.inlineReaders = inlineReaders
         self.usageLock = usageLock
         self.schemaUpgrade = schemaUpgrade
     }
@@ -108,7 +105,7 @@ public final class SQLiteOrderStore: OrderStore {
             writer: SQLiteWriter(
                 connection: connections.writer, maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.writer"),
             readers: SQLiteReaderPool(connections: connections.readers, name: "wxpay.sqlite.reader"),
-            inlineReaders: SQLiteInlineReaders(connections: connections.inlineReaders), usageLock: connections.lock, schemaUpgrade: connections.upgrade)
+            usageLock: connections.lock, schemaUpgrade: connections.upgrade)
     }
 
     /// A private in-memory database, gone at `close()`: for fast tests. Reads share the writer's
@@ -140,7 +137,6 @@ public final class SQLiteOrderStore: OrderStore {
 
     public func close() async {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await inlineReaders?.close()
         await readers?.close()
         await writer.close()
         usageLock?.release()
@@ -178,18 +174,6 @@ public final class SQLiteOrderStore: OrderStore {
     }
 
     /// Runs `body` on a reader thread (the writer thread in memory), outside any write transaction.
-    /// Connections lent for reads by key: one per core, as Swift's cooperative pool has threads.
-    private static let inlineReaderCount = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
-
-    /// A read bounded by a key (one row by its primary key), on this thread when a lent connection
-    /// is idle, else queued as `read` does.
-    func readByKey<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StorageError) -> T)
-        async throws(StorageError) -> T
-    {
-        if let inlineReaders, let value = try inlineReaders.read(body) { return value }
-        return try await read(body)
-    }
-
     func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StorageError) -> T)
         async throws(StorageError) -> T
     {
@@ -218,7 +202,6 @@ public final class SQLiteOrderStore: OrderStore {
         var lock: SQLiteUsageLock
         var writer: SQLiteConnection
         var readers: [SQLiteConnection]
-        var inlineReaders: [SQLiteConnection]
         var upgrade: SchemaUpgrade?
     }
 
@@ -270,18 +253,12 @@ public final class SQLiteOrderStore: OrderStore {
                 readers.append(
                     try SQLiteConnection.open(path: path, readOnly: true, busyTimeout: configuration.busyTimeout))
             }
-            // As many as the cooperative pool has threads; a lock is answered at once (the read
-            // is queued to the readers above instead).
-            for _ in 0..<Self.inlineReaderCount {
-                readers.append(try SQLiteConnection.open(path: path, readOnly: true, busyTimeout: .zero))
-            }
         } catch {
             for reader in readers { reader.close() }
             writer.close()
             lock.release()
             throw error
         }
-        return OpenedConnections(lock: lock, writer: writer, readers: Array(readers[..<configuration.readerCount]),
-                                 inlineReaders: Array(readers[configuration.readerCount...]), upgrade: upgrade)
+        return OpenedConnections(lock: lock, writer: writer, readers: readers, upgrade: upgrade)
     }
 }
