@@ -181,9 +181,10 @@ extension PostgresOrderStore {
         }
     }
 
-    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
-        -> OrderEvent?
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date, matching: QuietLineMatch)
+        async throws(StorageError) -> OrderEvent?
     {
+        let anyDetail: Int64 = matching == .kind ? 1 : 0
         try StoreText.validate(outTradeNo)
         try event.validate()
         return try await write(key: Self.orderKey(outTradeNo)) { db throws(StorageError) in
@@ -193,10 +194,11 @@ extension PostgresOrderStore {
                 """
                 INSERT INTO order_events (out_trade_no, at, kind, detail)
                 SELECT $1, $2, $3, $4
-                WHERE NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = $1 AND kind = $3 AND at > $5)
+                WHERE NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = $1 AND kind = $3 AND at > $5
+                                  AND ($6::bigint = 1 OR detail = $4))
                 RETURNING
                 """ + " " + OrderEvent.columns,
-                outTradeNo, event.at, event.kind, event.detail, quietSince)).first(OrderEvent.init(row:))
+                outTradeNo, event.at, event.kind, event.detail, quietSince, anyDetail)).first(OrderEvent.init(row:))
             return (appended, nil)
         }
     }

@@ -169,20 +169,22 @@ extension SQLiteOrderStore {
         return try await write { db throws(StorageError) in try Self.insertEvent(outTradeNo, event, on: db) }
     }
 
-    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
-        -> OrderEvent?
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date, matching: QuietLineMatch)
+        async throws(StorageError) -> OrderEvent?
     {
         try StoreText.validate(outTradeNo)
         try event.validate()
+        let anyDetail: Int64 = matching == .kind ? 1 : 0
         return try await write { db throws(StorageError) in
             try db.row(
                 """
                 INSERT INTO order_events (out_trade_no, at, kind, detail)
                 SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM orders WHERE out_trade_no = ?1)
-                AND NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = ?1 AND kind = ?3 AND at > ?5)
+                AND NOT EXISTS (SELECT 1 FROM order_events WHERE out_trade_no = ?1 AND kind = ?3 AND at > ?5
+                                AND (?6 = 1 OR detail = ?4))
                 RETURNING
                 """ + " " + OrderEvent.columns,
-                outTradeNo, event.at, event.kind, event.detail, quietSince, decode: OrderEvent.init(row:))
+                outTradeNo, event.at, event.kind, event.detail, quietSince, anyDetail, decode: OrderEvent.init(row:))
         }
     }
 

@@ -63,11 +63,12 @@ public protocol OrderStore: Sendable {
     /// Appends an event. Returns it with its id, or `nil` if the order is unknown.
     func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent) async throws(StorageError) -> OrderEvent?
 
-    /// Appends an event unless the order's timeline has a line of its kind written after
-    /// `quietSince`: however many callers race, one line of a kind per quiet period (the check
-    /// and the insert are one step under the order's write lock). Returns the event, or `nil` if
-    /// the order is unknown or such a line exists.
-    func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError) -> OrderEvent?
+    /// Appends an event unless the order's timeline has a line of its kind (`.kindAndDetail`: and
+    /// its very detail) written after `quietSince`: however many callers race, one such line per
+    /// quiet period (the check and the insert are one step under the order's write lock). Returns
+    /// the event, or `nil` if the order is unknown or such a line exists.
+    func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date, matching: QuietLineMatch)
+        async throws(StorageError) -> OrderEvent?
 
     /// The order's timeline in the order it was written.
     func events(_ outTradeNo: String) async throws(StorageError) -> [OrderEvent]
@@ -162,6 +163,13 @@ extension OrderStore {
         -> OrderEvent?
     {
         try await appendEvent(outTradeNo, NewOrderEvent(kind: kind, detail: detail, at: at))
+    }
+
+    /// One line of a kind per quiet period, whatever its detail.
+    public func appendEvent(_ outTradeNo: String, _ event: NewOrderEvent, quietSince: Date) async throws(StorageError)
+        -> OrderEvent?
+    {
+        try await appendEvent(outTradeNo, event, quietSince: quietSince, matching: .kind)
     }
 
     /// `setPrepay` without an event.

@@ -68,6 +68,30 @@ struct AppStoreRecoveryStoreTests {
         }
     }
 
+    /// Matching the detail too (a refund notify's contradiction, per refund): each thing said once
+    /// a period, however many copies race; another detail of the kind is its own line.
+    @Test(arguments: StoreKind.all) func aQuietLineMatchingItsDetailIsWrittenOncePerDetail(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            _ = try await store.create(IAPStoreTests.appleOrder("Q2"), event: NewOrderEvent(kind: "created", detail: "", at: TestTime.t0))
+            let written = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for i in 0..<24 {
+                    group.addTask {
+                        try await store.appendEvent("Q2", NewOrderEvent(kind: "refund_notify_conflict", detail: "r\(i % 2)",
+                                                                        at: TestTime.at(10)),
+                                                    quietSince: TestTime.at(-50), matching: .kindAndDetail) != nil
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(written == 2)
+            let lines = try await store.events("Q2").filter { $0.kind == "refund_notify_conflict" }.map(\.detail).sorted()
+            #expect(lines == ["r0", "r1"])
+            // Matching the kind only, any detail of the kind holds a line back.
+            #expect(try await store.appendEvent("Q2", NewOrderEvent(kind: "refund_notify_conflict", detail: "r2", at: TestTime.at(11)),
+                                                quietSince: TestTime.at(-49), matching: .kind) == nil)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aReversedRefundClearsTheRevocationAndALateCopyOfThatRefundIsNotAppliedAgain(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             let id = "2000000000000102"

@@ -70,9 +70,7 @@ public final class PaymentNotifies: OrderFlow {
         case .failed(let failure):
             // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
             let detail = "result_code=FAIL \(failure.errCode ?? "")"
-            if await !settlement.hasRecentLine(outTradeNo, kind: "notify_received", detail: detail) {
-                _ = try? await store.appendEvent(outTradeNo, kind: "notify_received", detail: detail, at: now())
-            }
+            _ = try? await settlement.appendQuietLine(outTradeNo, kind: "notify_received", detail: detail)
             instruments.notifies(configuration.apps.kind(of: order)).paymentFailed.increment()
             return NotifyReply.success.bytes
         case .paid(let payment):
@@ -100,9 +98,7 @@ public final class PaymentNotifies: OrderFlow {
         guard payment.amount == order.amount, payment.currency == "CNY" else {
             // Our key's signature on another amount means a leaked key or a bug: never settle
             // it. It is authenticated, so it goes on the order's timeline for a person.
-            let detail = Settlement.amountMismatchDetail(order, reported: payment.amount, source: "notify")
-            let recorded = await settlement.hasRecentLine(outTradeNo, kind: "amount_mismatch", detail: detail)
-            try? await settlement.recordAmountMismatch(order, reported: payment.amount, source: "notify", onTimeline: !recorded)
+            try? await settlement.recordAmountMismatch(order, reported: payment.amount, source: "notify", quietly: true)
             return .rejected("amount_mismatch")
         }
         if order.state == .success || order.state == .refund, let recorded = order.transactionID, recorded != payment.transactionID {

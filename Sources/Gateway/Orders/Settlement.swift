@@ -78,25 +78,27 @@ struct Settlement: Sendable {
             current = try await store.addFlags(order.outTradeNo, [.otherTransactionID], at: now()) ?? order
         }
         let detail = "\(source) reported transaction_id \(transactionID); the order was paid with \(order.transactionID ?? "none")"
-        if await !hasRecentLine(order.outTradeNo, kind: "transaction_mismatch", detail: detail) {
-            _ = try await store.appendEvent(order.outTradeNo, kind: "transaction_mismatch", detail: detail, at: now())
-        }
+        try await appendQuietLine(order.outTradeNo, kind: "transaction_mismatch", detail: detail)
         return current
     }
 
     /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
     /// or a bug, never settled. Counted, logged, and on the order's timeline for a person.
-    /// Without `onTimeline`, only counted and logged (the same line is on the timeline already).
+    /// With `quietly`, the line is written at most once a quiet period (`appendQuietLine`): a
+    /// notify anyone holding it can replay.
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
-                              onTimeline: Bool = true) async throws(StorageError) {
+                              quietly: Bool = false) async throws(StorageError) {
         instruments.amountMismatches.labelled(Self.label(source)).increment()
         if let suppressed = amountMismatchLog.admit(Self.label(source)) {
             logger.warning("WeChat reported another amount than the order's; not settled",
                            ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
         }
-        guard onTimeline else { return }
-        _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch",
-                                        detail: Self.amountMismatchDetail(order, reported: amount, source: source), at: now())
+        let detail = Self.amountMismatchDetail(order, reported: amount, source: source)
+        if quietly {
+            try await appendQuietLine(order.outTradeNo, kind: "amount_mismatch", detail: detail)
+        } else {
+            _ = try await store.appendEvent(order.outTradeNo, kind: "amount_mismatch", detail: detail, at: now())
+        }
     }
 
     /// The timeline line of a mismatch, e.g. `notify reported 1 fen, order is 990 fen`.
@@ -104,16 +106,18 @@ struct Settlement: Sendable {
         "\(source) reported \(amount) fen, order is \(order.amount) fen"
     }
 
-    /// Whether the order's timeline got this very line less than `PaymentNotifies.copyQuietPeriod`
-    /// ago. A verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
-    /// contradicting its refund's final state), replayed, then adds nothing (its reply and its
-    /// count stay the same). Only such messages come here, so reading the timeline is no cost on
-    /// the path of a payment; a failed read records the line again, and so may copies arriving at
-    /// the same moment (as many as arrive at once, not as many as are sent).
-    func hasRecentLine(_ outTradeNo: String, kind: String, detail: String) async -> Bool {
-        guard let events = try? await store.events(outTradeNo) else { return false }
-        let since = now().addingTimeInterval(-PaymentNotifies.copyQuietPeriod)
-        return events.contains { $0.kind == kind && $0.detail == detail && $0.at > since }
+    /// Appends this very line to the order's timeline unless it was written less than
+    /// `PaymentNotifies.copyQuietPeriod` ago, the check and the write one step in the store. A
+    /// verified message that changes nothing (a FAIL or wrong-amount notify, a refund notify
+    /// contradicting its refund's final state, another transaction id), replayed, then adds
+    /// nothing, however the copies arrive (its reply and its count stay the same). Answers whether
+    /// the line was written; a failed write writes nothing.
+    @discardableResult
+    func appendQuietLine(_ outTradeNo: String, kind: String, detail: String) async throws(StorageError) -> Bool {
+        let at = now()
+        return try await store.appendEvent(outTradeNo, NewOrderEvent(kind: kind, detail: detail, at: at),
+                                           quietSince: at.addingTimeInterval(-PaymentNotifies.copyQuietPeriod),
+                                           matching: .kindAndDetail) != nil
     }
 
     /// A receipt for a settlement that never reached the door (the amount differed).

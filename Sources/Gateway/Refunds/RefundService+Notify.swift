@@ -117,10 +117,7 @@ extension RefundService {
                               "notify": target.rawValue, "suppressed": String(suppressed)])
             }
             let detail = "\(current.outRefundNo): notify says \(target.rawValue), the refund is \(current.state.rawValue)"
-            if await !context.settlement.hasRecentLine(current.outTradeNo, kind: "refund_notify_conflict", detail: detail) {
-                _ = try? await context.store.appendEvent(current.outTradeNo, kind: "refund_notify_conflict", detail: detail,
-                                                         at: now())
-            }
+            _ = try? await context.settlement.appendQuietLine(current.outTradeNo, kind: "refund_notify_conflict", detail: detail)
             return .acknowledged
         case .mismatch, .notFound:
             return .rejected("refund_mismatch")
