@@ -104,12 +104,15 @@ enum ConsoleHTTP {
         return value
     }
 
-    /// Whether the path of a return link has a `.` or `..` segment, escaped or not: a browser
-    /// resolves `/console/../v1/…` (and `%2e%2e`) out of the console.
+    /// Whether the path of a return link is not a plain path of segments: a `.` or `..` segment,
+    /// escaped or not (a browser resolves `/console/../v1/…` and `%2e%2e` out of the console), or
+    /// an escaped slash, backslash or NUL, or a `;` (which some servers and proxies read as a
+    /// segment's end). No console page has any of them.
     private static func hasDotSegment(_ value: String) -> Bool {
-        let path = value.prefix { $0 != "?" && $0 != "#" }
+        let path = value.prefix { $0 != "?" && $0 != "#" }.lowercased()
+        if path.contains("%2f") || path.contains("%5c") || path.contains("%00") || path.contains(";") { return true }
         return path.split(separator: "/", omittingEmptySubsequences: false).contains { segment in
-            let unescaped = segment.lowercased().replacing("%2e", with: ".")
+            let unescaped = segment.replacing("%2e", with: ".")
             return unescaped == "." || unescaped == ".."
         }
     }

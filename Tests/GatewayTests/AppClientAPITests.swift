@@ -142,11 +142,14 @@ struct AppClientAPITests {
         let unpriced = try await Self.create(rig, GatewayRig.client, #"{"product_id":"bundle-9","client_ip":"203.0.113.7"}"#)
         #expect(unpriced.status == 400 && unpriced.error?["code"] as? String == "unknown_product")
         // But not an entitlement the catalog's memberships grant: paid, it would grant it for ever.
+        // Nor anything that reads as one once case, width and surrounding spaces are set aside.
         let orders = try await rig.store.counts().ordersByState.values.reduce(0, +)
-        let entitlement = try await Self.create(
-            rig, GatewayRig.client, #"{"product_id":"vip","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
-        #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request")
-        #expect(entitlement.error?["field"] as? String == "product_id")
+        for name in ["vip", "VIP", " vip", "vip ", "ｖｉｐ"] {
+            let entitlement = try await Self.create(
+                rig, GatewayRig.client, #"{"product_id":"\#(name)","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
+            #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request", "\(name)")
+            #expect(entitlement.error?["field"] as? String == "product_id")
+        }
         #expect(try await rig.store.counts().ordersByState.values.reduce(0, +) == orders)
     }
 

@@ -269,7 +269,9 @@ struct ConsolePagesTests {
         #expect(ConsoleHTTP.safeReturn("/console/orders/X") == "/console/orders/X")
         #expect(ConsoleHTTP.safeReturn("/console/orders/a.b..c?q=../x") == "/console/orders/a.b..c?q=../x")
         for hostile in ["https://evil.example/", "//evil.example/console/", "/console/\\\\evil", "/elsewhere", nil,
-                        "/console/../v1/orders", "/console/./x/..", "/console/%2e%2e/v1", "/console/.%2E/metrics", "/console/.."] {
+                        "/console/../v1/orders", "/console/./x/..", "/console/%2e%2e/v1", "/console/.%2E/metrics", "/console/..",
+                        "/console/..%2fmetrics", "/console/%2E%2E%2Fmetrics", "/console/..;/metrics", "/console/%5c%2e%2e%5cmetrics",
+                        "/console/%00"] {
             #expect(ConsoleHTTP.safeReturn(hostile) == "/console/", "\(hostile ?? "nil")")
         }
     }

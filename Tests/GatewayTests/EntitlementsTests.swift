@@ -160,6 +160,23 @@ struct EntitlementsTests {
         #expect(lifetime.grant("vip")?.source.outTradeNo == "c")
     }
 
+    @Test("A product the catalog does not know, named like an entitlement its products grant, grants nothing; any other still grants its id")
+    func anUnknownProductNamedLikeAnEntitlementGrantsNothing() {
+        let at = Self.beijing("20270301000000")
+        let rights = Entitlements(payments: [
+            Self.paid("w1", "vip", at: at, amount: 1),
+            Self.paid("w2", "VIP", at: at, amount: 1),
+            Self.paid("w3", " vip", at: at, amount: 1),
+            Self.paid("w4", "ｖｉｐ", at: at, amount: 1),
+            Self.paid("w5", "Bundle", at: at, amount: 1),
+            Self.paid("w6", "bundle-9", at: at, amount: 1),
+        ], catalog: Self.catalog)
+        #expect(rights.grants.map(\.entitlement) == ["bundle-9"])
+        #expect(!Entitlements.canChange(OrderRecord(
+            outTradeNo: "w7", amount: 1, description: "d", clientIP: "127.0.0.1", userID: "u1", productID: "VIP", signType: "MD5",
+            timeExpire: "20270101000000", expiresAt: at, createdAt: at, parametersDigest: "x"), catalog: Self.catalog))
+    }
+
     @Test("The answer names each entitlement with active, expires_at (null for ever), source and will_renew")
     func json() {
         let rights = Entitlements(payments: [

@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import StorageCore
 import StoreTestSupport
 import TestSupport
@@ -37,6 +38,11 @@ struct V3SwitchTests {
         let before = try await written("v3-forged")
         let payment = rig.forgedNotify("v3-forged", amount: 2500)
         #expect(try await post("/wechat/notify", payment).contains("FAIL"))
+        // Without the key it is a forgery like any other (`bad_sign`); with it, `not_a_v2_order`.
+        let unsigned = rig.forgedNotify("v3-forged", amount: 2500, key: APIKey("00000000000000000000000000000000"))
+        #expect(try await post("/wechat/notify", unsigned).contains("FAIL"))
+        #expect(rig.metrics.counter("wxpay_notifies_total", ["outcome": "rejected", "reason": "not_a_v2_order"]) == 1)
+        #expect(rig.metrics.counter("wxpay_notifies_total", ["outcome": "rejected", "reason": "bad_sign"]) == 1)
         #expect(try await rig.store.order("v3-forged")?.state == .notPay)
         #expect(try await written("v3-forged") == before)
 

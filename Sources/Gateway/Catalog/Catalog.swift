@@ -95,6 +95,8 @@ public struct Catalog: Sendable, Hashable {
     public private(set) var products: [CatalogProduct]
     private var index: [String: Int]
     private var appleIndex: [String: Int]
+    /// Every product's entitlement, folded (`Catalog.folded`).
+    private var foldedEntitlements: Set<String>
 
     /// The largest catalog file read (a catalog is a few hundred products, not megabytes).
     public static let maximumFileBytes = 4 * 1024 * 1024
@@ -105,6 +107,7 @@ public struct Catalog: Sendable, Hashable {
         appleIndex = Dictionary(products.enumerated().compactMap { position, product in
             product.appleProductID.map { ($0, position) }
         }, uniquingKeysWith: { first, _ in first })
+        foldedEntitlements = Set(products.map { Self.folded($0.entitlement) })
     }
 
     public static let empty = Catalog(products: [])
@@ -114,9 +117,18 @@ public struct Catalog: Sendable, Hashable {
         index[id].map { products[$0] }
     }
 
-    /// Whether a product (active or not) grants the entitlement `name`.
-    public func grants(_ name: String) -> Bool {
-        products.contains { $0.entitlement == name }
+    /// Whether `name` reads as an entitlement a product (active or not) grants: the same once
+    /// case, compatibility forms (full-width letters) and surrounding whitespace are set aside,
+    /// as an app comparing loosely would read it. A product the catalog does not know must not
+    /// be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor does an
+    /// order of one grant it (`Entitlements.rule`).
+    public func grantsLike(_ name: String) -> Bool {
+        foldedEntitlements.contains(Self.folded(name))
+    }
+
+    /// `name` in the form `grantsLike` compares.
+    static func folded(_ name: String) -> String {
+        name.precomposedStringWithCompatibilityMapping.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
     }
 
     /// The product whose App Store product id is `appleProductID`, active or not.

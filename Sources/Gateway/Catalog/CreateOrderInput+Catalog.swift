@@ -6,7 +6,7 @@ extension CreateOrderInput {
     /// A client-token body (the trusted backend). `product_id` naming a catalog product fills a
     /// missing amount or description from it, and an amount other than its price is
     /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before,
-    /// and must not be an entitlement catalog products grant (`vip`): a paid order of a product
+    /// and must not read as an entitlement catalog products grant (`vip`, `VIP`, `ｖｉｐ`): a paid order of a product
     /// the catalog does not know grants its id for ever, so a backend passing a user's product id
     /// through would sell a membership for life at any price.
     init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
@@ -16,7 +16,7 @@ extension CreateOrderInput {
         if product == nil, let productID, !productID.isEmpty {
             // Neither the backend nor the catalog said what this costs.
             if object["amount"] == nil || object["description"] == nil { throw .unknownProduct }
-            if catalog.grants(productID) {
+            if catalog.grantsLike(productID) {
                 throw .invalid("product_id", "product_id is not a catalog product but an entitlement catalog products "
                                + "grant: order one of those products")
             }

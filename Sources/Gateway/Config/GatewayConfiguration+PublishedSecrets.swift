@@ -28,7 +28,10 @@ extension GatewayConfiguration {
                     + "of WeChat's documentation and demo mode's, published"))
         }
         if environment.get("WXPAY_API_V3_KEY") == Self.demoAPIv3Key {
-            problems.append(ConfigurationProblem("WXPAY_API_V3_KEY", .conflict, expected: expected))
+            problems.append(ConfigurationProblem(
+                "WXPAY_API_V3_KEY", .conflict,
+                expected: "your merchant's APIv3 key (merchant platform → API security): this value is demo mode's, "
+                    + "public in the gateway's source"))
         }
         return problems
     }

@@ -26,7 +26,8 @@ import StorageCore
 ///   leaves the grant. An App Store order in REFUND was refunded or revoked by Apple: nothing.
 /// - An order whose product the catalog no longer has grants what a course would (its product id,
 ///   for ever): retire a product with `"active": false` instead of deleting it, so a membership
-///   keeps its period. An order with no catalog product at all (an App Store purchase of a product
+///   keeps its period. Unless that id reads as an entitlement a catalog product grants
+///   (`Catalog.grantsLike`): then it grants nothing. An order with no catalog product at all (an App Store purchase of a product
 ///   the catalog never had, flagged `unknown_product`) grants nothing.
 ///
 /// Because the result is a function of the set of payments and of the subscriptions' states alone
@@ -236,7 +237,12 @@ public struct Entitlements: Sendable, Hashable {
     /// The entitlement and kind the order's product grants.
     static func rule(productID: String?, appleProductID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
         if let id = productID {
-            guard let product = catalog.product(id) else { return (id, .course) }
+            guard let product = catalog.product(id) else {
+                // A product the catalog does not know, named like an entitlement its products grant
+                // (ordered before a reload added it, or in another case): nothing, rather than that
+                // membership for ever at whatever the order cost.
+                return catalog.grantsLike(id) ? nil : (id, .course)
+            }
             return (product.entitlement, product.kind)
         }
         guard let apple = appleProductID, let product = catalog.product(appleProductID: apple) else { return nil }

@@ -49,10 +49,6 @@ public final class PaymentNotifies: OrderFlow {
             guard let found = try await store.order(outTradeNo) else { return rejected(reason: "unknown_order") }
             // An iOS order is paid by the App Store only, whatever a notify says.
             guard found.channel == .wechat else { return rejected(reason: "not_a_wechat_order") }
-            // An order created with v3 hears from WeChat in v3 only, RSA-signed by WeChat Pay: the
-            // v2 key, a secret the merchant shares with WeChat (and demo mode publishes), must not
-            // be able to pay it.
-            guard found.apiVersion == WeChatPayAPIVersion.v2.rawValue else { return rejected(reason: "not_a_v2_order") }
             order = found
         } catch {
             return rejected(reason: "storage_error")
@@ -66,6 +62,10 @@ public final class PaymentNotifies: OrderFlow {
         } catch {
             return rejected(reason: error.shortDescription)
         }
+        // An order created with v3 hears from WeChat in v3 only, RSA-signed by WeChat Pay: the v2
+        // key, a secret the merchant shares with WeChat, must not be able to pay it. Checked once
+        // the signature is (a forgery is counted as one: `bad_sign`).
+        guard order.apiVersion == WeChatPayAPIVersion.v2.rawValue else { return rejected(reason: "not_a_v2_order") }
         switch outcome {
         case .failed(let failure):
             // A genuine "payment failed" notify: nothing to settle; acknowledged so WeChat stops.
