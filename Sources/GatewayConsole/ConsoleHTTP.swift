@@ -99,7 +99,7 @@ enum ConsoleHTTP {
     static func safeReturn(_ value: String?) -> String {
         guard let value, value.hasPrefix("/console/") || value == "/console", !value.contains("//"),
               !value.contains("\\"), value.utf8.count <= 512, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
-              !hasDotSegment(value)
+              !hasUnsafeSegment(value)
         else { return "/console/" }
         return value
     }
@@ -108,7 +108,7 @@ enum ConsoleHTTP {
     /// escaped or not (a browser resolves `/console/../v1/…` and `%2e%2e` out of the console), or
     /// an escaped slash, backslash or NUL, or a `;` (which some servers and proxies read as a
     /// segment's end). No console page has any of them.
-    private static func hasDotSegment(_ value: String) -> Bool {
+    private static func hasUnsafeSegment(_ value: String) -> Bool {
         let path = value.prefix { $0 != "?" && $0 != "#" }.lowercased()
         if path.contains("%2f") || path.contains("%5c") || path.contains("%00") || path.contains(";") { return true }
         return path.split(separator: "/", omittingEmptySubsequences: false).contains { segment in

@@ -6,9 +6,9 @@ extension CreateOrderInput {
     /// A client-token body (the trusted backend). `product_id` naming a catalog product fills a
     /// missing amount or description from it, and an amount other than its price is
     /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before,
-    /// and must not read as an entitlement catalog products grant (`vip`, `VIP`, `ｖｉｐ`): a paid order of a product
-    /// the catalog does not know grants its id for ever, so a backend passing a user's product id
-    /// through would sell a membership for life at any price.
+    /// and must not read as an entitlement catalog products grant (`vip`, `VIP`, `ｖｉｐ`): a paid
+    /// order of a product the catalog does not know grants its id for ever, so a backend passing a
+    /// user's product id through would sell a membership for life at any price.
     init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
         let object = try Self.members(of: body)
         let productID = object["product_id"]?.stringValue

@@ -27,8 +27,9 @@ import StorageCore
 /// - An order whose product the catalog no longer has grants what a course would (its product id,
 ///   for ever): retire a product with `"active": false` instead of deleting it, so a membership
 ///   keeps its period. Unless that id reads as an entitlement a catalog product grants
-///   (`Catalog.grantsLike`): then it grants nothing. An order with no catalog product at all (an App Store purchase of a product
-///   the catalog never had, flagged `unknown_product`) grants nothing.
+///   (`Catalog.grantsLike`): then it grants nothing. An order with no catalog product at all (an
+///   App Store purchase of a product the catalog never had, flagged `unknown_product`) grants
+///   nothing.
 ///
 /// Because the result is a function of the set of payments and of the subscriptions' states alone
 /// (each state the same whatever order Apple's words arrived in: `SubscriptionRecord.merging`),
