@@ -152,8 +152,11 @@ struct BatteryForgedNotifyTests {
         }
         let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
         #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == Double(copies))
+        // One line a minute: on a machine so loaded that the copies took more than one, one more
+        // per minute they took.
         let mismatchLines = try await rig.store.events("forge-amount").filter { $0.kind == "amount_mismatch" }
-        #expect(mismatchLines.count == 1, "\(mismatchLines.map { "\($0.at.timeIntervalSince1970) \($0.detail)" })")
+        #expect((1...(1 + seconds / 60)).contains(mismatchLines.count),
+                "\(mismatchLines.count) lines in \(seconds) s: \(mismatchLines.map { "\($0.at.timeIntervalSince1970)" })")
         let warnings = log.all.filter { $0.message == "WeChat reported another amount than the order's; not settled" }
         #expect(!warnings.isEmpty && warnings.count <= seconds, "\(warnings.count) warnings in \(seconds) s")
         let accounted = warnings.reduce(0) { $0 + 1 + (Int($1.metadata["suppressed"] ?? "") ?? 0) }

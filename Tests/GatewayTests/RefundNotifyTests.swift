@@ -137,8 +137,10 @@ struct RefundNotifyTests {
         #expect(acknowledged == copies / 2)
         let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
         #expect(rig.metrics.counter("wxpay_refund_notifies_total", ["outcome": "contradicts_final_state"]) == Double(copies))
+        // One line a minute (on a machine so loaded that the copies took longer, one more per minute).
         let lines = try await rig.store.events("fn-conflict").filter { $0.kind == "refund_notify_conflict" }
-        #expect(lines.map(\.detail) == ["fn-conflict-r1: notify says REFUNDCLOSE, the refund is SUCCESS"])
+        #expect((1...(1 + seconds / 60)).contains(lines.count), "\(lines.count) lines in \(seconds) s")
+        #expect(Set(lines.map(\.detail)) == ["fn-conflict-r1: notify says REFUNDCLOSE, the refund is SUCCESS"])
         let logged = log.all.filter { $0.message == "a refund notify contradicts the refund's final state" }
         #expect(!logged.isEmpty && logged.count <= seconds, "\(logged.count) log lines in \(seconds) s")
         #expect(try await rig.store.refund("fn-conflict-r1")?.state == .success)
