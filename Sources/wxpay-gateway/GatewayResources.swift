@@ -16,6 +16,8 @@ struct GatewayResources {
     /// Every storage protocol both stores implement.
     let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
     let client: HTTPClient
+    /// `serve`'s hold on a SQLite database, for the process's life.
+    let serveLock: ServeLock?
 
     /// An exit status with its message already printed.
     struct Failure: Error {
@@ -55,6 +57,22 @@ struct GatewayResources {
             // The description names the database without its password, and the error no value.
             return fail("cannot open the database \(configuration.databaseDescription): \(error)", ExitStatus.database)
         }
+        // One `serve` per SQLite database (ServeLock.swift says why); taken once the store has
+        // made the file, so its real path names the lock.
+        var serveLock: ServeLock?
+        if command == "serve", case .sqlite(let path) = configuration.database {
+            switch ServeLock.take(for: SQLiteDatabaseFile.resolved(path) ?? path) {
+            case .taken(let lock):
+                serveLock = lock
+            case .held:
+                await store.close()
+                return fail("another `wxpay-gateway serve` is serving \(path): one gateway serves a SQLite database "
+                            + "(several instances need PostgreSQL); stop the other first", ExitStatus.inUse)
+            case .failed(let reason):
+                await store.close()
+                return fail(reason, ExitStatus.database)
+            }
+        }
         // Served as it is (the gateway uses one name consistently), but a backup, a restore or a
         // program opening another name would not see this name's WAL.
         if case .sqlite(let path) = configuration.database {
@@ -67,7 +85,7 @@ struct GatewayResources {
         }
         do {
             return .success(GatewayResources(configuration: configuration, logger: logger, store: store,
-                                             client: try HTTPClient()))
+                                             client: try HTTPClient(), serveLock: serveLock))
         } catch {
             await store.close()
             return fail("cannot start the HTTP client: \(error)", ExitStatus.internal)
@@ -117,6 +135,8 @@ struct GatewayResources {
     func close() async {
         await client.shutdown()
         await store.close()
+        // Let go only once the store is closed (and not before: the lock lives as long as this).
+        withExtendedLifetime(serveLock) {}
     }
 }
 
@@ -131,4 +151,6 @@ enum ExitStatus {
     static let `internal`: Int32 = 70
     /// The database could not be opened.
     static let database: Int32 = 74
+    /// Another `serve` is serving the SQLite database.
+    static let inUse: Int32 = 75
 }

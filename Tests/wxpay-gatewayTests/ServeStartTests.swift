@@ -178,6 +178,24 @@ struct ServeStartTests {
         #expect(try await start().isEmpty)
     }
 
+    @Test("A second serve on a SQLite database another serve is serving exits 75 and changes nothing; once the first stops, it starts")
+    func aSecondServeOnOneSQLiteDatabaseIsRefused() async throws {
+        let path = Self.databasePath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let environment = ["GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + path, "GATEWAY_RECONCILE_INTERVAL": "0"]
+        let first = try CommandProcess(["serve", "--demo"], environment: environment)
+        _ = try #require(await first.line(startingWith: "listening on "), "stderr: \(first.stderr)")
+        let second = try CommandProcess(["serve", "--demo"], environment: environment)
+        #expect(await second.exitStatus() == 75)
+        #expect(second.stderr.contains("another `wxpay-gateway serve` is serving"), "\(second.stderr)")
+        #expect(!second.stdout.contains("listening on"))
+        #expect(first.isRunning)
+        #expect(await first.stop() == 0)
+        let third = try CommandProcess(["serve", "--demo"], environment: environment)
+        _ = try #require(await third.line(startingWith: "listening on "), "stderr: \(third.stderr)")
+        #expect(await third.stop() == 0)
+    }
+
     @Test("demo mode keeps one clock: moving the App Store simulator's dates the gateway's orders on the same calendar, and the banner's app token keeps working")
     func theDemoHasOneClock() async throws {
         let client = try HTTPClient()
