@@ -161,22 +161,29 @@ public enum RFC3339 {
 
     /// Parses `YYYY-MM-DDTHH:MM:SS` with `Z` or `±HH:MM` (fractions of a second are refused: v3 writes none).
     public static func parse(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 20 || bytes.count == 25, bytes[10] == UInt8(ascii: "T") else { return nil }
+        if let parsed = text.utf8.withContiguousStorageIfAvailable(parse) { return parsed }
+        return Array(text.utf8).withUnsafeBufferPointer(parse)
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard bytes.count == 20 || bytes.count == 25 else { return nil }
         var offset: Int64 = 0
         if bytes.count == 20 {
             guard bytes[19] == UInt8(ascii: "Z") else { return nil }
         } else {
-            guard bytes[19] == 0x2B || bytes[19] == 0x2D, bytes[22] == 0x3A,
-                  bytes[20...21].allSatisfy({ (0x30...0x39).contains($0) }), bytes[23...24].allSatisfy({ (0x30...0x39).contains($0) }),
-                  let hours = Int64(String(decoding: bytes[20...21], as: UTF8.self)),
-                  let minutes = Int64(String(decoding: bytes[23...24], as: UTF8.self)), hours < 24, minutes < 60
+            func digit(_ index: Int) -> Int64? {
+                let value = bytes[index] &- UInt8(ascii: "0")
+                return value < 10 ? Int64(value) : nil
+            }
+            guard bytes[19] == UInt8(ascii: "+") || bytes[19] == UInt8(ascii: "-"), bytes[22] == UInt8(ascii: ":"),
+                  let h1 = digit(20), let h2 = digit(21), let m1 = digit(23), let m2 = digit(24),
+                  h1 * 10 + h2 < 24, m1 * 10 + m2 < 60
             else { return nil }
-            offset = (hours * 3600 + minutes * 60) * (bytes[19] == 0x2B ? 1 : -1)
+            offset = ((h1 * 10 + h2) * 3600 + (m1 * 10 + m2) * 60) * (bytes[19] == UInt8(ascii: "+") ? 1 : -1)
         }
         // The wall time read as Beijing's, then moved by the difference between the offsets.
-        let wall = String(decoding: bytes[0..<10], as: UTF8.self) + " " + String(decoding: bytes[11..<19], as: UTF8.self)
-        guard let beijing = BeijingTime.parseWithSeparators(wall) else { return nil }
+        guard let beijing = BeijingTime.parseWithSeparators(UnsafeBufferPointer(rebasing: bytes[0..<19]),
+                                                            dateTimeSeparator: UInt8(ascii: "T")) else { return nil }
         return beijing + TimeInterval(8 * 3600 - offset)
     }
 }
