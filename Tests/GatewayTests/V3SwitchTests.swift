@@ -69,6 +69,50 @@ struct V3SwitchTests {
         #expect(try await written("v3-forged") == beforeRefundNotify)
     }
 
+    @Test("going back to v2 without the v3 keys, closing or refunding an order made under v3 is refused before anything is written or sent",
+          arguments: StoreKind.all)
+    func aV3OrderCannotBeClosedOrRefundedWithoutTheV3Keys(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.sockets, store: store, wechat: .http, v3: V3Setup(mode: .publicKey, newOrders: .v3))
+        defer { Task { await rig.stop() } }
+        for number in ["back-open", "back-paid"] { #expect(try await rig.createOrder(number).status == 201) }
+        try rig.simulator.pay(outTradeNo: "back-paid")
+        #expect(await eventually { (try? await rig.store.order("back-paid"))??.state == .success })
+        // The merchant goes back (a restart with WXPAY_API_VERSION=v2 and the v3 variables removed).
+        var configuration = rig.services.configuration
+        configuration.v3 = GatewayConfiguration.V3()
+        let back = GatewayServices(GatewayContext(configuration: configuration, store: rig.store,
+                                                  transport: SimulatorTransport(simulator: rig.simulator), now: { rig.clock.now() }))
+        rig.clock.advance(by: 301)
+        func written(_ order: String) async throws -> [String] {
+            try await rig.store.events(order).map { "\($0.kind) \($0.detail)" }
+                + rig.store.outboxEvents(order).map(\.id)
+                + rig.store.refunds(outTradeNo: order).map { "\($0.outRefundNo) \($0.state)" }
+        }
+        let before = (try await written("back-open"), try await written("back-paid"))
+        let requests = rig.simulator.counters.requests
+        do {
+            _ = try await back.closing.close("back-open")
+            Issue.record("the close of a v3 order went through without the v3 keys")
+        } catch {
+            #expect(error.status == 503)
+            #expect(error.code == "api_version_not_configured")
+            #expect(error.message.contains("WXPAY_API_V3_KEY"))
+            #expect(!error.message.contains("refused"))
+        }
+        do {
+            _ = try await back.refunds.request(RefundInput(amount: 100, reason: "back", outRefundNo: "back-r1"), outTradeNo: "back-paid")
+            Issue.record("the refund of a v3 order went through without the v3 keys")
+        } catch {
+            #expect(error.status == 503)
+            #expect(error.code == "api_version_not_configured")
+        }
+        #expect(try await rig.store.order("back-open")?.state == .notPay)
+        #expect(try await rig.store.refund("back-r1") == nil)
+        #expect(try await written("back-open") == before.0)
+        #expect(try await written("back-paid") == before.1)
+        #expect(rig.simulator.counters.requests == requests)
+    }
+
     @Test("orders created under v2 finish in v2 after the switch to v3, and new orders are v3", arguments: StoreKind.all)
     func v2OrdersFinishAfterTheSwitch(store: StoreKind) async throws {
         // Before: v3's keys configured, new orders still v2. WeChat's notifies reach this gateway

@@ -53,6 +53,12 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         APIError(status: 409, code: "close_too_early",
                  message: "WeChat does not close an order within 5 minutes of its creation", retryAfter: retryAfter)
     }
+    /// The order's API version has no keys in this gateway (they were removed after it was
+    /// created): nothing was sent to WeChat Pay and nothing changed; an operator restores them.
+    static func apiVersionNotConfigured(_ problem: UpstreamError) -> APIError {
+        APIError(status: 503, code: "api_version_not_configured",
+                 message: problem.description + "; nothing was sent to WeChat Pay and nothing changed")
+    }
     static func upstreamRejected(_ wechatCode: String, _ message: String) -> APIError {
         APIError(status: 502, code: "upstream_rejected", message: message, wechatCode: wechatCode)
     }

@@ -35,6 +35,7 @@ public final class OrderClosing: OrderFlow {
             let closed = (try? await settlement.close(order, detail: "closed on request (iOS order: closed locally)")) ?? order
             return try await viewJSON(closed)
         }
+        if let problem = upstream.unconfigured(.closeOrder, for: order) { throw .apiVersionNotConfigured(problem) }
         let age = now().timeIntervalSince(order.createdAt)
         guard age >= Self.minimumAgeToClose else {
             throw .closeTooEarly(retryAfter: Int((Self.minimumAgeToClose - age).rounded(.up)))

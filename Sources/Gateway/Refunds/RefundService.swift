@@ -86,6 +86,10 @@ public final class RefundService: Sendable {
             throw .orderNotRefundableByGateway()
         }
         guard isConfigured else { throw .refundsNotConfigured }
+        if let order, let problem = context.upstream.unconfigured(.refund, for: order) {
+            instruments.requestRefused.labelled("api_version_not_configured").increment()
+            throw .apiVersionNotConfigured(problem)
+        }
         let at = now()
         let outRefundNo = input.outRefundNo ?? Self.generateOutRefundNo(at: at)
         let result = try await context.storage { () throws(StorageError) in

@@ -113,6 +113,11 @@ final class Upstream: Sendable {
         api.apiVersion(of: call, for: order)
     }
 
+    /// Why `call` about `order` cannot be made as configured (see `WeChatPayUpstream.unconfigured`).
+    func unconfigured(_ call: UpstreamCall, for order: OrderRecord) -> UpstreamError? {
+        api.unconfigured(call, for: order)
+    }
+
     private func label(_ call: UpstreamCall, _ order: OrderRecord?) -> String {
         call.metricLabel(api.apiVersion(of: call, for: order))
     }

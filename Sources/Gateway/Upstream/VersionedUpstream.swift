@@ -36,6 +36,11 @@ struct VersionedUpstream: WeChatPayUpstream {
         }
     }
 
+    func unconfigured(_ call: UpstreamCall, for order: OrderRecord) -> UpstreamError? {
+        do { _ = try api(call, for: order) } catch { return error }
+        return nil
+    }
+
     private func api(_ call: UpstreamCall, for order: OrderRecord) throws(UpstreamError) -> any WeChatPayUpstream {
         switch apiVersion(of: call, for: order) {
         case .v2:

@@ -48,10 +48,15 @@ public protocol WeChatPayUpstream: Sendable {
     /// what the metrics name the call by, and where a refund's notify is to go. An implementation
     /// of one version answers its own (v2 unless it says otherwise); `VersionedUpstream` its rule.
     func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion
+
+    /// Why `call` about `order` cannot be made by this gateway as configured (the version that
+    /// would speak it has no keys), before anything is written or sent; nil when it can.
+    func unconfigured(_ call: UpstreamCall, for order: OrderRecord) -> UpstreamError?
 }
 
 extension WeChatPayUpstream {
     public func apiVersion(of call: UpstreamCall, for order: OrderRecord?) -> WeChatPayAPIVersion { .v2 }
+    public func unconfigured(_ call: UpstreamCall, for order: OrderRecord) -> UpstreamError? { nil }
 }
 
 /// The calls the flows make through the seam, each named in the metrics (`api` of
