@@ -58,6 +58,12 @@ extension PostgresOrderStore {
                     WHERE delivered_at IS NULL AND dead_at IS NULL
                 UNION ALL
                 SELECT 'dead', '', COUNT(*), NULL FROM outbox WHERE dead_at IS NOT NULL AND delivered_at IS NULL
+                UNION ALL
+                SELECT 'in_flight', api_version, COUNT(*), NULL FROM orders WHERE state IN ('NOTPAY', 'USERPAYING')
+                    GROUP BY api_version
+                UNION ALL
+                SELECT 'in_flight', o.api_version, COUNT(*), NULL FROM refunds r JOIN orders o ON o.out_trade_no = r.out_trade_no
+                    WHERE r.state = 'PROCESSING' GROUP BY o.api_version
                 """)).rows { row throws(StorageError) in
                 (try row.text(0), try row.text(1), try row.int(2), try row.optionalDate(3))
             }
@@ -65,6 +71,7 @@ extension PostgresOrderStore {
             var pending = 0
             var dead = 0
             var oldest: Date?
+            var inFlight: [String: Int] = [:]
             for (kind, key, count, at) in rows {
                 switch kind {
                 case "state":
@@ -73,11 +80,15 @@ extension PostgresOrderStore {
                 case "pending":
                     pending = count
                     oldest = at
+                case "in_flight":
+                    inFlight[key, default: 0] += count
                 default:
                     dead = count
                 }
             }
-            return StoreCounts(ordersByState: byState, outboxPending: pending, outboxDead: dead, oldestPendingOutboxAt: oldest)
+            var counts = StoreCounts(ordersByState: byState, outboxPending: pending, outboxDead: dead, oldestPendingOutboxAt: oldest)
+            counts.inFlightByAPIVersion = inFlight
+            return counts
         }
     }
 }

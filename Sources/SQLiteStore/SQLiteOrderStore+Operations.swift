@@ -63,10 +63,22 @@ extension SQLiteOrderStore {
                 let dead = try db.row(
                     "SELECT COUNT(*) FROM outbox WHERE dead_at IS NOT NULL AND delivered_at IS NULL",
                     decode: { row throws(StorageError) in try row.int(0) })
+                let inFlight = try db.rows(
+                    """
+                    SELECT api_version, SUM(n) FROM (
+                        SELECT api_version, COUNT(*) AS n FROM orders WHERE state IN ('NOTPAY', 'USERPAYING') GROUP BY api_version
+                        UNION ALL
+                        SELECT o.api_version, COUNT(*) FROM refunds r JOIN orders o ON o.out_trade_no = r.out_trade_no
+                            WHERE r.state = 'PROCESSING' GROUP BY o.api_version
+                    ) GROUP BY api_version
+                    """,
+                    decode: { row throws(StorageError) in (try row.text(0), try row.int(1)) })
                 try db.execute("COMMIT")
-                return StoreCounts(
+                var counts = StoreCounts(
                     ordersByState: byState, outboxPending: pending?.0 ?? 0, outboxDead: dead ?? 0,
                     oldestPendingOutboxAt: pending?.1)
+                counts.inFlightByAPIVersion = Dictionary(inFlight, uniquingKeysWith: +)
+                return counts
             } catch {
                 try? db.execute("ROLLBACK")
                 throw error

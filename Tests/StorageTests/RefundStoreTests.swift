@@ -36,6 +36,32 @@ struct RefundStoreTests {
             }, at: at))
     }
 
+    @Test("the counts give, by API version, the orders not final and the refunds still PROCESSING", arguments: StoreKind.all)
+    func inFlightWorkIsCountedByAPIVersion(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            #expect(try await store.counts().inFlightByAPIVersion.isEmpty)
+            func order(_ number: String, _ version: String) -> OrderRecord {
+                var order = Fixture.order(number, amount: 1000)
+                order.apiVersion = version
+                return order
+            }
+            for (number, version) in [("V2-open", "v2"), ("V3-open", "v3"), ("V3-open-2", "v3"), ("V3-paid", "v3"),
+                                      ("V3-refunding", "v3"), ("V3-refunded", "v3")] {
+                try await Fixture.create(order(number, version), in: store)
+            }
+            for number in ["V3-paid", "V3-refunding", "V3-refunded"] { _ = try await Fixture.pay(number, in: store) }
+            for (refund, order) in [("R-processing", "V3-refunding"), ("R-done", "V3-refunded")] {
+                guard case .created = try await Self.create(Self.request(refund, order: order, amount: 100), in: store) else {
+                    Issue.record("\(refund) was not created")
+                    return
+                }
+            }
+            _ = try await Self.succeed("R-done", in: store)
+            // Open: V2-open (v2); V3-open, V3-open-2 and the refund R-processing (v3).
+            #expect(try await store.counts().inFlightByAPIVersion == ["v2": 1, "v3": 3])
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aRefundOfAPaidOrderIsRecordedProcessingWithTheOrdersAmountAndATimelineEvent(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await Self.paidOrder(in: store)
