@@ -45,12 +45,15 @@ public enum SQLiteBackup {
     public enum BackupFailure: Error, Sendable, CustomStringConvertible {
         /// The database file has more than one name.
         case severalNames(SQLiteDatabaseFile.SeveralNames)
+        /// The destination or the database named cannot be used as given (said in the operator's words).
+        case refused(String)
         /// Reading, copying or verifying failed.
         case failed(StorageError)
 
         public var description: String {
             switch self {
             case .severalNames(let names): names.description
+            case .refused(let reason): reason
             case .failed(let error): error.description
             }
         }
@@ -88,17 +91,20 @@ public enum SQLiteBackup {
         let outcome = await Blocking.run { () -> Result<Report, BackupFailure> in
             do throws(StorageError) {
                 guard FileManager.default.fileExists(atPath: database) else {
-                    throw StorageError(code: .openFailed, detail: "no database file at the configured path")
-                }
-                guard !FileManager.default.fileExists(atPath: destination) else {
-                    throw .invalidArgument("the backup file exists already; choose a new name")
+                    return .failure(.refused("no database at \(database) (GATEWAY_DATABASE): nothing to back up"))
                 }
                 var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory) {
+                    return .failure(.refused(isDirectory.boolValue
+                        ? "\(destination) is a directory: name the new backup file, e.g. "
+                            + (destination as NSString).appendingPathComponent("gateway-backup.sqlite")
+                        : "\(destination) exists already (a backup never overwrites a file): choose a new name"))
+                }
                 let directory = (destination as NSString).deletingLastPathComponent
                 guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
                       isDirectory.boolValue
                 else {
-                    throw .invalidArgument("no directory \(directory) for the backup file; make it first")
+                    return .failure(.refused("no directory \(directory) for the backup file; make it first"))
                 }
                 // Shared with the gateways; waits out a restore in progress.
                 let lock = try SQLiteUsageLock.shared(database, create: false, timeout: .seconds(30))

@@ -30,7 +30,7 @@ enum BackupCommand {
             FileHandle.standardError.write(Data("backup: failed, no backup was written: \(error)\n".utf8))
             switch error {
             case .severalNames: return severalNames
-            case .failed: return ExitStatus.database
+            case .refused, .failed: return ExitStatus.database
             }
         }
     }

@@ -112,6 +112,11 @@ struct BackupCommandTests {
             let nowhere = try await Self.command(["backup", "--to", directory + "/missing/backup.sqlite"], database: database)
             #expect(nowhere.status == 74 && nowhere.stderr.contains("no directory"), "\(nowhere.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory + "/missing"))
+            // Into a directory, named as the destination: the message says to name a file in it.
+            let intoDirectory = try await Self.command(["backup", "--to", directory + "/"], database: database)
+            #expect(intoDirectory.status == 74 && intoDirectory.stderr.contains("is a directory: name the new backup file, e.g. "
+                + directory + "/gateway-backup.sqlite"), "\(intoDirectory.stderr)")
+            #expect(!intoDirectory.stderr.contains("invalid storage request"))
 
             // While the gateway serves, a restore is refused and changes nothing, whatever name
             // of the database it is given: the path, a hard link in another directory (the same
