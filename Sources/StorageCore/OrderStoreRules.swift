@@ -47,8 +47,21 @@ package enum StoreText {
     package static func validate(_ values: String?...) throws(StorageError) {
         for value in values {
             guard let value else { continue }
-            if value.utf8.contains(0) { throw .invalidArgument("text cannot contain U+0000") }
+            if containsNUL(value) { throw .invalidArgument("text cannot contain U+0000") }
         }
+    }
+
+    /// One `memchr` over the string's bytes: every notify's outbox payload (half a KiB of JSON) is
+    /// checked here, and the byte-by-byte walk of the UTF-8 view it replaced cost about a
+    /// microsecond of each.
+    private static func containsNUL(_ value: String) -> Bool {
+        if let found = value.utf8.withContiguousStorageIfAvailable({ bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }) {
+            return found
+        }
+        return value.utf8.contains(0)
     }
 }
 
