@@ -94,11 +94,16 @@ public enum SQLiteBackup {
                     return .failure(.refused("no database at \(database) (GATEWAY_DATABASE): nothing to back up"))
                 }
                 var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory) {
-                    return .failure(.refused(isDirectory.boolValue
-                        ? "\(destination) is a directory: name the new backup file, e.g. "
-                            + (destination as NSString).appendingPathComponent("gateway-backup.sqlite")
-                        : "\(destination) exists already (a backup never overwrites a file): choose a new name"))
+                let isDirectoryName = FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory)
+                    && isDirectory.boolValue
+                if isDirectoryName || destination.hasSuffix("/") {
+                    return .failure(.refused("\(destination) is a directory: name the new backup file, e.g. "
+                        + (destination as NSString).appendingPathComponent("gateway-backup.sqlite")))
+                }
+                // lstat, not stat: a symbolic link to nothing is a name that exists, and is not replaced either.
+                var status = stat()
+                if lstat(destination, &status) == 0 {
+                    return .failure(.refused("\(destination) exists already (a backup never replaces a file or link): choose a new name"))
                 }
                 let directory = (destination as NSString).deletingLastPathComponent
                 guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
@@ -116,6 +121,20 @@ public enum SQLiteBackup {
                 }
                 let source = try SQLiteConnection.open(path: database, readOnly: true, busyTimeout: .seconds(30))
                 defer { source.close() }
+                // A mistyped GATEWAY_DATABASE naming some other file must not yield a "backup" that
+                // only a restore, when it is needed, finds empty.
+                let migrations: Int
+                do throws(StorageError) {
+                    migrations = try source.row(
+                        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+                    ) { row throws(StorageError) in try row.int(0) } ?? 0
+                } catch where error.sqliteCode == 26 {
+                    return .failure(.refused("\(database) (GATEWAY_DATABASE) is not a SQLite database: nothing to back up"))
+                }
+                guard migrations == 1 else {
+                    return .failure(.refused(
+                        "\(database) (GATEWAY_DATABASE) is not a wxpay-gateway database (it has no schema_migrations table): nothing to back up"))
+                }
                 return .success(try copyVerified(from: source, to: destination))
             } catch {
                 return .failure(.failed(error))

@@ -117,6 +117,22 @@ struct BackupCommandTests {
             #expect(intoDirectory.status == 74 && intoDirectory.stderr.contains("is a directory: name the new backup file, e.g. "
                 + directory + "/gateway-backup.sqlite"), "\(intoDirectory.stderr)")
             #expect(!intoDirectory.stderr.contains("invalid storage request"))
+            let slashed = try await Self.command(["backup", "--to", directory + "/new.sqlite/"], database: database)
+            #expect(slashed.status == 74 && slashed.stderr.contains("is a directory"), "\(slashed.stderr)")
+            // A symbolic link to nothing is a name that exists: never replaced.
+            try FileManager.default.createSymbolicLink(atPath: directory + "/dangling.sqlite", withDestinationPath: directory + "/nowhere")
+            let dangling = try await Self.command(["backup", "--to", directory + "/dangling.sqlite"], database: database)
+            #expect(dangling.status == 74 && dangling.stderr.contains("exists already"), "\(dangling.stderr)")
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: directory + "/dangling.sqlite") == directory + "/nowhere")
+            // A GATEWAY_DATABASE naming an empty file or a file that is not SQLite: nothing to back up.
+            #expect(FileManager.default.createFile(atPath: directory + "/empty.sqlite", contents: Data()))
+            let empty = try await Self.command(["backup", "--to", directory + "/from-empty.sqlite"], database: directory + "/empty.sqlite")
+            #expect(empty.status == 74 && empty.stderr.contains("is not a wxpay-gateway database"), "\(empty.stderr)")
+            #expect(FileManager.default.createFile(atPath: directory + "/text.sqlite", contents: Data(String(repeating: "not sqlite\n", count: 100).utf8)))
+            let text = try await Self.command(["backup", "--to", directory + "/from-text.sqlite"], database: directory + "/text.sqlite")
+            #expect(text.status == 74 && text.stderr.contains("is not a SQLite database"), "\(text.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/from-empty.sqlite"))
+            #expect(!FileManager.default.fileExists(atPath: directory + "/from-text.sqlite"))
 
             // While the gateway serves, a restore is refused and changes nothing, whatever name
             // of the database it is given: the path, a hard link in another directory (the same
