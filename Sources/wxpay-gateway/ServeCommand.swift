@@ -115,10 +115,12 @@ enum ServeCommand {
         // Going back from v3 with its variables removed strands what v3 still has in flight: said
         // at every start until they are set again or nothing of v3 is left in flight.
         if context.v3 == nil, let stranded = (try? await context.store.counts())?.inFlightByAPIVersion["v3"], stranded > 0 {
+            let remedy = configuration.demo
+                ? "demo mode is started with WXPAY_API_VERSION=v3 again"
+                : "WXPAY_API_V3_KEY, WXPAY_MERCHANT_PRIVATE_KEY and the WeChat Pay public key or platform certificate are set again"
             logger.warning("orders or refunds created with WeChat Pay API v3 are still in flight, and API v3 is not configured: "
-                           + "their notifies are refused, nothing asks WeChat Pay about them, and closing or refunding them answers "
-                           + "503 api_version_not_configured, until WXPAY_API_V3_KEY, WXPAY_MERCHANT_PRIVATE_KEY and the WeChat Pay "
-                           + "public key or platform certificate are set again", ["in_flight": String(stranded)])
+                           + "their notifies are refused, nothing asks WeChat Pay about them, and closing, refunding or rechecking "
+                           + "them answers 503 api_version_not_configured, until " + remedy, ["in_flight": String(stranded)])
         }
         let certificateWatch = announceRefunds(services.refunds.mode, v3: context.v3 != nil, metrics: metrics, logger: logger)
         // The support console on top of them (ServeCommand+Console.swift); SIGHUP re-reads what

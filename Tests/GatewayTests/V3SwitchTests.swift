@@ -69,7 +69,7 @@ struct V3SwitchTests {
         #expect(try await written("v3-forged") == beforeRefundNotify)
     }
 
-    @Test("going back to v2 without the v3 keys, closing or refunding an order made under v3 is refused before anything is written or sent",
+    @Test("going back to v2 without the v3 keys, closing, refunding or rechecking a v3 order is refused before anything is written or sent, and the reconciler passes over what it cannot ask without counting WeChat as failing",
           arguments: StoreKind.all)
     func aV3OrderCannotBeClosedOrRefundedWithoutTheV3Keys(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store, wechat: .http, v3: V3Setup(mode: .publicKey, newOrders: .v3))
@@ -77,6 +77,10 @@ struct V3SwitchTests {
         for number in ["back-open", "back-paid"] { #expect(try await rig.createOrder(number).status == 201) }
         try rig.simulator.pay(outTradeNo: "back-paid")
         #expect(await eventually { (try? await rig.store.order("back-paid"))??.state == .success })
+        // A v3 refund WeChat has not finished yet when the merchant goes back.
+        #expect(try await rig.services.refunds.request(RefundInput(amount: 100, reason: "before", outRefundNo: "back-r0"),
+                                                       outTradeNo: "back-paid").created)
+        #expect(try await rig.store.refund("back-r0")?.state == .processing)
         // The merchant goes back (a restart with WXPAY_API_VERSION=v2 and the v3 variables removed).
         var configuration = rig.services.configuration
         configuration.v3 = GatewayConfiguration.V3()
@@ -111,6 +115,40 @@ struct V3SwitchTests {
         #expect(try await written("back-open") == before.0)
         #expect(try await written("back-paid") == before.1)
         #expect(rig.simulator.counters.requests == requests)
+        // Support's recheck is refused the same way, before its timeline line.
+        do {
+            _ = try await back.support.recheck("back-open")
+            Issue.record("the recheck of a v3 order went through without the v3 keys")
+        } catch {
+            #expect(error.code == "api_version_not_configured")
+        }
+        #expect(try await written("back-open") == before.0)
+
+        // The reconciler: the v3 order and refund in flight are not asked about, which is not
+        // WeChat failing (no error, no backoff), and a v2 order whose notify was lost is found.
+        rig.simulator.apply(FaultPlan(notify: NotifyFaults(dropRate: 1)))
+        #expect(try await back.creation.create(try CreateOrderInput(json: Array(Self.order("back-v2").utf8))).created)
+        #expect(try await rig.store.order("back-v2")?.apiVersion == "v2")
+        try rig.simulator.pay(outTradeNo: "back-v2")
+        let reconciler = Reconciler(services: back, configuration: .init(interval: 0.05, after: 0, concurrency: 4, rate: 1000))
+        rig.clock.advance(by: 60)
+        let first = await reconciler.sweep()
+        #expect(first.errors == 0 && first.refundErrors == 0, "\(first)")
+        #expect(try await rig.store.order("back-v2")?.state == .success)
+        #expect(try await rig.store.order("back-open")?.state == .notPay)
+        #expect(try await rig.store.refund("back-r0")?.state == .processing)
+        #expect(rig.simulator.counters.requests["/v3/pay/transactions/out-trade-no/{id}"] == requests["/v3/pay/transactions/out-trade-no/{id}"])
+        #expect(rig.simulator.counters.requests["/v3/refund/domestic/refunds/{id}"]
+            == requests["/v3/refund/domestic/refunds/{id}"])
+        // Said on their timelines once, not at every sweep.
+        rig.clock.advance(by: 60)
+        let second = await reconciler.sweep()
+        #expect(second.errors == 0 && second.refundErrors == 0, "\(second)")
+        let lines = try await rig.store.events("back-open").filter { $0.detail.contains("not sent: v3_not_configured") }
+        #expect(lines.count == 1, "\(lines)")
+        #expect(lines.first?.kind == "reconcile_failed")
+        let refundLines = try await rig.store.events("back-paid").filter { $0.detail.contains("back-r0: refundquery not sent") }
+        #expect(refundLines.count == 1, "\(refundLines)")
     }
 
     @Test("orders created under v2 finish in v2 after the switch to v3, and new orders are v3", arguments: StoreKind.all)

@@ -60,6 +60,10 @@ public final class OrderQueries: OrderFlow {
         guard includingFinal || !order.state.isFinal else { return order }
         // WeChat knows nothing of an iOS order: the App Store's side is IAPService's.
         guard order.channel == .wechat else { return order }
+        if let problem = upstream.unconfigured(.queryOrder, for: order) {
+            await notAsked(order, problem, reason: reason, source: source)
+            return order
+        }
         if paced && upstream.isPaced(outTradeNo, interval: configuration.pollInterval) { return order }
         do {
             let trade = try await upstream.queryOrder(order)
@@ -87,6 +91,22 @@ public final class OrderQueries: OrderFlow {
             return order
         }
     }
+
+    /// An order whose API version has no keys here (v3's removed after it was created) is not asked
+    /// about, and that is not WeChat failing: no call is counted, the reconciler does not back off
+    /// for it, and its last query time moves on so a sweep's batch moves on to other orders. Its
+    /// timeline says so at most once a day per reason (the start of `serve` warns while any is in
+    /// flight).
+    func notAsked(_ order: OrderRecord, _ problem: UpstreamError, reason: String, source: String) async {
+        let at = now()
+        _ = try? await store.touch(order.outTradeNo, .lastQueried, at: at)
+        _ = try? await store.appendEvent(
+            order.outTradeNo, NewOrderEvent(kind: "\(source)_failed", detail: "\(reason): orderquery not sent: \(problem.shortDescription)", at: at),
+            quietSince: at.addingTimeInterval(-Self.notAskedQuiet), matching: .kindAndDetail)
+    }
+
+    /// How often an order that cannot be asked about says so on its timeline, per reason.
+    static let notAskedQuiet: TimeInterval = 86_400
 
     /// What the API answers when WeChat refused or failed; some answers also change the order.
     func upstreamFailure(_ error: UpstreamError, outTradeNo: String, api: String) async -> APIError {

@@ -271,7 +271,9 @@ public final class Reconciler: Service, CustomStringConvertible {
     private func check(_ order: OrderRecord, now: Date) async -> Outcome {
         // An iOS order is the App Store's to find (Reconciler+AppStore.swift), never WeChat's.
         if order.channel == .apple { return await checkApple(order, now: now) }
-        if order.expiresAt <= now { return await closeExpired(order) }
+        // An expired order is closed at WeChat; one whose API version has no keys here cannot be,
+        // and is not asked about either (`OrderQueries.notAsked`): never an upstream error.
+        if order.expiresAt <= now, context.upstream.unconfigured(.closeOrder, for: order) == nil { return await closeExpired(order) }
         return await query(order, reason: "reconcile")
     }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import Observability
 import StorageCore
 import WeChatPay
@@ -25,6 +26,14 @@ extension RefundService {
         else { return .open }
         let at = now()
         _ = try? await store.touchRefund(number, queriedAt: at)
+        if let problem = context.upstream.unconfigured(.queryRefund, for: order) {
+            // Not WeChat failing (no backoff, no error counted): said on the timeline once a day.
+            _ = try? await context.store.appendEvent(
+                current.outTradeNo,
+                NewOrderEvent(kind: "\(source)_failed", detail: "\(number): refundquery not sent: \(problem.shortDescription)", at: at),
+                quietSince: at.addingTimeInterval(-OrderQueries.notAskedQuiet), matching: .kindAndDetail)
+            return .open
+        }
         do {
             let answer = try await context.upstream.queryRefund(number, order: order)
             return await apply(answer, to: current, source: source)

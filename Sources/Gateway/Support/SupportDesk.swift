@@ -189,6 +189,10 @@ public final class SupportDesk: OrderFlow {
         guard let found = try await storage({ () throws(StorageError) in try await self.store.order(outTradeNo) }) else {
             throw .orderNotFound
         }
+        // Nothing is asked of WeChat, nor written, for an order whose API version has no keys here.
+        if found.channel == .wechat, let problem = queries.upstream.unconfigured(.queryOrder, for: found) {
+            throw .apiVersionNotConfigured(problem)
+        }
         let request = try? await store.appendEvent(outTradeNo, kind: "recheck", detail: "requested by \(requestedBy)", at: now())
         if found.channel == .apple {
             // The App Store is asked instead of WeChat (IAP/IAPService+Support.swift).
