@@ -130,8 +130,9 @@ struct V3SwitchTests {
         #expect(try await back.creation.create(try CreateOrderInput(json: Array(Self.order("back-v2").utf8))).created)
         #expect(try await rig.store.order("back-v2")?.apiVersion == "v2")
         try rig.simulator.pay(outTradeNo: "back-v2")
-        let reconciler = Reconciler(services: back, configuration: .init(interval: 0.05, after: 0, concurrency: 4, rate: 1000))
-        rig.clock.advance(by: 60)
+        // A minute's period, so its 54 s lease outlasts a slow sweep on a loaded machine.
+        let reconciler = Reconciler(services: back, configuration: .init(interval: 60, after: 0, concurrency: 4, rate: 1000))
+        rig.clock.advance(by: 120)
         let first = await reconciler.sweep()
         #expect(first.errors == 0 && first.refundErrors == 0, "\(first)")
         #expect(try await rig.store.order("back-v2")?.state == .success)
@@ -141,7 +142,7 @@ struct V3SwitchTests {
         #expect(rig.simulator.counters.requests["/v3/refund/domestic/refunds/{id}"]
             == requests["/v3/refund/domestic/refunds/{id}"])
         // Said on their timelines once, not at every sweep.
-        rig.clock.advance(by: 60)
+        rig.clock.advance(by: 120)
         let second = await reconciler.sweep()
         #expect(second.errors == 0 && second.refundErrors == 0, "\(second)")
         let lines = try await rig.store.events("back-open").filter { $0.detail.contains("not sent: v3_not_configured") }
