@@ -115,6 +115,15 @@ struct V3SwitchTests {
         #expect(try await written("back-open") == before.0)
         #expect(try await written("back-paid") == before.1)
         #expect(rig.simulator.counters.requests == requests)
+        // The app repeating the create (same parameters): its parameters cannot be signed without v3's key.
+        do {
+            _ = try await back.creation.create(try CreateOrderInput(json: Array(Self.order("back-open").utf8)))
+            Issue.record("a repeated create of a v3 order was answered without the v3 keys")
+        } catch {
+            #expect(error.status == 503)
+            #expect(error.code == "api_version_not_configured")
+        }
+        #expect(try await written("back-open") == before.0)
         // Support's recheck is refused the same way, before its timeline line.
         do {
             _ = try await back.support.recheck("back-open")

@@ -123,6 +123,8 @@ public final class OrderCreation: OrderFlow {
             default: view.appParams = try upstream.appPayment(for: order, prepayID: prepayID, issuedAt: issuedAt)
             }
         } catch {
+            // A repeated create of an order whose API version lost its keys (v3's, after going back).
+            if error.isUnconfiguredVersion { throw .apiVersionNotConfigured(error) }
             logger.error("client parameters could not be made", ["error": "\(error)", "trade_type": order.tradeType ?? "APP"])
             throw .internalError
         }

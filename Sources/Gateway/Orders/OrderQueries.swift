@@ -113,6 +113,8 @@ public final class OrderQueries: OrderFlow {
         let at = now()
         // WeChat's own words (err_code_des, return_msg, v3's message) go on the timeline for
         // support: "PARAM_ERROR" alone does not say which parameter.
+        // Not WeChat's refusal: it was never asked (the order's API version has no keys here).
+        if error.isUnconfiguredVersion { return .apiVersionNotConfigured(error) }
         let detail = error.message.map { error.shortDescription + ": " + $0 } ?? error.shortDescription
         _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: String(detail.prefix(256)), at: at)
         switch error.advice {

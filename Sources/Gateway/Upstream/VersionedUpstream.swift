@@ -93,6 +93,9 @@ struct VersionedUpstream: WeChatPayUpstream {
 }
 
 extension UpstreamError {
+    /// One of the two errors below: nothing was sent, the order's version has no keys here.
+    var isUnconfiguredVersion: Bool { self == .v3NotConfigured || self == .v2NotConfigured }
+
     /// A v3 order while the gateway has no v3 keys (they were removed after it was created).
     static let v3NotConfigured = UpstreamError(
         kind: .invalidRequest, advice: .fixConfiguration, mayHaveTakenEffect: false, shortDescription: "v3_not_configured",
