@@ -59,7 +59,7 @@ extension PostgresOrderStore {
                 UNION ALL
                 SELECT 'dead', '', COUNT(*), NULL FROM outbox WHERE dead_at IS NOT NULL AND delivered_at IS NULL
                 UNION ALL
-                SELECT 'in_flight', api_version, COUNT(*), NULL FROM orders WHERE state IN ('NOTPAY', 'USERPAYING')
+                SELECT 'in_flight', api_version, COUNT(*), NULL FROM orders WHERE state IN ('NOTPAY', 'USERPAYING') AND channel = 'wechat'
                     GROUP BY api_version
                 UNION ALL
                 SELECT 'in_flight', o.api_version, COUNT(*), NULL FROM refunds r JOIN orders o ON o.out_trade_no = r.out_trade_no

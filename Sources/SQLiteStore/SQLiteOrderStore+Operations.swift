@@ -66,7 +66,8 @@ extension SQLiteOrderStore {
                 let inFlight = try db.rows(
                     """
                     SELECT api_version, SUM(n) FROM (
-                        SELECT api_version, COUNT(*) AS n FROM orders WHERE state IN ('NOTPAY', 'USERPAYING') GROUP BY api_version
+                        SELECT api_version, COUNT(*) AS n FROM orders WHERE state IN ('NOTPAY', 'USERPAYING') AND channel = 'wechat'
+                            GROUP BY api_version
                         UNION ALL
                         SELECT o.api_version, COUNT(*) FROM refunds r JOIN orders o ON o.out_trade_no = r.out_trade_no
                             WHERE r.state = 'PROCESSING' GROUP BY o.api_version

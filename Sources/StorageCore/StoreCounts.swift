@@ -11,7 +11,7 @@ public struct StoreCounts: Sendable, Hashable {
     public var outboxDead: Int
     /// The creation time of the oldest pending outbox event: the dispatcher's lag.
     public var oldestPendingOutboxAt: Date?
-    /// By WeChat Pay API version (`v2`, `v3`): the orders not yet final and the refunds still
+    /// By WeChat Pay API version (`v2`, `v3`): the WeChat orders not yet final and the refunds still
     /// PROCESSING, whose notifies and queries need that version's keys. Versions with none are absent.
     public var inFlightByAPIVersion: [String: Int] = [:]
 

@@ -50,6 +50,10 @@ struct RefundStoreTests {
                 try await Fixture.create(order(number, version), in: store)
             }
             for number in ["V3-paid", "V3-refunding", "V3-refunded"] { _ = try await Fixture.pay(number, in: store) }
+            // An iOS order waiting for its purchase is the App Store's: no WeChat Pay version's.
+            var ios = Fixture.order("IOS-open", amount: 1000)
+            ios.channel = .apple
+            try await Fixture.create(ios, in: store)
             for (refund, order) in [("R-processing", "V3-refunding"), ("R-done", "V3-refunded")] {
                 guard case .created = try await Self.create(Self.request(refund, order: order, amount: 100), in: store) else {
                     Issue.record("\(refund) was not created")

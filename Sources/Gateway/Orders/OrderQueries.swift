@@ -110,11 +110,11 @@ public final class OrderQueries: OrderFlow {
 
     /// What the API answers when WeChat refused or failed; some answers also change the order.
     func upstreamFailure(_ error: UpstreamError, outTradeNo: String, api: String) async -> APIError {
+        // Not WeChat's refusal: it was never asked (the order's API version has no keys here).
+        if error.isUnconfiguredVersion { return .apiVersionNotConfigured(error) }
         let at = now()
         // WeChat's own words (err_code_des, return_msg, v3's message) go on the timeline for
         // support: "PARAM_ERROR" alone does not say which parameter.
-        // Not WeChat's refusal: it was never asked (the order's API version has no keys here).
-        if error.isUnconfiguredVersion { return .apiVersionNotConfigured(error) }
         let detail = error.message.map { error.shortDescription + ": " + $0 } ?? error.shortDescription
         _ = try? await store.appendEvent(outTradeNo, kind: "\(api)_failed", detail: String(detail.prefix(256)), at: at)
         switch error.advice {
