@@ -96,9 +96,12 @@ public enum SQLiteBackup {
                 var isDirectory: ObjCBool = false
                 let isDirectoryName = FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory)
                     && isDirectory.boolValue
-                if isDirectoryName || destination.hasSuffix("/") {
+                if isDirectoryName {
                     return .failure(.refused("\(destination) is a directory: name the new backup file, e.g. "
                         + (destination as NSString).appendingPathComponent("gateway-backup.sqlite")))
+                }
+                if destination.hasSuffix("/") {
+                    return .failure(.refused("\(destination) ends in / but is no directory: name the new backup file, without the /"))
                 }
                 // lstat, not stat: a symbolic link to nothing is a name that exists, and is not replaced either.
                 var status = stat()

@@ -110,6 +110,17 @@ struct V3SwitchTests {
             #expect(error.status == 503)
             #expect(error.code == "api_version_not_configured")
         }
+        // A repeat of the refund recorded before going back, identical: answered as it stands, as any
+        // repeat is (nothing is sent); another amount under its number is still a conflict.
+        let repeated = try await back.refunds.request(RefundInput(amount: 100, reason: "before", outRefundNo: "back-r0"),
+                                                      outTradeNo: "back-paid")
+        #expect(!repeated.created && repeated.state == "PROCESSING")
+        do {
+            _ = try await back.refunds.request(RefundInput(amount: 200, reason: "before", outRefundNo: "back-r0"), outTradeNo: "back-paid")
+            Issue.record("a conflicting repeat was accepted")
+        } catch {
+            #expect(error.code == "out_refund_no_conflict")
+        }
         #expect(try await rig.store.order("back-open")?.state == .notPay)
         #expect(try await rig.store.refund("back-r1") == nil)
         #expect(try await written("back-open") == before.0)

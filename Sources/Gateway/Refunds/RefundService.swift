@@ -86,7 +86,11 @@ public final class RefundService: Sendable {
             throw .orderNotRefundableByGateway()
         }
         guard isConfigured else { throw .refundsNotConfigured }
-        if let order, let problem = context.upstream.unconfigured(.refund, for: order) {
+        // A repeat of a refund already recorded is answered (or refused as a conflict) by the store
+        // as usual: only a new refund needs WeChat, so only it is refused here.
+        var recorded: RefundRecord?
+        if let number = input.outRefundNo { recorded = (try? await store.refund(number)) ?? nil }
+        if recorded == nil, let order, let problem = context.upstream.unconfigured(.refund, for: order) {
             instruments.requestRefused.labelled("api_version_not_configured").increment()
             throw .apiVersionNotConfigured(problem)
         }
