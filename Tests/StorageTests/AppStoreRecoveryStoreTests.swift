@@ -41,19 +41,24 @@ struct AppStoreRecoveryStoreTests {
         }
     }
 
+    /// 24 copies racing to append `line(i)` to `order`, quiet since 60 s before their time: how many wrote.
+    static func racingQuietLines(on order: String, in store: some OrderStore, matching: QuietLineMatch,
+                                 _ line: @escaping @Sendable (Int) -> NewOrderEvent) async throws -> Int {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            for i in 0..<24 {
+                group.addTask { try await store.appendEvent(order, line(i), quietSince: TestTime.at(-50), matching: matching) != nil }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+    }
+
     /// Reports of a transaction credited before add at most one line a minute to its order,
     /// however many race: the check and the insert are one step under the order's lock.
     @Test(arguments: StoreKind.all) func aQuietLineIsWrittenOncePerQuietPeriodWhateverRaces(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             _ = try await store.create(IAPStoreTests.appleOrder("Q1"), event: NewOrderEvent(kind: "created", detail: "", at: TestTime.t0))
-            let written = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for i in 0..<24 {
-                    group.addTask {
-                        try await store.appendEvent("Q1", NewOrderEvent(kind: "appstore_report", detail: "copy \(i)", at: TestTime.at(10)),
-                                                    quietSince: TestTime.at(-50)) != nil
-                    }
-                }
-                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            let written = try await Self.racingQuietLines(on: "Q1", in: store, matching: .kind) {
+                NewOrderEvent(kind: "appstore_report", detail: "copy \($0)", at: TestTime.at(10))
             }
             #expect(written == 1)
             // Another kind is its own; after the quiet period the kind is written again; an
@@ -73,15 +78,8 @@ struct AppStoreRecoveryStoreTests {
     @Test(arguments: StoreKind.all) func aQuietLineMatchingItsDetailIsWrittenOncePerDetail(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             _ = try await store.create(IAPStoreTests.appleOrder("Q2"), event: NewOrderEvent(kind: "created", detail: "", at: TestTime.t0))
-            let written = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for i in 0..<24 {
-                    group.addTask {
-                        try await store.appendEvent("Q2", NewOrderEvent(kind: "refund_notify_conflict", detail: "r\(i % 2)",
-                                                                        at: TestTime.at(10)),
-                                                    quietSince: TestTime.at(-50), matching: .kindAndDetail) != nil
-                    }
-                }
-                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            let written = try await Self.racingQuietLines(on: "Q2", in: store, matching: .kindAndDetail) {
+                NewOrderEvent(kind: "refund_notify_conflict", detail: "r\($0 % 2)", at: TestTime.at(10))
             }
             #expect(written == 2)
             let lines = try await store.events("Q2").filter { $0.kind == "refund_notify_conflict" }.map(\.detail).sorted()
