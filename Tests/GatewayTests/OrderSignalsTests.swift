@@ -4,14 +4,19 @@ import Synchronization
 import TestSupport
 import Testing
 
+// A waiter that is never woken would hold its test for an hour: the limit ends it as a failure.
+@Suite(.timeLimit(.minutes(5)))
 struct OrderSignalsTests {
+    /// A wait that must not time out during a test: a loaded machine can starve a test's tasks for
+    /// tens of seconds (CI once took longer than 30 s to run a thousand tiny parking tasks).
+    let neverWithinATest = 3_600.0
+
     @Test func aWakeBetweenReadingTheStateAndWaitingIsNotLost() async {
         let signals = OrderSignals()
         let token = signals.token()      // the waiter reads the order's state after this…
         signals.wake("order-1")          // …a notify settles it before the waiter starts waiting…
-        let started = ContinuousClock.now
-        #expect(await signals.wait(for: "order-1", since: token, seconds: 20))  // …and the wait ends at once.
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // …and the wait ends at once: true, where a timeout would answer false after an hour.
+        #expect(await signals.wait(for: "order-1", since: token, seconds: neverWithinATest))
         #expect(signals.openWaits == 0)
     }
 
@@ -26,7 +31,7 @@ struct OrderSignalsTests {
     @Test func aWaiterIsWokenByALaterWake() async {
         let signals = OrderSignals()
         let token = signals.token()
-        async let woken = signals.wait(for: "order-3", since: token, seconds: 20)
+        async let woken = signals.wait(for: "order-3", since: token, seconds: neverWithinATest)
         try? await Task.sleep(for: .milliseconds(100))
         signals.wake("order-3")
         #expect(await woken)
@@ -45,7 +50,7 @@ struct OrderSignalsTests {
     @Test func aParkedWaiterIsResumedByAWakeExactlyOnce() async {
         let signals = OrderSignals()
         let resumes = Resumes()
-        let ticket = signals.park("order-4", since: signals.token(), seconds: 20) { resumes.record("order-4", $0) }
+        let ticket = signals.park("order-4", since: signals.token(), seconds: neverWithinATest) { resumes.record("order-4", $0) }
         #expect(ticket != nil)
         #expect(signals.openWaits == 1)
         signals.wake("order-4")
@@ -62,7 +67,7 @@ struct OrderSignalsTests {
         let token = signals.token()
         signals.wake("order-5")
         let resumes = Resumes()
-        #expect(signals.park("order-5", since: token, seconds: 20) { resumes.record("order-5", $0) } == nil)
+        #expect(signals.park("order-5", since: token, seconds: neverWithinATest) { resumes.record("order-5", $0) } == nil)
         #expect(resumes.all.map(\.1) == [true])
         #expect(signals.openWaits == 0)
     }
@@ -84,7 +89,7 @@ struct OrderSignalsTests {
     @Test func aCancelledParkedWaiterEndsAsOnTimeout() {
         let signals = OrderSignals()
         let resumes = Resumes()
-        let ticket = signals.park("order-6", since: signals.token(), seconds: 20) { resumes.record("order-6", $0) }
+        let ticket = signals.park("order-6", since: signals.token(), seconds: neverWithinATest) { resumes.record("order-6", $0) }
         #expect(signals.cancel(ticket!))
         #expect(resumes.all.map(\.1) == [false])
         #expect(signals.openWaits == 0)
@@ -93,7 +98,7 @@ struct OrderSignalsTests {
     @Test func aCancelledTaskStopsWaitingAtOnce() async {
         let signals = OrderSignals()
         let token = signals.token()
-        let waiting = Task { await signals.wait(for: "order-7", since: token, seconds: 20) }
+        let waiting = Task { await signals.wait(for: "order-7", since: token, seconds: neverWithinATest) }
         #expect(await eventually { signals.openWaits == 1 })
         waiting.cancel()
         #expect(await waiting.value == false)
@@ -108,7 +113,7 @@ struct OrderSignalsTests {
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<1_000 {
                 group.addTask {
-                    signals.park("order-\(index % 500)", since: token, seconds: 30) { resumes.record("\(index)", $0) }
+                    signals.park("order-\(index % 500)", since: token, seconds: neverWithinATest) { resumes.record("\(index)", $0) }
                 }
             }
         }
@@ -122,10 +127,10 @@ struct OrderSignalsTests {
     @Test func deadlinesOfWaitersWokenEarlyDoNotPileUp() {
         let signals = OrderSignals()
         let token = signals.token()
-        for index in 0..<3_000 { signals.park("order-\(index)", since: token, seconds: 30) { _ in } }
+        for index in 0..<3_000 { signals.park("order-\(index)", since: token, seconds: neverWithinATest) { _ in } }
         for index in 0..<3_000 { signals.wake("order-\(index)") }
         #expect(signals.scheduledDeadlines == 3_000)
-        signals.park("order-next", since: signals.token(), seconds: 30) { _ in }
+        signals.park("order-next", since: signals.token(), seconds: neverWithinATest) { _ in }
         #expect(signals.scheduledDeadlines == 1)
         #expect(signals.openWaits == 1)
     }
