@@ -31,9 +31,7 @@ final class PostgresChangeListener: Sendable {
     init(settings: PostgresSettings, channel: String) {
         self.settings = settings
         self.channel = channel
-        let thread = Thread { [self] in self.runLoop() }
-        thread.name = "wxpay.postgres.listener"
-        thread.start()
+        StoreThread.start(named: "pg-listener") { [self] in self.runLoop() }
     }
 
     func add(_ observer: Observer) {

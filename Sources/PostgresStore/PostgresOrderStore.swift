@@ -78,7 +78,7 @@ public final class PostgresOrderStore: OrderStore, OrderChangeFeed, OrderCallCla
         pool = PostgresPool(
             settings: settings, size: configuration.poolSize, maxBatchSize: configuration.maxBatchSize,
             maxWritingThreads: min(configuration.maxWritingConnections, configuration.poolSize),
-            channel: channel, name: "wxpay.postgres")
+            channel: channel, name: "postgres")
     }
 
     /// Connects, applies pending migrations, and returns the store. Its connections open as work

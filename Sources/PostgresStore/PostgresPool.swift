@@ -122,6 +122,8 @@ final class PostgresPool: Sendable {
 
     /// - Parameters:
     ///   - channel: the NOTIFY channel on which committed state changes are announced.
+    ///   - name: the threads are `name-index` in `top -H` and `perf`: at most 15 bytes, or Linux
+    ///     refuses the name and the thread shows its creator's.
     init(settings: PostgresSettings, size: Int, maxBatchSize: Int, maxWritingThreads: Int, channel: String, name: String) {
         precondition(size >= 1 && maxBatchSize >= 1 && maxWritingThreads >= 1)
         self.maxWritingThreads = maxWritingThreads
@@ -186,9 +188,7 @@ final class PostgresPool: Sendable {
     }
 
     private func spawn(index: Int) {
-        let thread = Thread { [self] in self.runLoop() }
-        thread.name = "\(name)-\(index)"
-        thread.start()
+        StoreThread.start(named: "\(name)-\(index)") { [self] in self.runLoop() }
     }
 
     private func runLoop() {

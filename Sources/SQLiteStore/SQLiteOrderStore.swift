@@ -103,8 +103,8 @@ public final class SQLiteOrderStore: OrderStore {
         return SQLiteOrderStore(
             path: path,
             writer: SQLiteWriter(
-                connection: connections.writer, maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.writer"),
-            readers: SQLiteReaderPool(connections: connections.readers, name: "wxpay.sqlite.reader"),
+                connection: connections.writer, maxBatchSize: configuration.maxBatchSize, name: "sqlite-writer"),
+            readers: SQLiteReaderPool(connections: connections.readers, name: "sqlite-reader"),
             usageLock: connections.lock, schemaUpgrade: connections.upgrade)
     }
 
@@ -131,7 +131,7 @@ public final class SQLiteOrderStore: OrderStore {
         return SQLiteOrderStore(
             path: nil,
             writer: SQLiteWriter(
-                connection: try opened.get(), maxBatchSize: configuration.maxBatchSize, name: "wxpay.sqlite.memory"),
+                connection: try opened.get(), maxBatchSize: configuration.maxBatchSize, name: "sqlite-memory"),
             readers: nil)
     }
 

@@ -24,15 +24,12 @@ final class SQLiteReaderPool: Sendable {
     private let exited = DispatchSemaphore(value: 0)
     private let threadCount: Int
 
-    /// Starts one thread per connection; the connections belong to the threads from now on.
+    /// Starts one thread per connection; the connections belong to the threads from now on. Each
+    /// thread is `name-index`: at most 15 bytes, or Linux refuses it (see `SQLiteWriter`).
     init(connections: [SQLiteConnection], name: String) {
         threadCount = connections.count
         for (index, connection) in connections.enumerated() {
-            let thread = Thread { [self] in
-                self.runLoop(connection)
-            }
-            thread.name = "\(name)-\(index)"
-            thread.start()
+            StoreThread.start(named: "\(name)-\(index)") { [self] in self.runLoop(connection) }
         }
     }
 

@@ -38,16 +38,13 @@ final class SQLiteWriter: Sendable {
     /// Test hook: the number of queued items, to build a batch deterministically.
     var queuedCount: Int { queue.withLock { $0.items.count } }
 
-    /// Starts the thread; `connection` belongs to it from now on.
+    /// Starts the thread; `connection` belongs to it from now on. `name` is the thread's in `top -H`
+    /// and `perf`: at most 15 bytes, or Linux refuses it and the thread shows its creator's.
     init(connection: SQLiteConnection, maxBatchSize: Int, name: String) {
         precondition(maxBatchSize >= 1)
         self.connection = connection
         self.maxBatchSize = maxBatchSize
-        let thread = Thread { [self] in
-            self.runLoop()
-        }
-        thread.name = name
-        thread.start()
+        StoreThread.start(named: name) { [self] in self.runLoop() }
     }
 
     /// Queues a write; fails it with `.closed` if the writer was closed.

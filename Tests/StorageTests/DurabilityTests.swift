@@ -3,9 +3,24 @@ import ChildProcessSupport
 import Foundation
 import SQLiteStore
 import StorageCore
+import TestSupport
 import Testing
 
 struct DurabilityTests {
+    @Test func theStoresThreadsCarryNamesAnOperatorCanTellApartInTopH() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        // Each thread names itself as it starts.
+        func names() throws -> Set<String> {
+            let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+            return Set(tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .newlines) })
+        }
+        #expect(try await eventually { try names().isSuperset(of: ["sqlite-writer", "sqlite-reader-0", "sqlite-reader-1"]) })
+        await store.close()
+    }
+
     @Test func openingReportsTheMigrationsItApplied() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
