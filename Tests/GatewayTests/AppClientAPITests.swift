@@ -142,9 +142,13 @@ struct AppClientAPITests {
         let unpriced = try await Self.create(rig, GatewayRig.client, #"{"product_id":"bundle-9","client_ip":"203.0.113.7"}"#)
         #expect(unpriced.status == 400 && unpriced.error?["code"] as? String == "unknown_product")
         // But not an entitlement the catalog's memberships grant: paid, it would grant it for ever.
-        // Nor anything that reads as one once case, width and surrounding spaces are set aside.
+        // Nor anything that reads as one once case, width, marks and surrounding spaces are set
+        // aside, nor a product id with a character nobody sees (JSON escapes: a soft hyphen, a zero
+        // width space, a word joiner, a byte order mark, a Hangul filler, a tag, a right-to-left
+        // override, each inside the name).
         let orders = try await rig.store.counts().ordersByState.values.reduce(0, +)
-        for name in ["vip", "VIP", " vip", "vip ", "ｖｉｐ"] {
+        for name in ["vip", "VIP", " vip", "vip ", "ｖｉｐ", "vİp", "víp", #"vi\u00adp"#, #"vi\u200bp"#, #"vi\u2060p"#,
+                     #"vi\ufeffp"#, #"vi\u3164p"#, #"vi\udb40\udc01p"#, #"vi\u202ep"#, #"bundle\u200b9"#] {
             let entitlement = try await Self.create(
                 rig, GatewayRig.client, #"{"product_id":"\#(name)","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
             #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request", "\(name)")

@@ -168,6 +168,10 @@ struct EntitlementsTests {
             Self.paid("w2", "VIP", at: at, amount: 1),
             Self.paid("w3", " vip", at: at, amount: 1),
             Self.paid("w4", "ｖｉｐ", at: at, amount: 1),
+            // Orders paid before such ids were refused at creation grant nothing either.
+            Self.paid("w4a", "vi\u{200B}p", at: at, amount: 1),
+            Self.paid("w4b", "vi\u{00AD}p", at: at, amount: 1),
+            Self.paid("w4c", "vİp", at: at, amount: 1),
             Self.paid("w5", "Bundle", at: at, amount: 1),
             Self.paid("w6", "bundle-9", at: at, amount: 1),
         ], catalog: Self.catalog)

@@ -17,10 +17,22 @@ enum UserID {
     static let rule = "1 to 64 bytes of UTF-8 without whitespace, control or invisible characters"
 
     static func isValid(_ value: String) -> Bool {
-        bytes.contains(value.utf8.count) && !value.unicodeScalars.contains(where: isRefused)
+        bytes.contains(value.utf8.count) && !HiddenCharacters.occur(in: value)
+    }
+}
+
+/// The characters an id must not hold because a reader cannot see them: controls (C0, DEL, C1),
+/// format characters (bidirectional overrides such as U+202E, zero-width characters), line and
+/// paragraph separators, every Default_Ignorable code point (U+00AD SOFT HYPHEN, U+3164 HANGUL
+/// FILLER, variation selectors, U+034F, U+17B4…) and every White_Space one. `user_id` and
+/// `product_id` are refused with any of them: `vi\u{200B}p` shows as `vip` in every answer,
+/// log and console page.
+enum HiddenCharacters {
+    static func occur(in value: String) -> Bool {
+        value.unicodeScalars.contains(where: isHidden)
     }
 
-    private static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+    static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         // ASCII, nearly every id: only the controls and the space are refused, and asking
         // Unicode's tables for each character was a visible part of an entitlement read.
         if scalar.isASCII { return scalar.value < 0x21 || scalar.value == 0x7F }

@@ -118,8 +118,9 @@ public struct Catalog: Sendable, Hashable {
     }
 
     /// Whether `name` reads as an entitlement a product (active or not) grants: the same once
-    /// case, compatibility forms (full-width letters) and surrounding whitespace are set aside,
-    /// as an app comparing loosely would read it. A product the catalog does not know must not
+    /// case, compatibility forms (full-width letters), marks (`vİp`, `víp`), characters that show
+    /// as nothing and surrounding whitespace are set aside, as an app comparing loosely (or a
+    /// person reading) would read it. A product the catalog does not know must not
     /// be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor does an
     /// order of one grant it (`Entitlements.rule`).
     public func grantsLike(_ name: String) -> Bool {
@@ -128,7 +129,10 @@ public struct Catalog: Sendable, Hashable {
 
     /// `name` in the form `grantsLike` compares.
     static func folded(_ name: String) -> String {
-        name.precomposedStringWithCompatibilityMapping.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        let visible = String(String.UnicodeScalarView(name.precomposedStringWithCompatibilityMapping.unicodeScalars
+            .filter { !HiddenCharacters.isHidden($0) }))
+        return visible.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+            .precomposedStringWithCompatibilityMapping.lowercased()
     }
 
     /// The product whose App Store product id is `appleProductID`, active or not.

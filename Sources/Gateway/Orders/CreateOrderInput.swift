@@ -74,6 +74,9 @@ public struct CreateOrderInput: Sendable, Hashable {
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
         userID = try UserID.member(of: object, required: false)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
+        if let productID, HiddenCharacters.occur(in: productID) {
+            throw .invalid("product_id", "product_id must be at most 32 bytes without whitespace, control or invisible characters")
+        }
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
         (app, openID, redirectURL) = try Self.channel(object)
     }
