@@ -163,6 +163,36 @@ struct BatteryForgedNotifyTests {
         #expect(accounted <= copies)
     }
 
+    /// A notify signed with the merchant's key (a leaked key, or a broken clock at WeChat) whose
+    /// `time_end` lies years ahead or before the order existed: paid, since the signature and the
+    /// amount hold, but `paid_at` is when the gateway learned it, so a month's pass does not run to
+    /// 2036 and the bill of the day it was paid still finds (or misses) it; the timeline says why.
+    @Test(arguments: [("ahead", 10 * 365 * 86_400.0), ("before the order", -86_400.0)])
+    func aSignedNotifyPaidOutsideTheOrdersLifeIsPaidWhenTheGatewayLearnedIt(_ when: String, offset: TimeInterval) async throws {
+        let rig = try await GatewayRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        let outTradeNo = "forge-time-\(offset > 0 ? "a" : "b")"
+        _ = try await rig.createOrder(outTradeNo, amount: 990)
+        let before = Date()
+        let body = rig.forgedNotify(outTradeNo, amount: 990, timeEnd: Date().addingTimeInterval(offset))
+        let reply = try await rig.send(.post, "/wechat/notify", token: nil, body: body)
+        #expect(String(decoding: reply.body, as: UTF8.self).contains(Battery.acknowledged))
+        let order = try #require(try await rig.store.order(outTradeNo))
+        #expect(order.state == .success)
+        let paidAt = try #require(order.paidAt)
+        #expect(paidAt >= before.addingTimeInterval(-1) && paidAt <= Date().addingTimeInterval(1), "\(when): \(paidAt)")
+        let line = try await rig.store.events(outTradeNo).first { $0.kind == OrderEvent.stateChangedKind && $0.detail.contains("SUCCESS") }
+        #expect(line?.detail.contains("is outside the order's life; paid_at is when the gateway learned of the payment") == true,
+                "\(line?.detail ?? "no line")")
+        // A time within the order's life is WeChat's, as before.
+        let fair = "forge-time-fair-\(offset > 0 ? "a" : "b")"
+        _ = try await rig.createOrder(fair, amount: 990)
+        let paidMinutesAgo = Date().addingTimeInterval(-120)
+        _ = try await rig.send(.post, "/wechat/notify", token: nil, body: rig.forgedNotify(fair, amount: 990, timeEnd: paidMinutesAgo))
+        let fairPaidAt = try #require(try await rig.store.order(fair)?.paidAt)
+        #expect(abs(fairPaidAt.timeIntervalSince(paidMinutesAgo)) < 1)
+    }
+
     static func state(_ rig: GatewayRig, _ outTradeNo: String) async -> String? {
         (try? await rig.send(.get, "/v1/orders/\(outTradeNo)"))?.json["state"] as? String
     }

@@ -282,10 +282,10 @@ final class GatewayRig: Sendable {
     /// A payment notify for `outTradeNo` as WeChat would sign it, with changes applied.
     func forgedNotify(_ outTradeNo: String, amount: Int, key: APIKey = APIKey(GatewayConfiguration.demoKey),
                       signType: SignType = .hmacSHA256, nonce: String = "forged", result: PaymentNotifyBuilder.ResultCode = .success,
-                      change: (inout Fields) -> Void = { _ in }) -> String {
+                      timeEnd: Date = Date(), change: (inout Fields) -> Void = { _ in }) -> String {
         var builder = PaymentNotifyBuilder(
             merchant: MerchantIdentity(appID: GatewayConfiguration.demoAppID, mchID: GatewayConfiguration.demoMchID),
-            outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: Date(),
+            outTradeNo: outTradeNo, transactionID: "4200000000202611300000000001", totalFee: amount, timeEnd: timeEnd,
             nonce: nonce)
         builder.openid = "oForged"
         builder.result = result

@@ -32,21 +32,23 @@ struct Settlement: Sendable {
             return .unchanged(order)
         }
         let at = now()
-        let outbox = paidEvent(order, transactionID: transactionID, paidAt: paidAt ?? at, at: at)
+        let (paidAt, replaced) = Self.paidAt(reported: paidAt, order: order, at: at)
+        let detail = replaced.map { "\(source) (\($0))" } ?? source
+        let outbox = paidEvent(order, transactionID: transactionID, paidAt: paidAt, at: at)
         // A closed order is left to the second transition below, which then writes the receipt.
         var deferring = receipt
         deferring?.deferredWhenUnchangedIn.insert(.closed)
         var result = try await store.transition(
             order.outTradeNo, to: .success, from: OrderState.open.union([.payError]), transactionID: transactionID,
-            paidAt: paidAt ?? at, expectedAmount: amount, detail: source, outbox: outbox,
+            paidAt: paidAt, expectedAmount: amount, detail: detail, outbox: outbox,
             followUp: entitlementMarker(order, at: at), at: at, receipt: deferring, lastRead: order)
         if case .unchanged(let current) = result, current.state == .closed {
             // Paid after we closed it: the money arrived, so it is SUCCESS, flagged for a person,
             // and the business backend hears it too (deliver, or refund: its decision).
-            let flagged = paidEvent(order, transactionID: transactionID, paidAt: paidAt ?? at, at: at, paidAfterClose: true)
+            let flagged = paidEvent(order, transactionID: transactionID, paidAt: paidAt, at: at, paidAfterClose: true)
             result = try await store.transition(
-                order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt ?? at,
-                expectedAmount: amount, detail: "\(source) (paid after close)", outbox: flagged,
+                order.outTradeNo, to: .success, from: [.closed], transactionID: transactionID, paidAt: paidAt,
+                expectedAmount: amount, detail: "\(detail) (paid after close)", outbox: flagged,
                 followUp: entitlementMarker(order, at: at), addingFlags: [.paidAfterClose], at: at, receipt: receipt)
         }
         announce(result, source: source)
@@ -56,6 +58,24 @@ struct Settlement: Sendable {
             _ = try await recordOtherTransaction(current, transactionID: transactionID, source: source)
         }
         return result
+    }
+
+    /// How far WeChat's payment time may lie outside the order's life (created, until now) before it
+    /// is not believed: clocks differ by seconds, not by this.
+    static let paidAtSkew: TimeInterval = 600
+
+    /// The order's `paid_at`: WeChat's payment time (`time_end`, `success_time`, orderquery's), or
+    /// `at` when WeChat gave none, or gave one before the order existed or after now (beyond
+    /// `paidAtSkew`), which only a leaked key or a broken clock writes. A membership's period starts
+    /// at `paid_at`, and the bill reconciliation looks for an order in the bill of its `paid_at`'s
+    /// Beijing day: `time_end` 2035 would run a month's pass to 2036 and hide the order from every
+    /// bill checked. Then the second value says what was replaced, for the timeline.
+    static func paidAt(reported: Date?, order: OrderRecord, at: Date) -> (Date, String?) {
+        guard let reported else { return (at, nil) }
+        let earliest = order.createdAt.addingTimeInterval(-paidAtSkew), latest = at.addingTimeInterval(paidAtSkew)
+        guard reported < earliest || reported > latest else { return (reported, nil) }
+        return (at, "reported payment time \(BeijingTime.formatWithSeparators(reported)) Beijing is outside the order's life; "
+                    + "paid_at is when the gateway learned of the payment")
     }
 
     /// WeChat (a verified notify or orderquery answer) reported a payment of the paid `order` under
