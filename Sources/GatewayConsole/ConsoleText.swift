@@ -166,6 +166,9 @@ struct ConsoleText: Sendable {
         case .otherTransactionID:
             t("已支付的订单又以另一个微信交易号报告为已支付（绕过网关的第二次付款，或密钥泄露）：时间线上有另一个交易号，请人工核查。",
               "WeChat reported the paid order paid again under another transaction id (a second payment made around the gateway, or a leaked key): the timeline holds the other id; a person must look.")
+        case .amountMismatch:
+            t("微信（经验证的通知或查询）报告的支付金额与订单不符，未入账：商户密钥可能泄露，或某一方有缺陷。时间线上有报告的金额，请人工核查。",
+              "WeChat (a verified notify or query) reported another amount than the order's, and nothing was settled: the merchant key may have leaked, or either side has a bug. The timeline holds the amount reported; a person must look.")
         default: flag.rawValue
         }
     }

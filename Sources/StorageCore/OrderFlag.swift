@@ -28,6 +28,11 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// holds the other id; a person must look.
     public static let otherTransactionID: OrderFlag = "other_transaction_id"
 
+    /// WeChat (a verified notify or orderquery answer) reported a payment of another amount than
+    /// the order's: a leaked key or a bug at either end. Nothing is settled; the timeline holds the
+    /// reported amount; a person must look (and rotate the key if it leaked).
+    public static let amountMismatch: OrderFlag = "amount_mismatch"
+
     /// An App Store purchase of a product the catalog does not have (a catalog mistake, a product
     /// added in App Store Connect first): Apple took the money, so it is recorded on an order made
     /// for it, at the price and in the currency Apple charged, and a person decides what it buys.
@@ -37,7 +42,7 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// console's page of the same name).
     public static let needingAttention: Set<OrderFlag> = [
         .unknownProduct, .matchedWithoutOrder, .refundNeedsAttention, .paidAfterClose, .refundOutsideGateway,
-        .otherTransactionID,
+        .otherTransactionID, .amountMismatch,
     ]
 
     /// The marker that replaces an attention flag support marked handled (`handled.unknown_product`):

@@ -62,6 +62,10 @@ struct BatteryForgedNotifyTests {
         }
         #expect(try await rig.store.events("forge-0001").filter { $0.kind == "amount_mismatch" }.count == 1)
         #expect(rig.services.metrics.counter("wxpay_amount_mismatches_total", ["source": "notify"]) == 3)
+        // …and flagged, so it is on support's attention list where a person sees it.
+        #expect(try await rig.store.order("forge-0001")?.flags == [.amountMismatch])
+        let attention = try await rig.send(.get, "/v1/support/attention?flag=amount_mismatch", token: GatewayRig.support)
+        #expect((attention.json["orders"] as? [[String: Any]])?.compactMap { $0["out_trade_no"] as? String } == ["forge-0001"])
 
         // The genuine notify replayed as is only repeats what is already true.
         let replay = try await rig.send(.post, "/wechat/notify", token: nil, body: genuine)

@@ -402,8 +402,8 @@ def t6_checks(rig, gateway, result, deadline, victim, other, tx, genuine, send, 
                   "an order changed")
 
     # Our own signature on another amount: authenticated, never settled, every one counted in
-    # wxpay_amount_mismatches_total, and on the timeline once (the same line is written at most
-    # once a minute, however often it comes).
+    # wxpay_amount_mismatches_total, on the timeline once (the same line is written at most once a
+    # minute, however often it comes) and the order flagged amount_mismatch for support.
     leaked_started = time.monotonic()
     leaked = [send(("leaked key, wrong amount", genuine(victim, tx, 1, f"f7-{i}"))) for i in range(20)]
     leaked_seconds = time.monotonic() - leaked_started
@@ -411,6 +411,8 @@ def t6_checks(rig, gateway, result, deadline, victim, other, tx, genuine, send, 
     mismatches = int(rig.sql(f"SELECT COUNT(*) FROM order_events WHERE out_trade_no = '{victim}' "
                              "AND kind = 'amount_mismatch'")[0][0])
     result.expect(mismatches == 1, f"{mismatches} amount_mismatch timeline events for {len(leaked)} (1 expected)")
+    victim_flags = rig.sql(f"SELECT flags FROM orders WHERE out_trade_no = '{victim}'")[0][0]
+    result.expect("amount_mismatch" in str(victim_flags), f"the order is not flagged amount_mismatch: {victim_flags!r}")
     result.expect(rig.sql("SELECT out_trade_no, state, transaction_id FROM orders ORDER BY 1") == state_before,
                   "an order changed")
     result.expect(rig.sql("SELECT COUNT(*) FROM outbox") == [[rows_before["outbox"]]], "an outbox event appeared")

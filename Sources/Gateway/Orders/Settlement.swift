@@ -103,7 +103,8 @@ struct Settlement: Sendable {
     }
 
     /// WeChat (a verified answer or notify) reported another amount than the order's: a leaked key
-    /// or a bug, never settled. Counted, logged, and on the order's timeline for a person.
+    /// or a bug, never settled. Counted, logged, on the order's timeline and flagged
+    /// `amount_mismatch` (once) for support's attention list, where a person sees it.
     /// With `quietly`, the line is written at most once a quiet period (`appendQuietLine`): a
     /// notify anyone holding it can replay.
     func recordAmountMismatch(_ order: OrderRecord, reported amount: Int, source: String,
@@ -112,6 +113,9 @@ struct Settlement: Sendable {
         if let suppressed = amountMismatchLog.admit(Self.label(source)) {
             logger.warning("WeChat reported another amount than the order's; not settled",
                            ["out_trade_no": order.outTradeNo, "source": source, "suppressed": String(suppressed)])
+        }
+        if !order.flags.contains(.amountMismatch) {
+            _ = try await store.addFlags(order.outTradeNo, [.amountMismatch], at: now())
         }
         let detail = Self.amountMismatchDetail(order, reported: amount, source: source)
         if quietly {
