@@ -120,6 +120,11 @@ struct RefundAPITests {
              400, "invalid_request", "out_refund_no"),
             ("/v1/orders/rf-local/refunds", #"{"amount":1,"reason":"r","note":"x"}"#, 400, "invalid_request", "note"),
             ("/v1/orders/rf-local/refunds", "not json", 400, "invalid_request", nil),
+            // A reason that turns itself around where it is shown (the payer's notice, the console,
+            // the audit log): a right-to-left override, an isolate, a C1 control.
+            ("/v1/orders/rf-local/refunds", #"{"amount":1,"reason":"refund \u202efed by admin"}"#, 400, "invalid_request", "reason"),
+            ("/v1/orders/rf-local/refunds", #"{"amount":1,"reason":"a\u2067b"}"#, 400, "invalid_request", "reason"),
+            ("/v1/orders/rf-local/refunds", #"{"amount":1,"reason":"a\u0085b"}"#, 400, "invalid_request", "reason"),
         ]
         for (path, body, status, code, field) in cases {
             let answer = try await rig.send(.post, path, body: body)

@@ -135,6 +135,11 @@ struct UnclaimedPurchaseTests {
                         && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control or text-direction characters",
                         "\(json): \(answer.json)")
             }
+            // Each refusal is audited with what was tried, and a refused reason's control and
+            // text-direction characters are U+FFFD there: no audit line reads backwards.
+            let audited = try await rig.store.auditEntries(AuditQuery(), limit: 100, before: nil).entries.map(\.entry.detail)
+            #expect(audited.contains { $0.contains("ok \u{FFFD}evil") }, "\(audited)")
+            #expect(!audited.contains { $0.unicodeScalars.contains { [0x202E, 0x2066, 0x07].contains($0.value) } })
             #expect(Self.code(try await Self.assign(rig, id, "no-such-order-1")) == "order_not_found")
 
             // A purchase of another product than the order sells.

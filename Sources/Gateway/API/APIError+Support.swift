@@ -52,16 +52,10 @@ public enum SupportReason {
     /// rest of an audit line around wherever it is shown.
     public static func parse(_ text: String?) throws(APIError) -> String {
         let trimmed = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard lengths.contains(trimmed.count), trimmed.unicodeScalars.allSatisfy(isAllowed) else {
+        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
             throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control or text-direction characters")
         }
         return trimmed
     }
 
-    private static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: false
-        default: true
-        }
-    }
 }

@@ -32,6 +32,17 @@ enum HiddenCharacters {
         value.unicodeScalars.contains(where: isHidden)
     }
 
+    /// What free text (a description, an attach, a reason) must not hold, and what the audit log
+    /// shows as U+FFFD: control characters (C0, DEL, C1) and the text-direction overrides and
+    /// isolates (U+202A–U+202E, U+2066–U+2069), which turn the rest of a line around wherever it
+    /// is shown (`refund \u{202E}fed by admin`: a console page, the audit log, WeChat's refund notice).
+    static func isControlOrDirection(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
     static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         // ASCII, nearly every id: only the controls and the space are refused, and asking
         // Unicode's tables for each character was a visible part of an entitlement read.

@@ -37,8 +37,9 @@ public final class AuditLog: Sendable {
                 target: String? = nil, address: String?, outcome: String, detail: String = "") async throws(APIError)
         -> AuditEntry
     {
-        // What a request carried (a search's words, a typed name) may hold control characters, and
-        // no store keeps U+0000: they are shown as U+FFFD, so every look can be recorded.
+        // What a request carried (a search's words, a typed name, a refused reason) may hold
+        // control or text-direction characters, and no store keeps U+0000: they are shown as
+        // U+FFFD, so every look can be recorded and no entry reads backwards.
         let entry = NewAuditEntry(at: now(), actor: Self.printable(actor, 128), channel: channel, role: role, action: action,
                                   outTradeNo: outTradeNo.map { Self.printable($0, 64) },
                                   target: target.map { Self.printable($0, 200) }, address: address.map { Self.printable($0, 64) },
@@ -54,11 +55,12 @@ public final class AuditLog: Sendable {
         }
     }
 
-    /// `text` cut to `limit` characters, every control character (C0, DEL, C1) as U+FFFD.
+    /// `text` cut to `limit` characters, every control character (C0, DEL, C1) and text-direction
+    /// override or isolate as U+FFFD.
     static func printable(_ text: String, _ limit: Int) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars.prefix(limit) {
-            out.append(scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "\u{FFFD}" : scalar)
+            out.append(HiddenCharacters.isControlOrDirection(scalar) ? "\u{FFFD}" : scalar)
         }
         return String(out)
     }

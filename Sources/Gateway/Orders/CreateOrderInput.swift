@@ -186,9 +186,10 @@ public struct CreateOrderInput: Sendable, Hashable {
         guard bytes.contains(value.utf8.count) else {
             throw .invalid(name, "\(name) must be \(bytes.lowerBound) to \(bytes.upperBound) bytes of UTF-8")
         }
-        // WeChat's XML cannot carry most control characters, and they have no business in these fields.
-        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw .invalid(name, "\(name) must not contain control characters")
+        // WeChat's XML cannot carry most control characters, and they have no business in these
+        // fields; nor text-direction overrides, which turn a line around where it is shown.
+        guard !value.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
+            throw .invalid(name, "\(name) must not contain control or text-direction characters")
         }
         return value.isEmpty && !required ? nil : value
     }
