@@ -31,14 +31,18 @@ public final class ScaledClock: SimulatorClock {
     }
 
     private let state: Mutex<State>
+    private let didAdvance: (@Sendable (Date) -> Void)?
 
     /// - Parameters:
     ///   - start: the simulated time now (default: the real time now).
     ///   - scale: how many simulated seconds pass per real second (default 1; 0 freezes time, so
     ///     only `advance(by:)` moves it).
-    public init(start: Date = Date(), scale: Double = 1) {
+    ///   - didAdvance: told the simulated time after each `advance(by:)` (demo mode keeps it, so a
+    ///     restart carries on from there).
+    public init(start: Date = Date(), scale: Double = 1, didAdvance: (@Sendable (Date) -> Void)? = nil) {
         precondition(scale >= 0, "time scale must not be negative")
         state = Mutex(State(origin: start, realOrigin: .now, scale: scale))
+        self.didAdvance = didAdvance
     }
 
     public func now() -> Date {
@@ -49,7 +53,11 @@ public final class ScaledClock: SimulatorClock {
 
     /// Moves simulated time forward by `interval` seconds.
     public func advance(by interval: TimeInterval) {
-        state.withLock { $0.origin += interval }
+        let now = state.withLock { state in
+            state.origin += interval
+            return Self.simulatedNow(state)
+        }
+        didAdvance?(now)
     }
 
     private static func simulatedNow(_ state: State) -> Date {

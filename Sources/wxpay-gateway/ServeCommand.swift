@@ -44,8 +44,12 @@ enum ServeCommand {
         let transport: any WeChatPayTransport
         // Demo mode's one clock: the gateway and both embedded simulators keep the same time, so
         // moving it (either simulator's `clock/advance`) renews subscriptions, expires orders and
-        // reads Apple's notification history on one calendar.
-        let demoClock = configuration.demo ? ScaledClock() : nil
+        // reads Apple's notification history on one calendar; a restart carries on from there.
+        let demoClock = configuration.demoClockPath.map(DemoClockFile.clock(path:))
+        if let path = configuration.demoClockPath, let ahead = DemoClockFile.read(path), ahead >= 1 {
+            logger.warning("demo mode's clock carries on ahead of the wall clock, where clock/advance left it",
+                           ["seconds_ahead": String(Int(ahead)), "file": path])
+        }
         if configuration.demo, let demoClock {
             let embedded = WeChatPaySimulator(
                 // A fresh seed per run: the simulator forgets its orders on restart, and the ids it

@@ -144,6 +144,37 @@ struct ServeStartTests {
         #expect(await gateway.stop() == 0)
     }
 
+    /// A demo restarted after `clock/advance` carries on from the moved clock: its database was
+    /// written on that calendar, and the wall clock would bring back what the moved one ended.
+    @Test func aRestartedDemoCarriesOnFromWhereItsClockWasMoved() async throws {
+        let path = Self.databasePath()
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let client = try HTTPClient()
+        defer { Task { await client.shutdown() } }
+        func start() async throws -> (CommandProcess, String) {
+            let gateway = try CommandProcess(["serve", "--demo"], environment: [
+                "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + path, "GATEWAY_RECONCILE_INTERVAL": "0"])
+            let listening = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
+            return (gateway, String(listening.dropFirst("listening on ".count).prefix { $0 != " " }))
+        }
+        func clock(_ base: String, advance seconds: Int) async throws -> Date {
+            let answer = try await client.send(.post, base + "/simulator/clock/advance", body: #"{"seconds":\#(seconds)}"#)
+            return try #require(ISO8601DateFormatter().date(from: answer.json["now"] as? String ?? ""), "\(answer.json)")
+        }
+        let month = 32 * 86_400
+        let (first, firstBase) = try await start()
+        #expect(try await clock(firstBase, advance: month).timeIntervalSinceNow > Double(month - 60))
+        #expect(await first.stop() == 0)
+        let (second, secondBase) = try await start()
+        #expect(second.stderr.contains("demo mode's clock carries on ahead of the wall clock"), "\(second.stderr)")
+        #expect(try await clock(secondBase, advance: 0).timeIntervalSinceNow > Double(month - 60))
+        // The App Store simulator keeps the same clock (its answer is Apple's milliseconds).
+        let apple = try await client.send(.post, secondBase + "/appstore-simulator/clock/advance", body: #"{"seconds":0}"#)
+        let appleNow = try #require(apple.json["now"] as? Int, "\(apple.json)")
+        #expect(Date(timeIntervalSince1970: Double(appleNow) / 1000).timeIntervalSinceNow > Double(month - 60))
+        #expect(await second.stop() == 0)
+    }
+
     @Test("serve logs the schema it makes for a new database and the migrations of an upgrade, and nothing when the schema is current")
     func serveLogsTheSchemaItMakesAndEachUpgrade() async throws {
         let path = Self.databasePath()

@@ -101,7 +101,10 @@ def check_jsapi_params(params, appid, prepay_id):
     expect(all(isinstance(v, str) for v in params.values()), "jsapi_params are strings (timeStamp too)", params)
     expect(params["appId"] == appid, "jsapi_params appId is the app's", params)
     expect(params["package"] == "prepay_id=" + prepay_id, "package is prepay_id=…", params)
-    expect(params["timeStamp"].isdigit() and abs(int(params["timeStamp"]) - time.time()) < 600, "timeStamp in seconds", params)
+    # Seconds, not milliseconds; not in the past. Not "now" either: the gateway's clock, which a
+    # demo's clock/advance moves ahead of this machine's, is the one that counts.
+    expect(params["timeStamp"].isdigit() and len(params["timeStamp"]) == 10 and int(params["timeStamp"]) > time.time() - 600,
+           "timeStamp in seconds", params)
     if params["signType"] == "RSA":
         print("   signType RSA (API v3): paySign is SHA256withRSA by the merchant key; verify it with the merchant's public key")
         return "RSA"

@@ -36,6 +36,18 @@ extension GatewayConfiguration {
         }
     }
 
+    /// Where demo mode keeps how far its clock was moved (`clock/advance`), so a restart carries on
+    /// from the same moment instead of going back to the wall clock under a database whose dates
+    /// were written ahead of it: `<database>.demo-clock` beside the SQLite database
+    /// (`demo-clock` in the working directory on PostgreSQL). Nil outside demo mode.
+    public var demoClockPath: String? {
+        guard demo else { return nil }
+        switch database {
+        case .sqlite(let path): return path + ".demo-clock"
+        case .postgres: return "demo-clock"
+        }
+    }
+
     /// Outside demo mode the file must exist and parse at start (demo mode writes its own demo
     /// user into it, so it may not exist yet): a console whose accounts cannot be read is refused,
     /// never started empty by mistake.
