@@ -134,4 +134,52 @@ struct OrderSignalsTests {
         #expect(signals.scheduledDeadlines == 1)
         #expect(signals.openWaits == 1)
     }
+
+    // MARK: - SingleFlight
+
+    /// A count tasks share.
+    final class Count: Sendable {
+        private let value = Mutex(0)
+        func add() { value.withLock { $0 += 1 } }
+        var current: Int { value.withLock { $0 } }
+    }
+
+    @Test func callersArrivingWhileAnOperationRunsShareItsOneResult() async {
+        let flight = SingleFlight<String, Int>()
+        let runs = Count()
+        let gate = Gate()
+        let first = Task { await flight.run("k") { runs.add(); await gate.wait(); return 7 } }
+        #expect(await eventually { flight.isRunning("k") })
+        let second = Task { await flight.run("k") { runs.add(); return 8 } }
+        try? await Task.sleep(for: .milliseconds(50))
+        gate.open()
+        #expect(await [first.value, second.value] == [7, 7])
+        #expect(runs.current == 1)
+        #expect(await eventually { !flight.isRunning("k") })
+    }
+
+    @Test func aCancelledCallerStopsWaitingWhileTheOperationGoesOnForTheOthers() async {
+        let flight = SingleFlight<String, Int>()
+        let gate = Gate()
+        let finished = Count()
+        let cancelled = Task {
+            await flight.runUnlessCancelled("k") {
+                await withCheckedContinuation { continuation in
+                    // Deaf to cancellation, as a send already on the wire is.
+                    Task.detached { await gate.wait(); continuation.resume() }
+                }
+                finished.add()
+                return 7
+            }
+        }
+        #expect(await eventually { flight.isRunning("k") })
+        let other = Task { await flight.runUnlessCancelled("k") { 8 } }
+        cancelled.cancel()
+        #expect(await cancelled.value == nil)           // at once, the operation still running
+        #expect(finished.current == 0)
+        gate.open()
+        #expect(await other.value == 7)                 // the others still get its result
+        #expect(finished.current == 1)
+        #expect(await eventually { !flight.isRunning("k") })
+    }
 }

@@ -68,6 +68,28 @@ struct RefundRecoveryTests {
         #expect(rig.simulator.refundRequests["rc-syserr-r1"]?.parameterSets.count == 1)
     }
 
+    /// A request cancelled while WeChat holds its refund (the gateway stopping answers what it
+    /// can at the end of its grace period) answers the refund as recorded: 201 PROCESSING, never a
+    /// "shutting down" that a client would read as "nothing happened" and repeat without the number.
+    @Test(arguments: StoreKind.all)
+    func aRefundRequestCancelledWhileWeChatHoldsItAnswersTheRecordedRefundProcessing(store: StoreKind) async throws {
+        let rig = try await RefundRig.start(.inProcess, store: store)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("rc-cancel", amount: 700)
+        rig.simulator.apply(FaultPlan(endpoints: ["/secapi/pay/refund": EndpointFaults(timeoutRate: 1, timeoutSeconds: 60)]))
+        let request = Task {
+            try await rig.services.refunds.request(RefundInput(amount: 700, reason: "stopping", outRefundNo: "rc-cancel-r1"),
+                                                   outTradeNo: "rc-cancel")
+        }
+        #expect(await eventually { (try? await rig.store.refund("rc-cancel-r1")) != nil })
+        request.cancel()
+        let answer = try await request.value
+        #expect(answer.created)
+        #expect(answer.state == "PROCESSING")
+        #expect(try await rig.store.refund("rc-cancel-r1")?.state == .processing)
+        rig.simulator.apply(FaultPlan())
+    }
+
     @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)
     func aRefundRecordedButNeverSentIsSentAgainUnderItsNumberByTheReconciler(mode: RefundRig.Mode, store: StoreKind) async throws {
         let rig = try await RefundRig.start(mode, store: store)

@@ -113,12 +113,39 @@ import Testing
         #expect(server.statistics.requestsInFlight == 0)
     }
 
-    @Test func requestsStillWaitingAtTheDeadlineGet503AndTheirHandlersAreCancelled() async throws {
+    /// At the deadline the handlers still running are cancelled, and one that can say where its
+    /// request stands answers it (a refund recorded and sent: still processing), where a 503
+    /// "shutting down" would read as "nothing happened".
+    @Test func aHandlerCancelledAtTheDeadlineMayStillAnswerItsRequest() async throws {
         let gate = Gate()
+        var router = Self.helloRouter()
+        router.add(.post, "/refund") { _ in
+            await gate.wait()  // returns early when the task is cancelled
+            return Task.isCancelled ? .text("recorded, still processing", status: 201) : .text("done")
+        }
+        let server = HTTPServer(router: router)
+        let address = try await server.start()
+        let waiting = (0..<3).map { _ in
+            Task { try await rawRequest(address, "POST /refund HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n") }
+        }
+        #expect(await eventually { server.statistics.suspendedRequests == 3 })
+        await server.shutdown(deadline: .now + .milliseconds(300))
+        for request in waiting {
+            let response = try await request.value
+            #expect(response.status == 201)
+            #expect(response.text == "recorded, still processing")
+        }
+        gate.open()
+    }
+
+    @Test func requestsWhoseHandlersDoNotAnswerOnceCancelledGet503() async throws {
         let cancelled = Atomic<Int>(0)
         var router = Self.helloRouter()
         router.add(.get, "/forever") { _ in
-            await gate.wait()  // returns early when the task is cancelled
+            // Deaf to cancellation: done only after the server has given up on it.
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 3) { continuation.resume() }
+            }
             if Task.isCancelled { cancelled.add(1, ordering: .relaxed) }
             return .text("too late")
         }
@@ -134,7 +161,6 @@ import Testing
             #expect(response.status == 503)
         }
         #expect(await eventually { cancelled.load(ordering: .relaxed) == 3 })
-        gate.open()
     }
 
     @Test func shutdownIsIdempotentAndConcurrentCallsWaitForTheSameStop() async throws {

@@ -311,6 +311,36 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
         return value
     }
 
+    /// Like `run`, but a caller cancelled while it waits stops waiting and gets nil at once; the
+    /// operation goes on for whoever else waits on it (a refund's send is not cut short because
+    /// the request that started it is being answered before a shutdown).
+    public func runUnlessCancelled(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> Value? {
+        let task = inFlight.withLock { inFlight -> Task<Value, Never> in
+            if let running = inFlight[key] { return running }
+            let task = Task { await operation() }
+            inFlight[key] = task
+            return task
+        }
+        let waiter = Mutex<CheckedContinuation<Value?, Never>?>(nil)
+        let answer: @Sendable (Value?) -> Void = { value in waiter.withLock { $0.take() }?.resume(returning: value) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.withLock { $0 = continuation }
+                Task {
+                    let value = await task.value
+                    self.inFlight.withLock { inFlight in
+                        if inFlight[key] == task { inFlight.removeValue(forKey: key) }
+                    }
+                    answer(value)
+                }
+                // A cancellation that came before the continuation was stored found nothing to resume.
+                if Task.isCancelled { answer(nil) }
+            }
+        } onCancel: {
+            answer(nil)
+        }
+    }
+
     /// Whether an operation for `key` is running.
     public func isRunning(_ key: Key) -> Bool { inFlight.withLock { $0[key] != nil } }
 }

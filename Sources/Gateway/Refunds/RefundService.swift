@@ -124,7 +124,12 @@ public final class RefundService: Sendable {
         case .created(let refund):
             instruments.created.increment()
             CrashPoint.hit(CrashPoint.refundRecorded)
-            let sent = await send(refund, source: "request")
+            // Cancelled (the gateway is stopping and answers what it can): the refund is recorded
+            // and its send goes on or is left to the reconciler, so the answer is the refund as it
+            // stands, PROCESSING, not a "shutting down" the client would read as "nothing happened".
+            guard let sent = await sendUnlessCancelled(refund, source: "request") else {
+                return Requested(created: true, view: RefundView(refund))
+            }
             return Requested(created: true, view: RefundView(sent.refund))
         }
     }
@@ -179,6 +184,11 @@ public final class RefundService: Sendable {
     /// `/secapi/pay/refund` with exactly the recorded parameters, one call per refund at a time.
     func send(_ refund: RefundRecord, source: String) async -> SendOutcome {
         await sends.run(refund.outRefundNo) { [self] in await self.sendNow(refund, source: source) }
+    }
+
+    /// `send`, but nil at once when the caller is cancelled while it waits; the send goes on.
+    func sendUnlessCancelled(_ refund: RefundRecord, source: String) async -> SendOutcome? {
+        await sends.runUnlessCancelled(refund.outRefundNo) { [self] in await self.sendNow(refund, source: source) }
     }
 
     private func sendNow(_ refund: RefundRecord, source: String) async -> SendOutcome {

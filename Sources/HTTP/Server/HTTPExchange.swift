@@ -109,6 +109,12 @@ final class HTTPExchange: Sendable {
         state.withLock { if case .receiving = $0.phase { true } else { false } }
     }
 
+    /// Cancels the handler's task, leaving the exchange waiting for its answer: a handler that can
+    /// say where its request stands answers it itself.
+    func cancelHandler() {
+        state.withLock { $0.task }?.cancel()
+    }
+
     /// libmicrohttpd is done with the request; a still-running handler is cancelled.
     func finish() {
         let task = state.withLock { state -> Task<Void, Never>? in

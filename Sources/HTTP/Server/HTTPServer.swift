@@ -91,9 +91,10 @@ public actor HTTPServer {
     public nonisolated var statistics: HTTPServerStatistics { core.statistics }
 
     /// Stops gracefully: new connections are refused at once; requests in flight (suspended ones
-    /// included) may finish until `deadline`, and their responses close their connections; requests
-    /// still waiting then are answered 503 and their handlers cancelled; then the threads stop and
-    /// every connection closes. Returns when the server is fully stopped. Calling it again, or
+    /// included) may finish until `deadline`, and their responses close their connections; the
+    /// handlers of requests still waiting then are cancelled and may answer within
+    /// `cancellationWindow` (a refund recorded and sent says PROCESSING), and the rest are answered
+    /// 503; then the threads stop and every connection closes. Returns when the server is fully stopped. Calling it again, or
     /// concurrently, waits for the same shutdown.
     public func shutdown(deadline: ContinuousClock.Instant) async {
         switch state {
@@ -137,11 +138,24 @@ public actor HTTPServer {
 
     // MARK: - Shutdown steps
 
-    /// Waits for in-flight requests until the deadline, then answers the ones still waiting.
+    /// How long handlers cancelled at the end of a shutdown's grace period have to answer their
+    /// requests themselves before they are answered 503 (at most the grace period itself).
+    public static let cancellationWindow: Duration = .seconds(2)
+
+    /// Waits for in-flight requests until the deadline, cancels the handlers still running and
+    /// gives them `cancellationWindow` to answer, then answers the ones still waiting.
     private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant) async {
+        // A shutdown given no grace gives no window either.
+        let window = min(cancellationWindow, max(.zero, deadline - ContinuousClock.now))
         // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
         // below any deadline a caller would pass.
         while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard core.requestsInFlight > 0 else { return }
+        core.cancelWaitingHandlers()
+        let answerBy = ContinuousClock.now + window
+        while core.requestsInFlight > 0 && ContinuousClock.now < answerBy {
             try? await Task.sleep(for: .milliseconds(10))
         }
         guard core.requestsInFlight > 0 else { return }

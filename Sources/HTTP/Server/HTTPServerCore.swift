@@ -280,6 +280,14 @@ final class HTTPServerCore: Sendable {
         draining.store(true, ordering: .relaxed)
     }
 
+    /// Cancels the handler of every waiting request without answering it: one that can say where
+    /// its request stands (a refund recorded and sent is PROCESSING) answers it itself, rather than
+    /// the client reading "shutting down" as "nothing happened".
+    func cancelWaitingHandlers() {
+        let exchanges = waiting.withLock { Array($0.exchanges.values) }
+        for exchange in exchanges { exchange.cancelHandler() }
+    }
+
     /// Answers every waiting request with 503 and cancels its handler; later requests are answered
     /// 503 at once instead of waiting.
     func answerWaitingRequestsWithServiceUnavailable() {
