@@ -82,6 +82,15 @@ extension Console {
                 model.notice = notice
                 filters.append("apple_order_id lookup")
             }
+            if found.orders.isEmpty, after == nil, problems.isEmpty, let iap = services.iap,
+               (1...32).contains(model.q.utf8.count), model.q.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+               let purchase = try await storage({ () throws(StorageError) in try await iap.store.appleTransaction(model.q) }),
+               purchase.outTradeNo == nil
+            {
+                // An App Store purchase no order holds: its page is where support assigns it.
+                model.unclaimedPurchase = purchase.transactionID
+                filters.append("unclaimed purchase")
+            }
             // What the page showed: the search's orders, or the Apple order id look-up's.
             try await record(exchange, action: "search", target: model.q.isEmpty ? nil : model.q, outcome: "ok",
                              detail: (filters + ["offset=\(model.offset)", "\(model.orders.count) orders"

@@ -17,6 +17,8 @@ extension ConsolePages {
         var from = ""
         var to = ""
         var orders: [OrderRecord] = []
+        /// What was typed is an App Store purchase no order holds (shown instead of "no order").
+        var unclaimedPurchase: String?
         /// The cursor of the next page, when there is one.
         var nextCursor: String?
         /// This page's cursor (nil on the first page).
@@ -54,7 +56,10 @@ extension ConsolePages {
         let keep: [(String, String?)] = [("q", model.q), ("state", model.state?.rawValue), ("app", model.app),
                                          ("trade_type", model.tradeType), ("from", model.from), ("to", model.to)]
         var results: HTML
-        if model.orders.isEmpty {
+        if let purchase = model.unclaimedPurchase {
+            let link = "/console/apple-transactions/" + HTML.segment(purchase)
+            results = "<p id=\"unclaimed-purchase\">\(text.unclaimedPurchaseFound) <a href=\"\(link)\" id=\"unclaimed-purchase-link\">\(text.openPurchase)</a></p>"
+        } else if model.orders.isEmpty {
             results = "<p id=\"no-results\">\(text.noResults)</p>"
         } else {
             results = orderTable(model.orders, text, range: text.showing(model.offset + 1, model.offset + model.orders.count,

@@ -117,6 +117,11 @@ struct ConsoleText: Sendable {
     var created: String { t("创建时间", "Created") }
     var paid: String { t("支付时间", "Paid") }
     var noResults: String { t("没有符合条件的订单。", "No order matches.") }
+    var unclaimedPurchaseFound: String {
+        t("没有订单，但这是一笔尚未认领的 App Store 购买：在它的页面上可以把它分配给用户的订单。",
+          "No order, but this is an App Store purchase nobody has claimed yet: its page is where it is assigned to the user's order.")
+    }
+    var openPurchase: String { t("打开这笔购买", "Open the purchase") }
     var paymentID: String { t("支付单号（微信或 Apple）", "Payment id (WeChat or Apple)") }
     func channelName(_ channel: OrderChannel) -> String {
         switch channel {

@@ -242,6 +242,10 @@ struct UnclaimedPurchaseTests {
             // The list tells the truth: nothing credits it by itself; what the customer and support can do.
             #expect(vera.page.contains("They are not credited by themselves") && vera.page.contains("assign it to that user"))
             #expect(!vera.page.contains("The app's signed report credits them"))
+            // Searching for its transaction id (the customer wrote it to support) leads there too.
+            #expect(try await vera.get("/console/?q=\(id)").status == 200)
+            #expect(vera.page.contains("id=\"unclaimed-purchase-link\"") && vera.page.contains("href=\"\(purchase)\""))
+            #expect(!vera.page.contains("id=\"no-results\""))
             #expect(try await vera.get(purchase).status == 200)
             #expect(vera.page.contains("id=\"assign-needs-role\"") && !vera.page.contains("id=\"assign\""))
             #expect(try await vera.post(purchase + "/assign", [("out_trade_no", order), ("reason", "r")]).status == 403)
