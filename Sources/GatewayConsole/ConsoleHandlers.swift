@@ -270,9 +270,19 @@ extension Console {
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(outTradeNo)
                     + HTML.query([("refund", answer.outRefundNo)]))
             } catch {
-                return try await again(error.message, status: error.status, outcome: error.code)
+                let left = error.code == "refund_exceeds_paid" ? await self.leftToRefund(outTradeNo) : nil
+                return try await again(exchange.text.refundRefused(error, left: left, maximumRefunds: refunds.configuration.maximumPerOrder),
+                                       status: error.status, outcome: error.code)
             }
         }
+    }
+
+    /// What is left to refund of the order (its amount less every refund not REFUNDCLOSE), for a
+    /// refusal's words; nil when it cannot be read.
+    private func leftToRefund(_ outTradeNo: String) async -> Int? {
+        guard let order = try? await services.context.store.order(outTradeNo),
+              let refunds = try? await services.refunds.store.refunds(outTradeNo: outTradeNo) else { return nil }
+        return max(0, order.amount - refunds.filter { $0.state != .refundClose }.reduce(0) { $0 + $1.amount })
     }
 
     func redeliver(_ request: HTTPServerRequest) async -> HTTPServerResponse {
@@ -292,7 +302,7 @@ extension Console {
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(outTradeNo) + HTML.query([("redelivered", id)]))
             } catch {
                 await self.recordAfterAction(exchange, action: "redeliver", outTradeNo: outTradeNo, target: id, outcome: error.code)
-                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: error.message),
+                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: exchange.text.redeliverRefused(error)),
                                                   status: error.status, audited: nil)
             }
         }

@@ -399,6 +399,11 @@ struct ConsoleTests {
             let refused = try await browser.post("/console/orders/REF-0001/refunds", [("amount", amount), ("reason", reason)])
             #expect(refused.status == status, "\(amount) \(reason)")
             #expect(browser.page.contains("id=\"notice\"") && browser.page.contains("id=\"refund\""))
+            if status == 409 {
+                // In the page's language and in yuan, as the form takes it: never "640 fen".
+                let notice = browser.page.components(separatedBy: "id=\"notice\"").last?.components(separatedBy: "</p>").first ?? ""
+                #expect(notice.contains("最多还能退 ¥6.40") && !notice.contains("fen"), "\(notice)")
+            }
         }
         #expect(try await rig.refunds.store.refunds(outTradeNo: "REF-0001").count == 1)
         let audited = try await rig.auditEntries(AuditQuery(action: "refund"))

@@ -302,6 +302,6 @@ extension APIError {
     }
     static func refundExceedsPaid(refundable: Int) -> APIError {
         APIError(status: 409, code: "refund_exceeds_paid",
-                 message: "more than is left to refund: at most \(refundable) fen (refunds still processing count)")
+                 message: "more than is left to refund: at most \(refundable) fen (refunds still processing or ended CHANGE keep their amount)")
     }
 }
