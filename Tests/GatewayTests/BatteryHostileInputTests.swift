@@ -66,6 +66,9 @@ struct BatteryHostileInputTests {
         "duplicate keys": "the body gives a member name twice",
         // A number no reader can hold is named by its member, not called a malformed body.
         "an amount of 1e400": "amount is out of range",
+        // Bytes that are not UTF-8 are called that, not "not a JSON object".
+        "invalid UTF-8": "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)",
+        "lone surrogate": "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)",
     ]
 
     @Test(arguments: StoreKind.all)

@@ -46,6 +46,11 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         APIError(status: 403, code: "app_not_allowed", message: "this app token may not create orders through app \(app)")
     }
     static let orderNotFound = APIError(status: 404, code: "order_not_found", message: "no order with that out_trade_no")
+    /// 413 before the body is read (`GatewayAPI.jsonRoute`).
+    static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(status: 413, code: "payload_too_large",
+                 message: "the body is larger than this route's \(limit % 1024 == 0 ? "\(limit / 1024) KiB" : "\(limit) bytes"); nothing was read")
+    }
     static func conflict(_ message: String) -> APIError {
         APIError(status: 409, code: "out_trade_no_conflict", message: message)
     }

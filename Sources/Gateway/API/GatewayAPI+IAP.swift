@@ -12,7 +12,7 @@ extension GatewayAPI {
     static let reportBodyLimit = 640 * 1024
 
     func registerIAP(in router: inout HTTPRouter) {
-        router.add(.post, "/v1/iap/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
+        router.add(.post, "/v1/iap/orders", options: Self.jsonRoute(maxBodyBytes: Self.orderBodyLimit)) { request in
             guard let iap = self.services.iap else { return Self.error(.notFound) }
             return try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try IAPOrderInput(json: request.body, user: caller.appUser, peerIP: self.peer(request))
@@ -49,7 +49,7 @@ extension GatewayAPI {
             }
             return response
         }
-        router.add(.put, "/v1/iap/transactions/{transaction_id}/consumption", options: HTTPRouteOptions(maxBodyBytes: 4096)) {
+        router.add(.put, "/v1/iap/transactions/{transaction_id}/consumption", options: Self.jsonRoute(maxBodyBytes: 4096)) {
             request in
             guard let iap = self.services.iap else { return Self.error(.notFound) }
             return try await self.handle(request, scopes: [.client]) {

@@ -6,7 +6,7 @@ import Observability
 /// 404 while App Store purchases are off, as the other iOS routes.
 extension GatewayAPI {
     func registerOffers(in router: inout HTTPRouter) {
-        router.add(.post, "/v1/iap/offers/signature", options: HTTPRouteOptions(maxBodyBytes: 4096)) { request in
+        router.add(.post, "/v1/iap/offers/signature", options: Self.jsonRoute(maxBodyBytes: 4096)) { request in
             guard let iap = self.services.iap else { return Self.error(.notFound) }
             return try await self.handle(request, scopes: [.client, .app]) { caller in
                 let input = try OfferSignatureInput(json: request.body, user: caller.appUser)

@@ -8,7 +8,7 @@ extension GatewayAPI {
     static let refundBodyLimit = 4 * 1024
 
     func registerRefunds(in router: inout HTTPRouter) {
-        router.add(.post, "/v1/orders/{out_trade_no}/refunds", options: HTTPRouteOptions(maxBodyBytes: Self.refundBodyLimit)) {
+        router.add(.post, "/v1/orders/{out_trade_no}/refunds", options: Self.jsonRoute(maxBodyBytes: Self.refundBodyLimit)) {
             request in
             try await self.handle(request, scopes: [.client]) {
                 let refunds = self.services.refunds

@@ -17,7 +17,7 @@ extension GatewayAPI {
 
     func registerSupportActions(in router: inout HTTPRouter) {
         router.add(.post, "/v1/support/apple-transactions/{transaction_id}/assign",
-                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+                   options: Self.jsonRoute(maxBodyBytes: Self.supportActionBodyLimit)) { request in
             try await self.handle(request, scopes: [.support]) { caller in
                 guard let iap = self.services.iap else { throw APIError.notFound }
                 let body = try Self.supportAction(request.body, allowed: ["out_trade_no", "reason"])
@@ -34,7 +34,7 @@ extension GatewayAPI {
             }
         }
         router.add(.post, "/v1/support/orders/{out_trade_no}/attention/handled",
-                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+                   options: Self.jsonRoute(maxBodyBytes: Self.supportActionBodyLimit)) { request in
             let note = AuditNote()
             return try await self.handle(request, scopes: [.support], note: note) { caller in
                 let body = try Self.supportAction(request.body, allowed: ["flags", "reason"])
@@ -60,7 +60,7 @@ extension GatewayAPI {
     /// Audited as every support call, with what was extended.
     func registerSubscriptionExtension(in router: inout HTTPRouter) {
         router.add(.post, "/v1/support/subscriptions/{original_transaction_id}/extend",
-                   options: HTTPRouteOptions(maxBodyBytes: Self.supportActionBodyLimit)) { request in
+                   options: Self.jsonRoute(maxBodyBytes: Self.supportActionBodyLimit)) { request in
             let note = AuditNote()
             return try await self.handle(request, scopes: [.support], note: note) { _ in
                 guard let iap = self.services.iap else { throw APIError.notFound }

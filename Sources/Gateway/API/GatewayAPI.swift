@@ -46,6 +46,12 @@ public struct GatewayAPI: Sendable {
     let logger: Logger
     /// Body caps: an order request is small; a notify is WeChat's XML (the codec caps it at 64 KiB too).
     static let orderBodyLimit = 16 * 1024
+
+    /// A JSON route's options: its body limit, and the 413 past it in JSON like every answer of
+    /// the API (`payload_too_large`), where the HTTP library's own would be a line of plain text.
+    static func jsonRoute(maxBodyBytes limit: Int) -> HTTPRouteOptions {
+        HTTPRouteOptions(maxBodyBytes: limit, payloadTooLarge: ("application/json", APIError.payloadTooLarge(limit: limit).json))
+    }
     static let notifyBodyLimit = 64 * 1024
     /// The longest a `wait` may hold a request.
     static let maximumWait = 30.0
@@ -69,7 +75,7 @@ public struct GatewayAPI: Sendable {
     /// What WeChat, Apple and the apps call: the public address (GATEWAY_LISTEN).
     public func registerPublic(in router: inout HTTPRouter) {
         router.refusals = Self.routingRefusals
-        router.add(.post, "/v1/orders", options: HTTPRouteOptions(maxBodyBytes: Self.orderBodyLimit)) { request in
+        router.add(.post, "/v1/orders", options: Self.jsonRoute(maxBodyBytes: Self.orderBodyLimit)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
                 let result = try await self.services.creation.create(try self.createInput(request, caller),
                                                                      allowedApps: caller.appsAllowed)
@@ -80,7 +86,7 @@ public struct GatewayAPI: Sendable {
         registerOrderQuery(in: &router)
         // A NATIVE order's QR code: GatewayAPI+QRCode.swift.
         registerQRCodes(in: &router)
-        router.add(.post, "/v1/orders/{out_trade_no}/close", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
+        router.add(.post, "/v1/orders/{out_trade_no}/close", options: Self.jsonRoute(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.client, .app]) { caller in
                 Self.json(try await self.services.closing.close(request.pathParameters["out_trade_no"] ?? "", owner: caller.owner))
             }
@@ -111,13 +117,13 @@ public struct GatewayAPI: Sendable {
                                            defaultLimit: 50, maximum: 100)))
             }
         }
-        router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: HTTPRouteOptions(maxBodyBytes: 1024)) {
+        router.add(.post, "/v1/support/orders/{out_trade_no}/recheck", options: Self.jsonRoute(maxBodyBytes: 1024)) {
             request in
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.services.support.recheck(request.pathParameters["out_trade_no"] ?? ""))
             }
         }
-        router.add(.post, "/v1/support/outbox/{id}/redrive", options: HTTPRouteOptions(maxBodyBytes: 1024)) { request in
+        router.add(.post, "/v1/support/outbox/{id}/redrive", options: Self.jsonRoute(maxBodyBytes: 1024)) { request in
             try await self.handle(request, scopes: [.support]) {
                 Self.json(try await self.services.support.redriveOutboxEvent(request.pathParameters["id"] ?? ""))
             }

@@ -127,6 +127,8 @@ public struct CreateOrderInput: Sendable, Hashable {
             case .numberOutOfRange:
                 let field = error.member.flatMap(Self.printableField)
                 throw .invalid(field, "\(field ?? "a number in the body") is out of range")
+            case .invalidUTF8:
+                throw .invalid(nil, "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)")
             default:
                 throw .invalid(nil, "the body must be a JSON object")
             }
