@@ -81,12 +81,18 @@ enum ConsoleHTTP {
     }
 
     /// A POST's form fields (`application/x-www-form-urlencoded`, what an HTML form sends); nil
-    /// for another content type or a malformed body.
+    /// for another content type, a malformed body, or a field given twice: no console form has
+    /// two fields of one name, and `amount=1.00&amount=20.00` means one amount to one reader and
+    /// another to the next (as a JSON body repeating a name, which the API refuses). A nil form
+    /// fails the CSRF check, so nothing happens.
     static func form(_ request: HTTPServerRequest) -> HTTPServerQuery? {
         let type = request.headers["Content-Type"]?.split(separator: ";").first.map { String($0).trimmingWhitespace().lowercased() }
         guard type == "application/x-www-form-urlencoded" || (type == nil && request.body.isEmpty) else { return nil }
         guard let text = String(validating: request.body, as: UTF8.self) else { return nil }
-        return HTTPServerQuery(parsing: text)
+        guard let fields = HTTPServerQuery(parsing: text) else { return nil }
+        var names = Set<String>()
+        for field in fields where !names.insert(field.name).inserted { return nil }
+        return fields
     }
 
     /// The request's path and query again, for links back to it.

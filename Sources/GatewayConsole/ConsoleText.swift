@@ -417,7 +417,10 @@ struct ConsoleText: Sendable {
                 "Only an event whose delivery was given up (dead) can be delivered again; this one is pending or delivered.")
             : error.message
     }
-    var reasonInvalid: String { t("请填写原因（1 到 80 字节，不含控制字符）。", "Give a reason (1 to 80 bytes, no control characters).") }
+    var reasonInvalid: String {
+        t("退款原因必填，最长 80 字节（约 26 个汉字；付款人会看到它），不能含控制字符或文字方向字符。",
+          "Give a reason of at most 80 bytes (about 26 Chinese characters; the payer sees it), with no control or text-direction characters.")
+    }
     var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }
 
     // MARK: App Store orders

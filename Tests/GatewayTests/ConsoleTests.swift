@@ -405,6 +405,10 @@ struct ConsoleTests {
                 #expect(notice.contains("最多还能退 ¥6.40") && !notice.contains("fen"), "\(notice)")
             }
         }
+        // A field given twice (one amount to one reader, another to the next) is no form at all.
+        let twice = try await browser.post("/console/orders/REF-0001/refunds",
+                                           [("amount", "1.00"), ("amount", "2.00"), ("reason", "x"), ("out_refund_no", "twice-1")])
+        #expect(twice.status == 403)
         #expect(try await rig.refunds.store.refunds(outTradeNo: "REF-0001").count == 1)
         let audited = try await rig.auditEntries(AuditQuery(action: "refund"))
         #expect(audited.map(\.outcome) == ["invalid_request", "invalid_request", "invalid_request", "refund_exceeds_paid", "replayed", "ok"])
