@@ -286,7 +286,7 @@ enum ConsolePages {
     /// The order's flags and troubling timeline entries, in plain words.
     static func warnings(_ model: Order, _ text: ConsoleText) -> [String] {
         var warnings: [String] = []
-        for flag in model.order.flags.sorted() {
+        for flag in model.order.flags.sorted() where flag != .amountMismatch {   // said once, below, from the timeline
             switch flag {
             case .paidAfterClose: warnings.append(model.order.channel == .apple ? text.applePaidAfterClose : text.paidAfterClose)
             case .refundNeedsAttention: warnings.append(text.refundNeedsAttention)
@@ -294,7 +294,6 @@ enum ConsolePages {
             case .matchedWithoutOrder: warnings.append(text.matchedWithoutOrder)
             case .refundOutsideGateway: warnings.append(text.refundOutsideGateway)
             case .otherTransactionID: warnings.append(text.otherTransactionID)
-            case .amountMismatch: continue   // said once, below, from the timeline
             default: warnings.append(text.otherFlag(flag.rawValue))
             }
         }

@@ -59,7 +59,8 @@ enum HiddenCharacters {
 extension UserID {
     /// A body's `user_id` member: nil when absent (or empty, unless `required`), else a valid id.
     static func member(of object: [String: JSONValue], required: Bool) throws(APIError) -> String? {
-        guard let value = try CreateOrderInput.string(object, "user_id", required: required, bytes: 0...bytes.upperBound)
+        guard let value = try CreateOrderInput.string(object, "user_id", required: required, bytes: 0...bytes.upperBound,
+                                                      anyCharacters: true)
         else { return nil }
         guard isValid(value) else { throw .invalid("user_id", "user_id must be \(rule)") }
         return value

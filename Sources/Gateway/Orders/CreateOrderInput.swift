@@ -178,8 +178,10 @@ public struct CreateOrderInput: Sendable, Hashable {
         return value
     }
 
+    /// - Parameter anyCharacters: leave the characters to the caller's own rule and message
+    ///   (`UserID`), rather than refusing control and text-direction characters here.
     static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
-                               bytes: ClosedRange<Int>) throws(APIError) -> String? {
+                               bytes: ClosedRange<Int>, anyCharacters: Bool = false) throws(APIError) -> String? {
         guard let raw = object[name], raw != .null else {
             if required { throw .invalid(name, "\(name) is required") }
             return nil
@@ -190,7 +192,7 @@ public struct CreateOrderInput: Sendable, Hashable {
         }
         // WeChat's XML cannot carry most control characters, and they have no business in these
         // fields; nor text-direction overrides, which turn a line around where it is shown.
-        guard !value.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
+        guard anyCharacters || !value.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
             throw .invalid(name, "\(name) must not contain control or text-direction characters")
         }
         return value.isEmpty && !required ? nil : value

@@ -139,14 +139,14 @@ public actor HTTPServer {
     // MARK: - Shutdown steps
 
     /// How long handlers cancelled at the end of a shutdown's grace period have to answer their
-    /// requests themselves before they are answered 503 (at most the grace period itself).
+    /// requests themselves before they are answered 503 (none when the shutdown gave no grace).
     public static let cancellationWindow: Duration = .seconds(2)
 
     /// Waits for in-flight requests until the deadline, cancels the handlers still running and
     /// gives them `cancellationWindow` to answer, then answers the ones still waiting.
     private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant) async {
         // A shutdown given no grace gives no window either.
-        let window = min(cancellationWindow, max(.zero, deadline - ContinuousClock.now))
+        let window = deadline > ContinuousClock.now ? cancellationWindow : .zero
         // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
         // below any deadline a caller would pass.
         while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
