@@ -93,7 +93,8 @@ public actor HTTPServer {
     /// Stops gracefully: new connections are refused at once; requests in flight (suspended ones
     /// included) may finish until `deadline`, and their responses close their connections; the
     /// handlers of requests still waiting then are cancelled and may answer within
-    /// `cancellationWindow` (a refund recorded and sent says PROCESSING), and the rest are answered
+    /// the configuration's `shutdownCancellationWindow` (a refund recorded and sent says
+    /// PROCESSING), and the rest are answered
     /// 503; then the threads stop and every connection closes. Returns when the server is fully stopped. Calling it again, or
     /// concurrently, waits for the same shutdown.
     public func shutdown(deadline: ContinuousClock.Instant) async {
@@ -138,15 +139,11 @@ public actor HTTPServer {
 
     // MARK: - Shutdown steps
 
-    /// How long handlers cancelled at the end of a shutdown's grace period have to answer their
-    /// requests themselves before they are answered 503 (none when the shutdown gave no grace).
-    public static let cancellationWindow: Duration = .seconds(2)
-
     /// Waits for in-flight requests until the deadline, cancels the handlers still running and
-    /// gives them `cancellationWindow` to answer, then answers the ones still waiting.
+    /// gives them `shutdownCancellationWindow` to answer, then answers the ones still waiting.
     private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant) async {
         // A shutdown given no grace gives no window either.
-        let window = deadline > ContinuousClock.now ? cancellationWindow : .zero
+        let window = deadline > ContinuousClock.now ? core.configuration.shutdownCancellationWindow : .zero
         // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
         // below any deadline a caller would pass.
         while core.requestsInFlight > 0 && ContinuousClock.now < deadline {

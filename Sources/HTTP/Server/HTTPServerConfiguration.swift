@@ -91,6 +91,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var listenBacklog: Int
     /// HTTPS settings; nil serves plain HTTP. Default nil.
     public var tls: TLS?
+    /// At the end of a shutdown's grace period, how long the handlers still running have, once
+    /// cancelled, to answer their requests themselves (a refund recorded and sent says PROCESSING)
+    /// before the rest are answered 503; none when the shutdown gave no grace. Default 2 s.
+    public var shutdownCancellationWindow: Duration = .seconds(2)
 
     public init(
         host: String = "127.0.0.1",
