@@ -107,10 +107,12 @@ public actor HTTPServer {
             await task.value
         case .running(var daemon, _, let sweep):
             let core = self.core
+            // Decided now: on a loaded machine the drain may start after a short deadline passed.
+            let graceGiven = deadline > .now
             core.beginDraining()
             daemon.quiesce()
             let stopping = Task { [daemon] in
-                await Self.drain(core, until: deadline)
+                await Self.drain(core, until: deadline, window: graceGiven ? core.configuration.shutdownCancellationWindow : .zero)
                 await Self.stopOffThePool(daemon)
                 sweep.cancel()
             }
@@ -140,10 +142,9 @@ public actor HTTPServer {
     // MARK: - Shutdown steps
 
     /// Waits for in-flight requests until the deadline, cancels the handlers still running and
-    /// gives them `shutdownCancellationWindow` to answer, then answers the ones still waiting.
-    private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant) async {
-        // A shutdown given no grace gives no window either.
-        let window = deadline > ContinuousClock.now ? core.configuration.shutdownCancellationWindow : .zero
+    /// gives them `window` to answer (none when the shutdown gave no grace), then answers the ones
+    /// still waiting.
+    private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant, window: Duration) async {
         // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
         // below any deadline a caller would pass.
         while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
