@@ -68,7 +68,7 @@ extension Console {
                     + HTML.query([("refund", answer.outRefundNo)]))
             } catch {
                 let left = error.code == "refund_exceeds_paid" ? await self.leftToRefund(outTradeNo) : nil
-                return try await again(exchange.text.refundRefused(error, left: left, maximumRefunds: refunds.configuration.maximumPerOrder),
+                return try await again(Self.refusal(error, exchange.text, left: left, maximumRefunds: refunds.configuration.maximumPerOrder),
                                        status: error.status, outcome: error.code)
             }
         }
@@ -99,9 +99,24 @@ extension Console {
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(outTradeNo) + HTML.query([("redelivered", id)]))
             } catch {
                 await self.recordAfterAction(exchange, action: "redeliver", outTradeNo: outTradeNo, target: id, outcome: error.code)
-                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: exchange.text.redeliverRefused(error)),
+                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: Self.refusal(error, exchange.text)),
                                                   status: error.status, audited: nil)
             }
+        }
+    }
+
+    /// A refusal of the refund or outbox flows in the page's language and in yuan (the API's own
+    /// words are English and in fen): `left` is what is left to refund, in fen, when known.
+    static func refusal(_ error: APIError, _ text: ConsoleText, left: Int? = nil, maximumRefunds: Int = 0) -> String {
+        switch error.code {
+        case "refund_exceeds_paid": text.refundExceeds(left: left.map(ConsoleFormat.yuan))
+        case "out_refund_no_conflict": text.refundNumberUsed
+        case "order_not_refundable": error.message.hasPrefix("an App Store purchase") ? text.appleRefundsItself : text.notRefundable
+        case "refund_limit_reached": text.refundLimitReached(maximumRefunds)
+        case "api_version_not_configured": text.apiVersionNotConfigured
+        case "order_not_found": text.noSuchOrder
+        case "outbox_event_not_dead": text.redeliverNotDead
+        default: error.message
         }
     }
 }

@@ -192,7 +192,8 @@ extension Console {
             else { return nil }
             let failure = refund.failureReason.map { " (\($0))" } ?? ""
             return ConsoleNotice(kind: refund.state == .refundClose ? .error : .success,
-                                 text: text.refundRecorded(number, text.refundStateLabel(refund.state) + failure))
+                                 text: text.refundRecorded(number, text.refundStateLabel(refund.state) + failure,
+                                                           closed: refund.state == .refundClose))
         }
         if let id = query["redelivered"], let event = try await services.support.outboxEvent(id), event.outTradeNo == outTradeNo {
             return ConsoleNotice(kind: .success, text: text.redelivered(event.id))

@@ -379,43 +379,36 @@ struct ConsoleText: Sendable {
     var refundButton: String { t("退款", "Refund") }
     var refundsOff: String { t("退款未配置（没有商户 API 证书），这里不能退款。", "Refunds are not configured (no merchant API certificate), so none can be made here.") }
     var notRefundable: String { t("只有已支付的订单可以退款。", "Only a paid order can be refunded.") }
-    func refundRecorded(_ number: String, _ state: String) -> String {
-        t("退款 \(number) 已提交，当前状态：\(state)。", "Refund \(number) was made; it is now \(state).")
+    /// `closed`: WeChat refused it and nothing went back, which "was made" would hide.
+    func refundRecorded(_ number: String, _ state: String, closed: Bool) -> String {
+        closed
+            ? t("退款 \(number) 已关闭，没有退回任何钱：\(state)。", "Refund \(number) was closed without refunding anything: \(state).")
+            : t("退款 \(number) 已提交，当前状态：\(state)。", "Refund \(number) was recorded; it is now \(state).")
     }
     var amountInvalid: String { t("金额应以元为单位，最多两位小数，例如 3.50。", "Give the amount in yuan with at most two decimals, e.g. 3.50.") }
-    /// A refund the refund flow refused, in the page's language and in yuan (the API's own words
-    /// are English and in fen). `left`: what is left to refund, in fen, when known.
-    func refundRefused(_ error: APIError, left: Int?, maximumRefunds: Int) -> String {
-        switch error.code {
-        case "refund_exceeds_paid":
-            let most = left.map(ConsoleFormat.yuan)
-            return t("超过可退金额\(most.map { "：最多还能退 \($0)" } ?? "")（处理中和异常（CHANGE）的退款仍占用其金额）。",
-                     "More than is left to refund\(most.map { ": at most \($0)" } ?? "") (refunds still processing or ended CHANGE keep their amount).")
-        case "out_refund_no_conflict":
-            return t("这个退款单号已用于别的金额、原因或订单：换一个单号，或留空让网关生成。",
-                     "This refund number was used with another amount, reason or order: use another, or leave it empty for a new one.")
-        case "order_not_refundable" where error.message.hasPrefix("an App Store purchase"):
-            return t("App Store 的购买由 Apple 退款（用户向 Apple 申请），网关不能退。",
-                     "An App Store purchase is refunded by Apple (the customer asks Apple), not here.")
-        case "order_not_refundable":
-            return t("只有已支付的订单可以退款。", "Only a paid order can be refunded.")
-        case "refund_limit_reached":
-            return t("微信每笔订单最多退款 \(maximumRefunds) 次，已经用完。", "WeChat takes at most \(maximumRefunds) refunds per order, and they are used up.")
-        case "api_version_not_configured":
-            return t("此订单所用的微信支付 API 版本没有配置密钥，现在无法发起退款。",
-                     "The WeChat Pay API version this order was made with has no keys configured, so no refund can be sent now.")
-        case "order_not_found":
-            return t("没有这个订单。", "There is no such order.")
-        default:
-            return error.message
-        }
+    /// Refusals of a refund or a redelivery (`Console.refusal`), in yuan where the API says fen.
+    func refundExceeds(left: String?) -> String {
+        t("超过可退金额\(left.map { "：最多还能退 \($0)" } ?? "")（处理中和异常（CHANGE）的退款仍占用其金额）。",
+          "More than is left to refund\(left.map { ": at most \($0)" } ?? "") (refunds still processing or ended CHANGE keep their amount).")
     }
-    /// A redelivery the outbox refused, in the page's language.
-    func redeliverRefused(_ error: APIError) -> String {
-        error.code == "outbox_event_not_dead"
-            ? t("只有已放弃投递（dead）的事件可以重新投递；这个事件还在投递中或已送达。",
-                "Only an event whose delivery was given up (dead) can be delivered again; this one is pending or delivered.")
-            : error.message
+    var refundNumberUsed: String {
+        t("这个退款单号已用于别的金额、原因或订单：换一个单号，或留空让网关生成。",
+          "This refund number was used with another amount, reason or order: use another, or leave it empty for a new one.")
+    }
+    var appleRefundsItself: String {
+        t("App Store 的购买由 Apple 退款（用户向 Apple 申请），网关不能退。", "An App Store purchase is refunded by Apple (the customer asks Apple), not here.")
+    }
+    func refundLimitReached(_ maximum: Int) -> String {
+        t("微信每笔订单最多退款 \(maximum) 次，已经用完。", "WeChat takes at most \(maximum) refunds per order, and they are used up.")
+    }
+    var apiVersionNotConfigured: String {
+        t("此订单所用的微信支付 API 版本没有配置密钥，现在无法发起退款。",
+          "The WeChat Pay API version this order was made with has no keys configured, so no refund can be sent now.")
+    }
+    var noSuchOrder: String { t("没有这个订单。", "There is no such order.") }
+    var redeliverNotDead: String {
+        t("只有已放弃投递（dead）的事件可以重新投递；这个事件还在投递中或已送达。",
+          "Only an event whose delivery was given up (dead) can be delivered again; this one is pending or delivered.")
     }
     var reasonInvalid: String {
         t("退款原因必填，最长 80 字节（约 26 个汉字；付款人会看到它），不能含控制字符或文字方向字符。",

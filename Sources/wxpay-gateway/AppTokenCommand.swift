@@ -44,8 +44,9 @@ enum AppTokenCommand {
             default: return fail("unknown argument \(argument.prefix(40))")
             }
         }
-        guard let subject, AppTokenVerifier.isValidSubject(subject) else {
-            return fail("--sub USER (\(AppTokenVerifier.subjectRule)) is required")
+        guard let subject else { return fail("--sub USER (\(AppTokenVerifier.subjectRule)) is required") }
+        guard AppTokenVerifier.isValidSubject(subject) else {
+            return fail("--sub must be a user id: \(AppTokenVerifier.subjectRule)")
         }
         let secret: String
         if let secretFile {

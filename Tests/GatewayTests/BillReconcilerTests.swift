@@ -124,6 +124,18 @@ struct BillReconcilerTests {
         #expect(report.differences.map(\.kind) == [.paidLocallyNotInBill])
     }
 
+    @Test func todaysBillIsNotReadyAndSaysSoInPlainWords() async throws {
+        let harness = try await GatewayRig.start(.inProcess)
+        defer { Task { await harness.stop() } }
+        do {
+            _ = try await BillReconciler(services: harness.services).reconcile(day: Self.day(harness.clock.now()))
+            Issue.record("today's bill was reconciled")
+        } catch {
+            #expect(error == .notReady)
+            #expect(error.description.contains("has not made that day's bill yet"), "\(error)")
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aMalformedDayIsRefusedBeforeAnythingIsDownloaded(store: StoreKind) async throws {
         let harness = try await GatewayRig.start(.inProcess, store: store)
         defer { Task { await harness.stop() } }

@@ -55,6 +55,10 @@ public struct BillReconciler: Sendable {
             // No bill: no transaction that day. Local payments that day are still compared.
             if error.notFound { return [] }
             if error.kind == .unreadableBill { throw .unreadableBill(error.shortDescription) }
+            // WeChat makes a day's bill by about 10:00 Beijing the next day: until then, not ready.
+            if error.message?.lowercased().contains("bill creating") == true || error.codeLabel == "STATEMENT_CREATING" {
+                throw .notReady
+            }
             throw .download(error.shortDescription + (error.message.map { ": " + String($0.prefix(60)) } ?? ""))
         }
     }

@@ -6,6 +6,7 @@ import Observability
 public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case invalidDay
+        case notReady
         case download(String)
         case unreadableBill(String)
         case storage(String)
@@ -15,6 +16,8 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
 
     /// The day is not `yyyy-MM-dd`, or not a real date.
     public static let invalidDay = Self(code: .invalidDay)
+    /// WeChat is still making the day's bill ("Bill Creating"; v3 `STATEMENT_CREATING`).
+    static let notReady = Self(code: .notReady)
     static func download(_ reason: String) -> Self { Self(code: .download(reason)) }
     static func unreadableBill(_ reason: String) -> Self { Self(code: .unreadableBill(reason)) }
     static func storage(_ reason: String) -> Self { Self(code: .storage(reason)) }
@@ -23,6 +26,7 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
     public var shortDescription: String {
         switch code {
         case .invalidDay: "invalid_day"
+        case .notReady: "bill_not_ready"
         case .download: "download_failed"
         case .unreadableBill: "unreadable_bill"
         case .storage: "storage_failed"
@@ -32,6 +36,7 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
     public var description: String {
         switch code {
         case .invalidDay: "the day must be a real date written yyyy-MM-dd"
+        case .notReady: "WeChat has not made that day's bill yet (it is ready from about 10:00 Beijing time the next day); try again later"
         case .download(let reason): "downloadbill failed (\(reason))"
         case .unreadableBill(let reason): "the bill could not be read (\(reason))"
         case .storage(let reason): "the order store failed (\(reason))"
