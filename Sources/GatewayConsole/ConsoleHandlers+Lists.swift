@@ -75,11 +75,13 @@ extension Console {
             var filters = [("state", model.state?.rawValue), ("app", model.app), ("trade_type", model.tradeType),
                            ("from", model.from), ("to", model.to)]
                 .compactMap { name, value in value.flatMap { $0.isEmpty ? nil : "\(name)=\($0)" } }
-            if found.orders.isEmpty, after == nil, problems.isEmpty, let (orders, notice) = await self.appleOrderLookup(model.q, exchange.text) {
+            if found.orders.isEmpty, after == nil, problems.isEmpty,
+               let (orders, notice, unclaimed) = await self.appleOrderLookup(model.q, exchange.text) {
                 // An Order ID from Apple's receipt e-mail is not stored: Apple is asked which
                 // transactions it covers (Look Up Order ID), as GET /v1/support/orders?apple_order_id=.
                 model.orders = orders
                 model.notice = notice
+                if orders.isEmpty { model.unclaimedPurchase = unclaimed }
                 filters.append("apple_order_id lookup")
             }
             if found.orders.isEmpty, after == nil, problems.isEmpty, let iap = services.iap,
@@ -101,7 +103,7 @@ extension Console {
 
     /// Look Up Order ID for what was typed, when it can be an Apple order id (6 to 64 capitals and
     /// digits, with a letter) and the App Store Server API is configured; nil otherwise.
-    private func appleOrderLookup(_ typed: String, _ text: ConsoleText) async -> ([OrderRecord], ConsoleNotice)? {
+    private func appleOrderLookup(_ typed: String, _ text: ConsoleText) async -> ([OrderRecord], ConsoleNotice, unclaimed: String?)? {
         guard let iap = services.iap, iap.clients.serverAPI != nil, (6...64).contains(typed.utf8.count),
               typed.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }),
               typed.utf8.contains(where: { $0 >= 0x41 })
@@ -109,9 +111,11 @@ extension Console {
         do {
             let found = try await iap.lookup(appleOrderID: typed)
             let orders = found?.orders ?? []
-            return (orders, ConsoleNotice(kind: .info, text: text.appleOrderLookup(typed, found: orders.count)))
+            let unclaimed = found?.unclaimed.first
+            return (orders, ConsoleNotice(kind: .info, text: text.appleOrderLookup(typed, found: orders.count + (unclaimed == nil ? 0 : 1))),
+                    unclaimed)
         } catch {
-            return ([], ConsoleNotice(kind: .error, text: text.appleOrderLookupFailed, detail: error.message))
+            return ([], ConsoleNotice(kind: .error, text: text.appleOrderLookupFailed, detail: error.message), nil)
         }
     }
 

@@ -144,8 +144,8 @@ struct ConsoleText: Sendable {
     // MARK: Needs attention
     var attentionTitle: String { t("需要处理的订单", "Orders that need attention") }
     var attentionHelp: String {
-        t("这些订单带有需要人工处理的标记（最新的在前）。钱已经收到：请核对后为用户开通或退款。",
-          "These orders carry a flag that needs a person (newest first). The money arrived: check each, then deliver or refund.")
+        t("这些订单带有需要人工处理的标记（最新的在前），各标记的含义见下。多数订单钱已收到：请核对后为用户开通或退款；amount_mismatch 的订单没有入账。",
+          "These orders carry a flag that needs a person (newest first); what each flag means is below. For most the money arrived: check each, then deliver or refund; an amount_mismatch order was not paid.")
     }
     var anyFlag: String { t("全部标记", "Any flag") }
     var flags: String { t("标记", "Flags") }

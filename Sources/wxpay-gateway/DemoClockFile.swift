@@ -9,22 +9,35 @@ import SimulatorKit
 /// up. So every advance writes how far ahead the clock is to a file beside the database
 /// (`GatewayConfiguration.demoClockPath`), and the next start begins that far ahead.
 enum DemoClockFile {
-    /// The clock for `path`: as far ahead of now as the file says (0 without a readable file).
-    static func clock(path: String) -> ScaledClock {
-        let offset = read(path) ?? 0
+    /// The furthest ahead a demo's clock is carried: ten years (one `clock/advance` moves at most
+    /// 400 days). A file saying more was not written by the gateway.
+    static let maximumOffset: TimeInterval = 10 * 365 * 86_400
+
+    /// What the file at `path` says.
+    enum Reading: Equatable {
+        case absent
+        /// Seconds ahead of the wall clock, 0 to `maximumOffset`.
+        case ahead(TimeInterval)
+        /// Not a number of seconds in that range: the clock starts at the wall clock.
+        case unreadable
+    }
+
+    /// The clock for `reading` of `path`: as far ahead of now as it says (0 when absent or
+    /// unreadable); each advance writes the file again.
+    static func clock(path: String, reading: Reading) -> ScaledClock {
+        let offset: TimeInterval = if case .ahead(let seconds) = reading { seconds } else { 0 }
         return ScaledClock(start: Date().addingTimeInterval(offset)) { simulated in
             write(simulated.timeIntervalSinceNow, to: path)
         }
     }
 
-    /// The offset the file holds: whole or fractional seconds, never negative (the clock only
-    /// moves forward); nil for a missing or unreadable file.
-    static func read(_ path: String) -> TimeInterval? {
+    static func read(_ path: String) -> Reading {
+        guard FileManager.default.fileExists(atPath: path) else { return .absent }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8),
               let seconds = TimeInterval(text.trimmingCharacters(in: .whitespacesAndNewlines)),
-              seconds.isFinite, seconds >= 0
-        else { return nil }
-        return seconds
+              seconds.isFinite, (0...maximumOffset).contains(seconds)
+        else { return .unreadable }
+        return .ahead(seconds)
     }
 
     /// Writes the offset whole (a temporary file renamed over the old one), so a start never reads

@@ -45,10 +45,21 @@ enum ServeCommand {
         // Demo mode's one clock: the gateway and both embedded simulators keep the same time, so
         // moving it (either simulator's `clock/advance`) renews subscriptions, expires orders and
         // reads Apple's notification history on one calendar; a restart carries on from there.
-        let demoClock = configuration.demoClockPath.map(DemoClockFile.clock(path:))
-        if let path = configuration.demoClockPath, let ahead = DemoClockFile.read(path), ahead >= 1 {
-            logger.warning("demo mode's clock carries on ahead of the wall clock, where clock/advance left it",
-                           ["seconds_ahead": String(Int(ahead)), "file": path])
+        var demoClock: ScaledClock?
+        if let path = configuration.demoClockPath {
+            let reading = DemoClockFile.read(path)
+            demoClock = DemoClockFile.clock(path: path, reading: reading)
+            switch reading {
+            case .ahead(let seconds) where seconds >= 1:
+                logger.warning("demo mode's clock carries on ahead of the wall clock, where clock/advance left it",
+                               ["seconds_ahead": String(Int(seconds)), "file": path])
+            case .unreadable:
+                logger.warning("demo mode's clock file does not hold 0 to \(Int(DemoClockFile.maximumOffset)) seconds; "
+                               + "the clock starts at the wall clock (dates already written ahead of it stay as they are)",
+                               ["file": path])
+            default:
+                break
+            }
         }
         if configuration.demo, let demoClock {
             let embedded = WeChatPaySimulator(

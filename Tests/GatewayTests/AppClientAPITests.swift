@@ -148,7 +148,10 @@ struct AppClientAPITests {
         // override, each inside the name).
         let orders = try await rig.store.counts().ordersByState.values.reduce(0, +)
         for name in ["vip", "VIP", " vip", "vip ", "ｖｉｐ", "vİp", "víp", #"vi\u00adp"#, #"vi\u200bp"#, #"vi\u2060p"#,
-                     #"vi\ufeffp"#, #"vi\u3164p"#, #"vi\udb40\udc01p"#, #"vi\u202ep"#, #"bundle\u200b9"#] {
+                     #"vi\ufeffp"#, #"vi\u3164p"#, #"vi\udb40\udc01p"#, #"vi\u202ep"#, #"bundle\u200b9"#,
+                     // Other scripts' look-alikes (Cyrillic в, і, р), a blank that shows nothing (U+2800),
+                     // a catalog product's id in capitals: ids are named as the catalog names products.
+                     "вip", "vір", #"vi\u2800p"#, "VIP-MONTH", "ｖｉｐ-month", #"vip\u2010month"#] {
             let entitlement = try await Self.create(
                 rig, GatewayRig.client, #"{"product_id":"\#(name)","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
             #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request", "\(name)")

@@ -31,6 +31,11 @@ struct ConsoleReviewTests {
                 .map(\.entry)
             let entry = try #require(entries.first { $0.target == bought.orderID })
             #expect(entry.detail.contains("apple_order_id lookup") && entry.detail.contains("1 orders"), "\(entry.detail)")
+            // A purchase no order holds (no token, no report): Apple's answer leads to its page.
+            let stranger = try rig.buy("apple-stranger", token: nil)
+            #expect(try await browser.get("/console/?q=\(stranger.orderID)").status == 200)
+            #expect(browser.page.contains("id=\"unclaimed-purchase-link\"")
+                    && browser.page.contains("href=\"/console/apple-transactions/\(stranger.transactionID)\""), "\(browser.page)")
         } catch {
             Issue.record("\(error)")
         }

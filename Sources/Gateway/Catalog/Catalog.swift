@@ -95,8 +95,8 @@ public struct Catalog: Sendable, Hashable {
     public private(set) var products: [CatalogProduct]
     private var index: [String: Int]
     private var appleIndex: [String: Int]
-    /// Every product's entitlement, folded (`Catalog.folded`).
-    private var foldedEntitlements: Set<String>
+    /// Every product's entitlement and id, folded (`Catalog.folded`).
+    private var foldedNames: Set<String>
 
     /// The largest catalog file read (a catalog is a few hundred products, not megabytes).
     public static let maximumFileBytes = 4 * 1024 * 1024
@@ -107,7 +107,7 @@ public struct Catalog: Sendable, Hashable {
         appleIndex = Dictionary(products.enumerated().compactMap { position, product in
             product.appleProductID.map { ($0, position) }
         }, uniquingKeysWith: { first, _ in first })
-        foldedEntitlements = Set(products.map { Self.folded($0.entitlement) })
+        foldedNames = Set(products.flatMap { [Self.folded($0.entitlement), Self.folded($0.id)] })
     }
 
     public static let empty = Catalog(products: [])
@@ -117,14 +117,15 @@ public struct Catalog: Sendable, Hashable {
         index[id].map { products[$0] }
     }
 
-    /// Whether `name` reads as an entitlement a product (active or not) grants: the same once
+    /// Whether `name` reads as an entitlement a product (active or not) grants, or as a product's
+    /// id (`VIP-MONTH` for `vip-month`): the same once
     /// case, compatibility forms (full-width letters), marks (`vİp`, `víp`), characters that show
     /// as nothing and surrounding whitespace are set aside, as an app comparing loosely (or a
     /// person reading) would read it. A product the catalog does not know must not
     /// be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor does an
     /// order of one grant it (`Entitlements.rule`).
     public func grantsLike(_ name: String) -> Bool {
-        foldedEntitlements.contains(Self.folded(name))
+        foldedNames.contains(Self.folded(name))
     }
 
     /// `name` in the form `grantsLike` compares.

@@ -6,7 +6,8 @@ extension CreateOrderInput {
     /// A client-token body (the trusted backend). `product_id` naming a catalog product fills a
     /// missing amount or description from it, and an amount other than its price is
     /// `amount_mismatch`; a `product_id` the catalog does not know needs both given, as before,
-    /// and must not read as an entitlement catalog products grant (`vip`, `VIP`, `ｖｉｐ`): a paid
+    /// and must not read as a catalog product or an entitlement catalog products grant (`vip`,
+    /// `VIP`, `VIP-MONTH`): a paid
     /// order of a product the catalog does not know grants its id for ever, so a backend passing a
     /// user's product id through would sell a membership for life at any price.
     init(clientJSON body: [UInt8], catalog: Catalog) throws(APIError) {
@@ -17,8 +18,8 @@ extension CreateOrderInput {
             // Neither the backend nor the catalog said what this costs.
             if object["amount"] == nil || object["description"] == nil { throw .unknownProduct }
             if catalog.grantsLike(productID) {
-                throw .invalid("product_id", "product_id is not a catalog product but an entitlement catalog products "
-                               + "grant: order one of those products")
+                throw .invalid("product_id", "product_id is not a catalog product but reads as one, or as an entitlement "
+                               + "catalog products grant: order the catalog's product")
             }
         }
         try self.init(members: object, product: product)

@@ -37,7 +37,9 @@ extension IAPService {
     /// gateway never saw goes through the usual credit (its token names its order; else its
     /// ledger row waits for its user): a customer quoting an invoice is how a lost one is found.
     /// Returns nil for an order id Apple does not know (status 1).
-    public func lookup(appleOrderID: String) async throws(APIError) -> (orders: [OrderRecord], ledger: [[UInt8]])? {
+    public func lookup(appleOrderID: String) async throws(APIError)
+        -> (orders: [OrderRecord], ledger: [[UInt8]], unclaimed: [String])?
+    {
         guard (6...64).contains(appleOrderID.utf8.count),
               appleOrderID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
             throw .invalid("apple_order_id", "an Apple order id is 6 to 64 capital letters and digits, as on the receipt e-mail")
@@ -52,6 +54,8 @@ extension IAPService {
         guard answer.isValid else { return nil }
         var orders: [OrderRecord] = []
         var ledger: [[UInt8]] = []
+        // The transactions no order holds yet (their page is where support assigns them).
+        var unclaimed: [String] = []
         for signed in answer.signedTransactions {
             let transaction: AppStoreTransaction
             do {
@@ -72,8 +76,10 @@ extension IAPService {
             let found = try await lookup(appleTransactionID: transaction.transactionID, originalTransactionID: nil)
             orders += found.orders.filter { order in !orders.contains { $0.outTradeNo == order.outTradeNo } }
             ledger += found.ledger
+            let row = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(transaction.transactionID) })
+            if let row, row.outTradeNo == nil { unclaimed.append(row.transactionID) }
         }
-        return (orders, ledger)
+        return (orders, ledger, unclaimed)
     }
 
     /// A ledger row as the support lookup shows it (keys sorted).

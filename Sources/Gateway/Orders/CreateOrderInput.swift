@@ -74,8 +74,11 @@ public struct CreateOrderInput: Sendable, Hashable {
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
         userID = try UserID.member(of: object, required: false)
         productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
-        if let productID, HiddenCharacters.occur(in: productID) {
-            throw .invalid("product_id", "product_id must be at most 32 bytes without whitespace, control or invisible characters")
+        // Named as the catalog names products: a paid order of a product the catalog does not
+        // know grants its id for ever, so an id of other scripts (Cyrillic `вip`), invisible or
+        // look-alike characters would sell something that reads as a membership (`Entitlements`).
+        if let productID, !Catalog.isValidID(productID) {
+            throw .invalid("product_id", "product_id must be 1 to 32 of 0-9 A-Z a-z _ . -, as catalog ids are")
         }
         expiresIn = try Self.integer(object, "expires_in", required: false, range: 300...86400) ?? Self.defaultExpiresIn
         (app, openID, redirectURL) = try Self.channel(object)

@@ -62,7 +62,7 @@ public final class SupportDesk: OrderFlow {
             guard let iap else { throw .invalid(nil, "App Store purchases are off (APPSTORE_BUNDLE_ID is unset)") }
             if let appleOrderID {
                 let found = try await iap.lookup(appleOrderID: appleOrderID)
-                (orders, ledger) = found ?? ([], [])
+                (orders, ledger) = (found?.orders ?? [], found?.ledger ?? [])
                 var writer = JSONObjectWriter(capacity: 64)
                 writer.string("order_id", appleOrderID)
                 writer.string("status", found == nil ? "invalid" : "valid")
