@@ -116,6 +116,8 @@ extension Console {
         case "api_version_not_configured": text.apiVersionNotConfigured
         case "order_not_found": text.noSuchOrder
         case "outbox_event_not_dead": text.redeliverNotDead
+        case "order_not_assignable": text.assignRefused
+        case "no_attention_flag": text.noAttentionFlag
         default: error.message
         }
     }

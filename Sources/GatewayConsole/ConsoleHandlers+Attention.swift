@@ -62,8 +62,10 @@ extension Console {
             } catch {
                 await self.recordAfterAction(exchange, action: "assign_transaction", outTradeNo: outTradeNo.isEmpty ? nil : outTradeNo,
                                              target: id, outcome: error.code, detail: "reason: \(reason)")
-                let message = error.field == "reason" ? exchange.text.supportReasonInvalid : error.message
-                return try await self.renderPurchase(exchange, id, notice: ConsoleNotice(kind: .error, text: message),
+                let message = error.field == "reason" ? exchange.text.supportReasonInvalid : Self.refusal(error, exchange.text)
+                // Why it cannot be assigned is the API's own sentence, shown under the page's words.
+                let detail = error.code == "order_not_assignable" ? error.message : nil
+                return try await self.renderPurchase(exchange, id, notice: ConsoleNotice(kind: .error, text: message, detail: detail),
                                                      status: error.status, audited: nil, outTradeNo: outTradeNo, reason: reason)
             }
         }
@@ -86,7 +88,7 @@ extension Console {
             } catch {
                 await self.recordAfterAction(exchange, action: "attention_handled", outTradeNo: outTradeNo, outcome: error.code,
                                              detail: "reason: \(reason)")
-                let message = error.field == "reason" ? exchange.text.supportReasonInvalid : error.message
+                let message = error.field == "reason" ? exchange.text.supportReasonInvalid : Self.refusal(error, exchange.text)
                 return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: message),
                                                   status: error.status, audited: nil, handleReason: reason)
             }

@@ -406,6 +406,8 @@ struct ConsoleText: Sendable {
           "The WeChat Pay API version this order was made with has no keys configured, so no refund can be sent now.")
     }
     var noSuchOrder: String { t("没有这个订单。", "There is no such order.") }
+    var assignRefused: String { t("这笔购买不能分配给这个订单，原因如下（英文）：", "The purchase cannot be assigned to this order:") }
+    var noAttentionFlag: String { t("这个订单没有需要处理的标记（可能已被处理）。", "The order carries no flag needing attention (handled already?).") }
     var redeliverNotDead: String {
         t("只有已放弃投递（dead）的事件可以重新投递；这个事件还在投递中或已送达。",
           "Only an event whose delivery was given up (dead) can be delivered again; this one is pending or delivered.")

@@ -260,6 +260,9 @@ struct UnclaimedPurchaseTests {
             // Without a reason: refused, the form shown again with what was typed.
             let noReason = try await rita.post(purchase + "/assign", [("out_trade_no", order), ("reason", " ")])
             #expect(noReason.status == 400 && rita.page.contains("Give a reason") && rita.field("out_trade_no") == order)
+            // A refusal in the page's words, not the API's English sentence.
+            let noOrder = try await rita.post(purchase + "/assign", [("out_trade_no", "no-such-order-2"), ("reason", "r")])
+            #expect(noOrder.status == 404 && rita.page.contains("There is no such order.") && !rita.page.contains("no order with that"))
             #expect(try await rig.order(order)?.state == .notPay)
             let done = try await rita.post(purchase + "/assign", [("out_trade_no", order), ("reason", "receipt e-mail MV777 matches")])
             #expect(done.status == 303, "\(rita.page)")
