@@ -20,7 +20,7 @@ extension Console {
                 return ConsoleHTTP.redirect(path + HTML.query([("recheck", result.request.map { String($0.id) } ?? "0")]))
             } catch {
                 await self.recordAfterAction(exchange, action: "recheck", outTradeNo: outTradeNo, outcome: error.code)
-                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: error.message),
+                return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: Self.refusal(error, exchange.text)),
                                                   status: error.status, audited: nil)
             }
         }
@@ -105,8 +105,9 @@ extension Console {
         }
     }
 
-    /// A refusal of the refund or outbox flows in the page's language and in yuan (the API's own
-    /// words are English and in fen): `left` is what is left to refund, in fen, when known.
+    /// A refusal of the order, refund, outbox or support flows in the page's language and in yuan
+    /// (the API's own words are English and in fen); another is the API's message as it is. `left`
+    /// is what is left to refund, in fen, when known.
     static func refusal(_ error: APIError, _ text: ConsoleText, left: Int? = nil, maximumRefunds: Int = 0) -> String {
         switch error.code {
         case "refund_exceeds_paid": text.refundExceeds(left: left.map(ConsoleFormat.yuan))

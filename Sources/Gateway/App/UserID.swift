@@ -24,9 +24,9 @@ enum UserID {
 /// The characters an id must not hold because a reader cannot see them: controls (C0, DEL, C1),
 /// format characters (bidirectional overrides such as U+202E, zero-width characters), line and
 /// paragraph separators, every Default_Ignorable code point (U+00AD SOFT HYPHEN, U+3164 HANGUL
-/// FILLER, variation selectors, U+034F, U+17B4…) and every White_Space one. `user_id` and
-/// `product_id` are refused with any of them: `vi\u{200B}p` shows as `vip` in every answer,
-/// log and console page.
+/// FILLER, variation selectors, U+034F, U+17B4…) and every White_Space one. A `user_id` with any
+/// of them is refused (`alice` and `ali\u{200B}ce` must not be two users), and the catalog's
+/// look-alike check sets them aside (`Catalog.grantsLike`).
 enum HiddenCharacters {
     static func occur(in value: String) -> Bool {
         value.unicodeScalars.contains(where: isHidden)

@@ -118,12 +118,11 @@ public struct Catalog: Sendable, Hashable {
     }
 
     /// Whether `name` reads as an entitlement a product (active or not) grants, or as a product's
-    /// id (`VIP-MONTH` for `vip-month`): the same once
-    /// case, compatibility forms (full-width letters), marks (`vİp`, `víp`), characters that show
-    /// as nothing and surrounding whitespace are set aside, as an app comparing loosely (or a
-    /// person reading) would read it. A product the catalog does not know must not
-    /// be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor does an
-    /// order of one grant it (`Entitlements.rule`).
+    /// id (`VIP-MONTH` for `vip-month`): the same once case, compatibility forms (full-width
+    /// letters), marks (`vİp`, `víp`), characters that show as nothing and surrounding whitespace
+    /// are set aside, as an app comparing loosely (or a person reading) would read it. A product
+    /// the catalog does not know must not be named so (its paid order would grant its id for
+    /// ever: `CreateOrderInput`), nor does an order of one grant it (`Entitlements.rule`).
     public func grantsLike(_ name: String) -> Bool {
         foldedNames.contains(Self.folded(name))
     }

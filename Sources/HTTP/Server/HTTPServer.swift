@@ -92,11 +92,11 @@ public actor HTTPServer {
 
     /// Stops gracefully: new connections are refused at once; requests in flight (suspended ones
     /// included) may finish until `deadline`, and their responses close their connections; the
-    /// handlers of requests still waiting then are cancelled and may answer within
-    /// the configuration's `shutdownCancellationWindow` (a refund recorded and sent says
-    /// PROCESSING), and the rest are answered
-    /// 503; then the threads stop and every connection closes. Returns when the server is fully stopped. Calling it again, or
-    /// concurrently, waits for the same shutdown.
+    /// handlers of requests still waiting then are cancelled and may answer within the
+    /// configuration's `shutdownCancellationWindow` (a refund recorded and sent says PROCESSING),
+    /// and the rest are answered 503; then the threads stop and every connection closes. Returns
+    /// when the server is fully stopped. Calling it again, or concurrently, waits for the same
+    /// shutdown.
     public func shutdown(deadline: ContinuousClock.Instant) async {
         switch state {
         case .idle:
