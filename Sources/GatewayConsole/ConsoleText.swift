@@ -402,8 +402,8 @@ struct ConsoleText: Sendable {
         t("微信每笔订单最多退款 \(maximum) 次，已经用完。", "WeChat takes at most \(maximum) refunds per order, and they are used up.")
     }
     var apiVersionNotConfigured: String {
-        t("此订单所用的微信支付 API 版本没有配置密钥，现在无法发起退款。",
-          "The WeChat Pay API version this order was made with has no keys configured, so no refund can be sent now.")
+        t("此订单所用的微信支付 API 版本没有配置密钥，现在无法就它向微信发送任何请求。",
+          "The WeChat Pay API version this order was made with has no keys configured, so nothing about it can be sent to WeChat now.")
     }
     var noSuchOrder: String { t("没有这个订单。", "There is no such order.") }
     var assignRefused: String { t("这笔购买不能分配给这个订单，原因如下（英文）：", "The purchase cannot be assigned to this order:") }
