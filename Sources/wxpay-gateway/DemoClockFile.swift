@@ -9,9 +9,10 @@ import SimulatorKit
 /// up. So every advance writes how far ahead the clock is to a file beside the database
 /// (`GatewayConfiguration.demoClockPath`), and the next start begins that far ahead.
 enum DemoClockFile {
-    /// The furthest ahead a demo's clock is carried: ten years (one `clock/advance` moves at most
-    /// 400 days). A file saying more was not written by the gateway.
-    static let maximumOffset: TimeInterval = 10 * 365 * 86_400
+    /// The furthest ahead a demo's clock is carried: a thousand years, far past any demo (one
+    /// `clock/advance` moves at most 400 days) and far short of a date no store can keep. A file
+    /// saying more was not written by the gateway.
+    static let maximumOffset: TimeInterval = 1_000 * 365 * 86_400
 
     /// What the file at `path` says.
     enum Reading: Equatable {
@@ -23,11 +24,12 @@ enum DemoClockFile {
     }
 
     /// The clock for `reading` of `path`: as far ahead of now as it says (0 when absent or
-    /// unreadable); each advance writes the file again.
-    static func clock(path: String, reading: Reading) -> ScaledClock {
+    /// unreadable); each advance writes the file again, and `failed` hears of a write that did
+    /// not happen (the advance then holds until the next restart only).
+    static func clock(path: String, reading: Reading, failed: @escaping @Sendable () -> Void) -> ScaledClock {
         let offset: TimeInterval = if case .ahead(let seconds) = reading { seconds } else { 0 }
         return ScaledClock(start: Date().addingTimeInterval(offset)) { simulated in
-            write(simulated.timeIntervalSinceNow, to: path)
+            if !write(simulated.timeIntervalSinceNow, to: path) { failed() }
         }
     }
 
@@ -41,10 +43,15 @@ enum DemoClockFile {
     }
 
     /// Writes the offset whole (a temporary file renamed over the old one), so a start never reads
-    /// half of it. A failure only costs the next restart its place in time.
-    static func write(_ offset: TimeInterval, to path: String) {
+    /// half of it; false when it could not (the path is a directory, say).
+    @discardableResult
+    static func write(_ offset: TimeInterval, to path: String) -> Bool {
         let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(String(max(0, offset)).utf8)) else { return }
-        _ = rename(temporary, path)
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(String(max(0, offset)).utf8)) else { return false }
+        guard rename(temporary, path) == 0 else {
+            _ = unlink(temporary)
+            return false
+        }
+        return true
     }
 }

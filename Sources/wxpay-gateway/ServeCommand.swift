@@ -48,13 +48,15 @@ enum ServeCommand {
         var demoClock: ScaledClock?
         if let path = configuration.demoClockPath {
             let reading = DemoClockFile.read(path)
-            demoClock = DemoClockFile.clock(path: path, reading: reading)
+            demoClock = DemoClockFile.clock(path: path, reading: reading) {
+                logger.warning("demo mode's clock was moved but could not be kept for the next start", ["file": path])
+            }
             switch reading {
             case .ahead(let seconds) where seconds >= 1:
                 logger.warning("demo mode's clock carries on ahead of the wall clock, where clock/advance left it",
                                ["seconds_ahead": String(Int(seconds)), "file": path])
             case .unreadable:
-                logger.warning("demo mode's clock file does not hold 0 to \(Int(DemoClockFile.maximumOffset)) seconds; "
+                logger.warning("demo mode's clock file is not a file of 0 to \(Int(DemoClockFile.maximumOffset)) seconds; "
                                + "the clock starts at the wall clock (dates already written ahead of it stay as they are)",
                                ["file": path])
             default:

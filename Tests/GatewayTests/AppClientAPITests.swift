@@ -151,7 +151,10 @@ struct AppClientAPITests {
                      #"vi\ufeffp"#, #"vi\u3164p"#, #"vi\udb40\udc01p"#, #"vi\u202ep"#, #"bundle\u200b9"#,
                      // Other scripts' look-alikes (Cyrillic в, і, р), a blank that shows nothing (U+2800),
                      // a catalog product's id in capitals: ids are named as the catalog names products.
-                     "вip", "vір", #"vi\u2800p"#, "VIP-MONTH", "ｖｉｐ-month", #"vip\u2010month"#] {
+                     "вip", "vір", #"vi\u2800p"#, "VIP-MONTH", "ｖｉｐ-month", #"vip\u2010month"#,
+                     // Punctuation and the digits that pass for letters set aside, or one held whole.
+                     "vip.", "_vip", "v-i-p", "vlp", "v1p", "VIP_MONTH", "vipmonth", "svip", "vip-lifetime", "month-vip",
+                     "swift-1O1", "swift_101", "swift-101-ios"] {
             let entitlement = try await Self.create(
                 rig, GatewayRig.client, #"{"product_id":"\#(name)","amount":1,"description":"x","user_id":"mallory","client_ip":"203.0.113.7"}"#)
             #expect(entitlement.status == 400 && entitlement.error?["code"] as? String == "invalid_request", "\(name)")

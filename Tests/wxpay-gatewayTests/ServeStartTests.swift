@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import StoreTestSupport
+import TestSupport
 import Testing
 
 /// `wxpay-gateway serve` started as an operator starts it: each refusal's exit status and message,
@@ -173,15 +174,23 @@ struct ServeStartTests {
         let appleNow = try #require(apple.json["now"] as? Int, "\(apple.json)")
         #expect(Date(timeIntervalSince1970: Double(appleNow) / 1000).timeIntervalSinceNow > Double(month - 60))
         #expect(await second.stop() == 0)
-        // A file the gateway did not write (beyond ten years, not a number) starts at the wall
-        // clock, said in the log: never a crash, never the year 3 million.
-        for written in ["1e300", "99999999999999", "-86400", "abc"] {
+        // A file the gateway did not write (beyond a thousand years, not a number) starts at the
+        // wall clock, said in the log: never a crash, never the year 3 million.
+        for written in ["1e300", "99999999999999999", "-86400", "abc"] {
             try written.write(toFile: path + ".demo-clock", atomically: true, encoding: .utf8)
             let (third, thirdBase) = try await start()
-            #expect(third.stderr.contains("demo mode's clock file does not hold"), "\(written): \(third.stderr)")
+            #expect(third.stderr.contains("demo mode's clock file is not a file of"), "\(written): \(third.stderr)")
             #expect(abs(try await clock(thirdBase, advance: 0).timeIntervalSinceNow) < 600, "\(written)")
             #expect(await third.stop() == 0)
         }
+        // A clock that cannot be kept (the path is a directory) says so when it is moved.
+        try FileManager.default.removeItem(atPath: path + ".demo-clock")
+        try FileManager.default.createDirectory(atPath: path + ".demo-clock", withIntermediateDirectories: false)
+        let (fourth, fourthBase) = try await start()
+        _ = try await clock(fourthBase, advance: 60)
+        #expect(await eventually(timeout: .seconds(30)) { fourth.stderr.contains("demo mode's clock was moved but could not be kept") },
+                "\(fourth.stderr)")
+        #expect(await fourth.stop() == 0)
     }
 
     @Test("serve logs the schema it makes for a new database and the migrations of an upgrade, and nothing when the schema is current")

@@ -95,8 +95,8 @@ public struct Catalog: Sendable, Hashable {
     public private(set) var products: [CatalogProduct]
     private var index: [String: Int]
     private var appleIndex: [String: Int]
-    /// Every product's entitlement and id, folded (`Catalog.folded`).
-    private var foldedNames: Set<String>
+    /// Every product's entitlement, id and App Store product id, as `Catalog.skeleton` reads them.
+    private var skeletons: Set<String>
 
     /// The largest catalog file read (a catalog is a few hundred products, not megabytes).
     public static let maximumFileBytes = 4 * 1024 * 1024
@@ -107,7 +107,7 @@ public struct Catalog: Sendable, Hashable {
         appleIndex = Dictionary(products.enumerated().compactMap { position, product in
             product.appleProductID.map { ($0, position) }
         }, uniquingKeysWith: { first, _ in first })
-        foldedNames = Set(products.flatMap { [Self.folded($0.entitlement), Self.folded($0.id)] })
+        skeletons = Set(products.flatMap { [$0.entitlement, $0.id] + ($0.appleProductID.map { [$0] } ?? []) }.map(Self.skeleton))
     }
 
     public static let empty = Catalog(products: [])
@@ -117,22 +117,36 @@ public struct Catalog: Sendable, Hashable {
         index[id].map { products[$0] }
     }
 
-    /// Whether `name` reads as an entitlement a product (active or not) grants, or as a product's
-    /// id (`VIP-MONTH` for `vip-month`): the same once case, compatibility forms (full-width
-    /// letters), marks (`vİp`, `víp`), characters that show as nothing and surrounding whitespace
-    /// are set aside, as an app comparing loosely (or a person reading) would read it. A product
-    /// the catalog does not know must not be named so (its paid order would grant its id for
-    /// ever: `CreateOrderInput`), nor does an order of one grant it (`Entitlements.rule`).
+    /// Whether `name` reads as an entitlement a product (active or not) grants, a product's id or
+    /// its App Store product id, the way a person or an app comparing loosely would read it: the
+    /// same letters and digits once case, width, marks, punctuation, characters that show as
+    /// nothing and the digits that pass for letters (`1`, `l` for `i`, `0` for `o`) are set
+    /// aside (`vip.`, `v-i-p`, `VIP_MONTH`, `swift-1O1`), or holding one of them whole (`svip`,
+    /// `vip-lifetime`, `swift-101-ios`; names of three letters or digits or more). A product the
+    /// catalog does not know must not be named so (its paid order would grant its id for ever:
+    /// `CreateOrderInput`), nor does an order of one grant it (`Entitlements.rule`).
     public func grantsLike(_ name: String) -> Bool {
-        foldedNames.contains(Self.folded(name))
+        let candidate = Self.skeleton(name)
+        if skeletons.contains(candidate) { return true }
+        return skeletons.contains { $0.count >= 3 && candidate.contains($0) }
     }
 
-    /// `name` in the form `grantsLike` compares.
-    static func folded(_ name: String) -> String {
+    /// `name` reduced to what `grantsLike` compares: lower-case letters and digits, with `1` and
+    /// `l` read as `i` and `0` as `o`, after compatibility forms, marks and invisible characters.
+    static func skeleton(_ name: String) -> String {
         let visible = String(String.UnicodeScalarView(name.precomposedStringWithCompatibilityMapping.unicodeScalars
             .filter { !HiddenCharacters.isHidden($0) }))
-        return visible.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+        let folded = visible.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
             .precomposedStringWithCompatibilityMapping.lowercased()
+        var out = String.UnicodeScalarView()
+        for scalar in folded.unicodeScalars where scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+            switch scalar {
+            case "1", "l": out.append("i")
+            case "0": out.append("o")
+            default: out.append(scalar)
+            }
+        }
+        return String(out)
     }
 
     /// The product whose App Store product id is `appleProductID`, active or not.

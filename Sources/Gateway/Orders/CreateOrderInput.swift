@@ -73,7 +73,8 @@ public struct CreateOrderInput: Sendable, Hashable {
         outTradeNo = try Self.outTradeNo(object)
         attach = try Self.string(object, "attach", required: false, bytes: 0...127)
         userID = try UserID.member(of: object, required: false)
-        productID = try Self.string(object, "product_id", required: false, bytes: 0...32)
+        // Any length here: the rule below says what a product id is in one message.
+        productID = try Self.string(object, "product_id", required: false, bytes: 0...16 * 1024)
         // Named as the catalog names products: a paid order of a product the catalog does not
         // know grants its id for ever, so an id of other scripts (Cyrillic `вip`), invisible or
         // look-alike characters would sell something that reads as a membership (`Entitlements`).
