@@ -97,6 +97,8 @@ public struct Catalog: Sendable, Hashable {
     private var appleIndex: [String: Int]
     /// Every product's entitlement, id and App Store product id, as `Catalog.skeleton` reads them.
     private var skeletons: Set<String>
+    /// The same names word by word (`Catalog.words`), those of three letters or more.
+    private var nameWords: Set<[String]>
 
     /// The largest catalog file read (a catalog is a few hundred products, not megabytes).
     public static let maximumFileBytes = 4 * 1024 * 1024
@@ -107,7 +109,9 @@ public struct Catalog: Sendable, Hashable {
         appleIndex = Dictionary(products.enumerated().compactMap { position, product in
             product.appleProductID.map { ($0, position) }
         }, uniquingKeysWith: { first, _ in first })
-        skeletons = Set(products.flatMap { [$0.entitlement, $0.id] + ($0.appleProductID.map { [$0] } ?? []) }.map(Self.skeleton))
+        let names = products.flatMap { [$0.entitlement, $0.id] + ($0.appleProductID.map { [$0] } ?? []) }
+        skeletons = Set(names.map(Self.skeleton))
+        nameWords = Set(names.map(Self.words)).filter { $0.joined().count >= 3 }
     }
 
     public static let empty = Catalog(products: [])
@@ -119,35 +123,43 @@ public struct Catalog: Sendable, Hashable {
 
     /// Whether `name` reads as an entitlement a product (active or not) grants, a product's id or
     /// its App Store product id, the way a person or an app comparing loosely would read it: the
-    /// same letters and digits once case, width, marks, punctuation, characters that show as
-    /// nothing and the digits that pass for letters (`1`, `l` for `i`, `0` for `o`) are set
-    /// aside (`vip.`, `v-i-p`, `VIP_MONTH`, `swift-1O1`), or holding one of them whole (`svip`,
-    /// `vip-lifetime`, `swift-101-ios`; names of three letters or digits or more). A product the
-    /// catalog does not know must not be named so (its paid order would grant its id for ever:
-    /// `CreateOrderInput`), nor does an order of one grant it (`Entitlements.rule`).
+    /// same once case, width, marks, punctuation, characters that show as nothing, doubled letters
+    /// and the digits and pairs that pass for letters are set aside (`vip.`, `v-i-p`, `VIP_MONTH`,
+    /// `swift-1O1`, `5vvift-z01`), or holding one of them as whole words between `-`, `_` and `.`
+    /// (`vip-lifetime`, `swift-101-ios`; not `vipassana`, `tv-ipad`). No rule of this kind is
+    /// complete: an app must compare entitlements exactly. A product the catalog does not know
+    /// must not be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor
+    /// does an order of one grant it (`Entitlements.rule`).
     public func grantsLike(_ name: String) -> Bool {
-        let candidate = Self.skeleton(name)
-        if skeletons.contains(candidate) { return true }
-        return skeletons.contains { $0.count >= 3 && candidate.contains($0) }
+        let words = Self.words(name)
+        if skeletons.contains(words.joined()) { return true }
+        return nameWords.contains { catalogName in
+            !catalogName.isEmpty && words.count >= catalogName.count
+                && (0...(words.count - catalogName.count)).contains { Array(words[$0..<$0 + catalogName.count]) == catalogName }
+        }
     }
 
-    /// `name` reduced to what `grantsLike` compares: lower-case letters and digits, with `1` and
-    /// `l` read as `i` and `0` as `o`, after compatibility forms, marks and invisible characters.
-    static func skeleton(_ name: String) -> String {
+    /// `name` as `grantsLike` reads it, word by word (words between `-`, `_`, `.` and spaces):
+    /// lower-case letters and digits after compatibility forms, marks and invisible characters;
+    /// digits read as the letters they pass for (`0` o, `1` i, `2` z, `3` e, `4` a, `5` s, `7` t,
+    /// `8` b, `9` g), `l` as `i`, `vv` as `w`, `rn` as `m`, and a letter doubled as one.
+    static func words(_ name: String) -> [String] {
         let visible = String(String.UnicodeScalarView(name.precomposedStringWithCompatibilityMapping.unicodeScalars
             .filter { !HiddenCharacters.isHidden($0) }))
         let folded = visible.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
             .precomposedStringWithCompatibilityMapping.lowercased()
-        var out = String.UnicodeScalarView()
-        for scalar in folded.unicodeScalars where scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
-            switch scalar {
-            case "1", "l": out.append("i")
-            case "0": out.append("o")
-            default: out.append(scalar)
-            }
+        let lookAlikes: [Character: Character] = ["0": "o", "1": "i", "l": "i", "2": "z", "3": "e", "4": "a", "5": "s",
+                                                  "7": "t", "8": "b", "9": "g"]
+        return folded.split { !($0.isLetter || $0.isNumber) }.map { word in
+            var text = String(word.map { lookAlikes[$0] ?? $0 })
+            text = text.replacingOccurrences(of: "vv", with: "w").replacingOccurrences(of: "rn", with: "m")
+            var collapsed = ""
+            for character in text where character != collapsed.last { collapsed.append(character) }
+            return collapsed
         }
-        return String(out)
     }
+
+    static func skeleton(_ name: String) -> String { words(name).joined() }
 
     /// The product whose App Store product id is `appleProductID`, active or not.
     public func product(appleProductID: String) -> CatalogProduct? {
