@@ -297,17 +297,9 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
 
     /// The result of `operation` for `key`, run now or joined if already running.
     public func run(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> Value {
-        let task = inFlight.withLock { inFlight -> Task<Value, Never> in
-            if let running = inFlight[key] { return running }
-            let task = Task { await operation() }
-            inFlight[key] = task
-            return task
-        }
+        let task = joinOrStart(key, operation)
         let value = await task.value
-        inFlight.withLock { inFlight in
-            // Only the task that is still registered is removed (a later one may have replaced it).
-            if inFlight[key] == task { inFlight.removeValue(forKey: key) }
-        }
+        finished(key, task)
         return value
     }
 
@@ -315,12 +307,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
     /// operation goes on for whoever else waits on it (a refund's send is not cut short because
     /// the request that started it is being answered before a shutdown).
     public func runUnlessCancelled(_ key: Key, _ operation: @escaping @Sendable () async -> Value) async -> Value? {
-        let task = inFlight.withLock { inFlight -> Task<Value, Never> in
-            if let running = inFlight[key] { return running }
-            let task = Task { await operation() }
-            inFlight[key] = task
-            return task
-        }
+        let task = joinOrStart(key, operation)
         let waiter = Mutex<CheckedContinuation<Value?, Never>?>(nil)
         let answer: @Sendable (Value?) -> Void = { value in waiter.withLock { $0.take() }?.resume(returning: value) }
         return await withTaskCancellationHandler {
@@ -328,9 +315,7 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
                 waiter.withLock { $0 = continuation }
                 Task {
                     let value = await task.value
-                    self.inFlight.withLock { inFlight in
-                        if inFlight[key] == task { inFlight.removeValue(forKey: key) }
-                    }
+                    self.finished(key, task)
                     answer(value)
                 }
                 // A cancellation that came before the continuation was stored found nothing to resume.
@@ -338,6 +323,24 @@ public final class SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Send
             }
         } onCancel: {
             answer(nil)
+        }
+    }
+
+    /// The task running `key`'s operation, started now unless one already is.
+    private func joinOrStart(_ key: Key, _ operation: @escaping @Sendable () async -> Value) -> Task<Value, Never> {
+        inFlight.withLock { inFlight in
+            if let running = inFlight[key] { return running }
+            let task = Task { await operation() }
+            inFlight[key] = task
+            return task
+        }
+    }
+
+    /// Forgets `task` once it is done: only the task still registered (a later one may have
+    /// replaced it).
+    private func finished(_ key: Key, _ task: Task<Value, Never>) {
+        inFlight.withLock { inFlight in
+            if inFlight[key] == task { inFlight.removeValue(forKey: key) }
         }
     }
 
