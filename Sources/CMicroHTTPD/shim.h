@@ -37,9 +37,14 @@ static inline int wxpay_mhd_supports_tls(void) {
 /// Internal polling threads on epoll (a pool of them when MHD_OPTION_THREAD_POOL_SIZE > 1), with
 /// suspend/resume (which implies MHD_USE_ITC, the inter-thread channel that wakes a worker when
 /// another thread resumes one of its connections), optionally TLS. No MHD_USE_ERROR_LOG: library
-/// messages would go to stderr unfiltered and may quote client input.
+/// messages would go to stderr unfiltered and may quote client input. No listening socket either:
+/// the server accepts on a thread of its own and hands each connection over with
+/// MHD_add_connection, because libmicrohttpd 0.9.75's MHD_quiesce_daemon races its epoll workers
+/// for the listening socket and aborts the process when it loses (daemon.c, "Failed to remove
+/// listen FD from epoll set").
 static inline unsigned int wxpay_mhd_server_flags(bool tls) {
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC
+        | MHD_USE_NO_LISTEN_SOCKET;
     if (tls) flags |= MHD_USE_TLS;
     return flags;
 }

@@ -256,6 +256,37 @@ import Testing
         }
     }
 
+    /// The accepting thread hands connections to the polling threads; libmicrohttpd (0.9.75)
+    /// hangs a polling thread for good when a handed-over connection finds it at its limit, so
+    /// the limit is kept before the hand-over, exactly, even for a burst.
+    @Test func aBurstFarPastTheConnectionLimitIsHeldBackAndTheServerServesOnceItIsGone() async throws {
+        var router = HTTPRouter()
+        router.addImmediate(.get, "/now") { _ in .text("now") }
+        let configuration = HTTPServerConfiguration(threadPoolSize: 2, connectionLimit: 4, connectionTimeout: .seconds(600),
+                                                    requestTimeout: .seconds(600))
+        try await withServer(router, configuration) { _, address in
+            let burst = try await offPool {
+                try (0..<64).map { _ in
+                    let connection = try RawConnection(to: address)
+                    _ = connection.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+                    return connection
+                }
+            }
+            // The first is accepted first; served over keep-alive, it stays open and holds a slot.
+            let first = try await offPool { try burst[0].readResponse() }
+            #expect(first.text == "now")
+            for connection in burst { shutdown(connection.fd, Int32(SHUT_RDWR)) }
+            for round in 0..<8 {
+                var served = false
+                for _ in 0..<100 where !served {
+                    served = (try? await rawRequest(address, "GET /now HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))?.text == "now"
+                    if !served { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(served, "request \(round) after the burst")
+            }
+        }
+    }
+
     @Test("Past the per-address limit a further connection from that address is closed at once, and a freed slot serves again")
     func connectionsPerAddressAreLimited() async throws {
         var router = HTTPRouter()

@@ -3,8 +3,9 @@ import CMicroHTTPD
 import Foundation
 import Glibc
 
-/// An HTTP/1.1 server on libmicrohttpd: a pool of epoll polling threads (two by default), routed
-/// handlers, and async handlers that wait without holding a thread.
+/// An HTTP/1.1 server on libmicrohttpd: a thread that accepts connections (`HTTPAcceptLoop`), a
+/// pool of epoll polling threads that serve them (two by default), routed handlers, and async
+/// handlers that wait without holding a thread.
 ///
 /// ```swift
 /// var router = HTTPRouter()
@@ -105,7 +106,7 @@ public actor HTTPServer {
             return
         case .stopping(let task):
             await task.value
-        case .running(var daemon, _, let sweep):
+        case .running(let daemon, _, let sweep):
             let core = self.core
             // Decided now: on a loaded machine the drain may start after a short deadline passed.
             let graceGiven = deadline > .now

@@ -21,6 +21,14 @@ final class HTTPServerCore: Sendable {
     private let inFlight = Atomic<Int>(0)
     /// Connections suspended and not yet resumed: `MHD_stop_daemon` must never see one.
     private let suspended = Atomic<Int>(0)
+    /// Connections handed to libmicrohttpd (`HTTPAcceptLoop`) and not yet reported closed: what
+    /// the connection limit holds. Counted here because libmicrohttpd's own count lags a
+    /// hand-over, and a handed-over connection that finds its polling thread at libmicrohttpd's
+    /// limit leaves that thread's mutex locked (0.9.75), hanging the thread for good: so
+    /// libmicrohttpd's limit is set out of reach and this one is kept exactly. A connection
+    /// libmicrohttpd drops for want of memory before serving it is never reported and stays
+    /// counted.
+    private let openConnections = Atomic<Int>(0)
     /// Set when shutdown starts: responses then carry `Connection: close`.
     private let draining = Atomic<Bool>(false)
     private let waiting = Mutex(WaitingExchanges())
@@ -299,6 +307,16 @@ final class HTTPServerCore: Sendable {
             deliver(.serviceUnavailable, to: exchange, cancellingHandler: true)
         }
     }
+
+    // MARK: - Connections (HTTPAcceptLoop and libmicrohttpd's connection callback)
+
+    var openConnectionCount: Int { openConnections.load(ordering: .relaxed) }
+
+    /// Counted before the hand-over, so a connection served and closed at once never leaves the
+    /// count below what is open; `refused` takes it back when libmicrohttpd would not have it.
+    func connectionHandedOver() { openConnections.add(1, ordering: .relaxed) }
+    func connectionRefused() { openConnections.subtract(1, ordering: .relaxed) }
+    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
 
     var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
     var suspendedConnections: Int { suspended.load(ordering: .relaxed) }

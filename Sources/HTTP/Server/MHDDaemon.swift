@@ -6,12 +6,13 @@ import Glibc
 /// `HTTPServer` actor owns it and is the only caller of `quiesce` and `stop`.
 struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HTTPServer actor
     private let daemon: OpaquePointer
-    private var listenFD: Int32?
+    private let accepting: HTTPAcceptLoop
     private let core: Unmanaged<HTTPServerCore>
     /// PEM strings handed to libmicrohttpd by pointer; freed after the daemon stops.
     private let borrowed: [UnsafeMutablePointer<CChar>]
 
-    /// Starts polling threads on an already listening socket.
+    /// Starts polling threads, and a thread accepting connections on an already listening socket,
+    /// which it owns from then on; if this throws, the caller still owns the socket.
     static func start(core: HTTPServerCore, listenFD: Int32) throws(HTTPServerError) -> MHDDaemon {
         let configuration = core.configuration
         var borrowed: [UnsafeMutablePointer<CChar>] = []
@@ -23,12 +24,12 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
 
         let retained = Unmanaged.passRetained(core)
         var options: [MHD_OptionItem] = [
-            wxpay_mhd_option_value(.LISTEN_SOCKET, Int(listenFD)),
             wxpay_mhd_option_value(.THREAD_POOL_SIZE, configuration.threadPoolSize),
-            wxpay_mhd_option_value(.CONNECTION_LIMIT, configuration.connectionLimit),
+            // Every polling thread may hold the whole limit: the accepting thread keeps the
+            // limit itself (HTTPServerCore.openConnections says why).
+            wxpay_mhd_option_value(.CONNECTION_LIMIT, configuration.connectionLimit * configuration.threadPoolSize),
             wxpay_mhd_option_value(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             wxpay_mhd_option_value(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
-            wxpay_mhd_option_value(.LISTEN_BACKLOG_SIZE, configuration.listenBacklog),
             // Reject requests that bend HTTP/1.1 (bare LF, missing Host, spaces in names): the
             // ambiguity request smuggling relies on.
             wxpay_mhd_option_value(.STRICT_FOR_CLIENT, 1),
@@ -62,25 +63,47 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
             borrowed.forEach { free($0) }
             throw .startFailed
         }
-        return MHDDaemon(daemon: daemon, listenFD: listenFD, core: retained, borrowed: borrowed)
+        let accepting: HTTPAcceptLoop
+        do {
+            let handle = DaemonHandle(daemon)
+            accepting = try HTTPAcceptLoop.start(
+                listenFD: listenFD, connectionLimit: configuration.connectionLimit,
+                openConnections: { core.openConnectionCount },
+                handOver: { fd, address, length in
+                    // libmicrohttpd makes the socket non-blocking, and closes it itself when it
+                    // refuses it (the per-address limit).
+                    core.connectionHandedOver()
+                    if MHD_add_connection(handle.daemon, fd, address, length) != .YES { core.connectionRefused() }
+                })
+        } catch {
+            MHD_stop_daemon(daemon)
+            retained.release()
+            borrowed.forEach { free($0) }
+            throw error
+        }
+        return MHDDaemon(daemon: daemon, accepting: accepting, core: retained, borrowed: borrowed)
     }
 
-    /// Stops accepting: the listening socket is taken back from libmicrohttpd and closed, so new
-    /// connections are refused while open ones carry on.
-    mutating func quiesce() {
-        guard let fd = listenFD else { return }
-        listenFD = nil
-        let returned = MHD_quiesce_daemon(daemon)
-        // On failure libmicrohttpd keeps the socket and closes it in MHD_stop_daemon.
-        if returned >= 0 { close(returned) } else { listenFD = fd }
+    /// Stops accepting: the listening socket is closed, so new connections are refused while
+    /// open ones carry on.
+    func quiesce() {
+        accepting.stop()
     }
 
-    /// Stops the polling threads and closes every connection; blocks until the threads are joined.
-    /// Call only when no connection is suspended without a resume (libmicrohttpd aborts otherwise).
+    /// Stops accepting, then the polling threads, and closes every connection; blocks until the
+    /// threads are joined. Call only when no connection is suspended without a resume
+    /// (libmicrohttpd aborts otherwise).
     func stop() {
+        accepting.stop()
         MHD_stop_daemon(daemon)
         core.release()
         borrowed.forEach { free($0) }
+    }
+
+    /// The daemon for the accepting thread, which hands connections to it until `stop`.
+    private struct DaemonHandle: @unchecked Sendable {  // libmicrohttpd's calls used are thread-safe
+        let daemon: OpaquePointer
+        init(_ daemon: OpaquePointer) { self.daemon = daemon }
     }
 
     // MARK: - C callbacks
@@ -106,11 +129,13 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
 
     private static let connectionCallback: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
         guard let cls, let connection, let socketContext else { return }
-        let deadlines = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue().deadlines
+        let core = Unmanaged<HTTPServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let deadlines = core.deadlines
         switch code {
         case .CONNECTION_NOTIFY_STARTED:
             socketContext.pointee = deadlines.connectionStarted(connection)
         case .CONNECTION_NOTIFY_CLOSED:
+            core.connectionClosed()
             if let context = socketContext.pointee {
                 socketContext.pointee = nil
                 deadlines.connectionClosed(context)
