@@ -142,7 +142,7 @@ import Testing
         gate.open()
     }
 
-    @Test func requestsWhoseHandlersDoNotAnswerOnceCancelledGet503() async throws {
+    @Test func requestsWhoseHandlersDoNotAnswerOnceCancelledGetTheRoutersShutdownAnswer() async throws {
         let cancelled = Atomic<Int>(0)
         // Deaf to cancellation: the handlers go on only when the test lets them, after the 503s.
         let held = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -152,6 +152,8 @@ import Testing
             if Task.isCancelled { cancelled.add(1, ordering: .relaxed) }
             return .text("too late")
         }
+        // The router's owner chooses the words (the gateway's API answers JSON).
+        router.refusals.shuttingDown = .json(#"{"error":"stopping"}"#, status: 503)
         var configuration = HTTPServerConfiguration()
         configuration.shutdownCancellationWindow = .milliseconds(200)
         let server = HTTPServer(router: router, configuration: configuration)
@@ -164,6 +166,7 @@ import Testing
         for request in waiting {
             let response = try await request.value
             #expect(response.status == 503)
+            #expect(response.text == #"{"error":"stopping"}"#)
         }
         // A handler may start waiting only now, on a loaded machine: let each go as it comes.
         #expect(await eventually {

@@ -94,6 +94,13 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     static let databaseUnavailable = APIError(
         status: 503, code: "database_unavailable",
         message: "the gateway's database cannot be reached; retrying the same request is safe", retryAfter: 1)
+    /// A shutdown's grace period ended before the request's answer was ready. Whatever the
+    /// request did is kept as if it had been answered (a create recorded, a refund sent), so the
+    /// same request repeated is answered from the record, as every repeat is.
+    static let shuttingDown = APIError(
+        status: 503, code: "shutting_down",
+        message: "the gateway is shutting down and this request was not answered in time; what it did is kept, and repeating the same request (the same out_trade_no or out_refund_no) is safe, here after the restart or on another instance",
+        retryAfter: 1)
     public static let internalError = APIError(status: 500, code: "internal_error", message: "the gateway failed; retrying is safe")
 
     /// The JSON body, keys sorted (`JSONObjectWriter`: T5's hostile bodies are refused by the

@@ -240,7 +240,8 @@ public struct GatewayAPI: Sendable {
         methodNotAllowed: error(APIError(status: 405, code: "method_not_allowed",
                                          message: "the route does not take this method; Allow lists those it takes")),
         malformed: error(APIError(status: 400, code: "invalid_request",
-                                  message: "the path or query is not percent-encoded UTF-8, or holds a NUL")))
+                                  message: "the path or query is not percent-encoded UTF-8, or holds a NUL")),
+        shuttingDown: error(.shuttingDown))
 
     static func json(_ body: [UInt8], status: Int = 200) -> HTTPServerResponse {
         HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"], body: body)

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 
-/// How routing's own refusals are answered, before any handler runs: no route has the path (404),
-/// none takes the method (405, with `Allow` added), or the path or query is not valid
-/// percent-encoded UTF-8 or holds a NUL (400). Plain text unless the router's owner sets its own:
-/// an API whose every other error is JSON answers these as JSON too.
+/// How the server's own refusals are answered, where no handler does: routing found no route for
+/// the path (404), none that takes the method (405, with `Allow` added), or a path or query that
+/// is not valid percent-encoded UTF-8 or holds a NUL (400); and a shutdown answers the requests
+/// whose handlers did not finish in time (503, `shuttingDown`). Plain text unless the router's
+/// owner sets its own: an API whose every other error is JSON answers these as JSON too.
 public struct HTTPRoutingRefusals: Sendable {
     public var notFound: HTTPServerResponse
     public var methodNotAllowed: HTTPServerResponse
     public var malformed: HTTPServerResponse
+    public var shuttingDown: HTTPServerResponse
 
-    public init(notFound: HTTPServerResponse, methodNotAllowed: HTTPServerResponse, malformed: HTTPServerResponse) {
+    public init(notFound: HTTPServerResponse, methodNotAllowed: HTTPServerResponse, malformed: HTTPServerResponse,
+                shuttingDown: HTTPServerResponse = .serviceUnavailable) {
         self.notFound = notFound
         self.methodNotAllowed = methodNotAllowed
         self.malformed = malformed
+        self.shuttingDown = shuttingDown
     }
 
     /// The server's own short plain-text answers.

@@ -236,7 +236,7 @@ final class HTTPServerCore: Sendable {
         guard accepted else {
             // Shutdown already answered everyone waiting; resuming from inside the access handler
             // is allowed, libmicrohttpd picks it up once this call returns.
-            deliver(.serviceUnavailable, to: exchange)
+            deliver(router.refusals.shuttingDown, to: exchange)
             return .YES
         }
         switch exchange.route.handler {
@@ -304,7 +304,7 @@ final class HTTPServerCore: Sendable {
             return Array(waiting.exchanges.values)
         }
         for exchange in exchanges {
-            deliver(.serviceUnavailable, to: exchange, cancellingHandler: true)
+            deliver(router.refusals.shuttingDown, to: exchange, cancellingHandler: true)
         }
     }
 

@@ -52,7 +52,7 @@ public struct HTTPServerResponse: Sendable, Hashable {
     static let payloadTooLarge = plain(status: 413, "payload too large")
     static let forbiddenWithoutClientCertificate = plain(status: 403, "client certificate required")
     static let internalServerError = plain(status: 500, "internal server error")
-    static let serviceUnavailable = plain(status: 503, "shutting down")
+    public static let serviceUnavailable = plain(status: 503, "shutting down")
 
     static let methodNotAllowed = plain(status: 405, "method not allowed")
 }
