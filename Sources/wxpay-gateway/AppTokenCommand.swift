@@ -11,7 +11,8 @@ enum AppTokenCommand {
         usage: wxpay-gateway app-token --sub USER [--ttl SECONDS] [--apps NAME,…] [--secret-file FILE]
           --sub USER          the app user's id (1 to 64 bytes, no whitespace, control or invisible characters), the token's sub
           --ttl SECONDS       how long the token is valid, 1 to 86400 (default 3600)
-          --apps NAME,…       the only apps (names in WXPAY_APPS) it may create orders through;
+          --apps NAME,…       the only apps (names in WXPAY_APPS) it may create orders through,
+                              checked against WXPAY_APPS (or WXPAY_APP_ID's app, app) when set;
                               default: every app (no apps claim)
           --secret-file FILE  the HS256 secret (at least 32 bytes; a trailing newline is ignored);
                               default: the first of GATEWAY_APP_TOKEN_SECRETS
@@ -44,6 +45,14 @@ enum AppTokenCommand {
             default: return fail("unknown argument \(argument.prefix(40))")
             }
         }
+        let environment = Environment(ProcessInfo.processInfo.environment)
+        // A name the gateway does not have makes a token that can never create anything.
+        if let apps, let known = GatewayConfiguration.configuredAppNames(environment) {
+            let unknown = apps.filter { !known.contains($0) }
+            guard unknown.isEmpty else {
+                return fail("--apps names \(unknown.joined(separator: ", ")), not an app of this gateway (its apps: \(known.joined(separator: ", ")))")
+            }
+        }
         guard let subject else { return fail("--sub USER (\(AppTokenVerifier.subjectRule)) is required") }
         guard AppTokenVerifier.isValidSubject(subject) else {
             return fail("--sub must be a user id: \(AppTokenVerifier.subjectRule)")
@@ -55,7 +64,7 @@ enum AppTokenCommand {
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
             secret = text
         } else {
-            let secrets = Environment(ProcessInfo.processInfo.environment).get("GATEWAY_APP_TOKEN_SECRETS") ?? ""
+            let secrets = environment.get("GATEWAY_APP_TOKEN_SECRETS") ?? ""
             guard let first = secrets.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
                 .first(where: { !$0.isEmpty })
             else {

@@ -130,6 +130,12 @@ struct ServedAppTests {
             (["app-token", "--sub", "u"], ["GATEWAY_APP_TOKEN_SECRETS": "too-short"], "at least 32 bytes"),
             (["app-token"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--sub"),
             (["app-token", "--sub", "u", "--ttl", "86401"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--ttl"),
+            // A name the configured gateway does not have would mint a token that creates nothing.
+            (["app-token", "--sub", "u", "--apps", "android,wbe"],
+             ["GATEWAY_APP_TOKEN_SECRETS": secret, "WXPAY_APPS": "android=wx1111111111111111:app,web=wx4444444444444444:native"],
+             "--apps names wbe, not an app of this gateway (its apps: android, web)"),
+            (["app-token", "--sub", "u", "--apps", "web"], ["GATEWAY_APP_TOKEN_SECRETS": secret, "WXPAY_APP_ID": "wx1111111111111111"],
+             "--apps names web, not an app of this gateway (its apps: app)"),
         ] {
             let refused = try await ServedGateway.run(arguments, environment: environment)
             #expect(refused.status == 64, "\(arguments)")

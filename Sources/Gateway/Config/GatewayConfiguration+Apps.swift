@@ -261,6 +261,18 @@ extension GatewayConfiguration {
         return problems
     }
 
+    /// The names of the apps a gateway started with `environment` serves, for a tool that checks
+    /// a name against them (`app-token --apps`): WXPAY_APPS's, or `app` for WXPAY_APP_ID's one
+    /// app. Nil when neither is set (the tool runs away from the gateway's configuration) or
+    /// WXPAY_APPS cannot be read (the gateway would not start with it either).
+    public static func configuredAppNames(_ environment: Environment) -> [String]? {
+        if let listed = environment.get("WXPAY_APPS") {
+            let (apps, problems) = readApps(listed)
+            return problems.isEmpty ? apps.map(\.name) : nil
+        }
+        return environment.get("WXPAY_APP_ID") != nil ? ["app"] : nil
+    }
+
     /// `name=appid:kind` entries: names of lower-case letters, digits, `-` and `_` (at most 32),
     /// app ids of letters and digits; a name or app id given twice, or an unknown kind, refused.
     /// Problems name the entry by its position and name, and say what is wrong with it.
