@@ -26,8 +26,10 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
         var options: [MHD_OptionItem] = [
             wxpay_mhd_option_value(.THREAD_POOL_SIZE, configuration.threadPoolSize),
             // Every polling thread may hold the whole limit: the accepting thread keeps the
-            // limit itself (HTTPServerCore.openConnections says why).
-            wxpay_mhd_option_value(.CONNECTION_LIMIT, configuration.connectionLimit * configuration.threadPoolSize),
+            // limit itself (HTTPServerCore.openConnections says why). libmicrohttpd's is an
+            // unsigned int.
+            wxpay_mhd_option_value(.CONNECTION_LIMIT, min(configuration.connectionLimit, Int(Int32.max) / configuration.threadPoolSize)
+                                       * configuration.threadPoolSize),
             wxpay_mhd_option_value(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             wxpay_mhd_option_value(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
             // Reject requests that bend HTTP/1.1 (bare LF, missing Host, spaces in names): the
