@@ -38,6 +38,9 @@ enum AppTokenCommand {
                 guard (1...AppTokenVerifier.maximumApps).contains(names.count), names.allSatisfy(GatewayConfiguration.isAppName) else {
                     return fail("--apps must be 1 to \(AppTokenVerifier.maximumApps) app names (lower-case letters, digits, - and _), comma-separated")
                 }
+                guard apps == nil, Set(names).count == names.count else {
+                    return fail("--apps is given once, each app named once")
+                }
                 apps = names
             case "--help", "-h":
                 print(usage)
@@ -47,10 +50,17 @@ enum AppTokenCommand {
         }
         let environment = Environment(ProcessInfo.processInfo.environment)
         // A name the gateway does not have makes a token that can never create anything.
-        if let apps, let known = GatewayConfiguration.configuredAppNames(environment) {
-            let unknown = apps.filter { !known.contains($0) }
-            guard unknown.isEmpty else {
-                return fail("--apps names \(unknown.joined(separator: ", ")), not an app of this gateway (its apps: \(known.joined(separator: ", ")))")
+        if let apps {
+            switch GatewayConfiguration.configuredAppNames(environment) {
+            case .failure(let error)?:
+                return fail("--apps cannot be checked: the gateway would refuse this WXPAY_APPS (\(error))")
+            case .success(let known)?:
+                let unknown = apps.filter { !known.contains($0) }
+                guard unknown.isEmpty else {
+                    return fail("--apps names \(unknown.joined(separator: ", ")), not an app of this gateway (its apps: \(known.joined(separator: ", ")))")
+                }
+            case nil:
+                break
             }
         }
         guard let subject else { return fail("--sub USER (\(AppTokenVerifier.subjectRule)) is required") }

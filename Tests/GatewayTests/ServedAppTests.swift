@@ -136,6 +136,11 @@ struct ServedAppTests {
              "--apps names wbe, not an app of this gateway (its apps: android, web)"),
             (["app-token", "--sub", "u", "--apps", "web"], ["GATEWAY_APP_TOKEN_SECRETS": secret, "WXPAY_APP_ID": "wx1111111111111111"],
              "--apps names web, not an app of this gateway (its apps: app)"),
+            // One the gateway would not start with cannot vouch for any name.
+            (["app-token", "--sub", "u", "--apps", "zzz"], ["GATEWAY_APP_TOKEN_SECRETS": secret, "WXPAY_APPS": "android=wx1111111111111111:app,"],
+             "--apps cannot be checked: the gateway would refuse this WXPAY_APPS"),
+            (["app-token", "--sub", "u", "--apps", "web,web"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "each app named once"),
+            (["app-token", "--sub", "u", "--apps", "web", "--apps", "h5"], ["GATEWAY_APP_TOKEN_SECRETS": secret], "--apps is given once"),
         ] {
             let refused = try await ServedGateway.run(arguments, environment: environment)
             #expect(refused.status == 64, "\(arguments)")

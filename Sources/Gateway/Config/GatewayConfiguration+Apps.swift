@@ -263,14 +263,14 @@ extension GatewayConfiguration {
 
     /// The names of the apps a gateway started with `environment` serves, for a tool that checks
     /// a name against them (`app-token --apps`): WXPAY_APPS's, or `app` for WXPAY_APP_ID's one
-    /// app. Nil when neither is set (the tool runs away from the gateway's configuration) or
-    /// WXPAY_APPS cannot be read (the gateway would not start with it either).
-    public static func configuredAppNames(_ environment: Environment) -> [String]? {
+    /// app; nil when neither is set (the tool runs away from the gateway's configuration). A
+    /// WXPAY_APPS the gateway would refuse to start with is refused here too, with its problems.
+    public static func configuredAppNames(_ environment: Environment) -> Result<[String], ConfigurationError>? {
         if let listed = environment.get("WXPAY_APPS") {
             let (apps, problems) = readApps(listed)
-            return problems.isEmpty ? apps.map(\.name) : nil
+            return problems.isEmpty ? .success(apps.map(\.name)) : .failure(ConfigurationError(problems))
         }
-        return environment.get("WXPAY_APP_ID") != nil ? ["app"] : nil
+        return environment.get("WXPAY_APP_ID") != nil ? .success(["app"]) : nil
     }
 
     /// `name=appid:kind` entries: names of lower-case letters, digits, `-` and `_` (at most 32),
