@@ -17,13 +17,17 @@ import Observability
 /// ```
 ///
 /// Termination signals are trapped from the moment the group is made, so one that arrives before
-/// `run` is not lost (`run` then stops at once).
+/// `run` is not lost (`run` then stops at once); a program with a long start can trap them from its
+/// first line instead and hand them to the group (`init(services:terminationSignals:…)` with a
+/// `UnixSignals`).
 public actor ServiceGroup {
     private let services: [any Service]
     private let gracePeriod: Duration
     private let logger: Logger
     private let events = Mailbox<Event>()
-    private let trap: SignalTrap
+    /// The group's own trap, or the forwarding of signals trapped before it was made.
+    private let trap: SignalTrap?
+    private let handedOver: UnixSignals?
     private var started = false
 
     enum Event: Sendable {
@@ -49,6 +53,21 @@ public actor ServiceGroup {
         self.logger = logger
         let events = events
         trap = SignalTrap(terminationSignals) { events.post(.signal($0)) }
+        handedOver = nil
+    }
+
+    /// A group stopped by the signals `terminationSignals` catches, trapped before the group was
+    /// made: those that came in the meantime stop `run` at once. The group cancels them when it
+    /// has run.
+    public init(services: [any Service], terminationSignals: UnixSignals,
+                gracePeriod: Duration = .seconds(30), logger: Logger = .disabled) {
+        self.services = services
+        self.gracePeriod = gracePeriod
+        self.logger = logger
+        trap = nil
+        handedOver = terminationSignals
+        let events = events
+        Task { for await number in terminationSignals { events.post(.signal(number)) } }
     }
 
     /// Stops the group as a termination signal would.
@@ -59,7 +78,10 @@ public actor ServiceGroup {
     public func run() async throws {
         precondition(!started, "a service group runs once")
         started = true
-        defer { trap.cancel() }
+        defer {
+            trap?.cancel()
+            handedOver?.cancel()
+        }
         let (services, events, gracePeriod, logger) = (self.services, self.events, self.gracePeriod, self.logger)
         let triggers = services.map { _ in GracefulShutdownTrigger() }
         let failure = await withTaskGroup(of: Child.self) { group -> (any Error)? in

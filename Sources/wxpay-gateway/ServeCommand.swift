@@ -24,6 +24,11 @@ enum ServeCommand {
                 "usage: wxpay-gateway serve [--demo]; configure it with the environment (see README)\n".utf8))
             return ExitStatus.usage
         }
+        // Trapped from here, not from when the services are made: a stop or a reload asked for
+        // while the gateway starts (opening the store, downloading certificates) must not end the
+        // process by the signals' default action. A stop then comes as soon as it has started.
+        let terminations = UnixSignals([SIGTERM, SIGINT])
+        let hangUps = UnixSignals([SIGHUP])
         let demo = !arguments.isEmpty
         let resources: GatewayResources
         switch await GatewayResources.open(for: "serve", demo: demo) {
@@ -183,17 +188,17 @@ enum ServeCommand {
         context.catalog.addReloadHooks(to: reloads, logger: logger)
         // Started in this order, stopped in the reverse: the simulators stop sending, the listeners
         // drain, then the background work finishes its call in hand, all before the store closes.
-        // The group traps SIGTERM and SIGINT, and `ReloadOnHangUp` SIGHUP, before the banner.
+        // SIGTERM and SIGINT go to the group, SIGHUP to `ReloadOnHangUp`, trapped since the first line.
         var running: [any Service] = certificateWatch.map { [$0] } ?? []
         running += background(services, client: client, logger: logger)
         if let iap = services.iap, iap.clients.serverAPI != nil { running.append(DailyAppStoreRefundCheck(iap: iap)) }
-        running.append(ReloadOnHangUp(reloads))
+        running.append(ReloadOnHangUp(reloads, hangUps: hangUps))
         running.append(listeners.serving)
         if let simulator { running.append(BackgroundLoop(description: "WeChat Pay simulator's notifies") { await simulator.run() }) }
         if let simulator = appStore?.simulator {
             running.append(BackgroundLoop(description: "App Store simulator's notifications") { await simulator.run() })
         }
-        let group = ServiceGroup(services: running, logger: logger)
+        let group = ServiceGroup(services: running, terminationSignals: terminations, logger: logger)
 
         let adminLine = listeners.admin == nil ? "" : "admin (metrics, health, console) on \(listeners.adminBase)\n"
         FileHandle.standardOutput.write(Data((banner(configuration, base: base) + adminLine

@@ -150,6 +150,17 @@ struct ServiceGroupTests {
         #expect(journal.contains("stop a"))
     }
 
+    /// `serve` traps its signals from its first line, long before its services exist.
+    @Test func signalsTrappedBeforeTheGroupWasMadeAndHandedToItStopItAtOnce() async throws {
+        let journal = Journal()
+        let trappedAtStart = UnixSignals([SIGPWR])
+        kill(getpid(), SIGPWR)
+        let group = ServiceGroup(services: [Graceful(name: "a", journal: journal)], terminationSignals: trappedAtStart,
+                                 gracePeriod: .seconds(600))
+        try await group.run()
+        #expect(journal.contains("stop a"))
+    }
+
     @Test func theShutdownIsLoggedWithWhatCausedIt() async throws {
         let records = InMemoryLogHandler()
         let group = ServiceGroup(services: [], terminationSignals: [], logger: Logger(label: "test", handler: records))

@@ -16,8 +16,14 @@ public struct ReloadOnHangUp: Service, CustomStringConvertible {
     private let hangUps: UnixSignals
 
     public init(_ hooks: ReloadHooks) {
+        self.init(hooks, hangUps: UnixSignals([SIGHUP]))
+    }
+
+    /// With SIGHUP trapped earlier (from a program's first line): one that came in the meantime
+    /// reloads as soon as this runs.
+    public init(_ hooks: ReloadHooks, hangUps: UnixSignals) {
         self.hooks = hooks
-        hangUps = UnixSignals([SIGHUP])
+        self.hangUps = hangUps
     }
 
     public var description: String { "reload on SIGHUP" }
