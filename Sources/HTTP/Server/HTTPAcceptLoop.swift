@@ -56,15 +56,17 @@ final class HTTPAcceptLoop: Sendable {
             openConnections: openConnections, handOver: handOver)
         Thread {
             loop.run()
+            // Closed here, by the only thread that uses it: a new connection is refused from now.
+            close(loop.listenFD)
             loop.left.signal()
         }.start()
         return loop
     }
 
-    /// Stops accepting and closes the listening socket: a new connection is refused from here on,
-    /// and one the kernel had queued but nobody accepted is reset. Returns once the loop has left
-    /// (it is never inside a call for long). Later calls do nothing.
-    func stop() {
+    /// Asks the loop to stop accepting, without waiting: it closes the listening socket as it
+    /// leaves, within moments (a new connection is refused from then on, and one the kernel had
+    /// queued but nobody accepted is reset). Later calls do nothing.
+    func requestStop() {
         let first = stopping.withLock { stopping in
             defer { stopping = true }
             return !stopping
@@ -72,8 +74,14 @@ final class HTTPAcceptLoop: Sendable {
         guard first else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
+    }
+
+    /// Stops accepting and returns once the loop has left and closed the listening socket; a
+    /// blocking call (the loop is never inside a call for long), so not for the cooperative pool.
+    /// Call once.
+    func stop() {
+        requestStop()
         left.wait()
-        close(listenFD)
         close(wakeRead)
         close(wakeWrite)
     }

@@ -86,10 +86,10 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
         return MHDDaemon(daemon: daemon, accepting: accepting, core: retained, borrowed: borrowed)
     }
 
-    /// Stops accepting: the listening socket is closed, so new connections are refused while
-    /// open ones carry on.
+    /// Stops accepting: the accepting thread closes the listening socket within moments, so new
+    /// connections are refused while open ones carry on. Does not wait (the caller is an actor).
     func quiesce() {
-        accepting.stop()
+        accepting.requestStop()
     }
 
     /// Stops accepting, then the polling threads, and closes every connection; blocks until the
