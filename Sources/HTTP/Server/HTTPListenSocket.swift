@@ -10,8 +10,8 @@ enum HTTPListenSocket {
         -> (fd: Int32, bound: HTTPServerSocketAddress)
     {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
-        // Non-blocking: the pool's polling threads all accept from this one socket, and a thread
-        // that loses the race must get EAGAIN rather than block.
+        // Non-blocking: the accepting thread (HTTPAcceptLoop) waits in poll, beside its wake-up
+        // pipe, and an accept that finds nothing must get EAGAIN rather than block it there.
         let fd = socket(
             family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .listenFailed(errno: errno) }
