@@ -371,6 +371,32 @@ struct AppClientAPITests {
         #expect(try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice).json["state"] as? String == "SUCCESS")
     }
 
+    @Test("held waits whose app has gone (its connection closed, or in process its task cancelled) give their user's open-wait slots back at once, not when their time runs out",
+          arguments: GatewayRig.Mode.allCases)
+    func heldWaitsWhoseAppHasGoneGiveTheirSlotsBack(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode, environment: ["GATEWAY_APP_MAX_WAITS": "2"])
+        defer { Task { await rig.stop() } }
+        let bob = TestTokens.minted("bob")
+        for index in 0..<3 {
+            #expect(try await Self.create(rig, bob, #"{"product_id":"swift-101","out_trade_no":"gone-000\#(index)"}"#).status == 201)
+        }
+        let abandoned = (0..<2).map { index in
+            Task { try await rig.send(.get, "/v1/orders/gone-000\(index)?wait=30", token: bob) }
+        }
+        #expect(await eventually { rig.services.context.userLimits.openWaits("bob") == 2 })
+        for wait in abandoned { wait.cancel() }
+        // Within seconds; the 30 s the waits asked for would also free them, but not as cancelled.
+        #expect(await eventually { rig.services.context.userLimits.openWaits("bob") == 0 })
+        let cancelled = Battery.sum(rig.services.metrics.exposition(), #"wxpay_wait_duration_seconds_count{state="cancelled""#)
+        #expect(cancelled == 2)
+        // The app, back, holds its two waits again; the orders were never touched.
+        async let again = rig.send(.get, "/v1/orders/gone-0002?wait=20", token: bob)
+        #expect(await eventually { rig.services.context.userLimits.openWaits("bob") == 1 })
+        try rig.simulator.pay(outTradeNo: "gone-0002")
+        #expect(try await again.json["state"] as? String == "SUCCESS")
+        #expect(try await rig.send(.get, "/v1/orders/gone-0000", token: bob).json["state"] as? String == "NOTPAY")
+    }
+
     @Test(arguments: GatewayRig.Mode.allCases)
     func theClientIPIsThePeerUnlessATrustedProxyForwardedIt(mode: GatewayRig.Mode) async throws {
         let forwarded = ["X-Forwarded-For": "192.0.2.1, 198.51.100.7, 10.0.0.5"]

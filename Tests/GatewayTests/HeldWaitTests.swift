@@ -123,24 +123,48 @@ struct HeldWaitTests {
         await client.shutdown()
     }
 
-    @Test(arguments: StoreKind.all) func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnswered503(store: StoreKind) async throws {
+    @Test(arguments: StoreKind.all)
+    func aHeldWaitStillHeldWhenTheGracePeriodEndsIsAnsweredWithTheOrderAsItStandsAndGivesItsPlaceBack(
+        store: StoreKind
+    ) async throws {
         let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 30)
         defer { Task { await harness.stop() } }
         _ = try await harness.create(Self.body("held-0006"))
-        let (server, base) = try await Self.serve(harness)
+        // A cancellation window no loaded machine outlasts: the answer is the wait's own.
+        let (server, base) = try await Self.serve(harness, cancellationWindow: .seconds(60))
         let client = try HTTPClient()
         async let answer = client.execute(Self.waitRequest(base, "held-0006"))
         #expect(await eventually { harness.services.context.signals.openWaits == 1 })
         await server.shutdown(gracePeriod: .milliseconds(300))
-        #expect(try await answer.status == 503)
+        let response = try await answer
+        #expect(response.status == 200)
+        #expect(GatewayRig.object(response.body).string("state") == "NOTPAY")
+        // Ended, not left to run out its 25 seconds after the server has gone.
+        #expect(harness.services.context.signals.openWaits == 0)
         await client.shutdown()
-        // The held wait ends at its own deadline later; its answer then goes nowhere, harmlessly.
     }
 
-    static func serve(_ harness: GatewayRig) async throws -> (HTTPServer, String) {
+    @Test(arguments: StoreKind.all) func aHeldWaitThatCannotAnswerInTheCancellationWindowIsAnswered503(store: StoreKind)
+        async throws
+    {
+        let harness = try await GatewayRig.start(.inProcess, store: store, pollInterval: 30)
+        defer { Task { await harness.stop() } }
+        _ = try await harness.create(Self.body("held-0007"))
+        let (server, base) = try await Self.serve(harness, cancellationWindow: .zero)
+        let client = try HTTPClient()
+        async let answer = client.execute(Self.waitRequest(base, "held-0007"))
+        #expect(await eventually { harness.services.context.signals.openWaits == 1 })
+        await server.shutdown(gracePeriod: .milliseconds(300))
+        #expect(try await answer.status == 503)
+        await client.shutdown()
+    }
+
+    static func serve(_ harness: GatewayRig, cancellationWindow: Duration = .seconds(2)) async throws -> (HTTPServer, String) {
         var router = HTTPRouter()
         GatewayAPI(services: harness.services).register(in: &router)
-        let server = HTTPServer(router: router)
+        var configuration = HTTPServerConfiguration()
+        configuration.shutdownCancellationWindow = cancellationWindow
+        let server = HTTPServer(router: router, configuration: configuration)
         let address = try await server.start()
         return (server, "http://127.0.0.1:\(address.port)")
     }

@@ -9,7 +9,9 @@ import Observability
 /// OrderQueries+Wait.swift for why).
 extension GatewayAPI {
     func registerOrderQuery(in router: inout HTTPRouter) {
-        router.addDeferred(.get, "/v1/orders/{out_trade_no}") { request, responder in
+        // A held wait whose app has gone gives back its place and its user's quota of waits at once.
+        router.addDeferred(.get, "/v1/orders/{out_trade_no}", options: HTTPRouteOptions(cancelledWhenClientLeaves: true)) {
+            request, responder in
             self.answerOrderQuery(request, responder)
         }
     }
@@ -42,7 +44,11 @@ extension GatewayAPI {
             return reply(Self.error(error))
         }
         let audited = caller.scopes.contains(.support)
-        services.queries.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner) { answer in
+        // The action holds the cancellation, not the responder (see `HTTPServerResponder.onCancel`).
+        let cancellation = wait > 0 ? WaitCancellation() : nil
+        if let cancellation { responder.onCancel { cancellation.cancel() } }
+        services.queries.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner,
+                               cancellation: cancellation) { answer in
             let (response, outcome): (HTTPServerResponse, String) =
                 switch answer {
                 case .success(let body): (Self.json(body), "ok")

@@ -17,7 +17,7 @@ extension GatewayAPI {
                 return Self.json(answer.json, status: answer.created ? 201 : 200)
             }
         }
-        router.add(.get, "/v1/refunds/{out_refund_no}") { request in
+        router.add(.get, "/v1/refunds/{out_refund_no}", options: HTTPRouteOptions(cancelledWhenClientLeaves: true)) { request in
             try await self.handle(request, scopes: [.client, .support]) {
                 let refunds = self.services.refunds
                 let wait = try Self.wait(request.query["wait"])

@@ -13,7 +13,7 @@ final class OrderInstruments: Sendable {
     static let waitsOpen = Metric<Gauge>("wxpay_waits_open", help: "Order queries waiting for a final state.")
     static let waitDuration = Metric<Histogram>(
         "wxpay_wait_duration_seconds",
-        help: "How long a held wait lasted until it answered, by whether the order was final (else the wait ran out).")
+        help: "How long a held wait lasted until it answered, by how it ended: the order final, the wait ran out (open), or cancelled (its client left, or a shutdown).")
     static let waitPolls = Metric<Counter>(
         "wxpay_wait_polls_total", help: "Polls of waiting queries: queried WeChat, or left to the instance holding the claim.")
     static let settlements = Metric<Counter>("wxpay_settlements_total", help: "State changes by source and new state.")
@@ -48,6 +48,7 @@ final class OrderInstruments: Sendable {
     let waitsOpen: Gauge
     let waitEndedFinal: Histogram
     let waitRanOut: Histogram
+    let waitCancelled: Histogram
     let pollQueried: Counter
     let pollClaimedElsewhere: Counter
 
@@ -86,6 +87,7 @@ final class OrderInstruments: Sendable {
         waitsOpen = registry.makeGauge(Self.waitsOpen)
         waitEndedFinal = registry.makeHistogram(Self.waitDuration, ["state": "final"])
         waitRanOut = registry.makeHistogram(Self.waitDuration, ["state": "open"])
+        waitCancelled = registry.makeHistogram(Self.waitDuration, ["state": "cancelled"])
         pollQueried = registry.makeCounter(Self.waitPolls, ["outcome": "queried"])
         pollClaimedElsewhere = registry.makeCounter(Self.waitPolls, ["outcome": "claimed_elsewhere"])
 

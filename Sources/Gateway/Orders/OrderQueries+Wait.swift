@@ -30,13 +30,16 @@ extension OrderQueries {
     /// be quick and must not block.
     ///
     /// With `owner` (an app token's user), another user's order is `order_not_found`, and a wait
-    /// beyond the user's open-wait limit is `rate_limited`.
-    public func order(_ outTradeNo: String, wait: Double, owner: String? = nil,
+    /// beyond the user's open-wait limit is `rate_limited`. `cancellation` ends the wait early,
+    /// answering the order as it stands.
+    public func order(_ outTradeNo: String, wait: Double, owner: String? = nil, cancellation: WaitCancellation? = nil,
                       answer: @escaping @Sendable (OrderAnswer) -> Void) {
-        queryWork.reads.submit { [self] in await self.start(outTradeNo, wait: wait, owner: owner, answer: answer) }
+        queryWork.reads.submit { [self] in
+            await self.start(outTradeNo, wait: wait, owner: owner, cancellation: cancellation, answer: answer)
+        }
     }
 
-    private func start(_ outTradeNo: String, wait: Double, owner: String?,
+    private func start(_ outTradeNo: String, wait: Double, owner: String?, cancellation: WaitCancellation?,
                        answer: @escaping @Sendable (OrderAnswer) -> Void) async {
         // Taken before the read, so a notify settling between the read and the wait still wakes it.
         let token = signals.token()
@@ -59,16 +62,22 @@ extension OrderQueries {
             }
         }
         instruments.waitsOpen.add(1)
-        hold(HeldWait(outTradeNo: outTradeNo, deadline: deadline, reservation: reservation, answer: answer), order,
-             since: token)
+        hold(HeldWait(outTradeNo: outTradeNo, deadline: deadline, reservation: reservation, cancellation: cancellation,
+                      answer: answer), order, since: token)
     }
 
     /// The order, optionally waiting up to `wait` seconds for it to become final (see
-    /// `order(_:wait:answer:)`); the calling task waits for the answer.
+    /// `order(_:wait:answer:)`); the calling task waits for the answer, and cancelling it ends
+    /// the wait with the order as it stands.
     public func order(_ outTradeNo: String, wait: Double = 0, owner: String? = nil) async throws(APIError) -> [UInt8] {
         let slot = AnswerSlot()
-        order(outTradeNo, wait: wait, owner: owner, answer: slot.fill)
-        return try await slot.value.get()
+        let cancellation = WaitCancellation()
+        return try await withTaskCancellationHandler {
+            order(outTradeNo, wait: wait, owner: owner, cancellation: cancellation, answer: slot.fill)
+            return await slot.value
+        } onCancel: {
+            cancellation.cancel()
+        }.get()
     }
 
     /// Asks WeChat if a poll is due, then parks until the order is woken, the next poll is due or
@@ -84,9 +93,13 @@ extension OrderQueries {
         }
         let sleep = min(remaining, nextPoll)
         let seconds = Double(sleep.components.seconds) + Double(sleep.components.attoseconds) * 1e-18
-        signals.park(outTradeNo, since: token, seconds: max(0.001, seconds)) { [self] _ in
+        let ticket = signals.park(outTradeNo, since: token, seconds: max(0.001, seconds)) { [self] _ in
             // On a waker's thread or the timer's: the store read belongs in a task.
             queryWork.rechecks.submit { await self.recheck(held, order) }
+        }
+        // A cancellation ends the parking at once, and the recheck that follows answers.
+        if let ticket, let cancellation = held.cancellation {
+            cancellation.whileHeld { [signals] in signals.cancel(ticket) }
         }
     }
 
@@ -95,7 +108,7 @@ extension OrderQueries {
     private func recheck(_ held: HeldWait, _ previous: OrderRecord) async {
         let token = signals.token()
         let order = (try? await store.order(held.outTradeNo)) ?? previous
-        if order.state.isFinal || held.deadline <= .now {
+        if order.state.isFinal || held.deadline <= .now || held.cancellation?.isCancelled == true {
             await finish(held, order)
         } else {
             hold(held, order, since: token)
@@ -104,7 +117,11 @@ extension OrderQueries {
 
     private func finish(_ held: HeldWait, _ order: OrderRecord) async {
         instruments.waitsOpen.add(-1)
-        (order.state.isFinal ? instruments.waitEndedFinal : instruments.waitRanOut).record(ContinuousClock.now - held.started)
+        let ended =
+            if order.state.isFinal { instruments.waitEndedFinal }
+            else if held.deadline > .now, held.cancellation?.isCancelled == true { instruments.waitCancelled }
+            else { instruments.waitRanOut }
+        ended.record(ContinuousClock.now - held.started)
         held.reservation?.release()
         held.answer(await answer(for: order))
     }
@@ -127,7 +144,48 @@ private struct HeldWait: Sendable {
     let started = ContinuousClock.now
     /// An app user's open-wait slot, given back when the wait answers.
     let reservation: WaitReservation?
+    let cancellation: WaitCancellation?
     let answer: @Sendable (OrderQueries.OrderAnswer) -> Void
+}
+
+/// Ends a held wait early with the order as it stands: its client left, or the gateway is shutting
+/// down (`HTTPServerResponder.onCancel`), or the task awaiting it was cancelled. `cancel` may come
+/// at any time, from any thread: before the wait is held (it then answers at its first hold) or
+/// while it is parked.
+public final class WaitCancellation: Sendable {
+    private struct State {
+        var cancelled = false
+        /// Takes the wait out of its current parking.
+        var unpark: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Ends the wait: it answers now. Later calls do nothing.
+    public func cancel() {
+        let unpark = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.cancelled else { return nil }
+            state.cancelled = true
+            defer { state.unpark = nil }
+            return state.unpark
+        }
+        unpark?()
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// The wait was parked again: `unpark` (replacing the one before) ends this parking, at once
+    /// when the wait was already cancelled.
+    func whileHeld(_ unpark: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            guard !state.cancelled else { return true }
+            state.unpark = unpark
+            return false
+        }
+        if now { unpark() }
+    }
 }
 
 /// Bridges a callback answer to the task that awaits it; filled once, possibly before it is awaited.

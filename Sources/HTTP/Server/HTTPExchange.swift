@@ -19,8 +19,9 @@ final class HTTPExchange: Sendable {
     enum Phase {
         /// Headers seen; the body (if any) is arriving.
         case receiving
-        /// The connection is suspended and the handler's task is running.
-        case running(connection: MHDConnectionHandle)
+        /// The connection is suspended and the handler is running; `watchedSocket` is its socket
+        /// when the route is cancelled once its client leaves.
+        case running(connection: MHDConnectionHandle, watchedSocket: Int32?)
         /// The response is ready and the connection was resumed; the next access-handler call queues it.
         case responded(HTTPServerResponse)
         /// The response was handed to libmicrohttpd.
@@ -33,13 +34,14 @@ final class HTTPExchange: Sendable {
         var phase: Phase = .receiving
         /// Kept outside `phase` so appending never copies it.
         var body: [UInt8] = []
-        var task: Task<Void, Never>?
     }
 
     /// The request without its body (added when complete).
     let request: HTTPServerRequest
     let route: HTTPRouter.Route
     let maxBodyBytes: Int
+    /// Cancels the handler: its task, or what a deferred handler registered.
+    let cancellation = HTTPRequestCancellation()
     private let state = Mutex(State())
 
     init(request: HTTPServerRequest, route: HTTPRouter.Route, maxBodyBytes: Int) {
@@ -68,30 +70,41 @@ final class HTTPExchange: Sendable {
         return request
     }
 
-    /// Records that the connection was suspended for the handler.
-    func markRunning(connection: MHDConnectionHandle) {
-        state.withLock { $0.phase = .running(connection: connection) }
+    /// Records that the connection was suspended for the handler; `watchedSocket` is its socket
+    /// when the sweep should look for the client leaving.
+    func markRunning(connection: MHDConnectionHandle, watchedSocket: Int32?) {
+        state.withLock { $0.phase = .running(connection: connection, watchedSocket: watchedSocket) }
     }
 
-    /// Keeps the handler's task so a forced shutdown or a vanished connection can cancel it; cancels
-    /// at once when the exchange is already over.
+    /// Keeps the handler's task so a forced shutdown or a vanished client can cancel it; cancels
+    /// at once when the exchange is already over or was cancelled.
     func attach(_ task: Task<Void, Never>) {
-        let cancelNow = state.withLock { state -> Bool in
+        let over = state.withLock { state -> Bool in
             guard case .running = state.phase else { return true }
-            state.task = task
             return false
         }
-        if cancelNow { task.cancel() }
+        if over { return task.cancel() }
+        cancellation.whenCancelled { task.cancel() }
     }
 
-    /// Delivers the response. Returns the connection to resume, and the handler's task, when this
-    /// call won the race (the handler's result and a forced 503 may both arrive; only the first counts).
-    func complete(with response: HTTPServerResponse) -> (connection: MHDConnectionHandle, task: Task<Void, Never>?)? {
+    /// Delivers the response. Returns the connection to resume when this call won the race (the
+    /// handler's result and a forced 503 may both arrive; only the first counts).
+    func complete(with response: HTTPServerResponse) -> MHDConnectionHandle? {
         state.withLock { state in
-            guard case .running(let connection) = state.phase else { return nil }
+            guard case .running(let connection, _) = state.phase else { return nil }
             state.phase = .responded(response)
-            defer { state.task = nil }
-            return (connection, state.task)
+            return connection
+        }
+    }
+
+    /// Whether the handler is still running and the route's client has left (see
+    /// `ClientDeparture`). The peek happens under the lock, while the connection is certainly
+    /// still suspended: libmicrohttpd closes no suspended connection, so the socket is still this
+    /// connection's and not a newer one reusing its number.
+    func clientHasLeft() -> Bool {
+        state.withLock { state in
+            guard case .running(_, let socket?) = state.phase else { return false }
+            return ClientDeparture.hasLeft(socket: socket)
         }
     }
 
@@ -109,19 +122,15 @@ final class HTTPExchange: Sendable {
         state.withLock { if case .receiving = $0.phase { true } else { false } }
     }
 
-    /// Cancels the handler's task, leaving the exchange waiting for its answer: a handler that can
-    /// say where its request stands answers it itself.
+    /// Cancels the handler, leaving the exchange waiting for its answer: a handler that can say
+    /// where its request stands answers it itself.
     func cancelHandler() {
-        state.withLock { $0.task }?.cancel()
+        cancellation.cancel()
     }
 
     /// libmicrohttpd is done with the request; a still-running handler is cancelled.
     func finish() {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.phase = .finished
-            defer { state.task = nil }
-            return state.task
-        }
-        task?.cancel()
+        state.withLock { $0.phase = .finished }
+        cancellation.cancel()
     }
 }

@@ -75,12 +75,16 @@ final class HTTPRequestDeadlines: Sendable {
 
     // MARK: - Sweep
 
-    /// Shuts down the sockets of connections past their deadline; returns how many.
+    /// Shuts down the sockets of connections past their deadline, and of those waiting for a
+    /// request whose client has left (libmicrohttpd can miss a close that arrives with a partial
+    /// request's last bytes, and would keep the connection until its timeout); returns how many.
     @discardableResult
     func cutOverdueConnections(now: Int64 = HTTPRequestDeadlines.now()) -> Int {
         entries.withLock { entries in
             var cut = 0
-            for entry in entries.values where entry.deadline.load(ordering: .relaxed) < now {
+            for entry in entries.values {
+                let deadline = entry.deadline.load(ordering: .relaxed)
+                guard deadline != Entry.none, deadline < now || ClientDeparture.hasLeft(socket: entry.fd) else { continue }
                 entry.deadline.store(Entry.none, ordering: .relaxed)
                 _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                 cut += 1

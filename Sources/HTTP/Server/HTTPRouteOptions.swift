@@ -34,13 +34,22 @@ public struct HTTPRouteOptions: Sendable, Hashable {
         var body: [UInt8]
     }
     var tooLarge: TooLarge?
+    /// Whether a request whose client leaves (closes or resets its connection) while its handler
+    /// runs is cancelled: the task of an async handler, or what a deferred handler registered with
+    /// `HTTPServerResponder.onCancel`. For long polls, which would otherwise hold what they hold
+    /// until their time runs out; never for a write, which should finish what it started. The
+    /// server looks about once a second (`HTTPServerConfiguration.requestTimeout` / 4 at most).
+    /// A client that only half-closes, sending its request and then FIN, counts as gone, as
+    /// nginx counts it: a long poll then answers at once with what it has.
+    public var cancelledWhenClientLeaves: Bool
 
     public init(maxBodyBytes: Int? = nil, clientCertificate: HTTPServerClientCertificatePolicy? = nil,
-                payloadTooLarge: (contentType: String, body: [UInt8])? = nil) {
+                payloadTooLarge: (contentType: String, body: [UInt8])? = nil, cancelledWhenClientLeaves: Bool = false) {
         precondition(maxBodyBytes.map { $0 >= 0 } ?? true, "maxBodyBytes must not be negative")
         precondition((payloadTooLarge?.body.count ?? 0) <= 1024, "a 413 body must be at most 1 KiB")
         self.maxBodyBytes = maxBodyBytes
         self.clientCertificate = clientCertificate
+        self.cancelledWhenClientLeaves = cancelledWhenClientLeaves
         self.payloadTooLarge = payloadTooLarge
     }
 

@@ -22,7 +22,9 @@ extension HTTPRouter {
     /// ```
     ///
     /// On shutdown a held request is treated like a waiting async handler: the server waits for its
-    /// answer until the grace period ends, then answers 503 itself (a later `respond` is ignored).
+    /// answer until the grace period ends, then cancels it (`HTTPServerResponder.onCancel`) and,
+    /// unanswered at the end of the cancellation window, answers 503 itself (a later `respond` is
+    /// ignored).
     public mutating func addDeferred(
         _ method: HTTPMethod, _ template: String, options: HTTPRouteOptions = HTTPRouteOptions(),
         handler: @escaping HTTPServerDeferredHandler
@@ -31,10 +33,16 @@ extension HTTPRouter {
             Route(method: method, template: HTTPRouteTemplate(template), options: options, handler: .deferred(handler)))
     }
 
-    /// Runs a deferred handler in process and waits for its answer (`respond(to:)`).
+    /// Runs a deferred handler in process and waits for its answer (`respond(to:)`); cancelling
+    /// the calling task cancels the request, as a client leaving does over a socket.
     static func run(_ handler: HTTPServerDeferredHandler, _ request: HTTPServerRequest) async -> HTTPServerResponse {
-        await withCheckedContinuation { (continuation: CheckedContinuation<HTTPServerResponse, Never>) in
-            handler(request, HTTPServerResponder { continuation.resume(returning: $0) })
+        let cancellation = HTTPRequestCancellation()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<HTTPServerResponse, Never>) in
+                handler(request, HTTPServerResponder(cancellation: cancellation) { continuation.resume(returning: $0) })
+            }
+        } onCancel: {
+            cancellation.cancel()
         }
     }
 }

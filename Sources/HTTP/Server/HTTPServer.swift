@@ -128,14 +128,17 @@ public actor HTTPServer {
         await shutdown(deadline: .now + gracePeriod)
     }
 
-    /// Cuts connections whose request is overdue (see `HTTPServerConfiguration.requestTimeout`),
-    /// a few times per timeout and at least every second.
+    /// Cuts connections whose request is overdue (see `HTTPServerConfiguration.requestTimeout`) or
+    /// whose client has left while the server waited for a request, and cancels held requests whose
+    /// client has left (`HTTPRouteOptions.cancelledWhenClientLeaves`): a few times per timeout and
+    /// at least every second.
     private static func sweepOverdueRequests(_ core: HTTPServerCore) -> Task<Void, Never> {
         let interval = min(.seconds(1), max(.milliseconds(100), core.configuration.requestTimeout / 4))
         return Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 core.deadlines.cutOverdueConnections()
+                core.cancelRequestsWhoseClientLeft()
             }
         }
     }
@@ -152,12 +155,15 @@ public actor HTTPServer {
             try? await Task.sleep(for: .milliseconds(10))
         }
         guard core.requestsInFlight > 0 else { return }
-        core.cancelWaitingHandlers()
-        let answerBy = ContinuousClock.now + window
-        while core.requestsInFlight > 0 && ContinuousClock.now < answerBy {
-            try? await Task.sleep(for: .milliseconds(10))
+        // Without a window there is no time to answer: the 503 goes first, and cancels as it goes.
+        if window > .zero {
+            core.cancelWaitingHandlers()
+            let answerBy = ContinuousClock.now + window
+            while core.requestsInFlight > 0 && ContinuousClock.now < answerBy {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            guard core.requestsInFlight > 0 else { return }
         }
-        guard core.requestsInFlight > 0 else { return }
         core.answerWaitingRequestsWithServiceUnavailable()
         // MHD_stop_daemon aborts the process if a connection is still suspended. Every waiting
         // request has now been answered, but a handler that won the race to answer may still be

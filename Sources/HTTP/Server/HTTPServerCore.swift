@@ -50,7 +50,8 @@ final class HTTPServerCore: Sendable {
         HTTPServerStatistics(
             requestsInFlight: inFlight.load(ordering: .relaxed),
             suspendedRequests: suspended.load(ordering: .relaxed),
-            requestsStarted: nextRequestID.load(ordering: .relaxed) - 1)
+            requestsStarted: nextRequestID.load(ordering: .relaxed) - 1,
+            openConnections: openConnections.load(ordering: .relaxed))
     }
 
     // MARK: - Request line
@@ -227,7 +228,9 @@ final class HTTPServerCore: Sendable {
         HTTPRequestDeadlines.requestServed(connection)
         suspended.add(1, ordering: .relaxed)
         MHD_suspend_connection(connection)
-        exchange.markRunning(connection: handle)
+        exchange.markRunning(
+            connection: handle,
+            watchedSocket: exchange.route.options.cancelledWhenClientLeaves ? wxpay_mhd_connection_fd(connection) : nil)
         let accepted = waiting.withLock { waiting -> Bool in
             guard !waiting.closed else { return false }
             waiting.exchanges[ObjectIdentifier(exchange)] = exchange
@@ -259,10 +262,10 @@ final class HTTPServerCore: Sendable {
     /// Hands a response to a suspended exchange and resumes its connection, once. A forced answer
     /// also cancels the handler, which can stop waiting.
     func deliver(_ response: HTTPServerResponse, to exchange: HTTPExchange, cancellingHandler: Bool = false) {
-        guard let (connection, task) = exchange.complete(with: response) else { return }
+        guard let connection = exchange.complete(with: response) else { return }
         MHD_resume_connection(connection.pointer)
         suspended.subtract(1, ordering: .relaxed)
-        if cancellingHandler { task?.cancel() }
+        if cancellingHandler { exchange.cancellation.cancel() } else { exchange.cancellation.forget() }
     }
 
     // MARK: - Completion
@@ -294,6 +297,21 @@ final class HTTPServerCore: Sendable {
     func cancelWaitingHandlers() {
         let exchanges = waiting.withLock { Array($0.exchanges.values) }
         for exchange in exchanges { exchange.cancelHandler() }
+    }
+
+    /// Cancels the handler of every waiting request, on a route that asks for it, whose client has
+    /// left (closed its connection or reset it): a long poll nobody reads any more gives back what
+    /// it holds (its place in the connection limit, a user's quota of waits, the upstream polls)
+    /// now rather than when it would have ended. Returns how many were cancelled.
+    @discardableResult
+    func cancelRequestsWhoseClientLeft() -> Int {
+        let watched = waiting.withLock { $0.exchanges.values.filter { $0.route.options.cancelledWhenClientLeaves } }
+        var cancelled = 0
+        for exchange in watched where !exchange.cancellation.isCancelled && exchange.clientHasLeft() {
+            exchange.cancelHandler()
+            cancelled += 1
+        }
+        return cancelled
     }
 
     /// Answers every waiting request with 503 and cancels its handler; later requests are answered

@@ -20,14 +20,17 @@ public final class HTTPServerResponder: Sendable {
     }
 
     private let target: Target
+    private let cancellation: HTTPRequestCancellation
     private let answered = Atomic<Bool>(false)
 
     init(exchange: HTTPExchange, core: HTTPServerCore) {
         target = .exchange(exchange, core)
+        cancellation = exchange.cancellation
     }
 
-    init(_ callback: @escaping @Sendable (HTTPServerResponse) -> Void) {
+    init(cancellation: HTTPRequestCancellation, _ callback: @escaping @Sendable (HTTPServerResponse) -> Void) {
         target = .callback(callback)
+        self.cancellation = cancellation
     }
 
     deinit {
@@ -42,10 +45,23 @@ public final class HTTPServerResponder: Sendable {
         send(response)
     }
 
+    /// Runs `action` once, on any thread, if the request is cancelled before it is answered: the
+    /// server is shutting down (at the end of its grace period), or the client left, on a route
+    /// with `HTTPRouteOptions.cancelledWhenClientLeaves`; in process (`HTTPRouter.respond(to:)`),
+    /// when the calling task is cancelled. The handler should then answer at once with what it
+    /// has. Runs at once when the request was already cancelled; a later call replaces an action
+    /// not yet run. The action is kept until the answer, so it must not hold the responder:
+    /// a responder let go unanswered answers 500, and one kept by its own action never is.
+    public func onCancel(_ action: @escaping @Sendable () -> Void) {
+        cancellation.whenCancelled(action)
+    }
+
     private func send(_ response: HTTPServerResponse) {
         switch target {
         case .exchange(let exchange, let core): core.deliver(response, to: exchange)
-        case .callback(let callback): callback(response)
+        case .callback(let callback):
+            cancellation.forget()
+            callback(response)
         }
     }
 }

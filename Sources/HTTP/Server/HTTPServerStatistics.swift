@@ -8,10 +8,13 @@ public struct HTTPServerStatistics: Sendable, Hashable {
     public var suspendedRequests: Int
     /// Requests routed to a handler since the server started.
     public var requestsStarted: UInt64
+    /// Connections accepted and not yet closed: what `HTTPServerConfiguration.connectionLimit` counts.
+    public var openConnections: Int
 
-    public init(requestsInFlight: Int, suspendedRequests: Int, requestsStarted: UInt64) {
+    public init(requestsInFlight: Int, suspendedRequests: Int, requestsStarted: UInt64, openConnections: Int = 0) {
         self.requestsInFlight = requestsInFlight
         self.suspendedRequests = suspendedRequests
         self.requestsStarted = requestsStarted
+        self.openConnections = openConnections
     }
 }
