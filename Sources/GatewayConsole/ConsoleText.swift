@@ -206,7 +206,7 @@ struct ConsoleText: Sendable {
         t("App Store 交易 \(id) 已分配给这笔订单并入账。", "App Store transaction \(id) was assigned to this order and credited.")
     }
     var supportReasonInvalid: String {
-        t("请填写原因（1 到 200 个字符，不含控制字符和文字方向字符）。", "Give a reason (1 to 200 characters, no control or text-direction characters).")
+        t("请填写原因（1 到 200 个字符，不含控制字符、文字方向字符和不可见字符）。", "Give a reason (1 to 200 characters, no control, text-direction or invisible characters).")
     }
     // MARK: Attention handled
     var handleTitle: String { t("标记为已处理", "Mark handled") }
@@ -414,7 +414,7 @@ struct ConsoleText: Sendable {
     }
     var reasonInvalid: String {
         t("退款原因必填，最长 80 字节（约 26 个汉字；付款人会看到它），不能含控制字符或文字方向字符。",
-          "Give a reason of at most 80 bytes (about 26 Chinese characters; the payer sees it), with no control or text-direction characters.")
+          "Give a reason of at most 80 bytes (about 26 Chinese characters; the payer sees it), with no control, text-direction or invisible characters.")
     }
     var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }
 

@@ -19,7 +19,7 @@ struct APIErrorJSONTests {
 
     static let errors: [APIError] = [
         .invalid(nil, "the body must be a JSON object"),
-        .invalid("description", "description must not contain control or text-direction characters"),
+        .invalid("description", "description must not contain control, text-direction or invisible characters"),
         .internalError,
         .databaseUnavailable,
         APIError(status: 409, code: "conflict", message: "a/b \"quoted\" 中文 \\ é", field: "out_trade_no", retryAfter: 3,

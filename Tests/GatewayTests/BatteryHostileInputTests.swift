@@ -62,7 +62,7 @@ struct BatteryHostileInputTests {
     }
 
     static let jsonMessages: [String: String] = [
-        "escaped NUL": "description must not contain control or text-direction characters",
+        "escaped NUL": "description must not contain control, text-direction or invisible characters",
         "duplicate keys": "the body gives a member name twice",
         // A number no reader can hold is named by its member, not called a malformed body.
         "an amount of 1e400": "amount is out of range",

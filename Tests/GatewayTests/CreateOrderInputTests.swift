@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import Gateway
 import Testing
 
@@ -42,6 +43,25 @@ struct CreateOrderInputTests {
             #expect(error.status == 400)
             #expect(error.code == "invalid_request")
             #expect(error.field == field)
+        }
+    }
+
+    @Test("free text refuses what breaks a line, turns it around or cannot be seen, and keeps what is merely unusual",
+          arguments: [
+              ("a\u{7}b", false), ("a\u{85}b", false), ("a\u{2028}b", false), ("a\u{2029}b", false),
+              ("ok \u{202E}evil", false), ("a\u{2066}b", false), ("price 100\u{200F}", false), ("\u{200E}x", false),
+              ("zero\u{200B}width", false), ("\u{FEFF}bom", false),
+              ("Swift 入门课", true), ("café — ½ price", true), ("emoji 📚", true), ("a\u{00A0}b", true),
+          ])
+    func freeTextRefusesControlDirectionAndInvisibleCharacters(description: String, accepted: Bool) throws {
+        let body = try JSONSerialization.data(withJSONObject: ["amount": 1, "description": description, "client_ip": "1.2.3.4"])
+        do {
+            _ = try CreateOrderInput(json: Array(body))
+            #expect(accepted, "accepted \(description.unicodeScalars.map { String($0.value, radix: 16) })")
+        } catch {
+            #expect(!accepted)
+            #expect(error.field == "description")
+            #expect(error.message == "description must not contain control, text-direction or invisible characters")
         }
     }
 

@@ -120,10 +120,10 @@ struct UnclaimedPurchaseTests {
             #expect(Self.code(try await Self.assign(rig, id, open, reason: "   ")) == "invalid_request")
             // One rule and one message for every way a reason is wrong: missing, empty, blank,
             // too long (201 characters of 3 bytes each; 900 bytes), a control character, a
-            // text-direction override or isolate (it would turn the audit line around), not a
-            // string, null.
+            // text-direction override or isolate (it would turn the audit line around), an
+            // invisible character, a line separator, not a string, null.
             let wrongReasons: [Any?] = [nil, "", "   ", String(repeating: "课", count: 201), String(repeating: "x", count: 900),
-                                        "a\u{7}b", "ok \u{202E}evil", "a\u{2066}b", 1, NSNull()]
+                                        "a\u{7}b", "ok \u{202E}evil", "a\u{2066}b", "zero\u{200B}width", "a\u{2028}b", 1, NSNull()]
             for reason in wrongReasons {
                 var body: [String: Any] = ["out_trade_no": open]
                 body["reason"] = reason
@@ -132,7 +132,7 @@ struct UnclaimedPurchaseTests {
                                                         body: json)
                 let error = answer.json["error"] as? [String: Any]
                 #expect(answer.status == 400 && error?["field"] as? String == "reason"
-                        && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control or text-direction characters",
+                        && error?["message"] as? String == "reason is required: 1 to 200 characters saying why, no control, text-direction or invisible characters",
                         "\(json): \(answer.json)")
             }
             // Each refusal is audited with what was tried, and a refused reason's control and

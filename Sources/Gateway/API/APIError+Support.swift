@@ -47,13 +47,13 @@ public enum SupportReason {
         return try parse(text)
     }
 
-    /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, no control characters and
-    /// no text-direction overrides or isolates (U+202A–U+202E, U+2066–U+2069), which would turn the
-    /// rest of an audit line around wherever it is shown.
+    /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, none of the control,
+    /// text-direction or invisible characters free text refuses (`HiddenCharacters.isRefusedInFreeText`):
+    /// an override would turn the rest of an audit line around wherever it is shown.
     public static func parse(_ text: String?) throws(APIError) -> String {
         let trimmed = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
-            throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control or text-direction characters")
+        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText) else {
+            throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control, text-direction or invisible characters")
         }
         return trimmed
     }

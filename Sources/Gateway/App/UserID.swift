@@ -33,12 +33,17 @@ enum HiddenCharacters {
     }
 
     /// What free text (a description, an attach, a reason) must not hold, and what the audit log
-    /// shows as U+FFFD: control characters (C0, DEL, C1) and the text-direction overrides and
-    /// isolates (U+202A–U+202E, U+2066–U+2069), which turn the rest of a line around wherever it
-    /// is shown (`refund \u{202E}fed by admin`: a console page, the audit log, WeChat's refund notice).
-    static func isControlOrDirection(_ scalar: Unicode.Scalar) -> Bool {
+    /// shows as U+FFFD: control characters (C0, DEL, C1) and the line and paragraph separators
+    /// (U+2028, U+2029), which break a line where a log viewer or a script reads it; the
+    /// text-direction overrides and isolates (U+202A–U+202E, U+2066–U+2069), which turn the rest
+    /// of a line around wherever it is shown (`refund \u{202E}fed by admin`: a console page, the
+    /// audit log, WeChat's refund notice), and the direction marks (U+200E, U+200F), which move
+    /// the digits and signs next to them; and the invisible U+200B and U+FEFF, which make one text
+    /// look like another.
+    static func isRefusedInFreeText(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        case 0..<0x20, 0x7F...0x9F, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF:
+            true
         default: false
         }
     }

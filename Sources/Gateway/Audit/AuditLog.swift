@@ -38,7 +38,7 @@ public final class AuditLog: Sendable {
         -> AuditEntry
     {
         // What a request carried (a search's words, a typed name, a refused reason) may hold
-        // control or text-direction characters, and no store keeps U+0000: they are shown as
+        // control, text-direction or invisible characters, and no store keeps U+0000: they are shown as
         // U+FFFD, so every look can be recorded and no entry reads backwards.
         let entry = NewAuditEntry(at: now(), actor: Self.printable(actor, 128), channel: channel, role: role, action: action,
                                   outTradeNo: outTradeNo.map { Self.printable($0, 64) },
@@ -55,12 +55,12 @@ public final class AuditLog: Sendable {
         }
     }
 
-    /// `text` cut to `limit` characters, every control character (C0, DEL, C1) and text-direction
-    /// override or isolate as U+FFFD.
+    /// `text` cut to `limit` characters, every character free text refuses (control, text-direction,
+    /// invisible: `HiddenCharacters.isRefusedInFreeText`) as U+FFFD.
     static func printable(_ text: String, _ limit: Int) -> String {
         var out = String.UnicodeScalarView()
         for scalar in text.unicodeScalars.prefix(limit) {
-            out.append(HiddenCharacters.isControlOrDirection(scalar) ? "\u{FFFD}" : scalar)
+            out.append(HiddenCharacters.isRefusedInFreeText(scalar) ? "\u{FFFD}" : scalar)
         }
         return String(out)
     }

@@ -183,7 +183,7 @@ public struct CreateOrderInput: Sendable, Hashable {
     }
 
     /// - Parameter anyCharacters: leave the characters to the caller's own rule and message
-    ///   (`UserID`), rather than refusing control and text-direction characters here.
+    ///   (`UserID`), rather than refusing control, text-direction and invisible characters here.
     static func string(_ object: [String: JSONValue], _ name: String, required: Bool,
                                bytes: ClosedRange<Int>, anyCharacters: Bool = false) throws(APIError) -> String? {
         guard let raw = object[name], raw != .null else {
@@ -195,9 +195,10 @@ public struct CreateOrderInput: Sendable, Hashable {
             throw .invalid(name, "\(name) must be \(bytes.lowerBound) to \(bytes.upperBound) bytes of UTF-8")
         }
         // WeChat's XML cannot carry most control characters, and they have no business in these
-        // fields; nor text-direction overrides, which turn a line around where it is shown.
-        guard anyCharacters || !value.unicodeScalars.contains(where: HiddenCharacters.isControlOrDirection) else {
-            throw .invalid(name, "\(name) must not contain control or text-direction characters")
+        // fields; nor text-direction overrides, which turn a line around where it is shown, nor
+        // invisible characters (`HiddenCharacters.isRefusedInFreeText`).
+        guard anyCharacters || !value.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText) else {
+            throw .invalid(name, "\(name) must not contain control, text-direction or invisible characters")
         }
         return value.isEmpty && !required ? nil : value
     }
