@@ -71,6 +71,19 @@ struct BatteryHostileInputTests {
         "lone surrogate": "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)",
     ]
 
+    /// The answer to a body, or nil when the body is over the route's limit and its upload failed:
+    /// the 413 goes out as soon as the size is known, and the server may close before the client
+    /// has sent the rest, so the client sees the send fail instead of reading the 413 (a refusal
+    /// too; seen once in a full run on a loaded machine, with the 100 KB JSON body).
+    static func refusable(_ body: [UInt8], over limit: Int,
+                          _ send: ([UInt8]) async throws -> GatewayRig.Response) async throws -> GatewayRig.Response? {
+        do {
+            return try await send(body)
+        } catch where body.count > limit {
+            return nil
+        }
+    }
+
     @Test(arguments: StoreKind.all)
     func hostileBodiesAtTheNotifyAndCreateRoutesAreRefusedAndWriteNothing(store: StoreKind) async throws {
         let rig = try await GatewayRig.start(.sockets, store: store)
@@ -79,7 +92,12 @@ struct BatteryHostileInputTests {
         let rows = await TableRowCounts.of(rig.database)
         var refusals: [String] = []
         for (name, body) in Self.xml() {
-            let reply = try await rig.send(.post, "/wechat/notify", token: nil, bytes: body)
+            guard let reply = try await Self.refusable(body, over: GatewayAPI.notifyBodyLimit, {
+                try await rig.send(.post, "/wechat/notify", token: nil, bytes: $0)
+            }) else {
+                refusals.append(name)
+                continue
+            }
             let text = String(decoding: reply.body, as: UTF8.self)
             #expect((reply.status == 200 && text.contains("<return_code><![CDATA[FAIL]]></return_code>")) || reply.status == 413,
                     "notify \(name): \(reply.status) \(text.prefix(80))")
@@ -87,15 +105,23 @@ struct BatteryHostileInputTests {
             refusals.append(name)
         }
         for (name, body) in Self.json() {
-            let reply = try await rig.send(.post, "/v1/orders", bytes: body, headers: ["Content-Type": "application/json"])
+            guard let reply = try await Self.refusable(body, over: GatewayAPI.orderBodyLimit, {
+                try await rig.send(.post, "/v1/orders", bytes: $0, headers: ["Content-Type": "application/json"])
+            }) else {
+                refusals.append(name)
+                continue
+            }
             #expect(reply.status == 400 || reply.status == 413, "create \(name): \(reply.status)")
             if reply.status == 400 {
                 let error = reply.json["error"] as? [String: Any]
                 #expect(error?["code"] as? String == "invalid_request", "create \(name)")
                 #expect(error?["message"] as? String == Self.jsonMessages[name] ?? "the body must be a JSON object", "create \(name)")
             }
-            let anonymous = try await rig.send(.post, "/v1/orders", token: nil, bytes: body)
-            #expect(anonymous.status == 401 || anonymous.status == 413, "create without a token, \(name): \(anonymous.status)")
+            let anonymous = try await Self.refusable(body, over: GatewayAPI.orderBodyLimit) {
+                try await rig.send(.post, "/v1/orders", token: nil, bytes: $0)
+            }
+            #expect(anonymous == nil || anonymous?.status == 401 || anonymous?.status == 413,
+                    "create without a token, \(name): \(anonymous?.status ?? 0)")
             refusals.append(name)
         }
         // 20 MB announced by Content-Length: refused with 413 as soon as the size is known.
