@@ -529,6 +529,7 @@ struct ConsoleText: Sendable {
         case "unifiedorder_failed": t("微信下单失败", "unifiedorder failed")
         case "closeorder_failed": t("关单失败", "closeorder failed")
         case "notify_received": t("收到支付通知", "payment notify received")
+        case "notify_refused": t("支付通知无法使用（已拒绝）", "payment notify refused: unusable")
         case "amount_mismatch": t("金额不一致", "amount mismatch")
         case "orderquery": t("向微信查询", "asked WeChat (orderquery)")
         case "orderquery_failed": t("查询失败", "orderquery failed")

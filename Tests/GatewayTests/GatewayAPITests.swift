@@ -280,6 +280,41 @@ struct GatewayAPITests {
         #expect(try await rig.store.order("e2e-0010")?.state == .notPay)
     }
 
+    @Test(arguments: StoreKind.all)
+    func aNotifySignedWithOurKeyThatCannotBeReadIsRefusedAndPutOnTheTimelineOnceAMinute(store: StoreKind) async throws {
+        let rig = try await GatewayRig.start(.inProcess, store: store, clockScale: 0)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("e2e-0011", amount: 990)
+        /// A genuine notify with one field changed and signed again with our key (`sign` recomputed).
+        func signed(_ name: String, _ value: String, key: APIKey = APIKey(GatewayConfiguration.demoKey)) -> String {
+            rig.forgedNotify("e2e-0011", amount: 990) { fields in
+                fields[name] = value
+                fields["sign"] = nil
+                fields["sign"] = Signer(key: key).signature(for: fields, type: .hmacSHA256)
+            }
+        }
+        func notify(_ body: String) async throws -> String {
+            String(decoding: try await rig.send(.post, "/wechat/notify", token: nil, body: body).body, as: UTF8.self)
+        }
+        func lines() async throws -> [String] {
+            try await rig.store.events("e2e-0011").filter { $0.kind != "created" && $0.kind != "prepay" }
+                .map { "\($0.kind): \($0.detail)" }
+        }
+        for _ in 0..<5 {
+            #expect(try await notify(signed("total_fee", "9.90")).contains("FAIL"))
+            #expect(try await notify(signed("time_end", "20261399999999")).contains("FAIL"))
+            // Another key's signature is a forgery, not our notify: nothing written.
+            #expect(try await notify(signed("total_fee", "abc", key: APIKey(String(repeating: "k", count: 32)))).contains("FAIL"))
+        }
+        #expect(try await lines() == ["notify_refused: bad_total_fee", "notify_refused: bad_time_end"])
+        #expect(try await rig.store.order("e2e-0011")?.state == .notPay)
+        #expect(rig.services.metrics.counter("wxpay_notifies_total", ["outcome": "rejected", "reason": "bad_total_fee"]) == 5)
+
+        rig.clock.advance(by: PaymentNotifies.copyQuietPeriod + 1)
+        #expect(try await notify(signed("total_fee", "9.90")).contains("FAIL"))
+        #expect(try await lines().count == 3)
+    }
+
     @Test(arguments: GatewayRig.Mode.allCases)
     func theAuthorizationSchemeIsCaseInsensitive(mode: GatewayRig.Mode) async throws {
         let rig = try await GatewayRig.start(mode)

@@ -60,6 +60,13 @@ public final class PaymentNotifies: OrderFlow {
                 signer: signer,
                 expectedSignType: SignType(rawValue: order.signType) ?? configuration.signType)
         } catch {
+            // Signed with our key and addressed to our merchant, yet unusable (a missing field, an
+            // amount or a time not in WeChat's form): a bug at WeChat, for a person to see on the
+            // order's timeline, at most once a minute; nothing else is written and nothing settled.
+            // Another merchant's notify is not ours to record, whoever signed it.
+            if error.signatureError == nil, ![NotifyError.returnFail, .wrongAppID, .wrongMchID].contains(error) {
+                _ = try? await settlement.appendQuietLine(outTradeNo, kind: "notify_refused", detail: error.shortDescription)
+            }
             return rejected(reason: error.shortDescription)
         }
         // An order created with v3 hears from WeChat in v3 only, RSA-signed by WeChat Pay: the v2
