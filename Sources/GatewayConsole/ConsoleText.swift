@@ -413,7 +413,7 @@ struct ConsoleText: Sendable {
           "Only an event whose delivery was given up (dead) can be delivered again; this one is pending or delivered.")
     }
     var reasonInvalid: String {
-        t("退款原因必填，最长 80 字节（约 26 个汉字；付款人会看到它），不能含控制字符或文字方向字符。",
+        t("退款原因必填，最长 80 字节（约 26 个汉字；付款人会看到它），不能含控制字符、文字方向字符或不可见字符。",
           "Give a reason of at most 80 bytes (about 26 Chinese characters; the payer sees it), with no control, text-direction or invisible characters.")
     }
     var auditForOrder: String { t("这笔订单的审计记录", "Audit entries for this order") }

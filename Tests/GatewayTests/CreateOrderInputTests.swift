@@ -50,8 +50,12 @@ struct CreateOrderInputTests {
           arguments: [
               ("a\u{7}b", false), ("a\u{85}b", false), ("a\u{2028}b", false), ("a\u{2029}b", false),
               ("ok \u{202E}evil", false), ("a\u{2066}b", false), ("price 100\u{200F}", false), ("\u{200E}x", false),
-              ("zero\u{200B}width", false), ("\u{FEFF}bom", false),
+              ("zero\u{200B}width", false), ("\u{FEFF}bom", false), ("refund \u{061C}100 200", false),
+              ("a\u{200C}b", false), ("a\u{2060}b", false), ("a\u{206A}b", false), ("soft\u{00AD}hyphen", false),
+              ("a\u{180E}b", false), ("\u{E0001}\u{E0041}", false), ("a\u{FFF9}b", false), ("\u{3164}", false),
+              ("\u{115F}x", false),
               ("Swift 入门课", true), ("café — ½ price", true), ("emoji 📚", true), ("a\u{00A0}b", true),
+              ("love ❤️", true), ("family 👨‍👩‍👧", true), ("全角　空格", true),
           ])
     func freeTextRefusesControlDirectionAndInvisibleCharacters(description: String, accepted: Bool) throws {
         let body = try JSONSerialization.data(withJSONObject: ["amount": 1, "description": description, "client_ip": "1.2.3.4"])

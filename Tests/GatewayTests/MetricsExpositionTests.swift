@@ -299,7 +299,7 @@ struct MetricsExpositionTests {
         # HELP wxpay_reconcile_last_sweep_timestamp_seconds When the last sweep finished (Unix seconds): a reconciler that stopped sweeping leaves it behind.
         # TYPE wxpay_reconcile_last_sweep_timestamp_seconds gauge
         wxpay_reconcile_last_sweep_timestamp_seconds …
-        # HELP wxpay_waits_open Order queries waiting for a final state.
+        # HELP wxpay_waits_open Order and refund queries waiting for a final state.
         # TYPE wxpay_waits_open gauge
         wxpay_waits_open 0
         # HELP wxpay_database_probe_duration_seconds How long the database took to answer a readiness probe (capped at the 1 s deadline).
@@ -415,7 +415,7 @@ struct MetricsExpositionTests {
         wxpay_upstream_duration_seconds_bucket{api="unifiedorder",le="+Inf"} …
         wxpay_upstream_duration_seconds_sum{api="unifiedorder"} …
         wxpay_upstream_duration_seconds_count{api="unifiedorder"} 2
-        # HELP wxpay_wait_duration_seconds How long a held wait lasted until it answered, by how it ended: the order final, the wait ran out (open), or cancelled (its client left, or a shutdown).
+        # HELP wxpay_wait_duration_seconds How long a held wait (an order's or a refund's) lasted until it answered, by how it ended: final, ran out (open), or cancelled (its client left, or a shutdown).
         # TYPE wxpay_wait_duration_seconds histogram
         wxpay_wait_duration_seconds_bucket{state="open",le="0.005"} …
         wxpay_wait_duration_seconds_bucket{state="open",le="0.01"} …

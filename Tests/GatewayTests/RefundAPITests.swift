@@ -2,8 +2,10 @@
 import Foundation
 @testable import Gateway
 import HTTP
+import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -173,12 +175,19 @@ struct RefundAPITests {
         defer { Task { await rig.stop() } }
         try await rig.paidOrder("rf-wait")
         _ = try await rig.refund("rf-wait", amount: 90, number: "rf-wait-r1")
+        let metrics = rig.gateway.services.metrics
+        func waitsEnded(_ state: String) -> Double {
+            Battery.sum(metrics.exposition(), #"wxpay_wait_duration_seconds_count{state="\#(state)""#)
+        }
         let still = try await rig.send(.get, "/v1/refunds/rf-wait-r1?wait=0.3")
         #expect(still.json["state"] as? String == "PROCESSING")
         async let waited = rig.send(.get, "/v1/refunds/rf-wait-r1?wait=30")
-        try await Task.sleep(for: .milliseconds(200))
+        // Held, and counted among the held waits as an order's wait is.
+        #expect(await eventually { metrics.gauge("wxpay_waits_open") == 1 })
         try rig.simulator.completeRefund(outRefundNo: "rf-wait-r1")
         #expect(try await waited.json["state"] as? String == "SUCCESS")
+        #expect(metrics.gauge("wxpay_waits_open") == 0)
+        #expect(waitsEnded("final") == 1)
         let invalid = try await rig.send(.get, "/v1/refunds/rf-wait-r1?wait=31")
         #expect(invalid.status == 400 && invalid.error?["field"] as? String == "wait")
     }

@@ -71,6 +71,27 @@ import Testing
         }
     }
 
+    @Test(arguments: ["\r\n", "GET /poll/pipelined HTTP/1.1\r\nHost: x\r\n\r\n", "junk"])
+    func aHeldRequestWhoseClientSentMoreBeforeLeavingIsCancelledToo(more: String) async throws {
+        let polls = Polls()
+        try await withServer(Self.router(polls), Self.quickSweep) { server, address in
+            try await offPool {
+                let connection = try RawConnection(to: address)
+                connection.send("GET /poll/first HTTP/1.1\r\nHost: x\r\n\r\n")
+                let patience = ContinuousClock.now + .seconds(120)
+                while polls.held == 0 && ContinuousClock.now < patience { usleep(10_000) }
+                // Unread bytes in front of the close: the look for the close must see past them.
+                connection.send(more)
+                usleep(50_000)
+            }  // the connection closes here
+            #expect(await eventually { polls.cancelled.load(ordering: .relaxed) >= 1 })
+            #expect(await eventually {
+                let now = server.statistics
+                return now.suspendedRequests == 0 && now.requestsInFlight == 0 && now.openConnections == 0
+            })
+        }
+    }
+
     @Test func anAsyncHandlerWhoseClientLeavesIsCancelled() async throws {
         let polls = Polls()
         try await withServer(Self.router(polls), Self.quickSweep) { server, address in

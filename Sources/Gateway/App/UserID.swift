@@ -34,17 +34,27 @@ enum HiddenCharacters {
 
     /// What free text (a description, an attach, a reason) must not hold, and what the audit log
     /// shows as U+FFFD: control characters (C0, DEL, C1) and the line and paragraph separators
-    /// (U+2028, U+2029), which break a line where a log viewer or a script reads it; the
-    /// text-direction overrides and isolates (U+202A–U+202E, U+2066–U+2069), which turn the rest
-    /// of a line around wherever it is shown (`refund \u{202E}fed by admin`: a console page, the
-    /// audit log, WeChat's refund notice), and the direction marks (U+200E, U+200F), which move
-    /// the digits and signs next to them; and the invisible U+200B and U+FEFF, which make one text
-    /// look like another.
+    /// (U+2028, U+2029), which break a line where a log viewer or a script reads it; and every
+    /// format character and Default_Ignorable code point, which a reader cannot see but which
+    /// can act: the text-direction overrides, isolates and marks (U+202A–U+202E, U+2066–U+2069,
+    /// U+200E, U+200F, U+061C) turn a line or its numbers around wherever it is shown
+    /// (`refund \u{202E}fed by admin`: a console page, the audit log, WeChat's refund notice), and
+    /// the invisible ones (U+200B, U+2060, U+FEFF, U+00AD, tag characters, U+3164 HANGUL FILLER…)
+    /// make one text look like another or a whole text look blank. Spaces stay, and so do the two
+    /// invisible characters emoji are made of: the zero-width joiner (U+200D) and the variation
+    /// selectors (❤️ is U+2764 U+FE0F).
     static func isRefusedInFreeText(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
         switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF:
-            true
-        default: false
+        case 0x80...0x9F: return true
+        case 0x200D, 0xFE00...0xFE0F, 0xE0100...0xE01EF: return false
+        default: break
+        }
+        let properties = scalar.properties
+        if properties.isDefaultIgnorableCodePoint { return true }
+        switch properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
         }
     }
 

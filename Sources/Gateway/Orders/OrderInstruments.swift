@@ -10,10 +10,10 @@ final class OrderInstruments: Sendable {
     static let notifies = Metric<Counter>("wxpay_notifies_total", help: "Payment notifies by outcome (and channel, when the order is known).")
     static let upstreamCalls = Metric<Counter>("wxpay_upstream_calls_total", help: "Calls to WeChat Pay by API and outcome.")
     static let upstreamDuration = Metric<Histogram>("wxpay_upstream_duration_seconds", help: "Latency of calls to WeChat Pay.")
-    static let waitsOpen = Metric<Gauge>("wxpay_waits_open", help: "Order queries waiting for a final state.")
+    static let waitsOpen = Metric<Gauge>("wxpay_waits_open", help: "Order and refund queries waiting for a final state.")
     static let waitDuration = Metric<Histogram>(
         "wxpay_wait_duration_seconds",
-        help: "How long a held wait lasted until it answered, by how it ended: the order final, the wait ran out (open), or cancelled (its client left, or a shutdown).")
+        help: "How long a held wait (an order's or a refund's) lasted until it answered, by how it ended: final, ran out (open), or cancelled (its client left, or a shutdown).")
     static let waitPolls = Metric<Counter>(
         "wxpay_wait_polls_total", help: "Polls of waiting queries: queried WeChat, or left to the instance holding the claim.")
     static let settlements = Metric<Counter>("wxpay_settlements_total", help: "State changes by source and new state.")

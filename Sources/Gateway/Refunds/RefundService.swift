@@ -140,11 +140,31 @@ public final class RefundService: Sendable {
     public func refund(_ outRefundNo: String, wait: Double = 0) async throws(APIError) -> [UInt8] {
         guard RefundInput.isValidOutRefundNo(outRefundNo) else { throw .refundNotFound }
         let deadline = ContinuousClock.now + .seconds(wait)
+        // A held refund wait counts among the held waits (`wxpay_waits_open`, how long it lasted
+        // and how it ended), as an order's does: each holds a connection and memory alike.
+        var heldSince: ContinuousClock.Instant?
+        var ended = context.instruments.waitRanOut
+        defer {
+            if let heldSince {
+                context.instruments.waitsOpen.add(-1)
+                ended.record(ContinuousClock.now - heldSince)
+            }
+        }
         while true {
             guard let refund = try await context.storage({ () throws(StorageError) in try await self.store.refund(outRefundNo) })
             else { throw .refundNotFound }
-            if refund.state != .processing || ContinuousClock.now >= deadline || Task.isCancelled {
+            let now = ContinuousClock.now
+            if refund.state != .processing || now >= deadline || Task.isCancelled {
+                if refund.state != .processing {
+                    ended = context.instruments.waitEndedFinal
+                } else if now < deadline {
+                    ended = context.instruments.waitCancelled
+                }
                 return RefundView(refund).json
+            }
+            if heldSince == nil {
+                heldSince = now
+                context.instruments.waitsOpen.add(1)
             }
             try? await Task.sleep(for: min(.milliseconds(100), deadline - ContinuousClock.now))
         }

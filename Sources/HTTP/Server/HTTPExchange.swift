@@ -98,13 +98,13 @@ final class HTTPExchange: Sendable {
     }
 
     /// Whether the handler is still running and the route's client has left (see
-    /// `ClientDeparture`). The peek happens under the lock, while the connection is certainly
+    /// `ClientDeparture`). The look happens under the lock, while the connection is certainly
     /// still suspended: libmicrohttpd closes no suspended connection, so the socket is still this
     /// connection's and not a newer one reusing its number.
     func clientHasLeft() -> Bool {
         state.withLock { state in
             guard case .running(_, let socket?) = state.phase else { return false }
-            return ClientDeparture.hasLeft(socket: socket)
+            return ClientDeparture.hasFinishedSending(socket: socket)
         }
     }
 

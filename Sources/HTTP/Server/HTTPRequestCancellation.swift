@@ -45,15 +45,26 @@ final class HTTPRequestCancellation: Sendable {
     }
 }
 
-/// Whether the client at the other end of a connection has gone: it closed its side of the
-/// connection, or the connection was reset.
+/// Whether the client at the other end of a connection has gone.
 ///
 /// A held request (a long poll) is not read from while it waits, and libmicrohttpd's edge-triggered
-/// polling can miss a close that arrives with the request's last bytes, so nobody would notice
-/// the client leaving until the request ends or its connection times out. A peek reads nothing: the
-/// connection's own reader still sees every byte (a pipelined request counts as a client still there).
+/// polling can miss a close that arrives with a request's last bytes, so nobody would notice the
+/// client leaving until the request ends or its connection times out. Neither check reads
+/// anything: the connection's own reader still sees every byte.
 enum ClientDeparture {
-    static func hasLeft(socket fd: Int32) -> Bool {
+    /// The client will send nothing more: it closed or half-closed its side, or the connection was
+    /// reset, whatever it sent before that is still unread (a pipelined request, a stray CRLF).
+    /// For a held request, whose own bytes were all read: its client has gone, or only waits for
+    /// this one answer.
+    static func hasFinishedSending(socket fd: Int32) -> Bool {
+        var watched = pollfd(fd: fd, events: Int16(peerClosedItsSide), revents: 0)
+        guard poll(&watched, 1, 0) == 1 else { return false }
+        return Int32(watched.revents) & (peerClosedItsSide | Int32(POLLHUP) | Int32(POLLERR)) != 0
+    }
+
+    /// The client closed its side (or reset the connection) and nothing it sent is left unread:
+    /// for a connection waiting for a request, there is none to come.
+    static func hasLeftWithNothingUnread(socket fd: Int32) -> Bool {
         var byte: UInt8 = 0
         let received = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
         if received > 0 { return false }
@@ -63,4 +74,8 @@ enum ClientDeparture {
         default: return false  // EAGAIN: nothing to read, the client is still there; EINTR: next time
         }
     }
+
+    /// Linux's POLLRDHUP (the peer shut down its writing side), which Glibc's module leaves out
+    /// (it needs _GNU_SOURCE).
+    private static let peerClosedItsSide: Int32 = 0x2000
 }

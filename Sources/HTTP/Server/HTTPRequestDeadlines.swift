@@ -84,7 +84,7 @@ final class HTTPRequestDeadlines: Sendable {
             var cut = 0
             for entry in entries.values {
                 let deadline = entry.deadline.load(ordering: .relaxed)
-                guard deadline != Entry.none, deadline < now || ClientDeparture.hasLeft(socket: entry.fd) else { continue }
+                guard deadline != Entry.none, deadline < now || ClientDeparture.hasLeftWithNothingUnread(socket: entry.fd) else { continue }
                 entry.deadline.store(Entry.none, ordering: .relaxed)
                 _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                 cut += 1
