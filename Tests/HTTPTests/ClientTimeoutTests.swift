@@ -4,6 +4,11 @@ import HTTPClientTestSupport
 import Testing
 
 struct ClientTimeoutTests {
+    /// What the timeouts under test (0.3–0.5 s) are told apart from: the 60 s defaults. The margin is
+    /// for the full suite, where the cooperative pool has stalled for 25–30 s at a time (two runs
+    /// of 2026-12-06), not for these timeouts.
+    static let loadedMachineBound = Duration.seconds(50)
+
     @Test func aHundredConcurrentRequestsToASilentServerAllTimeOutInTimeWithoutAThreadEach() async throws {
         try await withPythonTestServer(.silent) { server in
             // 3 s: the single-process Python server must accept all 100 connections before the
@@ -54,7 +59,7 @@ struct ClientTimeoutTests {
                 }
                 #expect(error == .connectTimeout)
                 #expect(error?.mayHaveBeenDelivered == false)
-                #expect(ContinuousClock.now - started < .seconds(30))
+                #expect(ContinuousClock.now - started < Self.loadedMachineBound)
             }
         }
     }
@@ -105,7 +110,7 @@ struct ClientTimeoutTests {
                 #expect(error.map { String(reflecting: $0) }?.contains("watchdog") == true)
                 // 0.3 s plus the watchdog's slack, far below the client's 60 s default; the bound
                 // is for a loaded machine (it took 5.1 s at load 20).
-                #expect(ContinuousClock.now - started < .seconds(30))
+                #expect(ContinuousClock.now - started < Self.loadedMachineBound)
             }
         }
     }
@@ -117,7 +122,7 @@ struct ClientTimeoutTests {
                 let error = await failure { try await client.execute(quickRequest(server.url("/"), total: .milliseconds(300))) }
                 #expect(error == .timeout)
                 // The request's 0.3 s, not the client's 60 s; the bound is for a loaded machine.
-                #expect(ContinuousClock.now - started < .seconds(30))
+                #expect(ContinuousClock.now - started < Self.loadedMachineBound)
             }
         }
     }

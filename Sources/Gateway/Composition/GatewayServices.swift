@@ -20,13 +20,18 @@ import Observability
 /// What runs on top — the HTTP surface (`GatewayAPI`), the console, the reconciler, the bill job —
 /// takes the whole `GatewayServices`.
 ///
+/// A class, so that taking it is one reference: as a struct it was about 5 KB (the context and
+/// its configuration inline, twice over), copied with every reference in it retained wherever a
+/// closure captured it, and every held `wait` kept such a copy for its whole life (5.3 of the
+/// 13 KB one cost).
+///
 /// ```swift
 /// let context = GatewayContext(configuration: configuration, store: store, transport: transport)
 /// let services = GatewayServices(context)
 /// GatewayAPI(services: services).register(in: &router)
 /// let created = try await services.creation.create(input)
 /// ```
-public struct GatewayServices: Sendable {
+public final class GatewayServices: Sendable {
     public let context: GatewayContext
     public let queries: OrderQueries
     public let creation: OrderCreation
