@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/ioctl.h>
 #include <microhttpd.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
@@ -131,6 +132,13 @@ static inline int wxpay_mhd_connection_fd(struct MHD_Connection *_Nonnull connec
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+/// Bytes that arrived on socket `fd` and were not read yet, or -1 (`ioctl` is variadic: Swift
+/// cannot call it).
+static inline int wxpay_socket_unread_bytes(int fd) {
+    int unread = 0;
+    return ioctl(fd, FIONREAD, &unread) == 0 ? unread : -1;
 }
 
 /// What the MHD_OPTION_NOTIFY_CONNECTION callback stored for the connection, or NULL.

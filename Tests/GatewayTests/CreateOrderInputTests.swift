@@ -3,6 +3,9 @@ import Foundation
 import Gateway
 import Testing
 
+/// A noncharacter, which Swift's string literals refuse to spell.
+private func noncharacter(_ value: UInt32) -> String { String(Character(Unicode.Scalar(value)!)) }
+
 struct CreateOrderInputTests {
     func parse(_ json: String) throws(APIError) -> CreateOrderInput {
         try CreateOrderInput(json: Array(json.utf8))
@@ -53,7 +56,8 @@ struct CreateOrderInputTests {
               ("zero\u{200B}width", false), ("\u{FEFF}bom", false), ("refund \u{061C}100 200", false),
               ("a\u{200C}b", false), ("a\u{2060}b", false), ("a\u{206A}b", false), ("soft\u{00AD}hyphen", false),
               ("a\u{180E}b", false), ("\u{E0001}\u{E0041}", false), ("a\u{FFF9}b", false), ("\u{3164}", false),
-              ("\u{115F}x", false),
+              ("\u{115F}x", false), ("ab" + noncharacter(0xFFFE) + "cd", false), ("a" + noncharacter(0xFFFF), false),
+              (noncharacter(0x1FFFE), false), (noncharacter(0xFDD0), false),
               ("Swift 入门课", true), ("café — ½ price", true), ("emoji 📚", true), ("a\u{00A0}b", true),
               ("love ❤️", true), ("family 👨‍👩‍👧", true), ("全角　空格", true),
           ])
@@ -66,6 +70,20 @@ struct CreateOrderInputTests {
             #expect(!accepted)
             #expect(error.field == "description")
             #expect(error.message == "description must not contain control, text-direction or invisible characters")
+        }
+    }
+
+    @Test("a description that shows nothing is refused as blank: spaces of any width, or only the joiner or a variation selector",
+          arguments: ["   ", "\u{3000}\u{3000}", "\u{00A0}", "\u{2800}", "\u{1680} ", "\u{200D}", "\u{200D}\u{200D}", "\u{FE0F}",
+                      "\u{E0100}"])
+    func aBlankDescriptionIsRefused(description: String) throws {
+        let body = try JSONSerialization.data(withJSONObject: ["amount": 1, "description": description, "client_ip": "1.2.3.4"])
+        do {
+            _ = try CreateOrderInput(json: Array(body))
+            Issue.record("accepted \(description.unicodeScalars.map { String($0.value, radix: 16) })")
+        } catch {
+            #expect(error.field == "description")
+            #expect(error.message == "description must not be blank")
         }
     }
 

@@ -52,7 +52,9 @@ public enum SupportReason {
     /// an override would turn the rest of an audit line around wherever it is shown.
     public static func parse(_ text: String?) throws(APIError) -> String {
         let trimmed = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText) else {
+        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText),
+              HiddenCharacters.showsSomething(trimmed)
+        else {
             throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control, text-direction or invisible characters")
         }
         return trimmed

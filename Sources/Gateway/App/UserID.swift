@@ -51,10 +51,24 @@ enum HiddenCharacters {
         default: break
         }
         let properties = scalar.properties
-        if properties.isDefaultIgnorableCodePoint { return true }
+        // Noncharacters (U+FFFE, U+FFFF, U+FDD0–U+FDEF, the last two of each plane): WeChat's XML
+        // cannot carry U+FFFE or U+FFFF, and none of them is text.
+        if properties.isDefaultIgnorableCodePoint || properties.isNoncharacterCodePoint { return true }
         switch properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator: return true
         default: return false
+        }
+    }
+
+    /// Whether `text` shows anything: a character other than whitespace (U+3000 and U+2800 BRAILLE
+    /// PATTERN BLANK included) and the joiner and variation selectors free text keeps for emoji,
+    /// which alone show nothing.
+    static func showsSomething(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            switch scalar.value {
+            case 0x200D, 0x2800, 0xFE00...0xFE0F, 0xE0100...0xE01EF: false
+            default: !scalar.properties.isWhitespace
+            }
         }
     }
 

@@ -200,6 +200,9 @@ public struct CreateOrderInput: Sendable, Hashable {
         guard anyCharacters || !value.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText) else {
             throw .invalid(name, "\(name) must not contain control, text-direction or invisible characters")
         }
+        guard anyCharacters || value.isEmpty || HiddenCharacters.showsSomething(value) else {
+            throw .invalid(name, "\(name) must not be blank")
+        }
         return value.isEmpty && !required ? nil : value
     }
 

@@ -104,7 +104,7 @@ final class HTTPExchange: Sendable {
     func clientHasLeft() -> Bool {
         state.withLock { state in
             guard case .running(_, let socket?) = state.phase else { return false }
-            return ClientDeparture.hasFinishedSending(socket: socket)
+            return ClientDeparture.hasStoppedWaiting(socket: socket)
         }
     }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import CMicroHTTPD
 import Glibc
 import Synchronization
 
@@ -52,10 +53,19 @@ final class HTTPRequestCancellation: Sendable {
 /// client leaving until the request ends or its connection times out. Neither check reads
 /// anything: the connection's own reader still sees every byte.
 enum ClientDeparture {
+    /// For a held request, whose own bytes were all read: its client has gone or no longer waits
+    /// as a client of a long poll does. It finished sending (see `hasFinishedSending`), or it sent
+    /// `unreadLimit` bytes or more past its request: then its receive window may be full, and a
+    /// close behind those bytes waits in the client's kernel where no look from here can see it.
+    static func hasStoppedWaiting(socket fd: Int32) -> Bool {
+        hasFinishedSending(socket: fd) || wxpay_socket_unread_bytes(fd) >= unreadLimit
+    }
+
+    /// More than any request a client pipelines behind a long poll: 64 KiB.
+    static let unreadLimit: Int32 = 64 * 1024
+
     /// The client will send nothing more: it closed or half-closed its side, or the connection was
     /// reset, whatever it sent before that is still unread (a pipelined request, a stray CRLF).
-    /// For a held request, whose own bytes were all read: its client has gone, or only waits for
-    /// this one answer.
     static func hasFinishedSending(socket fd: Int32) -> Bool {
         var watched = pollfd(fd: fd, events: Int16(peerClosedItsSide), revents: 0)
         guard poll(&watched, 1, 0) == 1 else { return false }

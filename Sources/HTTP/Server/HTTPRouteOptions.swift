@@ -40,7 +40,8 @@ public struct HTTPRouteOptions: Sendable, Hashable {
     /// until their time runs out; never for a write, which should finish what it started. The
     /// server looks about once a second (`HTTPServerConfiguration.requestTimeout` / 4 at most).
     /// A client that only half-closes, sending its request and then FIN, counts as gone, as
-    /// nginx counts it: a long poll then answers at once with what it has.
+    /// nginx counts it: a long poll then answers at once with what it has; so does one that sends
+    /// 64 KiB or more past its request (`ClientDeparture.unreadLimit`).
     public var cancelledWhenClientLeaves: Bool
 
     public init(maxBodyBytes: Int? = nil, clientCertificate: HTTPServerClientCertificatePolicy? = nil,
