@@ -15,10 +15,10 @@ struct GzipTests {
         #expect(try Gzip.decompress(Gzip.compress([]), maximumOutput: 0) == [])
     }
 
-    @Test func theSystemGzipReadsOurOutputAndWeReadItsOutput() throws {
-        let theirs = try ExternalTool.run("/usr/bin/gzip", ["-c", "-9"], input: Self.text)
+    @Test func theSystemGzipReadsOurOutputAndWeReadItsOutput() async throws {
+        let theirs = try await ExternalTool.run("/usr/bin/gzip", ["-c", "-9"], input: Self.text)
         #expect(try Gzip.decompress(theirs, maximumOutput: 1 << 20) == Self.text)
-        let ours = try ExternalTool.run("/usr/bin/gzip", ["-d", "-c"], input: Gzip.compress(Self.text, level: 1))
+        let ours = try await ExternalTool.run("/usr/bin/gzip", ["-d", "-c"], input: Gzip.compress(Self.text, level: 1))
         #expect(ours == Self.text)
     }
 

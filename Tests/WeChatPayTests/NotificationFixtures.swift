@@ -39,10 +39,11 @@ enum ExternalTool {
         var description: String { "tool exited with status \(status)" }
     }
 
-    static func run(_ path: String, _ arguments: [String], input: [UInt8]) throws -> [UInt8] {
+    /// Async, waiting without a thread, so no cooperative-pool thread is held while the tool runs.
+    static func run(_ path: String, _ arguments: [String], input: [UInt8]) async throws -> [UInt8] {
         // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
-        let result = try ChildProcess.runBlocking(path, arguments, environment: ProcessInfo.processInfo.environment,
-                                                  input: input, timeout: .seconds(30))
+        let result = try await ChildProcess.run(path, arguments, environment: ProcessInfo.processInfo.environment,
+                                                input: input, timeout: .seconds(30))
         guard result.status == 0 else { throw Failure(status: result.status) }
         return result.output
     }

@@ -10,93 +10,93 @@ struct SignCommandTests {
     static let vector = ["appid=wxd930ea5d5a258f4f", "mch_id=10000100", "device_info=1000", "body=test",
                          "nonce_str=ibuaiVcKdpRxkhJA"]
 
-    @Test func theOfficialVectorPrintsTheDocumentedMD5() throws {
-        let run = try SignCommandRun(["sign", "--key", Self.key] + Self.vector)
+    @Test func theOfficialVectorPrintsTheDocumentedMD5() async throws {
+        let run = try await SignCommandRun(["sign", "--key", Self.key] + Self.vector)
         #expect(run.status == 0)
         #expect(run.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
     }
 
-    @Test func theOfficialVectorPrintsTheDocumentedHMACSHA256() throws {
+    @Test func theOfficialVectorPrintsTheDocumentedHMACSHA256() async throws {
         for spelling in ["HMAC-SHA256", "hmac-sha256"] {
-            let run = try SignCommandRun(["sign", "--key", Self.key, "--sign-type", spelling] + Self.vector)
+            let run = try await SignCommandRun(["sign", "--key", Self.key, "--sign-type", spelling] + Self.vector)
             #expect(run.status == 0)
             #expect(run.output == "6A9AE1657590FD6257D693A078E1C3E4BB6BA4DC30B23E0EE2496E54170DACD6\n")
         }
     }
 
-    @Test func theKeyCanComeFromAFileOrTheEnvironmentInsteadOfTheProcessList() throws {
+    @Test func theKeyCanComeFromAFileOrTheEnvironmentInsteadOfTheProcessList() async throws {
         let keyFile = try TemporaryFile(Array("\(Self.key)\n".utf8))
-        let fromFile = try SignCommandRun(["sign", "--key-file", keyFile.path] + Self.vector)
+        let fromFile = try await SignCommandRun(["sign", "--key-file", keyFile.path] + Self.vector)
         #expect(fromFile.status == 0)
         #expect(fromFile.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
-        let fromEnvironment = try SignCommandRun(["sign"] + Self.vector, environment: ["WXPAY_API_KEY": Self.key])
+        let fromEnvironment = try await SignCommandRun(["sign"] + Self.vector, environment: ["WXPAY_API_KEY": Self.key])
         #expect(fromEnvironment.status == 0)
         #expect(fromEnvironment.output == "9A0A8659F005D6984697E2CA0A9CF3B7\n")
     }
 
-    @Test func noKeyOrTwoKeySourcesAreUsageErrors() throws {
+    @Test func noKeyOrTwoKeySourcesAreUsageErrors() async throws {
         let keyFile = try TemporaryFile(Array(Self.key.utf8))
-        let both = try SignCommandRun(["sign", "--key", Self.key, "--key-file", keyFile.path] + Self.vector)
+        let both = try await SignCommandRun(["sign", "--key", Self.key, "--key-file", keyFile.path] + Self.vector)
         #expect(both.status == 64)
         #expect(both.output.isEmpty)
-        let none = try SignCommandRun(["sign"] + Self.vector, environment: [:])
+        let none = try await SignCommandRun(["sign"] + Self.vector, environment: [:])
         #expect(none.status == 64)
         #expect(none.errors.contains("no API key"))
-        let unreadable = try SignCommandRun(["sign", "--key-file", "/nonexistent/key"] + Self.vector)
+        let unreadable = try await SignCommandRun(["sign", "--key-file", "/nonexistent/key"] + Self.vector)
         #expect(unreadable.status == 66)
     }
 
-    @Test func anXMLFileSignedWithMD5IsReportedAsMD5() throws {
+    @Test func anXMLFileSignedWithMD5IsReportedAsMD5() async throws {
         let file = try TemporaryFile(Self.document(type: .md5, declare: true))
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", file.path])
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", file.path])
         #expect(run.status == 0)
         #expect(run.output == "signature valid: MD5 (sign_type says MD5)\n")
     }
 
-    @Test func anHMACNotifyWithoutSignTypeOnStandardInputIsReportedAsHMAC() throws {
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .hmacSHA256, declare: false))
+    @Test func anHMACNotifyWithoutSignTypeOnStandardInputIsReportedAsHMAC() async throws {
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .hmacSHA256, declare: false))
         #expect(run.status == 0)
         #expect(run.output == "signature valid: HMAC-SHA256 (no sign_type)\n")
     }
 
-    @Test func aSignatureMadeWithAnotherKeyMatchesNeitherAlgorithm() throws {
+    @Test func aSignatureMadeWithAnotherKeyMatchesNeitherAlgorithm() async throws {
         let document = Self.document(type: .md5, declare: false, key: "00000000000000000000000000000000")
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: document)
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: document)
         #expect(run.status == 1)
         #expect(run.output == "signature matches neither MD5 nor HMAC-SHA256 with this key (no sign_type)\n")
     }
 
-    @Test func aSignTypeThatContradictsTheMatchingAlgorithmIsNotCalledValid() throws {
+    @Test func aSignTypeThatContradictsTheMatchingAlgorithmIsNotCalledValid() async throws {
         var fields = Self.fields
         fields["sign_type"] = "MD5"
         fields["sign"] = Signer(key: APIKey(Self.key)).signature(for: fields, type: .hmacSHA256)
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(fields))
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(fields))
         #expect(run.status == 1)
         #expect(run.output.contains("matches HMAC-SHA256, but sign_type says MD5"))
     }
 
-    @Test func aDocumentWithoutSignSaysSoAndFails() throws {
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(Self.fields))
+    @Test func aDocumentWithoutSignSaysSoAndFails() async throws {
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: try FlatXML.encode(Self.fields))
         #expect(run.status == 1)
         #expect(run.output == "no sign field in the document\n")
     }
 
-    @Test func aHostileDocumentIsRefusedAsDataWithoutEchoingIt() throws {
+    @Test func aHostileDocumentIsRefusedAsDataWithoutEchoingIt() async throws {
         let body = #"<!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><a>&x;</a></xml>"#
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Array(body.utf8))
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Array(body.utf8))
         #expect(run.status == 65)
         #expect(run.errors.contains("DOCTYPE declarations are not allowed"))
         #expect(!run.errors.contains("passwd"))
     }
 
-    @Test func anEndlessInputIsCutAtTheSizeCap() throws {
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "/dev/zero"])
+    @Test func anEndlessInputIsCutAtTheSizeCap() async throws {
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "/dev/zero"])
         #expect(run.status == 65)
         #expect(run.errors.contains("larger than"))
     }
 
-    @Test func aMissingFileExitsWithNoInput() throws {
-        let run = try SignCommandRun(["sign", "--key", Self.key, "--xml", "/nonexistent/\(UUID().uuidString).xml"])
+    @Test func aMissingFileExitsWithNoInput() async throws {
+        let run = try await SignCommandRun(["sign", "--key", Self.key, "--xml", "/nonexistent/\(UUID().uuidString).xml"])
         #expect(run.status == 66)
     }
 
@@ -116,18 +116,18 @@ struct SignCommandTests {
     ]
 
     @Test(arguments: badArguments)
-    func badArgumentsExitWith64AndAUsageMessage(_ arguments: [String]) throws {
-        let run = try SignCommandRun(["sign"] + arguments)
+    func badArgumentsExitWith64AndAUsageMessage(_ arguments: [String]) async throws {
+        let run = try await SignCommandRun(["sign"] + arguments)
         #expect(run.status == 64)
         #expect(run.errors.contains("usage: wxpay-gateway sign"))
         #expect(run.output.isEmpty)
     }
 
-    @Test func theKeyNeverAppearsInAnyOutput() throws {
+    @Test func theKeyNeverAppearsInAnyOutput() async throws {
         let runs = [
-            try SignCommandRun(["sign", "--key", Self.key] + Self.vector),
-            try SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .md5, declare: true)),
-            try SignCommandRun(["sign", "--key", Self.key, "bad"]),
+            try await SignCommandRun(["sign", "--key", Self.key] + Self.vector),
+            try await SignCommandRun(["sign", "--key", Self.key, "--xml", "-"], input: Self.document(type: .md5, declare: true)),
+            try await SignCommandRun(["sign", "--key", Self.key, "bad"]),
         ]
         for run in runs {
             #expect(!run.output.contains(Self.key) && !run.errors.contains(Self.key))
@@ -155,9 +155,13 @@ struct SignCommandRun {
 
     /// `environment`: the child's whole environment (nil: this process's, without WXPAY_API_KEY,
     /// so a developer's own key never changes a test's outcome).
-    init(_ arguments: [String], input: [UInt8] = [], environment: [String: String]? = nil) throws {
+    ///
+    /// Async, waiting without a thread: a test blocking on the child held one of the cooperative
+    /// pool's two threads for the child's whole run, and two such tests at once stalled the whole
+    /// suite.
+    init(_ arguments: [String], input: [UInt8] = [], environment: [String: String]? = nil) async throws {
         // A ChildProcess (posix_spawn): Foundation's Process.run() can crash the test process on Linux.
-        let result = try ChildProcess.runBlocking(
+        let result = try await ChildProcess.run(
             try Self.executable().path, arguments,
             environment: environment ?? ProcessInfo.processInfo.environment.filter { $0.key != "WXPAY_API_KEY" },
             input: input, timeout: .seconds(30))
