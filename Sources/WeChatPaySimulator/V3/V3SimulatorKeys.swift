@@ -21,12 +21,41 @@ final class V3SimulatorKeys: Sendable {
         /// Bill download tokens → (bill text, gzip, expiry).
         var bills: [String: (text: [UInt8], gzip: Bool, expires: Date)] = [:]
         var nextSerial: UInt64
+        /// Platform certificates issued so far: the next one's key is `platformKey(seed:rotation:)` of it.
+        var rotations = 0
     }
 
     let configuration: V3SimulatorConfiguration
     let merchantKey: RSAPublicKey
     let merchantSerial: String
     let state: Mutex<State>
+    private let seed: UInt64
+
+    /// The platform keys of every simulator in this process, by seed and rotation: a simulator's
+    /// n-th platform certificate is issued for the n-th key of its seed. An RSA-2048 key takes 50 to
+    /// 500 ms of CPU to make, and a test run starts hundreds of simulators, most of them at once:
+    /// making a key each had the whole suite waiting on key generation for 25 s at a time. Seeded
+    /// like the rest of the simulator (the same seed, the same keys); a rotation still brings a key
+    /// not used before by that simulator.
+    private static let platformKeys = Mutex<[PlatformKeyIndex: RSAPrivateKey]>([:])
+
+    private struct PlatformKeyIndex: Hashable {
+        var seed: UInt64
+        var rotation: Int
+    }
+
+    private static func platformKey(seed: UInt64, rotation: Int) -> RSAPrivateKey {
+        let index = PlatformKeyIndex(seed: seed, rotation: rotation)
+        if let made = platformKeys.withLock({ $0[index] }) { return made }
+        // Made outside the lock, so one simulator's key does not hold up another's; if two make the
+        // same one at once, the first kept is the one both use.
+        let key = RSAPrivateKey.generate()
+        return platformKeys.withLock { keys in
+            if let made = keys[index] { return made }
+            keys[index] = key
+            return key
+        }
+    }
 
     init(configuration: V3SimulatorConfiguration, seed: UInt64, now: Date) {
         self.configuration = configuration
@@ -36,6 +65,7 @@ final class V3SimulatorKeys: Sendable {
         }
         self.merchantKey = merchantKey
         merchantSerial = serial
+        self.seed = seed
         var state = State(random: SeededRandom(seed: seed ^ 0x76_33), nextSerial: 0x3A5E_0000_0000 | (seed & 0xFFFF) << 16)
         state.notifySerial = configuration.publicKeyID
         self.state = Mutex(state)
@@ -46,11 +76,12 @@ final class V3SimulatorKeys: Sendable {
     /// it signs (the old one stays served and trusted beside it). Returns its serial.
     @discardableResult
     func rotate(now: Date) -> String {
-        let key = RSAPrivateKey.generate()
-        let serial = state.withLock { state -> UInt64 in
+        let (serial, rotation) = state.withLock { state -> (UInt64, Int) in
             state.nextSerial += 1
-            return state.nextSerial
+            defer { state.rotations += 1 }
+            return (state.nextSerial, state.rotations)
         }
+        let key = Self.platformKey(seed: seed, rotation: rotation)
         guard let certificate = CertificateIssuer.issue(
             .init(commonName: "Tenpay.com Root CA simulated platform", organization: "Tenpay.com", country: "CN"),
             key: key.key, issuer: nil, issuerKey: key.key, serial: serial,
