@@ -5,6 +5,7 @@ import HTTP
 import Observability
 import StorageCore
 import StoreTestSupport
+import TestSupport
 import Testing
 import WeChatPay
 import WeChatPaySimulator
@@ -107,6 +108,28 @@ struct GatewayAPITests {
         let wait = try await rig.send(.get, "/v1/orders/e2e-0002?wait=31")
         #expect(wait.error?["field"] as? String == "wait")
         #expect(rig.simulator.counters.requests["/pay/unifiedorder"] == 1)
+    }
+
+    @Test("wait is seconds written in decimal, 0 to 30, given once: another form a number reader would take (hex, exponent, sign, space) is refused naming wait, on orders and refunds alike",
+          arguments: GatewayRig.Mode.allCases)
+    func waitIsDecimalSecondsGivenOnce(mode: GatewayRig.Mode) async throws {
+        let rig = try await GatewayRig.start(mode)
+        defer { Task { await rig.stop() } }
+        _ = try await rig.createOrder("wait-form-1")
+        try rig.simulator.pay(outTradeNo: "wait-form-1")
+        #expect(await eventually { (try? await rig.send(.get, "/v1/orders/wait-form-1").json["state"] as? String) == "SUCCESS" })
+        for refused in ["0x3", "1e1", "1e-400", "+5", "-1", "%205", "31", "30.5", "abc", "1.", ".5", "inf", "nan", "5&wait=1", "",
+                        "00000000000000001"] {
+            let answer = try await rig.send(.get, "/v1/orders/wait-form-1?wait=\(refused)")
+            #expect(answer.status == 400 && answer.error?["field"] as? String == "wait", "wait=\(refused): \(answer.status)")
+            let refund = try await rig.send(.get, "/v1/refunds/no-such-refund-1?wait=\(refused)")
+            #expect(refund.status == 400 && refund.error?["field"] as? String == "wait", "refund wait=\(refused): \(refund.status)")
+        }
+        // The order is final, so each accepted wait answers at once.
+        for accepted in ["0", "0.5", "2.5", "10", "30", "030"] {
+            #expect(try await rig.send(.get, "/v1/orders/wait-form-1?wait=\(accepted)").json["state"] as? String == "SUCCESS",
+                    "wait=\(accepted)")
+        }
     }
 
     @Test(arguments: GatewayRig.Mode.allCases, StoreKind.all)

@@ -39,7 +39,7 @@ extension GatewayAPI {
         }
         let wait: Double
         do {
-            wait = try Self.wait(request.query["wait"])
+            wait = try Self.wait(request.query)
         } catch {
             return reply(Self.error(error))
         }

@@ -20,7 +20,7 @@ extension GatewayAPI {
         router.add(.get, "/v1/refunds/{out_refund_no}", options: HTTPRouteOptions(cancelledWhenClientLeaves: true)) { request in
             try await self.handle(request, scopes: [.client, .support]) {
                 let refunds = self.services.refunds
-                let wait = try Self.wait(request.query["wait"])
+                let wait = try Self.wait(request.query)
                 return Self.json(try await refunds.refund(request.pathParameters["out_refund_no"] ?? "", wait: wait))
             }
         }

@@ -224,12 +224,22 @@ public struct GatewayAPI: Sendable {
         return response
     }
 
-    static func wait(_ text: String?) throws(APIError) -> Double {
-        guard let text else { return 0 }
-        guard let seconds = Double(text), seconds.isFinite, seconds >= 0, seconds <= maximumWait else {
+    /// The query's `wait`: seconds written in decimal (`10`, `2.5`), 0 to 30; 0 without one. Given
+    /// twice, or in another form `Double` would read (`0x3`, `1e1`, `+5`, ` 5`), it is refused
+    /// rather than read one way here and another by a proxy or a log reader.
+    static func wait(_ query: HTTPServerQuery) throws(APIError) -> Double {
+        let given = query.values(for: "wait")
+        guard let text = given.first else { return 0 }
+        guard given.count == 1, isDecimal(text), let seconds = Double(text), seconds <= maximumWait else {
             throw .invalid("wait", "wait must be a number of seconds from 0 to 30")
         }
         return seconds
+    }
+
+    /// Digits, then at most one `.` followed by digits.
+    private static func isDecimal(_ text: String) -> Bool {
+        let parts = text.utf8.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        return text.utf8.count <= 16 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy { (0x30...0x39).contains($0) } }
     }
 
     /// What the server answers before any route: JSON errors like every other answer of the API
