@@ -68,8 +68,9 @@ let package = Package(
         // the order flows share, and the bill's gzip.)
         .target(name: "WeChatPayV3", dependencies: ["Crypto", "JSON", "WeChatPay"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
-        // (Crypto: reading the client certificate for its start-up check.)
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto"]),
+        // (Crypto: reading the client certificate for its start-up check; Lifecycle: the
+        // cancellation latch a request's handler and a held order wait share.)
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto", "Lifecycle"]),
         // The durable order store, knowing nothing of the protocol: what every store keeps and
         // promises (the store protocols, records, errors, and every rule above the SQL: checks of
         // the arguments, the door's decisions, the App Store matching), which is all the product

@@ -49,6 +49,12 @@ import Testing
         return router
     }
 
+    /// No request held or in flight, no connection open: everything the clients had is given back.
+    static func holdsNothing(_ server: HTTPServer) -> Bool {
+        let now = server.statistics
+        return now.suspendedRequests == 0 && now.requestsInFlight == 0 && now.openConnections == 0
+    }
+
     /// The sweep looks every requestTimeout / 4, 100 ms at the least.
     static let quickSweep = HTTPServerConfiguration(requestTimeout: .milliseconds(400))
 
@@ -63,10 +69,7 @@ import Testing
                 }
             }
             #expect(await eventually { polls.cancelled.load(ordering: .relaxed) == 10 })
-            #expect(await eventually {
-                let now = server.statistics
-                return now.suspendedRequests == 0 && now.requestsInFlight == 0 && now.openConnections == 0
-            })
+            #expect(await eventually { Self.holdsNothing(server) })
             #expect(polls.held == 0)
         }
     }
@@ -103,10 +106,7 @@ import Testing
                 usleep(50_000)
             }  // the connection closes here
             #expect(await eventually { polls.cancelled.load(ordering: .relaxed) >= 1 })
-            #expect(await eventually {
-                let now = server.statistics
-                return now.suspendedRequests == 0 && now.requestsInFlight == 0 && now.openConnections == 0
-            })
+            #expect(await eventually { Self.holdsNothing(server) })
         }
     }
 
@@ -118,7 +118,7 @@ import Testing
                 connection.send("GET /task HTTP/1.1\r\nHost: x\r\n\r\n")
             }
             #expect(await eventually { polls.cancelled.load(ordering: .relaxed) == 1 })
-            #expect(await eventually { server.statistics.requestsInFlight == 0 && server.statistics.openConnections == 0 })
+            #expect(await eventually { Self.holdsNothing(server) })
         }
     }
 
@@ -149,7 +149,7 @@ import Testing
             #expect(polls.cancelled.load(ordering: .relaxed) == 0)
             #expect(server.statistics.suspendedRequests == 1)
             polls.answer("K", "late")
-            #expect(await eventually { server.statistics.requestsInFlight == 0 && server.statistics.openConnections == 0 })
+            #expect(await eventually { Self.holdsNothing(server) })
         }
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import HTTP
+import Lifecycle
 import Observability
 
 /// `GET /v1/orders/{out_trade_no}[?wait=N]`, on a deferred route: authentication and validation
@@ -45,7 +46,7 @@ extension GatewayAPI {
         }
         let audited = caller.scopes.contains(.support)
         // The action holds the cancellation, not the responder (see `HTTPServerResponder.onCancel`).
-        let cancellation = wait > 0 ? WaitCancellation() : nil
+        let cancellation = wait > 0 ? CancellationLatch() : nil
         if let cancellation { responder.onCancel { cancellation.cancel() } }
         services.queries.order(request.pathParameters["out_trade_no"] ?? "", wait: wait, owner: caller.owner,
                                cancellation: cancellation) { answer in

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
+import Lifecycle
 import Observability
 import StorageCore
 import Synchronization
@@ -32,14 +33,14 @@ extension OrderQueries {
     /// With `owner` (an app token's user), another user's order is `order_not_found`, and a wait
     /// beyond the user's open-wait limit is `rate_limited`. `cancellation` ends the wait early,
     /// answering the order as it stands.
-    public func order(_ outTradeNo: String, wait: Double, owner: String? = nil, cancellation: WaitCancellation? = nil,
+    public func order(_ outTradeNo: String, wait: Double, owner: String? = nil, cancellation: CancellationLatch? = nil,
                       answer: @escaping @Sendable (OrderAnswer) -> Void) {
         queryWork.reads.submit { [self] in
             await self.start(outTradeNo, wait: wait, owner: owner, cancellation: cancellation, answer: answer)
         }
     }
 
-    private func start(_ outTradeNo: String, wait: Double, owner: String?, cancellation: WaitCancellation?,
+    private func start(_ outTradeNo: String, wait: Double, owner: String?, cancellation: CancellationLatch?,
                        answer: @escaping @Sendable (OrderAnswer) -> Void) async {
         // Taken before the read, so a notify settling between the read and the wait still wakes it.
         let token = signals.token()
@@ -71,7 +72,7 @@ extension OrderQueries {
     /// the wait with the order as it stands.
     public func order(_ outTradeNo: String, wait: Double = 0, owner: String? = nil) async throws(APIError) -> [UInt8] {
         let slot = AnswerSlot()
-        let cancellation = WaitCancellation()
+        let cancellation = CancellationLatch()
         return try await withTaskCancellationHandler {
             order(outTradeNo, wait: wait, owner: owner, cancellation: cancellation, answer: slot.fill)
             return await slot.value
@@ -99,7 +100,7 @@ extension OrderQueries {
         }
         // A cancellation ends the parking at once, and the recheck that follows answers.
         if let ticket, let cancellation = held.cancellation {
-            cancellation.whileHeld { [signals] in signals.cancel(ticket) }
+            cancellation.whenCancelled { [signals] in signals.cancel(ticket) }
         }
     }
 
@@ -144,48 +145,11 @@ private struct HeldWait: Sendable {
     let started = ContinuousClock.now
     /// An app user's open-wait slot, given back when the wait answers.
     let reservation: WaitReservation?
-    let cancellation: WaitCancellation?
+    /// Ends the wait early with the order as it stands: its client left, the gateway is shutting
+    /// down (`HTTPServerResponder.onCancel`), or the task awaiting it was cancelled; before the
+    /// wait is held (it then answers at its first hold) or while it is parked.
+    let cancellation: CancellationLatch?
     let answer: @Sendable (OrderQueries.OrderAnswer) -> Void
-}
-
-/// Ends a held wait early with the order as it stands: its client left, or the gateway is shutting
-/// down (`HTTPServerResponder.onCancel`), or the task awaiting it was cancelled. `cancel` may come
-/// at any time, from any thread: before the wait is held (it then answers at its first hold) or
-/// while it is parked.
-public final class WaitCancellation: Sendable {
-    private struct State {
-        var cancelled = false
-        /// Takes the wait out of its current parking.
-        var unpark: (@Sendable () -> Void)?
-    }
-
-    private let state = Mutex(State())
-
-    public init() {}
-
-    /// Ends the wait: it answers now. Later calls do nothing.
-    public func cancel() {
-        let unpark = state.withLock { state -> (@Sendable () -> Void)? in
-            guard !state.cancelled else { return nil }
-            state.cancelled = true
-            defer { state.unpark = nil }
-            return state.unpark
-        }
-        unpark?()
-    }
-
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-    /// The wait was parked again: `unpark` (replacing the one before) ends this parking, at once
-    /// when the wait was already cancelled.
-    func whileHeld(_ unpark: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
-            guard !state.cancelled else { return true }
-            state.unpark = unpark
-            return false
-        }
-        if now { unpark() }
-    }
 }
 
 /// Bridges a callback answer to the task that awaits it; filled once, possibly before it is awaited.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CMicroHTTPD
+import Lifecycle
 import Synchronization
 
 /// A libmicrohttpd connection handle that may cross threads. libmicrohttpd allows
@@ -41,7 +42,7 @@ final class HTTPExchange: Sendable {
     let route: HTTPRouter.Route
     let maxBodyBytes: Int
     /// Cancels the handler: its task, or what a deferred handler registered.
-    let cancellation = HTTPRequestCancellation()
+    let cancellation = CancellationLatch()
     private let state = Mutex(State())
 
     init(request: HTTPServerRequest, route: HTTPRouter.Route, maxBodyBytes: Int) {

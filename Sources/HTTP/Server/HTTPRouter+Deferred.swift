@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Lifecycle
 
 /// A handler that answers through a responder, possibly long after it returned: the request stays
 /// held (its connection suspended, no thread and no task) until `HTTPServerResponder.respond`.
@@ -36,7 +37,7 @@ extension HTTPRouter {
     /// Runs a deferred handler in process and waits for its answer (`respond(to:)`); cancelling
     /// the calling task cancels the request, as a client leaving does over a socket.
     static func run(_ handler: HTTPServerDeferredHandler, _ request: HTTPServerRequest) async -> HTTPServerResponse {
-        let cancellation = HTTPRequestCancellation()
+        let cancellation = CancellationLatch()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<HTTPServerResponse, Never>) in
                 handler(request, HTTPServerResponder(cancellation: cancellation) { continuation.resume(returning: $0) })

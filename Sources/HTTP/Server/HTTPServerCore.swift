@@ -5,6 +5,7 @@
 // type owns them; split, each part would reach into the others' private state.
 import CMicroHTTPD
 import Glibc
+import Lifecycle
 import Synchronization
 
 /// Everything libmicrohttpd's callbacks need, shared by its polling threads, the handlers' tasks

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Lifecycle
 import Synchronization
 
 /// Answers one request of a deferred route (see `HTTPRouter.addDeferred`), from any thread, at any
@@ -20,7 +21,7 @@ public final class HTTPServerResponder: Sendable {
     }
 
     private let target: Target
-    private let cancellation: HTTPRequestCancellation
+    private let cancellation: CancellationLatch
     private let answered = Atomic<Bool>(false)
 
     init(exchange: HTTPExchange, core: HTTPServerCore) {
@@ -28,7 +29,7 @@ public final class HTTPServerResponder: Sendable {
         cancellation = exchange.cancellation
     }
 
-    init(cancellation: HTTPRequestCancellation, _ callback: @escaping @Sendable (HTTPServerResponse) -> Void) {
+    init(cancellation: CancellationLatch, _ callback: @escaping @Sendable (HTTPServerResponse) -> Void) {
         target = .callback(callback)
         self.cancellation = cancellation
     }

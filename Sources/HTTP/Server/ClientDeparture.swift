@@ -1,50 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CMicroHTTPD
 import Glibc
-import Synchronization
-
-/// Cancels one request's handler, once: its task (an async route) or the action a deferred
-/// handler registered through `HTTPServerResponder.onCancel`. A shutdown cancels every waiting
-/// request; the server's sweep cancels one whose client has left, on routes that ask for it
-/// (`HTTPRouteOptions.cancelledWhenClientLeaves`).
-final class HTTPRequestCancellation: Sendable {
-    private struct State {
-        var cancelled = false
-        var action: (@Sendable () -> Void)?
-    }
-
-    private let state = Mutex(State())
-
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-    /// Runs `action` on `cancel`, or at once when the request was already cancelled; it replaces an
-    /// action registered before and not yet run.
-    func whenCancelled(_ action: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            guard !state.cancelled else { return true }
-            state.action = action
-            return false
-        }
-        if runNow { action() }
-    }
-
-    /// Cancels the request: the registered action runs now, on this thread, outside any lock.
-    /// Later calls do nothing.
-    func cancel() {
-        let action = state.withLock { state -> (@Sendable () -> Void)? in
-            guard !state.cancelled else { return nil }
-            state.cancelled = true
-            defer { state.action = nil }
-            return state.action
-        }
-        action?()
-    }
-
-    /// The request was answered: its action is let go without running.
-    func forget() {
-        state.withLock { $0.action = nil }
-    }
-}
 
 /// Whether the client at the other end of a connection has gone.
 ///
