@@ -8,8 +8,10 @@ public struct JSONError: Error, Sendable, Hashable, CustomStringConvertible {
         /// One object names a member twice. Reported only for a document otherwise well-formed.
         case duplicateKey = "duplicate_key"
         case tooDeep = "too_deep"
-        /// Invalid UTF-8 in a string, or an escaped lone surrogate (`"\ud800"`).
+        /// A byte in a string that is not UTF-8.
         case invalidUTF8 = "invalid_utf8"
+        /// An escaped surrogate without its other half (`"\ud800"`, `"\udc00"`): no character.
+        case loneSurrogate = "lone_surrogate"
         /// An integer outside `Int`, or a number too large for a double (`1e400`).
         case numberOutOfRange = "number_out_of_range"
         /// ``JSONValue/parseObject(_:maximumDepth:)`` was given a document that is not an object.
@@ -17,7 +19,8 @@ public struct JSONError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public let reason: Reason
-    /// The byte offset where reading stopped.
+    /// The byte offset where reading stopped; for invalid UTF-8, the string's opening quote, and
+    /// for a lone surrogate, its escape's backslash.
     public let offset: Int
     /// For a number out of range, the name of the object member it was the value of (the innermost
     /// one), so a request's answer can name its field; nil elsewhere. Never part of `description`.
@@ -252,7 +255,9 @@ struct JSONReader {
                 if bits < 0x80 {
                     text = String(decoding: slice.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
                 } else {
-                    guard let valid = String(validating: slice, as: UTF8.self) else { throw error(.invalidUTF8) }
+                    guard let valid = String(validating: slice, as: UTF8.self) else {
+                        throw JSONError(reason: .invalidUTF8, offset: start - 1)
+                    }
                     text = valid
                 }
                 position += 1
@@ -272,7 +277,9 @@ struct JSONReader {
             position += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let text = String(validating: utf8, as: UTF8.self) else { throw error(.invalidUTF8) }
+                guard let text = String(validating: utf8, as: UTF8.self) else {
+                    throw JSONError(reason: .invalidUTF8, offset: start - 1)
+                }
                 return text
             case UInt8(ascii: "\\"):
                 try escape(into: &utf8)
@@ -286,6 +293,7 @@ struct JSONReader {
 
     /// The escape after a backslash (already consumed), as UTF-8.
     mutating func escape(into utf8: inout [UInt8]) throws(JSONError) {
+        let backslash = position - 1
         guard let escaped = peek() else { throw error(.syntax) }
         position += 1
         switch escaped {
@@ -300,15 +308,15 @@ struct JSONReader {
             if (0xD800...0xDBFF).contains(value) {
                 // A high surrogate must be followed by an escaped low surrogate.
                 guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"),
-                      bytes[position + 1] == UInt8(ascii: "u") else { throw error(.invalidUTF8) }
+                      bytes[position + 1] == UInt8(ascii: "u") else { throw JSONError(reason: .loneSurrogate, offset: backslash) }
                 position += 2
                 let low = try hex4()
-                guard (0xDC00...0xDFFF).contains(low) else { throw error(.invalidUTF8) }
+                guard (0xDC00...0xDFFF).contains(low) else { throw JSONError(reason: .loneSurrogate, offset: backslash) }
                 value = 0x10000 + ((value - 0xD800) << 10) + (low - 0xDC00)
             }
             // nil for a lone low surrogate.
             guard let scalar = Unicode.Scalar(value), let encoded = UTF8.encode(scalar) else {
-                throw error(.invalidUTF8)
+                throw JSONError(reason: .loneSurrogate, offset: backslash)
             }
             utf8.append(contentsOf: encoded)
         default:

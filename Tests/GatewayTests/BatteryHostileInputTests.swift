@@ -67,8 +67,8 @@ struct BatteryHostileInputTests {
         // A number no reader can hold is named by its member, not called a malformed body.
         "an amount of 1e400": "amount is out of range",
         // Bytes that are not UTF-8 are called that, not "not a JSON object".
-        "invalid UTF-8": "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)",
-        "lone surrogate": "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)",
+        "invalid UTF-8": "the body must be UTF-8: the string at byte 28 holds a byte that is not",
+        "lone surrogate": "the escape at byte 29 is half a surrogate pair, which is no character",
     ]
 
     /// The answer to a body, or nil when the body is over the route's limit and its upload failed:

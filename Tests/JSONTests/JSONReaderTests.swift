@@ -102,9 +102,14 @@ struct JSONReaderTests {
             #expect(Self.reason(bytes) == .invalidUTF8, "\(bytes)")
         }
         for text in [#""\ud800""#, #""\udc00""#, #""\ud83d\u0041""#, #""\ud83dx""#, #"{"a":"\ude00"}"#] {
-            #expect(Self.reason(text) == .invalidUTF8, "\(text)")
+            #expect(Self.reason(text) == .loneSurrogate, "\(text)")
         }
         #expect(try JSONValue.parse(Array(#""a\u0000b""#.utf8)) == .string("a\u{0}b"))
+        // Where: the string holding the bad byte (its opening quote), the lone half's backslash.
+        #expect(throws: JSONError(reason: .invalidUTF8, offset: 5)) { try JSONValue.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) }
+        #expect(throws: JSONError(reason: .invalidUTF8, offset: 5)) { try JSONValue.parse(Array(#"{"a":"\n"#.utf8) + [0xFF, 0x22, 0x7D]) }
+        #expect(throws: JSONError(reason: .loneSurrogate, offset: 7)) { try JSONValue.parse(Array(#"{"a":"x\ud800y"}"#.utf8)) }
+        #expect(throws: JSONError(reason: .loneSurrogate, offset: 6)) { try JSONValue.parse(Array(#"{"a":"\ud83d\u0041"}"#.utf8)) }
     }
 
     @Test func nestingIsBounded() throws {

@@ -132,7 +132,9 @@ public struct CreateOrderInput: Sendable, Hashable {
                 let field = error.member.flatMap(Self.printableField)
                 throw .invalid(field, "\(field ?? "a number in the body") is out of range")
             case .invalidUTF8:
-                throw .invalid(nil, "the body must be UTF-8: a string holds a byte that is not, or a lone surrogate (\\ud800)")
+                throw .invalid(nil, "the body must be UTF-8: the string at byte \(error.offset) holds a byte that is not")
+            case .loneSurrogate:
+                throw .invalid(nil, "the escape at byte \(error.offset) is half a surrogate pair, which is no character")
             default:
                 throw .invalid(nil, "the body must be a JSON object")
             }
@@ -196,8 +198,8 @@ public struct CreateOrderInput: Sendable, Hashable {
         }
         // WeChat's XML cannot carry most control characters, and they have no business in these
         // fields; nor text-direction overrides, which turn a line around where it is shown, nor
-        // invisible characters (`HiddenCharacters.isRefusedInFreeText`).
-        guard anyCharacters || !value.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText) else {
+        // invisible characters (`HiddenCharacters.refusedInFreeText`).
+        guard anyCharacters || !HiddenCharacters.refusedInFreeText(value) else {
             throw .invalid(name, "\(name) must not contain control, text-direction or invisible characters")
         }
         guard anyCharacters || value.isEmpty || HiddenCharacters.showsSomething(value) else {
