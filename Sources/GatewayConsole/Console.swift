@@ -206,6 +206,15 @@ public final class Console: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// The name as typed, for the audit log of a refused login: trimmed and lowercased like the
+    /// name signed in with, at most 64 bytes, its control characters kept for the log to show as
+    /// U+FFFD (as every other character free text refuses): `admin\nroot` must not read `adminroot`.
+    static func typedName(_ name: String) -> String {
+        var bytes = Array(name.trimmingWhitespace().lowercased().utf8.prefix(64))
+        while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The database's id of a session: the SHA-256 of its token, in hex.
     static func sessionID(_ token: String) -> String { Hex.encode(SHA256.hash(token)) }
 
@@ -225,7 +234,7 @@ struct ConsoleInstruments: Sendable {
     static let passwordChecks = Metric<Counter>(
         "wxpay_console_password_checks_total", help: "scrypt password checks of console logins (an unknown name costs one too).")
     static let refusals = Metric<Counter>(
-        "wxpay_console_refusals_total", help: "Console requests refused, by reason (csrf, role, session).")
+        "wxpay_console_refusals_total", help: "Console requests refused, by reason (csrf, form, role, session).")
 
     let signedIn: Counter
     let refused: Counter
@@ -237,6 +246,8 @@ struct ConsoleInstruments: Sendable {
     let passwordChecks: Counter
     let noSession: Counter
     let csrfRefused: Counter
+    /// POSTs whose body is no console form (`ConsoleHTTP.FormRefusal`).
+    let formRefused: Counter
     let roleRefused: Counter
 
     init(_ registry: MetricsRegistry) {
@@ -250,6 +261,7 @@ struct ConsoleInstruments: Sendable {
         passwordChecks = registry.makeCounter(Self.passwordChecks)
         noSession = registry.makeCounter(Self.refusals, ["reason": "session"])
         csrfRefused = registry.makeCounter(Self.refusals, ["reason": "csrf"])
+        formRefused = registry.makeCounter(Self.refusals, ["reason": "form"])
         roleRefused = registry.makeCounter(Self.refusals, ["reason": "role"])
     }
 }

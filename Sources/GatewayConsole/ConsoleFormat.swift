@@ -14,6 +14,43 @@ enum ConsoleFormat {
         return "\(sign)¥\(value / 100).\(String(value % 100).leftPadded(to: 2))"
     }
 
+    /// A timeline line's amounts, which the gateway writes in fen (`refund_requested: R1: 350
+    /// fen`), with their yuan first, as the rest of the page shows money: `¥3.50 (350 fen)`. Only
+    /// a whole number standing alone before the word `fen` is one (not the digits ending an id).
+    static func yuanAmounts(in detail: String) -> String {
+        let bytes = Array(detail.utf8)
+        let unit = Array(" fen".utf8)
+        func isWordByte(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte >= 0x80
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 16)
+        var index = 0
+        while index < bytes.count {
+            let isDigit = (0x30...0x39).contains(bytes[index])
+            guard isDigit, index == 0 || !isWordByte(bytes[index - 1]) else {
+                output.append(bytes[index])
+                index += 1
+                continue
+            }
+            var end = index
+            while end < bytes.count, (0x30...0x39).contains(bytes[end]) { end += 1 }
+            let afterUnit = end + unit.count
+            if end - index <= 12, afterUnit <= bytes.count, bytes[end..<afterUnit].elementsEqual(unit),
+               afterUnit == bytes.count || !isWordByte(bytes[afterUnit]),
+               let fen = Int(String(decoding: bytes[index..<end], as: UTF8.self))
+            {
+                output += Array("\(yuan(fen)) (".utf8) + bytes[index..<afterUnit] + [UInt8(ascii: ")")]
+                index = afterUnit
+            } else {
+                output += bytes[index..<end]
+                index = end
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
     /// An amount in the minor unit of its currency: yuan for CNY (nil is CNY, as every WeChat Pay
     /// order and every App Store order charged in yuan); else the decimals the currency has and
     /// its code, as Apple charged it: 1299 USD → `12.99 USD`, 120 JPY → `120 JPY`.

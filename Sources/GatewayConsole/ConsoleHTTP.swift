@@ -80,20 +80,35 @@ enum ConsoleHTTP {
         return cookies
     }
 
-    /// A POST's form fields (`application/x-www-form-urlencoded`, what an HTML form sends); nil
-    /// for another content type, a malformed body, or a field given twice: no console form has
-    /// two fields of one name, and `amount=1.00&amount=20.00` means one amount to one reader and
-    /// another to the next (as a JSON body repeating a name, which the API refuses). A nil form
-    /// fails the CSRF check, so nothing happens.
-    static func form(_ request: HTTPServerRequest) -> HTTPServerQuery? {
-        let type = request.headers["Content-Type"]?.split(separator: ";").first.map { String($0).trimmingWhitespace().lowercased() }
-        guard type == "application/x-www-form-urlencoded" || (type == nil && request.body.isEmpty) else { return nil }
-        guard let text = String(validating: request.body, as: UTF8.self) else { return nil }
-        guard let fields = HTTPServerQuery(parsing: text) else { return nil }
-        var names = Set<String>()
-        for field in fields where !names.insert(field.name).inserted { return nil }
-        return fields
+    /// Why a POST's body is not a console form. Such a POST is answered 400 and changes nothing.
+    enum FormRefusal: Error, Equatable {
+        /// Another content type, bytes that are not UTF-8, or a malformed percent escape.
+        case notAForm
+        /// A field given twice: no console form has two fields of one name, and
+        /// `amount=1.00&amount=20.00` means one amount to one reader and another to the next (as a
+        /// JSON body repeating a name, which the API refuses).
+        /// The name is given when it could be a console field's (ASCII letters and the like, at
+        /// most 40 bytes); nil for anything else, which is not repeated back.
+        case repeatedField(String?)
     }
+
+    /// A POST's form fields (`application/x-www-form-urlencoded`, what an HTML form sends).
+    static func readForm(_ request: HTTPServerRequest) -> Result<HTTPServerQuery, FormRefusal> {
+        let type = request.headers["Content-Type"]?.split(separator: ";").first.map { String($0).trimmingWhitespace().lowercased() }
+        guard type == "application/x-www-form-urlencoded" || (type == nil && request.body.isEmpty),
+              let text = String(validating: request.body, as: UTF8.self),
+              let fields = HTTPServerQuery(parsing: text)
+        else { return .failure(.notAForm) }
+        var names = Set<String>()
+        for field in fields where !names.insert(field.name).inserted {
+            let shown = field.name.utf8.count <= 40 && field.name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+            return .failure(.repeatedField(shown ? field.name : nil))
+        }
+        return .success(fields)
+    }
+
+    /// The form, or nil when `readForm` refuses it.
+    static func form(_ request: HTTPServerRequest) -> HTTPServerQuery? { try? readForm(request).get() }
 
     /// The request's path and query again, for links back to it.
     static func here(_ request: HTTPServerRequest) -> String {

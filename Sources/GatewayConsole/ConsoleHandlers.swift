@@ -59,8 +59,12 @@ extension Console {
                 return ConsoleHTTP.redirect("/console/login" + HTML.query([("next", ConsoleHTTP.here(request))]))
             }
             exchange.signedIn = signedIn
-            let form = isPost ? ConsoleHTTP.form(request) : nil
+            var form: HTTPServerQuery?
             if isPost {
+                switch ConsoleHTTP.readForm(request) {
+                case .success(let fields): form = fields
+                case .failure(let refusal): return formRefused(refusal, exchange)
+                }
                 guard let presented = form?["csrf"],
                       ConstantTime.equal(Array(presented.utf8), Array(signedIn.session.csrfToken.utf8))
                 else {
@@ -242,8 +246,12 @@ extension Console {
     func loginSubmit(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         var exchange = exchange(request)
         let text = exchange.text
-        let form = ConsoleHTTP.form(request)
-        guard let form, let presented = form["csrf"], let expected = exchange.cookies[Self.loginCookie], !expected.isEmpty,
+        let form: HTTPServerQuery
+        switch ConsoleHTTP.readForm(request) {
+        case .success(let fields): form = fields
+        case .failure(let refusal): return formRefused(refusal, exchange, back: "/console/login")
+        }
+        guard let presented = form["csrf"], let expected = exchange.cookies[Self.loginCookie], !expected.isEmpty,
               ConstantTime.equal(Array(presented.utf8), Array(expected.utf8))
         else {
             instruments.csrfRefused.increment()
@@ -282,12 +290,19 @@ extension Console {
         }
     }
 
+    /// A POST whose body is no console form: 400, saying why, and nothing done.
+    private func formRefused(_ refusal: ConsoleHTTP.FormRefusal, _ exchange: Exchange, back: String = "/console/") -> HTTPServerResponse {
+        instruments.formRefused.increment()
+        return ConsoleHTTP.html(ConsolePages.message(exchange.chrome, title: exchange.text.formRefusedTitle,
+                                                     exchange.text.formRefused(refusal), back: back), status: 400)
+    }
+
     /// A refused password is on record under the name typed (no role: nobody is signed in), and
     /// so is the failure that locks a name. Answers to a name already locked are not: they cost no
     /// password check, so recording each would let anyone grow the log as fast as they can send.
     private func recordFailedLogin(_ exchange: Exchange, name: String, outcome: String) async {
         let audit = services.audit
-        _ = try? await audit.record(actor: Self.normalizedName(name), channel: "console", role: "-", action: "login",
+        _ = try? await audit.record(actor: Self.typedName(name), channel: "console", role: "-", action: "login",
                                     address: exchange.address, outcome: outcome)
     }
 

@@ -1,42 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Over 400 lines as one file: it is the console's whole vocabulary, every word in both languages
 // side by side, one line each; a translator or a reviewer reads it top to bottom, and a word is
-// never looked for in more than one place. It holds no logic beyond choosing the language.
+// never looked for in more than one place. It holds no logic (the language itself is chosen in
+// ConsoleLanguage.swift).
 import Foundation
 import Gateway
 import StorageCore
-
-/// The console's two languages: Chinese (zh-CN) by default, English when the browser prefers it
-/// (`Accept-Language`) or the person chose it with the switch on every page (a cookie).
-enum ConsoleLanguage: String, Sendable, Hashable, CaseIterable {
-    case chinese = "zh-CN"
-    case english = "en"
-
-    /// The cookie's choice, else the first of Accept-Language's languages (by q) that is Chinese
-    /// or English, else Chinese.
-    static func choose(cookie: String?, acceptLanguage: String?) -> ConsoleLanguage {
-        if let cookie, let chosen = ConsoleLanguage(rawValue: cookie) { return chosen }
-        guard let acceptLanguage else { return .chinese }
-        var ranges: [(tag: String, q: Double, position: Int)] = []
-        for (position, item) in acceptLanguage.split(separator: ",").prefix(32).enumerated() {
-            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let tag = parts.first?.lowercased(), !tag.isEmpty else { continue }
-            var q = 1.0
-            for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
-                q = Double(parameter.dropFirst(2)) ?? 0
-            }
-            if q > 0 { ranges.append((tag, q, position)) }
-        }
-        for range in ranges.sorted(by: { ($0.q, -$0.position) > ($1.q, -$1.position) }) {
-            if range.tag == "zh" || range.tag.hasPrefix("zh-") { return .chinese }
-            if range.tag == "en" || range.tag.hasPrefix("en-") { return .english }
-        }
-        return .chinese
-    }
-
-    var other: ConsoleLanguage { self == .chinese ? .english : .chinese }
-    var text: ConsoleText { ConsoleText(language: self) }
-}
 
 /// Every word the console shows, in both languages side by side (`t(chinese, english)`), so
 /// neither can be forgotten.
@@ -478,6 +447,17 @@ struct ConsoleText: Sendable {
         t("这个表单已失效或不是本页面提交的（CSRF 校验失败），什么都没有改变。请回到页面刷新后再试。",
           "This form is stale or did not come from this console (the CSRF check failed); nothing was changed. Go back, reload the page and try again.")
     }
+    var formRefusedTitle: String { t("表单无法读取", "The form could not be read") }
+    func formRefused(_ refusal: ConsoleHTTP.FormRefusal) -> String {
+        switch refusal {
+        case .notAForm:
+            t("提交的内容不是本控制台的表单，什么都没有改变。请回到页面刷新后再试。",
+              "What was sent is not a console form; nothing was changed. Go back, reload the page and try again.")
+        case .repeatedField(let name):
+            t("表单中的字段\(name.map { "“\($0)”" } ?? "")出现了不止一次，无法确定用哪一个，什么都没有改变。请回到页面刷新后再试。",
+              "The form gives a field\(name.map { " (“\($0)”)" } ?? "") more than once, so which one was meant cannot be told; nothing was changed. Go back, reload the page and try again.")
+        }
+    }
     var notFoundTitle: String { t("找不到", "Not found") }
     var orderNotFound: String { t("没有这笔订单。", "There is no such order.") }
     var eventNotFound: String { t("这笔订单没有这个业务通知事件。", "This order has no such webhook event.") }
@@ -562,9 +542,11 @@ struct ConsoleText: Sendable {
         }
     }
 
-    /// A timeline line's detail: as written in English, translated phrase by phrase in Chinese.
+    /// A timeline line's detail: as written in English, translated phrase by phrase in Chinese;
+    /// its amounts in fen with their yuan first (`ConsoleFormat.yuanAmounts`).
     func eventDetail(_ detail: String) -> String {
-        language == .english ? detail : ConsoleTimelineWords.chinese(detail)
+        let withYuan = ConsoleFormat.yuanAmounts(in: detail)
+        return language == .english ? withYuan : ConsoleTimelineWords.chinese(withYuan)
     }
 
     /// `SUCCESS 支付成功`, with the English gloss in English.

@@ -49,6 +49,18 @@ struct ConsolePagesTests {
         }
     }
 
+    @Test func aTimelineLinesAmountsInFenAreShownWithTheirYuanFirstInBothLanguages() {
+        let line = "R-1: refundquery reports 350 fen, the refund is 990 fen"
+        #expect(ConsoleFormat.yuanAmounts(in: line) == "R-1: refundquery reports ¥3.50 (350 fen), the refund is ¥9.90 (990 fen)")
+        #expect(ConsoleLanguage.english.text.eventDetail("iOS order for vip_month (1 fen)") == "iOS order for vip_month (¥0.01 (1 fen))")
+        #expect(ConsoleLanguage.chinese.text.eventDetail("notify reported 1 fen, order is 990 fen")
+                    .contains("¥0.01 (1 分)"))
+        // Digits ending an id, a word that only starts with fen, a number too long: as written.
+        for unchanged in ["R-350 fen", "out_trade_no A350 fen", "350 fence", "350fen", "1234567890123 fen", "990 fen_x", "fen 990"] {
+            #expect(ConsoleFormat.yuanAmounts(in: unchanged) == unchanged, "\(unchanged)")
+        }
+    }
+
     @Test func timesAreBeijingTimeAndDatesAreBeijingDays() {
         #expect(ConsoleFormat.time(Self.created) == "2026-11-30 14:23:43")
         let day = ConsoleFormat.beijingDay("2026-11-30")

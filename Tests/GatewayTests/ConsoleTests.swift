@@ -114,6 +114,28 @@ struct ConsoleTests {
         #expect(try await rig.browser().signIn("rita").status == 303)
     }
 
+    @Test func aRefusedLoginIsOnRecordWithTheControlCharactersOfTheNameTypedShownNotDropped() async throws {
+        let rig = try await ConsoleRig.start()
+        defer { Task { await rig.stop() } }
+        let answer = try await rig.browser().signIn(" Ve\nra\u{7}x ", password: "not the password")
+        #expect(answer.status == 403)
+        // What was typed, as the log shows every refused character: not a "veraX" nobody typed.
+        let attempts = try await rig.auditEntries(AuditQuery(actor: "ve\u{FFFD}ra\u{FFFD}x", action: "login"))
+        #expect(attempts.map(\.outcome) == ["refused"])
+        #expect(try await rig.auditEntries(AuditQuery(actor: "verax", action: "login")).isEmpty)
+    }
+
+    @Test func aLoginFormGivingAFieldTwiceIsRefusedAsThatWithoutAPasswordCheck() async throws {
+        let rig = try await ConsoleRig.start()
+        defer { Task { await rig.stop() } }
+        let browser = rig.browser()
+        try await browser.get("/console/login")
+        let answer = try await browser.post("/console/login", [("username", "vera"), ("username", "adam"), ("password", ConsoleRig.password)])
+        #expect(answer.status == 400 && browser.cookies["wxpay_console_session"] == nil)
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.formRefused(.repeatedField("username"))))
+        #expect(rig.rig.services.metrics.counter("wxpay_console_password_checks_total") == 0)
+    }
+
     @Test func aLoginPostWithoutThePreLoginTokenIsRefusedWithoutAPasswordCheck() async throws {
         let rig = try await ConsoleRig.start()
         defer { Task { await rig.stop() } }
@@ -408,7 +430,11 @@ struct ConsoleTests {
         // A field given twice (one amount to one reader, another to the next) is no form at all.
         let twice = try await browser.post("/console/orders/REF-0001/refunds",
                                            [("amount", "1.00"), ("amount", "2.00"), ("reason", "x"), ("out_refund_no", "twice-1")])
-        #expect(twice.status == 403)
+        // Said in those words, not as a failed CSRF check, and counted as a form refusal.
+        #expect(twice.status == 400)
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.formRefused(.repeatedField("amount"))))
+        #expect(!browser.page.contains(ConsoleLanguage.chinese.text.csrfRefused))
+        #expect(rig.rig.services.metrics.counter("wxpay_console_refusals_total", ["reason": "form"]) == 1)
         #expect(try await rig.refunds.store.refunds(outTradeNo: "REF-0001").count == 1)
         let audited = try await rig.auditEntries(AuditQuery(action: "refund"))
         #expect(audited.map(\.outcome) == ["invalid_request", "invalid_request", "invalid_request", "refund_exceeds_paid", "replayed", "ok"])

@@ -139,9 +139,10 @@ struct ConsoleTimelineWordsTests {
         #expect(zh.eventDetail("/v1/iap/transactions/1/consumption") == "/v1/iap/transactions/1/consumption")
     }
 
-    @Test func englishShowsTheDetailAsWritten() {
+    @Test func englishShowsTheDetailAsWrittenWithItsAmountsInYuanToo() {
         let en = ConsoleLanguage.english.text
-        for detail in Self.details { #expect(en.eventDetail(detail) == detail) }
+        for detail in Self.details { #expect(en.eventDetail(detail) == ConsoleFormat.yuanAmounts(in: detail)) }
+        #expect(en.eventDetail("R1: 300 fen") == "R1: ¥3.00 (300 fen)")
     }
 
     @Test func everyTimelineKindTheCodeWritesHasAChineseName() throws {

@@ -466,7 +466,7 @@ struct MetricsExpositionTests {
         # TYPE wxpay_bill_differences_total counter
         # HELP wxpay_console_logins_paced_total Console login attempts that waited their turn: their name failed too often from many addresses.
         # TYPE wxpay_console_logins_paced_total counter
-        # HELP wxpay_console_refusals_total Console requests refused, by reason (csrf, role, session).
+        # HELP wxpay_console_refusals_total Console requests refused, by reason (csrf, form, role, session).
         # TYPE wxpay_console_refusals_total counter
         # HELP wxpay_outbox_errors_total Outbox store failures.
         # TYPE wxpay_outbox_errors_total counter
