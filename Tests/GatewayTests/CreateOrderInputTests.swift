@@ -60,6 +60,14 @@ struct CreateOrderInputTests {
               (noncharacter(0x1FFFE), false), (noncharacter(0xFDD0), false),
               ("Swift 入门课", true), ("café — ½ price", true), ("emoji 📚", true), ("a\u{00A0}b", true),
               ("love ❤️", true), ("family 👨‍👩‍👧", true), ("全角　空格", true),
+              // Tags only in a flag's tag sequence: Scotland's flag, but not its tags without the
+              // black flag, without the cancel tag, with capital tag letters, or trailing after it.
+              ("Edinburgh \u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}", true),
+              ("\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}", false),
+              ("\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}", false),
+              ("\u{1F3F4}\u{E0047}\u{E0042}\u{E007F}", false),
+              ("\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}\u{E0061}", false),
+              ("\u{1F3F4}\u{E0061}\u{E0062}\u{E0063}\u{E0064}\u{E0065}\u{E0066}\u{E0067}\u{E0068}\u{E007F}", false),
           ])
     func freeTextRefusesControlDirectionAndInvisibleCharacters(description: String, accepted: Bool) throws {
         let body = try JSONSerialization.data(withJSONObject: ["amount": 1, "description": description, "client_ip": "1.2.3.4"])

@@ -48,11 +48,11 @@ public enum SupportReason {
     }
 
     /// The reason trimmed, or 400 naming `reason`: 1 to 200 characters, none of the control,
-    /// text-direction or invisible characters free text refuses (`HiddenCharacters.isRefusedInFreeText`):
+    /// text-direction or invisible characters free text refuses (`HiddenCharacters.refusedInFreeText`):
     /// an override would turn the rest of an audit line around wherever it is shown.
     public static func parse(_ text: String?) throws(APIError) -> String {
         let trimmed = (text ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        guard lengths.contains(trimmed.count), !trimmed.unicodeScalars.contains(where: HiddenCharacters.isRefusedInFreeText),
+        guard lengths.contains(trimmed.count), !HiddenCharacters.refusedInFreeText(trimmed),
               HiddenCharacters.showsSomething(trimmed)
         else {
             throw .invalid("reason", "reason is required: 1 to 200 characters saying why, no control, text-direction or invisible characters")

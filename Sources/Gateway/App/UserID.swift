@@ -60,6 +60,45 @@ enum HiddenCharacters {
         }
     }
 
+    /// Whether free text refuses `text`: a character `isRefusedInFreeText` names, except the tag
+    /// characters of a flag's tag sequence (`flagTagSequences`).
+    static func refusedInFreeText(_ text: String) -> Bool {
+        // Nearly every text has none of them: one pass, no array.
+        guard text.unicodeScalars.contains(where: isRefusedInFreeText) else { return false }
+        var refused = false
+        forEachScalarOfFreeText(text) { _, isRefused in refused = refused || isRefused }
+        return refused
+    }
+
+    /// Each scalar of `text` with whether free text refuses it where it stands. A tag character
+    /// (U+E0020–U+E007F, invisible) is refused alone, and accepted inside a flag's tag sequence
+    /// as Unicode defines it for subdivisions: 🏴 U+1F3F4, then 2–7 tag digits or lower-case tag
+    /// letters, then U+E007F CANCEL TAG — the flags of Scotland, Wales and England.
+    static func forEachScalarOfFreeText(_ text: String, _ body: (Unicode.Scalar, Bool) -> Void) {
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            if scalars[index].value == 0x1F3F4, let end = flagTagSequenceEnd(scalars, base: index) {
+                for scalar in scalars[index...end] { body(scalar, false) }
+                index = end + 1
+            } else {
+                body(scalars[index], isRefusedInFreeText(scalars[index]))
+                index += 1
+            }
+        }
+    }
+
+    /// The index of the CANCEL TAG ending a flag's tag sequence whose black flag is at `base`.
+    private static func flagTagSequenceEnd(_ scalars: [Unicode.Scalar], base: Int) -> Int? {
+        var index = base + 1
+        while index < scalars.count, index - base <= 7,
+              (0xE0030...0xE0039).contains(scalars[index].value) || (0xE0061...0xE007A).contains(scalars[index].value) {
+            index += 1
+        }
+        guard index - base - 1 >= 2, index < scalars.count, scalars[index].value == 0xE007F else { return nil }
+        return index
+    }
+
     /// Whether `text` shows anything: a character other than whitespace (U+3000 and U+2800 BRAILLE
     /// PATTERN BLANK included) and the joiner and variation selectors free text keeps for emoji,
     /// which alone show nothing.

@@ -56,11 +56,11 @@ public final class AuditLog: Sendable {
     }
 
     /// `text` cut to `limit` characters, every character free text refuses (control, text-direction,
-    /// invisible: `HiddenCharacters.isRefusedInFreeText`) as U+FFFD.
+    /// invisible: `HiddenCharacters.forEachScalarOfFreeText`) as U+FFFD.
     static func printable(_ text: String, _ limit: Int) -> String {
         var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars.prefix(limit) {
-            out.append(HiddenCharacters.isRefusedInFreeText(scalar) ? "\u{FFFD}" : scalar)
+        HiddenCharacters.forEachScalarOfFreeText(String(String.UnicodeScalarView(text.unicodeScalars.prefix(limit)))) {
+            scalar, isRefused in out.append(isRefused ? "\u{FFFD}" : scalar)
         }
         return String(out)
     }
