@@ -47,7 +47,8 @@ enum ReconcileCommand {
             status = report.isClean ? 0 : 1
         } catch {
             FileHandle.standardError.write(Data("reconcile: \(error)\n".utf8))
-            status = ExitStatus.unavailable
+            // A day with no bill is a wrong request, not WeChat failing.
+            status = error == .noBillForDay ? ExitStatus.usage : ExitStatus.unavailable
         }
         await wechat.close()
         await resources.close()

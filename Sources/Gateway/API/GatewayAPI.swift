@@ -131,6 +131,8 @@ public struct GatewayAPI: Sendable {
         // Support's actions on the attention list: GatewayAPI+Support.swift.
         registerSupportActions(in: &router)
         registerSubscriptionExtension(in: &router)
+        // One day's bill compared now: GatewayAPI+Bills.swift.
+        registerBills(in: &router)
         // Refunds, their result notify and lookup: GatewayAPI+Refunds.swift.
         registerRefunds(in: &router)
         // The catalog, the app user's orders and the API description: GatewayAPI+App.swift.

@@ -36,6 +36,7 @@ extension GatewayAPI {
             case "/v1/support/orders/{out_trade_no}/attention/handled": ("api_attention_handled", parameters["out_trade_no"], nil)
             case "/v1/support/subscriptions/{original_transaction_id}/extend":
                 ("api_extend_subscription", nil, parameters["original_transaction_id"].map { "original_transaction_id=\(String($0.prefix(64)))" })
+            case "/v1/support/bills/{day}/reconcile": ("api_reconcile_bill", nil, parameters["day"].map { "day=\(String($0.prefix(16)))" })
             case "/v1/orders/{out_trade_no}": ("api_read_order", parameters["out_trade_no"], nil)
             case "/v1/refunds/{out_refund_no}": ("api_read_refund", nil, parameters["out_refund_no"])
             default: ("api " + request.method.rawValue + " " + request.routeTemplate, nil, nil)

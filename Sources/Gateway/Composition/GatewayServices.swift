@@ -44,6 +44,8 @@ public final class GatewayServices: Sendable {
     public let iap: IAPService?
     public let audit: AuditLog
     public let entitlements: EntitlementQueries
+    /// Whether a support-requested bill comparison is running (`GatewayAPI+Bills.swift`).
+    let billReconciliations = BillReconciliationGate()
 
     /// - Parameters:
     ///   - appStore: the App Store's clients, when App Store purchases are on.

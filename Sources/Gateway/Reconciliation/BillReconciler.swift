@@ -35,6 +35,8 @@ public struct BillReconciler: Sendable {
     /// Downloads and compares the bill of `day` (`yyyy-MM-dd`, a Beijing day).
     public func reconcile(day: String) async throws(BillReconciliationError) -> BillReport {
         guard let dayStart = Self.dayStart(day) else { throw .invalidDay }
+        // A day that has not begun has no bill to ask for (today's is "not ready" in WeChat's words).
+        guard dayStart <= context.now() else { throw .noBillForDay }
         let rows = try await download(day)
         return try await compare(rows, day: day, dayStart: dayStart)
     }
@@ -59,6 +61,8 @@ public struct BillReconciler: Sendable {
             if error.message?.lowercased().contains("bill creating") == true || error.codeLabel == "STATEMENT_CREATING" {
                 throw .notReady
             }
+            // WeChat keeps bills for three months and refuses older (and future) days by name.
+            if error.message?.contains("bill_date") == true { throw .noBillForDay }
             throw .download(error.shortDescription + (error.message.map { ": " + String($0.prefix(60)) } ?? ""))
         }
     }

@@ -6,6 +6,7 @@ import Observability
 public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringConvertible {
     private enum Code: Sendable, Hashable {
         case invalidDay
+        case noBillForDay
         case notReady
         case download(String)
         case unreadableBill(String)
@@ -16,6 +17,8 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
 
     /// The day is not `yyyy-MM-dd`, or not a real date.
     public static let invalidDay = Self(code: .invalidDay)
+    /// A day with no bill to download: it has not begun, or WeChat no longer keeps it (three months).
+    public static let noBillForDay = Self(code: .noBillForDay)
     /// WeChat is still making the day's bill ("Bill Creating"; v3 `STATEMENT_CREATING`).
     static let notReady = Self(code: .notReady)
     static func download(_ reason: String) -> Self { Self(code: .download(reason)) }
@@ -26,6 +29,7 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
     public var shortDescription: String {
         switch code {
         case .invalidDay: "invalid_day"
+        case .noBillForDay: "no_bill_for_day"
         case .notReady: "bill_not_ready"
         case .download: "download_failed"
         case .unreadableBill: "unreadable_bill"
@@ -36,6 +40,7 @@ public struct BillReconciliationError: Error, Sendable, Hashable, CustomStringCo
     public var description: String {
         switch code {
         case .invalidDay: "the day must be a real date written yyyy-MM-dd"
+        case .noBillForDay: "WeChat has no bill for that day: it has not begun, or it is older than the three months WeChat keeps"
         case .notReady: "WeChat has not made that day's bill yet (it is ready from about 10:00 Beijing time the next day); try again later"
         case .download(let reason): "downloadbill failed (\(reason))"
         case .unreadableBill(let reason): "the bill could not be read (\(reason))"
