@@ -84,12 +84,14 @@ public actor ServiceGroup {
         }
         let (services, events, gracePeriod, logger) = (self.services, self.events, self.gracePeriod, self.logger)
         let triggers = services.map { _ in GracefulShutdownTrigger() }
+        // Fired when the stop begins, before any service's own turn: `serviceGroupIsStopping()`.
+        let stopping = GracefulShutdownTrigger()
         let failure = await withTaskGroup(of: Child.self) { group -> (any Error)? in
             for (index, service) in services.enumerated() {
                 let trigger = triggers[index]
                 group.addTask {
                     do {
-                        try await trigger.run { try await service.run() }
+                        try await GroupStop.$current.withValue(stopping) { try await trigger.run { try await service.run() } }
                         return .ended(index, nil)
                     } catch {
                         return .ended(index, error)
@@ -123,6 +125,7 @@ public actor ServiceGroup {
                 preconditionFailure("no deadline before the shutdown")
             }
 
+            stopping.trigger()
             // In reverse order, each told and waited for; the deadline for all of them together.
             group.addTask {
                 do {
@@ -173,6 +176,17 @@ public actor ServiceGroup {
     private static func name(_ service: any Service) -> String {
         (service as? any CustomStringConvertible)?.description ?? String(describing: type(of: service))
     }
+}
+
+enum GroupStop {
+    @TaskLocal static var current: GracefulShutdownTrigger?
+}
+
+/// Whether the service group running this task has begun to stop, though this service's own turn
+/// may not have come (the services after it are still draining): a loop that starts work on its
+/// own (a sweep, a scheduled run) should start no more. False outside a service group.
+public func serviceGroupIsStopping() -> Bool {
+    GroupStop.current?.isTriggered ?? false
 }
 
 /// Why a service group stopped other than by a signal or a request.

@@ -98,6 +98,40 @@ struct ServiceGroupTests {
         #expect(stops == ["told server", "stop server", "stop reconciler", "told store", "stop store"])
     }
 
+    @Test func aServiceWhoseTurnHasNotComeSeesTheGroupStoppingWhileTheOnesAfterItDrain() async throws {
+        /// Notes, while the service after it drains, whether the group is stopping.
+        struct Watcher: Service, CustomStringConvertible {
+            let journal: Journal
+            var description: String { "watcher" }
+            func run() async throws {
+                journal.write("start watcher")
+                #expect(!serviceGroupIsStopping())
+                await cancelWhenGracefulShutdown {
+                    while !Task.isCancelled {
+                        // Seen from the unstructured task it runs its loop in, as a sweep loop is.
+                        if serviceGroupIsStopping() && !journal.contains("saw stopping") { journal.write("saw stopping") }
+                        try? await Task.sleep(for: .milliseconds(5))
+                    }
+                }
+                journal.write("stop watcher")
+            }
+        }
+        let journal = Journal()
+        let group = ServiceGroup(services: [Watcher(journal: journal), Graceful(name: "server", journal: journal, windDown: .seconds(2))],
+                                 terminationSignals: [], gracePeriod: .seconds(600))
+        async let ran: Void = group.run()
+        #expect(await Self.started(journal, ["watcher", "server"]))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(!journal.contains("saw stopping") && !serviceGroupIsStopping())
+        group.triggerGracefulShutdown()
+        try await ran
+        // Seen while the server drained (its "told" and the sighting may come in either order),
+        // before the watcher's own turn.
+        let lines = journal.all.filter { !$0.hasPrefix("start") }
+        #expect(Set(lines.prefix(2)) == ["told server", "saw stopping"] && Array(lines.dropFirst(2)) == ["stop server", "stop watcher"],
+                "\(lines)")
+    }
+
     @Test func aServiceThatIgnoresTheShutdownIsCancelledOnceTheGracePeriodHasPassedAndTheOthersStillStop() async throws {
         let journal = Journal()
         let group = ServiceGroup(services: [Graceful(name: "first", journal: journal), Stubborn(name: "stubborn", journal: journal)],

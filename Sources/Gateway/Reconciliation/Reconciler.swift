@@ -102,7 +102,10 @@ public final class Reconciler: Service, CustomStringConvertible {
         context.logger.notice("reconciler started", ["claimant": claimant, "interval": String(configuration.interval),
                                                      "after": String(configuration.after)])
         var failedSweeps = 0
-        while !Task.isCancelled {
+        // Once the gateway has begun to stop, no new sweep: the listener may still be draining its
+        // requests for up to the grace period, and a sweep started now would lease orders and call
+        // WeChat only to be cut short when the reconciler's own turn to stop comes.
+        while !Task.isCancelled, !serviceGroupIsStopping() {
             let report = await sweep()
             let errors = report.errors + report.refundErrors
             if errors > 0 && errors * 2 >= report.checked + report.refundsChecked {
