@@ -115,23 +115,43 @@ extension SQLiteOrderStore {
         // names are fixed capital words): `IN (SELECT value FROM json_each(?))` built an ephemeral
         // index per call. No RETURNING either (an ephemeral table per call): the changed row is
         // read back by its key, inside the same transaction.
-        let changed = try db.run(
-            """
-            UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                    ELSE last_notify_at END,
-                last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                    ELSE last_queried_at END,
-                apple_transaction_id = COALESCE(apple_transaction_id, ?9),
-                original_transaction_id = COALESCE(original_transaction_id, ?10),
-                environment = COALESCE(environment, ?11)
-            WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
-                AND (?7 IS NULL OR amount = ?7)
-            """,
-            transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-            transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
-            transition.apple?.transactionID, transition.apple?.originalTransactionID, transition.apple?.environment)
+        // Only an App Store credit sets its identifiers: SQLite maintains every index holding a
+        // column named in SET, changed or not (`orders_by_apple_transaction_id`,
+        // `orders_by_original_transaction_id`), so a WeChat payment's UPDATE leaves them out.
+        let changed: Int
+        if let apple = transition.apple {
+            changed = try db.run(
+                """
+                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                        ELSE last_queried_at END,
+                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+                    original_transaction_id = COALESCE(original_transaction_id, ?10),
+                    environment = COALESCE(environment, ?11)
+                WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
+                    AND (?7 IS NULL OR amount = ?7)
+                """,
+                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
+                apple.transactionID, apple.originalTransactionID, apple.environment)
+        } else {
+            changed = try db.run(
+                """
+                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                        ELSE last_notify_at END,
+                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                        ELSE last_queried_at END
+                WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
+                    AND (?7 IS NULL OR amount = ?7)
+                """,
+                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode)
+        }
         guard changed == 1 else {
             if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
                 let receipt = transition.receiptEvent(changed: false)
@@ -150,15 +170,19 @@ extension SQLiteOrderStore {
             after = try setFlags(flags, of: transition.outTradeNo, at: transition.at, on: db)
         }
         guard let before = OrderState(rawValue: beforeState) else { throw .unexpectedRow }
-        try appendEvent(transition.stateChangedEvent(from: before), to: transition.outTradeNo, on: db)
+        // The state change and the receipt (a notify's `notify_received: settled`) in one INSERT,
+        // in that order: every notify writes both.
+        let stateChanged = transition.stateChangedEvent(from: before)
+        if let receipt = transition.receiptEvent(changed: true) {
+            try appendEvents(stateChanged, then: receipt, to: transition.outTradeNo, on: db)
+        } else {
+            try appendEvent(stateChanged, to: transition.outTradeNo, on: db)
+        }
         if let outbox = transition.outbox {
             try insertOutbox(outbox, on: db)
         }
         if let followUp = transition.followUp {
             try insertOutbox(followUp, on: db)
-        }
-        if let receipt = transition.receiptEvent(changed: true) {
-            try appendEvent(receipt, to: transition.outTradeNo, on: db)
         }
         return .changed(after)
     }
@@ -253,6 +277,15 @@ extension SQLiteOrderStore {
         try db.run(
             "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
             outTradeNo, event.at, event.kind, event.detail)
+    }
+
+    /// Appends two events to one order, `first` before `second`.
+    static func appendEvents(_ first: NewOrderEvent, then second: NewOrderEvent, to outTradeNo: String,
+                             on db: SQLiteConnection) throws(StorageError)
+    {
+        try db.run(
+            "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?1, ?2, ?3, ?4), (?1, ?5, ?6, ?7)",
+            outTradeNo, first.at, first.kind, first.detail, second.at, second.kind, second.detail)
     }
 
     /// Appends an event if the order exists; `nil` otherwise.
