@@ -206,13 +206,15 @@ public final class Console: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The name as typed, for the audit log of a refused login: trimmed and lowercased like the
-    /// name signed in with, at most 64 bytes, its control characters kept for the log to show as
-    /// U+FFFD (as every other character free text refuses): `admin\nroot` must not read `adminroot`.
+    /// The name as typed, for the audit log of a refused login: not trimmed, not lowercased, its
+    /// control characters kept for the log to show as U+FFFD (as every character free text
+    /// refuses), so `admin\nroot` does not read `adminroot` nor `\u{85}admin` `admin`; at most 64
+    /// bytes, with `…` where it was cut.
     static func typedName(_ name: String) -> String {
-        var bytes = Array(name.trimmingWhitespace().lowercased().utf8.prefix(64))
+        guard name.utf8.count > 64 else { return name }
+        var bytes = Array(name.utf8.prefix(64))
         while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: bytes, as: UTF8.self) + "…"
     }
 
     /// The database's id of a session: the SHA-256 of its token, in hex.

@@ -15,11 +15,13 @@ enum ConsoleFormat {
     }
 
     /// A timeline line's amounts, which the gateway writes in fen (`refund_requested: R1: 350
-    /// fen`), with their yuan first, as the rest of the page shows money: `¥3.50 (350 fen)`. Only
-    /// a whole number standing alone before the word `fen` is one (not the digits ending an id).
+    /// fen`, a create's `amount=350`), with their yuan first, as the rest of the page shows money:
+    /// `¥3.50 (350 fen)`, `amount=¥3.50 (350 fen)`. Only a whole number standing alone before the
+    /// word `fen`, or as the value of `amount=`, is one (not the digits ending an id).
     static func yuanAmounts(in detail: String) -> String {
         let bytes = Array(detail.utf8)
         let unit = Array(" fen".utf8)
+        let key = Array("amount=".utf8)
         func isWordByte(_ byte: UInt8) -> Bool {
             (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte >= 0x80
@@ -37,12 +39,18 @@ enum ConsoleFormat {
             var end = index
             while end < bytes.count, (0x30...0x39).contains(bytes[end]) { end += 1 }
             let afterUnit = end + unit.count
+            let keyStart = index - key.count
+            let isAmountValue = keyStart >= 0 && bytes[keyStart..<index].elementsEqual(key)
+                && (keyStart == 0 || !isWordByte(bytes[keyStart - 1])) && (end == bytes.count || !isWordByte(bytes[end]))
             if end - index <= 12, afterUnit <= bytes.count, bytes[end..<afterUnit].elementsEqual(unit),
                afterUnit == bytes.count || !isWordByte(bytes[afterUnit]),
                let fen = Int(String(decoding: bytes[index..<end], as: UTF8.self))
             {
                 output += Array("\(yuan(fen)) (".utf8) + bytes[index..<afterUnit] + [UInt8(ascii: ")")]
                 index = afterUnit
+            } else if isAmountValue, end - index <= 12, let fen = Int(String(decoding: bytes[index..<end], as: UTF8.self)) {
+                output += Array("\(yuan(fen)) (".utf8) + bytes[index..<end] + Array(" fen)".utf8)
+                index = end
             } else {
                 output += bytes[index..<end]
                 index = end

@@ -55,8 +55,11 @@ struct ConsolePagesTests {
         #expect(ConsoleLanguage.english.text.eventDetail("iOS order for vip_month (1 fen)") == "iOS order for vip_month (¥0.01 (1 fen))")
         #expect(ConsoleLanguage.chinese.text.eventDetail("notify reported 1 fen, order is 990 fen")
                     .contains("¥0.01 (1 分)"))
+        // A create's `amount=` too, but not another key's or an amount glued to more.
+        #expect(ConsoleFormat.yuanAmounts(in: "amount=990 expires_in=1800") == "amount=¥9.90 (990 fen) expires_in=1800")
         // Digits ending an id, a word that only starts with fen, a number too long: as written.
-        for unchanged in ["R-350 fen", "out_trade_no A350 fen", "350 fence", "350fen", "1234567890123 fen", "990 fen_x", "fen 990"] {
+        for unchanged in ["R-350 fen", "out_trade_no A350 fen", "350 fence", "350fen", "1234567890123 fen", "990 fen_x", "fen 990",
+                          "refund_amount=990", "amount=990x", "amount=1234567890123"] {
             #expect(ConsoleFormat.yuanAmounts(in: unchanged) == unchanged, "\(unchanged)")
         }
     }

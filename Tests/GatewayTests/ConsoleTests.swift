@@ -117,12 +117,15 @@ struct ConsoleTests {
     @Test func aRefusedLoginIsOnRecordWithTheControlCharactersOfTheNameTypedShownNotDropped() async throws {
         let rig = try await ConsoleRig.start()
         defer { Task { await rig.stop() } }
-        let answer = try await rig.browser().signIn(" Ve\nra\u{7}x ", password: "not the password")
+        let answer = try await rig.browser().signIn(" Ve\nra\u{7}x\u{85}", password: "not the password")
         #expect(answer.status == 403)
-        // What was typed, as the log shows every refused character: not a "veraX" nobody typed.
-        let attempts = try await rig.auditEntries(AuditQuery(actor: "ve\u{FFFD}ra\u{FFFD}x", action: "login"))
+        // What was typed, as the log shows every refused character: not a "verax" nobody typed.
+        let attempts = try await rig.auditEntries(AuditQuery(actor: " Ve\u{FFFD}ra\u{FFFD}x\u{FFFD}", action: "login"))
         #expect(attempts.map(\.outcome) == ["refused"])
         #expect(try await rig.auditEntries(AuditQuery(actor: "verax", action: "login")).isEmpty)
+        // A name over 64 bytes is cut, and says so.
+        _ = try await rig.browser().signIn(String(repeating: "n", count: 70), password: "not the password")
+        #expect(try await rig.auditEntries(AuditQuery(actor: String(repeating: "n", count: 64) + "…", action: "login")).count == 1)
     }
 
     @Test func aLoginFormGivingAFieldTwiceIsRefusedAsThatWithoutAPasswordCheck() async throws {

@@ -10,6 +10,8 @@ struct ConsoleTimelineWordsTests {
     /// A line of every kind of detail the gateway writes (the templates, with values filled in).
     static let details: [String] = [
         "amount=990 expires_in=1800",
+        "bill 2026-12-05: refund_settled_from_bill: R1: was PROCESSING locally; refundquery confirmed it; settled",
+        "bill 2026-12-05: refund_bill_success_not_confirmed: R1: bill says SUCCESS; refundquery left it PROCESSING",
         "amount=990 expires_in=1800 api=v3",
         "prepay_id issued",
         "transport failure (timeout)",

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+import Foundation
 import HTTP
 import JSON
 import Synchronization
@@ -13,7 +14,8 @@ import Synchronization
 /// | POST /v1/support/bills/{day}/reconcile | support |
 extension GatewayAPI {
     func registerBills(in router: inout HTTPRouter) {
-        router.add(.post, "/v1/support/bills/{day}/reconcile", options: Self.jsonRoute(maxBodyBytes: 1024)) { request in
+        router.add(.post, "/v1/support/bills/{day}/reconcile", options: Self.jsonRoute(maxBodyBytes: Self.supportActionBodyLimit)) {
+            request in
             let note = AuditNote()
             return try await self.handle(request, scopes: [.support], note: note) { _ in
                 // An optional reason, which the audit entry keeps: the same rule as every support reason.
@@ -36,7 +38,7 @@ extension GatewayAPI {
                 do throws(BillReconciliationError) {
                     report = try await BillReconciler(services: self.services).reconcile(day: day)
                 } catch {
-                    throw Self.billError(error)
+                    throw Self.billError(error, day: day, now: self.services.context.now())
                 }
                 note.set("day \(day): \(report.isClean ? "clean" : "differences") (\(report.differences.count) lines)")
                 return Self.json(Self.billReportJSON(report))
@@ -67,14 +69,19 @@ extension GatewayAPI {
         return answer.finish()
     }
 
-    /// A comparison that could not run, in the API's words: the bill not made yet is 409 (try
-    /// later), WeChat or its bill failing 503 `upstream_unavailable`, the store 503.
-    static func billError(_ error: BillReconciliationError) -> APIError {
+    /// A comparison that could not run, in the API's words: the bill not made yet is 409, to be
+    /// asked again at 10:00 Beijing time the next day (or in 30 minutes once that has passed),
+    /// WeChat or its bill failing 503 `upstream_unavailable`, the store 503.
+    static func billError(_ error: BillReconciliationError, day: String, now: Date) -> APIError {
         switch error.shortDescription {
-        case "invalid_day", "no_bill_for_day": .invalid("day", error.description)
-        case "bill_not_ready": APIError(status: 409, code: "bill_not_ready", message: error.description, retryAfter: 1800)
-        case "storage_failed": .databaseUnavailable
-        default: APIError(status: 503, code: "upstream_unavailable", message: error.description, retryAfter: 60)
+        case "invalid_day", "no_bill_for_day": return .invalid("day", error.description)
+        case "bill_not_ready":
+            let ready = BillReconciler.dayStart(day).map { $0.addingTimeInterval(86400 + 10 * 3600) }
+            let seconds = ready.map { Int($0.timeIntervalSince(now).rounded(.up)) } ?? 0
+            return APIError(status: 409, code: "bill_not_ready", message: error.description,
+                            retryAfter: seconds >= 60 ? seconds : 1800)
+        case "storage_failed": return .databaseUnavailable
+        default: return APIError(status: 503, code: "upstream_unavailable", message: error.description, retryAfter: 60)
         }
     }
 }
