@@ -24,9 +24,10 @@ final class HTTPServerCore: Sendable {
     private let suspended = Atomic<Int>(0)
     /// Connections handed to libmicrohttpd (`HTTPAcceptLoop`) and not yet reported closed: what
     /// the connection limit holds. Counted here because libmicrohttpd's own count lags a
-    /// hand-over, and a handed-over connection that finds its polling thread at libmicrohttpd's
-    /// limit leaves that thread's mutex locked (0.9.75), hanging the thread for good: so
-    /// libmicrohttpd's limit is set out of reach and this one is kept exactly. A connection
+    /// hand-over (and trails the closed report), and a handed-over connection that finds its
+    /// polling thread at libmicrohttpd's limit is closed unread, or leaves that thread's mutex
+    /// locked (0.9.75), hanging the thread for good: so libmicrohttpd's limit is set out of reach
+    /// (`MHDDaemon.libmicrohttpdLimit`) and this one is kept exactly. A connection
     /// libmicrohttpd drops for want of memory before serving it is never reported and stays
     /// counted.
     private let openConnections = Atomic<Int>(0)

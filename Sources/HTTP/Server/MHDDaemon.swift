@@ -25,11 +25,13 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
         let retained = Unmanaged.passRetained(core)
         var options: [MHD_OptionItem] = [
             wxpay_mhd_option_value(.THREAD_POOL_SIZE, configuration.threadPoolSize),
-            // Every polling thread may hold the whole limit: the accepting thread keeps the
-            // limit itself (HTTPServerCore.openConnections says why). libmicrohttpd's is an
-            // unsigned int.
-            wxpay_mhd_option_value(.CONNECTION_LIMIT, min(configuration.connectionLimit, Int(Int32.max) / configuration.threadPoolSize)
-                                       * configuration.threadPoolSize),
+            // Every polling thread may hold the whole limit and a margin more: the accepting
+            // thread keeps the limit itself (HTTPServerCore.openConnections says why), counting a
+            // connection free once libmicrohttpd reports it closed, which it does just before
+            // its own count drops. A thread cleans up one connection at a time, so the margin
+            // covers that window (without it, a connection handed over inside it, at the limit,
+            // was closed unread: a reset). libmicrohttpd's limit is an unsigned int.
+            wxpay_mhd_option_value(.CONNECTION_LIMIT, Self.libmicrohttpdLimit(configuration)),
             wxpay_mhd_option_value(.CONNECTION_TIMEOUT, configuration.connectionTimeoutSeconds),
             wxpay_mhd_option_value(.CONNECTION_MEMORY_LIMIT, configuration.connectionMemoryLimit),
             // Reject requests that bend HTTP/1.1 (bare LF, missing Host, spaces in names): the
@@ -109,6 +111,19 @@ struct MHDDaemon: @unchecked Sendable {  // raw pointers; used only under the HT
     }
 
     // MARK: - C callbacks
+
+    /// Connections a polling thread may be handed beyond the server's limit: those reported
+    /// closed and not yet uncounted by libmicrohttpd, at most one per thread at a time, all of
+    /// which the accepting thread may hand to the same thread.
+    static func limitMargin(threads: Int) -> Int { max(16, threads) }
+
+    /// libmicrohttpd's own limit, for all its threads: the server's limit plus the margin, per
+    /// thread, within an unsigned int.
+    static func libmicrohttpdLimit(_ configuration: HTTPServerConfiguration) -> Int {
+        let threads = configuration.threadPoolSize
+        let margin = limitMargin(threads: threads)
+        return (min(configuration.connectionLimit, Int(Int32.max) / threads - margin) + margin) * threads
+    }
 
     private static let accessHandler: MHD_AccessHandlerCallback = {
         cls, connection, url, method, version, uploadData, uploadSize, context in
