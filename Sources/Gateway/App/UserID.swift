@@ -61,7 +61,7 @@ enum HiddenCharacters {
     }
 
     /// Whether free text refuses `text`: a character `isRefusedInFreeText` names, except the tag
-    /// characters of a flag's tag sequence (`flagTagSequences`).
+    /// characters of a flag's tag sequence (`forEachScalarOfFreeText`).
     static func refusedInFreeText(_ text: String) -> Bool {
         // Nearly every text has none of them: one pass, no array.
         guard text.unicodeScalars.contains(where: isRefusedInFreeText) else { return false }
