@@ -73,6 +73,14 @@ struct BillReconcileAPITests {
         #expect(rig.simulator.counters.requests["/pay/downloadbill"] == nil)
     }
 
+    @Test func oneComparisonRunsAtATimeAndTheNextMayStartOnceItHasEnded() {
+        let gate = BillReconciliationGate()
+        #expect(gate.start())
+        #expect(!gate.start(), "a second while the first runs: 409 reconcile_running")
+        gate.end()
+        #expect(gate.start())
+    }
+
     @Test func aDayOlderThanWeChatKeepsBillsIsRefusedAsADayWithoutABill() async throws {
         let rig = try await GatewayRig.start(.inProcess)
         defer { Task { await rig.stop() } }
