@@ -196,7 +196,7 @@ extension ConsolePages {
                 } ?? .empty
                 return """
                     <tr data-action="\(entry.action)" data-outcome="\(entry.outcome)"><td>\(ConsoleFormat.time(entry.at))</td>\
-                    <td>\(entry.actor)</td><td>\(entry.role)</td><td>\(entry.channel)</td>\
+                    <td class="typed">\(entry.actor)</td><td>\(entry.role)</td><td>\(entry.channel)</td>\
                     <td>\(text.actionName(entry.action)) <code>\(entry.action)</code></td><td class="mono">\(order)</td>\
                     <td class="mono">\(entry.target ?? "")</td><td>\(entry.address ?? "")</td><td>\(entry.outcome)</td>\
                     <td>\(entry.detail)</td></tr>

@@ -41,6 +41,7 @@ enum ConsoleStyle {
         th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { background: var(--wash); font-weight: 600; font-size: 13px; }
         td.amount { text-align: right; white-space: nowrap; }
+        td.typed { white-space: pre-wrap; }
         .mono, code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 13px; }
         code { color: var(--muted); }
         dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; background: var(--paper);

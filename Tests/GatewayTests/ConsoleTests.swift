@@ -126,6 +126,13 @@ struct ConsoleTests {
         // A name over 64 bytes is cut, and says so.
         _ = try await rig.browser().signIn(String(repeating: "n", count: 70), password: "not the password")
         #expect(try await rig.auditEntries(AuditQuery(actor: String(repeating: "n", count: 64) + "…", action: "login")).count == 1)
+        // The audit page keeps the spaces typed where a browser would fold them.
+        let admin = rig.browser()
+        try await admin.signIn("adam")
+        try await admin.get("/console/audit")
+        #expect(admin.page.contains("<td class=\"typed\"> Ve\u{FFFD}ra\u{FFFD}x\u{FFFD}</td>"))
+        try await admin.get("/console/console.css")
+        #expect(admin.page.contains("td.typed { white-space: pre-wrap; }"))
     }
 
     @Test func aLoginFormGivingAFieldTwiceIsRefusedAsThatWithoutAPasswordCheck() async throws {
