@@ -200,10 +200,7 @@ public final class Console: Sendable {
     /// user name has one, and no store keeps U+0000), at most 64 bytes.
     static func normalizedName(_ name: String) -> String {
         let printable = String(String.UnicodeScalarView(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
-        let trimmed = printable.trimmingWhitespace().lowercased()
-        var bytes = Array(trimmed.utf8.prefix(64))
-        while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
-        return String(decoding: bytes, as: UTF8.self)
+        return firstBytes(64, of: printable.trimmingWhitespace().lowercased())
     }
 
     /// The name as typed, for the audit log of a refused login: not trimmed, not lowercased, its
@@ -211,10 +208,14 @@ public final class Console: Sendable {
     /// refuses), so `admin\nroot` does not read `adminroot` nor `\u{85}admin` `admin`; at most 64
     /// bytes, with `…` where it was cut.
     static func typedName(_ name: String) -> String {
-        guard name.utf8.count > 64 else { return name }
-        var bytes = Array(name.utf8.prefix(64))
+        name.utf8.count > 64 ? firstBytes(64, of: name) + "…" : name
+    }
+
+    /// At most `count` bytes of `text`, cut between characters.
+    private static func firstBytes(_ count: Int, of text: String) -> String {
+        var bytes = Array(text.utf8.prefix(count))
         while !bytes.isEmpty, String(bytes: bytes, encoding: .utf8) == nil { bytes.removeLast() }
-        return String(decoding: bytes, as: UTF8.self) + "…"
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The database's id of a session: the SHA-256 of its token, in hex.

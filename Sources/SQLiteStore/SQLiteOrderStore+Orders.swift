@@ -118,40 +118,19 @@ extension SQLiteOrderStore {
         // Only an App Store credit sets its identifiers: SQLite maintains every index holding a
         // column named in SET, changed or not (`orders_by_apple_transaction_id`,
         // `orders_by_original_transaction_id`), so a WeChat payment's UPDATE leaves them out.
-        let changed: Int
-        if let apple = transition.apple {
-            changed = try db.run(
-                """
-                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                        ELSE last_notify_at END,
-                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                        ELSE last_queried_at END,
-                    apple_transaction_id = COALESCE(apple_transaction_id, ?9),
-                    original_transaction_id = COALESCE(original_transaction_id, ?10),
-                    environment = COALESCE(environment, ?11)
-                WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
-                    AND (?7 IS NULL OR amount = ?7)
-                """,
-                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
-                apple.transactionID, apple.originalTransactionID, apple.environment)
-        } else {
-            changed = try db.run(
-                """
-                UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
-                    paid_at = COALESCE(?3, paid_at), updated_at = ?4,
-                    last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
-                        ELSE last_notify_at END,
-                    last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
-                        ELSE last_queried_at END
-                WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
-                    AND (?7 IS NULL OR amount = ?7)
-                """,
-                transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
-                transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode)
-        }
+        let changed =
+            if let apple = transition.apple {
+                try db.run(
+                    doorCrediting,
+                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                    transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
+                    apple.transactionID, apple.originalTransactionID, apple.environment)
+            } else {
+                try db.run(
+                    door,
+                    transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
+                    transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode)
+            }
         guard changed == 1 else {
             if let state = OrderState(rawValue: beforeState), transition.writesReceipt(unchangedIn: state),
                 let receipt = transition.receiptEvent(changed: false)
@@ -278,6 +257,31 @@ extension SQLiteOrderStore {
             "INSERT INTO order_events (out_trade_no, at, kind, detail) VALUES (?, ?, ?, ?)",
             outTradeNo, event.at, event.kind, event.detail)
     }
+
+    // The door's UPDATE, from one text: its SET, the App Store columns only a credit names, its WHERE.
+    private static let doorSet: SQL = """
+        UPDATE orders SET state = ?1, transaction_id = COALESCE(?2, transaction_id),
+            paid_at = COALESCE(?3, paid_at), updated_at = ?4,
+            last_notify_at = CASE WHEN ?8 = 1 THEN MAX(COALESCE(last_notify_at, ?4), ?4)
+                ELSE last_notify_at END,
+            last_queried_at = CASE WHEN ?8 = 2 THEN MAX(COALESCE(last_queried_at, ?4), ?4)
+                ELSE last_queried_at END
+        """
+    private static let doorAppleColumns: SQL = """
+        ,
+            apple_transaction_id = COALESCE(apple_transaction_id, ?9),
+            original_transaction_id = COALESCE(original_transaction_id, ?10),
+            environment = COALESCE(environment, ?11)
+        """
+    private static let doorWhere: SQL = """
+
+        WHERE out_trade_no = ?5 AND instr(?6, ',' || state || ',') > 0
+            AND (?7 IS NULL OR amount = ?7)
+        """
+    /// A payment's or a close's: parameters ?1 to ?8.
+    private static let door = doorSet + doorWhere
+    /// An App Store credit's: ?9 to ?11 its transaction ids and environment.
+    private static let doorCrediting = doorSet + doorAppleColumns + doorWhere
 
     /// Appends two events to one order, `first` before `second`.
     static func appendEvents(_ first: NewOrderEvent, then second: NewOrderEvent, to outTradeNo: String,
