@@ -10,7 +10,8 @@
 // the provider store's locks on every call, which the gateway's threads then contend for;
 // RSA_sign on the same RSA (blinded, CRT, the result checked as the provider does) is the
 // operation `openssl speed rsa2048` times. Deprecated in OpenSSL 3 (suppressed in ccrypto.h);
-// revisit if the low-level RSA API goes.
+// revisit if the low-level RSA API goes. On a CPU with AVX-512 IFMA, verification's public
+// operation runs in rsa2048_ifma.c instead, with this function as its fallback.
 #include "internal.h"
 #include <openssl/crypto.h>
 #include <openssl/err.h>

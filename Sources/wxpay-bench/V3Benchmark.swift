@@ -53,7 +53,8 @@ enum V3Benchmark {
         guard case .payment(let opened) = try opener.open(headers: headers, body: body, now: now), opened == transaction else {
             throw BenchmarkFailure("the notify does not open to its transaction")
         }
-        print("signing message \(message.count) B; notify body \(body.count) B; AES-256-GCM on \(plaintext.count) B")
+        print("signing message \(message.count) B; notify body \(body.count) B; AES-256-GCM on \(plaintext.count) B; "
+              + "RSA public operation on \(merchantPublic.verifiesOnIFMA ? "AVX-512 IFMA" : "OpenSSL (no AVX-512 IFMA here)")")
 
         let results = try Throughput.interleaved([
             ("  RSA-2048 SHA256withRSA sign", { blackHole(merchantKey.signature(for: message)) }),

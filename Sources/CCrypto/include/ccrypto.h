@@ -178,6 +178,33 @@ int wxpay_rsa_sha256_verify(EVP_PKEY *_Nonnull key, const void *_Nonnull data, s
 int wxpay_rsa_sha256_sign(EVP_PKEY *_Nonnull key, const void *_Nonnull data, size_t length,
                           unsigned char *_Nonnull out, size_t capacity);
 
+/// An RSA-2048 public key prepared for the public operation on AVX-512 IFMA (rsa2048_ifma.c).
+typedef struct wxpay_rsa2048_ifma wxpay_rsa2048_ifma;
+
+/// Whether keys are prepared at all: the CPU has AVX-512F and IFMA (and the OS saves ZMM state),
+/// and OPENSSL_ia32cap is not set (the operator steers OpenSSL's CPU dispatch: we stay off too).
+int wxpay_rsa2048_ifma_supported(void);
+
+/// `key` prepared for the IFMA public operation, or NULL when it cannot be: not supported (above), a key
+/// that is not RSA with a 2048-bit modulus and an exponent below 2^63, or a prepared key that
+/// does not compute what BN_mod_exp does for its self-check values. Free with
+/// `wxpay_rsa2048_ifma_free`; a prepared key is never changed, so threads may share it.
+wxpay_rsa2048_ifma *_Nullable wxpay_rsa2048_ifma_new(EVP_PKEY *_Nonnull key);
+
+void wxpay_rsa2048_ifma_free(wxpay_rsa2048_ifma *_Nullable key);
+
+/// signature^e mod n for a 256-byte big-endian `signature`, into `out` (256 bytes). Returns 1, or
+/// 0 when the signature is not below the modulus.
+int wxpay_rsa2048_ifma_public(const wxpay_rsa2048_ifma *_Nonnull key, const unsigned char *_Nonnull signature,
+                              unsigned char *_Nonnull out);
+
+/// `wxpay_rsa_sha256_verify` with the public operation on IFMA when `prepared` is given: 1 only
+/// when the result is byte for byte the PKCS#1 v1.5 encoding of the data's SHA-256. Anything else
+/// is asked of `wxpay_rsa_sha256_verify` again, so the answer is always RSA_verify's.
+int wxpay_rsa_sha256_verify_prepared(const wxpay_rsa2048_ifma *_Nullable prepared, EVP_PKEY *_Nonnull key,
+                                     const void *_Nonnull data, size_t length, const unsigned char *_Nonnull signature,
+                                     size_t signature_length);
+
 // MARK: - P-256 and ES256
 
 /// The P-256 public key of `certificate` as an EC_KEY the caller frees with `EC_KEY_free`, or NULL
