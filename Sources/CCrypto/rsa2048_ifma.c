@@ -5,9 +5,12 @@
 // Why: every v3 notify and answer is verified, and on OpenSSL 3.0 the public operation runs
 // through BN_mod_exp_mont on 64-bit words (about 0.9 µs per 2048-bit Montgomery multiplication
 // on the machines we measure); OpenSSL uses IFMA only for private-key CRT halves. The same
-// exponentiation in radix 2^52 with VPMADD52LUQ/HUQ takes about a third of the time, which is
-// what brings a whole notify's open (headers, verify, envelope, AES-GCM, transaction) within
-// reach of OpenSSL's bare verify rate.
+// exponentiation in radix 2^52 with VPMADD52LUQ/HUQ takes under half the time, which is what
+// brings a whole notify's open (headers, verify, envelope, AES-GCM, transaction) within reach of
+// OpenSSL's bare verify rate. It runs on 256-bit registers, as OpenSSL's own IFMA code does:
+// 512-bit ones were a quarter faster alone, but they slowed the core's other work by about 3 %
+// for a while after each verify (the frequency a core keeps for heavy 512-bit instructions), which
+// at a gateway's notify rate cost more than they saved (BENCHMARKS.md).
 //
 // Only public data goes through here (the signature, the modulus, the exponent): nothing needs to
 // be constant-time. A prepared key is checked against BN_mod_exp before it is handed out, and
@@ -21,10 +24,9 @@
 // step (operand scanning). The products' low halves go into the columns they belong to, the
 // accumulators shift down one limb, then the high halves go in: they belong one column up, which
 // after the shift is the same lane. Column 0, the one the next step's Montgomery factor y depends
-// on, is kept exactly in a scalar register (the vectors' lane 0 is never read); the a*b and m*y
-// columns accumulate in separate registers so the two chains of dependent VPMADD52s run side by
-// side. A lane gains at most 2^53 per step from each accumulator and lives at most 40 steps, so
-// nothing overflows 64 bits; the carries are propagated once, at the end of each multiplication.
+// on, is kept exactly in a scalar register (the vectors' lane 0 is never read). A lane gains at
+// most 4 * 2^52 per step (two low and two high halves) and lives at most 40 steps, so nothing
+// overflows 64 bits; the carries are propagated once, at the end of each multiplication.
 #include "internal.h"
 #include <cpuid.h>
 #include <immintrin.h>
@@ -51,7 +53,7 @@ struct wxpay_rsa2048_ifma {
     unsigned char n_bytes[BYTES];
 };
 
-/// AVX-512F and IFMA, and an OS that saves the ZMM registers (XCR0: SSE, AVX, opmask, ZMM).
+/// AVX-512F, VL and IFMA, and an OS that saves the AVX-512 state (XCR0: SSE, AVX, opmask, ZMM).
 static int cpu_has_ifma(void) {
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return 0;
@@ -59,7 +61,7 @@ static int cpu_has_ifma(void) {
     __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
     if ((xcr0_low & 0xE6) != 0xE6) return 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    return (b & bit_AVX512F) && (b & bit_AVX512IFMA);
+    return (b & bit_AVX512F) && (b & bit_AVX512VL) && (b & bit_AVX512IFMA);
 }
 
 /// Whether to use IFMA at all: the CPU has it and the operator is not steering OpenSSL's own CPU
@@ -74,62 +76,50 @@ int wxpay_rsa2048_ifma_supported(void) {
     return answer;
 }
 
-__attribute__((target("avx512f,avx512ifma")))
+__attribute__((target("avx512f,avx512vl,avx512ifma")))
 static inline void amm52x40(uint64_t *res, const uint64_t *a, const uint64_t *b, const struct wxpay_rsa2048_ifma *key) {
     const uint64_t *m = key->n;
     const uint64_t k0 = key->k0;
-    const __m512i A0 = _mm512_loadu_si512(a), A1 = _mm512_loadu_si512(a + 8), A2 = _mm512_loadu_si512(a + 16),
-                  A3 = _mm512_loadu_si512(a + 24), A4 = _mm512_loadu_si512(a + 32);
-    const __m512i M0 = _mm512_loadu_si512(m), M1 = _mm512_loadu_si512(m + 8), M2 = _mm512_loadu_si512(m + 16),
-                  M3 = _mm512_loadu_si512(m + 24), M4 = _mm512_loadu_si512(m + 32);
-    const __m512i zero = _mm512_setzero_si512();
-    __m512i P0 = zero, P1 = zero, P2 = zero, P3 = zero, P4 = zero; // the a*b columns
-    __m512i Q0 = zero, Q1 = zero, Q2 = zero, Q3 = zero, Q4 = zero; // the m*y columns
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i A[10], M[10], C[10]; // C: the columns, four limbs a register
+    for (int r = 0; r < 10; r++) {
+        A[r] = _mm256_loadu_si256((const __m256i *)(a + 4 * r));
+        M[r] = _mm256_loadu_si256((const __m256i *)(m + 4 * r));
+        C[r] = zero;
+    }
     const uint64_t a0 = a[0], a1 = a[1], m0 = m[0], m1 = m[1];
     uint64_t column0 = 0;
     for (int i = 0; i < LIMBS; i++) {
         const uint64_t bi = b[i];
-        const __m512i B = _mm512_set1_epi64((long long)bi);
+        const __m256i B = _mm256_set1_epi64x((long long)bi);
         // Column 1 before this step's products: it becomes column 0 after the shift.
-        const uint64_t column1 = (uint64_t)_mm_extract_epi64(_mm512_castsi512_si128(P0), 1)
-                               + (uint64_t)_mm_extract_epi64(_mm512_castsi512_si128(Q0), 1);
+        const uint64_t column1 = (uint64_t)_mm256_extract_epi64(C[0], 1);
         const unsigned __int128 a0bi = (unsigned __int128)a0 * bi;
         column0 += (uint64_t)a0bi & MASK52;
         const uint64_t y = (column0 * k0) & MASK52;
-        const __m512i Y = _mm512_set1_epi64((long long)y);
+        const __m256i Y = _mm256_set1_epi64x((long long)y);
         const unsigned __int128 m0y = (unsigned __int128)m0 * y;
         // column0 + lo(m0*y) is 0 mod 2^52 by the choice of y: what is left is its carry.
         const uint64_t carry = (column0 + ((uint64_t)m0y & MASK52)) >> 52;
         column0 = column1 + ((a1 * bi) & MASK52) + ((m1 * y) & MASK52) + (uint64_t)(a0bi >> 52) + (uint64_t)(m0y >> 52)
                 + carry;
-        P0 = _mm512_madd52lo_epu64(P0, A0, B); P1 = _mm512_madd52lo_epu64(P1, A1, B);
-        P2 = _mm512_madd52lo_epu64(P2, A2, B); P3 = _mm512_madd52lo_epu64(P3, A3, B);
-        P4 = _mm512_madd52lo_epu64(P4, A4, B);
-        Q0 = _mm512_madd52lo_epu64(Q0, M0, Y); Q1 = _mm512_madd52lo_epu64(Q1, M1, Y);
-        Q2 = _mm512_madd52lo_epu64(Q2, M2, Y); Q3 = _mm512_madd52lo_epu64(Q3, M3, Y);
-        Q4 = _mm512_madd52lo_epu64(Q4, M4, Y);
-        P0 = _mm512_alignr_epi64(P1, P0, 1); P1 = _mm512_alignr_epi64(P2, P1, 1);
-        P2 = _mm512_alignr_epi64(P3, P2, 1); P3 = _mm512_alignr_epi64(P4, P3, 1);
-        P4 = _mm512_alignr_epi64(zero, P4, 1);
-        Q0 = _mm512_alignr_epi64(Q1, Q0, 1); Q1 = _mm512_alignr_epi64(Q2, Q1, 1);
-        Q2 = _mm512_alignr_epi64(Q3, Q2, 1); Q3 = _mm512_alignr_epi64(Q4, Q3, 1);
-        Q4 = _mm512_alignr_epi64(zero, Q4, 1);
-        P0 = _mm512_madd52hi_epu64(P0, A0, B); P1 = _mm512_madd52hi_epu64(P1, A1, B);
-        P2 = _mm512_madd52hi_epu64(P2, A2, B); P3 = _mm512_madd52hi_epu64(P3, A3, B);
-        P4 = _mm512_madd52hi_epu64(P4, A4, B);
-        Q0 = _mm512_madd52hi_epu64(Q0, M0, Y); Q1 = _mm512_madd52hi_epu64(Q1, M1, Y);
-        Q2 = _mm512_madd52hi_epu64(Q2, M2, Y); Q3 = _mm512_madd52hi_epu64(Q3, M3, Y);
-        Q4 = _mm512_madd52hi_epu64(Q4, M4, Y);
+        for (int r = 0; r < 10; r++) {
+            C[r] = _mm256_madd52lo_epu64(C[r], A[r], B);
+            C[r] = _mm256_madd52lo_epu64(C[r], M[r], Y);
+        }
+        for (int r = 0; r < 9; r++) C[r] = _mm256_alignr_epi64(C[r + 1], C[r], 1);
+        C[9] = _mm256_alignr_epi64(zero, C[9], 1);
+        for (int r = 0; r < 10; r++) {
+            C[r] = _mm256_madd52hi_epu64(C[r], A[r], B);
+            C[r] = _mm256_madd52hi_epu64(C[r], M[r], Y);
+        }
     }
-    uint64_t p[LIMBS], q[LIMBS];
-    _mm512_storeu_si512(p, P0); _mm512_storeu_si512(p + 8, P1); _mm512_storeu_si512(p + 16, P2);
-    _mm512_storeu_si512(p + 24, P3); _mm512_storeu_si512(p + 32, P4);
-    _mm512_storeu_si512(q, Q0); _mm512_storeu_si512(q + 8, Q1); _mm512_storeu_si512(q + 16, Q2);
-    _mm512_storeu_si512(q + 24, Q3); _mm512_storeu_si512(q + 32, Q4);
+    uint64_t columns[LIMBS];
+    for (int r = 0; r < 10; r++) _mm256_storeu_si256((__m256i *)(columns + 4 * r), C[r]);
     uint64_t carry = column0 >> 52;
     res[0] = column0 & MASK52;
     for (int j = 1; j < LIMBS; j++) {
-        const uint64_t v = p[j] + q[j] + carry;
+        const uint64_t v = columns[j] + carry;
         res[j] = v & MASK52;
         carry = v >> 52;
     }
@@ -171,7 +161,7 @@ static void reduce_once(uint64_t *a, const uint64_t *n) {
     }
 }
 
-__attribute__((target("avx512f,avx512ifma")))
+__attribute__((target("avx512f,avx512vl,avx512ifma")))
 static int public_operation(const struct wxpay_rsa2048_ifma *key, const unsigned char *signature, unsigned char *out) {
     if (memcmp(signature, key->n_bytes, BYTES) >= 0) return 0;
     uint64_t s[LIMBS], s_mont[LIMBS], x[LIMBS];

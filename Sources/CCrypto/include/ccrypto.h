@@ -185,9 +185,9 @@ typedef struct wxpay_rsa2048_ifma wxpay_rsa2048_ifma;
 /// and OPENSSL_ia32cap is not set (the operator steers OpenSSL's CPU dispatch: we stay off too).
 int wxpay_rsa2048_ifma_supported(void);
 
-/// `key` prepared for the IFMA public operation, or NULL when it cannot be: not supported (above), a key
-/// that is not RSA with a 2048-bit modulus and an exponent below 2^63, or a prepared key that
-/// does not compute what BN_mod_exp does for its self-check values. Free with
+/// `key` prepared for the IFMA public operation, or NULL when it cannot be: not supported
+/// (above), a key that is not RSA with a 2048-bit modulus and an exponent below 2^63, or a
+/// prepared key that does not compute what BN_mod_exp does for its self-check values. Free with
 /// `wxpay_rsa2048_ifma_free`; a prepared key is never changed, so threads may share it.
 wxpay_rsa2048_ifma *_Nullable wxpay_rsa2048_ifma_new(EVP_PKEY *_Nonnull key);
 
