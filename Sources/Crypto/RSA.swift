@@ -88,7 +88,7 @@ public struct RSAPublicKey: Sendable {
 
     /// Whether `signature` is the SHA256withRSA signature of `message` under this key (through
     /// the RSA fast path: every v3 answer and notify is verified here). On IFMA only a match is
-    /// decided there; anything else is asked of OpenSSL's RSA_verify, so the answer is always its.
+    /// decided there; anything else is asked of OpenSSL's RSA_verify, so the answer is always OpenSSL's.
     public func isValidSignature(_ signature: some Sequence<UInt8>, for message: some Sequence<UInt8>) -> Bool {
         let signature = Array(signature), message = Array(message)
         guard !signature.isEmpty else { return false }
