@@ -217,6 +217,25 @@ struct V3EndToEndTests {
         #expect((rig.simulator.counters.requests["/v3/certificates"] ?? 0) >= 1)
     }
 
+    @Test("the notifies a certificate rotation sends while the new certificate is being fetched wait for it: each settles on its first attempt, after one download",
+          arguments: StoreKind.all)
+    func notifiesDuringACertificateDownload(store: StoreKind) async throws {
+        let rig = try await Self.start(store, .certificates)
+        defer { Task { await rig.stop() } }
+        let numbers = (1...6).map { "v3-rot-\($0)" }
+        for number in numbers { _ = try await rig.createOrder(number) }
+        let rotated = try #require(rig.simulator.rotateV3Certificate())
+        #expect(rig.simulator.setV3NotifySerial(rotated))
+        // The download takes long enough for every notify (sent side by side) to come while it runs.
+        rig.simulator.apply(FaultPlan(endpoints: [PlatformCertificateDownload.path: EndpointFaults(latency: 0.5)]))
+        let attempts = rig.simulator.counters.notifyAttempts
+        let downloads = rig.simulator.counters.requests[PlatformCertificateDownload.path] ?? 0
+        for number in numbers { try rig.simulator.pay(outTradeNo: number) }
+        for number in numbers { #expect(await eventually { await Self.state(rig, number) == .success }, "\(number)") }
+        #expect(rig.simulator.counters.notifyAttempts - attempts == numbers.count)
+        #expect((rig.simulator.counters.requests[PlatformCertificateDownload.path] ?? 0) - downloads == 1)
+    }
+
     @Test("a day's v3 bill is downloaded, checked against its SHA-1 and reconciled: a payment whose notify was lost is settled",
           arguments: StoreKind.all, [V3Setup.KeyMode.publicKey, .certificates])
     func bill(store: StoreKind, mode: V3Setup.KeyMode) async throws {

@@ -47,7 +47,7 @@ public struct GatewayContext: Sendable {
     /// API v3's side of the seam, for the platform certificates' refresh (certificate mode).
     let v3Upstream: WeChatPayV3Upstream?
     /// Paces the certificate refreshes notifies with unknown serials ask for.
-    let certificateRefreshes = RefreshPace()
+    let certificateRefreshes = CertificateRefreshes()
 
     /// A context whose flows speak WeChat Pay API v2 (`WeChatPayV2Upstream`) and, when v3 is
     /// configured, v3 (`WeChatPayV3Upstream`), each order in the version it was created with.

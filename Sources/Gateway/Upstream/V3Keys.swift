@@ -64,31 +64,48 @@ extension GatewayContext {
 
     /// Opens a v3 notify (`V3NotifyOpener`: verify, decrypt, read). In certificate mode a serial no
     /// trusted certificate has may be WeChat's rotation since the last refresh: the certificates are
-    /// fetched once (at most once a minute, so strangers naming serials cannot make the gateway
-    /// download them at will) and the notify opened again. Signature timestamps are wall time,
-    /// whatever clock the flows run on.
+    /// fetched (one download at a time, at most one a minute, so strangers naming serials cannot
+    /// make the gateway download them at will) and the notify opened again. The notifies a rotation
+    /// sends while that download runs wait for it instead of being refused. Signature timestamps
+    /// are wall time, whatever clock the flows run on.
     func openV3Notify(_ keys: V3Keys, headers: [String: String], body: [UInt8]) async throws(WeChatPayV3Error) -> V3NotifyEvent {
         do {
             return try keys.opener.open(headers: headers, body: body, now: Date())
         } catch where error.code == .unknownSerial && keys.verifier.platformCertificates != nil {
-            guard let v3Upstream, certificateRefreshes.admit() else { throw error }
-            _ = try? await v3Upstream.refreshCertificates()
+            guard let v3Upstream, let download = certificateRefreshes.download({ _ = try? await v3Upstream.refreshCertificates() })
+            else { throw error }
+            await download.value
             return try keys.opener.open(headers: headers, body: body, now: Date())
         }
     }
 }
 
-/// At most one refresh a minute on notifies' unknown serials.
-final class RefreshPace: Sendable {
-    private let last = Mutex<ContinuousClock.Instant?>(nil)
+/// The platform certificates' downloads that notifies with an unknown serial ask for: one at a
+/// time, at most one starting a minute.
+final class CertificateRefreshes: Sendable {
+    private struct State {
+        var lastStart: ContinuousClock.Instant?
+        var running: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
     static let interval: Duration = .seconds(60)
 
-    func admit() -> Bool {
+    /// The download running now (a notify that comes during one waits for it), else a new one
+    /// made by `fetch` when none started in the last minute, else nil.
+    func download(_ fetch: @escaping @Sendable () async -> Void) -> Task<Void, Never>? {
         let now = ContinuousClock.now
-        return last.withLock { last in
-            if let previous = last, now - previous < Self.interval { return false }
-            last = now
-            return true
+        return state.withLock { state in
+            if let running = state.running { return running }
+            if let last = state.lastStart, now - last < Self.interval { return nil }
+            state.lastStart = now
+            // The task takes the lock to say it is done only after this closure has stored it.
+            let task = Task {
+                await fetch()
+                self.state.withLock { $0.running = nil }
+            }
+            state.running = task
+            return task
         }
     }
 }
