@@ -450,6 +450,19 @@ private struct FramingFields {
     }
 }
 
+/// A field's value without the spaces and tabs around it, which RFC 9110 (§5.5) says are not part
+/// of it: libmicrohttpd drops only the leading ones, so `Authorization: Bearer t␠` or a
+/// `Wechatpay-Signature` with a trailing space would otherwise not be what was meant.
+private func fieldValue(_ text: UnsafePointer<CChar>) -> String {
+    var start = 0, end = strlen(text)
+    func isBlank(_ c: CChar) -> Bool { c == 0x20 || c == 0x09 }
+    while start < end, isBlank(text[start]) { start += 1 }
+    while end > start, isBlank(text[end - 1]) { end -= 1 }
+    return text.withMemoryRebound(to: UInt8.self, capacity: end) {
+        String(decoding: UnsafeBufferPointer(start: $0 + start, count: end - start), as: UTF8.self)
+    }
+}
+
 /// Headers and query arguments, gathered in one pass over libmicrohttpd's list.
 private struct RequestHead {
     var headers = HTTPHeaders()
@@ -460,7 +473,7 @@ private struct RequestHead {
         guard let cls, let key else { return .YES }
         let head = cls.assumingMemoryBound(to: RequestHead.self)
         if kind == .HEADER_KIND {
-            head.pointee.headers.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+            head.pointee.headers.add(name: String(cString: key), value: value.map(fieldValue) ?? "")
         } else if let name = String(validatingCString: key), let raw = value.map({ String(validatingCString: $0) }) ?? "",
             let item = HTTPServerQuery.decodedItem(rawName: name, rawValue: raw)
         {
