@@ -14,6 +14,9 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case wrongKeyType = "wrong_key_type"
         /// An RSA key shorter than 2048 bits.
         case keyTooSmall = "key_too_small"
+        /// An RSA public exponent that is even or below 3 (with 1, every padded digest is its own
+        /// signature).
+        case badExponent = "bad_exponent"
         /// A key, nonce or input of a length the algorithm does not take.
         case invalidLength = "invalid_length"
         /// Decryption failed: a wrong key, tampering, or bad padding (one answer, no oracle).
@@ -37,6 +40,7 @@ public struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let privateKeyNotRSA = CryptoError(.wrongKeyType, "the private key is not an RSA key")
     public static let publicKeyNotRSA = CryptoError(.wrongKeyType, "the public key is not an RSA key")
     public static let rsaKeyTooSmall = CryptoError(.keyTooSmall, "the RSA key is shorter than 2048 bits")
+    public static let rsaExponentUnsound = CryptoError(.badExponent, "the RSA public exponent is not an odd number of at least 3")
     public static let decryptionFailed = CryptoError(.decryptionFailed, "the ciphertext does not decrypt under this key")
     public static let internalFailure = CryptoError(.internalFailure, "OpenSSL failed internally")
 

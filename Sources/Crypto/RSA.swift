@@ -66,10 +66,24 @@ public struct RSAPublicKey: Sendable {
         try self.init(try PublicKey(pem: pem))
     }
 
+    /// - Throws: ``CryptoError`` when the key is not RSA, under 2048 bits, or its public exponent
+    ///   is even or below 3: with 1 anyone can sign (the padded digest is its own signature).
     public init(_ key: PublicKey) throws(CryptoError) {
         guard case .rsa(let bits) = key.algorithm else { throw .publicKeyNotRSA }
         guard bits >= 2048 else { throw .rsaKeyTooSmall }
+        guard Self.hasSoundExponent(key) else { throw .rsaExponentUnsound }
         self.init(checked: key)
+    }
+
+    /// Whether the public exponent is odd and at least 3.
+    private static func hasSoundExponent(_ key: PublicKey) -> Bool {
+        var exponent: OpaquePointer?
+        guard EVP_PKEY_get_bn_param(key.pointer, "e", &exponent) == 1, let exponent else {
+            ERR_clear_error()
+            return false
+        }
+        defer { BN_free(exponent) }
+        return BN_is_odd(exponent) == 1 && BN_num_bits(exponent) >= 2
     }
 
     /// The key a certificate certifies.

@@ -31,6 +31,28 @@ struct RSAKeyTests {
         #expect(pkcs8.signature(for: message) == pkcs1.signature(for: message))
     }
 
+    /// A PKCS#1 public key (`BEGIN RSA PUBLIC KEY`) of a fixed odd 2048-bit modulus and `exponent`:
+    /// keys no generator makes, written as DER by hand.
+    static func publicKeyPEM(exponent: Int64) -> String {
+        // The leading zero keeps the INTEGER positive; 0xC5 makes it 2048 bits; 0x01 makes it odd.
+        let modulus: [UInt8] = [0x00, 0xC5] + [UInt8](repeating: 0x5A, count: 254) + [0x01]
+        let base64 = Array(Base64.encode(DER.sequence([DER.element(0x02, modulus), DER.integer(exponent)]), .standardPadded))
+        let lines = stride(from: 0, to: base64.count, by: 64).map { String(base64[$0..<min($0 + 64, base64.count)]) }
+        return "-----BEGIN RSA PUBLIC KEY-----\n" + lines.joined(separator: "\n") + "\n-----END RSA PUBLIC KEY-----\n"
+    }
+
+    @Test("an RSA public key whose exponent is even or below 3 is refused (with 1 anyone can sign); 3 and 65537 load",
+          arguments: [(1, false), (2, false), (4, false), (65536, false), (3, true), (65537, true)] as [(Int64, Bool)])
+    func exponents(exponent: Int64, loads: Bool) throws {
+        let pem = Self.publicKeyPEM(exponent: exponent)
+        #expect(try PublicKey(pem: pem).algorithm == .rsa(bits: 2048), "OpenSSL reads the key itself")
+        if loads {
+            #expect(try RSAPublicKey(pem: pem).key.algorithm == .rsa(bits: 2048))
+        } else {
+            #expect(throws: CryptoError.rsaExponentUnsound) { try RSAPublicKey(pem: pem) }
+        }
+    }
+
     @Test("SHA256withRSA signatures are openssl dgst's, and each side verifies the other's")
     func sha256WithRSAAgreesWithOpenSSL() async throws {
         let openssl = try OpenSSLCommand()

@@ -21,6 +21,7 @@ struct V3ConfigurationTests {
             try write("other_key.pem", RSAPrivateKey.generate().key.pkcs8PEM)
             try write("rsa3072_pub.pem", RSAPrivateKey.generate(bits: 3072).key.publicKeyPEM)
             try write("not_a_key.pem", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+            try write("exponent_1.pem", Self.publicKeyPEM(exponent: 1))
             let now = Date()
             let platformKey = RSAPrivateKey.generate()
             let platform = CertificateIssuer.issue(.init(commonName: "Tenpay.com", organization: "Tenpay.com", country: "CN"),
@@ -34,6 +35,15 @@ struct V3ConfigurationTests {
         }
 
         func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: directory.appendingPathComponent(name)) }
+
+        /// An RSA-2048 public key (PKCS#1 PEM) with the exponent given, which no generator makes:
+        /// a fixed odd modulus, written as DER by hand.
+        static func publicKeyPEM(exponent: Int64) -> String {
+            let modulus: [UInt8] = [0x00, 0xC5] + [UInt8](repeating: 0x5A, count: 254) + [0x01]
+            let base64 = Array(Base64.encode(DER.sequence([DER.element(0x02, modulus), DER.integer(exponent)]), .standardPadded))
+            let lines = stride(from: 0, to: base64.count, by: 64).map { String(base64[$0..<min($0 + 64, base64.count)]) }
+            return "-----BEGIN RSA PUBLIC KEY-----\n" + lines.joined(separator: "\n") + "\n-----END RSA PUBLIC KEY-----\n"
+        }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         func remove() { try? FileManager.default.removeItem(at: directory) }
     }
@@ -140,6 +150,7 @@ struct V3ConfigurationTests {
               (["WXPAY_PUBLIC_KEY_FILE": nil, "WXPAY_PUBLIC_KEY_ID": nil], "WXPAY_PUBLIC_KEY_FILE: required with WXPAY_API_VERSION=v3"),
               (["WXPAY_REFUND_NOTIFY_URL": nil], "WXPAY_REFUND_NOTIFY_URL: required with WXPAY_API_VERSION=v3"),
               (["WXPAY_PUBLIC_KEY_FILE": "not_a_key.pem"], "WXPAY_PUBLIC_KEY_FILE: not an RSA-2048 public key"),
+              (["WXPAY_PUBLIC_KEY_FILE": "exponent_1.pem"], "WXPAY_PUBLIC_KEY_FILE: an RSA-2048 public key whose exponent is not odd"),
               (["WXPAY_PLATFORM_CERT_FILE": "expired.pem"], "WXPAY_PLATFORM_CERT_FILE: the platform certificate is not valid now"),
               (["WXPAY_PUBLIC_KEY_ID": "0112300001092024"], "WXPAY_PUBLIC_KEY_ID: expected"),
               (["WXPAY_API_VERSION": "v4"], "WXPAY_API_VERSION: expected v2 or v3"),

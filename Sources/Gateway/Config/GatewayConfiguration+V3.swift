@@ -163,9 +163,16 @@ extension GatewayConfiguration {
         var publicKey: WeChatPayPublicKey?
         if let file = v3.publicKeyFile {
             let key = try? PublicKey(pem: try String(contentsOfFile: file, encoding: .utf8))
-            if let key, key.algorithm == .rsa(bits: 2048), let rsa = try? RSAPublicKey(key), let id = v3.publicKeyID {
-                publicKey = try? WeChatPayPublicKey(id: id, key: rsa)
-            } else if key == nil || key?.algorithm != .rsa(bits: 2048) {
+            if let key, key.algorithm == .rsa(bits: 2048) {
+                if let rsa = try? RSAPublicKey(key) {
+                    if let id = v3.publicKeyID { publicKey = try? WeChatPayPublicKey(id: id, key: rsa) }
+                } else {
+                    // With an exponent of 1 anyone could sign as WeChat: a broken or forged file.
+                    problems.append(ConfigurationProblem("WXPAY_PUBLIC_KEY_FILE", .conflict,
+                                                         expected: "an RSA-2048 public key whose exponent is not odd and at least 3 "
+                                                             + "(WeChat Pay's is 65537)"))
+                }
+            } else {
                 problems.append(ConfigurationProblem("WXPAY_PUBLIC_KEY_FILE", .conflict,
                                                      expected: "not an RSA-2048 public key in PEM (BEGIN PUBLIC KEY)"))
             }
