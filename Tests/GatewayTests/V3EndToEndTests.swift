@@ -217,6 +217,33 @@ struct V3EndToEndTests {
         #expect((rig.simulator.counters.requests["/v3/certificates"] ?? 0) >= 1)
     }
 
+    @Test("a Wechatpay-* field given twice reaches the notify routes as one joined value no signature check accepts, whichever line is genuine")
+    func repeatedSignatureFields() throws {
+        let key = RSAPrivateKey.generate()
+        let publicKey = try WeChatPayPublicKey(id: V3Setup.publicKeyID, key: key.publicKey)
+        let verifier = V3Verifier(publicKey: publicKey)
+        let body = Array(#"{"id":"EV-2018022511223320873"}"#.utf8), now = Date()
+        let genuine = WeChatPaySigner(key: key, serial: publicKey.id)
+            .sign(body, timestamp: Int64(now.timeIntervalSince1970), nonce: "593BEC0C930BF1AF").headers.sorted { $0.key < $1.key }
+        func fields(_ lines: [(String, String)]) -> [String: String] {
+            GatewayAPI.headerFields(HTTPServerRequest(method: .post, path: "/wechat/v3/notify", headers: HTTPHeaders(lines), body: body))
+        }
+        #expect(throws: Never.self) { try verifier.verify(headers: fields(genuine), body: body, now: now) }
+        for repeated in ["Wechatpay-Signature", "Wechatpay-Timestamp", "Wechatpay-Nonce", "Wechatpay-Serial"] {
+            let value = try #require(genuine.first { $0.key == repeated }?.value)
+            for second in ["bogus", value] {
+                for order in [[second, value], [value, second]] {
+                    var lines = genuine.filter { $0.key != repeated }.map { ($0.key, $0.value) }
+                    lines += order.map { (repeated, $0) }
+                    #expect(fields(lines)[repeated] == order.joined(separator: ", "))
+                    #expect(throws: WeChatPayV3Error.self, "\(repeated): \(order)") {
+                        try verifier.verify(headers: fields(lines), body: body, now: now)
+                    }
+                }
+            }
+        }
+    }
+
     @Test("the notifies a certificate rotation sends while the new certificate is being fetched wait for it: none is refused for its serial",
           arguments: StoreKind.all)
     func notifiesDuringACertificateDownload(store: StoreKind) async throws {
