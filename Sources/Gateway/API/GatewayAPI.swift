@@ -163,10 +163,10 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    /// A request's header fields by name (v3's `Wechatpay-*`; a repeated field keeps its last value).
-    /// The request's fields by name. A name on several lines gets its values joined with ", ", as
-    /// RFC 9110 (5.3) combines them, never the last line alone: a repeated `Wechatpay-Signature` or
-    /// `-Timestamp` is then no valid value (a proxy in front may have read the first line).
+    /// A request's header fields by name (v3's `Wechatpay-*`). A name on several lines gets its
+    /// values joined with ", ", as RFC 9110 (5.3) combines them, never the last line alone: a
+    /// repeated `Wechatpay-Signature` or `-Timestamp` is then no valid value (a proxy in front may
+    /// have read the first line).
     static func headerFields(_ request: HTTPServerRequest) -> [String: String] {
         var fields: [String: String] = [:]
         for field in request.headers {
