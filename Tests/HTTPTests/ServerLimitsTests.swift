@@ -365,3 +365,13 @@ import Testing
         }
     }
 }
+
+/// How a field's value is taken from libmicrohttpd's parse (it drops only the leading blanks).
+struct FieldValueTests {
+    @Test("Spaces and tabs around a field value are not part of it (RFC 9110 §5.5); those inside it, and other bytes, are",
+          arguments: [("a b  ", "a b"), ("\tab\t \t", "ab"), ("   x", "x"), ("  \t ", ""), ("", ""), ("x\u{0B}", "x\u{0B}"),
+                      ("  sig==  ", "sig==")])
+    func blanksAroundAValueAreDropped(raw: String, value: String) {
+        #expect(raw.withCString { fieldValue($0) } == value)
+    }
+}

@@ -453,7 +453,7 @@ private struct FramingFields {
 /// A field's value without the spaces and tabs around it, which RFC 9110 (§5.5) says are not part
 /// of it: libmicrohttpd drops only the leading ones, so `Authorization: Bearer t␠` or a
 /// `Wechatpay-Signature` with a trailing space would otherwise not be what was meant.
-private func fieldValue(_ text: UnsafePointer<CChar>) -> String {
+func fieldValue(_ text: UnsafePointer<CChar>) -> String {
     var start = 0, end = strlen(text)
     func isBlank(_ c: CChar) -> Bool { c == 0x20 || c == 0x09 }
     while start < end, isBlank(text[start]) { start += 1 }
