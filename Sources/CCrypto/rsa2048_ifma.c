@@ -22,8 +22,8 @@
 // The arithmetic: almost-Montgomery multiplication (AMM) with R = 2^2080 over 40 limbs of 52 bits,
 // operands and results below 2n (4n < R keeps them there without a subtraction), one limb of b per
 // step (operand scanning). The products' low halves go into the columns they belong to, the
-// accumulators shift down one limb, then the high halves go in: they belong one column up, which
-// after the shift is the same lane. Column 0, the one the next step's Montgomery factor y depends
+// columns shift down one limb, then the high halves go in: they belong one column up, which after
+// the shift is the same lane. Column 0, the one the next step's Montgomery factor y depends
 // on, is kept exactly in a scalar register (the vectors' lane 0 is never read). A lane gains at
 // most 4 * 2^52 per step (two low and two high halves) and lives at most 40 steps, so nothing
 // overflows 64 bits; the carries are propagated once, at the end of each multiplication.

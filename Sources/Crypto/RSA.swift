@@ -58,7 +58,7 @@ public struct RSAPrivateKey: Sendable {
 public struct RSAPublicKey: Sendable {
     public let key: PublicKey
     /// The key prepared for the public operation on AVX-512 IFMA, when the CPU has it and the key
-    /// is RSA-2048 (CCrypto's rsa2048_ifma.c): about a third of OpenSSL's time per verify.
+    /// is RSA-2048 (CCrypto's rsa2048_ifma.c): under half of OpenSSL's time per verify.
     private let prepared: PreparedRSA2048?
 
     /// Loads SubjectPublicKeyInfo (`BEGIN PUBLIC KEY`) or PKCS#1 (`BEGIN RSA PUBLIC KEY`) PEM.
