@@ -135,8 +135,8 @@ struct ConsoleText: Sendable {
             t("订单关闭（或过期）之后才收到付款：钱已到账，请开通或退款。",
               "The payment came after the order was closed (or expired): the money arrived, so deliver or refund.")
         case .refundOutsideGateway:
-            t("微信查询显示订单已退款，但网关从未发起过它的退款（在商户平台退的）：订单仍为已支付，请通知业务方。",
-              "WeChat reports the order refunded, but the gateway never made a refund of it (refunded in the merchant platform): the order stays paid; tell the business.")
+            t("微信查询显示订单已退款，但微信从未受理过网关发起的退款（在商户平台退的）：订单仍为已支付，请通知业务方。",
+              "WeChat reports the order refunded, but it never accepted a refund of it from the gateway (refunded in the merchant platform): the order stays paid; tell the business.")
         case .otherTransactionID:
             t("已支付的订单又以另一个微信交易号报告为已支付（绕过网关的第二次付款，或密钥泄露）：时间线上有另一个交易号，请人工核查。",
               "WeChat reported the paid order paid again under another transaction id (a second payment made around the gateway, or a leaked key): the timeline holds the other id; a person must look.")

@@ -18,8 +18,8 @@ public struct OrderFlag: RawRepresentable, Sendable, Hashable, Comparable, Custo
     /// look at.
     public static let matchedWithoutOrder: OrderFlag = "matched_without_order"
 
-    /// WeChat's orderquery reports the order REFUND while the gateway never made a refund of it:
-    /// refunded elsewhere (the merchant platform). The order stays SUCCESS, since
+    /// WeChat's orderquery reports the order REFUND while WeChat never accepted a refund of it from
+    /// the gateway: refunded elsewhere (the merchant platform). The order stays SUCCESS, since
     /// its state follows its own refunds; a person must tell the business.
     public static let refundOutsideGateway: OrderFlag = "refund_outside_gateway"
 

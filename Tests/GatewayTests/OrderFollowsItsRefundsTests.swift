@@ -78,6 +78,24 @@ struct OrderFollowsItsRefundsTests {
     }
 
     @Test(arguments: StoreKind.all)
+    func aRefundWeChatRefusedWhenAskedDoesNotHideOneMadeOutsideTheGateway(store: StoreKind) async throws {
+        let rig = try await RefundRig.start(.inProcess, store: store)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("rf-refused", amount: 990)
+        try await rig.refundByHand("rf-refused", number: "by-hand-3", amount: 990)
+        // The gateway's own refund comes after: WeChat refuses it, nothing being left to refund.
+        let refused = try await rig.refund("rf-refused", amount: 500, number: "rf-refused-r1")
+        #expect(refused.json["state"] as? String == "REFUNDCLOSE")
+        let record = try #require(try await rig.store.refund("rf-refused-r1"))
+        #expect(record.state == .refundClose && record.refundID == nil && record.failureReason != nil)
+
+        let rechecked = try await rig.send(.post, "/v1/support/orders/rf-refused/recheck", token: RefundRig.support)
+        #expect(rechecked.json["state"] as? String == "SUCCESS")
+        #expect(rechecked.json["flags"] as? [String] == ["refund_outside_gateway"])
+        #expect(rig.metrics.counter("wxpay_refunds_outside_gateway_total") == 1)
+    }
+
+    @Test(arguments: StoreKind.all)
     func anOrderWeChatFirstReportsAsRefundIsSettledPaidNotRefunded(store: StoreKind) async throws {
         let rig = try await RefundRig.start(.inProcess, store: store)
         defer { Task { await rig.stop() } }

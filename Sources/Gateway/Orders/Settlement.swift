@@ -261,16 +261,19 @@ struct Settlement: Sendable {
         return data
     }
 
-    /// WeChat's orderquery says REFUND for `order` (paid): when the gateway never made a refund of
-    /// it, the refund was made elsewhere (by hand in the merchant platform), and nothing here will
-    /// ever hear of it. (With a refund of its own, even one that ended REFUNDCLOSE, WeChat's REFUND
-    /// is that refund's: nothing to flag.) The order stays SUCCESS (its state follows its own
-    /// refunds) and is flagged `refund_outside_gateway` for a person, with one timeline line; the
-    /// next day's bill lists the refund as `unknown_out_refund_no` too.
+    /// WeChat's orderquery says REFUND for `order` (paid): when WeChat never accepted a refund of it
+    /// from the gateway, the refund was made elsewhere (by hand in the merchant platform), and
+    /// nothing here will ever hear of it. (With a refund of its own that WeChat accepted or may have,
+    /// even one that ended REFUNDCLOSE, WeChat's REFUND is that refund's: nothing to flag. One WeChat
+    /// refused when asked, NOT_ENOUGH after a refund by hand, never reached its books.) The order
+    /// stays SUCCESS (its state follows its own refunds) and is flagged `refund_outside_gateway` for
+    /// a person, with one timeline line; the next day's bill lists the refund as
+    /// `unknown_out_refund_no` too.
     private func flagRefundMadeElsewhere(_ order: OrderRecord, source: String) async throws(StorageError) -> OrderRecord {
         guard !order.flags.contains(.refundOutsideGateway), let refunds = store as? any RefundStore else { return order }
         let ours = try await refunds.refunds(outTradeNo: order.outTradeNo)
-        guard ours.isEmpty else { return order }
+        // Closed without a refund_id: refused when requested, never accepted (RefundRecord.failureReason).
+        guard ours.allSatisfy({ $0.state == .refundClose && $0.refundID == nil }) else { return order }
         let at = now()
         let flagged = try await store.addFlags(order.outTradeNo, [.refundOutsideGateway], at: at) ?? order
         _ = try await store.appendEvent(
