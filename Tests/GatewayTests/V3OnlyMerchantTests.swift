@@ -192,26 +192,6 @@ struct V3OnlyMerchantTests {
 
     @Test("the version that speaks each call: the order's own, v3 where v2 cannot sign (no key; a refund without the certificate), never v3 for a v2 prepay")
     func theRule() {
-        struct Scripted: WeChatPayUpstream {
-            func prepay(_ order: OrderRecord, notifyURL: String) async throws(UpstreamError) -> StoredPrepay { StoredPrepay(prepayID: "") }
-            func jsapiPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> JSAPIPayRequest {
-                JSAPIPayRequest(appId: "", timeStamp: "", nonceStr: "", package: "", signType: "", paySign: "")
-            }
-            func appPayment(for order: OrderRecord, prepayID: String, issuedAt: Date) throws(UpstreamError) -> AppPayRequest {
-                AppPayRequest(appId: "", partnerId: "", prepayId: "", packageValue: "", nonceStr: "", timeStamp: "", sign: "", signType: "")
-            }
-            func queryOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamTrade {
-                UpstreamTrade(outTradeNo: "", state: .notPay, transactionID: nil, amount: nil, paidAt: nil)
-            }
-            func closeOrder(_ order: OrderRecord) async throws(UpstreamError) -> UpstreamClosing { .closed }
-            func refund(_ refund: RefundRecord, order: OrderRecord) async throws(UpstreamError) -> UpstreamRefundAcceptance {
-                UpstreamRefundAcceptance(outRefundNo: "", outTradeNo: "", amount: 0, refundID: "")
-            }
-            func queryRefund(_ outRefundNo: String, order: OrderRecord) async throws(UpstreamError) -> UpstreamRefundReport {
-                UpstreamRefundReport(outTradeNo: "", refunds: [])
-            }
-            func bill(day: String) async throws(UpstreamError) -> [BillRow] { [] }
-        }
         func order(_ version: String) -> OrderRecord {
             OrderRecord(outTradeNo: "rule-\(version)", amount: 1, description: "d", clientIP: "203.0.113.7", attach: nil, userID: nil,
                         productID: nil, signType: version == "v3" ? "RSA" : "HMAC-SHA256", timeExpire: "20260101000000",
@@ -221,17 +201,17 @@ struct V3OnlyMerchantTests {
         func versions(_ upstream: VersionedUpstream, _ apiVersion: String) -> [WeChatPayAPIVersion] {
             calls.map { upstream.apiVersion(of: $0, for: order(apiVersion)) }
         }
-        let full = VersionedUpstream(v2: Scripted(), v2Refunds: true, v3: Scripted(), newOrders: .v3)
+        let full = VersionedUpstream(v2: ScriptedUpstream(), v2Refunds: true, v3: ScriptedUpstream(), newOrders: .v3)
         #expect(versions(full, "v2") == [.v2, .v2, .v2, .v2, .v2])
         #expect(versions(full, "v3") == [.v3, .v3, .v3, .v3, .v3])
         #expect(full.apiVersion(of: .bill, for: nil) == .v3)
-        let noCertificate = VersionedUpstream(v2: Scripted(), v2Refunds: false, v3: Scripted(), newOrders: .v2)
+        let noCertificate = VersionedUpstream(v2: ScriptedUpstream(), v2Refunds: false, v3: ScriptedUpstream(), newOrders: .v2)
         #expect(versions(noCertificate, "v2") == [.v2, .v2, .v2, .v3, .v2])
         #expect(noCertificate.apiVersion(of: .bill, for: nil) == .v2)
-        let noKey = VersionedUpstream(v2: nil, v2Refunds: true, v3: Scripted(), newOrders: .v3)
+        let noKey = VersionedUpstream(v2: nil, v2Refunds: true, v3: ScriptedUpstream(), newOrders: .v3)
         #expect(versions(noKey, "v2") == [.v2, .v3, .v3, .v3, .v3])
         // Without v3 nothing moves to it.
-        let v2Only = VersionedUpstream(v2: Scripted(), v2Refunds: false, v3: nil, newOrders: .v2)
+        let v2Only = VersionedUpstream(v2: ScriptedUpstream(), v2Refunds: false, v3: nil, newOrders: .v2)
         #expect(versions(v2Only, "v2") == [.v2, .v2, .v2, .v2, .v2])
         #expect(UpstreamCall.allCases.map { $0.metricLabel(.v2) }
             == ["unifiedorder", "orderquery", "closeorder", "refund", "refundquery", "downloadbill"])

@@ -19,6 +19,8 @@ final class Upstream: Sendable {
     let queries = SingleFlight<String, OrderRecord?>()
     /// The polls of waiting queries, at most 64 at a time (see `BoundedWork`).
     let polls = BoundedWork(width: 64)
+    /// At most one error line a minute per API for answers that keep failing their signature check.
+    private let unverifiedLog = LogThrottle(interval: .seconds(60))
     /// When each order's last poll was scheduled and its last query ended, so that WeChat hears
     /// about an order at most once per poll interval from this process (see `isPaced`).
     private let queryTimes = Mutex<[String: QueryTimes]>([:])
@@ -162,12 +164,28 @@ final class Upstream: Sendable {
             } catch {
                 record(api: api, outcome: error.shortDescription, since: started)
                 failed(error)
-                guard attempt < attempts, Self.shouldRepeat(error) else { throw error }
+                guard attempt < attempts, Self.shouldRepeat(error) else {
+                    if error.kind == .badSignature { logUnverified(api: api, error) }
+                    throw error
+                }
                 logger.notice("repeating an upstream call with identical parameters",
                               ["api": api, "attempt": String(attempt), "error": error.shortDescription])
                 try? await Task.sleep(for: Self.backoff[min(attempt - 1, Self.backoff.count - 1)])
             }
         }
+    }
+
+    /// Every attempt's answer failed its signature check. Repeating the request is right for an answer
+    /// damaged on the way, but when the key the gateway verifies with is not the one WeChat signs
+    /// with, every call fails so until an operator changes it, while clients only see 503: this says
+    /// so, where an operator looks.
+    private func logUnverified(api: String, _ error: UpstreamError) {
+        guard let suppressed = unverifiedLog.admit(api) else { return }
+        logger.error(
+            "WeChat Pay's answers fail their signature check: the key the gateway verifies them with is not the one "
+                + "WeChat signs with (v2: WXPAY_API_KEY; v3: WXPAY_PUBLIC_KEY_FILE with WXPAY_PUBLIC_KEY_ID, or the "
+                + "platform certificates), or something on the way alters them",
+            ["api": api, "error": error.shortDescription, "suppressed": String(suppressed)])
     }
 
     /// Whether sending the identical request again is right: WeChat asks for it (SYSTEMERROR,
