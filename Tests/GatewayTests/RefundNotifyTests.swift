@@ -63,6 +63,9 @@ struct RefundNotifyTests {
             ("changed order amount", try await rig.refundNotify("fn-b-r1") { $0.totalFee = 1 }),
             ("another order", try await rig.refundNotify("fn-b-r1") { $0.outTradeNo = "fn-ord-a" }),
             ("unknown refund", try await rig.refundNotify("fn-b-r1") { $0.outRefundNo = "fn-nobody" }),
+            // Signed with our key yet naming another refund_id or payment than WeChat gave us.
+            ("another refund_id", try await rig.refundNotify("fn-b-r1") { $0.refundID = "50300000000000000000099999999" }),
+            ("another transaction_id", try await rig.refundNotify("fn-b-r1") { $0.transactionID = "4200000000000000000000000999" }),
             ("wrong appid", String(decoding: try FlatXML.encode(wrongApp), as: UTF8.self)),
             ("another of the merchant's apps", String(decoding: try FlatXML.encode(anotherApp), as: UTF8.self)),
             ("return_code FAIL", String(decoding: try FlatXML.encode(failed), as: UTF8.self)),
@@ -88,6 +91,28 @@ struct RefundNotifyTests {
         let rejected = Battery.sum(rig.metrics.exposition(), #"wxpay_refund_notifies_total{outcome="rejected""#)
         #expect(rejected == Double(forgeries.count * 3))
         #expect(rig.metrics.counter("wxpay_refund_notifies_total", ["outcome": "duplicate"]) == 1)
+    }
+
+    @Test(arguments: StoreKind.all)
+    func aSuccessTimeOutsideTheRefundsLifeIsReplacedByWhenTheGatewayLearnedOfIt(store: StoreKind) async throws {
+        let rig = try await RefundRig.start(.inProcess, store: store)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("st-ord", amount: 900)
+        let cases: [(String, Date)] = [("st-r1", Date(timeIntervalSince1970: 4_070_908_800)),  // 2099
+                                       ("st-r2", Date(timeIntervalSince1970: 946_684_800)),    // 2000, before the refund
+                                       ("st-r3", Date().addingTimeInterval(-30))]               // within clocks' difference: kept
+        for (number, reported) in cases {
+            _ = try await rig.refund("st-ord", amount: 100, number: number)
+            let before = Date()
+            let notify = try await rig.refundNotify(number) { $0.successTime = reported }
+            #expect(try await Self.post(rig, notify).contains("SUCCESS"))
+            let succeeded = try #require(try await rig.store.refund(number)?.succeededAt)
+            if number == "st-r3" {
+                #expect(abs(succeeded.timeIntervalSince(reported)) < 1, "\(number): \(succeeded)")
+            } else {
+                #expect(succeeded >= before.addingTimeInterval(-1) && succeeded <= Date().addingTimeInterval(1), "\(number): \(succeeded)")
+            }
+        }
     }
 
     @Test(arguments: RefundRig.Mode.allCases, StoreKind.all)

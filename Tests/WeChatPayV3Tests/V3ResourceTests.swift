@@ -153,6 +153,20 @@ struct V3ResourceTests {
         #expect(RFC3339.format(Date(timeIntervalSince1970: 1_528_425_296)) == "2018-06-08T10:34:56+08:00")
     }
 
+    @Test("A refund's notice or answer with a success time not in RFC 3339 is refused, not read as no time")
+    func refundSuccessTimesAreRFC3339() throws {
+        func notice(_ time: String) -> [UInt8] {
+            Array(#"{"mchid":"1","transaction_id":"42","out_trade_no":"order0001","refund_id":"503","out_refund_no":"r1","refund_status":"SUCCESS","success_time":"\#(time)","user_received_account":"x","amount":{"total":10,"refund":5,"payer_total":10,"payer_refund":5}}"#.utf8)
+        }
+        func answer(_ time: String) -> [UInt8] {
+            Array(#"{"refund_id":"503","out_refund_no":"r1","transaction_id":"42","out_trade_no":"order0001","success_time":"\#(time)","create_time":"2024-01-01T10:00:00+08:00","status":"SUCCESS","amount":{"total":10,"refund":5}}"#.utf8)
+        }
+        #expect(try V3RefundNotice(body: notice("2024-01-01T10:00:05+08:00")).successTime == "2024-01-01T10:00:05+08:00")
+        #expect(try V3Refund(body: answer("2024-01-01T10:00:05+08:00")).successTime == "2024-01-01T10:00:05+08:00")
+        #expect(throws: WeChatPayV3Error(.invalidField, "success_time")) { try V3RefundNotice(body: notice("not-a-time")) }
+        #expect(throws: WeChatPayV3Error(.invalidField, "success_time")) { try V3Refund(body: answer("2024-01-01 10:00:05")) }
+    }
+
     // Expected instants computed independently with Python's datetime.fromisoformat.
     @Test(arguments: [
         ("2018-06-08T10:34:56+08:00", 1_528_425_296.0), ("2018-06-08T02:34:56Z", 1_528_425_296),

@@ -39,8 +39,8 @@ extension RefundService {
         }
         let notice = VerifiedRefundNotice(
             outRefundNo: notification.outRefundNo, outTradeNo: notification.outTradeNo, amount: notification.refundFee,
-            totalFee: notification.totalFee, target: target, refundID: notification.refundID, succeededAt: notification.successDate,
-            appID: appID)
+            totalFee: notification.totalFee, target: target, refundID: notification.refundID,
+            transactionID: notification.transactionID, succeededAt: notification.successDate, appID: appID)
         return await settle(notice).v2Reply(countingRefusal: { countRejected($0) })
     }
 
@@ -53,44 +53,48 @@ extension RefundService {
         var totalFee: Int
         var target: RefundState
         var refundID: String
+        /// WeChat's transaction id of the refunded payment: the order's.
+        var transactionID: String
         var succeededAt: Date?
         /// The app id a v2 notify names (v3's name none): it must be the order's.
         var appID: String? = nil
     }
 
     /// The settle step v2's and v3's refund notifies share: the notice must name a stored refund
-    /// with its order and amounts (else nothing is written), then the one door; acknowledged once
-    /// the change is durable, or when it was made before.
+    /// with its order, amounts, WeChat's refund id (once known) and the order's transaction id
+    /// (else nothing is written: only a leaked key or a bug at WeChat signs another, and refundquery
+    /// still finishes the refund from WeChat's own answer), then the one door; acknowledged once the
+    /// change is durable, or when it was made before.
     func settle(_ notice: VerifiedRefundNotice) async -> NotifyOutcome {
         let refund: RefundRecord
+        let order: OrderRecord
         do {
             guard let found = try await store.refund(notice.outRefundNo) else { return .rejected("unknown_refund") }
             refund = found
+            // Refund notifies are rare: reading the order too is cheap.
+            guard let refunded = try await context.store.order(refund.outTradeNo) else { return .rejected("refund_mismatch") }
+            order = refunded
         } catch {
             return .rejected("storage_error")
         }
-        guard refund.outTradeNo == notice.outTradeNo, refund.amount == notice.amount, refund.totalFee == notice.totalFee
+        guard refund.outTradeNo == notice.outTradeNo, refund.amount == notice.amount, refund.totalFee == notice.totalFee,
+              refund.refundID.map({ $0 == notice.refundID }) ?? true,
+              order.transactionID.map({ $0 == notice.transactionID }) ?? true
         else { return .rejected("refund_mismatch") }
         if let appID = notice.appID {
             // WeChat names the app the order was paid through; another of the merchant's apps is
-            // not this order's refund. (Refund notifies are rare: one more read is cheap.) And a
-            // v2 notify, whose only proof is the v2 key, never finishes a refund of an order
-            // created with v3: WeChat tells of those in v3, signed.
-            do {
-                guard let order = try await context.store.order(refund.outTradeNo) else { return .rejected("refund_mismatch") }
-                guard appID == order.appID ?? context.configuration.appID else { return .rejected("refund_mismatch") }
-                guard order.apiVersion == WeChatPayAPIVersion.v2.rawValue else { return .rejected("not_a_v2_order") }
-            } catch {
-                return .rejected("storage_error")
-            }
+            // not this order's refund. And a v2 notify, whose only proof is the v2 key, never
+            // finishes a refund of an order created with v3: WeChat tells of those in v3, signed.
+            guard appID == order.appID ?? context.configuration.appID else { return .rejected("refund_mismatch") }
+            guard order.apiVersion == WeChatPayAPIVersion.v2.rawValue else { return .rejected("not_a_v2_order") }
         }
         let target = notice.target
         let result: RefundTransitionResult
         do {
             result = try await settle(
                 refund.outRefundNo, to: target, source: "refund_notify", refundID: notice.refundID,
-                succeededAt: notice.succeededAt, expectedOutTradeNo: notice.outTradeNo,
-                expectedAmount: notice.amount, touchesNotify: true)
+                succeededAt: notice.succeededAt.map { Self.succeededAt(reported: $0, refund: refund, at: now()) },
+                expectedOutTradeNo: notice.outTradeNo, expectedAmount: notice.amount, touchesNotify: true)
         } catch {
             logger.error("storage failure while settling a refund notify", ["out_refund_no": refund.outRefundNo])
             instruments.notifyStorageError.increment()

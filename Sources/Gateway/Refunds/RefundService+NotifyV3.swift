@@ -29,7 +29,8 @@ extension RefundService {
         }
         let verified = VerifiedRefundNotice(
             outRefundNo: notice.outRefundNo, outTradeNo: notice.outTradeNo, amount: notice.refund, totalFee: notice.total,
-            target: target, refundID: notice.refundID, succeededAt: notice.successTime.flatMap(RFC3339.parse))
+            target: target, refundID: notice.refundID, transactionID: notice.transactionID,
+            succeededAt: notice.successTime.flatMap(RFC3339.parse))
         return await settle(verified).v3Reply(countingRefusal: { countRejected($0) })
     }
 }

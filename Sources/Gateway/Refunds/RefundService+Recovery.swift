@@ -89,7 +89,8 @@ extension RefundService {
         }
         do {
             let result = try await settle(
-                number, to: target, source: "\(source): refundquery", refundID: entry.refundID, succeededAt: entry.succeededAt,
+                number, to: target, source: "\(source): refundquery", refundID: entry.refundID,
+                succeededAt: entry.succeededAt.map { Self.succeededAt(reported: $0, refund: refund, at: now()) },
                 expectedOutTradeNo: refund.outTradeNo, expectedAmount: refund.amount)
             return result.didChange ? .settled : .open
         } catch {

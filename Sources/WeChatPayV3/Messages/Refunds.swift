@@ -159,6 +159,7 @@ public struct V3Refund: Sendable, Hashable {
                   payerTotal: try amount.optionalInt("payer_total") ?? total,
                   payerRefund: try amount.optionalInt("payer_refund") ?? refund,
                   currency: try amount.optionalString("currency", maxLength: 16) ?? "CNY")
+        if let successTime, RFC3339.parse(successTime) == nil { throw .invalid("success_time") }
     }
 
     public var json: JSONValue {
@@ -225,6 +226,7 @@ public struct V3RefundNotice: Sendable, Hashable {
                   payerTotal: try amount.optionalInt("payer_total") ?? total,
                   payerRefund: try amount.optionalInt("payer_refund") ?? refund)
         if refundStatus == .success && successTime == nil { throw .missing("success_time") }
+        if let successTime, RFC3339.parse(successTime) == nil { throw .invalid("success_time") }
     }
 
     public var json: JSONValue {
