@@ -182,9 +182,9 @@ final class DoctorContext: Sendable {
     func clientCertificate() async -> DoctorOutcome {
         guard case .mutualTLS(let identity) = configuration.refundMode else {
             if configuration.v3.credentials != nil {
-                return .skip("no merchant certificate configured: refunds go through API v3, those of orders created with v2 too")
+                return .skip("no v2 client certificate configured (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12): refunds go through API v3, those of orders created with v2 too")
             }
-            return .skip("no merchant certificate configured (refunds are off)")
+            return .skip("no v2 client certificate configured (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12): refunds are off")
         }
         guard let key = configuration.apiKey else {
             return .skip("not used: without WXPAY_API_KEY every refund goes through API v3, which needs no certificate")

@@ -47,10 +47,10 @@ extension ServeCommand {
                                 logger: Logger) -> CertificateExpiryWatch? {
         switch mode {
         case .off where v3:
-            logger.notice("refunds on through API v3 (no merchant certificate: orders created with v2 are refunded through v3 too)")
+            logger.notice("refunds on through API v3 (no v2 client certificate, WXPAY_CLIENT_CERT: orders created with v2 are refunded through v3 too)")
             return nil
         case .off:
-            logger.notice("refunds off: no merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
+            logger.notice("refunds off: no v2 client certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12) and no API v3")
             return nil
         case .embedded:
             logger.notice("refunds through the embedded simulator (demo mode)")

@@ -32,7 +32,7 @@ func usage() -> String {
       sign      compute or check a WeChat Pay v2 signature
       app-token print an app token (HS256 JWT) for one user: app-token --sub USER [--ttl SECONDS] [--apps NAME,…]
       console-user  add, remove or change a support console user: console-user add|remove|passwd NAME [--role ROLE]
-      simulate  run the WeChat Pay v2 simulator (API and control panel) on a port
+      simulate  run the WeChat Pay simulator, API v2 and v3 (API and control panel), on a port
       appstore  verify App Store signed data (appstore verify), make a Server API token (appstore token), or
                 read the App Store's notification history by hand (appstore backfill --since DATE)
       simulate-appstore  run the App Store simulator (Server API, verifyReceipt, notifications) on a port

@@ -102,7 +102,7 @@ struct V3ConfigurationTests {
         // The key kept, no merchant certificate: only refunds of v2 orders go through v3.
         let kept = try GatewayConfiguration(environment: Environment(Self.environment(files)), demo: false)
         #expect(kept.apiKey != nil)
-        #expect(kept.apiVersionsInWords.contains("no merchant certificate: refunds of orders created with API v2 go through API v3"))
+        #expect(kept.apiVersionsInWords.contains("no v2 client certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12): refunds of orders created with API v2 go through API v3"))
         // Given, it must still be well formed.
         v3Only["WXPAY_API_KEY"] = "short"
         #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(v3Only), demo: false) }

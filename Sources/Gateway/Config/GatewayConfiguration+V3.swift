@@ -59,7 +59,7 @@ extension GatewayConfiguration {
             lines.append("no v2 key (WXPAY_API_KEY): orders created with API v2 are queried, closed and refunded through API v3, "
                          + "and v2 notifies are refused (the wait and the reconciler find their payments through v3)")
         } else if refundMode == .off {
-            lines.append("no merchant certificate: refunds of orders created with API v2 go through API v3")
+            lines.append("no v2 client certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12): refunds of orders created with API v2 go through API v3")
         }
         return lines
     }
