@@ -80,7 +80,7 @@ class ConsoleInABrowser(unittest.TestCase):
             }
             document.body.appendChild(form); form.submit();
         """, action, fields)
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html), "the answer to " + action)
+        self.rig.wait(self.browser, self.rig.replaced(html), "the answer to " + action)
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -152,7 +152,7 @@ class ConsoleInABrowser(unittest.TestCase):
         self.rig.submit(self.browser, "#search", [("q", "browser-0001")])
         html = self.browser.find_element(By.TAG_NAME, "html")
         self.find("#results a").click()
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.rig.wait(self.browser, self.rig.replaced(html))
         timeline = self.find("#timeline")
         kinds = [item.get_attribute("data-kind") for item in timeline.find_elements(By.TAG_NAME, "li")]
         self.assertIn("created", kinds)
@@ -201,7 +201,7 @@ class ConsoleInABrowser(unittest.TestCase):
         self.assertTrue(forms[0].get_attribute("action").endswith("/redeliver"))
         html = self.browser.find_element(By.TAG_NAME, "html")
         forms[0].find_element(By.TAG_NAME, "button").click()
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.rig.wait(self.browser, self.rig.replaced(html))
         self.assertIn("redelivered=", self.browser.current_url)
         self.find("#notice")
         self.assertIn("fulfilment_redriven", [item.get_attribute("data-kind")
@@ -263,7 +263,7 @@ class ConsoleInABrowser(unittest.TestCase):
         self.assertIn(transaction, row.text)
         html = self.browser.find_element(By.TAG_NAME, "html")
         row.find_element(By.TAG_NAME, "a").click()
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.rig.wait(self.browser, self.rig.replaced(html))
         self.assertIn("App Store", self.find("#fact-channel").text)
         self.assertEqual(self.find("#fact-apple-transaction-id").text, transaction)
         self.assertEqual(self.find("#fact-original-transaction-id").text, self.purchase["originalTransactionId"])
@@ -316,7 +316,7 @@ class ConsoleInABrowser(unittest.TestCase):
         self.browser.get(self.rig.base + "/console/")
         html = self.browser.find_element(By.TAG_NAME, "html")
         self.find("#nav-attention").click()
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.rig.wait(self.browser, self.rig.replaced(html))
         unknown = self.unknown["order"]["out_trade_no"]
         row = self.find('#results tr[data-channel="apple"]')
         self.assertIn(unknown, row.text)
@@ -325,7 +325,7 @@ class ConsoleInABrowser(unittest.TestCase):
         self.assertIn("unknown_product", self.find("#flag-explanations").text)
         html = self.browser.find_element(By.TAG_NAME, "html")
         self.find('#attention-flags a[data-flag="refund_needs_attention"]').click()
-        self.rig.wait(self.browser, expected_conditions.staleness_of(html))
+        self.rig.wait(self.browser, self.rig.replaced(html))
         self.find("#no-results")
         # Its order page says what the flag means and what Apple charged, in dollars.
         self.browser.get(self.rig.base + "/console/orders/" + unknown)
@@ -394,7 +394,7 @@ class ConsoleInABrowser(unittest.TestCase):
         # The language switch: back to Chinese, remembered.
         html = admin.find_element(By.TAG_NAME, "html")
         admin.find_element(By.ID, "language").click()
-        self.rig.wait(admin, expected_conditions.staleness_of(html))
+        self.rig.wait(admin, self.rig.replaced(html))
         self.assertEqual(admin.find_element(By.TAG_NAME, "html").get_attribute("lang"), "zh-CN")
         self.assertIn("审计日志", self.rig.element(admin, "h1").text)
 
