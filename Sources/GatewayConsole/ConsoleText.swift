@@ -224,8 +224,8 @@ struct ConsoleText: Sendable {
           "A refund ended CHANGE: WeChat could not pay it back (a frozen or closed card, say). A person must handle it in the merchant platform.")
     }
     var refundOutsideGateway: String {
-        t("微信查询显示此订单已转入退款，但网关从未对它发起退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
-          "WeChat's orderquery says this order is refunded, but the gateway made no refund of it (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
+        t("微信查询显示此订单已转入退款，但微信从未受理过网关对它发起的退款（可能在商户平台手工退款）。订单仍为支付成功，请核实并通知业务方。",
+          "WeChat's orderquery says this order is refunded, but WeChat never accepted a refund of it from the gateway (refunded by hand in the merchant platform?). The order stays paid: check, and tell the business.")
     }
     var otherTransactionID: String {
         t("微信对这笔已支付订单又报告了另一个交易号（见时间线）：可能是绕过网关的第二笔支付，或商户密钥泄露。请人工核实。",

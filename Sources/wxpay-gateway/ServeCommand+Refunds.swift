@@ -89,9 +89,9 @@ struct CertificateExpiryWatch: Service, CustomStringConvertible {
         guard warn, remaining < ServeCommand.certificateWarning else { return }
         let metadata = ["expires": BeijingTime.formatRFC3339(certificate.notAfter), "days": String(Int(remaining / 86400))]
         if remaining <= 0 {
-            logger.error("the merchant certificate has expired: WeChat will refuse every refund", metadata)
+            logger.error("the merchant certificate (WXPAY_CLIENT_CERT, v2 refunds) has expired: WeChat will refuse every v2 refund", metadata)
         } else {
-            logger.warning("the merchant certificate expires within 30 days: renew it in the merchant platform", metadata)
+            logger.warning("the merchant certificate (WXPAY_CLIENT_CERT, v2 refunds) expires within 30 days: renew it in the merchant platform", metadata)
         }
     }
 

@@ -75,6 +75,18 @@ struct OrderFollowsItsRefundsTests {
         #expect(lines.count == 1)
         #expect(try await rig.events("rf-elsewhere", type: "order.refunded").isEmpty)
         #expect(rig.metrics.counter("wxpay_refunds_outside_gateway_total") == 1)
+
+        // Support tells the business and marks it handled: orderquery's REFUND, saying nothing new,
+        // does not bring it back.
+        let handled = try await rig.send(.post, "/v1/support/orders/rf-elsewhere/attention/handled", token: RefundRig.support,
+                                         body: #"{"reason":"told the business"}"#)
+        #expect(handled.status == 200)
+        for _ in 0..<2 {
+            let rechecked = try await rig.send(.post, "/v1/support/orders/rf-elsewhere/recheck", token: RefundRig.support)
+            #expect(rechecked.json["flags"] as? [String] == ["handled.refund_outside_gateway"])
+        }
+        #expect(try await rig.store.events("rf-elsewhere").filter { $0.kind == "refund_outside_gateway" }.count == 1)
+        #expect(rig.metrics.counter("wxpay_refunds_outside_gateway_total") == 1)
     }
 
     @Test(arguments: StoreKind.all)

@@ -165,6 +165,9 @@ struct V3ResourceTests {
         #expect(try V3Refund(body: answer("2024-01-01T10:00:05+08:00")).successTime == "2024-01-01T10:00:05+08:00")
         #expect(throws: WeChatPayV3Error(.invalidField, "success_time")) { try V3RefundNotice(body: notice("not-a-time")) }
         #expect(throws: WeChatPayV3Error(.invalidField, "success_time")) { try V3Refund(body: answer("2024-01-01 10:00:05")) }
+        // An empty one is none, as v2 reads it: a SUCCESS needs one, an answer may have none.
+        #expect(throws: WeChatPayV3Error(.missingField, "success_time")) { try V3RefundNotice(body: notice("")) }
+        #expect(try V3Refund(body: answer("")).successTime == nil)
     }
 
     // Expected instants computed independently with Python's datetime.fromisoformat.

@@ -89,7 +89,7 @@ struct ServeRefundsStartTests {
             "WXPAY_CLIENT_CERT": certificate, "WXPAY_CLIENT_KEY": TestCertificates.clientKey,
         ]) }, "the production gateway did not start")
         #expect(running.stderr.contains("refunds on"))
-        #expect(running.stderr.contains("the merchant certificate expires within 30 days"), "stderr: \(running.stderr)")
+        #expect(running.stderr.contains("the merchant certificate (WXPAY_CLIENT_CERT, v2 refunds) expires within 30 days"), "stderr: \(running.stderr)")
         let metrics = try await client.send(.get, started.base + "/metrics").body
         let expiry = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("wxpay_client_cert_expiry_seconds ") })
         let seconds = Double(expiry.split(separator: " ")[1]) ?? 0

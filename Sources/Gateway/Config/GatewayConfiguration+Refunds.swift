@@ -114,7 +114,7 @@ extension GatewayConfiguration {
         if configuration.refunds.notifyURL == nil {
             problems.append(ConfigurationProblem(
                 "WXPAY_REFUND_NOTIFY_URL", .conflict,
-                expected: "required with a merchant certificate: the public http(s) URL WeChat posts refund results to"))
+                expected: "required with a v2 client certificate (WXPAY_CLIENT_CERT): the public http(s) URL WeChat posts refund results to"))
         }
         do {
             _ = try identity.inspect()

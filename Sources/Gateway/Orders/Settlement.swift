@@ -268,9 +268,12 @@ struct Settlement: Sendable {
     /// refused when asked, NOT_ENOUGH after a refund by hand, never reached its books.) The order
     /// stays SUCCESS (its state follows its own refunds) and is flagged `refund_outside_gateway` for
     /// a person, with one timeline line; the next day's bill lists the refund as
-    /// `unknown_out_refund_no` too.
+    /// `unknown_out_refund_no` too. Once support has marked it handled, orderquery's REFUND, which
+    /// says nothing new, does not raise it again.
     private func flagRefundMadeElsewhere(_ order: OrderRecord, source: String) async throws(StorageError) -> OrderRecord {
-        guard !order.flags.contains(.refundOutsideGateway), let refunds = store as? any RefundStore else { return order }
+        guard !order.flags.contains(.refundOutsideGateway), !order.flags.contains(OrderFlag.refundOutsideGateway.handled),
+              let refunds = store as? any RefundStore
+        else { return order }
         let ours = try await refunds.refunds(outTradeNo: order.outTradeNo)
         // Closed without a refund_id: refused when requested, never accepted (RefundRecord.failureReason).
         guard ours.allSatisfy({ $0.state == .refundClose && $0.refundID == nil }) else { return order }
@@ -278,7 +281,7 @@ struct Settlement: Sendable {
         let flagged = try await store.addFlags(order.outTradeNo, [.refundOutsideGateway], at: at) ?? order
         _ = try await store.appendEvent(
             order.outTradeNo, kind: "refund_outside_gateway",
-            detail: "\(source): orderquery trade_state=REFUND, but the gateway made no refund of this order; "
+            detail: "\(source): orderquery trade_state=REFUND, but WeChat accepted no refund of this order from the gateway; "
                 + "the order stays SUCCESS", at: at)
         instruments.refundsOutsideGateway.increment()
         logger.warning("WeChat reports a refund the gateway did not make; flagged for support",

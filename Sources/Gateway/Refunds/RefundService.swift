@@ -314,7 +314,7 @@ public final class RefundService: Sendable {
 extension APIError {
     public static let refundsNotConfigured = APIError(
         status: 503, code: "refunds_not_configured",
-        message: "refunds need the merchant certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12)")
+        message: "refunds need the v2 client certificate (WXPAY_CLIENT_CERT and WXPAY_CLIENT_KEY, or WXPAY_CLIENT_P12) or API v3")
     static let refundNotFound = APIError(status: 404, code: "refund_not_found", message: "no refund with that out_refund_no")
     static let outRefundNoConflict = APIError(
         status: 409, code: "out_refund_no_conflict",
