@@ -47,6 +47,10 @@ extension Console {
             guard let fen = ConsoleFormat.fen(fromYuan: amountText), fen > 0 else {
                 return try await again(exchange.text.amountInvalid, status: 400, outcome: "invalid_request")
             }
+            // The page's form always carries one; without it a repeated post would be a second refund.
+            guard number != nil else {
+                return try await again(exchange.text.refundNumberInvalid, status: 400, outcome: "invalid_request")
+            }
             // The JSON route's own rules for the amount, the reason and the number.
             var body = JSONObjectWriter(capacity: 256)
             body.number("amount", fen)

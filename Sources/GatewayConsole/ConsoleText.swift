@@ -355,6 +355,10 @@ struct ConsoleText: Sendable {
             : t("退款 \(number) 已提交，当前状态：\(state)。", "Refund \(number) was recorded; it is now \(state).")
     }
     var amountInvalid: String { t("金额应以元为单位，最多两位小数，例如 3.50。", "Give the amount in yuan with at most two decimals, e.g. 3.50.") }
+    var refundNumberInvalid: String {
+        t("表单缺少有效的退款单号（它保证重复提交只退一次）：请在此页重新提交。",
+          "The form carries no valid refund number (it makes a repeated post one refund): submit it again from this page.")
+    }
     /// Refusals of a refund or a redelivery (`Console.refusal`), in yuan where the API says fen.
     func refundExceeds(left: String?) -> String {
         t("超过可退金额\(left.map { "：最多还能退 \($0)" } ?? "")（处理中和异常（CHANGE）的退款仍占用其金额）。",

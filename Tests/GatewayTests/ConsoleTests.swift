@@ -425,11 +425,20 @@ struct ConsoleTests {
         #expect(refunds.first?.reason == "bought by mistake")
         try await browser.get(try #require(first.headers["Location"]))
         #expect(browser.page.contains(number) && browser.page.contains("PROCESSING"))
-        // More than is left, a malformed amount, no reason: refused here, nothing recorded.
+        // More than is left, a malformed amount, no reason, no refund number or a malformed one (a
+        // repeated post would then be a second refund): refused here, nothing recorded.
         try await browser.get("/console/orders/REF-0001")
-        for (amount, reason, status) in [("9.00", "too much", 409), ("3.505", "x", 400), ("-1", "x", 400), ("1.00", "", 400)] {
-            let refused = try await browser.post("/console/orders/REF-0001/refunds", [("amount", amount), ("reason", reason)])
-            #expect(refused.status == status, "\(amount) \(reason)")
+        let cases: [(String, String, String?, Int)] = [
+            ("9.00", "too much", "refused-1", 409), ("3.505", "x", "refused-2", 400), ("-1", "x", "refused-3", 400),
+            ("1.00", "", "refused-4", 400), ("1.00", "x", nil, 400), ("1.00", "x", "<b>x", 400),
+        ]
+        for (amount, reason, refundNumber, status) in cases {
+            let refused = try await browser.post("/console/orders/REF-0001/refunds",
+                                                 [("amount", amount), ("reason", reason)] + (refundNumber.map { [("out_refund_no", $0)] } ?? []))
+            #expect(refused.status == status, "\(amount) \(reason) \(refundNumber ?? "no number")")
+            if amount == "1.00", !reason.isEmpty {
+                #expect(browser.page.contains(ConsoleLanguage.chinese.text.refundNumberInvalid))
+            }
             #expect(browser.page.contains("id=\"notice\"") && browser.page.contains("id=\"refund\""))
             if status == 409 {
                 // In the page's language and in yuan, as the form takes it: never "640 fen".
@@ -447,7 +456,7 @@ struct ConsoleTests {
         #expect(rig.rig.services.metrics.counter("wxpay_console_refusals_total", ["reason": "form"]) == 1)
         #expect(try await rig.refunds.store.refunds(outTradeNo: "REF-0001").count == 1)
         let audited = try await rig.auditEntries(AuditQuery(action: "refund"))
-        #expect(audited.map(\.outcome) == ["invalid_request", "invalid_request", "invalid_request", "refund_exceeds_paid", "replayed", "ok"])
+        #expect(audited.map(\.outcome) == Array(repeating: "invalid_request", count: 5) + ["refund_exceeds_paid", "replayed", "ok"])
         #expect(audited.last?.detail.contains("350 fen") == true && audited.last?.target == number)
     }
 
@@ -506,6 +515,20 @@ struct ConsoleTests {
         #expect(entries.allSatisfy { $0.actor == fingerprint && $0.channel == "api" && !$0.actor.contains(support) })
         #expect(entries.first?.outcome == "outbox_event_not_found" && entries[1].target == "user_id=u-42")
         #expect(entries.last?.outTradeNo == "API-0001")
+    }
+
+    @Test func aSupportTokensLookAtARefundIsOnItsOrdersAuditTrail() async throws {
+        let rig = try await RefundRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("AUD-0001", amount: 990)
+        #expect(try await rig.refund("AUD-0001", amount: 100, number: "aud-r1").status == 201)
+        #expect(try await rig.send(.get, "/v1/refunds/aud-r1", token: RefundRig.support).status == 200)
+        #expect(try await rig.send(.get, "/v1/refunds/aud-none", token: RefundRig.support).status == 404)
+        let reads = try await rig.store.auditEntries(AuditQuery(action: "api_read_refund"), limit: 10, before: nil).entries.map(\.entry)
+        #expect(reads.map(\.target) == ["aud-none", "aud-r1"])
+        #expect(reads.map(\.outTradeNo) == [nil, "AUD-0001"])
+        let trail = try await rig.store.auditEntries(AuditQuery(outTradeNo: "AUD-0001"), limit: 10, before: nil).entries.map(\.entry)
+        #expect(trail.contains { $0.action == "api_read_refund" && $0.target == "aud-r1" })
     }
 
     @Test func theAuditPageListsWhoLookedAndWhoDidWhatAndCanBeFiltered() async throws {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import HTTP
 import JSON
+import StorageCore
 import Synchronization
 
 extension GatewayAPI {
@@ -18,7 +19,7 @@ extension GatewayAPI {
         let body = request.method == .post ? (try? CreateOrderInput.members(of: request.body)) : nil
         let reason = [body?["reason"]?.stringValue.map { "reason: \($0)" }, note.isEmpty ? nil : note]
             .compactMap { $0 }.joined(separator: "; ")
-        let (action, outTradeNo, target): (String, String?, String?) =
+        var (action, outTradeNo, target): (String, String?, String?) =
             switch request.routeTemplate {
             case "/v1/support/orders":
                 // Whatever identifier the look-up was by is its target (the order's own number is its
@@ -41,6 +42,10 @@ extension GatewayAPI {
             case "/v1/refunds/{out_refund_no}": ("api_read_refund", nil, parameters["out_refund_no"])
             default: ("api " + request.method.rawValue + " " + request.routeTemplate, nil, nil)
             }
+        if action == "api_read_refund", let outRefundNo = target {
+            // The refund's order, so that the order's audit trail lists the look too.
+            outTradeNo = try? await services.refunds.store.refund(outRefundNo)?.outTradeNo
+        }
         let address = clientAddresses.clientIP(peer: request.remoteAddress?.host,
                                                forwardedFor: request.headers.values(for: "X-Forwarded-For"))
         do {
