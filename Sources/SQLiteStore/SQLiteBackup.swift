@@ -39,6 +39,8 @@ public enum SQLiteBackup {
         public var bytes: Int
         /// Tables present that this program does not know (not counted; a newer program's).
         public var uncounted: [String]
+        /// A restore's: the backup's console sessions it ended (everyone signs in again).
+        public var endedSessions = 0
     }
 
     /// Why a backup was not written.

@@ -47,6 +47,9 @@ enum BackupCommand {
             let (report, saved) = try await SQLiteBackup.restore(from: options[1], to: database, newDatabase: newDatabase)
             let real = SQLiteDatabaseFile.resolved(database) ?? database
             print("restore: \(options[1]) -> \(database)\(real == database ? "" : " (\(real))"): \(describe(report))")
+            if report.endedSessions > 0 {
+                print("restore: the backup's \(report.endedSessions) console session(s) ended: support staff sign in again")
+            }
             if let saved {
                 print("restore: the database it replaced is kept as \(saved)")
             } else {
@@ -67,12 +70,12 @@ enum BackupCommand {
     /// The SQLite path of GATEWAY_DATABASE, or nil with the refusal printed.
     private static func sqliteDatabase(command: String) -> String? {
         let configuration: GatewayConfiguration
+        let environment = Environment(ProcessInfo.processInfo.environment)
         do {
-            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment),
-                                                     demo: false, command: .database)
+            configuration = try GatewayConfiguration(environment: environment, demo: false, command: .database)
         } catch {
             FileHandle.standardError.write(Data(
-                (GatewayResources.refusal(error, command: command, demo: false) + "\n").utf8))
+                (GatewayResources.refusal(error, command: command, demo: false, environment: environment) + "\n").utf8))
             return nil
         }
         guard case .sqlite(let path) = configuration.database else {

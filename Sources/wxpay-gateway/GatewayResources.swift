@@ -37,7 +37,7 @@ struct GatewayResources {
         do {
             configuration = try GatewayConfiguration(environment: environment, demo: demo, command: needs)
         } catch {
-            return fail(refusal(error, command: command, demo: demo), ExitStatus.configuration)
+            return fail(refusal(error, command: command, demo: demo, environment: environment), ExitStatus.configuration)
         }
         // Only `serve` makes a database: an operator's command on a mistyped path must not create
         // one (and its directories) and report work done into it.
@@ -120,11 +120,13 @@ struct GatewayResources {
         }
     }
 
-    /// The refusal: every problem on its own line, and the way to the demo when production
-    /// variables are missing and the command has one.
-    static func refusal(_ error: ConfigurationError, command: String, demo: Bool) -> String {
+    /// The refusal: every problem on its own line, then what a start would have warned about (a
+    /// misspelt variable's "did you mean": often the missing one), and the way to the demo when
+    /// production variables are missing and the command has one.
+    static func refusal(_ error: ConfigurationError, command: String, demo: Bool, environment: Environment? = nil) -> String {
         var text = "refusing to start, the configuration is incomplete or wrong:\n  "
             + error.description.split(separator: "\n").joined(separator: "\n  ")
+        for warning in environment.map(GatewayConfiguration.warnings(for:)) ?? [] { text += "\n  also: " + warning }
         if !demo && !error.missing.isEmpty && command == "serve" {
             text += "\n  (to try the gateway without a merchant account: wxpay-gateway serve --demo)"
         }

@@ -88,6 +88,28 @@ struct SQLiteRestoreSafetyTests {
         await store.close()
     }
 
+    @Test("A restore brings back no console session: one signed out after the backup stays signed out")
+    func aRestoreEndsTheBackupsConsoleSessions() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try await SQLiteOrderStore.open(path: directory.databasePath)
+        let at = Date()
+        try await store.createSession(ConsoleSession(id: "kept-by-backup", username: "alice", credentialStamp: "stamp",
+                                                     csrfToken: "csrf", createdAt: at, lastSeenAt: at,
+                                                     expiresAt: at.addingTimeInterval(3600), address: "203.0.113.9"))
+        try await Fixture.create(Fixture.order("KEEP-1"), in: store)
+        await store.close()
+        let backupPath = directory.path + "/sessions.backup"
+        let taken = try await SQLiteBackup.backup(database: directory.databasePath, to: backupPath)
+        #expect(taken.rows["console_sessions"] == 1)
+        let (report, _) = try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath)
+        #expect(report.endedSessions == 1 && report.rows["console_sessions"] == 0 && report.rows["orders"] == 1)
+        let restored = try await SQLiteOrderStore.open(path: directory.databasePath)
+        #expect(try await restored.session(id: "kept-by-backup") == nil)
+        #expect(try await restored.order("KEEP-1") != nil)
+        await restored.close()
+    }
+
     @Test("Two restores within one second keep both databases they replaced")
     func twoRestoresWithinOneSecondKeepBothSafetyCopies() async throws {
         let directory = try TemporaryDirectory()

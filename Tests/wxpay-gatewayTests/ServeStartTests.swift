@@ -47,12 +47,15 @@ struct ServeStartTests {
 
     @Test func aStartWithoutDemoAndWithoutAMerchantExitsTwoNamingEveryMissingVariable() async throws {
         let database = Self.databasePath()
-        let gateway = try CommandProcess(["serve"], environment: ["GATEWAY_DATABASE": "sqlite:" + database])
+        // One of the missing ones set under a misspelt name: the refusal says what it was likely meant as.
+        let gateway = try CommandProcess(["serve"], environment: ["GATEWAY_DATABASE": "sqlite:" + database,
+                                                                   "WXPAY_MHC_ID": "10000100"])
         #expect(await gateway.exitStatus() == 2)
         let message = gateway.stderr
         #expect(message.hasPrefix("serve: refusing to start"))
         let missing = try #require(message.split(separator: "\n").first { $0.contains("missing required variables") })
         for name in Self.required { #expect(missing.contains(name), "\(name) is not named") }
+        #expect(message.contains("also: WXPAY_MHC_ID is set but is not a variable the gateway knows; it has no effect (did you mean WXPAY_MCH_ID?)"))
         #expect(message.contains("serve --demo"))
         #expect(gateway.stdout.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: database), "a refused start opened the database")
