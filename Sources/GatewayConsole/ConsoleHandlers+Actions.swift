@@ -36,9 +36,11 @@ extension Console {
             func again(_ message: String, status: Int, outcome: String) async throws(APIError) -> HTTPServerResponse {
                 await self.recordAfterAction(exchange, action: "refund", outTradeNo: outTradeNo, target: number,
                                              outcome: outcome, detail: "amount \(amountText)")
+                // The form comes back with the number it was posted with (a retry stays one refund),
+                // unless that number is the trouble: then a new one.
                 return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: message),
                                                   status: status, audited: nil, refundAmount: amountText, refundReason: reason,
-                                                  refundNumber: number)
+                                                  refundNumber: outcome == "out_refund_no_conflict" ? nil : number)
             }
             let refunds = self.services.refunds
             guard refunds.isConfigured else {

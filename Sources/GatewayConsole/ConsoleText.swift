@@ -365,8 +365,8 @@ struct ConsoleText: Sendable {
           "More than is left to refund\(left.map { ": at most \($0)" } ?? "") (refunds still processing or ended CHANGE keep their amount).")
     }
     var refundNumberUsed: String {
-        t("这个退款单号已用于别的金额、原因或订单：换一个单号，或留空让网关生成。",
-          "This refund number was used with another amount, reason or order: use another, or leave it empty for a new one.")
+        t("这个退款单号已用于别的金额、原因或订单：此页的表单已换上新单号，核对后再提交。",
+          "This refund number was used with another amount, reason or order: the form on this page has a new one; check it and submit again.")
     }
     var appleRefundsItself: String {
         t("App Store 的购买由 Apple 退款（用户向 Apple 申请），网关不能退。", "An App Store purchase is refunded by Apple (the customer asks Apple), not here.")

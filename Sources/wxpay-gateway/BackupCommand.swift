@@ -78,6 +78,11 @@ enum BackupCommand {
                 (GatewayResources.refusal(error, command: command, demo: false, environment: environment) + "\n").utf8))
             return nil
         }
+        // A misspelt GATEWAY_DATABASE leaves the default path in force: where a backup or a restore
+        // goes, the hint must be said before it does (`restore --new` would make that database).
+        for warning in GatewayConfiguration.warnings(for: environment) {
+            FileHandle.standardError.write(Data("\(command): warning: \(warning)\n".utf8))
+        }
         guard case .sqlite(let path) = configuration.database else {
             FileHandle.standardError.write(Data(
                 "\(command): GATEWAY_DATABASE is PostgreSQL; back it up with pg_dump or point-in-time recovery (docs/operations.md)\n".utf8))

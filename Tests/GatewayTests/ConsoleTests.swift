@@ -460,6 +460,30 @@ struct ConsoleTests {
         #expect(audited.last?.detail.contains("350 fen") == true && audited.last?.target == number)
     }
 
+    @Test func aRefundNumberUsedForAnotherAmountComesBackAsANewNumberWithWhichTheRefundGoesThrough() async throws {
+        let rig = try await ConsoleRig.start()
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("NUM-0001", amount: 990)
+        let browser = rig.browser()
+        try await browser.signIn("rita")
+        try await browser.get("/console/orders/NUM-0001")
+        let used = try #require(browser.field("out_refund_no"))
+        let token = try #require(browser.token)
+        #expect(try await browser.post("/console/orders/NUM-0001/refunds",
+                                       [("amount", "0.50"), ("reason", "x"), ("out_refund_no", used)], csrf: .value(token)).status == 303)
+        // Back on the old page, another amount under its number: 409, and the form it answers
+        // carries a new number (a repeat of the same post would only be refused again).
+        let conflict = try await browser.post("/console/orders/NUM-0001/refunds",
+                                              [("amount", "0.60"), ("reason", "x"), ("out_refund_no", used)], csrf: .value(token))
+        #expect(conflict.status == 409)
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.refundNumberUsed))
+        let fresh = try #require(browser.field("out_refund_no"))
+        #expect(fresh != used)
+        #expect(try await browser.post("/console/orders/NUM-0001/refunds",
+                                       [("amount", "0.60"), ("reason", "x"), ("out_refund_no", fresh)]).status == 303)
+        #expect(try await rig.refunds.store.refunds(outTradeNo: "NUM-0001").map(\.amount).sorted() == [50, 60])
+    }
+
     @Test func withoutRefundsConfiguredTheFormIsAbsent() async throws {
         let rig = try await ConsoleRig.start(refundsOn: false)
         defer { Task { await rig.stop() } }

@@ -280,6 +280,15 @@ struct BackupCommandTests {
         await process.stop()
         // Only GATEWAY_DATABASE is needed: no merchant, no tokens.
         #expect(try await Self.command(["backup"], database: directory + "/g.sqlite").status == 64)
+        // A misspelt GATEWAY_DATABASE leaves the default in force: said before anything is done.
+        let misspelt = try CommandProcess(["restore", "--from", directory + "/src.sqlite"],
+                                          environment: ["GATEWAY_DATABASE": "sqlite:" + directory + "/none/g.sqlite",
+                                                        "GATEWAY_DATABSE": "sqlite:" + directory + "/g.sqlite"])
+        #expect(await misspelt.exitStatus() == 74)
+        #expect(misspelt.stderr.contains("restore: warning: GATEWAY_DATABSE is set but is not a variable the gateway knows"),
+                "\(misspelt.stderr)")
+        #expect(misspelt.stderr.contains("did you mean GATEWAY_DATABASE?"), "\(misspelt.stderr)")
+        await misspelt.stop()
     }
 }
 
