@@ -69,10 +69,10 @@ enum BackupCommand {
 
     /// The SQLite path of GATEWAY_DATABASE, or nil with the refusal printed.
     private static func sqliteDatabase(command: String) -> String? {
-        let configuration: GatewayConfiguration
+        let database: GatewayConfiguration.Database
         let environment = Environment(ProcessInfo.processInfo.environment)
         do {
-            configuration = try GatewayConfiguration(environment: environment, demo: false, command: .database)
+            database = try GatewayConfiguration.database(in: environment)
         } catch {
             FileHandle.standardError.write(Data(
                 (GatewayResources.refusal(error, command: command, demo: false, environment: environment) + "\n").utf8))
@@ -83,7 +83,7 @@ enum BackupCommand {
         for warning in GatewayConfiguration.warnings(for: environment) {
             FileHandle.standardError.write(Data("\(command): warning: \(warning)\n".utf8))
         }
-        guard case .sqlite(let path) = configuration.database else {
+        guard case .sqlite(let path) = database else {
             FileHandle.standardError.write(Data(
                 "\(command): GATEWAY_DATABASE is PostgreSQL; back it up with pg_dump or point-in-time recovery (docs/operations.md)\n".utf8))
             return nil

@@ -71,7 +71,7 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(env), demo: false) }
         env = Self.production
         env["GATEWAY_APP_TOKEN_SECRETS"] = AppConfiguration.demoTokenSecret
-        #expect(try GatewayConfiguration(environment: Environment(env), demo: false, command: .database).app.tokenSecrets
+        #expect(try GatewayConfiguration(environment: Environment(env), demo: false, command: .reconcile).app.tokenSecrets
                 == [AppConfiguration.demoTokenSecret])
     }
 

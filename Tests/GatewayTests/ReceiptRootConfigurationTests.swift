@@ -62,12 +62,13 @@ struct ReceiptRootConfigurationTests {
             #expect(message.contains(TrustedRoots.appleRootCAFingerprint))
             #expect(message.contains("APPSTORE_RECEIPT_VERIFICATION=off"))
         }
-        // doctor, as serve, refuses it; reconcile and backup, which read no receipt, do not.
+        // doctor, as serve, refuses it; reconcile, which reads no receipt, does not (nor do backup and
+        // restore, which read the database alone).
         #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration(environment: Environment(files.environment()), demo: false, command: .doctor)
         }
         _ = try GatewayConfiguration(environment: Environment(files.environment()), demo: false, command: .reconcile)
-        _ = try GatewayConfiguration(environment: Environment(files.environment()), demo: false, command: .database)
+        _ = try GatewayConfiguration.database(in: Environment(files.environment()))
     }
 
     @Test("APPSTORE_RECEIPT_VERIFICATION=off acknowledges the key without a receipt root; with a root it starts verifying receipts")

@@ -280,6 +280,18 @@ struct BackupCommandTests {
         await process.stop()
         // Only GATEWAY_DATABASE is needed: no merchant, no tokens.
         #expect(try await Self.command(["backup"], database: directory + "/g.sqlite").status == 64)
+        // Only the database is read: settings it does not use, however wrong, stop nothing.
+        let unrelated = try CommandProcess(["backup", "--to", directory + "/unrelated.sqlite"],
+                                           environment: ["GATEWAY_DATABASE": "sqlite:" + directory + "/typo/g.sqlite",
+                                                         "GATEWAY_LISTEN": "bogus", "WXPAY_API_KEY": "short", "APPSTORE_ISSUER_ID": "1"])
+        #expect(await unrelated.exitStatus() == 0, "\(unrelated.stderr)")
+        #expect(FileManager.default.fileExists(atPath: directory + "/unrelated.sqlite"))
+        await unrelated.stop()
+        // A malformed GATEWAY_DATABASE is refused, naming it.
+        let malformed = try CommandProcess(["backup", "--to", directory + "/m.sqlite"], environment: ["GATEWAY_DATABASE": "bogus://x"])
+        #expect(await malformed.exitStatus() == 2)
+        #expect(malformed.stderr.contains("GATEWAY_DATABASE"), "\(malformed.stderr)")
+        await malformed.stop()
         // A misspelt GATEWAY_DATABASE leaves the default in force: said before anything is done.
         let misspelt = try CommandProcess(["restore", "--from", directory + "/src.sqlite"],
                                           environment: ["GATEWAY_DATABASE": "sqlite:" + directory + "/none/g.sqlite",

@@ -15,6 +15,20 @@ extension GatewayConfiguration {
                               parse: ConfigurationVariable.integer(1...256)),
     ]
 
+    /// Where the database is when GATEWAY_DATABASE is not set.
+    public static let defaultDatabase = Database.sqlite(path: "data/gateway.sqlite")
+
+    /// The database alone, as `backup` and `restore` read it: GATEWAY_DATABASE and nothing else, so
+    /// that a run with the gateway's own environment file never fails on a setting it does not use.
+    public static func database(in environment: Environment) throws(ConfigurationError) -> Database {
+        guard let text = environment.get("GATEWAY_DATABASE") else { return defaultDatabase }
+        guard let database = parseDatabase(text) else {
+            let variable = databaseVariables.first { $0.name == "GATEWAY_DATABASE" }
+            throw ConfigurationError([ConfigurationProblem("GATEWAY_DATABASE", .malformed, expected: variable?.expected ?? "")])
+        }
+        return database
+    }
+
     /// The pool size as the variable sets it (and the record that it was set).
     var databasePoolSetting: Int {
         get { databasePool }

@@ -67,7 +67,7 @@ public struct GatewayConfiguration: Sendable {
     public var tlsKeyFile: String?
     public var tls: HTTPServerConfiguration.TLS?
     /// GATEWAY_DATABASE, default `sqlite:data/gateway.sqlite`.
-    public var database = Database.sqlite(path: "data/gateway.sqlite")
+    public var database = Self.defaultDatabase
     /// Connections per instance to PostgreSQL (GATEWAY_DATABASE_POOL, default 8).
     public var databasePool = 8
     /// Whether GATEWAY_DATABASE_POOL was given (it is refused with SQLite rather than ignored).
@@ -210,8 +210,6 @@ public struct GatewayConfiguration: Sendable {
         /// The receipt root too (what `serve` would refuse, doctor does).
         public static let doctor = Command(required: ["WXPAY_APP_ID", "WXPAY_MCH_ID", "WXPAY_API_KEY", "WXPAY_NOTIFY_URL",
                                                       "APPSTORE_RECEIPT_ROOT_CA_FILE"])
-        /// `backup` and `restore`: only the database.
-        public static let database = Command(required: [])
     }
 
     /// A demo configuration with no variables set: the tests' and benchmarks' usual start.
