@@ -39,14 +39,19 @@ enum DoctorCommand {
             return ExitStatus.usage
         }
         let configuration: GatewayConfiguration
+        let environment = Environment(ProcessInfo.processInfo.environment)
+        // What `serve` would warn about at start (a misspelt variable's "did you mean" among them),
+        // said whether or not the configuration is refused: the misspelt name is often the missing one.
+        let warnings = GatewayConfiguration.warnings(for: environment).map { "warn  configuration: \($0)" }
         do {
-            configuration = try GatewayConfiguration(environment: Environment(ProcessInfo.processInfo.environment),
-                                                     demo: false, command: .doctor)
+            configuration = try GatewayConfiguration(environment: environment, demo: false, command: .doctor)
         } catch {
             for line in error.description.split(separator: "\n") { print("FAIL  configuration: \(line)") }
+            warnings.forEach { print($0) }
             print("doctor: the configuration is refused; nothing else was checked")
             return ExitStatus.configuration
         }
+        warnings.forEach { print($0) }
         let context: DoctorContext
         do {
             context = try DoctorContext(configuration)

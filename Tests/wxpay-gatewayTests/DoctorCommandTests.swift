@@ -123,9 +123,12 @@ struct DoctorCommandTests {
             #expect(catalog.status == 2, "\(catalog.output)")
             #expect(catalog.output.contains("FAIL  configuration: GATEWAY_CATALOG"), "\(catalog.output)")
             // Without the merchant it is refused naming what is missing, but never the client tokens.
-            let bare = try await Self.doctor(["GATEWAY_DATABASE": "sqlite:\(directory)/gateway.sqlite"])
+            // One of them given under a misspelt name: said with the name it was likely meant as.
+            let bare = try await Self.doctor(["GATEWAY_DATABASE": "sqlite:\(directory)/gateway.sqlite", "WXPAY_MHC_ID": "10000100"])
             #expect(bare.status == 2)
             #expect(bare.output.contains("WXPAY_API_KEY") && !bare.output.contains("GATEWAY_CLIENT_TOKENS"), "\(bare.output)")
+            #expect(bare.output.contains("warn  configuration: WXPAY_MHC_ID is set but is not a variable the gateway knows; "
+                                         + "it has no effect (did you mean WXPAY_MCH_ID?)"), "\(bare.output)")
         } catch {
             Issue.record("\(error)")
         }
