@@ -72,10 +72,16 @@ struct Settlement: Sendable {
     /// bill checked. Then the second value says what was replaced, for the timeline.
     static func paidAt(reported: Date?, order: OrderRecord, at: Date) -> (Date, String?) {
         guard let reported else { return (at, nil) }
-        let earliest = order.createdAt.addingTimeInterval(-paidAtSkew), latest = at.addingTimeInterval(paidAtSkew)
-        guard reported < earliest || reported > latest else { return (reported, nil) }
+        guard !isBelievable(reported, since: order.createdAt, now: at) else { return (reported, nil) }
         return (at, "reported payment time \(BeijingTime.formatWithSeparators(reported)) Beijing is outside the order's life; "
                     + "paid_at is when the gateway learned of the payment")
+    }
+
+    /// Whether a time WeChat reports for something recorded at `since` lies within its life (from
+    /// then until `now`) give or take `paidAtSkew`: clocks differ by seconds, a leaked key or a
+    /// broken clock by years. A payment's time and a refund's success time are judged alike.
+    static func isBelievable(_ reported: Date, since: Date, now: Date) -> Bool {
+        reported >= since.addingTimeInterval(-paidAtSkew) && reported <= now.addingTimeInterval(paidAtSkew)
     }
 
     /// WeChat (a verified notify or orderquery answer) reported a payment of the paid `order` under

@@ -295,13 +295,10 @@ public final class RefundService: Sendable {
     }
 
     /// A refund's `succeeded_at`: WeChat's `success_time`, unless it lies outside the refund's life
-    /// (before it was recorded, or after now) by more than clocks differ (`Settlement.paidAtSkew`),
-    /// which only a leaked key or a broken clock writes: then when the gateway learned of it. (Within
-    /// the skew it is kept as WeChat wrote it, in whole seconds, so it may read a moment before
-    /// `created_at`.)
+    /// (`Settlement.isBelievable`, the rule a payment's time follows): then when the gateway learned
+    /// of it. (Kept as WeChat wrote it, in whole seconds, it may read a moment before `created_at`.)
     static func succeededAt(reported: Date, refund: RefundRecord, at: Date) -> Date {
-        let earliest = refund.createdAt.addingTimeInterval(-Settlement.paidAtSkew), latest = at.addingTimeInterval(Settlement.paidAtSkew)
-        return reported < earliest || reported > latest ? at : reported
+        Settlement.isBelievable(reported, since: refund.createdAt, now: at) ? reported : at
     }
 
     /// Metric labels stay a small fixed set whatever the detail says.
