@@ -59,9 +59,11 @@ import Testing
             #expect(answers.count == waiters)
             #expect(answers.allSatisfy { $0.status == 200 })
             #expect(answers.enumerated().allSatisfy { $0.element.text == "paid T\($0.offset)" })
-            // Thread-per-request would add a thousand; other suites running in parallel may add a few.
+            // Thread-per-request would add a thousand. The count is the whole process's, and the
+            // suites running beside this one start and stop servers, stores and clients of their
+            // own (CI once saw 65 more threads), so the bound sits far from both.
             #expect(
-                threadsWhileWaiting - threadsBefore < 32,
+                threadsWhileWaiting - threadsBefore < waiters / 4,
                 "threads before \(threadsBefore), while \(waiters) requests waited \(threadsWhileWaiting)")
             #expect(await eventually { server.statistics.requestsInFlight == 0 })
         }
