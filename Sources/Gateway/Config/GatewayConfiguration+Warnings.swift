@@ -30,13 +30,21 @@ extension GatewayConfiguration {
         return warnings
     }
 
-    /// The known name within a few typing slips of `name` (two edits, or three for long names), if any.
+    /// The known name within a few typing slips of `name` (two edits, or three for long names), if
+    /// any, or one whose last word was left off (`APPSTORE_ISSUER` for `APPSTORE_ISSUER_ID`, within
+    /// a slip of what remains, which must still be two words).
     static func closestKnownName(to name: String) -> String? {
         let typed = Array(name.utf8)
         var best: (name: String, distance: Int)?
         for candidate in variables.map(\.name) {
-            let distance = editDistance(typed, Array(candidate.utf8))
-            if distance <= (typed.count > 16 ? 3 : 2), distance < best?.distance ?? .max { best = (candidate, distance) }
+            let whole = Array(candidate.utf8)
+            var distance = editDistance(typed, whole)
+            if distance > (typed.count > 16 ? 3 : 2) { distance = .max }
+            if let cut = whole.lastIndex(of: UInt8(ascii: "_")), whole[..<cut].contains(UInt8(ascii: "_")) {
+                let shortened = editDistance(typed, Array(whole[..<cut]))
+                if shortened <= 1 { distance = min(distance, shortened + 1) }
+            }
+            if distance < best?.distance ?? .max { best = (candidate, distance) }
         }
         return best?.name
     }
