@@ -34,8 +34,12 @@ extension Console {
             let reason = form["reason"] ?? ""
             let number = form["out_refund_no"].flatMap { RefundInput.isValidOutRefundNo($0) ? $0 : nil }
             func again(_ message: String, status: Int, outcome: String) async throws(APIError) -> HTTPServerResponse {
+                // The page for an order that does not exist says so (404), whatever was wrong with
+                // the form: on record as that too.
+                let store = self.services.context.store
+                let exists = try await self.storage { () throws(StorageError) in try await store.order(outTradeNo) } != nil
                 await self.recordAfterAction(exchange, action: "refund", outTradeNo: outTradeNo, target: number,
-                                             outcome: outcome, detail: "amount \(amountText)")
+                                             outcome: exists ? outcome : "order_not_found", detail: "amount \(amountText)")
                 // The form comes back with the number it was posted with (a retry stays one refund),
                 // unless that number is the trouble: then a new one.
                 return try await self.renderOrder(exchange, outTradeNo, notice: ConsoleNotice(kind: .error, text: message),

@@ -455,8 +455,14 @@ struct ConsoleTests {
         #expect(!browser.page.contains(ConsoleLanguage.chinese.text.csrfRefused))
         #expect(rig.rig.services.metrics.counter("wxpay_console_refusals_total", ["reason": "form"]) == 1)
         #expect(try await rig.refunds.store.refunds(outTradeNo: "REF-0001").count == 1)
+        // A form without its number for an order that does not exist: the page says there is no
+        // such order, and so does the audit.
+        let unknown = try await browser.post("/console/orders/NO-SUCH-ORDER/refunds", [("amount", "1.00"), ("reason", "x")])
+        #expect(unknown.status == 404)
+        #expect(browser.page.contains(ConsoleLanguage.chinese.text.orderNotFound))
         let audited = try await rig.auditEntries(AuditQuery(action: "refund"))
-        #expect(audited.map(\.outcome) == Array(repeating: "invalid_request", count: 5) + ["refund_exceeds_paid", "replayed", "ok"])
+        #expect(audited.map(\.outcome)
+            == ["order_not_found"] + Array(repeating: "invalid_request", count: 5) + ["refund_exceeds_paid", "replayed", "ok"])
         #expect(audited.last?.detail.contains("350 fen") == true && audited.last?.target == number)
     }
 
