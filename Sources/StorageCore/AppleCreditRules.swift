@@ -175,7 +175,7 @@ extension AppleCredit {
         return after
     }
 
-    private static func isOpenAppleOrder(_ order: OrderRecord, product: String) -> Bool {
+    package static func isOpenAppleOrder(_ order: OrderRecord, product: String) -> Bool {
         order.channel == .apple && order.appleProductID == product && OrderState.open.contains(order.state)
     }
 }

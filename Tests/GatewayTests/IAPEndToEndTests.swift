@@ -95,6 +95,46 @@ struct IAPEndToEndTests {
         }
     }
 
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func onASharedAccountAnInterruptedPurchaseGoesToTheUserWithTheOrderOpenAndOtherwiseWaitsForItsReport(mode: GatewayRig.Mode)
+        async throws
+    {
+        try await Self.withRig(mode) { rig in
+            // Two users of one iPad, one App Store account: each has bought with a token before.
+            for user in ["user-a", "user-b"] {
+                let earlier = try await rig.createOrder(user, product: "swift-201")
+                let bought = try rig.buy("apple-family-ipad", token: Self.token(earlier), product: "com.example.courses.swift201")
+                #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+            }
+            // A orders, and the purchase is interrupted: its completed transaction has no token, and
+            // Apple's notification of it comes before the app's report.
+            let created = try await rig.createOrder("user-a")
+            let (_, completed) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
+                user: "apple-family-ipad", productID: IAPRig.appleProduct, appAccountToken: UUID(uuidString: Self.token(created))))
+            let credited = try await eventually(timeout: .seconds(60)) {
+                try await rig.order(Self.number(created))?.state == .success
+            }
+            #expect(credited, "the notification credits A's open order, not the account's last buyer")
+            let answer = try await rig.report("user-a", ["signed_transaction": completed.signedTransactionInfo])
+            #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "user-a")
+            #expect(answer.json["finish_transaction"] as? Bool == true)
+            #expect(Self.order(answer)["out_trade_no"] as? String == Self.number(created))
+
+            // B buys the same way without an order open: nobody's here until B's app reports.
+            let (_, unordered) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
+                user: "apple-family-ipad", productID: IAPRig.appleProduct, appAccountToken: nil))
+            let recorded = try await eventually(timeout: .seconds(60)) {
+                try await rig.iap.store.appleTransaction(unordered.transactionID) != nil
+            }
+            #expect(recorded)
+            #expect(try await rig.iap.store.appleTransaction(unordered.transactionID)?.outTradeNo == nil)
+            _ = await rig.sweep()
+            #expect(try await rig.iap.store.appleTransaction(unordered.transactionID)?.outTradeNo == nil)
+            let reported = try await rig.report("user-b", ["signed_transaction": unordered.signedTransactionInfo])
+            #expect(reported.status == 200 && reported.json["credited_user_id"] as? String == "user-b")
+        }
+    }
+
     // MARK: - Account switch (seeds 003, 004)
 
     @Test(arguments: GatewayRig.Mode.allCases)

@@ -136,14 +136,22 @@ extension IAPService {
     }
 
     /// Whose purchase a transaction without a usable token is: the user of an order credited by the
-    /// same original transaction (a subscription's renewals), else of one credited by another
-    /// purchase of the same App Store account (Get Transaction History from this transaction).
+    /// same original transaction (a subscription's renewals), else the user the same App Store
+    /// account's other purchases were credited to (Get Transaction History from this transaction).
+    ///
+    /// An account whose purchases were credited to several users is shared (a family iPad, a phone
+    /// passed on): the purchase is then the one of those users who has an order open for its
+    /// product, if exactly one has, and otherwise nobody's here. It waits for its app's report or
+    /// support's assignment, rather than go to whoever bought last and leave the payer's own
+    /// report refused as already used.
     func inferUser(_ purchase: VerifiedPurchase) async -> (user: String, how: String)? {
         if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
            let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
             return (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
         }
         guard let api = clients.serverAPI else { return nil }
+        // The users the account's other purchases credited, the most recent purchase's first.
+        var users: [(user: String, how: String)] = []
         var revision: String?
         var environment = AppStoreEnvironment(rawValue: purchase.environment)
         for _ in 0..<3 {
@@ -154,16 +162,25 @@ extension IAPService {
             for signed in page.signedTransactions {
                 guard let other = try? clients.verifier.verifyTransaction(signed), other.transactionID != purchase.transactionID,
                       let row = try? await store.appleTransaction(other.transactionID), let credited = row.outTradeNo,
-                      let order = try? await context.store.order(credited), let user = order.userID
+                      let order = try? await context.store.order(credited), let user = order.userID,
+                      !users.contains(where: { $0.user == user })
                 else { continue }
-                return (user, "another purchase of the same App Store account (\(other.transactionID)) credited \(user)'s order "
-                            + "\(order.outTradeNo)")
+                users.append((user, "another purchase of the same App Store account (\(other.transactionID)) credited \(user)'s order "
+                                  + "\(order.outTradeNo)"))
             }
             guard page.hasMore, let next = page.revision else { break }
             revision = next
             environment = page.environment
         }
-        return nil
+        guard users.count > 1 else { return users.first }
+        var waiting: [String] = []
+        for (user, _) in users {
+            guard let orders = try? await context.store.orders(userID: user) else { return nil }
+            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) }) { waiting.append(user) }
+        }
+        guard waiting.count == 1, let user = waiting.first else { return nil }
+        return (user, "the App Store account is shared by \(users.map(\.user).joined(separator: ", ")); only \(user) has an order "
+                    + "open for \(purchase.productID)")
     }
 
     /// What one Get Refund History run found.
