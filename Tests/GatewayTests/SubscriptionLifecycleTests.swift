@@ -324,6 +324,37 @@ struct SubscriptionLifecycleTests {
                 "\(events)")
     }
 
+    @Test("Renewals Apple notified before anyone reported the subscription's first purchase are credited the moment it is: access does not wait for the reconciler",
+          arguments: StoreKind.all)
+    func renewalsWaitingForTheirUserAreCreditedWithTheFirstPurchase(store: StoreKind) async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
+        try Data(Self.catalog.utf8).write(to: file)
+        let rig = try await IAPRig.start(.inProcess, store: store, environment: ["GATEWAY_CATALOG": file.path])
+        rig.appStore.configureSubscriptionProducts([
+            AppStoreSubscriptionProduct(productID: "vip.monthly", groupIdentifier: "21000001", period: "P1M", level: 2),
+        ])
+        // Bought without a token and not reported: Apple's notifications of it and of two renewals
+        // name no order and no user the gateway knows.
+        let bought = try rig.buy("apple-unreported", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let scene = Scene(rig: rig, original: bought.transactionID,
+                          simulatorClock: try #require(rig.appStore.clock as? ScaledClock), catalogFile: file)
+        defer { Task { await scene.stop() } }
+        await scene.settle()
+        await scene.advance(days: 31)
+        await scene.advance(days: 31)
+        let waiting = try await rig.iap.store.appleTransactions(originalTransactionID: bought.transactionID)
+        #expect(waiting.count == 3 && waiting.allSatisfy { $0.outTradeNo == nil }, "\(waiting.map(\.outTradeNo))")
+        // The app reports the first purchase (StoreKit hands it over at the next launch).
+        let answer = try await rig.report("learner", ["signed_transaction": bought.signedTransactionInfo])
+        #expect(answer.status == 200)
+        let credited = try await rig.iap.store.appleTransactions(originalTransactionID: bought.transactionID)
+        #expect(credited.allSatisfy { $0.outTradeNo != nil }, "\(credited.map(\.outTradeNo))")
+        #expect(try await scene.orders().allSatisfy { $0.userID == "learner" && $0.state == .success })
+        let answerVIP = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
+        let vip = try #require((answerVIP.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        #expect(vip["active"] as? Bool == true, "\(vip)")
+    }
+
     @Test("A resubscription made without an order's token is a person's purchase, not a renewal: the order made for it is flagged for support",
           arguments: StoreKind.all)
     func aResubscriptionWithoutATokenIsFlaggedForSupport(store: StoreKind) async throws {

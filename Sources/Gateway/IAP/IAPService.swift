@@ -163,8 +163,11 @@ public final class IAPService: Sendable {
     /// reconciler, recheck): revoked → the revocation recorded (and a credited order refunded);
     /// not creditable → 422; otherwise matched and credited, or found credited before. Nil: no
     /// order has its token and no user is known (a notification's purchase), its ledger row waits.
-    func credit(_ purchase: VerifiedPurchase, user: String?, outTradeNo: String?, source: String) async throws(APIError)
-        -> ReportAnswer?
+    ///
+    /// - Parameter siblings: whether a credit also credits the purchases of the same
+    ///   original transaction that waited for their user (`creditWaitingSiblings`); false for those.
+    func credit(_ purchase: VerifiedPurchase, user: String?, outTradeNo: String?, source: String, siblings: Bool = true)
+        async throws(APIError) -> ReportAnswer?
     {
         // Credited before: the same answer (a redelivered transaction), or 409 for another user's.
         if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
@@ -244,6 +247,7 @@ public final class IAPService: Sendable {
             if let transaction = purchase.subscriptionTransaction, !purchase.via.hasPrefix("notification") {
                 await recordSubscription(of: transaction, source: purchase.via)
             }
+            if siblings { await creditWaitingSiblings(of: purchase) }
             return ReportAnswer(order: order, matchedBy: how, outcome: "credited")
         case .alreadyCredited(let order, let how):
             return try await repeated(order, how, purchase: purchase, user: user)
@@ -252,6 +256,23 @@ public final class IAPService: Sendable {
         case .unmatched:
             if let nothingCharged { throw nothingCharged }
             return nil
+        }
+    }
+
+    /// Purchases of `purchase`'s original transaction that waited unmatched for their user — a
+    /// subscription's renewals Apple notified before anyone reported its first purchase — credited
+    /// as soon as one of them is: their user is known now, and the reconciler tries unmatched
+    /// purchases only every `Reconciler.unmatchedRetryAge`, while the subscriber's access would
+    /// end with the first period.
+    private func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
+        let original = purchase.facts.originalTransactionID
+        guard let rows = try? await store.appleTransactions(originalTransactionID: original) else { return }
+        for row in rows where row.outTradeNo == nil && row.transactionID != purchase.transactionID {
+            let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
+                                           verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
+                                               + "of the same original transaction was")
+            guard let (user, how) = await inferUser(waiting) else { continue }
+            _ = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false)
         }
     }
 
