@@ -210,6 +210,8 @@ enum PostgresMigrations {
                   statements: PostgresOrderStore.subscriptionsSchema),
         Migration(version: 14, name: "paid orders by user, with what entitlements read",
                   statements: PostgresOrderStore.coveringPaidOrdersIndex),
+        Migration(version: 15, name: "a consumption answer Apple refused may be corrected",
+                  statements: PostgresOrderStore.correctableConsumptionTrigger),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

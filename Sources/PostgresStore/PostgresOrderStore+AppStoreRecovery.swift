@@ -77,6 +77,20 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
         ]),
     ]
 
+    /// The finality rule of `appstore_consumption` with one exception: an answer Apple refused
+    /// (a consumption percentage for an auto-renewable subscription, a family-shared purchase) may
+    /// be replaced by another, which is then sent; nothing else about a finished request changes.
+    static let correctableConsumptionTrigger: [SQL] = [
+        "DROP TRIGGER IF EXISTS appstore_consumption_final ON appstore_consumption",
+        """
+        CREATE TRIGGER appstore_consumption_final BEFORE UPDATE ON appstore_consumption FOR EACH ROW
+            WHEN (OLD.state IN ('sent', 'not_sent', 'expired')
+                  OR (OLD.state = 'refused' AND NOT (NEW.state IN ('answered', 'not_sent') AND NEW.answer IS DISTINCT FROM OLD.answer))
+                  OR (OLD.state <> 'refused' AND OLD.answer IS NOT NULL AND NEW.answer IS DISTINCT FROM OLD.answer))
+            EXECUTE FUNCTION wxpay_consumption_final()
+        """,
+    ]
+
     // MARK: - The notification history's progress
 
     static func backfillKey(_ environment: String) -> String { "b:" + environment }
@@ -208,8 +222,9 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
             guard let answered = try db.run(PGQuery(
                 """
                 UPDATE appstore_consumption SET state = $2, answer = $3, answered_by = $4, answered_at = $5,
-                    next_attempt_at = CASE WHEN $2 = 'answered' THEN $5::timestamptz END, updated_at = GREATEST(updated_at, $5)
-                WHERE id = $1 AND state = 'requested' AND deadline > $5
+                    next_attempt_at = CASE WHEN $2 = 'answered' THEN $5::timestamptz END, updated_at = GREATEST(updated_at, $5),
+                    last_error = NULL
+                WHERE id = $1 AND (state = 'requested' OR (state = 'refused' AND answer IS DISTINCT FROM $3)) AND deadline > $5
                 RETURNING
                 """ + " " + ConsumptionRequestRecord.columns,
                 id, ConsumptionState.answered(consented: consented).rawValue, answer, by.rawValue, at))

@@ -121,6 +121,8 @@ enum SQLiteMigrations {
                   sql: SQLiteOrderStore.subscriptionsSchema),
         Migration(version: 13, name: "paid orders by user, with what entitlements read",
                   sql: SQLiteOrderStore.coveringPaidOrdersIndex),
+        Migration(version: 14, name: "a consumption answer Apple refused may be corrected",
+                  sql: SQLiteOrderStore.correctableConsumptionTrigger),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -61,6 +61,18 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
         BEGIN SELECT RAISE(ABORT, 'a consumption answer is given once, and a finished request never changes'); END;
         """
 
+    /// The finality rule of `appstore_consumption` with one exception: an answer Apple refused
+    /// (a consumption percentage for an auto-renewable subscription, a family-shared purchase) may
+    /// be replaced by another, which is then sent; nothing else about a finished request changes.
+    static let correctableConsumptionTrigger: SQL = """
+        DROP TRIGGER IF EXISTS appstore_consumption_final;
+        CREATE TRIGGER appstore_consumption_final BEFORE UPDATE ON appstore_consumption
+        WHEN OLD.state IN ('sent', 'not_sent', 'expired')
+            OR (OLD.state = 'refused' AND NOT (NEW.state IN ('answered', 'not_sent') AND NEW.answer IS NOT OLD.answer))
+            OR (OLD.state <> 'refused' AND OLD.answer IS NOT NULL AND NEW.answer IS NOT OLD.answer)
+        BEGIN SELECT RAISE(ABORT, 'a consumption answer is given once, and a finished request never changes'); END;
+        """
+
     // MARK: - The notification history's progress
 
     public func claimBackfill(environment: String, claimant: String, now: Date, leaseUntil: Date, lastRunBefore: Date?)
@@ -179,8 +191,8 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
             guard let answered = try db.row(
                 """
                 UPDATE appstore_consumption SET state = ?2, answer = ?3, answered_by = ?4, answered_at = ?5,
-                    next_attempt_at = CASE WHEN ?2 = 'answered' THEN ?5 END, updated_at = MAX(updated_at, ?5)
-                WHERE id = ?1 AND state = 'requested' AND deadline > ?5
+                    next_attempt_at = CASE WHEN ?2 = 'answered' THEN ?5 END, updated_at = MAX(updated_at, ?5), last_error = NULL
+                WHERE id = ?1 AND (state = 'requested' OR (state = 'refused' AND answer IS NOT ?3)) AND deadline > ?5
                 RETURNING
                 """ + " " + ConsumptionRequestRecord.columns,
                 id, ConsumptionState.answered(consented: consented).rawValue, answer, by.rawValue, at,

@@ -77,8 +77,9 @@ public protocol AppStoreConsumptionStore: Sendable {
     /// The requests about the transaction that paid one order, newest first.
     func consumptionRequests(outTradeNo: String) async throws(StorageError) -> [ConsumptionRequestRecord]
 
-    /// Answers a request still `requested` before its deadline: `answered` (due at once) with
-    /// `answer`, or `not_sent` when the customer did not consent; `event` goes on its order's
+    /// Answers a request still `requested`, or `refused` (Apple refused the answer it had: a
+    /// corrected one may go), before its deadline: `answered` (due at once) with `answer`, or
+    /// `not_sent` when the customer did not consent; `event` goes on its order's
     /// timeline. Returns the request afterwards, or nil when it was not waiting for an answer
     /// (answered meanwhile, expired, unknown): then nothing was written.
     func answerConsumption(_ id: String, answer: String, consented: Bool, by: ConsumptionAnswerSource, at: Date,

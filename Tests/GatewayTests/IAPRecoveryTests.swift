@@ -348,6 +348,32 @@ struct IAPRecoveryTests {
         }
     }
 
+    @Test func anAnswerAppleRefusesCanBeCorrectedAndTheCorrectionIsSent() async throws {
+        try await Self.withRig { rig in
+            let created = try await rig.createOrder("user-a")
+            let bought = try rig.buy("apple-user-a", token: E2E.token(created), type: "Auto-Renewable Subscription")
+            #expect(try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+            try rig.appStore.requestConsumption(transactionID: bought.transactionID, reason: "UNSATISFIED_WITH_PURCHASE")
+            #expect(try await eventually { try await !rig.store.consumptionRequests(transactionID: bought.transactionID).isEmpty })
+            // Apple takes no consumption percentage for an auto-renewable subscription (4000209).
+            let path = "/v1/iap/transactions/\(bought.transactionID)/consumption"
+            let refused = try await rig.gateway.send(.put, path, body: Self.consented)
+            #expect(refused.status == 200 && refused.json["state"] as? String == "refused", "\(refused.json)")
+            // The same answer again stands as it is, and is not sent again.
+            #expect(try await rig.gateway.send(.put, path, body: Self.consented).json["state"] as? String == "refused")
+            #expect(rig.appStore.consumptionReceived.isEmpty)
+            // The corrected answer is recorded in its place and sent.
+            let corrected = #"{"customer_consented":true,"delivery_status":"DELIVERED","sample_content_provided":false,"refund_preference":"DECLINE"}"#
+            let sent = try await rig.gateway.send(.put, path, body: corrected)
+            #expect(sent.status == 200 && sent.json["state"] as? String == "sent", "\(sent.status) \(sent.body.count) \(String(decoding: sent.body, as: UTF8.self))")
+            #expect(sent.json["last_error"] == nil || sent.json["last_error"] is NSNull)
+            #expect(rig.appStore.consumptionReceived.map(\.transactionId) == [bought.transactionID])
+            // Once Apple took it, another answer is refused as before.
+            let other = try await rig.gateway.send(.put, path, body: Self.consented)
+            #expect(other.status == 409 && other.error?["code"] as? String == "consumption_already_answered")
+        }
+    }
+
     @Test func anAnswerAppleCannotTakeNowIsSentAgainUntilItIsAccepted() async throws {
         try await Self.withRig { rig in
             let (_, transaction) = try await Self.requested(rig)

@@ -244,6 +244,36 @@ struct AppStoreRecoveryStoreTests {
         }
     }
 
+    @Test(arguments: StoreKind.all) func anAnswerAppleRefusedMayBeReplacedOnceByAnotherAndASentOneNever(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(IAPStoreTests.appleOrder("K2"), in: store)
+            let requested = NewOrderEvent(kind: "appstore_consumption", detail: "requested", at: TestTime.at(0))
+            #expect(try await store.recordConsumptionRequest(Self.request("n2", order: "K2"), events: [requested], outbox: nil))
+            _ = try #require(try await store.answerConsumption("n2", answer: #"{"a":1}"#, consented: true, by: .business,
+                                                               at: TestTime.at(1), event: nil))
+            _ = try #require(try await store.claimDueConsumption(now: TestTime.at(2), defaultsDueBefore: nil, limit: 1, claimant: "s",
+                                                                 leaseUntil: TestTime.at(30), id: "n2").first)
+            let refused = try #require(try await store.finishConsumptionAttempt(
+                "n2", claimant: "s", outcome: .refused(error: "4000209"), at: TestTime.at(3), event: nil))
+            #expect(refused.state == .refused && refused.lastError == "4000209")
+            // The same answer is no correction; another one takes its place, due at once, the refusal cleared.
+            #expect(try await store.answerConsumption("n2", answer: #"{"a":1}"#, consented: true, by: .business,
+                                                      at: TestTime.at(4), event: nil) == nil)
+            let corrected = try #require(try await store.answerConsumption("n2", answer: #"{"a":2}"#, consented: true, by: .business,
+                                                                           at: TestTime.at(5), event: nil))
+            #expect(corrected.state == .answered && corrected.answer == #"{"a":2}"# && corrected.lastError == nil)
+            #expect(corrected.nextAttemptAt == TestTime.at(5))
+            _ = try #require(try await store.claimDueConsumption(now: TestTime.at(6), defaultsDueBefore: nil, limit: 1, claimant: "s",
+                                                                 leaseUntil: TestTime.at(30), id: "n2").first)
+            let sent = try #require(try await store.finishConsumptionAttempt("n2", claimant: "s", outcome: .sent, at: TestTime.at(7),
+                                                                             event: nil))
+            #expect(sent.state == .sent)
+            // Sent is final: no answer replaces it.
+            #expect(try await store.answerConsumption("n2", answer: #"{"a":3}"#, consented: true, by: .business,
+                                                      at: TestTime.at(8), event: nil) == nil)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func unansweredRequestsAreDueForTheDefaultsAndExpireAtTheirDeadline(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             #expect(try await store.recordConsumptionRequest(Self.request("d1", order: nil, at: TestTime.at(0)), events: [], outbox: nil))

@@ -85,7 +85,8 @@ extension IAPService {
     /// request about the transaction, recorded once and sent at once when the customer consented
     /// (then retried by the sweeps until Apple accepts it). An identical answer again is answered
     /// as the request stands; another one, or one after the defaults went or after Apple's 12
-    /// hours, is a 409. Answers the request (`ConsumptionView`).
+    /// hours, is a 409 — unless Apple refused the answer it had: a corrected one is then recorded
+    /// and sent in its place. Answers the request (`ConsumptionView`).
     public func answerConsumption(transactionID: String, body: [UInt8]) async throws(APIError) -> [UInt8] {
         guard !transactionID.isEmpty, transactionID.utf8.count <= 32, transactionID.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw .invalid("transaction_id", "an App Store transaction id is 1 to 32 digits")
@@ -99,7 +100,11 @@ extension IAPService {
         guard let newest = requests.first else { throw .consumptionRequestNotFound }
         let at = now()
         var request = newest
-        if newest.state == .requested && newest.deadline > at {
+        // A request whose answer Apple refused (a percentage for an auto-renewable subscription,
+        // say) takes a corrected one, as a request not answered yet does; the refused one again
+        // is answered as it stands.
+        let corrected = newest.state == .refused && newest.answer != answer
+        if newest.state == .requested || corrected, newest.deadline > at {
             let event = NewOrderEvent(kind: Self.consumptionKind,
                                       detail: "the business answered: \(ConsumptionAnswer.summary(information))"
                                           + (information.customerConsented ? "" : "; without the customer's consent nothing is sent"),
