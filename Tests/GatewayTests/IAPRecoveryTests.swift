@@ -75,6 +75,15 @@ struct IAPRecoveryTests {
             let bad = try await rig.gateway.send(.get, "/v1/support/attention?flag=something_else", token: GatewayRig.support)
             #expect(bad.status == 400 && bad.error?["field"] as? String == "flag")
             #expect(try await rig.gateway.send(.get, "/v1/support/attention").status == 403)
+            // A price no App Store sells at (up to the largest a transaction can carry) makes no
+            // order: the purchase is kept for a person, and the gateway answers on.
+            for (index, price) in [Int64.max, AppStorePrice.maximumMilli + 1].enumerated() {
+                let absurd = try rig.buy("apple-c", token: nil, product: "com.example.courses.absurd-\(index)", price: price,
+                                         currency: "USD")
+                let refused = try await rig.report("user-c", ["signed_transaction": absurd.signedTransactionInfo])
+                #expect(refused.status == 422 && refused.error?["code"] as? String == "transaction_not_creditable", "\(refused.json)")
+            }
+            #expect(try await rig.gateway.send(.get, "/healthz").status == 200)
         }
     }
 

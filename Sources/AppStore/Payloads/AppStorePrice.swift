@@ -15,10 +15,18 @@ public enum AppStorePrice {
         zeroDecimals.contains(currency) ? 0 : threeDecimals.contains(currency) ? 3 : 2
     }
 
+    /// The largest price believed, in milli-units: a billion units of any currency, far above
+    /// anything the App Store sells (its top prices are in the thousands of dollars, the millions
+    /// of won), and far below what would overflow an amount.
+    public static let maximumMilli: Int64 = 1_000_000_000_000
+
     /// `milli` in the currency's minor unit (CNY 13990 → 1399 fen; JPY 120000 → 120), rounded to the
-    /// nearest; nil for a negative price or a currency that is not three capitals.
+    /// nearest; nil for a negative price, one above `maximumMilli`, or a currency that is not three
+    /// capitals.
     public static func minorUnits(milli: Int64, currency: String) -> Int64? {
-        guard milli >= 0, currency.utf8.count == 3, currency.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else { return nil }
+        guard (0...maximumMilli).contains(milli), currency.utf8.count == 3,
+              currency.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A })
+        else { return nil }
         var divisor: Int64 = 1
         for _ in 0..<(3 - decimals(currency)) { divisor *= 10 }
         return (milli + divisor / 2) / divisor
