@@ -47,7 +47,7 @@ struct AppStoreConnection {
             catalog.catalog.product(appleProductID: appleProductID).map { (Int64($0.amount) * 10, "CNY") }
         })
         // Ids after every one an earlier run on this database may have issued (milliseconds since
-        // 2020: a restart never meets an id the ledger holds, below the sandbox's range).
+        // 2020: a restart never meets an id the ledger holds).
         simulatorConfiguration.firstTransactionNumber = UInt64(max(1, (Date().timeIntervalSince1970 - 1_577_836_800) * 1000))
         let simulator = try AppStoreSimulator(
             configuration: simulatorConfiguration, clock: demoClock ?? ScaledClock(),

@@ -13,7 +13,7 @@ enum SimulateAppStoreCommand {
                  [--bundle-id B] [--app-apple-id N] [--key-id K] [--issuer I]
                  [--api-key FILE | --api-key-out FILE] [--shared-secret S]
                  [--notification-url URL] [--sandbox-notification-url URL]
-                 [--time-scale X] [--retry-scale X] [--seed N]
+                 [--time-scale X] [--retry-scale X] [--seed N] [--first-transaction N|now]
         Serves the App Store Server API (/inApps/…), verifyReceipt (/verifyReceipt), their sandbox
         twins under /sandbox/…, and the control panel (/appstore-simulator/…) on one port (0 picks
         a free one). The first line printed is "listening http://HOST:PORT".
@@ -21,7 +21,11 @@ enum SimulateAppStoreCommand {
         Root CA - G3. Callers' Server API tokens are checked against --api-key (a .p8 or a public key
         PEM); without it the simulator makes a key and writes it to --api-key-out as a .p8.
         Notifications V2 go to --notification-url (and --sandbox-notification-url) on Apple's retry
-        schedule (1, 12, 24, 48, 72 h) divided by --retry-scale. Defaults: bundle id
+        schedule (1, 12, 24, 48, 72 h) divided by --retry-scale. Transaction ids are numbered from
+        --first-transaction (default 1: 2000000100000001) in every run: pointed at a gateway whose
+        database holds an earlier run's purchases, start past them with --first-transaction now
+        (milliseconds since 2020, as the demo's embedded App Store does), or the gateway refuses the
+        new ids as used. Defaults: bundle id
         com.example.courses, app id 1234567890, key id SIMKEY0001, port 0. Stops on SIGINT or SIGTERM.
         """
 
@@ -29,7 +33,7 @@ enum SimulateAppStoreCommand {
         let known: Set<String> = [
             "--port", "--host", "--root-out", "--bundle-id", "--app-apple-id", "--key-id", "--issuer", "--api-key",
             "--api-key-out", "--shared-secret", "--notification-url", "--sandbox-notification-url", "--time-scale",
-            "--retry-scale", "--seed",
+            "--retry-scale", "--seed", "--first-transaction",
         ]
         let options: [String: String], common: SimulatorServing.Common
         switch SimulatorServing.read(arguments, known: known, usage: usage, fail: fail) {
@@ -40,6 +44,14 @@ enum SimulateAppStoreCommand {
             return fail("--retry-scale must be positive")
         }
         var configuration = AppStoreSimulatorConfiguration(notificationRetryScale: retryScale, seed: common.seed)
+        if let text = options["--first-transaction"] {
+            // Ids stay sixteen digits, as Apple's are.
+            let now = UInt64(max(1, (Date().timeIntervalSince1970 - 1_577_836_800) * 1000))
+            guard let value = text == "now" ? now : UInt64(text), (1...999_999_999_999).contains(value) else {
+                return fail("--first-transaction must be now or a number from 1 to 999999999999")
+            }
+            configuration.firstTransactionNumber = value
+        }
         if let bundleID = options["--bundle-id"] { configuration.bundleID = bundleID }
         if let text = options["--app-apple-id"] {
             guard let value = Int64(text), value > 0 else { return fail("--app-apple-id must be a positive number") }

@@ -174,6 +174,25 @@ struct AppStoreCommandTests {
         #expect(await child.stop() == 0)
     }
 
+    @Test func simulateAppStoreNumbersTransactionsFromTheFirstOneAskedFor() async throws {
+        try await Self.withSimulator(["--first-transaction", "5000"]) { base, _, _, _, http in
+            let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
+                                             body: #"{"user":"alice","productId":"course.swift.basics"}"#)
+            #expect(bought.json["transactionId"] as? String == "2000000100005000")
+        }
+        try await Self.withSimulator(["--first-transaction", "now"]) { base, _, _, _, http in
+            let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
+                                             body: #"{"user":"alice","productId":"course.swift.basics"}"#)
+            // Milliseconds since 2020, as the demo's embedded App Store counts: past any earlier run's.
+            let id = try #require((bought.json["transactionId"] as? String).flatMap(UInt64.init))
+            #expect(id > 2_000_000_100_000_000 + 200_000_000_000 && id < 3_000_000_000_000_000, "\(id)")
+        }
+        // Beyond sixteen digits, zero, or not a number: refused as a usage error.
+        for value in ["1000000000000", "0", "soon"] {
+            #expect(try await Self.run(["simulate-appstore", "--first-transaction", value]).status == 64)
+        }
+    }
+
     @Test func simulateAppStoreServesItsAPIAndWritesTheRootToTrust() async throws {
         try await Self.withSimulator { base, rootFile, keyFile, _, http in
             let bought = try await http.send(.post, base + "/appstore-simulator/purchases",
