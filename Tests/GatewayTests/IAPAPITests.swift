@@ -137,6 +137,23 @@ struct IAPAPITests {
         }
     }
 
+    /// A report's body is read as a create's is: what is wrong with it is said in the same words.
+    @Test func aReportBodyWithANameGivenTwiceIsSaidSoAndTheAppKeepsTheTransaction() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            let before = await TableRowCounts.of(rig.gateway.database)
+            let cases = [
+                (#"{"transaction_id":"2000000100000001","transaction_id":"2000000100000002"}"#, "the body gives a member name twice"),
+                ("[1]", "the body must be a JSON object"),
+            ]
+            for (body, message) in cases {
+                let answer = try await rig.gateway.send(.post, "/v1/iap/transactions", token: rig.token("user-a"), body: body)
+                #expect(answer.status == 400 && answer.error?["message"] as? String == message, "\(answer.json)")
+                #expect(answer.json["finish_transaction"] as? Bool == false)
+            }
+            #expect(await TableRowCounts.of(rig.gateway.database) == before)
+        }
+    }
+
     @Test func transactionIdAloneNeedsTheServerAPIAndAnUnreachableAppStoreIsA503() async throws {
         try await E2E.withRig(.inProcess, serverAPI: false) { rig in
             let answer = try await rig.report("user-a", ["transaction_id": "2000000100000001"])

@@ -89,8 +89,12 @@ struct IAPReportInput: Sendable, Hashable {
     static let maximumSignedTransaction = 64 * 1024
 
     init(json body: [UInt8], user: String?) throws(APIError) {
-        guard let object = try? JSONValue.parseObject(body) else {
-            throw .invalidReport(nil, "the body must be a JSON object")
+        let object: [String: JSONValue]
+        do {
+            // The create's reading, so a name given twice or a byte that is not UTF-8 is said as such.
+            object = try CreateOrderInput.members(of: body)
+        } catch {
+            throw .invalidReport(error.field, error.message)
         }
         if user != nil, object["user_id"] != nil {
             var error = APIError.fieldNotAllowed("user_id")
