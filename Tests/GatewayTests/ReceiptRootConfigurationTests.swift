@@ -44,6 +44,33 @@ struct ReceiptRootConfigurationTests {
         }
     }
 
+    @Test("A root file that is no certificate, or cannot be read, is said to be so; only another root than Apple's points at APPSTORE_ALLOW_UNTRUSTED_ROOT")
+    func aRootFileThatIsNoCertificateIsNotATrustQuestion() throws {
+        let files = try Files()
+        defer { files.remove() }
+        let notACertificate = files.directory + "/notes.txt"
+        try Data("not a certificate".utf8).write(to: URL(fileURLWithPath: notACertificate))
+        let cases: [(file: String, allow: Bool, says: String, hint: Bool)] = [
+            (notACertificate, true, "holds no PEM or DER certificate", false),
+            (files.directory + "/missing.pem", true, "a readable file holding Apple Root CA - G3", false),
+            (files.rootFile, false, "is not Apple Root CA - G3", true),
+        ]
+        for (file, allow, says, hint) in cases {
+            var environment = files.environment(key: false)
+            environment["APPSTORE_ROOT_CA_FILE"] = file
+            environment["APPSTORE_ALLOW_UNTRUSTED_ROOT"] = allow ? "1" : nil
+            environment["APPSTORE_UNTRUSTED_ROOT_SHA256"] = allow ? files.root.sha256Fingerprint : nil
+            do {
+                _ = try GatewayConfiguration(environment: Environment(environment), demo: false)
+                Issue.record("\(file) was accepted")
+            } catch {
+                let problem = try #require(error.problems.first { $0.variable == "APPSTORE_ROOT_CA_FILE" })
+                #expect(problem.expected.contains(says), "\(problem.expected)")
+                #expect(problem.expected.contains("APPSTORE_ALLOW_UNTRUSTED_ROOT") == hint, "\(problem.expected)")
+            }
+        }
+    }
+
     @Test("The Server API key without a receipt root refuses a production start, saying where Apple Root CA comes from and its fingerprint")
     func theKeyWithoutAReceiptRootIsRefused() throws {
         let files = try Files()

@@ -150,14 +150,17 @@ extension GatewayConfiguration {
     /// `apple`'s unless `allowUntrustedRoot`; nil, and a problem, when the file cannot be read or used.
     private static func loadRoots(_ file: String, variable: String, allowUntrustedRoot: Bool, apple: TrustedRoots.AppleRoot,
                                   _ problems: inout [ConfigurationProblem]) -> TrustedRoots? {
+        guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
+            problems.append(ConfigurationProblem(variable, .conflict, expected: "a readable root certificate file (64 KiB at most)"))
+            return nil
+        }
         do {
-            guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
-                throw AppStoreConfigurationError("cannot read the root certificate file")
-            }
             return try TrustedRoots.load(Array(bytes), allowUntrustedRoot: allowUntrustedRoot, apple: apple)
         } catch {
-            problems.append(ConfigurationProblem(variable, .conflict,
-                                                 expected: "\(error) (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"))
+            // Only a certificate that is not Apple's is a matter of trust; a file that holds none is
+            // the wrong file, whatever is allowed.
+            let hint = Certificate(pemOrDER: Array(bytes)) == nil ? "" : " (APPSTORE_ALLOW_UNTRUSTED_ROOT=1 for a simulator's root)"
+            problems.append(ConfigurationProblem(variable, .conflict, expected: "\(error)\(hint)"))
             return nil
         }
     }
