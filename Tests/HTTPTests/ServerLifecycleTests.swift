@@ -9,26 +9,35 @@ import Testing
 
 /// Binding, start errors, and graceful shutdown.
 @Suite struct ServerLifecycleTests {
-    static func helloRouter() -> HTTPRouter {
+    /// `/hello`, and with `identity` a `/identity` that answers it: what tells this server from
+    /// another one bound to the same port later.
+    static func helloRouter(identity: String? = nil) -> HTTPRouter {
         var router = HTTPRouter()
         router.addImmediate(.get, "/hello") { _ in .text("hello") }
+        if let identity { router.addImmediate(.get, "/identity") { _ in .text(identity) } }
         return router
     }
 
-    /// Whether a TCP connect to the address is refused (nothing listens).
-    static func connectionIsRefused(_ address: HTTPServerSocketAddress) async throws -> Bool {
+    /// Whether the server that answered `identity` no longer serves the address: a TCP connect is
+    /// refused (nothing listens), or what answers there is another server — the port, freed, was
+    /// taken at once by one of the suites running beside this one, as CI has seen.
+    static func noLongerServes(_ address: HTTPServerSocketAddress, identity: String) async throws -> Bool {
         try await offPool {
+            let connection: RawConnection
             do {
-                _ = try RawConnection(to: address, receiveTimeout: .seconds(2))
-                return false
+                connection = try RawConnection(to: address, receiveTimeout: .seconds(2))
             } catch {
                 return "\(error)".contains("errno \(ECONNREFUSED)")
             }
+            connection.send("GET /identity HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            guard let response = try? connection.readResponse() else { return false }
+            return response.text != identity
         }
     }
 
     @Test func portZeroReportsTheBoundPort() async throws {
-        let server = HTTPServer(router: Self.helloRouter())
+        let identity = UUID().uuidString
+        let server = HTTPServer(router: Self.helloRouter(identity: identity))
         let address = try await server.start()
         #expect(address.port != 0)
         #expect(address.host == "127.0.0.1")
@@ -37,7 +46,7 @@ import Testing
         #expect(response.text == "hello")
         await server.shutdown(gracePeriod: .seconds(2))
         #expect(await server.boundAddress == nil)
-        #expect(try await Self.connectionIsRefused(address))
+        #expect(try await Self.noLongerServes(address, identity: identity))
     }
 
     @Test func aPortInUseIsATypedBindError() async throws {
@@ -89,7 +98,8 @@ import Testing
         // The slow request finishes only once shutdown is under way (a fixed sleep could end
         // before the shutdown began on a loaded machine, and then nothing was drained).
         let draining = Gate()
-        var router = Self.helloRouter()
+        let identity = UUID().uuidString
+        var router = Self.helloRouter(identity: identity)
         router.add(.get, "/slow") { _ in
             started.open()
             await draining.wait()
@@ -102,7 +112,7 @@ import Testing
 
         let shutdown = Task { await server.shutdown(deadline: .now + .seconds(20)) }
         #expect(
-            await eventually { (try? await Self.connectionIsRefused(address)) == true },
+            await eventually { (try? await Self.noLongerServes(address, identity: identity)) == true },
             "new connections are refused once shutdown starts")
         draining.open()
         let response = try await slow.value
@@ -183,7 +193,8 @@ import Testing
     /// suite on two cores, slowed every other test by a third.
     @Test func shuttingDownWhileConnectionsPourInNeverAbortsTheProcess() async throws {
         for _ in 0..<25 {
-            let server = HTTPServer(router: Self.helloRouter(), configuration: HTTPServerConfiguration(threadPoolSize: 2))
+            let identity = UUID().uuidString
+            let server = HTTPServer(router: Self.helloRouter(identity: identity), configuration: HTTPServerConfiguration(threadPoolSize: 2))
             let address = try await server.start()
             let stop = Atomic<Bool>(false)
             let clientsLeft = DispatchSemaphore(value: 0)
@@ -203,7 +214,7 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(Int.random(in: 1...5)))
             await server.shutdown(deadline: .now)
-            #expect(try await Self.connectionIsRefused(address))
+            #expect(try await Self.noLongerServes(address, identity: identity))
             stop.store(true, ordering: .relaxed)
             try await offPool { for _ in 0..<3 { clientsLeft.wait() } }
         }
