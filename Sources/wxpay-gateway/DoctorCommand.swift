@@ -28,6 +28,7 @@ enum DoctorCommand {
         DoctorCheck("wechat v3 signature") { await $0.v3Signature() },
         DoctorCheck("wechat v3 public key") { await $0.v3WeChatKey() },
         DoctorCheck("app store key") { await $0.appStoreKey() },
+        DoctorCheck("app store root") { $0.appStoreRoot() },
         DoctorCheck("app store receipt root") { $0.appStoreReceiptRoot() },
         DoctorCheck("database") { await $0.database() },
         DoctorCheck("catalog") { $0.catalog() },
@@ -263,6 +264,21 @@ final class DoctorContext: Sendable {
             return .fail("the key works, but Apple made no attempt to deliver the test notification within 30 s")
         }
         return .fail("the key works, but the test notification did not arrive (\(attempt.result)): check the production server URL in App Store Connect")
+    }
+
+    /// What the App Store's signed data is verified to (the configuration loaded the root and, in
+    /// production, checked an acknowledged fingerprint of any other already): said here as `serve`
+    /// says it at start, since a root that is not Apple's credits whatever its key's holder signs.
+    func appStoreRoot() -> DoctorOutcome {
+        let appStore = configuration.appStore
+        guard appStore.isEnabled, let roots = appStore.roots else { return .skip("APPSTORE_BUNDLE_ID is not set") }
+        guard let other = roots.untrustedRoot else {
+            return .ok("signed transactions and notifications are verified to \(roots.apple.name) "
+                       + "(SHA-256 \(roots.apple.fingerprint.prefix(8))…)")
+        }
+        return .ok("signed transactions and notifications are verified to a root that is not \(roots.apple.name), acknowledged "
+                   + "by its SHA-256 \(other.sha256Fingerprint.prefix(8))… (a simulator's or a test root: whoever holds its key "
+                   + "can sign purchases)")
     }
 
     /// Whether StoreKit 1 receipts read with the Server API key are verified (the configuration
