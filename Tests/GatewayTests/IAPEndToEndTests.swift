@@ -135,6 +135,52 @@ struct IAPEndToEndTests {
         }
     }
 
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func onASharedAccountTheReconcilersReadingAndSupportKeepToTheSameRule(mode: GatewayRig.Mode) async throws {
+        try await Self.withRig(mode) { rig in
+            for user in ["user-a", "user-b"] {
+                let earlier = try await rig.createOrder(user, product: "swift-201")
+                let bought = try rig.buy("apple-shared", token: Self.token(earlier), product: "com.example.courses.swift201")
+                #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+            }
+            // Both have an order open for the product when A's interrupted purchase is made.
+            let orderB = try await rig.createOrder("user-b")
+            let orderA = try await rig.createOrder("user-a")
+            let (_, completed) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
+                user: "apple-shared", productID: IAPRig.appleProduct, appAccountToken: UUID(uuidString: Self.token(orderA))))
+            #expect(try await eventually(timeout: .seconds(60)) {
+                try await rig.iap.store.appleTransaction(completed.transactionID) != nil
+            })
+            // The reconciler reads both users' account: it takes the purchase for neither order.
+            _ = await rig.sweep()
+            #expect(try await rig.iap.store.appleTransaction(completed.transactionID)?.outTradeNo == nil)
+            #expect(try await rig.order(Self.number(orderB))?.state == .notPay)
+            #expect(try await rig.order(Self.number(orderA))?.state == .notPay)
+            let answer = try await rig.report("user-a", ["signed_transaction": completed.signedTransactionInfo])
+            #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "user-a")
+
+            // A purchase nobody had an order open for: an order B opens afterwards is not the one it paid.
+            let (_, later) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
+                user: "apple-shared", productID: "com.example.courses.swift201", appAccountToken: nil))
+            #expect(try await eventually(timeout: .seconds(60)) { try await rig.iap.store.appleTransaction(later.transactionID) != nil })
+            rig.gateway.clock.advance(by: 60)
+            let afterwards = try await rig.createOrder("user-b", product: "swift-201")
+            _ = await rig.sweep()
+            #expect(try await rig.iap.store.appleTransaction(later.transactionID)?.outTradeNo == nil)
+            #expect(try await rig.order(Self.number(afterwards))?.state == .notPay)
+            // Support assigns it to an order of one of the account's users, not of anyone else's.
+            let outsider = try await rig.createOrder("user-c", product: "swift-201")
+            let path = "/v1/support/apple-transactions/\(later.transactionID)/assign"
+            let refused = try await rig.gateway.send(.post, path, token: GatewayRig.support,
+                                                     body: #"{"out_trade_no":"\#(Self.number(outsider))","reason":"customer wrote in"}"#)
+            #expect(refused.status == 409 && refused.error?["code"] as? String == "order_not_assignable", "\(refused.json)")
+            let assigned = try await rig.gateway.send(.post, path, token: GatewayRig.support,
+                                                      body: #"{"out_trade_no":"\#(Self.number(afterwards))","reason":"customer wrote in"}"#)
+            #expect(assigned.status == 200, "\(assigned.json)")
+            #expect(try await rig.order(Self.number(afterwards))?.state == .success)
+        }
+    }
+
     // MARK: - Account switch (seeds 003, 004)
 
     @Test(arguments: GatewayRig.Mode.allCases)

@@ -353,6 +353,18 @@ struct SubscriptionLifecycleTests {
         let answerVIP = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
         let vip = try #require((answerVIP.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
         #expect(vip["active"] as? Bool == true, "\(vip)")
+
+        // The same when support assigns the first purchase of another such subscription.
+        let second = try rig.buy("apple-unreported-2", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        await scene.advance(days: 31)
+        let order = try await rig.createOrder("member", product: "vip-ios")
+        let assigned = try await rig.gateway.send(
+            .post, "/v1/support/apple-transactions/\(second.transactionID)/assign", token: GatewayRig.support,
+            body: #"{"out_trade_no":"\#(order["out_trade_no"] as? String ?? "")","reason":"receipt e-mail"}"#)
+        #expect(assigned.status == 200, "\(assigned.json)")
+        let rows = try await rig.iap.store.appleTransactions(originalTransactionID: second.transactionID)
+        #expect(rows.count == 2 && rows.allSatisfy { $0.outTradeNo != nil }, "\(rows.map(\.outTradeNo))")
     }
 
     @Test("A resubscription made without an order's token is a person's purchase, not a renewal: the order made for it is flagged for support",

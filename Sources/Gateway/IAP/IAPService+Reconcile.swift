@@ -87,6 +87,10 @@ extension IAPService {
                 if let known = try? await store.appleTransaction(purchase.transactionID), known.outTradeNo != nil || known.isRevoked {
                     continue
                 }
+                // The account may be shared: a purchase tied to another of its users, or on an
+                // account whose purchases went to several users and tied to none, is not this
+                // user's to take (it waits for its app's report; `inferUser`).
+                guard await isForThisUser(purchase, user) else { continue }
                 if let answer = try? await credit(purchase, user: user, outTradeNo: nil, source: "\(reason) (Get Transaction History)"),
                    answer.outcome == "credited" {
                     credited.append("\(purchase.transactionID) → \(answer.order.outTradeNo)")
@@ -103,6 +107,15 @@ extension IAPService {
                 detail: "Get Transaction History of \(user)'s account (\(seen) transactions of \(product)): \(found)", at: now())
         }
         return credited.isEmpty ? .open : .settled
+    }
+
+    /// Whether a purchase found in `user`'s App Store account may be credited to `user`: it is tied
+    /// to `user` (its token's order, its original transaction, the account's purchases), or tied to
+    /// nobody on an account no other user's purchase was credited from.
+    func isForThisUser(_ purchase: VerifiedPurchase, _ user: String) async -> Bool {
+        if let tied = await tiedUser(purchase) { return sameUser(tied, user) }
+        guard let users = await accountUsers(purchase) else { return false }
+        return users.allSatisfy { sameUser($0.user, user) }
     }
 
     /// Purchases a notification could not match (no token, no user known) are tried again, a few a
@@ -137,20 +150,45 @@ extension IAPService {
 
     /// Whose purchase a transaction without a usable token is: the user of an order credited by the
     /// same original transaction (a subscription's renewals), else the user the same App Store
-    /// account's other purchases were credited to (Get Transaction History from this transaction).
+    /// account's other purchases were credited to (`accountUsers`).
     ///
     /// An account whose purchases were credited to several users is shared (a family iPad, a phone
-    /// passed on): the purchase is then the one of those users who has an order open for its
-    /// product, if exactly one has, and otherwise nobody's here. It waits for its app's report or
-    /// support's assignment, rather than go to whoever bought last and leave the payer's own
-    /// report refused as already used.
+    /// passed on): the purchase is then the one of those users who had an order open for its
+    /// product when it was made, if exactly one had, and otherwise nobody's here. It waits for its
+    /// app's report or support's assignment, rather than go to whoever bought last and leave the
+    /// payer's own report refused as already used. (An order made after the purchase cannot be the
+    /// one it paid for: `orderMadeBefore`.)
     func inferUser(_ purchase: VerifiedPurchase) async -> (user: String, how: String)? {
         if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
            let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
             return (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
         }
+        guard let users = await accountUsers(purchase) else { return nil }
+        guard users.count > 1 else { return users.first }
+        var waiting: [String] = []
+        for (user, _) in users {
+            guard let orders = try? await context.store.orders(userID: user) else { return nil }
+            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.orderMadeBefore($0, purchase) }) {
+                waiting.append(user)
+            }
+        }
+        guard waiting.count == 1, let user = waiting.first else { return nil }
+        return (user, "the App Store account is shared by \(users.map(\.user).joined(separator: ", ")); only \(user) had an order "
+                    + "open for \(purchase.productID) when it was bought")
+    }
+
+    /// Whether `order` existed when `purchase` was made (ten seconds allowed for the two clocks):
+    /// the app makes its order before StoreKit's payment sheet opens.
+    static func orderMadeBefore(_ order: OrderRecord, _ purchase: VerifiedPurchase) -> Bool {
+        order.createdAt <= purchase.facts.purchaseDate.addingTimeInterval(10)
+    }
+
+    /// The users the App Store account's other purchases were credited to, the most recent
+    /// purchase's first, each with the words saying which (Get Transaction History from this
+    /// transaction, three pages at most). Nil without the Server API or when Apple could not be
+    /// asked.
+    func accountUsers(_ purchase: VerifiedPurchase) async -> [(user: String, how: String)]? {
         guard let api = clients.serverAPI else { return nil }
-        // The users the account's other purchases credited, the most recent purchase's first.
         var users: [(user: String, how: String)] = []
         var revision: String?
         var environment = AppStoreEnvironment(rawValue: purchase.environment)
@@ -172,15 +210,7 @@ extension IAPService {
             revision = next
             environment = page.environment
         }
-        guard users.count > 1 else { return users.first }
-        var waiting: [String] = []
-        for (user, _) in users {
-            guard let orders = try? await context.store.orders(userID: user) else { return nil }
-            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) }) { waiting.append(user) }
-        }
-        guard waiting.count == 1, let user = waiting.first else { return nil }
-        return (user, "the App Store account is shared by \(users.map(\.user).joined(separator: ", ")); only \(user) has an order "
-                    + "open for \(purchase.productID)")
+        return users
     }
 
     /// What one Get Refund History run found.

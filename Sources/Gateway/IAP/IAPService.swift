@@ -264,7 +264,7 @@ public final class IAPService: Sendable {
     /// as soon as one of them is: their user is known now, and the reconciler tries unmatched
     /// purchases only every `Reconciler.unmatchedRetryAge`, while the subscriber's access would
     /// end with the first period.
-    private func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
+    func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
         let original = purchase.facts.originalTransactionID
         guard let rows = try? await store.appleTransactions(originalTransactionID: original) else { return }
         for row in rows where row.outTradeNo == nil && row.transactionID != purchase.transactionID {
