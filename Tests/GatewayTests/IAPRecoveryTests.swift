@@ -82,6 +82,7 @@ struct IAPRecoveryTests {
                                          currency: "USD")
                 let refused = try await rig.report("user-c", ["signed_transaction": absurd.signedTransactionInfo])
                 #expect(refused.status == 422 && refused.error?["code"] as? String == "transaction_not_creditable", "\(refused.json)")
+                #expect((refused.error?["message"] as? String)?.contains("beyond any App Store price") == true, "\(refused.json)")
             }
             #expect(try await rig.gateway.send(.get, "/healthz").status == 200)
         }

@@ -218,10 +218,12 @@ public final class IAPService: Sendable {
                         + "(\(charged.amount) in the minor unit of \(charged.currency)), flagged unknown_product", at: at),
                     flags: [.unknownProduct])
             } else {
-                // A free transaction of an unknown product: nothing was paid, so no order is made
-                // for it (an order its token names is still credited).
+                // A free transaction of an unknown product (or one at no price anything is sold at):
+                // no amount to record, so no order is made for it (an order its token names is
+                // still credited).
                 nothingCharged = .transactionNotCreditable("its product \(purchase.productID) is not in the catalog and "
-                                                           + "Apple reports no price for it: nothing was paid")
+                                                           + "Apple reports no charge for it (no price, zero, or beyond any "
+                                                           + "App Store price): there is no amount to record")
             }
         }
         let reporter = user
