@@ -273,7 +273,8 @@ extension PostgresOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
             guard let after = try db.run(PGQuery(
                 """
                 UPDATE appstore_consumption SET state = $2, attempts = attempts + $3,
-                    next_attempt_at = COALESCE($4, next_attempt_at), last_error = COALESCE($5, last_error),
+                    next_attempt_at = COALESCE($4, next_attempt_at),
+                    last_error = CASE WHEN $2 = 'sent' THEN NULL ELSE COALESCE($5, last_error) END,
                     sent_at = CASE WHEN $2 = 'sent' THEN $6 ELSE sent_at END,
                     claimed_by = NULL, claimed_until = NULL, updated_at = GREATEST(updated_at, $6)
                 WHERE id = $1

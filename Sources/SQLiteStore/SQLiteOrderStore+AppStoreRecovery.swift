@@ -240,7 +240,7 @@ extension SQLiteOrderStore: AppStoreBackfillStore, AppStoreConsumptionStore {
                 """
                 UPDATE appstore_consumption SET state = ?2, attempts = attempts + ?3,
                     next_attempt_at = CASE WHEN ?4 IS NOT NULL THEN ?4 ELSE next_attempt_at END,
-                    last_error = CASE WHEN ?5 IS NOT NULL THEN ?5 ELSE last_error END,
+                    last_error = CASE WHEN ?2 = 'sent' THEN NULL WHEN ?5 IS NOT NULL THEN ?5 ELSE last_error END,
                     sent_at = CASE WHEN ?2 = 'sent' THEN ?6 ELSE sent_at END,
                     claimed_by = NULL, claimed_until = NULL, updated_at = MAX(updated_at, ?6)
                 WHERE id = ?1

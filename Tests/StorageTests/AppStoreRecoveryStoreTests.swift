@@ -236,7 +236,8 @@ struct AppStoreRecoveryStoreTests {
             let sent = try #require(try await store.finishConsumptionAttempt(
                 "n1", claimant: "s", outcome: .sent, at: TestTime.at(62),
                 event: NewOrderEvent(kind: "appstore_consumption", detail: "sent", at: TestTime.at(62))))
-            #expect(sent.state == .sent && sent.sentAt == TestTime.at(62) && sent.attempts == 2)
+            // Sent: the error of the attempt before is no longer the request's.
+            #expect(sent.state == .sent && sent.sentAt == TestTime.at(62) && sent.attempts == 2 && sent.lastError == nil)
             // Final: no attempt changes it again.
             #expect(try await store.finishConsumptionAttempt("n1", claimant: "s", outcome: .expired, at: TestTime.at(63),
                                                              event: nil) == nil)
