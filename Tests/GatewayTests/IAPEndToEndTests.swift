@@ -163,10 +163,15 @@ struct IAPEndToEndTests {
             let (_, later) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
                 user: "apple-shared", productID: "com.example.courses.swift201", appAccountToken: nil))
             #expect(try await eventually(timeout: .seconds(60)) { try await rig.iap.store.appleTransaction(later.transactionID) != nil })
-            rig.gateway.clock.advance(by: 60)
+            // A second after it, as a quick user of the same iPad might: by the sweep, or by a bare
+            // transaction id (weak evidence), B's new order does not take it.
+            rig.gateway.clock.advance(by: 1)
             let afterwards = try await rig.createOrder("user-b", product: "swift-201")
             _ = await rig.sweep()
             #expect(try await rig.iap.store.appleTransaction(later.transactionID)?.outTradeNo == nil)
+            #expect(try await rig.order(Self.number(afterwards))?.state == .notPay)
+            let weak = try await rig.report("user-b", ["transaction_id": later.transactionID])
+            #expect(weak.status == 409 && weak.error?["code"] as? String == "transaction_unclaimed", "\(weak.json)")
             #expect(try await rig.order(Self.number(afterwards))?.state == .notPay)
             // Support assigns it to an order of one of the account's users, not of anyone else's.
             let outsider = try await rig.createOrder("user-c", product: "swift-201")

@@ -177,10 +177,12 @@ extension IAPService {
                     + "open for \(purchase.productID) when it was bought")
     }
 
-    /// Whether `order` existed when `purchase` was made (ten seconds allowed for the two clocks):
-    /// the app makes its order before StoreKit's payment sheet opens.
+    /// Whether `order` existed when `purchase` was made. The app makes its order before StoreKit's
+    /// payment sheet opens, seconds before Apple records the purchase; no margin is allowed for
+    /// the two clocks, since any would let another user of a shared account open an order just
+    /// after someone else's purchase and take it.
     static func orderMadeBefore(_ order: OrderRecord, _ purchase: VerifiedPurchase) -> Bool {
-        order.createdAt <= purchase.facts.purchaseDate.addingTimeInterval(10)
+        order.createdAt <= purchase.facts.purchaseDate
     }
 
     /// The users the App Store account's other purchases were credited to, the most recent

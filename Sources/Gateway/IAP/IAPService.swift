@@ -222,8 +222,9 @@ public final class IAPService: Sendable {
                 // no amount to record, so no order is made for it (an order its token names is
                 // still credited).
                 nothingCharged = .transactionNotCreditable("its product \(purchase.productID) is not in the catalog and "
-                                                           + "Apple reports no charge for it (no price, zero, or beyond any "
-                                                           + "App Store price): there is no amount to record")
+                                                           + "Apple reports no charge it could be recorded at (no price, zero, "
+                                                           + "beyond any App Store price, or not in a currency code): there is "
+                                                           + "no amount to record")
             }
         }
         let reporter = user
