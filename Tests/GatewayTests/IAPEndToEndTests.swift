@@ -186,6 +186,28 @@ struct IAPEndToEndTests {
         }
     }
 
+    /// The shared-account rule's "open when it was bought": made before the purchase (no margin for
+    /// the clocks) and not yet expired — an order past its expiry that the reconciler has not
+    /// closed yet is no longer open.
+    @Test func anOrderCountsForASharedAccountsPurchaseOnlyIfItWasOpenWhenTheyBought() {
+        let bought = Date(timeIntervalSince1970: 1_800_000_000)
+        let purchase = VerifiedPurchase(
+            facts: AppleTransactionFacts(transactionID: "2000000100000009", originalTransactionID: "2000000100000009",
+                                         productID: IAPRig.appleProduct, environment: "Production", purchaseDate: bought),
+            via: "notification", verification: "test")
+        func order(madeAt made: TimeInterval, expiresAfter lifetime: TimeInterval) -> OrderRecord {
+            var order = IAPService.madeOrder(for: purchase, user: "user-b", amount: 990, currency: nil, description: "x",
+                                             productID: nil, at: bought.addingTimeInterval(made))
+            order.expiresAt = order.createdAt.addingTimeInterval(lifetime)
+            return order
+        }
+        #expect(IAPService.wasOpen(order(madeAt: -60, expiresAfter: 7200), at: purchase))
+        #expect(IAPService.wasOpen(order(madeAt: 0, expiresAfter: 7200), at: purchase))
+        #expect(!IAPService.wasOpen(order(madeAt: 1, expiresAfter: 7200), at: purchase), "made a second after")
+        #expect(!IAPService.wasOpen(order(madeAt: -7500, expiresAfter: 7200), at: purchase), "expired before")
+        #expect(!IAPService.wasOpen(order(madeAt: -7200, expiresAfter: 7200), at: purchase), "expiring as it was bought")
+    }
+
     // MARK: - Account switch (seeds 003, 004)
 
     @Test(arguments: GatewayRig.Mode.allCases)

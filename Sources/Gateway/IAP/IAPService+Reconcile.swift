@@ -157,7 +157,7 @@ extension IAPService {
     /// product when it was made, if exactly one had, and otherwise nobody's here. It waits for its
     /// app's report or support's assignment, rather than go to whoever bought last and leave the
     /// payer's own report refused as already used. (An order made after the purchase cannot be the
-    /// one it paid for: `orderMadeBefore`.)
+    /// one it paid for, nor one expired by then: `wasOpen`.)
     func inferUser(_ purchase: VerifiedPurchase) async -> (user: String, how: String)? {
         if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
            let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
@@ -168,7 +168,7 @@ extension IAPService {
         var waiting: [String] = []
         for (user, _) in users {
             guard let orders = try? await context.store.orders(userID: user) else { return nil }
-            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.orderMadeBefore($0, purchase) }) {
+            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.wasOpen($0, at: purchase) }) {
                 waiting.append(user)
             }
         }
@@ -177,12 +177,13 @@ extension IAPService {
                     + "open for \(purchase.productID) when it was bought")
     }
 
-    /// Whether `order` existed when `purchase` was made. The app makes its order before StoreKit's
-    /// payment sheet opens, seconds before Apple records the purchase; no margin is allowed for
-    /// the two clocks, since any would let another user of a shared account open an order just
-    /// after someone else's purchase and take it.
-    static func orderMadeBefore(_ order: OrderRecord, _ purchase: VerifiedPurchase) -> Bool {
-        order.createdAt <= purchase.facts.purchaseDate
+    /// Whether `order` was open when `purchase` was made: made before it and not yet expired
+    /// (an order past its expiry the reconciler has not closed yet is as good as closed). The app
+    /// makes its order before StoreKit's payment sheet opens, seconds before Apple records the
+    /// purchase; no margin is allowed for the two clocks, since any would let another user of a
+    /// shared account open an order just after someone else's purchase and take it.
+    static func wasOpen(_ order: OrderRecord, at purchase: VerifiedPurchase) -> Bool {
+        order.createdAt <= purchase.facts.purchaseDate && purchase.facts.purchaseDate < order.expiresAt
     }
 
     /// The users the App Store account's other purchases were credited to, the most recent
