@@ -36,6 +36,16 @@ struct IAPEndToEndTests {
     static func token(_ order: [String: Any]) -> String { order["app_account_token"] as? String ?? "" }
     static func order(_ response: GatewayRig.Response) -> [String: Any] { response.json["order"] as? [String: Any] ?? [:] }
 
+    /// `users` each buy a course on one App Store account with their own token and report it: the
+    /// account is shared, as the gateway learns from its history.
+    static func shareAccount(_ account: String, between users: [String], _ rig: IAPRig) async throws {
+        for user in users {
+            let earlier = try await rig.createOrder(user, product: "swift-201")
+            let bought = try rig.buy(account, token: token(earlier), product: "com.example.courses.swift201")
+            #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+        }
+    }
+
     // MARK: - The app killed before the callback (seeds 001, 004)
 
     @Test(arguments: GatewayRig.Mode.allCases)
@@ -101,11 +111,7 @@ struct IAPEndToEndTests {
     {
         try await Self.withRig(mode) { rig in
             // Two users of one iPad, one App Store account: each has bought with a token before.
-            for user in ["user-a", "user-b"] {
-                let earlier = try await rig.createOrder(user, product: "swift-201")
-                let bought = try rig.buy("apple-family-ipad", token: Self.token(earlier), product: "com.example.courses.swift201")
-                #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
-            }
+            try await Self.shareAccount("apple-family-ipad", between: ["user-a", "user-b"], rig)
             // A orders, and the purchase is interrupted: its completed transaction has no token, and
             // Apple's notification of it comes before the app's report.
             let created = try await rig.createOrder("user-a")
@@ -138,11 +144,7 @@ struct IAPEndToEndTests {
     @Test(arguments: GatewayRig.Mode.allCases)
     func onASharedAccountTheReconcilersReadingAndSupportKeepToTheSameRule(mode: GatewayRig.Mode) async throws {
         try await Self.withRig(mode) { rig in
-            for user in ["user-a", "user-b"] {
-                let earlier = try await rig.createOrder(user, product: "swift-201")
-                let bought = try rig.buy("apple-shared", token: Self.token(earlier), product: "com.example.courses.swift201")
-                #expect(try await rig.report(user, ["signed_transaction": bought.signedTransactionInfo]).status == 200)
-            }
+            try await Self.shareAccount("apple-shared", between: ["user-a", "user-b"], rig)
             // Both have an order open for the product when A's interrupted purchase is made.
             let orderB = try await rig.createOrder("user-b")
             let orderA = try await rig.createOrder("user-a")
