@@ -32,7 +32,10 @@ struct ReconcilerTests {
         _ = try await harness.create(Self.order("dropped-0001"))
         try harness.simulator.pay(outTradeNo: "dropped-0001")
 
-        let reconciler = Reconciler(services: harness.services)
+        // Sweeps two seconds apart, each leasing its orders for 1.8 s: a sweeper starts no check
+        // once its lease has run out, and the environment's 0.2 s (a 0.18 s lease) ran out before
+        // every check on a machine loaded by the whole suite, twice, so nothing ever settled.
+        let reconciler = Reconciler(services: harness.services, configuration: .init(interval: 2, after: 0.5))
         let sweeping = Task { await reconciler.run() }
         defer { sweeping.cancel() }
         let settled = await eventually(timeout: .seconds(120)) {
