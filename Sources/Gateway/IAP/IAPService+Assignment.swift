@@ -69,16 +69,16 @@ extension IAPService {
         guard order.state != .success && order.state != .refund else {
             throw .orderNotAssignable("it is paid already (App Store transaction \(order.appleTransactionID ?? "none"))")
         }
-        if let tied = await tiedUser(purchase) {
+        let tie = await tie(purchase)
+        if let tied = tie.user {
             guard sameUser(tied, user) else {
                 throw .orderNotAssignable("the purchase is tied to another user (its token's order, or another purchase of the "
                                           + "same App Store account): credit that user's order")
             }
-        } else if let users = await accountUsers(purchase), !users.isEmpty, !users.contains(where: { sameUser($0.user, user) }) {
+        } else if let users = tie.accountUsers, !users.isEmpty, !users.contains(where: { sameUser($0, user) }) {
             // A shared account's purchase tied to none of its users is still one of theirs.
-            let names = users.map(\.user).joined(separator: ", ")
-            throw .orderNotAssignable("the purchase's App Store account is shared by \(names), and \(user) is not one of them: "
-                                      + "credit an order of one of them")
+            throw .orderNotAssignable("the purchase's App Store account is shared by \(users.joined(separator: ", ")), and "
+                                      + "\(user) is not one of them: credit an order of one of them")
         }
         let at = now()
         let summary = purchase.summary

@@ -113,9 +113,10 @@ extension IAPService {
     /// to `user` (its token's order, its original transaction, the account's purchases), or tied to
     /// nobody on an account no other user's purchase was credited from.
     func isForThisUser(_ purchase: VerifiedPurchase, _ user: String) async -> Bool {
-        if let tied = await tiedUser(purchase) { return sameUser(tied, user) }
-        guard let users = await accountUsers(purchase) else { return false }
-        return users.allSatisfy { sameUser($0.user, user) }
+        let tie = await tie(purchase)
+        if let tied = tie.user { return sameUser(tied, user) }
+        guard let users = tie.accountUsers else { return false }
+        return users.allSatisfy { sameUser($0, user) }
     }
 
     /// Purchases a notification could not match (no token, no user known) are tried again, a few a
@@ -148,6 +149,31 @@ extension IAPService {
         return try await credit(purchase, user: user, outTradeNo: nil, source: "\(source); \(how)")
     }
 
+    /// Purchases of `purchase`'s original transaction that waited unmatched for their user — a
+    /// subscription's renewals Apple notified before anyone reported its first purchase — credited
+    /// as soon as one of them is: their user is known now, and the reconciler tries unmatched
+    /// purchases only every `Reconciler.unmatchedRetryAge`, while the subscriber's access would
+    /// end with the first period.
+    func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
+        let original = purchase.facts.originalTransactionID
+        guard let rows = try? await store.appleTransactions(originalTransactionID: original) else { return }
+        for row in rows where row.outTradeNo == nil && row.transactionID != purchase.transactionID {
+            let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
+                                           verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
+                                               + "of the same original transaction was")
+            guard let (user, how) = await inferUser(waiting) else { continue }
+            _ = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false)
+        }
+    }
+
+    /// The user of the order the purchase's `appAccountToken` names, if any.
+    func tokenOwner(_ purchase: VerifiedPurchase) async -> String? {
+        guard let token = purchase.facts.appAccountToken, let order = try? await store.order(appAccountToken: token) else {
+            return nil
+        }
+        return order.userID
+    }
+
     /// Whose purchase a transaction without a usable token is: the user of an order credited by the
     /// same original transaction (a subscription's renewals), else the user the same App Store
     /// account's other purchases were credited to (`accountUsers`).
@@ -159,22 +185,39 @@ extension IAPService {
     /// payer's own report refused as already used. (An order made after the purchase cannot be the
     /// one it paid for, nor one expired by then: `wasOpen`.)
     func inferUser(_ purchase: VerifiedPurchase) async -> (user: String, how: String)? {
+        await infer(purchase).inferred
+    }
+
+    /// `inferUser`'s answer, with the users of the App Store account it read to find it (nil when
+    /// it needed not read them, or could not): what `tie` reports beside it, so that one reading of
+    /// the account's history serves both.
+    private func infer(_ purchase: VerifiedPurchase) async -> (inferred: (user: String, how: String)?, accountUsers: [String]?) {
         if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
            let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
-            return (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
+            return ((user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)"), nil)
         }
-        guard let users = await accountUsers(purchase) else { return nil }
-        guard users.count > 1 else { return users.first }
+        guard let users = await accountUsers(purchase) else { return (nil, nil) }
+        let names = users.map(\.user)
+        guard users.count > 1 else { return (users.first, names) }
         var waiting: [String] = []
-        for (user, _) in users {
-            guard let orders = try? await context.store.orders(userID: user) else { return nil }
+        for user in names {
+            guard let orders = try? await context.store.orders(userID: user) else { return (nil, names) }
             if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.wasOpen($0, at: purchase) }) {
                 waiting.append(user)
             }
         }
-        guard waiting.count == 1, let user = waiting.first else { return nil }
-        return (user, "the App Store account is shared by \(users.map(\.user).joined(separator: ", ")); only \(user) had an order "
-                    + "open for \(purchase.productID) when it was bought")
+        guard waiting.count == 1, let user = waiting.first else { return (nil, names) }
+        return ((user, "the App Store account is shared by \(names.joined(separator: ", ")); only \(user) had an order "
+                     + "open for \(purchase.productID) when it was bought"), names)
+    }
+
+    /// Whose purchase it is as far as the gateway can tell (`tiedUser`), and the users of its App
+    /// Store account when it was read: nobody tied on an account several users bought from is a
+    /// shared account's purchase, still one of theirs.
+    func tie(_ purchase: VerifiedPurchase) async -> (user: String?, accountUsers: [String]?) {
+        if let owner = await tokenOwner(purchase) { return (owner, nil) }
+        let inferred = await infer(purchase)
+        return (inferred.inferred?.user, inferred.accountUsers)
     }
 
     /// Whether `order` was open when `purchase` was made: made before it and not yet expired

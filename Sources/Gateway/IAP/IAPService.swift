@@ -132,10 +132,7 @@ public final class IAPService: Sendable {
     /// order credited by the same original transaction or another purchase of the same App Store
     /// account (`inferUser`). Nil: nothing ties it to anyone yet.
     func tiedUser(_ purchase: VerifiedPurchase) async -> String? {
-        if let token = purchase.facts.appAccountToken,
-           let order = try? await store.order(appAccountToken: token), let user = order.userID {
-            return user
-        }
+        if let owner = await tokenOwner(purchase) { return owner }
         return await inferUser(purchase)?.user
     }
 
@@ -259,23 +256,6 @@ public final class IAPService: Sendable {
         case .unmatched:
             if let nothingCharged { throw nothingCharged }
             return nil
-        }
-    }
-
-    /// Purchases of `purchase`'s original transaction that waited unmatched for their user — a
-    /// subscription's renewals Apple notified before anyone reported its first purchase — credited
-    /// as soon as one of them is: their user is known now, and the reconciler tries unmatched
-    /// purchases only every `Reconciler.unmatchedRetryAge`, while the subscriber's access would
-    /// end with the first period.
-    func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
-        let original = purchase.facts.originalTransactionID
-        guard let rows = try? await store.appleTransactions(originalTransactionID: original) else { return }
-        for row in rows where row.outTradeNo == nil && row.transactionID != purchase.transactionID {
-            let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
-                                           verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
-                                               + "of the same original transaction was")
-            guard let (user, how) = await inferUser(waiting) else { continue }
-            _ = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false)
         }
     }
 
