@@ -37,6 +37,12 @@ public struct JSONObjectWriter {
         bytes.append(contentsOf: String(value).utf8)
     }
 
+    /// Writes `"key":value`, or `"key":null` when `value` is nil.
+    public mutating func numberOrNull(_ key: String, _ value: Int?) {
+        member(key)
+        bytes.append(contentsOf: (value.map { String($0) } ?? "null").utf8)
+    }
+
     public mutating func bool(_ key: String, _ value: Bool) {
         member(key)
         bytes.append(contentsOf: (value ? "true" : "false").utf8)

@@ -212,6 +212,12 @@ enum PostgresMigrations {
                   statements: PostgresOrderStore.coveringPaidOrdersIndex),
         Migration(version: 15, name: "a consumption answer Apple refused may be corrected",
                   statements: PostgresOrderStore.correctableConsumptionTrigger),
+        // How many of the product an App Store transaction sold (a consumable bought several at
+        // once), in the ledger and on the order it credited. Rows from before stay NULL: unknown.
+        Migration(version: 16, name: "App Store quantities", statements: [
+            "ALTER TABLE apple_transactions ADD COLUMN IF NOT EXISTS quantity integer CHECK (quantity BETWEEN 1 AND 1000000)",
+            "ALTER TABLE orders ADD COLUMN IF NOT EXISTS apple_quantity integer CHECK (apple_quantity BETWEEN 1 AND 1000000)",
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

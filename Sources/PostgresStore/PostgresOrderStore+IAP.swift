@@ -298,11 +298,11 @@ struct PostgresAppleCreditSession: AppleCreditSession {
                 """
                 INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
                     app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
-                    storefront)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12) ON CONFLICT (transaction_id) DO NOTHING
+                    storefront, quantity)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13) ON CONFLICT (transaction_id) DO NOTHING
                 """, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment,
                 facts.appAccountToken, facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency,
-                facts.storefront),
+                facts.storefront, facts.quantity),
             PostgresOrderStore.selectAppleTransaction(facts.transactionID, locking: true),
         ])
         guard let row = try results[1].first(AppleTransactionRecord.init(row:)) else { throw .unexpectedRow }
@@ -356,7 +356,7 @@ struct PostgresAppleCreditSession: AppleCreditSession {
 
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
         let inserted = try db.run(PGQuery(
-            "INSERT INTO orders (" + OrderRecord.columns + """
+            "INSERT INTO orders (" + OrderRecord.insertColumns + """
                 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
                           $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)
                 ON CONFLICT (out_trade_no) DO NOTHING

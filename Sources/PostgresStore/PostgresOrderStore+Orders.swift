@@ -14,7 +14,7 @@ extension PostgresOrderStore {
             // snapshot of its own, so it sees the winner even when that committed a moment ago.
             let results = try db.run([
                 PGQuery(
-                    "WITH created AS (INSERT INTO orders (" + OrderRecord.columns + """
+                    "WITH created AS (INSERT INTO orders (" + OrderRecord.insertColumns + """
                         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
                                   $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35)
                         ON CONFLICT (out_trade_no) DO NOTHING
@@ -241,7 +241,7 @@ extension PostgresOrderStore {
     /// `onlyIfStillSo`: `current` was read without the lock, so the UPDATE also requires the
     /// state and flags it was decided on; it changes nothing (and returns no row) otherwise.
     static func change(_ transition: OrderTransition, from current: OrderRecord, onlyIfStillSo: Bool = false) -> PGQuery {
-        let stillSo: SQL = onlyIfStillSo ? " AND state = $26 AND flags = $27 " : " "
+        let stillSo: SQL = onlyIfStillSo ? " AND state = $27 AND flags = $28 " : " "
         return PGQuery(
             """
             WITH changed AS (
@@ -253,7 +253,8 @@ extension PostgresOrderStore {
                         ELSE last_queried_at END,
                     apple_transaction_id = COALESCE(apple_transaction_id, $23),
                     original_transaction_id = COALESCE(original_transaction_id, $24),
-                    environment = COALESCE(environment, $25)
+                    environment = COALESCE(environment, $25),
+                    apple_quantity = COALESCE(apple_quantity, $26::integer)
                 WHERE out_trade_no = $1 AND state = ANY($8) AND ($9::bigint IS NULL OR amount = $9)
             """ + stillSo + "RETURNING " + OrderRecord.columns + """
             ), events AS (
@@ -283,7 +284,7 @@ extension PostgresOrderStore {
     static let changeColumnTypes: [PGType] = [
         .text, .text, .text, .timestamptz, .timestamptz, .text, .int8, .text, .int8, .text, .text, .text, .text,
         .text, .text, .text, .timestamptz, .int8, .timestamptz, .timestamptz, .timestamptz, .text,
-        .text, .text, .text, .text, .text,
+        .text, .text, .text, .int8, .text, .text,
     ]
 
     /// `change` with `onlyIfStillSo` for several orders in one statement: one array parameter per
@@ -300,13 +301,13 @@ extension PostgresOrderStore {
                     $6::text[], $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
                     $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::bigint[],
                     $19::timestamptz[], $20::timestamptz[], $21::timestamptz[], $22::text[], $23::text[],
-                    $24::text[], $25::text[], $26::text[], $27::text[])
+                    $24::text[], $25::text[], $26::bigint[], $27::text[], $28::text[])
                 WITH ORDINALITY AS i (in_out_trade_no, in_state, in_transaction_id, in_paid_at, in_at, in_flags,
                     in_touch, in_sources, in_amount, in_kind_1, in_detail_1, in_kind_2, in_detail_2, in_outbox_id,
                     in_outbox_type, in_outbox_payload, in_outbox_created_at, in_outbox_attempts,
                     in_outbox_next_attempt_at, in_outbox_delivered_at, in_outbox_dead_at, in_outbox_last_error,
-                    in_apple_transaction_id, in_original_transaction_id, in_environment, in_was_state,
-                    in_was_flags, in_n)
+                    in_apple_transaction_id, in_original_transaction_id, in_environment, in_apple_quantity,
+                    in_was_state, in_was_flags, in_n)
             ), changed AS (
                 UPDATE orders SET state = in_state, transaction_id = COALESCE(in_transaction_id, transaction_id),
                     paid_at = COALESCE(in_paid_at, paid_at), updated_at = in_at, flags = COALESCE(in_flags, flags),
@@ -316,7 +317,8 @@ extension PostgresOrderStore {
                         ELSE last_queried_at END,
                     apple_transaction_id = COALESCE(apple_transaction_id, in_apple_transaction_id),
                     original_transaction_id = COALESCE(original_transaction_id, in_original_transaction_id),
-                    environment = COALESCE(environment, in_environment)
+                    environment = COALESCE(environment, in_environment),
+                    apple_quantity = COALESCE(apple_quantity, in_apple_quantity::integer)
                 FROM input
                 WHERE out_trade_no = in_out_trade_no AND state = ANY(string_to_array(in_sources, ','))
                     AND (in_amount IS NULL OR amount = in_amount) AND state = in_was_state AND flags = in_was_flags
@@ -343,7 +345,7 @@ extension PostgresOrderStore {
             parameters: parameters)
     }
 
-    /// `change`'s parameters, $1 to $25 (and $26, $27 with `onlyIfStillSo`).
+    /// `change`'s parameters, $1 to $26 (and $27, $28 with `onlyIfStillSo`).
     private static func changeParameters(_ transition: OrderTransition, from current: OrderRecord, onlyIfStillSo: Bool)
         -> [PGValue]
     {
@@ -370,6 +372,7 @@ extension PostgresOrderStore {
             transition.apple?.transactionID.pgValue ?? .null(.text),
             transition.apple?.originalTransactionID.pgValue ?? .null(.text),
             transition.apple?.environment.pgValue ?? .null(.text),
+            transition.apple?.quantity.pgValue ?? .null(.int8),
         ]
         if onlyIfStillSo {
             parameters += [current.state.rawValue.pgValue, OrderRecord.encodeFlags(current.flags).pgValue]

@@ -11,6 +11,15 @@ enum SQLiteMigrations {
         let version: Int
         let name: String
         let sql: SQL
+        /// Columns added where missing (SQLite has no `ADD COLUMN IF NOT EXISTS`), so that the
+        /// migration runs again cleanly on a schema that has them but lost its record.
+        var columns: [NewColumn] = []
+    }
+
+    struct NewColumn: Sendable {
+        let table: SQL
+        let name: SQL
+        let definition: SQL
     }
 
     static let all: [Migration] = [
@@ -123,6 +132,12 @@ enum SQLiteMigrations {
                   sql: SQLiteOrderStore.coveringPaidOrdersIndex),
         Migration(version: 14, name: "a consumption answer Apple refused may be corrected",
                   sql: SQLiteOrderStore.correctableConsumptionTrigger),
+        // How many of the product an App Store transaction sold (a consumable bought several at
+        // once), in the ledger and on the order it credited. Rows from before stay NULL: unknown.
+        Migration(version: 15, name: "App Store quantities", sql: "", columns: [
+            NewColumn(table: "apple_transactions", name: "quantity", definition: "INTEGER CHECK (quantity BETWEEN 1 AND 1000000)"),
+            NewColumn(table: "orders", name: "apple_quantity", definition: "INTEGER CHECK (apple_quantity BETWEEN 1 AND 1000000)"),
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }
@@ -149,7 +164,16 @@ enum SQLiteMigrations {
             }
             let pending = all.filter { $0.version > current }
             for migration in pending {
-                try connection.execute(migration.sql)
+                for column in migration.columns {
+                    let present = try connection.row(
+                        "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", column.table.text, column.name.text,
+                        decode: { row throws(StorageError) in try row.int(0) }) != nil
+                    if !present {
+                        try connection.execute("ALTER TABLE " + column.table + " ADD COLUMN " + column.name + " "
+                            + column.definition)
+                    }
+                }
+                if !migration.sql.text.isEmpty { try connection.execute(migration.sql) }
                 try connection.run(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     migration.version, migration.name, now)

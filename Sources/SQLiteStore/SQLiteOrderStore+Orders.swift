@@ -124,7 +124,7 @@ extension SQLiteOrderStore {
                     doorCrediting,
                     transition.to.rawValue, transition.transactionID, transition.paidAt, transition.at,
                     transition.outTradeNo, allowed.commaDelimited, transition.expectedAmount, touchCode,
-                    apple.transactionID, apple.originalTransactionID, apple.environment)
+                    apple.transactionID, apple.originalTransactionID, apple.environment, apple.quantity)
             } else {
                 try db.run(
                     door,
@@ -204,7 +204,7 @@ extension SQLiteOrderStore {
     /// Inserts a new order unless its out_trade_no exists; returns whether it did.
     static func insert(_ order: OrderRecord, on db: SQLiteConnection) throws(StorageError) -> Bool {
         try db.run(
-            "INSERT INTO orders (" + OrderRecord.columns + """
+            "INSERT INTO orders (" + OrderRecord.insertColumns + """
                 ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (out_trade_no) DO NOTHING
                 """,
@@ -271,7 +271,8 @@ extension SQLiteOrderStore {
         ,
             apple_transaction_id = COALESCE(apple_transaction_id, ?9),
             original_transaction_id = COALESCE(original_transaction_id, ?10),
-            environment = COALESCE(environment, ?11)
+            environment = COALESCE(environment, ?11),
+            apple_quantity = COALESCE(apple_quantity, ?12)
         """
     private static let doorWhere: SQL = """
 
@@ -280,7 +281,7 @@ extension SQLiteOrderStore {
         """
     /// A payment's or a close's: parameters ?1 to ?8.
     private static let door = doorSet + doorWhere
-    /// An App Store credit's: ?9 to ?11 its transaction ids and environment.
+    /// An App Store credit's: ?9 to ?12 its transaction ids, environment and quantity.
     private static let doorCrediting = doorSet + doorAppleColumns + doorWhere
 
     /// Appends two events to one order, `first` before `second`.

@@ -33,6 +33,9 @@ extension AppleTransactionFacts {
     package func validate() throws(StorageError) {
         try StoreText.validate(transactionID, originalTransactionID, productID, environment, appAccountToken, currency,
                                storefront)
+        if let quantity, !(1...1_000_000).contains(quantity) {
+            throw .invalidArgument("an App Store quantity is 1 to 1,000,000")
+        }
     }
 }
 
@@ -153,8 +156,8 @@ extension AppleCredit {
             if newOrder?.expected != true { flags.insert(.matchedWithoutOrder) }
             flags.formUnion(newOrder?.flags ?? [])
         }
-        let apple = AppleTransactionFields(transactionID: facts.transactionID,
-                                           originalTransactionID: facts.originalTransactionID, environment: facts.environment)
+        let apple = AppleTransactionFields(transactionID: facts.transactionID, originalTransactionID: facts.originalTransactionID,
+                                           environment: facts.environment, quantity: facts.quantity)
         // The order as it will read once this commits: what the outbox event describes.
         var paid = candidate
         paid.state = .success
@@ -162,6 +165,7 @@ extension AppleCredit {
         paid.appleTransactionID = apple.transactionID
         paid.originalTransactionID = apple.originalTransactionID
         paid.environment = apple.environment
+        paid.appleQuantity = paid.appleQuantity ?? apple.quantity
         paid.flags.formUnion(flags)
         let transition = OrderTransition(
             outTradeNo: candidate.outTradeNo, to: .success, from: from, paidAt: facts.purchaseDate,

@@ -7,7 +7,7 @@ extension AppleTransactionRecord {
     package static let columns: SQL = """
         transaction_id, original_transaction_id, product_id, environment, app_account_token, purchase_date, \
         revocation_date, out_trade_no, matched_by, source, first_seen_at, credited_at, updated_at, price, currency, \
-        storefront, refund_reversed_at
+        storefront, refund_reversed_at, quantity
         """
 
     package init(row: some StoreRow) throws(StorageError) {
@@ -21,7 +21,7 @@ extension AppleTransactionRecord {
                 transactionID: try row.text(0), originalTransactionID: try row.text(1), productID: try row.text(2),
                 environment: try row.text(3), appAccountToken: try row.optionalText(4), purchaseDate: try row.date(5),
                 revocationDate: try row.optionalDate(6), price: try row.optionalInt64(13), currency: try row.optionalText(14),
-                storefront: try row.optionalText(15)),
+                storefront: try row.optionalText(15), quantity: try row.optionalInt64(17).map { Int($0) }),
             outTradeNo: try row.optionalText(7), matchedBy: match, source: try row.text(9), firstSeenAt: try row.date(10),
             creditedAt: try row.optionalDate(11), updatedAt: try row.date(12), refundReversedAt: try row.optionalDate(16))
     }

@@ -22,10 +22,13 @@ public struct AppleTransactionFacts: Sendable, Hashable {
     public var price: Int64?
     public var currency: String?
     public var storefront: String?
+    /// How many of the product the transaction sold (a consumable may be bought several at once).
+    /// Nil when the evidence did not say (rows older than this column).
+    public var quantity: Int?
 
     public init(transactionID: String, originalTransactionID: String, productID: String, environment: String,
                 appAccountToken: String? = nil, purchaseDate: Date, revocationDate: Date? = nil, price: Int64? = nil,
-                currency: String? = nil, storefront: String? = nil) {
+                currency: String? = nil, storefront: String? = nil, quantity: Int? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -36,6 +39,7 @@ public struct AppleTransactionFacts: Sendable, Hashable {
         self.price = price
         self.currency = currency
         self.storefront = storefront
+        self.quantity = quantity
     }
 }
 

@@ -20,10 +20,13 @@ public struct AppleTransactionFields: Sendable, Hashable {
     public var originalTransactionID: String
     /// `Production` or `Sandbox`.
     public var environment: String
+    /// How many of the product it sold, when the evidence said.
+    public var quantity: Int?
 
-    public init(transactionID: String, originalTransactionID: String, environment: String) {
+    public init(transactionID: String, originalTransactionID: String, environment: String, quantity: Int? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.environment = environment
+        self.quantity = quantity
     }
 }

@@ -50,6 +50,10 @@ public struct OrderRecord: Sendable, Hashable {
     /// Once paid: the App Store transaction that paid it (unique among orders).
     public var appleTransactionID: String?
     public var originalTransactionID: String?
+    /// Once paid: how many of the product the App Store transaction sold (Apple's `quantity`: a
+    /// consumable may be bought several at once; 1 for anything else). Nil when the evidence that
+    /// credited the order did not say (purchases recorded before the gateway kept it).
+    public var appleQuantity: Int?
     /// The currency `amount` is in, as ISO 4217, when it is not the catalog's CNY fen: an App Store
     /// purchase of a product missing from the catalog is recorded at what Apple charged, in the
     /// minor unit of Apple's currency (flagged `unknown_product`). Nil: CNY, in fen.
@@ -108,7 +112,8 @@ public struct OrderRecord: Sendable, Hashable {
         tradeType: String? = nil,
         openID: String? = nil,
         codeURL: String? = nil,
-        mwebURL: String? = nil
+        mwebURL: String? = nil,
+        appleQuantity: Int? = nil
     ) {
         self.outTradeNo = outTradeNo
         self.amount = amount
@@ -145,6 +150,7 @@ public struct OrderRecord: Sendable, Hashable {
         self.openID = openID
         self.codeURL = codeURL
         self.mwebURL = mwebURL
+        self.appleQuantity = appleQuantity
     }
 }
 

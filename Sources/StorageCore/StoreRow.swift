@@ -38,13 +38,17 @@ extension StoreRow {
 // Column lists and their decoders side by side: a query selects `columns` and decodes by position.
 
 extension OrderRecord {
-    package static let columns: SQL = """
+    /// What an INSERT of a new order names: every column but what only a payment sets later
+    /// through the door (`apple_quantity`).
+    package static let insertColumns: SQL = """
         out_trade_no, amount, description, client_ip, attach, user_id, product_id, sign_type, time_expire, \
         expires_at, created_at, state, transaction_id, paid_at, prepay_id, prepay_issued_at, parameters_digest, \
         last_notify_at, last_queried_at, flags, updated_at, channel, apple_product_id, app_account_token, \
         environment, apple_transaction_id, original_transaction_id, currency, api_version, \
         app, app_id, trade_type, openid, code_url, mweb_url
         """
+    /// What a read selects and `init(row:)` decodes.
+    package static let columns: SQL = insertColumns + ", apple_quantity"
 
     package init(row: some StoreRow) throws(StorageError) {
         guard let state = OrderState(rawValue: try row.text(11)), let channel = OrderChannel(rawValue: try row.text(21))
@@ -84,7 +88,8 @@ extension OrderRecord {
             tradeType: try row.optionalText(31),
             openID: try row.optionalText(32),
             codeURL: try row.optionalText(33),
-            mwebURL: try row.optionalText(34)
+            mwebURL: try row.optionalText(34),
+            appleQuantity: try row.optionalInt64(35).map { Int($0) }
         )
     }
 

@@ -27,7 +27,7 @@ struct AppClientAPITests {
         let catalog = try await rig.send(.get, "/v1/catalog", token: token)
         #expect(catalog.status == 200)
         let ids = (catalog.json["products"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
-        #expect(ids == ["swift-101", "swift-201", "ios-iap-301", "vip-month", "vip-year", "vip-month-ios", "vip-year-ios"])  // the inactive demo product is not listed
+        #expect(ids == ["swift-101", "swift-201", "ios-iap-301", "coins-60", "vip-month", "vip-year", "vip-month-ios", "vip-year-ios"])  // the inactive demo product is not listed
 
         let created = try await Self.create(rig, token, #"{"product_id":"swift-201","out_trade_no":"app-0001","attach":"a"}"#)
         #expect(created.status == 201)

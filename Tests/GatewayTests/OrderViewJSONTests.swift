@@ -123,10 +123,12 @@ struct OrderViewJSONTests {
             record.environment = "Sandbox"
             record.appleTransactionID = "2000000100000001"
             record.originalTransactionID = "2000000100000000"
+            record.appleQuantity = 3
         }
         let object = try Self.object(OrderView(record).json)
         #expect(Set(object.keys) == Self.plainKeys.union(["app_account_token", "apple_product_id", "environment",
-                                                          "apple_transaction_id", "original_transaction_id", "currency"]))
+                                                          "apple_transaction_id", "original_transaction_id", "currency",
+                                                          "quantity"]))
         #expect(object["channel"] as? String == "apple")
         #expect(object["currency"] as? String == "CNY")
         #expect(object["apple_product_id"] as? String == "com.example.courses.swift101")
@@ -139,14 +141,15 @@ struct OrderViewJSONTests {
             #expect(object["environment"] as? String == "Sandbox")
             #expect(object["apple_transaction_id"] as? String == "2000000100000001")
             #expect(object["original_transaction_id"] as? String == "2000000100000000")
+            #expect(object["quantity"] as? Int == 3)
         } else {
             #expect(object["environment"] is NSNull && object["apple_transaction_id"] is NSNull
-                    && object["original_transaction_id"] is NSNull)
+                    && object["original_transaction_id"] is NSNull && object["quantity"] is NSNull)
         }
         // A WeChat order says its channel and nothing of Apple's.
         let wechat = try Self.object(OrderView(Self.record(paid: paid)).json)
         #expect(wechat["channel"] as? String == "wechat")
-        #expect(wechat["environment"] == nil && wechat["apple_transaction_id"] == nil)
+        #expect(wechat["environment"] == nil && wechat["apple_transaction_id"] == nil && wechat["quantity"] == nil)
     }
 
     /// The writer's string escaping is RFC 8259's as JSONEncoder writes it, for every character

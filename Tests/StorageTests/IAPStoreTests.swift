@@ -273,4 +273,55 @@ struct IAPStoreTests {
             #expect(try await store.order("W1")?.channel == .wechat)
         }
     }
+
+    @Test(arguments: StoreKind.all)
+    func howManyATransactionSoldIsKeptInTheLedgerAndOnTheOrderItCreditsWhenItIsCreditedLater(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("Q1", token: token), in: store)
+            var three = Self.facts("2000000000000081", token: token)
+            three.quantity = 3
+            guard case .credited(let order, _) = try await store.creditAppleTransaction(Self.credit(three, user: "u-a")) else {
+                Issue.record("not credited"); return
+            }
+            #expect(order.appleQuantity == 3)
+            #expect(try await store.order("Q1")?.appleQuantity == 3)
+            #expect(try await store.appleTransaction("2000000000000081")?.facts.quantity == 3)
+
+            // Unclaimed first (nobody known): the ledger keeps the quantity, and a later credit
+            // from the ledger's own facts (support's assignment) puts it on the order.
+            var two = Self.facts("2000000000000082")
+            two.quantity = 2
+            guard case .unmatched = try await store.creditAppleTransaction(Self.credit(two, user: nil)) else {
+                Issue.record("credited without a user"); return
+            }
+            let waiting = try #require(try await store.appleTransaction("2000000000000082"))
+            #expect(waiting.facts.quantity == 2 && waiting.outTradeNo == nil)
+            try await Fixture.create(Self.appleOrder("Q2"), in: store)
+            var assignment = Self.credit(waiting.facts, user: "u-a", outTradeNo: "Q2")
+            assignment.assignedBy = "support"
+            guard case .credited(let assigned, .outTradeNo) = try await store.creditAppleTransaction(assignment) else {
+                Issue.record("not assigned"); return
+            }
+            #expect(assigned.appleQuantity == 2)
+            #expect(try await store.order("Q2")?.appleQuantity == 2)
+
+            // Evidence that did not say leaves it unknown; an unpaid order has none.
+            try await Fixture.create(Self.appleOrder("Q3", user: "u-c"), in: store)
+            guard case .credited(let unknown, _) = try await store.creditAppleTransaction(
+                Self.credit(Self.facts("2000000000000083"), user: "u-c")) else { Issue.record("not credited"); return }
+            #expect(unknown.appleQuantity == nil)
+            try await Fixture.create(Self.appleOrder("Q4", user: "u-d"), in: store)
+            #expect(try await store.order("Q4")?.appleQuantity == nil)
+
+            // A quantity outside Apple's range is refused before anything is written.
+            var none = Self.facts("2000000000000084")
+            none.quantity = 0
+            await #expect(throws: StorageError.self) {
+                _ = try await store.creditAppleTransaction(Self.credit(none, user: "u-d"))
+            }
+            #expect(try await store.appleTransaction("2000000000000084") == nil)
+            #expect(try await store.order("Q4")?.state == .notPay)
+        }
+    }
 }

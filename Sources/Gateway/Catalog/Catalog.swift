@@ -325,6 +325,9 @@ public struct Catalog: Sendable, Hashable {
         CatalogProduct(id: "ios-iap-301", amount: 9900, description: "iOS 内购实战", appleProductID: "com.example.courses.iap301"),
         CatalogProduct(id: "retired-100", amount: 100, description: "已下架课程", active: false,
                        appleProductID: "com.example.courses.retired100"),
+        // Coins the business counts: on iOS a consumable, which StoreKit may sell several at once.
+        CatalogProduct(id: "coins-60", amount: 600, description: "60 学币", appleProductID: "com.example.coins.60",
+                       kind: .consumable),
         CatalogProduct(id: "vip-month", amount: 3000, description: "VIP 月卡", kind: .membership(MembershipPeriod("P1M")!),
                        entitlement: "vip"),
         CatalogProduct(id: "vip-year", amount: 29800, description: "VIP 年卡", kind: .membership(MembershipPeriod("P1Y")!),

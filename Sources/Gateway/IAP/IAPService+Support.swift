@@ -96,6 +96,7 @@ extension IAPService {
         if let price = row.facts.price { writer.number("price", Int(price)) }
         writer.string("product_id", row.facts.productID)
         writer.string("purchase_date", Timestamp.rfc3339(row.facts.purchaseDate))
+        if let quantity = row.facts.quantity { writer.number("quantity", quantity) }
         writer.stringOrNull("refund_reversed_at", row.refundReversedAt.map(Timestamp.rfc3339))
         writer.stringOrNull("revocation_date", row.facts.revocationDate.map(Timestamp.rfc3339))
         writer.string("source", row.source)

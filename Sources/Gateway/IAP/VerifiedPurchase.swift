@@ -13,7 +13,8 @@ struct VerifiedPurchase: Sendable, Hashable {
     /// What was checked, for the timeline.
     var verification: String
     var ownership: String?
-    var quantity: Int
+    /// How many of the product the transaction sold; kept in the ledger and on the order.
+    var quantity: Int { facts.quantity ?? 1 }
     /// Whether the evidence proves that whoever sent it holds the purchase: data Apple signed that
     /// only the paying device has (a StoreKit 2 JWS, an app receipt whose signature was verified,
     /// locally or by verifyReceipt). A bare transaction id — sequential, anyone may guess one — or a
@@ -33,11 +34,10 @@ struct VerifiedPurchase: Sendable, Hashable {
             productID: transaction.productID, environment: transaction.environment.rawValue,
             appAccountToken: transaction.appAccountToken?.uuidString.lowercased(), purchaseDate: transaction.purchaseDate,
             revocationDate: transaction.revocationDate, price: transaction.price, currency: transaction.currency,
-            storefront: transaction.storefront)
+            storefront: transaction.storefront, quantity: Self.quantity(transaction.quantity))
         self.via = via
         self.verification = verification
         ownership = transaction.inAppOwnershipType?.rawValue
-        quantity = transaction.quantity
         subscriptionTransaction = transaction.type == .autoRenewableSubscription ? transaction : nil
     }
 
@@ -47,7 +47,6 @@ struct VerifiedPurchase: Sendable, Hashable {
         self.via = via
         self.verification = verification
         ownership = nil
-        quantity = 1
     }
 
     /// A receipt's entry carries no `appAccountToken`: StoreKit 1 purchases match by order or 凑单.
@@ -55,20 +54,26 @@ struct VerifiedPurchase: Sendable, Hashable {
         facts = AppleTransactionFacts(
             transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
             productID: transaction.productID, environment: receipt.environment.rawValue, appAccountToken: nil,
-            purchaseDate: transaction.purchaseDate, revocationDate: transaction.cancellationDate)
+            purchaseDate: transaction.purchaseDate, revocationDate: transaction.cancellationDate,
+            quantity: Self.quantity(transaction.quantity))
         via = "receipt"
         verification = "receipt verified with verifyReceipt (\(receipt.environment.rawValue), status \(receipt.status.rawValue)); "
             + "the transaction is in its in_app list"
         ownership = transaction.inAppOwnershipType
-        quantity = transaction.quantity
         provesPossession = true
+    }
+
+    /// Apple's `quantity` as the store keeps it: 1 to a million (a signed transaction's is checked
+    /// so when decoded; a receipt's, which Apple caps at 10, is not), nil otherwise.
+    private static func quantity(_ quantity: Int) -> Int? {
+        (1...1_000_000).contains(quantity) ? quantity : nil
     }
 
     /// The timeline's line about it: `transaction 2000… (com.example…, Production, purchased …): <how verified>`.
     var summary: String {
         var text = "transaction \(transactionID) (\(productID), \(environment), purchased \(Timestamp.rfc3339(facts.purchaseDate))"
         if facts.originalTransactionID != transactionID { text += ", original \(facts.originalTransactionID)" }
-        if quantity != 1 { text += ", quantity \(quantity)" }
+        if let quantity = facts.quantity, quantity != 1 { text += ", quantity \(quantity)" }
         if let price = facts.price, let currency = facts.currency {
             text += ", price \(AppStorePrice.decimal(price)) \(currency)"
         }

@@ -66,6 +66,8 @@ struct OrderView: Sendable {
         var environment: String?
         var appleTransactionID: String?
         var originalTransactionID: String?
+        /// Once paid: how many of the product Apple sold in the transaction (nil: not known).
+        var quantity: Int?
         /// ISO 4217: CNY unless Apple charged in another currency for a product not in the catalog.
         var currency: String
     }
@@ -80,7 +82,8 @@ struct OrderView: Sendable {
         if record.channel == .apple {
             apple = AppleView(appleProductID: record.appleProductID, appAccountToken: record.appAccountToken,
                               environment: record.environment, appleTransactionID: record.appleTransactionID,
-                              originalTransactionID: record.originalTransactionID, currency: record.currency ?? "CNY")
+                              originalTransactionID: record.originalTransactionID, quantity: record.appleQuantity,
+                              currency: record.currency ?? "CNY")
         }
         state = record.state.rawValue
         amount = record.amount
@@ -125,6 +128,7 @@ struct OrderView: Sendable {
         writer.stringOrNull("paid_at", paidAt)
         writer.string("prepay_id", prepayID)
         writer.string("product_id", productID)
+        if let apple { writer.numberOrNull("quantity", apple.quantity) }
         writer.number("refunded_amount", refundedAmount)
         writer.array("refunds", refunds.map(\.json))
         writer.string("state", state)

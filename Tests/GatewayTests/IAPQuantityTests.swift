@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+import AppStore
+import AppStoreSimulator
+import Foundation
+@testable import Gateway
+import HTTP
+import StorageCore
+import StoreTestSupport
+import Testing
+
+/// A consumable StoreKit sold several at once (Apple's `quantity`) is one order that says how many:
+/// its view, its `order.paid` event and the support lookup carry the quantity, however the
+/// purchase reached its order — the app's report, or support's assignment of a purchase that
+/// waited in the ledger.
+struct IAPQuantityTests {
+    typealias E2E = IAPEndToEndTests
+    static let coins = "com.example.coins.60"
+
+    @Test(arguments: GatewayRig.Mode.allCases)
+    func aConsumableBoughtThreeAtOnceIsOneOrderThatSaysThreeInItsViewItsEventAndTheSupportLookup(mode: GatewayRig.Mode)
+        async throws
+    {
+        try await E2E.withRig(mode) { rig in
+            E2E.dropNotifications(rig)
+            let created = try await rig.createOrder("user-q", product: "coins-60")
+            #expect(created["quantity"] is NSNull)
+            let bought = try rig.appStore.purchase(SimulatedPurchase(
+                user: "apple-q", productID: Self.coins, type: "Consumable",
+                appAccountToken: UUID(uuidString: E2E.token(created)), quantity: 3))
+            let answer = try await rig.report("user-q", ["signed_transaction": bought.signedTransactionInfo])
+            #expect(answer.status == 200)
+            let number = E2E.number(created)
+            #expect(E2E.order(answer)["quantity"] as? Int == 3)
+            #expect(E2E.order(answer)["amount"] as? Int == 600)
+
+            let view = try await rig.gateway.send(.get, "/v1/orders/\(number)")
+            #expect(view.json["quantity"] as? Int == 3)
+            let paid = try #require(try await rig.store.outboxEvents(number).first { $0.type == "order.paid" })
+            let event = try #require(try JSONSerialization.jsonObject(with: Data(paid.payload.utf8)) as? [String: Any])
+            #expect((event["data"] as? [String: Any])?["quantity"] as? Int == 3)
+
+            let lookup = try await rig.gateway.send(.get, "/v1/support/orders?apple_transaction_id=\(bought.transactionID)",
+                                                    token: GatewayRig.support)
+            let ledger = lookup.json["apple_transactions"] as? [[String: Any]] ?? []
+            #expect(ledger.map { $0["quantity"] as? Int } == [3])
+            #expect(try await rig.store.events(number).contains { $0.detail.contains("quantity 3") })
+        }
+    }
+
+    @Test func aPurchaseOfSeveralThatWaitedForSupportCreditsItsOrderWithItsQuantity() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            E2E.dropNotifications(rig)
+            let order = E2E.number(try await rig.createOrder("user-r", product: "coins-60"))
+            // Bought without the order's token, reported by a bare id: nothing ties it to user-r.
+            let bought = try rig.appStore.purchase(SimulatedPurchase(
+                user: "apple-r", productID: Self.coins, type: "Consumable", quantity: 2))
+            let weak = try await rig.report("user-r", ["transaction_id": bought.transactionID])
+            #expect(weak.status == 409)
+            #expect(try await rig.store.appleTransaction(bought.transactionID)?.facts.quantity == 2)
+
+            let assigned = try await UnclaimedPurchaseTests.assign(rig, bought.transactionID, order)
+            #expect(assigned.status == 200, "\(assigned.json)")
+            #expect((assigned.json["order"] as? [String: Any])?["quantity"] as? Int == 2)
+            #expect(try await rig.order(order)?.appleQuantity == 2)
+        }
+    }
+}
