@@ -10,13 +10,16 @@ extension AppStoreSimulator {
     /// (ONE_TIME_CHARGE, or SUBSCRIBED/INITIAL_BUY for an auto-renewable subscription).
     @discardableResult
     public func purchase(_ purchase: SimulatedPurchase) throws(AppStoreSimulatorControlError) -> PurchaseReceipt {
+        // StoreKit sells several at once only of a consumable.
         guard !purchase.user.isEmpty, !purchase.productID.isEmpty, (1...10).contains(purchase.quantity),
+              purchase.quantity == 1 || purchase.type == AppStoreTransaction.ProductType.consumable.rawValue,
               purchase.offerType.map({ (1...4).contains($0) }) ?? true else {
             throw AppStoreSimulatorControlError(code: .invalidPurchase)
         }
         let now = clock.now()
         let listed = configuration.priceOf?(purchase.productID) ?? AppStoreSimulatorConfiguration.defaultPrice
-        let price = purchase.price ?? listed.price
+        // Apple's `price` is the whole transaction's: the price of one times the quantity.
+        let price = purchase.price ?? listed.price * Int64(purchase.quantity)
         let currency = purchase.currency ?? (purchase.price == nil ? listed.currency : "CNY")
         catchUpSubscriptions()
         let type = AppStoreTransaction.ProductType(rawValue: purchase.type)

@@ -103,7 +103,8 @@ public struct AppStoreSimulatorControlError: Error, Sendable, Hashable, CustomSt
         switch code {
         case .transactionNotFound: "no such transaction"
         case .alreadyRevoked: "the transaction was already refunded or revoked"
-        case .invalidPurchase: "user and productId must be non-empty, quantity 1-10 and offerType 1-4"
+        case .invalidPurchase:
+            "user and productId must be non-empty, quantity 1-10 (above 1 only with type Consumable) and offerType 1-4"
         case .notRevoked: "the transaction was not refunded or revoked"
         case .alreadySubscribed: "the customer is already subscribed to a product of this subscription group"
         case .subscriptionNotFound: "no subscription has this original transaction id"

@@ -72,13 +72,15 @@ extension AppleCredit {
             ledger = try session.revoke(facts.transactionID, at: revoked, now: at)
         }
         if ledger.isRevoked { return .revoked(ledger) }
+        // The first evidence's count stands (the ledger keeps it), unless it did not say.
+        let quantity = ledger.facts.quantity ?? facts.quantity
 
         // An assignment by support: the named order only, decided on what it is now.
         if assignedBy != nil {
             guard let outTradeNo, let named = try session.order(outTradeNo),
                   named.channel == .apple, named.appleProductID == facts.productID, sameUser(named.userID, userID),
                   let current = try session.lock([named]).first ?? nil,
-                  let credited = try credit(current, .outTradeNo, notes: [], in: session)
+                  let credited = try credit(current, .outTradeNo, notes: [], quantity: quantity, in: session)
             else { return .unmatched(ledger) }
             return .credited(credited, .outTradeNo)
         }
@@ -126,7 +128,7 @@ extension AppleCredit {
         let current = try session.lock(candidates.map(\.order))
         for ((_, how), candidate) in zip(candidates, current) {
             guard let candidate else { continue }
-            if let credited = try credit(candidate, how, notes: notes, in: session) {
+            if let credited = try credit(candidate, how, notes: notes, quantity: quantity, in: session) {
                 return .credited(credited, how)
             }
         }
@@ -136,14 +138,14 @@ extension AppleCredit {
         made.order.userID = user
         guard try session.insert(made.order, event: made.event) else { throw .constraint }
         guard let inserted = try session.order(made.order.outTradeNo),
-              let credited = try credit(inserted, .newOrder, notes: notes, in: session)
+              let credited = try credit(inserted, .newOrder, notes: notes, quantity: quantity, in: session)
         else { throw .unexpectedRow }
         return .credited(credited, .newOrder)
     }
 
     /// Credits `candidate` through the door if it is still in a state it may be credited from;
     /// returns the order as credited, or nil when it was not (then nothing was written).
-    private func credit(_ candidate: OrderRecord, _ how: AppleMatch, notes: [AppleMatchNote],
+    private func credit(_ candidate: OrderRecord, _ how: AppleMatch, notes: [AppleMatchNote], quantity: Int?,
                         in session: some AppleCreditSession) throws(StorageError) -> OrderRecord? {
         let facts = transaction
         // Only the token, or a person who looked (an assignment), says an order closed at its
@@ -157,7 +159,7 @@ extension AppleCredit {
             flags.formUnion(newOrder?.flags ?? [])
         }
         let apple = AppleTransactionFields(transactionID: facts.transactionID, originalTransactionID: facts.originalTransactionID,
-                                           environment: facts.environment, quantity: facts.quantity)
+                                           environment: facts.environment, quantity: quantity)
         // The order as it will read once this commits: what the outbox event describes.
         var paid = candidate
         paid.state = .success

@@ -31,4 +31,25 @@ struct AppStoreControlBodyTests {
         }
         #expect(simulator.faults.notify.dropRate == 0.5)
     }
+
+    @Test("Several at once are sold only of a consumable, and Apple's signed price is the whole transaction's: the price of one times the quantity")
+    func severalAtOnceAreAConsumablesAndThePriceIsTheTotal() throws {
+        let simulator = try AppStoreSimulator(notificationSender: ClosureNotifySender { _, _ in nil })
+        func payload(_ receipt: PurchaseReceipt) throws -> JSONValue {
+            var part = String(receipt.signedTransactionInfo.split(separator: ".")[1])
+                .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while part.count % 4 != 0 { part += "=" }
+            return try JSONValue.parse(Array(try #require(Data(base64Encoded: part))))
+        }
+        let three = try simulator.purchase(SimulatedPurchase(user: "a", productID: "coins", type: "Consumable", quantity: 3))
+        #expect(try payload(three)["quantity"]?.intValue == 3)
+        #expect(try payload(three)["price"]?.intValue == 3 * 68000)
+        let given = try simulator.purchase(SimulatedPurchase(user: "a", productID: "coins", type: "Consumable", quantity: 2, price: 5000))
+        #expect(try payload(given)["price"]?.intValue == 5000)
+        for type in ["Non-Consumable", "Auto-Renewable Subscription", "Non-Renewing Subscription"] {
+            #expect(throws: AppStoreSimulatorControlError.self, "\(type)") {
+                try simulator.purchase(SimulatedPurchase(user: "a", productID: "course", type: type, quantity: 3))
+            }
+        }
+    }
 }

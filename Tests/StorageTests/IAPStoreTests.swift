@@ -306,6 +306,27 @@ struct IAPStoreTests {
             #expect(assigned.appleQuantity == 2)
             #expect(try await store.order("Q2")?.appleQuantity == 2)
 
+            // The ledger's count stands against later evidence that says otherwise (a receipt
+            // answer with another or no quantity); evidence that says fills a ledger that did not.
+            var four = Self.facts("2000000000000085")
+            four.quantity = 4
+            _ = try await store.creditAppleTransaction(Self.credit(four, user: nil))
+            try await Fixture.create(Self.appleOrder("Q5", user: "u-e"), in: store)
+            var otherCount = four
+            otherCount.quantity = 1
+            guard case .credited(let counted, _) = try await store.creditAppleTransaction(Self.credit(otherCount, user: "u-e")) else {
+                Issue.record("not credited"); return
+            }
+            #expect(counted.appleQuantity == 4)
+            _ = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000086"), user: nil))
+            try await Fixture.create(Self.appleOrder("Q6", user: "u-f"), in: store)
+            var said = Self.facts("2000000000000086")
+            said.quantity = 5
+            guard case .credited(let filled, _) = try await store.creditAppleTransaction(Self.credit(said, user: "u-f")) else {
+                Issue.record("not credited"); return
+            }
+            #expect(filled.appleQuantity == 5)
+
             // Evidence that did not say leaves it unknown; an unpaid order has none.
             try await Fixture.create(Self.appleOrder("Q3", user: "u-c"), in: store)
             guard case .credited(let unknown, _) = try await store.creditAppleTransaction(

@@ -8,6 +8,8 @@ public struct ReceiptTransaction: Sendable, Hashable {
     public var transactionID: String
     public var originalTransactionID: String
     public var productID: String
+    /// Apple's `quantity` (1 when the entry has none); 0 when the entry's is not a count from 1
+    /// to 1,000,000 (not a number, zero, negative, too large): unknown, never guessed.
     public var quantity: Int
     public var purchaseDate: Date
     public var originalPurchaseDate: Date?
@@ -50,11 +52,18 @@ public struct ReceiptTransaction: Sendable, Hashable {
               let purchaseDate = date("purchase_date_ms") else { return nil }
         self.init(
             transactionID: transactionID, originalTransactionID: text("original_transaction_id") ?? transactionID,
-            productID: productID, quantity: text("quantity").flatMap { Int($0) } ?? 1, purchaseDate: purchaseDate,
+            productID: productID, quantity: text("quantity").map(Self.count) ?? 1, purchaseDate: purchaseDate,
             originalPurchaseDate: date("original_purchase_date_ms"), expiresDate: date("expires_date_ms"),
             cancellationDate: date("cancellation_date_ms"), cancellationReason: text("cancellation_reason").flatMap { Int($0) },
             isTrialPeriod: text("is_trial_period").map { $0 == "true" }, inAppOwnershipType: text("in_app_ownership_type"),
             webOrderLineItemID: text("web_order_line_item_id"))
+    }
+
+    /// A quantity as Apple writes it, digits only, from 1 to 1,000,000; 0 otherwise.
+    static func count(_ text: String) -> Int {
+        guard (1...7).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+              let value = Int(text), (1...1_000_000).contains(value) else { return 0 }
+        return value
     }
 
     /// The JSON Apple writes for it (the simulator answers with this).

@@ -13,8 +13,6 @@ struct VerifiedPurchase: Sendable, Hashable {
     /// What was checked, for the timeline.
     var verification: String
     var ownership: String?
-    /// How many of the product the transaction sold; kept in the ledger and on the order.
-    var quantity: Int { facts.quantity ?? 1 }
     /// Whether the evidence proves that whoever sent it holds the purchase: data Apple signed that
     /// only the paying device has (a StoreKit 2 JWS, an app receipt whose signature was verified,
     /// locally or by verifyReceipt). A bare transaction id — sequential, anyone may guess one — or a
