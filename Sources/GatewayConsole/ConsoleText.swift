@@ -541,6 +541,7 @@ struct ConsoleText: Sendable {
         case "appstore_report": t("应用上报交易", "the app reported a transaction")
         case "appstore_notification": t("App Store 服务器通知", "App Store server notification")
         case "appstore_refund": t("App Store 退款", "App Store refund")
+        case "appstore_quantity": t("App Store 购买数量补全", "App Store quantity filled in")
         case "appstore_consumption": t("Apple 询问消费信息", "Apple's consumption request")
         case "attention_handled": t("客服标记为已处理", "marked handled by support")
         default: kind

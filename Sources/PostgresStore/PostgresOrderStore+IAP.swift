@@ -299,8 +299,8 @@ struct PostgresAppleCreditSession: AppleCreditSession {
                 INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
                     app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
                     storefront, quantity)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13) ON CONFLICT (transaction_id) DO NOTHING
-                """, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment,
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13) ON CONFLICT (transaction_id) DO UPDATE SET
+                """ + AppleTransactionRecord.ledgerFill, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment,
                 facts.appAccountToken, facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency,
                 facts.storefront, facts.quantity),
             PostgresOrderStore.selectAppleTransaction(facts.transactionID, locking: true),
@@ -383,5 +383,15 @@ struct PostgresAppleCreditSession: AppleCreditSession {
     func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError) {
         guard !events.isEmpty else { return }
         _ = try db.run(events.map { PostgresOrderStore.insertEvent($0, of: outTradeNo) })
+    }
+
+    func fillQuantity(_ outTradeNo: String, _ quantity: Int, event: NewOrderEvent) throws(StorageError) -> OrderRecord? {
+        guard let filled = try db.run(PGQuery(
+            "UPDATE orders SET apple_quantity = $1, updated_at = GREATEST(updated_at, $2) WHERE out_trade_no = $3 "
+                + "AND apple_quantity IS NULL RETURNING " + OrderRecord.columns,
+            quantity, event.at, outTradeNo)).first(OrderRecord.init(row:))
+        else { return nil }
+        try appendEvents([event], to: outTradeNo)
+        return filled
     }
 }

@@ -227,8 +227,8 @@ extension SQLiteOrderStore: IAPStore {
             INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
                 app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
                 storefront, quantity)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (transaction_id) DO NOTHING
-            """, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment, facts.appAccountToken,
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (transaction_id) DO UPDATE SET
+            """ + AppleTransactionRecord.ledgerFill, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment, facts.appAccountToken,
             facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency, facts.storefront,
             facts.quantity)
     }
@@ -321,5 +321,15 @@ struct SQLiteAppleCreditSession: AppleCreditSession {
 
     func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError) {
         for event in events { try SQLiteOrderStore.appendEvent(event, to: outTradeNo, on: db) }
+    }
+
+    func fillQuantity(_ outTradeNo: String, _ quantity: Int, event: NewOrderEvent) throws(StorageError) -> OrderRecord? {
+        guard let filled = try db.row(
+            "UPDATE orders SET apple_quantity = ?1, updated_at = MAX(updated_at, ?2) WHERE out_trade_no = ?3 AND apple_quantity IS NULL "
+                + "RETURNING " + OrderRecord.columns,
+            quantity, event.at, outTradeNo, decode: OrderRecord.init(row:))
+        else { return nil }
+        try SQLiteOrderStore.appendEvent(event, to: outTradeNo, on: db)
+        return filled
     }
 }

@@ -26,9 +26,18 @@ package protocol AppleCreditSession {
     /// Names the credited order in the ledger row (set once: the database refuses a change).
     func markCredited(_ transactionID: String, outTradeNo: String, matchedBy: AppleMatch, at: Date) throws(StorageError)
     func appendEvents(_ events: [NewOrderEvent], to outTradeNo: String) throws(StorageError)
+    /// Sets a credited order's count where it has none, with `event`; nil when it had one.
+    func fillQuantity(_ outTradeNo: String, _ quantity: Int, event: NewOrderEvent) throws(StorageError) -> OrderRecord?
 }
 
 extension AppleTransactionFacts {
+    /// Whether this evidence says what the ledger row `known` of the same transaction does not:
+    /// its count, what Apple charged, the storefront (`AppleTransactionRecord.ledgerFill`).
+    package func fillsIn(_ known: AppleTransactionFacts) -> Bool {
+        (known.quantity == nil && quantity != nil) || (known.price == nil && price != nil)
+            || (known.storefront == nil && storefront != nil)
+    }
+
     /// Text every store keeps (no U+0000).
     package func validate() throws(StorageError) {
         try StoreText.validate(transactionID, originalTransactionID, productID, environment, appAccountToken, currency,
@@ -65,7 +74,12 @@ extension AppleCredit {
         // 1. The claim of the id.
         var ledger = try session.claimLedgerRow(facts, source: source, at: at)
         if let credited = ledger.outTradeNo {
-            guard let order = try session.order(credited) else { throw .unexpectedRow }
+            guard var order = try session.order(credited) else { throw .unexpectedRow }
+            // The evidence that credited it gave no count and this one does: filled, never changed.
+            if order.appleQuantity == nil, let quantity = ledger.facts.quantity {
+                let event = NewOrderEvent(kind: "appstore_quantity", detail: "quantity \(quantity), from \(source)", at: at)
+                order = try session.fillQuantity(credited, quantity, event: event) ?? order
+            }
             return .alreadyCredited(order, ledger.matchedBy ?? .userProduct)
         }
         if let revoked = facts.revocationDate, ledger.facts.revocationDate == nil {

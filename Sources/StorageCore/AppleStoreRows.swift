@@ -25,6 +25,21 @@ extension AppleTransactionRecord {
             outTradeNo: try row.optionalText(7), matchedBy: match, source: try row.text(9), firstSeenAt: try row.date(10),
             creditedAt: try row.optionalDate(11), updatedAt: try row.date(12), refundReversedAt: try row.optionalDate(16))
     }
+
+    /// The `DO UPDATE SET` of the ledger's insert, in both stores: what a later piece of evidence
+    /// fills in a row that did not have it — the count, what Apple charged (price and currency
+    /// together), the storefront. Nothing known is replaced, and a row with nothing to fill is not
+    /// written.
+    package static let ledgerFill: SQL = """
+            quantity = COALESCE(apple_transactions.quantity, excluded.quantity),
+            currency = CASE WHEN apple_transactions.price IS NULL AND excluded.price IS NOT NULL THEN excluded.currency
+                ELSE apple_transactions.currency END,
+            price = COALESCE(apple_transactions.price, excluded.price),
+            storefront = COALESCE(apple_transactions.storefront, excluded.storefront)
+        WHERE (apple_transactions.quantity IS NULL AND excluded.quantity IS NOT NULL)
+            OR (apple_transactions.price IS NULL AND excluded.price IS NOT NULL)
+            OR (apple_transactions.storefront IS NULL AND excluded.storefront IS NOT NULL)
+        """
 }
 
 extension AppleAnchor {

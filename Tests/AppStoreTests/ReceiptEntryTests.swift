@@ -6,8 +6,8 @@ import Testing
 
 /// An `in_app` entry of verifyReceipt's answer, as the client reads it.
 struct ReceiptEntryTests {
-    @Test("A receipt entry's quantity is a count from 1 to 1,000,000 written in digits, 1 when absent, and otherwise unknown (0), never guessed",
-          arguments: [(#""3""#, 3), ("10", 10), (nil, 1), (#""1000000""#, 1_000_000), (#""abc""#, 0), (#""3.5""#, 0),
+    @Test("A receipt entry's quantity is a count from 1 to 1,000,000 written in digits, and otherwise unknown (0), absent included: never guessed",
+          arguments: [(#""3""#, 3), ("10", 10), (nil, 0), (#""1000000""#, 1_000_000), (#""abc""#, 0), (#""3.5""#, 0),
                       (#"" 3""#, 0), (#""0""#, 0), (#""-1""#, 0), (#""1000001""#, 0), (#""99999999999999999999""#, 0),
                       (#""+3""#, 0), (#""""#, 0)] as [(String?, Int)])
     func theQuantityIsACountOrUnknown(_ written: String?, _ read: Int) throws {

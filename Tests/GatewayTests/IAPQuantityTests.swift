@@ -4,6 +4,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
+import SimulatorKit
 import StorageCore
 import StoreTestSupport
 import Testing
@@ -62,6 +63,41 @@ struct IAPQuantityTests {
             #expect(assigned.status == 200, "\(assigned.json)")
             #expect((assigned.json["order"] as? [String: Any])?["quantity"] as? Int == 2)
             #expect(try await rig.order(order)?.appleQuantity == 2)
+        }
+    }
+
+    /// An order credited from evidence that gave no count (here: a ledger row from before the
+    /// gateway kept counts, credited as it was) gets it from the next piece of evidence that has
+    /// one: the app's signed report, or support's recheck asking Apple.
+    @Test func anOrderCreditedWithoutACountGetsItFromTheNextReportOrSupportsRecheck() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            E2E.dropNotifications(rig)
+            for (index, road) in ["report", "recheck"].enumerated() {
+                let created = try await rig.createOrder("user-s\(index)", product: "coins-60")
+                let number = E2E.number(created)
+                let bought = try rig.appStore.purchase(SimulatedPurchase(
+                    user: "apple-s\(index)", productID: Self.coins, type: "Consumable",
+                    appAccountToken: UUID(uuidString: E2E.token(created)), quantity: 3))
+                let legacy = AppleTransactionFacts(
+                    transactionID: bought.transactionID, originalTransactionID: bought.originalTransactionID, productID: Self.coins,
+                    environment: "Production", appAccountToken: E2E.token(created), purchaseDate: rig.gateway.clock.now())
+                let at = rig.gateway.clock.now()
+                let result = try await rig.store.creditAppleTransaction(AppleCredit(
+                    transaction: legacy, userID: "user-s\(index)", newOrder: nil, source: "before counts", outbox: { _ in nil }, at: at))
+                guard case .credited(let paid, _) = result else { Issue.record("\(result)"); continue }
+                #expect(paid.appleQuantity == nil)
+
+                if road == "report" {
+                    let answer = try await rig.report("user-s\(index)", ["signed_transaction": bought.signedTransactionInfo])
+                    #expect(answer.status == 200 && E2E.order(answer)["quantity"] as? Int == 3, "\(answer.json)")
+                } else {
+                    let rechecked = try await rig.gateway.send(.post, "/v1/support/orders/\(number)/recheck", token: GatewayRig.support)
+                    #expect(rechecked.status == 200)
+                }
+                #expect(try await rig.order(number)?.appleQuantity == 3, "\(road)")
+                #expect(try await rig.store.appleTransaction(bought.transactionID)?.facts.quantity == 3)
+                #expect(try await rig.store.events(number).contains { $0.kind == "appstore_quantity" })
+            }
         }
     }
 }

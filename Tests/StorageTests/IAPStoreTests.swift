@@ -334,6 +334,25 @@ struct IAPStoreTests {
             #expect(unknown.appleQuantity == nil)
             try await Fixture.create(Self.appleOrder("Q4", user: "u-d"), in: store)
             #expect(try await store.order("Q4")?.appleQuantity == nil)
+            // Later evidence with a count and a charge fills both in, once, with a timeline line;
+            // evidence saying another count after that changes nothing.
+            var later = Self.facts("2000000000000083")
+            later.quantity = 3
+            later.price = 18000
+            later.currency = "CNY"
+            guard case .alreadyCredited(let filledIn, _) = try await store.creditAppleTransaction(Self.credit(later, user: nil)) else {
+                Issue.record("not already credited"); return
+            }
+            #expect(filledIn.appleQuantity == 3 && filledIn.outTradeNo == "Q3")
+            let ledgerFilled = try #require(try await store.appleTransaction("2000000000000083"))
+            #expect(ledgerFilled.facts.quantity == 3 && ledgerFilled.facts.price == 18000 && ledgerFilled.facts.currency == "CNY")
+            var contrary = later
+            contrary.quantity = 5
+            contrary.price = 1
+            _ = try await store.creditAppleTransaction(Self.credit(contrary, user: nil))
+            #expect(try await store.order("Q3")?.appleQuantity == 3)
+            #expect(try await store.appleTransaction("2000000000000083")?.facts.price == 18000)
+            #expect(try await store.events("Q3").filter { $0.kind == "appstore_quantity" }.map(\.detail) == ["quantity 3, from test"])
 
             // A quantity outside Apple's range is refused before anything is written.
             var none = Self.facts("2000000000000084")

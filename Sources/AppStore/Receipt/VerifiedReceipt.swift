@@ -8,8 +8,9 @@ public struct ReceiptTransaction: Sendable, Hashable {
     public var transactionID: String
     public var originalTransactionID: String
     public var productID: String
-    /// Apple's `quantity` (1 when the entry has none); 0 when the entry's is not a count from 1
-    /// to 1,000,000 (not a number, zero, negative, too large): unknown, never guessed.
+    /// Apple's `quantity`; 0 when the entry has none or one that is not a count from 1 to
+    /// 1,000,000 (not a number, zero, negative, too large): unknown, never guessed (Apple's
+    /// answers always carry it).
     public var quantity: Int
     public var purchaseDate: Date
     public var originalPurchaseDate: Date?
@@ -52,7 +53,7 @@ public struct ReceiptTransaction: Sendable, Hashable {
               let purchaseDate = date("purchase_date_ms") else { return nil }
         self.init(
             transactionID: transactionID, originalTransactionID: text("original_transaction_id") ?? transactionID,
-            productID: productID, quantity: text("quantity").map(Self.count) ?? 1, purchaseDate: purchaseDate,
+            productID: productID, quantity: text("quantity").map(Self.count) ?? 0, purchaseDate: purchaseDate,
             originalPurchaseDate: date("original_purchase_date_ms"), expiresDate: date("expires_date_ms"),
             cancellationDate: date("cancellation_date_ms"), cancellationReason: text("cancellation_reason").flatMap { Int($0) },
             isTrialPeriod: text("is_trial_period").map { $0 == "true" }, inAppOwnershipType: text("in_app_ownership_type"),

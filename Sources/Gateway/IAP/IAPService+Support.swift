@@ -128,6 +128,9 @@ extension IAPService {
                 }
                 _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
+                if let known = try? await store.appleTransaction(transactionID) {
+                    _ = try await fillIn(purchase, known: known, source: "support recheck (Get Transaction Info)")
+                }
                 // A subscription's order: where the subscription stands, as Apple says now.
                 if let (failed, words) = await refreshSubscription(of: order) {
                     if failed {
@@ -144,5 +147,22 @@ extension IAPService {
         }
         _ = await checkHistory(of: order, reason: "support recheck", kind: "recheck", recordNothingFound: true)
         return (try? await context.store.order(order.outTradeNo)) ?? order
+    }
+
+    /// A credited purchase's ledger row and order given what `purchase` says and they lacked
+    /// (the count, what Apple charged): the evidence that credited it may not have said, a
+    /// receipt answer or a purchase recorded before the gateway kept counts. A count once known
+    /// never changes. Returns the order when its count was filled in.
+    func fillIn(_ purchase: VerifiedPurchase, known: AppleTransactionRecord, source: String) async throws(APIError)
+        -> OrderRecord?
+    {
+        guard purchase.facts.fillsIn(known.facts) else { return nil }
+        let fill = AppleCredit(transaction: purchase.facts, userID: nil, newOrder: nil, source: source,
+                               outbox: { _ in nil }, at: now())
+        let result = try await context.storage { () throws(StorageError) in
+            try await self.context.settlement.creditApple(fill, in: self.store)
+        }
+        guard case .alreadyCredited(let order, _) = result, order.appleQuantity != nil else { return nil }
+        return order
     }
 }

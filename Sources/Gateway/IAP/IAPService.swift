@@ -170,9 +170,10 @@ public final class IAPService: Sendable {
         if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
            let credited = known.outTradeNo {
             if purchase.facts.revocationDate != nil { _ = try await recordRevocation(purchase, source: source) }
-            guard let order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) }) else {
+            guard var order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) }) else {
                 throw .internalError
             }
+            if let filled = try await fillIn(purchase, known: known, source: source) { order = filled }
             return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
         }
         if purchase.facts.revocationDate != nil {
