@@ -34,7 +34,8 @@ extension AppleTransactionFacts {
     /// Whether this evidence says what the ledger row `known` of the same transaction does not:
     /// its count, what Apple charged, the storefront (`AppleTransactionRecord.ledgerFill`).
     package func fillsIn(_ known: AppleTransactionFacts) -> Bool {
-        (known.quantity == nil && quantity != nil) || (known.price == nil && price != nil)
+        guard known.quantity == nil || quantity == nil || known.quantity == quantity else { return false }
+        return (known.quantity == nil && quantity != nil) || (known.price == nil && price != nil)
             || (known.storefront == nil && storefront != nil)
     }
 
@@ -75,8 +76,9 @@ extension AppleCredit {
         var ledger = try session.claimLedgerRow(facts, source: source, at: at)
         if let credited = ledger.outTradeNo {
             guard var order = try session.order(credited) else { throw .unexpectedRow }
-            // The evidence that credited it gave no count and this one does: filled, never changed.
-            if order.appleQuantity == nil, let quantity = ledger.facts.quantity {
+            // The evidence that credited it gave no count and this one does: filled, never changed,
+            // and only for the order's own user (or nobody's evidence: a notification, a recheck).
+            if order.appleQuantity == nil, let quantity = ledger.facts.quantity, userID == nil || sameUser(order.userID, userID) {
                 let event = NewOrderEvent(kind: "appstore_quantity", detail: "quantity \(quantity), from \(source)", at: at)
                 order = try session.fillQuantity(credited, quantity, event: event) ?? order
             }

@@ -28,17 +28,20 @@ extension AppleTransactionRecord {
 
     /// The `DO UPDATE SET` of the ledger's insert, in both stores: what a later piece of evidence
     /// fills in a row that did not have it — the count, what Apple charged (price and currency
-    /// together), the storefront. Nothing known is replaced, and a row with nothing to fill is not
-    /// written.
+    /// together), the storefront. Nothing known is replaced, evidence whose count contradicts the
+    /// row's fills nothing (its price would be another count's), and a row with nothing to fill is
+    /// not written.
     package static let ledgerFill: SQL = """
             quantity = COALESCE(apple_transactions.quantity, excluded.quantity),
             currency = CASE WHEN apple_transactions.price IS NULL AND excluded.price IS NOT NULL THEN excluded.currency
                 ELSE apple_transactions.currency END,
             price = COALESCE(apple_transactions.price, excluded.price),
             storefront = COALESCE(apple_transactions.storefront, excluded.storefront)
-        WHERE (apple_transactions.quantity IS NULL AND excluded.quantity IS NOT NULL)
-            OR (apple_transactions.price IS NULL AND excluded.price IS NOT NULL)
-            OR (apple_transactions.storefront IS NULL AND excluded.storefront IS NOT NULL)
+        WHERE ((apple_transactions.quantity IS NULL AND excluded.quantity IS NOT NULL)
+                OR (apple_transactions.price IS NULL AND excluded.price IS NOT NULL)
+                OR (apple_transactions.storefront IS NULL AND excluded.storefront IS NOT NULL))
+            AND (apple_transactions.quantity IS NULL OR excluded.quantity IS NULL
+                OR apple_transactions.quantity = excluded.quantity)
         """
 }
 

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import Foundation
 @testable import Gateway
 import HTTP
+import JSON
 import SimulatorKit
 import StorageCore
 import StoreTestSupport
@@ -68,11 +69,11 @@ struct IAPQuantityTests {
 
     /// An order credited from evidence that gave no count (here: a ledger row from before the
     /// gateway kept counts, credited as it was) gets it from the next piece of evidence that has
-    /// one: the app's signed report, or support's recheck asking Apple.
-    @Test func anOrderCreditedWithoutACountGetsItFromTheNextReportOrSupportsRecheck() async throws {
+    /// one: the app's signed report, Apple's notification, or support's recheck asking Apple.
+    @Test func anOrderCreditedWithoutACountGetsItFromTheNextReportNotificationOrRecheck() async throws {
         try await E2E.withRig(.inProcess) { rig in
             E2E.dropNotifications(rig)
-            for (index, road) in ["report", "recheck"].enumerated() {
+            for (index, road) in ["report", "recheck", "notification"].enumerated() {
                 let created = try await rig.createOrder("user-s\(index)", product: "coins-60")
                 let number = E2E.number(created)
                 let bought = try rig.appStore.purchase(SimulatedPurchase(
@@ -90,9 +91,21 @@ struct IAPQuantityTests {
                 if road == "report" {
                     let answer = try await rig.report("user-s\(index)", ["signed_transaction": bought.signedTransactionInfo])
                     #expect(answer.status == 200 && E2E.order(answer)["quantity"] as? Int == 3, "\(answer.json)")
-                } else {
+                } else if road == "recheck" {
                     let rechecked = try await rig.gateway.send(.post, "/v1/support/orders/\(number)/recheck", token: GatewayRig.support)
                     #expect(rechecked.status == 200)
+                } else {
+                    // The notification Apple sent (dropped on its way), as its history has it.
+                    let api = try #require(rig.iap.clients.serverAPI)
+                    let page = try await api.notificationHistory(
+                        NotificationHistoryRequest(startDate: at.addingTimeInterval(-60), endDate: at.addingTimeInterval(60),
+                                                   transactionID: bought.transactionID),
+                        paginationToken: nil, environment: .production)
+                    #expect(!page.items.isEmpty)
+                    for item in page.items {
+                        let body = JSONValue.object(["signedPayload": .string(item.signedPayload)]).bytes()
+                        #expect(await rig.iap.handleNotification(body).status == 200)
+                    }
                 }
                 #expect(try await rig.order(number)?.appleQuantity == 3, "\(road)")
                 #expect(try await rig.store.appleTransaction(bought.transactionID)?.facts.quantity == 3)

@@ -354,6 +354,25 @@ struct IAPStoreTests {
             #expect(try await store.appleTransaction("2000000000000083")?.facts.price == 18000)
             #expect(try await store.events("Q3").filter { $0.kind == "appstore_quantity" }.map(\.detail) == ["quantity 3, from test"])
 
+            // Another user's evidence fills the transaction's ledger row, never their order; evidence
+            // whose count contradicts the row's fills nothing (its price would be another count's).
+            try await Fixture.create(Self.appleOrder("Q7", user: "u-g"), in: store)
+            _ = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000087"), user: "u-g"))
+            var strangers = Self.facts("2000000000000087")
+            strangers.quantity = 2
+            _ = try await store.creditAppleTransaction(Self.credit(strangers, user: "u-other"))
+            #expect(try await store.order("Q7")?.appleQuantity == nil)
+            var five = Self.facts("2000000000000088")
+            five.quantity = 5
+            _ = try await store.creditAppleTransaction(Self.credit(five, user: nil))
+            var priced = five
+            priced.quantity = 3
+            priced.price = 18000
+            priced.currency = "CNY"
+            _ = try await store.creditAppleTransaction(Self.credit(priced, user: nil))
+            let kept = try #require(try await store.appleTransaction("2000000000000088"))
+            #expect(kept.facts.quantity == 5 && kept.facts.price == nil && kept.facts.currency == nil)
+
             // A quantity outside Apple's range is refused before anything is written.
             var none = Self.facts("2000000000000084")
             none.quantity = 0

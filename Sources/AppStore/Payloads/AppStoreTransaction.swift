@@ -14,7 +14,8 @@ public struct AppStoreTransaction: Sendable, Hashable {
     public var bundleID: String
     public var productID: String
     public var type: ProductType?
-    /// Consumables only: how many were bought (1 unless the app asked for more).
+    /// How many were bought (above 1 only for a consumable); 0 when a decoded payload had no
+    /// `quantity`: unknown, never guessed (Apple's payloads always carry it).
     public var quantity: Int
     public var appAccountToken: UUID?
     public var inAppOwnershipType: OwnershipType?
@@ -109,15 +110,17 @@ public struct AppStoreTransaction: Sendable, Hashable {
     /// Decodes a payload whose signature was verified.
     public init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
-        let quantity = try reader.integer("quantity") ?? 1
-        guard quantity >= 1, quantity <= 1_000_000 else { throw SignedDataError(.malformed, "quantity out of range") }
+        let quantity = try reader.integer("quantity")
+        guard quantity.map({ (1...1_000_000).contains($0) }) ?? true else {
+            throw SignedDataError(.malformed, "quantity out of range")
+        }
         self.init(
             transactionID: try reader.requiredString("transactionId"),
             originalTransactionID: try reader.requiredString("originalTransactionId"),
             bundleID: try reader.requiredString("bundleId"),
             productID: try reader.requiredString("productId"),
             type: try reader.string("type").map(ProductType.init(rawValue:)),
-            quantity: Int(quantity),
+            quantity: quantity.map { Int($0) } ?? 0,
             appAccountToken: try reader.uuid("appAccountToken"),
             inAppOwnershipType: try reader.string("inAppOwnershipType").map(OwnershipType.init(rawValue:)),
             environment: try reader.environment(),
@@ -142,10 +145,11 @@ public struct AppStoreTransaction: Sendable, Hashable {
     public var payload: JSONValue {
         var members: [String: JSONValue] = [
             "transactionId": .string(transactionID), "originalTransactionId": .string(originalTransactionID),
-            "bundleId": .string(bundleID), "productId": .string(productID), "quantity": .int(quantity),
+            "bundleId": .string(bundleID), "productId": .string(productID),
             "environment": .string(environment.rawValue), "purchaseDate": .int(Int(purchaseDate.millisecondsSince1970)),
             "signedDate": .int(Int(signedDate.millisecondsSince1970)),
         ]
+        if quantity != 0 { members["quantity"] = .int(quantity) }
         members["type"] = type.map { .string($0.rawValue) }
         members["appAccountToken"] = appAccountToken.map { .string($0.uuidString.lowercased()) }
         members["inAppOwnershipType"] = inAppOwnershipType.map { .string($0.rawValue) }

@@ -139,7 +139,9 @@ extension IAPService {
     {
         if let known = try await context.storage({ () throws(StorageError) in try await self.store.appleTransaction(purchase.transactionID) }),
            let credited = known.outTradeNo {
-            // Credited already (the app reported it, or an earlier notification): only the timeline hears of it.
+            // Credited already (the app reported it, or an earlier notification): only the timeline
+            // hears of it, and the order gets the count it lacked, if this says one.
+            _ = try? await fillIn(purchase, known: known, source: source)
             _ = try? await context.store.appendEvent(
                 credited, kind: "appstore_notification",
                 detail: "\(type) (\(notification.notificationUUID)) about transaction \(purchase.transactionID), which "
