@@ -53,7 +53,7 @@ extension ConsolePages {
             fact(text.environment, text.environmentName(facts.environment), text),
             fact(text.purchasedAt, ConsoleFormat.time(facts.purchaseDate), text),
             fact(text.appleCharged, charged, text),
-            fact(text.quantity, facts.quantity.map(String.init), text, id: "purchase-quantity"),
+            fact(text.quantity, facts.quantity.map(String.init) ?? text.quantityUnknown, text, id: "purchase-quantity"),
             fact(text.storefront, facts.storefront, text),
             fact(text.appAccountToken, facts.appAccountToken, text, mono: true),
             fact(text.firstSeenVia, row.source, text),

@@ -407,6 +407,7 @@ struct ConsoleText: Sendable {
     var storefront: String { t("店面（国家/地区）", "Storefront (country)") }
     var appleCharged: String { t("Apple 实收", "Apple charged") }
     var quantity: String { t("数量", "Quantity") }
+    var quantityUnknown: String { t("未知（以 App Store Connect 为准）", "unknown (App Store Connect has it)") }
     var appleRefundState: String { t("App Store 退款", "App Store refund") }
     func appleRefunded(at time: String) -> String { t("Apple 已于 \(time) 退款", "Apple refunded it at \(time)") }
     func appleRefundReversed(at time: String) -> String {

@@ -31,12 +31,20 @@ package protocol AppleCreditSession {
 }
 
 extension AppleTransactionFacts {
-    /// Whether this evidence says what the ledger row `known` of the same transaction does not:
-    /// its count, what Apple charged, the storefront (`AppleTransactionRecord.ledgerFill`).
+    /// Whether this evidence says what the ledger row `known` of the same transaction does not —
+    /// its count, what Apple charged, the storefront — and may fill it in: it gives a count that
+    /// agrees with the row's (a charge without a count, or with another, could be another
+    /// count's), and names the same product, environment and token. The same rule as
+    /// `AppleTransactionRecord.ledgerFill`.
     package func fillsIn(_ known: AppleTransactionFacts) -> Bool {
-        guard known.quantity == nil || quantity == nil || known.quantity == quantity else { return false }
-        return (known.quantity == nil && quantity != nil) || (known.price == nil && price != nil)
-            || (known.storefront == nil && storefront != nil)
+        guard let quantity, known.quantity == nil || known.quantity == quantity, agrees(with: known) else { return false }
+        return known.quantity == nil || (known.price == nil && price != nil) || (known.storefront == nil && storefront != nil)
+    }
+
+    /// Names the same product and environment as `known`, and no other token.
+    package func agrees(with known: AppleTransactionFacts) -> Bool {
+        productID == known.productID && environment == known.environment
+            && (appAccountToken == nil || known.appAccountToken == nil || appAccountToken == known.appAccountToken)
     }
 
     /// Text every store keeps (no U+0000).
@@ -76,9 +84,11 @@ extension AppleCredit {
         var ledger = try session.claimLedgerRow(facts, source: source, at: at)
         if let credited = ledger.outTradeNo {
             guard var order = try session.order(credited) else { throw .unexpectedRow }
-            // The evidence that credited it gave no count and this one does: filled, never changed,
-            // and only for the order's own user (or nobody's evidence: a notification, a recheck).
-            if order.appleQuantity == nil, let quantity = ledger.facts.quantity, userID == nil || sameUser(order.userID, userID) {
+            // The evidence that credited it gave no count and Apple's word now does (whoever relays
+            // it): filled, never changed, and only by evidence that agrees with the order.
+            if order.appleQuantity == nil, let quantity = ledger.facts.quantity, facts.quantity == quantity,
+               facts.productID == order.appleProductID, facts.environment == order.environment,
+               facts.appAccountToken == nil || facts.appAccountToken == order.appAccountToken {
                 let event = NewOrderEvent(kind: "appstore_quantity", detail: "quantity \(quantity), from \(source)", at: at)
                 order = try session.fillQuantity(credited, quantity, event: event) ?? order
             }

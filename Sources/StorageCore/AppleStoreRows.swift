@@ -28,20 +28,23 @@ extension AppleTransactionRecord {
 
     /// The `DO UPDATE SET` of the ledger's insert, in both stores: what a later piece of evidence
     /// fills in a row that did not have it — the count, what Apple charged (price and currency
-    /// together), the storefront. Nothing known is replaced, evidence whose count contradicts the
-    /// row's fills nothing (its price would be another count's), and a row with nothing to fill is
-    /// not written.
+    /// together), the storefront. Nothing known is replaced; only evidence that gives a count
+    /// agreeing with the row's and names the same product, environment and token fills anything
+    /// (a charge without a count, or with another, could be another count's:
+    /// `AppleTransactionFacts.fillsIn`); a row with nothing to fill is not written.
     package static let ledgerFill: SQL = """
             quantity = COALESCE(apple_transactions.quantity, excluded.quantity),
             currency = CASE WHEN apple_transactions.price IS NULL AND excluded.price IS NOT NULL THEN excluded.currency
                 ELSE apple_transactions.currency END,
             price = COALESCE(apple_transactions.price, excluded.price),
             storefront = COALESCE(apple_transactions.storefront, excluded.storefront)
-        WHERE ((apple_transactions.quantity IS NULL AND excluded.quantity IS NOT NULL)
-                OR (apple_transactions.price IS NULL AND excluded.price IS NOT NULL)
+        WHERE excluded.quantity IS NOT NULL
+            AND (apple_transactions.quantity IS NULL OR apple_transactions.quantity = excluded.quantity)
+            AND excluded.product_id = apple_transactions.product_id AND excluded.environment = apple_transactions.environment
+            AND (excluded.app_account_token IS NULL OR apple_transactions.app_account_token IS NULL
+                OR excluded.app_account_token = apple_transactions.app_account_token)
+            AND (apple_transactions.quantity IS NULL OR (apple_transactions.price IS NULL AND excluded.price IS NOT NULL)
                 OR (apple_transactions.storefront IS NULL AND excluded.storefront IS NOT NULL))
-            AND (apple_transactions.quantity IS NULL OR excluded.quantity IS NULL
-                OR apple_transactions.quantity = excluded.quantity)
         """
 }
 

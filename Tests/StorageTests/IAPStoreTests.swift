@@ -354,14 +354,28 @@ struct IAPStoreTests {
             #expect(try await store.appleTransaction("2000000000000083")?.facts.price == 18000)
             #expect(try await store.events("Q3").filter { $0.kind == "appstore_quantity" }.map(\.detail) == ["quantity 3, from test"])
 
-            // Another user's evidence fills the transaction's ledger row, never their order; evidence
-            // whose count contradicts the row's fills nothing (its price would be another count's).
+            // Evidence that names another product, environment or token fills nothing; Apple's word
+            // that agrees fills the order whoever relays it (here another user's report).
             try await Fixture.create(Self.appleOrder("Q7", user: "u-g"), in: store)
             _ = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000087"), user: "u-g"))
-            var strangers = Self.facts("2000000000000087")
-            strangers.quantity = 2
-            _ = try await store.creditAppleTransaction(Self.credit(strangers, user: "u-other"))
+            var otherProduct = Self.facts("2000000000000087", product: "com.example.courses.other")
+            otherProduct.quantity = 2
+            var otherEnvironment = Self.facts("2000000000000087")
+            otherEnvironment.environment = "Sandbox"
+            otherEnvironment.quantity = 2
+            var otherToken = Self.facts("2000000000000087", token: UUID().uuidString.lowercased())
+            otherToken.quantity = 2
+            for contrary in [otherProduct, otherEnvironment] {
+                _ = try await store.creditAppleTransaction(Self.credit(contrary, user: nil))
+            }
+            #expect(try await store.appleTransaction("2000000000000087")?.facts.quantity == nil)
+            // (The ledger row knew no token, so a token's evidence may fill it; never the order of another token.)
+            _ = try await store.creditAppleTransaction(Self.credit(otherToken, user: nil))
             #expect(try await store.order("Q7")?.appleQuantity == nil)
+            var relayed = Self.facts("2000000000000087")
+            relayed.quantity = 2
+            _ = try await store.creditAppleTransaction(Self.credit(relayed, user: "u-other"))
+            #expect(try await store.order("Q7")?.appleQuantity == 2)
             var five = Self.facts("2000000000000088")
             five.quantity = 5
             _ = try await store.creditAppleTransaction(Self.credit(five, user: nil))
@@ -370,6 +384,11 @@ struct IAPStoreTests {
             priced.price = 18000
             priced.currency = "CNY"
             _ = try await store.creditAppleTransaction(Self.credit(priced, user: nil))
+            var uncounted = five
+            uncounted.quantity = nil
+            uncounted.price = 6000
+            uncounted.currency = "CNY"
+            _ = try await store.creditAppleTransaction(Self.credit(uncounted, user: nil))
             let kept = try #require(try await store.appleTransaction("2000000000000088"))
             #expect(kept.facts.quantity == 5 && kept.facts.price == nil && kept.facts.currency == nil)
 

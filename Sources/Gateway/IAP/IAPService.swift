@@ -173,11 +173,9 @@ public final class IAPService: Sendable {
             guard var order = try await context.storage({ () throws(StorageError) in try await self.context.store.order(credited) }) else {
                 throw .internalError
             }
-            // The order's own user's evidence (or nobody's: a recheck, the reconciler) fills in its
-            // count; another user's refused report changes nothing of theirs.
-            if user == nil || sameUser(order.userID, user), let filled = try await fillIn(purchase, known: known, source: source) {
-                order = filled
-            }
+            // Apple's word about the transaction fills in what the order lacked, whoever relays it
+            // (`fillIn`: only where it agrees with what is known of the transaction).
+            if let filled = try await fillIn(purchase, known: known, source: source) { order = filled }
             return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
         }
         if purchase.facts.revocationDate != nil {
