@@ -151,8 +151,9 @@ extension IAPService {
 
     /// A credited purchase's ledger row and order given what `purchase` says and they lacked
     /// (the count, what Apple charged): the evidence that credited it may not have said, a
-    /// receipt answer or a purchase recorded before the gateway kept counts. A count once known
-    /// never changes. Returns the order when its count was filled in.
+    /// receipt answer or a purchase recorded before the gateway kept counts. Only evidence that
+    /// agrees with the transaction fills anything, and a count once known never changes
+    /// (`AppleTransactionFacts.fillsIn`). Returns the order afterwards when it has a count.
     func fillIn(_ purchase: VerifiedPurchase, known: AppleTransactionRecord, source: String) async throws(APIError)
         -> OrderRecord?
     {
