@@ -113,4 +113,38 @@ struct IAPQuantityTests {
             }
         }
     }
+
+    /// The ledger may know a count its order lacks — it came with evidence naming another token,
+    /// which the ledger (knowing none) took and the order did not — and the order's own evidence
+    /// with the same count then fills the order, though the ledger has nothing left to fill.
+    @Test func anOrderLackingACountTheLedgerKnowsGetsItFromItsOwnEvidence() async throws {
+        try await E2E.withRig(.inProcess) { rig in
+            E2E.dropNotifications(rig)
+            let created = try await rig.createOrder("user-t", product: "coins-60")
+            let number = E2E.number(created)
+            let bought = try rig.appStore.purchase(SimulatedPurchase(
+                user: "apple-t", productID: Self.coins, type: "Consumable",
+                appAccountToken: UUID(uuidString: E2E.token(created)), quantity: 3))
+            let at = rig.gateway.clock.now()
+            var facts = AppleTransactionFacts(
+                transactionID: bought.transactionID, originalTransactionID: bought.originalTransactionID, productID: Self.coins,
+                environment: "Production", purchaseDate: at)
+            guard case .credited = try await rig.store.creditAppleTransaction(AppleCredit(
+                transaction: facts, userID: "user-t", newOrder: nil, source: "a receipt", outbox: { _ in nil }, at: at))
+            else { Issue.record("not credited"); return }
+            facts.appAccountToken = UUID().uuidString.lowercased()
+            facts.quantity = 3
+            facts.price = 1_800_000
+            facts.currency = "CNY"
+            facts.storefront = "CHN"
+            _ = try await rig.store.creditAppleTransaction(AppleCredit(
+                transaction: facts, userID: nil, newOrder: nil, source: "another token", outbox: { _ in nil }, at: at))
+            #expect(try await rig.order(number)?.appleQuantity == nil)
+            #expect(try await rig.store.appleTransaction(bought.transactionID)?.facts.quantity == 3)
+
+            let answer = try await rig.report("user-t", ["signed_transaction": bought.signedTransactionInfo])
+            #expect(answer.status == 200 && E2E.order(answer)["quantity"] as? Int == 3, "\(answer.json)")
+            #expect(try await rig.order(number)?.appleQuantity == 3)
+        }
+    }
 }

@@ -141,7 +141,7 @@ extension IAPService {
            let credited = known.outTradeNo {
             // Credited already (the app reported it, or an earlier notification): only the timeline
             // hears of it, and the order gets the count it lacked, if this says one.
-            _ = try? await fillIn(purchase, known: known, source: source)
+            _ = try? await fillIn(purchase, known: known, order: nil, source: source)
             _ = try? await context.store.appendEvent(
                 credited, kind: "appstore_notification",
                 detail: "\(type) (\(notification.notificationUUID)) about transaction \(purchase.transactionID), which "

@@ -129,7 +129,7 @@ extension IAPService {
                 _ = try? await context.store.appendEvent(
                     order.outTradeNo, kind: "recheck", detail: "Get Transaction Info: \(purchase.summary); not revoked", at: now())
                 if let known = try? await store.appleTransaction(transactionID) {
-                    _ = try await fillIn(purchase, known: known, source: "support recheck (Get Transaction Info)")
+                    _ = try await fillIn(purchase, known: known, order: order, source: "support recheck (Get Transaction Info)")
                 }
                 // A subscription's order: where the subscription stands, as Apple says now.
                 if let (failed, words) = await refreshSubscription(of: order) {
@@ -153,11 +153,22 @@ extension IAPService {
     /// (the count, what Apple charged): the evidence that credited it may not have said, a
     /// receipt answer or a purchase recorded before the gateway kept counts. Only evidence that
     /// agrees with the transaction fills anything, and a count once known never changes
-    /// (`AppleTransactionFacts.fillsIn`). Returns the order afterwards when it has a count.
-    func fillIn(_ purchase: VerifiedPurchase, known: AppleTransactionRecord, source: String) async throws(APIError)
-        -> OrderRecord?
+    /// (`AppleTransactionFacts.fillsIn`); the ledger may know a count the order lacks (it came
+    /// with evidence that did not agree with the order), which evidence giving the same count
+    /// fills in. `order`: the credited order, if read already. Returns the order afterwards when
+    /// it has a count.
+    func fillIn(_ purchase: VerifiedPurchase, known: AppleTransactionRecord, order: OrderRecord?, source: String)
+        async throws(APIError) -> OrderRecord?
     {
-        guard purchase.facts.fillsIn(known.facts) else { return nil }
+        var fills = purchase.facts.fillsIn(known.facts)
+        if !fills, let count = purchase.facts.quantity, count == known.facts.quantity, let credited = known.outTradeNo {
+            var current = order
+            if current == nil {
+                current = try await context.storage { () throws(StorageError) in try await self.context.store.order(credited) }
+            }
+            fills = current?.appleQuantity == nil
+        }
+        guard fills else { return nil }
         let fill = AppleCredit(transaction: purchase.facts, userID: nil, newOrder: nil, source: source,
                                outbox: { _ in nil }, at: now())
         let result = try await context.storage { () throws(StorageError) in

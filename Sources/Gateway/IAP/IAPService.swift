@@ -175,7 +175,7 @@ public final class IAPService: Sendable {
             }
             // Apple's word about the transaction fills in what the order lacked, whoever relays it
             // (`fillIn`: only where it agrees with what is known of the transaction).
-            if let filled = try await fillIn(purchase, known: known, source: source) { order = filled }
+            if let filled = try await fillIn(purchase, known: known, order: order, source: source) { order = filled }
             return try await repeated(order, known.matchedBy ?? .userProduct, purchase: purchase, user: user)
         }
         if purchase.facts.revocationDate != nil {
