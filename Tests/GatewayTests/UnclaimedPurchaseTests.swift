@@ -5,6 +5,7 @@ import Foundation
 @testable import Gateway
 @testable import GatewayConsole
 import HTTP
+import SimulatorKit
 import StorageCore
 import StoreTestSupport
 import TestSupport
@@ -304,6 +305,24 @@ struct UnclaimedPurchaseTests {
             #expect(handled.contains { $0.actor == "rita" && $0.outcome == "ok" && $0.detail.contains("delivered by hand")
                 && $0.detail.contains("handled: matched_without_order") })
             #expect(handled.contains { $0.actor == "vera" && $0.outcome == "forbidden" && $0.outTradeNo == made })
+        }
+    }
+
+    @Test("An assignment while Apple cannot be reached is a 503 in support's words, and assigns nothing")
+    func anAssignmentWhileAppleIsDownAssignsNothing() async throws {
+        try await Self.withRig(.inProcess, store: .sqlite) { rig in
+            E2E.dropNotifications(rig)
+            let order = E2E.number(try await rig.createOrder("user-a"))
+            let id = try await Self.unclaimed(rig, "user-a")
+            rig.appStore.apply(AppStoreFaultPlan(endpoints: ["*": AppStoreEndpointFaults(http5xxRate: 1)],
+                                                 notify: NotifyFaults(dropRate: 1)))
+            let down = try await Self.assign(rig, id, order)
+            #expect(down.status == 503)
+            #expect(Self.code(down) == "appstore_unavailable")
+            let message = (down.json["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(message.contains("nothing was assigned") && !message.contains("keep the transaction"), "\(message)")
+            #expect(try await rig.order(order)?.state == .notPay)
+            #expect(try await Self.unclaimedIDs(rig) == [id])
         }
     }
 }

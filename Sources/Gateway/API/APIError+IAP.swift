@@ -104,6 +104,12 @@ extension APIError {
         message: "the App Store could not be reached or kept failing; keep the transaction and report it again later",
         finishTransaction: false)
 
+    /// 503 to support: Apple, asked before an assignment, could not be reached; nothing was assigned.
+    static let appStoreUnavailableForAssignment = APIError(
+        status: 503, code: "appstore_unavailable",
+        message: "the App Store could not be reached or kept failing, and an assignment asks it first; nothing was "
+            + "assigned: try again later")
+
     /// 404: no consumption request about this transaction (Apple sent no CONSUMPTION_REQUEST for it).
     static let consumptionRequestNotFound = APIError(
         status: 404, code: "consumption_request_not_found",

@@ -49,8 +49,13 @@ extension IAPService {
         // Apple's word as it stands now, when it can be asked; else what the ledger recorded.
         var purchase = VerifiedPurchase(facts: row.facts, via: "ledger", verification: "as recorded when first seen (\(row.source))")
         if let api = clients.serverAPI {
-            purchase = try await withDeadline(clients.deadline) { () async throws(APIError) in
-                try await self.lookUp(transactionID, api: api, environment: AppStoreEnvironment(rawValue: row.facts.environment))
+            do {
+                purchase = try await withDeadline(clients.deadline) { () async throws(APIError) in
+                    try await self.lookUp(transactionID, api: api, environment: AppStoreEnvironment(rawValue: row.facts.environment))
+                }
+            } catch where error.code == APIError.appStoreUnavailable.code {
+                // The app's words ("keep the transaction") are not support's.
+                throw .appStoreUnavailableForAssignment
             }
             if purchase.facts.revocationDate != nil {
                 _ = try await recordRevocation(purchase, source: source)
