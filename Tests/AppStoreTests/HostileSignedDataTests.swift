@@ -250,4 +250,13 @@ struct HostileSignedDataTests {
         payload["appAccountToken"] = "not-a-uuid"
         #expect(Self.rule(F.pki.sign(payload: .object(payload))) == .malformed)
     }
+
+    @Test("A signed payload's text holding U+0000 is malformed, refused where it is read: no store keeps it")
+    func aPayloadTextHoldingNULIsMalformed() throws {
+        let payload = try JSONValue.parse(Array(#"""
+            {"transactionId":"2000000000000001","originalTransactionId":"2000000000000001","bundleId":"com.example",\#
+            "productId":"coins\u0000x","purchaseDate":1700000000000,"signedDate":1700000000000,"environment":"Production"}
+            """#.utf8))
+        #expect(throws: SignedDataError.self) { try AppStoreTransaction(payload: payload) }
+    }
 }

@@ -23,7 +23,10 @@ struct PayloadReader {
     func string(_ name: String) throws(SignedDataError) -> String? {
         switch object[name] {
         case nil, .null?: return nil
-        case .string(let value)?: return value
+        case .string(let value)?:
+            // No store keeps U+0000 in text: refused here, as malformed, rather than failing later.
+            guard !value.utf8.contains(0) else { throw SignedDataError(.malformed, "a payload member holds U+0000") }
+            return value
         default: throw SignedDataError(.malformed, "a payload member has the wrong type")
         }
     }
