@@ -26,7 +26,9 @@ import Testing
         raiseOpenFileLimit(to: 8192)
         let waiters = 1_000
         let gate = Gate()
-        let configuration = HTTPServerConfiguration(connectionLimit: 2 * waiters)
+        // The patient server's timeouts: parking a thousand takes up to 90 s with the whole suite
+        // beside it (ServerDeferredTests' twin lost a connection to the default 15 and 30 s).
+        let configuration = HTTPServerConfiguration.patient.with { $0.connectionLimit = 2 * waiters }
         try await withServer(Self.pollRouter(gate), configuration) { server, address in
             // The baseline includes the threads any async request needs (the cooperative pool).
             for _ in 0..<4 {
@@ -37,12 +39,12 @@ import Testing
 
             let connections = try await offPool {
                 try (0..<waiters).map { index in
-                    let connection = try RawConnection(to: address, receiveTimeout: .seconds(60))
+                    let connection = try RawConnection(to: address, receiveTimeout: .seconds(300))
                     connection.send("GET /v1/orders/T\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
                     return connection
                 }
             }
-            let allWaiting = await eventually(timeout: .seconds(60)) {
+            let allWaiting = await eventually(timeout: .seconds(300)) {
                 server.statistics.suspendedRequests == waiters
             }
             #expect(allWaiting, "suspended: \(server.statistics.suspendedRequests)")
