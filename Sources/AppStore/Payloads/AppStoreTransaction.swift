@@ -17,6 +17,9 @@ public struct AppStoreTransaction: Sendable, Hashable {
     /// How many were bought (above 1 only for a consumable); 0 when a decoded payload had no
     /// `quantity`: unknown, never guessed (Apple's payloads always carry it).
     public var quantity: Int
+    /// The counts taken from Apple's evidence, signed or a receipt's (StoreKit sells at most 10;
+    /// Apple's schema allows more): anything else is not a count.
+    public static let quantityRange = 1...1_000_000
     public var appAccountToken: UUID?
     public var inAppOwnershipType: OwnershipType?
     public var environment: AppStoreEnvironment
@@ -111,7 +114,7 @@ public struct AppStoreTransaction: Sendable, Hashable {
     public init(payload: JSONValue) throws(SignedDataError) {
         let reader = try PayloadReader(payload)
         let quantity = try reader.integer("quantity")
-        guard quantity.map({ (1...1_000_000).contains($0) }) ?? true else {
+        guard quantity.map({ Self.quantityRange.contains(Int($0)) }) ?? true else {
             throw SignedDataError(.malformed, "quantity out of range")
         }
         self.init(

@@ -63,7 +63,7 @@ public struct ReceiptTransaction: Sendable, Hashable {
     /// A quantity as Apple writes it, digits only, from 1 to 1,000,000; 0 otherwise.
     static func count(_ text: String) -> Int {
         guard (1...7).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-              let value = Int(text), (1...1_000_000).contains(value) else { return 0 }
+              let value = Int(text), AppStoreTransaction.quantityRange.contains(value) else { return 0 }
         return value
     }
 

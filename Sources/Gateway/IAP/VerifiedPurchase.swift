@@ -61,10 +61,10 @@ struct VerifiedPurchase: Sendable, Hashable {
         provesPossession = true
     }
 
-    /// Apple's `quantity` as the store keeps it: 1 to a million (a signed transaction's is checked
-    /// so when decoded; a receipt's, which Apple caps at 10, is not), nil otherwise.
+    /// Apple's `quantity` as the store keeps it, nil for unknown: both decoders give 0 for a count
+    /// Apple did not give, and a transaction made in code may hold anything.
     private static func quantity(_ quantity: Int) -> Int? {
-        (1...1_000_000).contains(quantity) ? quantity : nil
+        AppStoreTransaction.quantityRange.contains(quantity) ? quantity : nil
     }
 
     /// The timeline's line about it: `transaction 2000… (com.example…, Production, purchased …): <how verified>`.
