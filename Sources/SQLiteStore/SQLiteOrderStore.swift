@@ -150,8 +150,10 @@ public final class SQLiteOrderStore: OrderStore {
 
     // MARK: Bridges to the threads
 
-    /// Runs `body` on the writer thread inside a savepoint of a group-commit transaction and returns
-    /// its result once the transaction has committed.
+    /// Runs `body` on the writer thread inside a group-commit transaction and returns its result once
+    /// the transaction has committed; if `body` throws, whatever it wrote is rolled back and nothing
+    /// else in the batch is lost. `body` may run twice (`SQLiteWriter` says why): it must do nothing
+    /// but read and write through the connection, and return what it read.
     func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StorageError) -> T)
         async throws(StorageError) -> T
     {

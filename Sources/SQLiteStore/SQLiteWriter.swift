@@ -7,10 +7,20 @@ import Synchronization
 
 /// The one thread that writes, owning the one write connection, with group commit.
 ///
-/// Whatever is queued when the thread becomes free runs in one `BEGIN IMMEDIATE … COMMIT`, each
-/// operation inside its own SAVEPOINT so a failing operation is rolled back alone. Results are
-/// delivered after COMMIT returns. With `synchronous=FULL` that is one fsync for the whole batch
+/// Whatever is queued when the thread becomes free runs in one `BEGIN IMMEDIATE … COMMIT`. Results
+/// are delivered after COMMIT returns. With `synchronous=FULL` that is one fsync for the whole batch
 /// instead of one per operation, and no waiting when idle: a lone write is a batch of one.
+///
+/// A failing operation is rolled back alone, and the others commit. That takes a SAVEPOINT around
+/// each operation, which is not free: SQLite copies every page an operation touches into the
+/// savepoint's journal first (a payment touches a dozen: the order's row, its indexes, the
+/// timeline, the outbox), about a tenth of the SQLite work of a payment. Operations almost never
+/// fail, so a batch first runs without savepoints; if one fails, the whole transaction is rolled
+/// back, nothing of it delivered, and the batch runs again the careful way, each operation in its
+/// own savepoint, whose outcome is the one delivered. An operation's body may therefore run twice;
+/// it must have no effect beyond the connection (`SQLiteOrderStore.write` says so to its callers).
+/// After a failure the next batches go the careful way at once for a while, so a stream of failing
+/// writes (a client repeating a refused request) costs no more than it did before.
 final class SQLiteWriter: Sendable {
     private enum Item: Sendable {
         case write(WriteJob)
@@ -35,6 +45,11 @@ final class SQLiteWriter: Sendable {
     private let exited = DispatchSemaphore(value: 0)
     private let transactionCount = Atomic<Int>(0)
     private let operationCount = Atomic<Int>(0)
+    private let replayCount = Atomic<Int>(0)
+    /// Batches still to run with a savepoint per operation since the last failure (writer thread only).
+    private let carefulBatches = Atomic<Int>(0)
+    /// How many batches after a failing one skip the first, savepoint-free pass.
+    static let carefulBatchesAfterFailure = 64
     /// Test hook: the number of queued items, to build a batch deterministically.
     var queuedCount: Int { queue.withLock { $0.items.count } }
 
@@ -57,10 +72,14 @@ final class SQLiteWriter: Sendable {
         enqueue(.read(job), orFail: job.fail)
     }
 
-    /// Transactions committed or rolled back, and operations run in them, since start.
+    /// Transactions committed or rolled back, and operations run in them, since start; a batch run
+    /// again the careful way after a failure counts once, as the transactions its outcome came from.
     var statistics: (transactions: Int, operations: Int) {
         (transactionCount.load(ordering: .relaxed), operationCount.load(ordering: .relaxed))
     }
+
+    /// Batches whose savepoint-free pass failed and ran again with a savepoint per operation.
+    var replayedBatches: Int { replayCount.load(ordering: .relaxed) }
 
     /// Refuses new work, finishes what is queued, closes the connection and ends the thread.
     func close() async {
@@ -120,14 +139,62 @@ final class SQLiteWriter: Sendable {
                     case .write(let job): writes.append(job)
                     }
                 }
-                if !writes.isEmpty { commit(writes) }
+                if !writes.isEmpty { run(writes) }
             }
         }
     }
 
-    /// Runs the jobs in as few transactions as possible: one, unless SQLite itself abandons a
-    /// transaction after a failure (disk full, I/O error), in which case the jobs already run in it
-    /// fail and the rest start a new one.
+    /// Runs a batch: in one transaction without savepoints when that succeeds whole, otherwise the
+    /// careful way (`commit`).
+    private func run(_ jobs: [WriteJob]) {
+        if carefulBatches.load(ordering: .relaxed) > 0 {
+            carefulBatches.subtract(1, ordering: .relaxed)
+        } else if commitWhole(jobs) {
+            return
+        }
+        commit(jobs)
+    }
+
+    /// Runs every job in one transaction without savepoints and commits, delivering the results;
+    /// returns `false`, with everything rolled back and nothing delivered or failed, when any job
+    /// or the transaction itself failed, for the caller to run the batch again the careful way.
+    private func commitWhole(_ jobs: [WriteJob]) -> Bool {
+        do throws(StorageError) {
+            try connection.run("BEGIN IMMEDIATE")
+        } catch {
+            return false
+        }
+        // Counted as they start, as the careful way counts them; taken back if the batch runs again.
+        transactionCount.add(1, ordering: .relaxed)
+        var deliveries: [Delivery] = []
+        deliveries.reserveCapacity(jobs.count)
+        var failed = false
+        for job in jobs {
+            operationCount.add(1, ordering: .relaxed)
+            guard case .success(let delivery) = job.perform(connection) else {
+                failed = true
+                break
+            }
+            deliveries.append(delivery)
+        }
+        if !failed {
+            do throws(StorageError) {
+                try connection.run("COMMIT")
+                for delivery in deliveries { delivery.deliver() }
+                return true
+            } catch {}
+        }
+        if !connection.isAutocommit { _ = try? connection.run("ROLLBACK") }
+        transactionCount.subtract(1, ordering: .relaxed)
+        operationCount.subtract(deliveries.count + (failed ? 1 : 0), ordering: .relaxed)
+        replayCount.add(1, ordering: .relaxed)
+        carefulBatches.store(Self.carefulBatchesAfterFailure, ordering: .relaxed)
+        return false
+    }
+
+    /// Runs the jobs, each in its own savepoint, in as few transactions as possible: one, unless
+    /// SQLite itself abandons a transaction after a failure (disk full, I/O error), in which case
+    /// the jobs already run in it fail and the rest start a new one.
     // Transaction control goes through the statement cache too: parsing SAVEPOINT and RELEASE anew
     // for every operation is wasted work on the one thread every write waits for.
     private func commit(_ jobs: [WriteJob]) {

@@ -46,6 +46,8 @@ struct GroupCommitTests {
             let written = try await paymentsQueuedBehindABusyWriter(20, prefix: "G", in: store)
             #expect(written.transactions == 1)
             #expect(written.operations == 20)
+            // Nothing failed, so the batch committed on its first, savepoint-free pass.
+            #expect(store.writer.replayedBatches == 0)
         }
     }
 
@@ -76,10 +78,42 @@ struct GroupCommitTests {
             #expect(try await bad.value.didChange)
             await #expect(throws: StorageError.constraint) { try await dupOwner.value }
             #expect(store.writeStatistics.transactions - before.transactions == 1)
+            // The batch's first pass, without savepoints, failed whole and ran again the careful way.
+            #expect(store.writer.replayedBatches == 1)
             #expect(try await store.order("F3")?.state == .notPay)
             #expect(try await store.events("F3").count == 1)
             #expect(try await store.order("F1")?.state == .success)
             #expect(try await store.order("F2")?.state == .success)
+        }
+    }
+
+    @Test func afterAFailingBatchTheNextBatchesTakeTheCarefulWayAtOnce() async throws {
+        try await withSQLiteStore { store, _ async throws in
+            for order in ["K1", "K2", "K3", "K4"] { try await Fixture.create(Fixture.order(order), in: store) }
+            // Two batches in a row, each with a write that fails after the door's UPDATE and event
+            // (an outbox id already taken): each time only that write is undone.
+            for (good, bad, id) in [("K1", "K2", "dup-1"), ("K3", "K4", "dup-2")] {
+                let (blocker, release) = await blockWriter(store)
+                let paid = Task {
+                    try await store.transition(
+                        good, to: .success, from: OrderState.open, outbox: Fixture.paid(good, id: id), at: TestTime.at(1))
+                }
+                try #require(await eventually { store.writer.queuedCount == 1 })
+                let refused = Task {
+                    try await store.transition(
+                        bad, to: .success, from: OrderState.open, outbox: Fixture.paid(bad, id: id), at: TestTime.at(1))
+                }
+                try #require(await eventually { store.writer.queuedCount == 2 })
+                release.signal()
+                _ = try await blocker.value
+                #expect(try await paid.value.didChange)
+                await #expect(throws: StorageError.constraint) { try await refused.value }
+                #expect(try await store.order(bad)?.state == .notPay)
+                #expect(try await store.events(bad).count == 1)
+            }
+            // Only the first failure cost a second pass: the batches after it went the careful way
+            // from the start.
+            #expect(store.writer.replayedBatches == 1)
         }
     }
 
