@@ -12,7 +12,8 @@ extension SQLiteOrderStore {
             let written = try await write { db throws(StorageError) in
                 try db.row("SELECT 1", decode: { row throws(StorageError) in try row.int(0) })
             }
-            return read == 1 && written == 1
+            // That commits on a full disk too (it writes nothing): the writes that failed there say it.
+            return read == 1 && written == 1 && !writer.failedWritesRecently
         } catch {
             return false
         }

@@ -20,7 +20,9 @@ import Synchronization
 /// own savepoint, whose outcome is the one delivered. An operation's body may therefore run twice;
 /// it must have no effect beyond the connection (`SQLiteOrderStore.write` says so to its callers).
 /// After a failure the next batches go the careful way at once for a while, so a stream of failing
-/// writes (a client repeating a refused request) costs no more than it did before.
+/// writes costs no more than it did before. (What the store refuses by its rules, a conflicting
+/// create or a refund beyond the amount, it answers as a result, not a failure; writes fail for
+/// the files' sake, a full disk or an I/O error, and for a constraint SQLite itself enforces.)
 final class SQLiteWriter: Sendable {
     private enum Item: Sendable {
         case write(WriteJob)
@@ -50,6 +52,14 @@ final class SQLiteWriter: Sendable {
     private let carefulBatches = Atomic<Int>(0)
     /// How many batches after a failing one skip the first, savepoint-free pass.
     static let carefulBatchesAfterFailure = 64
+    /// When a write last failed where the files are (disk full, I/O error), in `DispatchTime`
+    /// nanoseconds; 0 for never. Readiness asks for it (`SQLiteOrderStore.isHealthy`): its own probe
+    /// writes nothing, so it commits on a full disk.
+    private let lastFileFailure = Atomic<UInt64>(0)
+    /// How long after such a failure the store reports itself unhealthy. A full disk keeps failing
+    /// the writes sent to it, so readiness stays off while traffic comes; without traffic it comes
+    /// back after this long, and the next writes tell again.
+    static let fileFailureMemory: UInt64 = 10_000_000_000
     /// Test hook: the number of queued items, to build a batch deterministically.
     var queuedCount: Int { queue.withLock { $0.items.count } }
 
@@ -80,6 +90,17 @@ final class SQLiteWriter: Sendable {
 
     /// Batches whose savepoint-free pass failed and ran again with a savepoint per operation.
     var replayedBatches: Int { replayCount.load(ordering: .relaxed) }
+
+    /// Whether a write failed for want of space or an I/O error in the last `fileFailureMemory`.
+    var failedWritesRecently: Bool {
+        let last = lastFileFailure.load(ordering: .relaxed)
+        return last != 0 && DispatchTime.now().uptimeNanoseconds - last < Self.fileFailureMemory
+    }
+
+    /// Notes a failure of the files (not of an operation's own rules) for readiness.
+    private func note(_ error: StorageError) {
+        if error == .full || error == .io { lastFileFailure.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
+    }
 
     /// Refuses new work, finishes what is queued, closes the connection and ends the thread.
     func close() async {
@@ -182,7 +203,9 @@ final class SQLiteWriter: Sendable {
                 try connection.run("COMMIT")
                 for delivery in deliveries { delivery.deliver() }
                 return true
-            } catch {}
+            } catch {
+                note(error)
+            }
         }
         if !connection.isAutocommit { _ = try? connection.run("ROLLBACK") }
         transactionCount.subtract(1, ordering: .relaxed)
@@ -203,6 +226,7 @@ final class SQLiteWriter: Sendable {
             do throws(StorageError) {
                 try connection.run("BEGIN IMMEDIATE")
             } catch {
+                note(error)
                 for job in jobs[next...] { job.fail(error) }
                 return
             }
@@ -218,6 +242,7 @@ final class SQLiteWriter: Sendable {
                 case .success(let delivery):
                     succeeded.append((job, delivery))
                 case .failure(let error):
+                    note(error)
                     failed.append((job, error))
                     if connection.isAutocommit { abandoned = error }
                 }
@@ -230,6 +255,7 @@ final class SQLiteWriter: Sendable {
             do throws(StorageError) {
                 try connection.run("COMMIT")
             } catch {
+                note(error)
                 if !connection.isAutocommit { _ = try? connection.run("ROLLBACK") }
                 for (job, _) in succeeded { job.fail(error) }
                 for (job, error) in failed { job.fail(error) }

@@ -28,16 +28,23 @@ final class CommandProcess: @unchecked Sendable {
         return folder.appendingPathComponent("wxpay-gateway")
     }
 
-    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME).
-    init(_ arguments: [String], environment: [String: String]) throws {
+    /// Starts `wxpay-gateway arguments…` with exactly `environment` (plus PATH and HOME); with
+    /// `shellFirst`, through `/bin/sh`, which runs those commands (`trap '' XFSZ`, say) and then
+    /// execs the gateway in its place, so the pid is the gateway's.
+    init(_ arguments: [String], environment: [String: String], shellFirst: String? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("wxpay-cmd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stdoutURL = directory.appendingPathComponent("stdout")
         stderrURL = directory.appendingPathComponent("stderr")
         var env = environment
         for name in ["PATH", "HOME"] { env[name] = ProcessInfo.processInfo.environment[name] }
-        child = try ChildProcess(Self.executable.path, arguments, environment: env, output: stdoutURL.path,
-                                 errors: stderrURL.path, directory: directory.path)
+        if let shellFirst {
+            child = try ChildProcess("/bin/sh", ["-c", shellFirst + "; exec \"$0\" \"$@\"", Self.executable.path] + arguments,
+                                     environment: env, output: stdoutURL.path, errors: stderrURL.path, directory: directory.path)
+        } else {
+            child = try ChildProcess(Self.executable.path, arguments, environment: env, output: stdoutURL.path,
+                                     errors: stderrURL.path, directory: directory.path)
+        }
     }
 
     var stdout: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import HTTP
+import HTTPClientTestSupport
+import Testing
+
+/// A gateway whose database can no longer grow (the disk full, here a file-size limit put on the
+/// running process) must say so to its load balancer and its alerts: `/readyz` 503 and
+/// `wxpay_database_up 0`, not "ready" while every write fails. And it must come back by itself
+/// once the space is there again, having lived through it: its log, on the same disk, loses
+/// lines, not the process.
+struct DiskFullReadinessTests {
+    /// Sets the running process's file-size limit (RLIMIT_FSIZE) with util-linux's `prlimit`.
+    private func limitFileSize(of pid: pid_t, to bytes: String) async throws -> Bool {
+        let run = try await Operations.tool("prlimit", ["--pid", "\(pid)", "--fsize=\(bytes):unlimited"])
+        return run.status == 0
+    }
+
+    private func fileSize(_ path: String) -> UInt64 {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func aGatewayWhoseWritesFailForWantOfSpaceIsNotReadyAndRecoversByItself() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-disk-full")
+        let database = directory + "/gateway.sqlite"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var base = ""
+        var gateway: CommandProcess?
+        for _ in 0..<5 where gateway == nil {
+            let port = closedLoopbackPort()
+            base = "http://127.0.0.1:\(port)"
+            // A process over its file-size limit is killed by SIGXFSZ unless it ignores it; ignored,
+            // its writes fail with EFBIG, which SQLite reports as it would a full disk.
+            let attempt = try CommandProcess(
+                ["serve", "--demo"],
+                environment: ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database,
+                              "GATEWAY_RECONCILE_INTERVAL": "0"],
+                shellFirst: "trap '' XFSZ")
+            if await attempt.line(startingWith: "listening on ") != nil { gateway = attempt } else { await attempt.stop() }
+        }
+        let started = try #require(gateway)
+        let client = try HTTPClient()
+        do {
+            #expect(try await client.send(.get, base + "/readyz").status == 200)
+            // No file may grow from now on: not the database, nor the log (standard error, in a
+            // file here), whose lines about the failed writes are then lost, not the process.
+            let limit = max(fileSize(started.stderrURL.path), 1)
+            #expect(limit < fileSize(database + "-wal"))
+            #expect(try await limitFileSize(of: started.processIdentifier, to: "\(limit)"))
+            var refused = 0
+            for index in 0..<2_000 where refused < 3 {
+                let created = try await client.send(.post, base + "/v1/orders", token: "demo-client-token", body:
+                    #"{"amount":990,"description":"\#(String(repeating: "x", count: 120))","client_ip":"203.0.113.7","out_trade_no":"full-\#(index)"}"#)
+                if created.status == 500 { refused += 1 } else { #expect(created.status == 201, "\(created.body)") }
+            }
+            #expect(refused == 3, "the database never filled up")
+            // The read-only probes still pass; readiness must not.
+            var ready = try await client.send(.get, base + "/readyz")
+            for _ in 0..<10 where ready.status != 503 { ready = try await client.send(.get, base + "/readyz") }
+            #expect(ready.status == 503, "\(ready.body)")
+            #expect(try await client.send(.get, base + "/metrics").body.contains("\nwxpay_database_up 0\n"))
+
+            // Space again: ready without a restart, and orders are taken.
+            #expect(try await limitFileSize(of: started.processIdentifier, to: "unlimited"))
+            ready = try await client.send(.get, base + "/readyz")
+            // Readiness stays off for 10 s after the last failed write.
+            for _ in 0..<60 where ready.status != 200 {
+                try await Task.sleep(for: .milliseconds(500))
+                ready = try await client.send(.get, base + "/readyz")
+            }
+            #expect(ready.status == 200, "\(ready.body)")
+            let created = try await client.send(.post, base + "/v1/orders", token: "demo-client-token", body:
+                #"{"amount":990,"description":"after","client_ip":"203.0.113.7","out_trade_no":"full-after"}"#)
+            #expect(created.status == 201, "\(created.body)")
+            #expect(started.isRunning)
+        } catch {
+            await client.shutdown()
+            await started.stop()
+            throw error
+        }
+        await client.shutdown()
+        await started.stop()
+    }
+}
