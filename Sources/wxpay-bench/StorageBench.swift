@@ -15,7 +15,8 @@ import Synchronization
 /// Each round also gives the writer thread's CPU time per transition (from the kernel's
 /// nanosecond count of the thread's time on a CPU, `/proc/self/task/TID/schedstat`): every
 /// transition's statements, commits and fsync calls run on that one thread, so its time is the
-/// store's cost of a payment, and is far steadier than the rate on a shared machine.
+/// store's cost of a payment, and steadier than the rate on a shared machine (rounds of one run
+/// agree within a few percent, runs apart within about a tenth: compare builds in alternating pairs).
 enum StorageBench {
     static func run(_ arguments: [String]) async {
         let orders = option("--orders", in: arguments) ?? 4000
