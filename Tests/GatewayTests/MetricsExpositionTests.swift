@@ -275,6 +275,10 @@ struct MetricsExpositionTests {
         # TYPE wxpay_settlements_total counter
         wxpay_settlements_total{source="appstore",state="SUCCESS"} 1
         wxpay_settlements_total{source="notify",state="SUCCESS"} 1
+        # HELP wxpay_storage_errors_total Storage failures answered 503 or 500, by error.
+        # TYPE wxpay_storage_errors_total counter
+        wxpay_storage_errors_total{error="full"} 0
+        wxpay_storage_errors_total{error="io"} 0
         # HELP wxpay_upstream_calls_total Calls to WeChat Pay by API and outcome.
         # TYPE wxpay_upstream_calls_total counter
         wxpay_upstream_calls_total{api="downloadbill",outcome="success"} 1

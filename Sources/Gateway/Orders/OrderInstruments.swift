@@ -77,7 +77,7 @@ final class OrderInstruments: Sendable {
     init(_ registry: MetricsRegistry, channels: Set<WeChatAppKind> = [.app]) {
         registry.describe(Self.ordersCreated, Self.notifies, Self.upstreamCalls, Self.settlements, Self.transactionMismatches,
                           Self.refundsOutsideGateway, Self.appTokenRefusals, Self.appRateLimited, Self.amountMismatches,
-                          Self.waitPolls, Self.upstreamDuration, Self.waitsOpen, Self.waitDuration)
+                          Self.waitPolls, Self.upstreamDuration, Self.waitsOpen, Self.waitDuration, Self.storageErrors)
 
         createsByChannel = WeChatAppKind.allCases.map { CreateOutcomes(registry, channel: $0.rawValue) }
         notifiesByChannel = WeChatAppKind.allCases.map { NotifyOutcomes(registry, channel: $0.rawValue) }
@@ -114,6 +114,8 @@ final class OrderInstruments: Sendable {
         for source in Settlement.sourceLabels + ["refundquery"] { amountMismatches.labelled(source).publish() }
         for kind in channels { notifies(kind).settled.publish() }
         notifyRejected.labelled("bad_sign").publish()
+        // WxpayDatabaseWritesFailing watches these two.
+        for error in ["full", "io"] { storageErrors.labelled(error).publish() }
     }
 
     /// The create outcomes of orders for apps of `kind`.
