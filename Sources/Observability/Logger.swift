@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
-import Glibc
 import JSON
 import Synchronization
 
@@ -117,26 +116,9 @@ public struct JSONLinesLogHandler: LogHandler {
     }
 
     public func write(_ record: LogRecord) {
-        Self.writeToStandardError(line(record))
-    }
-
-    /// Writes the bytes to file descriptor 2, dropping what cannot be written. A log on a full
-    /// disk, or over the process's file-size limit, must cost its lines, never the process:
-    /// `FileHandle.write(_:)` ends the process when the write fails.
-    static func writeToStandardError(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
-        }
+        // A log on a full disk, or over the process's file-size limit, costs its lines, never the
+        // process; what cannot be written is dropped.
+        DescriptorWriting.writeAll(line(record), to: 2)
     }
 
     /// The record as one line of JSON, names in byte order (as JSONSerialization's `.sortedKeys`

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import Observability
 import Glibc
 
 /// The console's user file (`GATEWAY_CONSOLE_USERS`): one `name:role:hash` line per user, `#`
@@ -75,16 +76,7 @@ public enum ConsoleUserFile {
         var failure: Int32 = 0
         // The umask cannot widen 0600, but an inherited default ACL could: set it explicitly.
         if fchmod(fd, 0o600) != 0 { failure = errno }
-        let bytes = Array(text.utf8)
-        var written = 0
-        while failure == 0 && written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 {
-                if errno != EINTR { failure = errno }
-            } else {
-                written += count
-            }
-        }
+        if failure == 0 { failure = DescriptorWriting.writeAll(Array(text.utf8), to: fd) }
         if failure == 0 && fsync(fd) != 0 { failure = errno }
         close(fd)
         if failure == 0 && rename(temporary, path) != 0 { failure = errno }
