@@ -95,7 +95,9 @@ struct UpstreamSeamTests {
             // A held wait asks the scripted WeChat and settles what it says through the one door.
             wechat.pay("seam-1")
             let waited = try await services.queries.order("seam-1", wait: 20)
-            #expect((try JSONSerialization.jsonObject(with: Data(waited)) as? [String: Any])?["state"] as? String == "SUCCESS")
+            let timeline = try await store.events("seam-1").map { "\($0.kind): \($0.detail)" }
+            #expect((try JSONSerialization.jsonObject(with: Data(waited)) as? [String: Any])?["state"] as? String == "SUCCESS",
+                    "calls \(wechat.calls), timeline \(timeline)")
             #expect(try await store.order("seam-1")?.transactionID == "scripted-tx-seam-1")
 
             // A refund is sent through the seam, and a sweep's refund query settles it.

@@ -24,6 +24,17 @@ struct V3OnlyMerchantTests {
         (try? await rig.store.order(number))??.state
     }
 
+    /// The order's timeline (each line's time in seconds from `since`) and the upstream calls
+    /// made, for a failure's message: a wait answered NOTPAY with the payment settled seconds
+    /// later is a starved machine, not a lost wake-up.
+    static func timeline(_ rig: GatewayRig, _ number: String, since: Date) async throws -> String {
+        let events = try await rig.store.events(number).map {
+            "\(String(format: "%.1f", $0.at.timeIntervalSince(since))) s \($0.kind): \($0.detail)"
+        }
+        return "timeline \(events), simulator requests \(rig.simulator.counters.requests), "
+            + "now \(String(format: "%.1f", Date().timeIntervalSince(since))) s"
+    }
+
     /// The same WeChat and database before the switch: a gateway that had the v2 key and made v2
     /// orders, their notifies addressed to `rig`'s routes.
     static func gatewayBeforeTheSwitch(_ rig: GatewayRig) -> GatewayServices {
@@ -117,7 +128,10 @@ struct V3OnlyMerchantTests {
         #expect(try await before.creation.create(try CreateOrderInput(json: Array(Self.order("vo-rq-1").utf8))).created)
         try rig.simulator.pay(outTradeNo: "vo-rq-1")
         // The payment is found through v3 (the v2 notify is refused), then refunded through v3.
-        #expect(GatewayRig.object(try await rig.services.queries.order("vo-rq-1", wait: 20)).string("state") == "SUCCESS")
+        let started = Date()
+        let waited = GatewayRig.object(try await rig.services.queries.order("vo-rq-1", wait: 20))
+        let timeline = try await Self.timeline(rig, "vo-rq-1", since: started)
+        #expect(waited.string("state") == "SUCCESS", "\(timeline)")
         let refund = try await rig.send(.post, "/v1/orders/vo-rq-1/refunds",
                                         body: #"{"amount":990,"reason":"refunded","out_refund_no":"vo-rq-1-r1"}"#)
         #expect(refund.status == 201, "\(String(decoding: refund.body, as: UTF8.self))")
