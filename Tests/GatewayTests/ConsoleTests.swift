@@ -561,6 +561,26 @@ struct ConsoleTests {
         #expect(trail.contains { $0.action == "api_read_refund" && $0.target == "aud-r1" })
     }
 
+    @Test func aSupportTokenRefusedWhereSupportMayNotGoIsOnRecordAndChangesNothing() async throws {
+        let rig = try await RefundRig.start(.inProcess)
+        defer { Task { await rig.stop() } }
+        try await rig.paidOrder("AUD-0002", amount: 990)
+        let refund = #"{"amount":100,"reason":"refunded","out_refund_no":"aud-r2"}"#
+        #expect(try await rig.send(.post, "/v1/orders/AUD-0002/refunds", token: RefundRig.support, body: refund).status == 403)
+        #expect(try await rig.send(.post, "/v1/orders/AUD-0002/close", token: RefundRig.support).status == 403)
+        #expect(try await rig.store.refund("aud-r2") == nil)
+        #expect(try await rig.store.order("AUD-0002")?.state == .success)
+        let trail = try await rig.store.auditEntries(AuditQuery(outTradeNo: "AUD-0002"), limit: 10, before: nil).entries.map(\.entry)
+        #expect(trail.map(\.action) == ["api POST /v1/orders/{out_trade_no}/close", "api POST /v1/orders/{out_trade_no}/refunds"])
+        #expect(trail.allSatisfy { $0.outcome == "forbidden" && $0.role == "support" && $0.channel == "api" })
+        #expect(trail.last?.detail == "reason: refunded")
+
+        // Without a token the gateway knows, or with the backend's token on support's routes, nothing is recorded.
+        #expect(try await rig.send(.post, "/v1/orders/AUD-0002/refunds", token: "not-a-token", body: refund).status == 401)
+        #expect(try await rig.send(.get, "/v1/support/orders?out_trade_no=AUD-0002", token: RefundRig.client).status == 403)
+        #expect(try await rig.store.auditEntries(AuditQuery(), limit: 10, before: nil).entries.count == 2)
+    }
+
     @Test func theAuditPageListsWhoLookedAndWhoDidWhatAndCanBeFiltered() async throws {
         let rig = try await ConsoleRig.start()
         defer { Task { await rig.stop() } }

@@ -34,6 +34,11 @@ extension GatewayAPI {
     /// Authenticates the request and checks its scope: 401 without a valid token (`invalid_token`
     /// for an app token that broke a rule), 403 when the token's scope does not allow the route.
     func authorize(_ request: HTTPServerRequest, scopes allowed: Set<Scope>) -> Result<Caller, APIError> {
+        authenticate(request).flatMap { caller in caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller) }
+    }
+
+    /// Who called, whatever the route allows: a token the gateway knows, or the refusal.
+    func authenticate(_ request: HTTPServerRequest) -> Result<Caller, APIError> {
         switch authenticator.authenticate(authorization: request.headers["Authorization"], now: services.context.tokenClock()) {
         case .unknown:
             return .failure(.unauthorized)
@@ -41,7 +46,7 @@ extension GatewayAPI {
             services.context.instruments.appTokenRefusals.labelled(error.rule).increment()
             return .failure(.invalidToken(error))
         case .granted(let caller):
-            return caller.scopes.isDisjoint(with: allowed) ? .failure(.forbidden) : .success(caller)
+            return .success(caller)
         }
     }
 

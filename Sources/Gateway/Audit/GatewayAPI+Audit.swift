@@ -40,7 +40,9 @@ extension GatewayAPI {
             case "/v1/support/bills/{day}/reconcile": ("api_reconcile_bill", nil, parameters["day"].map { "day=\(String($0.prefix(16)))" })
             case "/v1/orders/{out_trade_no}": ("api_read_order", parameters["out_trade_no"], nil)
             case "/v1/refunds/{out_refund_no}": ("api_read_refund", nil, parameters["out_refund_no"])
-            default: ("api " + request.method.rawValue + " " + request.routeTemplate, nil, nil)
+            // Any other route (a support token refused where support may not go): the route, and
+            // the order it names, so that the order's audit trail lists the attempt.
+            default: ("api " + request.method.rawValue + " " + request.routeTemplate, parameters["out_trade_no"], nil)
             }
         if action == "api_read_refund", let outRefundNo = target {
             // The refund's order, so that the order's audit trail lists the look too.
