@@ -161,7 +161,8 @@ extension Console {
             let query = request.query
             model.actor = String((query["actor"] ?? "").trimmingWhitespace().prefix(128))
             model.order = String((query["order"] ?? "").trimmingWhitespace().prefix(64))
-            model.action = String((query["action"] ?? "").trimmingWhitespace().prefix(32))
+            // As long as the longest action: a refused support call's is its method and route.
+            model.action = String((query["action"] ?? "").trimmingWhitespace().prefix(128))
             model.before = query["before"].flatMap { Int64($0) }.flatMap { $0 > 0 ? $0 : nil }
             let filter = AuditQuery(actor: model.actor.isEmpty ? nil : model.actor, outTradeNo: model.order.isEmpty ? nil : model.order,
                                     action: model.action.isEmpty ? nil : model.action)

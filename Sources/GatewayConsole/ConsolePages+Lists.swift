@@ -181,7 +181,7 @@ extension ConsolePages {
             <form method="get" action="/console/audit" id="audit-filter" class="card filters">
             <label>\(text.actor) <input name="actor" value="\(model.actor)" maxlength="128"></label>
             <label>\(text.order) <input name="order" value="\(model.order)" maxlength="64"></label>
-            <label>\(text.action) <input name="action" value="\(model.action)" maxlength="32"></label>
+            <label>\(text.action) <input name="action" value="\(model.action)" maxlength="128"></label>
             <button type="submit">\(text.filterButton)</button>
             </form>
             """

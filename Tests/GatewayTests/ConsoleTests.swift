@@ -601,6 +601,14 @@ struct ConsoleTests {
         #expect(admin.page.contains("data-action=\"recheck\"") && !admin.page.contains("data-action=\"login\""))
         try await admin.get("/console/audit?actor=rita&action=search")
         #expect(admin.page.components(separatedBy: "<tr data-action=").count - 1 == 1)
+
+        // The longest actions, a support token's refused calls (method and route), filter too.
+        #expect(try await rig.rig.send(.post, "/v1/orders/LOG-0001/refunds", token: GatewayRig.support,
+                                       body: #"{"amount":1,"reason":"asked twice","out_refund_no":"log-r1"}"#).status == 403)
+        try await admin.get("/console/audit?action=" + "api POST /v1/orders/{out_trade_no}/refunds"
+            .addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        #expect(admin.page.components(separatedBy: "<tr data-action=").count - 1 == 1)
+        #expect(admin.page.contains("reason: asked twice"))
     }
 
     // MARK: - Languages

@@ -65,6 +65,13 @@ struct IAPAPITests {
             }
             #expect(try await rig.gateway.send(.post, "/v1/iap/orders", token: GatewayRig.support, body: body).status == 403)
             #expect(try await rig.gateway.send(.post, "/v1/iap/orders", token: nil, body: body).status == 401)
+            // A refused PUT keeps its body's reason on record as a refused POST does.
+            #expect(try await rig.gateway.send(.put, "/v1/iap/transactions/2000000000000001/consumption", token: GatewayRig.support,
+                                               body: #"{"reason":"asked by support"}"#).status == 403)
+            let refused = try await rig.gateway.store.auditEntries(
+                AuditQuery(action: "api PUT /v1/iap/transactions/{transaction_id}/consumption"), limit: 10, before: nil).entries
+            #expect(refused.map(\.entry.detail) == ["reason: asked by support"])
+            #expect(refused.map(\.entry.outcome) == ["forbidden"])
         }
     }
 

@@ -16,7 +16,7 @@ extension GatewayAPI {
         let parameters = request.pathParameters
         let query = request.query
         // A support action's reason (and the order it names) is what its entry must keep.
-        let body = request.method == .post ? (try? CreateOrderInput.members(of: request.body)) : nil
+        let body = request.method == .post || request.method == .put ? (try? CreateOrderInput.members(of: request.body)) : nil
         let reason = [body?["reason"]?.stringValue.map { "reason: \($0)" }, note.isEmpty ? nil : note]
             .compactMap { $0 }.joined(separator: "; ")
         var (action, outTradeNo, target): (String, String?, String?) =
