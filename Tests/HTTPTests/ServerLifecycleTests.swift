@@ -220,6 +220,44 @@ import Testing
         }
     }
 
+    /// A kept-alive connection may bring its next request at any moment of a shutdown, also after
+    /// the requests in flight have finished (its client has not seen a "Connection: close" yet). An
+    /// async route suspends its connection, and libmicrohttpd aborts the process when it is told to
+    /// stop with a connection suspended: such a late request must be answered (503) before the
+    /// stop, never left suspended. The full suite died this way once, a simulator's notify reaching
+    /// a gateway that was stopping. A failure here is the test process dying.
+    @Test func aRequestOnAKeptAliveConnectionDuringShutdownNeverAbortsTheProcess() async throws {
+        var router = HTTPRouter()
+        router.add(.get, "/async") { _ in .text("async") }
+        for round in 0..<40 {
+            let server = HTTPServer(router: router, configuration: HTTPServerConfiguration(threadPoolSize: 2))
+            let address = try await server.start()
+            // Idle kept-alive connections, each with one request answered.
+            let connections = try await offPool {
+                try (0..<12).map { _ in
+                    let connection = try RawConnection(to: address, receiveTimeout: .seconds(10))
+                    connection.send("GET /async HTTP/1.1\r\nHost: x\r\n\r\n")
+                    guard try connection.readResponse().status == 200 else { throw TestFailure("first request") }
+                    return connection
+                }
+            }
+            let sent = DispatchSemaphore(value: 0)
+            for (index, connection) in connections.enumerated() {
+                Thread {
+                    // Spread over the moments the shutdown takes when nothing is in flight.
+                    usleep(UInt32((index * 37 + round * 11) % 1_500))
+                    if connection.send("GET /async HTTP/1.1\r\nHost: x\r\n\r\n") {
+                        // Answered, refused 503 or cut: anything but a dead process.
+                        _ = try? connection.readResponse()
+                    }
+                    sent.signal()
+                }.start()
+            }
+            await server.shutdown(deadline: .now + .seconds(5))
+            try await offPool { for _ in connections { sent.wait() } }
+        }
+    }
+
     @Test func shutdownIsIdempotentAndConcurrentCallsWaitForTheSameStop() async throws {
         let server = HTTPServer(router: Self.helloRouter())
         _ = try await server.start()

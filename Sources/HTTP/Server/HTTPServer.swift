@@ -147,36 +147,48 @@ public actor HTTPServer {
 
     /// Waits for in-flight requests until the deadline, cancels the handlers still running and
     /// gives them `window` to answer (none when the shutdown gave no grace), then answers the ones
-    /// still waiting.
+    /// still waiting, and every request that arrives from then on, 503.
     private static func drain(_ core: HTTPServerCore, until deadline: ContinuousClock.Instant, window: Duration) async {
-        // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
-        // below any deadline a caller would pass.
-        while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        guard core.requestsInFlight > 0 else { return }
-        // Without a window there is no time to answer: the 503 goes first, and cancels as it goes.
-        if window > .zero {
-            core.cancelWaitingHandlers()
-            let answerBy = ContinuousClock.now + window
-            while core.requestsInFlight > 0 && ContinuousClock.now < answerBy {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            guard core.requestsInFlight > 0 else { return }
-        }
+        let forced = await waitForRequestsInFlight(core, until: deadline, window: window)
+        // MHD_stop_daemon aborts the process if a connection is still suspended. Even when every
+        // request in flight has finished, a kept-alive connection may bring another at any moment
+        // (its client has not seen a "Connection: close" yet), and an async route would suspend it:
+        // from here on such a request is answered 503 inside the call that would have suspended it,
+        // and every request still waiting is answered now.
         core.answerWaitingRequestsWithServiceUnavailable()
-        // MHD_stop_daemon aborts the process if a connection is still suspended. Every waiting
-        // request has now been answered, but a handler that won the race to answer may still be
-        // between claiming its exchange and calling MHD_resume_connection; that takes microseconds.
+        // A handler that won the race to answer may still be between claiming its exchange and
+        // calling MHD_resume_connection; that takes microseconds.
         while core.suspendedConnections > 0 {
             try? await Task.sleep(for: .milliseconds(1))
         }
+        guard forced else { return }
         // The forced answers go out on the polling threads; give them a moment so clients get the
         // 503 rather than a reset.
         let politeness = ContinuousClock.now + .seconds(1)
         while core.requestsInFlight > 0 && ContinuousClock.now < politeness {
             try? await Task.sleep(for: .milliseconds(10))
         }
+    }
+
+    /// Waits for the requests in flight until the deadline, then cancels the handlers still running
+    /// and waits `window` more for them to answer. Returns whether some are still in flight.
+    private static func waitForRequestsInFlight(
+        _ core: HTTPServerCore, until deadline: ContinuousClock.Instant, window: Duration
+    ) async -> Bool {
+        // Polling keeps the completion callback free of any shutdown bookkeeping; 10 ms is far
+        // below any deadline a caller would pass.
+        while core.requestsInFlight > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard core.requestsInFlight > 0 else { return false }
+        // Without a window there is no time to answer: the 503 goes first, and cancels as it goes.
+        guard window > .zero else { return true }
+        core.cancelWaitingHandlers()
+        let answerBy = ContinuousClock.now + window
+        while core.requestsInFlight > 0 && ContinuousClock.now < answerBy {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return core.requestsInFlight > 0
     }
 
     /// MHD_stop_daemon joins the polling threads: a blocking call, kept off the cooperative pool
