@@ -275,7 +275,7 @@ struct MetricsExpositionTests {
         # TYPE wxpay_settlements_total counter
         wxpay_settlements_total{source="appstore",state="SUCCESS"} 1
         wxpay_settlements_total{source="notify",state="SUCCESS"} 1
-        # HELP wxpay_storage_errors_total Storage failures answered 503 or 500, by error.
+        # HELP wxpay_storage_errors_total Storage failures (reads and writes, the audit log's included), by error.
         # TYPE wxpay_storage_errors_total counter
         wxpay_storage_errors_total{error="full"} 0
         wxpay_storage_errors_total{error="io"} 0

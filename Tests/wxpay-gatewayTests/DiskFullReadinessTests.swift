@@ -73,6 +73,42 @@ struct DiskFullReadinessTests {
             #expect(ready.status == 503, "\(ready.body)")
             try await failAgain(1)
             #expect(try await client.send(.get, base + "/metrics").body.contains("\nwxpay_database_up 0\n"))
+            // A support look that cannot be put on record is not shown, and counts where the
+            // full-disk alert looks (wxpay_storage_errors_total), not only among the audit's failures.
+            // (The file-size limit's EFBIG reaches SQLite as an I/O error: every label is summed.)
+            func counted(_ prefix: String) async throws -> Int {
+                let body = try await client.send(.get, base + "/metrics").body
+                return body.split(separator: "\n").filter { $0.hasPrefix(prefix) }
+                    .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+            }
+            let failedBefore = try await counted("wxpay_storage_errors_total{")
+            let look = try await client.send(.get, base + "/v1/support/orders?out_trade_no=full-0", token: "demo-support-token")
+            #expect(look.status == 500, "\(look.body)")
+            #expect(try await counted(#"wxpay_audit_failures_total{channel="api"}"#) == 1)
+            let failedAfter = try await counted("wxpay_storage_errors_total{")
+            #expect(failedAfter == failedBefore + 1)
+            // A refund of an order nobody has needs no write: 404, disk full or not, even when it
+            // meets failing writes in the writer's batch.
+            let fixedBase = base
+            for round in 0..<3 {
+                let statuses = try await withThrowingTaskGroup(of: (Bool, Int, String).self) { group in
+                    for index in 0..<8 {
+                        group.addTask {
+                            let created = try await client.send(.post, fixedBase + "/v1/orders", token: "demo-client-token", body:
+                                #"{"amount":990,"description":"beside","client_ip":"203.0.113.7","out_trade_no":"full-beside-\#(round)-\#(index)"}"#)
+                            return (false, created.status, "")
+                        }
+                    }
+                    group.addTask {
+                        let refund = try await client.send(
+                            .post, fixedBase + "/v1/orders/full-nobody-\(round)/refunds", token: "demo-client-token",
+                            body: #"{"amount":1,"reason":"never sold"}"#)
+                        return (true, refund.status, refund.body)
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                for (isRefund, status, body) in statuses where isRefund { #expect(status == 404, "\(body)") }
+            }
 
             // Space again: ready without a restart, and orders are taken.
             #expect(try await limitFileSize(of: started.processIdentifier, to: "unlimited"))

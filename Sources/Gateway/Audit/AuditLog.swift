@@ -15,6 +15,9 @@ public final class AuditLog: Sendable {
     private let written: MetricFamily<Counter>
     private let failed: MetricFamily<Counter>
     private let logger: Logger
+    /// The store failure as every flow answers it: logged, counted in `wxpay_storage_errors_total`
+    /// (the full-disk alert counts the audit's writes too), 503 while the database is unreachable.
+    private let storageFailure: @Sendable (StorageError) -> APIError
 
     static let entries = Metric<Counter>("wxpay_audit_entries_total", help: "Audit log entries written, by channel.")
     static let failures = Metric<Counter>(
@@ -25,6 +28,7 @@ public final class AuditLog: Sendable {
         store = context.store
         now = context.now
         logger = context.logger
+        storageFailure = { [context] error in context.apiError(for: error) }
         context.metrics.describe(Self.entries, Self.failures)
         written = context.metrics.makeCounters(Self.entries, labelNames: "channel")
         failed = context.metrics.makeCounters(Self.failures, labelNames: "channel")
@@ -51,7 +55,7 @@ public final class AuditLog: Sendable {
         } catch {
             failed.labelled(channel).increment()
             logger.error("audit entry not written", ["action": action, "actor": actor, "error": error.shortDescription])
-            throw .internalError
+            throw storageFailure(error)
         }
     }
 

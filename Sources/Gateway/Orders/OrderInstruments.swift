@@ -32,7 +32,7 @@ final class OrderInstruments: Sendable {
         "wxpay_app_rate_limited_total", help: "App-token requests refused by a per-user limit (429), by limit.")
     // Never described (no HELP line of their own in /metrics since they were added); describing
     // them is a change of the exposition, for a commit of its own.
-    static let storageErrors = Metric<Counter>("wxpay_storage_errors_total", help: "Storage failures answered 503 or 500, by error.")
+    static let storageErrors = Metric<Counter>("wxpay_storage_errors_total", help: "Storage failures (reads and writes, the audit log's included), by error.")
     static let outboxRedrives = Metric<Counter>("wxpay_outbox_redrives_total", help: "Dead-lettered outbox events redriven by support.")
 
     /// Creates of WeChat orders and payment notifies of a known order, by channel (the app's

@@ -80,12 +80,27 @@ public final class RefundService: Sendable {
     public func request(_ input: RefundInput, outTradeNo: String) async throws(APIError) -> Requested {
         // Apple refunds App Store purchases itself (the customer asks Apple); its notification
         // moves the order to REFUND. True whether or not WeChat refunds are configured.
-        let order = try? await context.store.order(outTradeNo)
+        func refused(_ outcome: String, _ error: APIError) -> APIError {
+            instruments.requestRefused.labelled(outcome).increment()
+            return error
+        }
+        // A failed read decides nothing here: the store's transaction below asks again.
+        let order: OrderRecord?
+        let orderKnownMissing: Bool
+        do {
+            order = try await context.store.order(outTradeNo)
+            orderKnownMissing = order == nil
+        } catch {
+            order = nil
+            orderKnownMissing = false
+        }
         if let order, order.channel == .apple {
-            instruments.requestRefused.labelled("not_refundable").increment()
-            throw .orderNotRefundableByGateway()
+            throw refused("not_refundable", .orderNotRefundableByGateway())
         }
         guard isConfigured else { throw .refundsNotConfigured }
+        // An order nobody has is 404 without a write: with the disk full, a write fails (500) and
+        // would tell the client something went wrong with a refund of an order that never existed.
+        if orderKnownMissing { throw refused("order_not_found", .orderNotFound) }
         // A repeat of a refund already recorded is answered (or refused as a conflict) by the store
         // as usual: only a new refund needs WeChat, so only it is refused here.
         var recorded: RefundRecord?
@@ -102,10 +117,6 @@ public final class RefundService: Sendable {
                           notifyURL: self.notifyURL(for: order), parametersDigest: input.parametersDigest, createdAt: at),
                 maximumPerOrder: self.configuration.maximumPerOrder,
                 event: NewOrderEvent(kind: "refund_requested", detail: "\(outRefundNo): \(input.amount) fen", at: at))
-        }
-        func refused(_ outcome: String, _ error: APIError) -> APIError {
-            instruments.requestRefused.labelled(outcome).increment()
-            return error
         }
         switch result {
         case .orderNotFound:
