@@ -55,12 +55,16 @@ extension SQLiteBackup {
     /// (answered with the report). Refused while the database file is open anywhere, by any of its
     /// names; when it has more than one name; and when there is no database (nothing, or an empty
     /// file) unless `newDatabase` says so — then there is nothing to keep, and no safety copy.
-    public static func restore(from backup: String, to database: String, newDatabase: Bool = false, now: Date = Date())
+    /// `patience`: how long a usage lock held by another process is tried again before the
+    /// restore is refused (`SQLiteUsageLock.exclusive` says why it may linger).
+    public static func restore(from backup: String, to database: String, newDatabase: Bool = false, now: Date = Date(),
+                               patience: Duration = .seconds(3))
         async throws(RestoreRefusal) -> (report: Report, saved: String?)
     {
         let outcome = await Blocking.run { () -> Result<(Report, String?), RestoreRefusal> in
             do throws(RestoreRefusal) {
-                return .success(try restoreNow(from: backup, to: database, newDatabase: newDatabase, now: now))
+                return .success(try restoreNow(from: backup, to: database, newDatabase: newDatabase, now: now,
+                                               patience: patience))
             } catch {
                 return .failure(error)
             }
@@ -104,8 +108,8 @@ extension SQLiteBackup {
         }
     }
 
-    private static func restoreNow(from backup: String, to given: String, newDatabase: Bool, now: Date)
-        throws(RestoreRefusal) -> (Report, String?)
+    private static func restoreNow(from backup: String, to given: String, newDatabase: Bool, now: Date,
+                                   patience: Duration) throws(RestoreRefusal) -> (Report, String?)
     {
         do {
             try requireRegularFile(backup)
@@ -130,7 +134,7 @@ extension SQLiteBackup {
         let existed = FileManager.default.fileExists(atPath: database)
         let lock: SQLiteUsageLock
         do {
-            lock = try SQLiteUsageLock.exclusive(database)
+            lock = try SQLiteUsageLock.exclusive(database, patience: patience)
         } catch {
             throw error == .busy ? .inUse(given, byOtherProgram: false) : .failed("cannot lock \(database): \(error)")
         }

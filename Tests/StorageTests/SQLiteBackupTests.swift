@@ -520,7 +520,11 @@ struct SQLiteRestoreLockTests {
         } catch {
             guard case .inUse(_, byOtherProgram: false) = error else { Issue.record("\(error)"); return }
         }
-        let restore = Task { try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath) }
+        // Patience beyond the default 3 s: on a machine loaded by the whole suite, the holder's
+        // exit after its input closes has taken longer than that.
+        let restore = Task {
+            try await SQLiteBackup.restore(from: backupPath, to: directory.databasePath, patience: .seconds(60))
+        }
         try await Task.sleep(for: .milliseconds(500))
         holder.closeInput()
         let (restored, saved) = try await restore.value
