@@ -266,6 +266,7 @@ extension PostgresOrderStore {
                 INSERT INTO outbox (
             """ + " " + OutboxEvent.columns + """
                 ) SELECT $14, out_trade_no, $15, $16, $17, $18, $19, $20, $21, $22 FROM changed WHERE $14 IS NOT NULL
+                ON CONFLICT (id) DO NOTHING
             )
             SELECT
             """ + " " + OrderRecord.columns + " FROM changed",
@@ -339,6 +340,7 @@ extension PostgresOrderStore {
                     in_outbox_attempts, in_outbox_next_attempt_at, in_outbox_delivered_at, in_outbox_dead_at,
                     in_outbox_last_error
                 FROM changed WHERE in_outbox_id IS NOT NULL ORDER BY in_n
+                ON CONFLICT (id) DO NOTHING
             )
             SELECT
             """ + " " + OrderRecord.columns + ", in_n FROM changed",
@@ -387,10 +389,12 @@ extension PostgresOrderStore {
             outTradeNo, event.at, event.kind, event.detail)
     }
 
-    /// Inserts an outbox event (its order is locked by the caller's transaction).
+    /// Inserts an outbox event (its order is locked by the caller's transaction). One whose id is
+    /// on record already is the same event written again (`OutboxEvent.id`): kept as it is.
     static func insertOutbox(_ event: OutboxEvent) -> PGQuery {
         PGQuery(
-            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                + " ON CONFLICT (id) DO NOTHING",
             event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts, event.nextAttemptAt,
             event.deliveredAt, event.deadAt, event.lastError)
     }

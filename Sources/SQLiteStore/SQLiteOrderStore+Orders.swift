@@ -319,9 +319,11 @@ extension SQLiteOrderStore {
         return updated
     }
 
+    /// An event whose id is on record already is the same event written again (an `order.paid`'s
+    /// id is its payment's: `OutboxEvent.id`): it is kept as it is, and the write goes on.
     static func insertOutbox(_ event: OutboxEvent, on db: SQLiteConnection) throws(StorageError) {
         try db.run(
-            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO outbox (" + OutboxEvent.columns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             event.id, event.outTradeNo, event.type, event.payload, event.createdAt, event.attempts,
             event.nextAttemptAt, event.deliveredAt, event.deadAt, event.lastError)
     }

@@ -7,7 +7,10 @@ import Foundation
 /// Lifecycle: pending (due at `nextAttemptAt`) → delivered, or → dead after too many attempts, from
 /// where `redrive` makes it pending again.
 public struct OutboxEvent: Sendable, Hashable {
-    /// Unique id (e.g. a UUID); the receiver deduplicates effects on it.
+    /// Unique; the receiver deduplicates effects on it. The id of an event that announces one
+    /// fact (a payment, a refund's end) is derived from that fact, so the same fact written again
+    /// (after a restore) has the same id, and a store keeps the one it has: an insert of an id on
+    /// record changes nothing.
     public var id: String
     public var outTradeNo: String
     /// e.g. `order.paid`.

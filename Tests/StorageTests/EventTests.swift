@@ -45,9 +45,9 @@ struct EventTests {
                 at: TestTime.at(1))
             do throws(StorageError) {
                 _ = try await store.transition(
-                    "E3b", to: .success, from: OrderState.open, outbox: Fixture.paid("E3b", id: secretish),
+                    "E3b", to: .success, from: OrderState.open, outbox: Fixture.refusedByTheDatabase("E3b", id: secretish),
                     at: TestTime.at(1))
-                Issue.record("a duplicate outbox id must fail")
+                Issue.record("an outbox row the database refuses must fail")
             } catch {
                 #expect(error == .constraint)
                 #expect(error.shortDescription == "constraint")

@@ -58,25 +58,23 @@ struct GroupCommitTests {
             let before = store.writeStatistics
             let good1 = Task { try await Fixture.pay("F1", in: store) }
             try #require(await eventually { store.writer.queuedCount == 1 })
-            // Same outbox id as F1's payment (a constraint failure) after F1 in the same batch.
-            let bad = Task {
+            let good2 = Task {
                 try await store.transition(
-                    "F2", to: .success, from: OrderState.open, outbox: Fixture.paid("F2", id: "dup"),
-                    at: TestTime.at(1))
+                    "F2", to: .success, from: OrderState.open, outbox: Fixture.paid("F2"), at: TestTime.at(1))
             }
             try #require(await eventually { store.writer.queuedCount == 2 })
-            let dupOwner = Task {
+            // A write the database refuses (a constraint failure) after F1 and F2 in the same batch.
+            let refused = Task {
                 try await store.transition(
-                    "F3", to: .success, from: OrderState.open, outbox: Fixture.paid("F3", id: "dup"),
+                    "F3", to: .success, from: OrderState.open, outbox: Fixture.refusedByTheDatabase("F3"),
                     at: TestTime.at(1))
             }
             try #require(await eventually { store.writer.queuedCount == 3 })
             release.signal()
             _ = try await blocker.value
             #expect(try await good1.value.didChange)
-            // Whichever of F2/F3 ran first owns "dup"; F2 ran first, so F3 is the one refused.
-            #expect(try await bad.value.didChange)
-            await #expect(throws: StorageError.constraint) { try await dupOwner.value }
+            #expect(try await good2.value.didChange)
+            await #expect(throws: StorageError.constraint) { try await refused.value }
             #expect(store.writeStatistics.transactions - before.transactions == 1)
             // The batch's first pass, without savepoints, failed whole and ran again the careful way.
             #expect(store.writer.replayedBatches == 1)
@@ -91,17 +89,17 @@ struct GroupCommitTests {
         try await withSQLiteStore { store, _ async throws in
             for order in ["K1", "K2", "K3", "K4"] { try await Fixture.create(Fixture.order(order), in: store) }
             // Two batches in a row, each with a write that fails after the door's UPDATE and event
-            // (an outbox id already taken): each time only that write is undone.
-            for (good, bad, id) in [("K1", "K2", "dup-1"), ("K3", "K4", "dup-2")] {
+            // (an outbox row the database refuses): each time only that write is undone.
+            for (good, bad) in [("K1", "K2"), ("K3", "K4")] {
                 let (blocker, release) = await blockWriter(store)
                 let paid = Task {
                     try await store.transition(
-                        good, to: .success, from: OrderState.open, outbox: Fixture.paid(good, id: id), at: TestTime.at(1))
+                        good, to: .success, from: OrderState.open, outbox: Fixture.paid(good), at: TestTime.at(1))
                 }
                 try #require(await eventually { store.writer.queuedCount == 1 })
                 let refused = Task {
                     try await store.transition(
-                        bad, to: .success, from: OrderState.open, outbox: Fixture.paid(bad, id: id), at: TestTime.at(1))
+                        bad, to: .success, from: OrderState.open, outbox: Fixture.refusedByTheDatabase(bad), at: TestTime.at(1))
                 }
                 try #require(await eventually { store.writer.queuedCount == 2 })
                 release.signal()

@@ -284,12 +284,12 @@ struct PostgresStoreTests {
     @Test func aFailingStatementInABatchOfPaymentsFailsAloneAndTheOthersCommit() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
             try await Fixture.create(Fixture.order("S0"), in: store)
-            _ = try await store.transition("S0", to: .success, from: OrderState.open, outbox: Fixture.paid("S0", id: "taken"),
+            _ = try await store.transition("S0", to: .success, from: OrderState.open, outbox: Fixture.paid("S0"),
                                            at: TestTime.at(1))
             let reads = try await createdAndRead((1..<8).map { "S\($0)" }, in: store)
             let ((payments, clash), _) = try await queuedTogether(store, writes: reads.count) {
                 (settling(reads.dropFirst(), in: store), Task {
-                    try await store.transition("S1", to: .success, from: OrderState.open, outbox: Fixture.paid("S1", id: "taken"),
+                    try await store.transition("S1", to: .success, from: OrderState.open, outbox: Fixture.refusedByTheDatabase("S1"),
                                                at: TestTime.at(2), lastRead: reads[0])
                 })
             }
@@ -303,12 +303,12 @@ struct PostgresStoreTests {
     @Test func aFailingWriteInABatchRollsBackAloneAndTheOthersCommit() async throws {
         try await withPostgresStore(poolSize: 1) { store, _ async throws in
             try await Fixture.create(Fixture.order("F0"), in: store)
-            _ = try await store.transition("F0", to: .success, from: OrderState.open, outbox: Fixture.paid("F0", id: "taken"),
+            _ = try await store.transition("F0", to: .success, from: OrderState.open, outbox: Fixture.paid("F0"),
                                            at: TestTime.at(1))
             try await Fixture.create(Fixture.order("F1"), in: store)
             let ((creates, clash), _) = try await queuedTogether(store, writes: 11) {
                 ((2..<12).map { index in Task { try await Fixture.create(Fixture.order("F\(index)"), in: store) } }, Task {
-                    try await store.transition("F1", to: .success, from: OrderState.open, outbox: Fixture.paid("F1", id: "taken"),
+                    try await store.transition("F1", to: .success, from: OrderState.open, outbox: Fixture.refusedByTheDatabase("F1"),
                                                at: TestTime.at(2))
                 })
             }

@@ -35,6 +35,15 @@ enum Fixture {
             createdAt: at)
     }
 
+    /// An `order.paid` the database itself refuses (its table's rule `attempts >= 0`): a write that
+    /// fails inside the store's transaction, after the door's UPDATE and event. (An id on record
+    /// does not fail: it is the same event written again, `OutboxEvent.id`.)
+    static func refusedByTheDatabase(_ outTradeNo: String, id: String = UUID().uuidString) -> OutboxEvent {
+        var event = paid(outTradeNo, id: id)
+        event.attempts = -1
+        return event
+    }
+
     /// Creates the order and fails the test's expectations loudly if it was not new.
     @discardableResult
     static func create(_ order: OrderRecord, in store: some OrderStore) async throws -> OrderRecord {

@@ -157,21 +157,37 @@ final class ProductionStack: @unchecked Sendable {
     /// `extra` variables on top.
     static func start(database: String? = nil, extra: [String: String] = [:]) async throws -> ProductionStack {
         let stack = ProductionStack(upstreams: try await SimulatedUpstreams.start())
-        let gateway = try await stack.started.start { port in
-            let admin = closedLoopbackPort()
-            stack.adminBase = "http://127.0.0.1:\(admin)"
-            return stack.upstreams.environment(public: "http://127.0.0.1:\(port)").merging([
-                "GATEWAY_CLIENT_TOKENS": Self.clientToken,
-                "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:\(admin)",
-                "GATEWAY_DATABASE": database ?? "sqlite:\(stack.upstreams.directory)/gateway.sqlite",
-                "GATEWAY_FULFILMENT_URL": stack.webhook.baseURL + "/fulfil", "GATEWAY_FULFILMENT_SECRET": "operations-webhook-secret",
-            ]) { $1 }.merging(extra) { $1 }
-        }
-        guard gateway != nil else {
+        stack.database = database ?? "sqlite:\(stack.upstreams.directory)/gateway.sqlite"
+        stack.extra = extra
+        guard try await stack.startGateway() else {
             await stack.stop()
             throw OperationsTestError("the production gateway did not start")
         }
         return stack
+    }
+
+    private var database = ""
+    private var extra: [String: String] = [:]
+
+    private func startGateway() async throws -> Bool {
+        try await started.start { [self] port in
+            let admin = closedLoopbackPort()
+            adminBase = "http://127.0.0.1:\(admin)"
+            return upstreams.environment(public: "http://127.0.0.1:\(port)").merging([
+                "GATEWAY_CLIENT_TOKENS": Self.clientToken,
+                "GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:\(admin)",
+                "GATEWAY_DATABASE": database,
+                "GATEWAY_FULFILMENT_URL": webhook.baseURL + "/fulfil", "GATEWAY_FULFILMENT_SECRET": "operations-webhook-secret",
+            ]) { $1 }.merging(extra) { $1 }
+        } != nil
+    }
+
+    /// Stops the gateway, runs `between` (the database is free then: a restore, say), and starts it
+    /// again with the same variables on new ports; the simulators keep running.
+    func restartGateway(between: () async throws -> Void) async throws {
+        await started.gateway?.stop()
+        try await between()
+        guard try await startGateway() else { throw OperationsTestError("the production gateway did not start again") }
     }
 
     func stop() async {

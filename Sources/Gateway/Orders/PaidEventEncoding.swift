@@ -14,12 +14,26 @@ enum PaidEventEncoding {
     /// primary-key index, so a group commit of many events dirties a few pages, not one random
     /// page per event.
     static func newID(at date: Date) -> String {
-        let millis = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        id(at: date, tail: RandomBytes.take(10))
+    }
+
+    /// The id of the event that announces one thing that happened once — a payment, a refund's
+    /// end — the same whenever it is written: `evt_`, 12 hex digits of `date` (the payment's time,
+    /// so ids still append near the index's right edge) and 20 of SHA-256 over `fact`. Written
+    /// again for the same fact — after a restore from a backup taken before it, the reconciler
+    /// settles the payment a second time — the event reaches the business under the id it has
+    /// applied already, so applying each id once still delivers once.
+    static func derivedID(at date: Date, fact: String) -> String {
+        id(at: date, tail: SHA256.hash(fact).prefix(10))
+    }
+
+    private static func id(at date: Date, tail: some Collection<UInt8>) -> String {
+        let millis = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded()))
         var hex = [UInt8]()
         hex.reserveCapacity(36)
         hex.append(contentsOf: "evt_".utf8)
         for shift in stride(from: 44, through: 0, by: -4) { hex.append(digit(UInt8((millis >> UInt64(shift)) & 0xF))) }
-        for byte in RandomBytes.take(10) {
+        for byte in tail {
             hex.append(digit(byte >> 4))
             hex.append(digit(byte & 0xF))
         }
@@ -27,7 +41,7 @@ enum PaidEventEncoding {
     }
 
     /// The event's JSON around `data`, one complete JSON object (the order's view). `type` is
-    /// `order.paid`, or `order.refunded` for an order Apple (or WeChat, found by orderquery) refunded.
+    /// `order.paid`, or another order event (`order.refunded`, `order.refund_reversed`: Apple's).
     static func payload(id: String, createdAt: String, data: [UInt8], type: String = "order.paid") -> String {
         var event = JSONObjectWriter(capacity: data.count + 96)
         event.string("created_at", createdAt)

@@ -247,9 +247,19 @@ struct Settlement: Sendable {
     /// `attach`, `user_id`, `product_id` and, when flagged so, `paid_after_close`. An App Store
     /// order's flags come too (`matched_without_order`), since its view shows them.
     static func event(_ type: String, for order: OrderRecord, at: Date) -> OutboxEvent {
-        let id = PaidEventEncoding.newID(at: at)
+        let id = Self.eventID(type, for: order, at: at)
         let payload = PaidEventEncoding.payload(id: id, createdAt: Timestamp.rfc3339(at), data: eventData(order).json, type: type)
         return OutboxEvent(id: id, outTradeNo: order.outTradeNo, type: type, payload: payload, createdAt: at, nextAttemptAt: at)
+    }
+
+    /// An order's `order.paid` is named by its payment (the transaction, WeChat's or Apple's, one
+    /// order's only) and the payment's time, so a payment settled again after a restore keeps the
+    /// id the business applied (`PaidEventEncoding.derivedID`). The other order events may happen
+    /// more than once to one order (Apple refunds, reverses, refunds again): fresh ids.
+    static func eventID(_ type: String, for order: OrderRecord, at: Date) -> String {
+        guard type == "order.paid", let paidAt = order.paidAt else { return PaidEventEncoding.newID(at: at) }
+        let payment = (order.channel == .apple ? order.appleTransactionID : order.transactionID) ?? order.outTradeNo
+        return PaidEventEncoding.derivedID(at: paidAt, fact: "order.paid\n\(order.channel.rawValue)\n\(payment)")
     }
 
     /// The order as an event's `data` shows it: GET's view plus what only the business needs.
