@@ -294,8 +294,13 @@ struct ServeStartTests {
         // No reconciler and one poll a minute: the v3 notify is what settles it.
         let order = try await client.send(.get, base + "/v1/orders/start-demo-v3?wait=25", token: "demo-client-token")
         #expect(order.json["state"] as? String == "SUCCESS")
-        let support = try await client.send(.get, base + "/v1/support/orders?out_trade_no=start-demo-v3", token: "demo-support-token")
-        let text = support.body
+        // The wait's first orderquery may settle it a moment before the notify lands (a loaded
+        // machine): the notify's line is waited for, not assumed.
+        var text = ""
+        _ = try await eventually(timeout: .seconds(30), every: .milliseconds(100)) {
+            text = try await client.send(.get, base + "/v1/support/orders?out_trade_no=start-demo-v3", token: "demo-support-token").body
+            return text.contains("notify_received")
+        }
         #expect(text.contains("api=v3") && text.contains("notify_received"), "\(text)")
         #expect(await gateway.stop() == 0)
     }
