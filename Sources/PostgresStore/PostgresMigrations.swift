@@ -218,6 +218,8 @@ enum PostgresMigrations {
             "ALTER TABLE apple_transactions ADD COLUMN IF NOT EXISTS quantity integer CHECK (quantity BETWEEN 1 AND 1000000)",
             "ALTER TABLE orders ADD COLUMN IF NOT EXISTS apple_quantity integer CHECK (apple_quantity BETWEEN 1 AND 1000000)",
         ]),
+        Migration(version: 17, name: "what the database is bound to: its owner, what each sold product grants",
+                  statements: PostgresOrderStore.bindingsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -70,6 +70,7 @@ public enum SQLiteBackup {
         ("appstore_notifications", "SELECT count(*) FROM appstore_notifications"),
         ("appstore_subscriptions", "SELECT count(*) FROM appstore_subscriptions"),
         ("audit_log", "SELECT count(*) FROM audit_log"),
+        ("bindings", "SELECT count(*) FROM bindings"),
         ("console_login_addresses", "SELECT count(*) FROM console_login_addresses"),
         ("console_login_failures", "SELECT count(*) FROM console_login_failures"),
         ("console_login_locks", "SELECT count(*) FROM console_login_locks"),

@@ -138,6 +138,8 @@ enum SQLiteMigrations {
             NewColumn(table: "apple_transactions", name: "quantity", definition: "INTEGER CHECK (quantity BETWEEN 1 AND 1000000)"),
             NewColumn(table: "orders", name: "apple_quantity", definition: "INTEGER CHECK (apple_quantity BETWEEN 1 AND 1000000)"),
         ]),
+        Migration(version: 16, name: "what the database is bound to: its owner, what each sold product grants",
+                  sql: SQLiteOrderStore.bindingsSchema),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -14,7 +14,7 @@ struct GatewayResources {
     let configuration: GatewayConfiguration
     let logger: Logger
     /// Every storage protocol both stores implement.
-    let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
+    let store: any GatewayStore
     let client: HTTPClient
     /// `serve`'s hold on a SQLite database, for the process's life.
     let serveLock: ServeLock?
@@ -48,7 +48,7 @@ struct GatewayResources {
         let logger = Logger(label: "wxpay-gateway", level: configuration.logLevel, handler: JSONLinesLogHandler(timestamp: Timestamp.rfc3339))
         for warning in GatewayConfiguration.warnings(for: environment) { logger.warning(warning) }
         // Every storage protocol both stores implement.
-        let store: any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
+        let store: any GatewayStore
         do {
             let upgrade: SchemaUpgrade?
             (store, upgrade) = try await openStore(configuration)
@@ -94,7 +94,7 @@ struct GatewayResources {
 
     /// The store, and the migrations opening it applied.
     static func openStore(_ configuration: GatewayConfiguration) async throws(StorageError)
-        -> (any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore, SchemaUpgrade?)
+        -> (any GatewayStore, SchemaUpgrade?)
     {
         switch configuration.database {
         case .sqlite(let path):

@@ -104,6 +104,12 @@ enum ServeCommand {
         if configuration.testClockFile != nil {
             logger.warning("the clock follows GATEWAY_TEST_CLOCK_FILE (fault-injection build)", [:])
         }
+        // Whose the database is and what its sold products grant (ServeCommand+Bindings.swift).
+        if let refusal = await bindDatabase(configuration, context: context) {
+            FileHandle.standardError.write(Data((refusal.message + "\n").utf8))
+            await resources.close()
+            return refusal.status
+        }
         // iOS purchases (ServeCommand+AppStore.swift): off, the App Store, or demo mode's simulator.
         let appStore: AppStoreConnection?
         do {
@@ -185,7 +191,7 @@ enum ServeCommand {
             context.callbacks.use(base: base)
             appStore?.listening(at: base)
         }
-        context.catalog.addReloadHooks(to: reloads, logger: logger)
+        context.catalog.addReloadHooks(to: reloads, logger: logger, binding: context.store, now: context.now)
         // Started in this order, stopped in the reverse: the simulators stop sending, the listeners
         // drain, then the background work finishes its call in hand, all before the store closes.
         // SIGTERM and SIGINT go to the group, SIGHUP to `ReloadOnHangUp`, trapped since the first line.

@@ -125,16 +125,16 @@ struct CatalogTests {
         #expect(error.description.contains(says), "\(error)")
     }
 
-    @Test func reloadReplacesTheCatalogWholeOrKeepsTheOldOne() throws {
+    @Test func reloadReplacesTheCatalogWholeOrKeepsTheOldOne() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(#"{"products":[{"id":"a","amount":1,"description":"d"}]}"#.utf8).write(to: file)
         let source = CatalogSource(try Catalog.load(path: file.path), path: file.path)
         try Data(#"{"products":[{"id":"a","amount":2,"description":"d"},{"id":"b","amount":3,"description":"e"}]}"#.utf8).write(to: file)
-        #expect((try? source.reload().get())?.products.count == 2)
+        #expect((try? await source.reload().get())?.products.count == 2)
         #expect(source.catalog.product("a")?.amount == 2)
         try Data(#"{"products":[{"id":"a","amount":-1,"description":"d"}]}"#.utf8).write(to: file)
-        guard case .failure(let error) = source.reload() else {
+        guard case .failure(let error) = await source.reload() else {
             Issue.record("a bad catalog was taken")
             return
         }

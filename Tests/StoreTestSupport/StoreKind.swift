@@ -8,6 +8,7 @@ import Testing
 /// A store under test: every storage protocol both stores implement. A new storage responsibility
 /// (its own protocol, implemented by both) joins here, so the shared suites can reach it.
 public typealias TestStore = any OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
+    & BindingStore
 
 /// The stores the behaviour suites run against: SQLite always, PostgreSQL whenever
 /// `WXPAY_TEST_POSTGRES` names a server (`scripts/test` starts a throwaway one and sets it).

@@ -8,6 +8,7 @@ import WeChatPayV3
 
 /// Every storage protocol the gateway's flows use; both stores implement all of them.
 public typealias GatewayStore = OrderStore & RefundStore & IAPStore & ConsoleStore & AuditStore & EntitlementStore
+    & BindingStore
 
 /// What every flow of the gateway shares, made once by whoever composes the gateway
 /// (`GatewayServices`): the configuration, the store, the one door (`Settlement`), the way to

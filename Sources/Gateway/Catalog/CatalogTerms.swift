@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension CatalogProduct {
+    /// What it grants, as the database keeps it once an order names it (`BindingStore`):
+    /// `course swift-101`, `membership P1M vip`, `consumable`. Price and description may change
+    /// freely; these may not, once sold.
+    public var terms: ProductTerms {
+        let text =
+            switch kind {
+            case .course: "course \(entitlement)"
+            case .membership(let period): "membership \(period.text) \(entitlement)"
+            case .consumable: "consumable"
+            }
+        return ProductTerms(productID: id, terms: text)
+    }
+}
+
+extension Catalog {
+    /// Binds every product's terms in `store` (`BindingStore.bindProductTerms`): nil when the
+    /// catalog may be used, else the refusal naming each sold product whose grant it changes.
+    /// Entitlements are computed from the catalog whenever they are read, so a sold month's
+    /// pass made a year would give a year to everyone who paid for a month, and a course made a
+    /// consumable would take it from everyone who bought it.
+    public func bind(in store: any BindingStore, at: Date) async throws(StorageError) -> CatalogError? {
+        let changes = try await store.bindProductTerms(products.map(\.terms), at: at)
+        guard !changes.isEmpty else { return nil }
+        let lines = changes.map { change in
+            "\(change.productID) was sold as \(Self.termsInWords(change.recorded)); this catalog makes it \(Self.termsInWords(change.given))"
+        }
+        return CatalogError(message: lines.joined(separator: "; ")
+            + ". What a sold product grants cannot change (its buyers' entitlements are computed from it): sell the new "
+            + "terms under a new product id, and retire the old one with \"active\": false")
+    }
+
+    /// `membership P1M vip` as "a membership of P1M granting vip".
+    static func termsInWords(_ terms: String) -> String {
+        let parts = terms.split(separator: " ").map(String.init)
+        switch parts.first {
+        case "course" where parts.count == 2: return "a course granting \(parts[1])"
+        case "membership" where parts.count == 3: return "a membership of \(parts[1]) granting \(parts[2])"
+        case "consumable": return "a consumable (granting nothing)"
+        default: return "\"\(terms)\""
+        }
+    }
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension PostgresOrderStore: BindingStore {
+    /// Migration 17: what the database is bound to, one row per fact (`owner`, `product:<id>`).
+    static let bindingsSchema: [SQL] = [
+        """
+        CREATE TABLE IF NOT EXISTS bindings (
+            key text PRIMARY KEY,
+            value text NOT NULL,
+            recorded_at timestamptz NOT NULL
+        )
+        """,
+        PostgresMigrations.amcheckFunction(relations: [
+            "orders", "order_events", "outbox", "refunds", "apple_transactions", "appstore_notifications", "console_sessions",
+            "console_login_failures", "console_login_locks", "console_login_addresses", "audit_log", "appstore_backfill",
+            "appstore_consumption", "appstore_subscriptions", "bindings",
+        ]),
+    ]
+
+    public func bindOwner(_ owner: DatabaseOwner, at: Date) async throws(StorageError) -> DatabaseOwner {
+        try owner.validate()
+        return try await write(key: "bindings") { db throws(StorageError) in
+            let results = try db.run([
+                PGQuery("INSERT INTO bindings (key, value, recorded_at) VALUES ('owner', $1, $2) ON CONFLICT (key) DO NOTHING",
+                        owner.recorded, at),
+                PGQuery("SELECT value FROM bindings WHERE key = 'owner'"),
+            ])
+            guard let recorded = try results[1].first({ row throws(StorageError) in try row.text(0) }),
+                  let bound = DatabaseOwner(recorded: recorded)
+            else { throw .unexpectedRow }
+            return (bound, nil)
+        }
+    }
+
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
+        for product in terms { try product.validate() }
+        return try await write(key: "bindings") { db throws(StorageError) in
+            // Instances reloading one catalog at once decide one after the other (the lock is the
+            // transaction's).
+            _ = try db.run(PGQuery("LOCK TABLE bindings IN SHARE ROW EXCLUSIVE MODE"))
+            // A scan of the orders for `sold`, for a changed product only.
+            let (changes, writes) = try ProductTerms.decide(
+                terms,
+                recorded: { id throws(StorageError) in
+                    try db.run(PGQuery("SELECT value FROM bindings WHERE key = 'product:' || $1", id))
+                        .first { row throws(StorageError) in try row.text(0) }
+                },
+                sold: { id throws(StorageError) in
+                    try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
+                        .first { row throws(StorageError) in try row.bool(0) } ?? false
+                })
+            for product in writes {
+                _ = try db.run(PGQuery(
+                    """
+                    INSERT INTO bindings (key, value, recorded_at) VALUES ('product:' || $1, $2, $3)
+                    ON CONFLICT (key) DO UPDATE SET value = excluded.value, recorded_at = excluded.recorded_at
+                    """,
+                    product.productID, product.terms, at))
+            }
+            return (changes, nil)
+        }
+    }
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+
+extension SQLiteOrderStore: BindingStore {
+    /// Migration 16: what the database is bound to, one row per fact (`owner`, `product:<id>`).
+    /// IF NOT EXISTS: the migration runs again cleanly on a schema that has the table but lost
+    /// its record.
+    static let bindingsSchema: SQL = """
+        CREATE TABLE IF NOT EXISTS bindings (
+            key TEXT PRIMARY KEY NOT NULL,
+            value TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL
+        ) STRICT;
+        """
+
+    public func bindOwner(_ owner: DatabaseOwner, at: Date) async throws(StorageError) -> DatabaseOwner {
+        try owner.validate()
+        return try await write { db throws(StorageError) in
+            try db.run(
+                "INSERT INTO bindings (key, value, recorded_at) VALUES ('owner', ?, ?) ON CONFLICT (key) DO NOTHING",
+                owner.recorded, at)
+            guard
+                let recorded = try db.row(
+                    "SELECT value FROM bindings WHERE key = 'owner'", decode: { row throws(StorageError) in try row.text(0) }),
+                let bound = DatabaseOwner(recorded: recorded)
+            else { throw .unexpectedRow }
+            return bound
+        }
+    }
+
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
+        for product in terms { try product.validate() }
+        return try await write { db throws(StorageError) in
+            // A scan of the orders for `sold`, for a changed product only.
+            let (changes, writes) = try ProductTerms.decide(
+                terms,
+                recorded: { id throws(StorageError) in
+                    try db.row("SELECT value FROM bindings WHERE key = 'product:' || ?", id,
+                               decode: { row throws(StorageError) in try row.text(0) })
+                },
+                sold: { id throws(StorageError) in
+                    try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
+                               decode: { row throws(StorageError) in try row.int64(0) }) == 1
+                })
+            for product in writes {
+                try db.run(
+                    """
+                    INSERT INTO bindings (key, value, recorded_at) VALUES ('product:' || ?1, ?2, ?3)
+                    ON CONFLICT (key) DO UPDATE SET value = excluded.value, recorded_at = excluded.recorded_at
+                    """,
+                    product.productID, product.terms, at)
+            }
+            return changes
+        }
+    }
+}

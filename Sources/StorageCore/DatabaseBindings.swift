@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+
+/// What a database is bound to once it has been used: whose it is (demo mode's, or one merchant's
+/// in production), and what each product sold from it grants. A gateway refuses to start on a
+/// database bound otherwise than its configuration says, and a catalog that changes what a sold
+/// product grants, because either would change the meaning of payments already on record: demo
+/// mode's simulated payments delivered as real ones, or a month's pass paid for becoming a year.
+public protocol BindingStore: Sendable {
+    /// Records `owner` as the database's owner unless one is on record; answers the one on record
+    /// (the one given, the first time).
+    func bindOwner(_ owner: DatabaseOwner, at: Date) async throws(StorageError) -> DatabaseOwner
+
+    /// In one transaction: each product's terms are recorded where none are on record, and replace
+    /// those on record for a product no order names; terms that differ from those on record for a
+    /// product an order names are answered, and then nothing is recorded.
+    func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange]
+}
+
+/// Whose a database is: demo mode's (whose payments the simulator made) or a merchant's.
+public struct DatabaseOwner: Sendable, Hashable, CustomStringConvertible {
+    public var demo: Bool
+    public var mchID: String
+
+    public init(demo: Bool, mchID: String) {
+        self.demo = demo
+        self.mchID = mchID
+    }
+
+    /// As the database keeps it: `demo 1900000109`, `production 1230000109`.
+    public var recorded: String { (demo ? "demo " : "production ") + mchID }
+
+    public init?(recorded: String) {
+        let parts = recorded.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2, parts[0] == "demo" || parts[0] == "production", !parts[1].isEmpty else { return nil }
+        self.init(demo: parts[0] == "demo", mchID: parts[1])
+    }
+
+    public var description: String { demo ? "demo mode (merchant \(mchID), the simulator's payments)" : "merchant \(mchID)" }
+}
+
+/// What a catalog product grants, as the database keeps it: `course swift-101`, `membership P1M vip`,
+/// `consumable`. Built by the catalog (`CatalogProduct.terms`); compared as text.
+public struct ProductTerms: Sendable, Hashable {
+    public var productID: String
+    public var terms: String
+
+    public init(productID: String, terms: String) {
+        self.productID = productID
+        self.terms = terms
+    }
+}
+
+/// A product whose terms on record (an order names it) differ from those the catalog gives now.
+public struct ProductTermsChange: Sendable, Hashable {
+    public var productID: String
+    public var recorded: String
+    public var given: String
+
+    public init(productID: String, recorded: String, given: String) {
+        self.productID = productID
+        self.recorded = recorded
+        self.given = given
+    }
+}
+
+extension ProductTerms {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(productID, terms)
+    }
+
+    /// The rule both stores apply inside their transaction: a product with no terms on record
+    /// takes `terms`; one whose terms on record differ takes them only if no order names it
+    /// (`sold`: a mistake fixed before anyone bought it), else it is a change to refuse. Answers
+    /// the changes (then nothing may be written) and the terms to write.
+    package static func decide(
+        _ terms: [ProductTerms], recorded: (String) throws(StorageError) -> String?,
+        sold: (String) throws(StorageError) -> Bool
+    ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
+        var changes: [ProductTermsChange] = []
+        var writes: [ProductTerms] = []
+        for product in terms {
+            guard let onRecord = try recorded(product.productID) else {
+                writes.append(product)
+                continue
+            }
+            guard onRecord != product.terms else { continue }
+            if try sold(product.productID) {
+                changes.append(ProductTermsChange(productID: product.productID, recorded: onRecord, given: product.terms))
+            } else {
+                writes.append(product)
+            }
+        }
+        return changes.isEmpty ? ([], writes) : (changes, [])
+    }
+}
+
+extension DatabaseOwner {
+    package func validate() throws(StorageError) {
+        try StoreText.validate(mchID)
+    }
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import StorageCore
+import StoreTestSupport
+import Testing
+
+/// What a database is bound to (`BindingStore`), in both stores alike.
+struct BindingStoreTests {
+    @Test(arguments: StoreKind.all) func theFirstOwnerBindsTheDatabaseAndEveryLaterOneIsToldWhoseItIs(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let merchant = DatabaseOwner(demo: false, mchID: "10000100")
+            #expect(try await store.bindOwner(merchant, at: TestTime.at(1)) == merchant)
+            #expect(try await store.bindOwner(DatabaseOwner(demo: true, mchID: "1900000109"), at: TestTime.at(2)) == merchant)
+            #expect(try await store.bindOwner(DatabaseOwner(demo: false, mchID: "10000200"), at: TestTime.at(3)) == merchant)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aSoldProductKeepsItsTermsAndAnUnsoldOneMayChangeThem(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([month, course], at: TestTime.at(1)).isEmpty)
+            #expect(try await store.bindProductTerms([month, course], at: TestTime.at(2)).isEmpty)
+            var order = Fixture.order("B1")
+            order.productID = "vip-month"
+            try await Fixture.create(order, in: store)
+
+            // Sold: the year is refused, and nothing of that catalog is recorded (not the course's
+            // new terms, not a new product's).
+            let year = ProductTerms(productID: "vip-month", terms: "membership P1Y vip")
+            let basics = ProductTerms(productID: "swift-101", terms: "course swift-basics")
+            let newcomer = ProductTerms(productID: "go-101", terms: "course go-101")
+            #expect(try await store.bindProductTerms([year, basics, newcomer], at: TestTime.at(3))
+                    == [ProductTermsChange(productID: "vip-month", recorded: "membership P1M vip", given: "membership P1Y vip")])
+            #expect(try await store.bindProductTerms([month, course, newcomer], at: TestTime.at(4)).isEmpty)
+            // Unsold: the course may change what it grants, and the change is what is on record then.
+            #expect(try await store.bindProductTerms([month, basics], at: TestTime.at(5)).isEmpty)
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(6)).isEmpty)
+            #expect(try await store.bindProductTerms([year], at: TestTime.at(7)).count == 1)
+        }
+    }
+}
