@@ -40,13 +40,13 @@ extension PostgresOrderStore: BindingStore {
             // Instances reloading one catalog at once decide one after the other (the lock is the
             // transaction's).
             _ = try db.run(PGQuery("LOCK TABLE bindings IN SHARE ROW EXCLUSIVE MODE"))
-            // A scan of the orders for `sold`, for a changed product only.
+            // Every product on record (a catalog's few hundred rows); a scan of the orders for
+            // `sold`, for a changed or deleted product only.
+            let recorded = try db.run(PGQuery(
+                "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
+                .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
             let (changes, writes) = try ProductTerms.decide(
-                terms,
-                recorded: { id throws(StorageError) in
-                    try db.run(PGQuery("SELECT value FROM bindings WHERE key = 'product:' || $1", id))
-                        .first { row throws(StorageError) in try row.text(0) }
-                },
+                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
                 sold: { id throws(StorageError) in
                     try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
                         .first { row throws(StorageError) in try row.bool(0) } ?? false

@@ -32,13 +32,13 @@ extension SQLiteOrderStore: BindingStore {
     public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
         for product in terms { try product.validate() }
         return try await write { db throws(StorageError) in
-            // A scan of the orders for `sold`, for a changed product only.
+            // Every product on record (a catalog's few hundred rows); a scan of the orders for
+            // `sold`, for a changed or deleted product only.
+            let recorded = try db.rows(
+                "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
+                decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
             let (changes, writes) = try ProductTerms.decide(
-                terms,
-                recorded: { id throws(StorageError) in
-                    try db.row("SELECT value FROM bindings WHERE key = 'product:' || ?", id,
-                               decode: { row throws(StorageError) in try row.text(0) })
-                },
+                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
                 sold: { id throws(StorageError) in
                     try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
                                decode: { row throws(StorageError) in try row.int64(0) }) == 1

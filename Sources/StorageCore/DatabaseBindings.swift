@@ -51,13 +51,14 @@ public struct ProductTerms: Sendable, Hashable {
     }
 }
 
-/// A product whose terms on record (an order names it) differ from those the catalog gives now.
+/// A product whose terms on record (an order names it) differ from those the catalog gives now,
+/// or (`given` nil) that the catalog no longer has.
 public struct ProductTermsChange: Sendable, Hashable {
     public var productID: String
     public var recorded: String
-    public var given: String
+    public var given: String?
 
-    public init(productID: String, recorded: String, given: String) {
+    public init(productID: String, recorded: String, given: String?) {
         self.productID = productID
         self.recorded = recorded
         self.given = given
@@ -69,18 +70,20 @@ extension ProductTerms {
         try StoreText.validate(productID, terms)
     }
 
-    /// The rule both stores apply inside their transaction: a product with no terms on record
-    /// takes `terms`; one whose terms on record differ takes them only if no order names it
-    /// (`sold`: a mistake fixed before anyone bought it), else it is a change to refuse. Answers
-    /// the changes (then nothing may be written) and the terms to write.
+    /// The rule both stores apply inside their transaction, given every product's terms on
+    /// record: a product with none on record takes `terms`; one whose terms on record differ
+    /// takes them only if no order names it (`sold`: a mistake fixed before anyone bought it),
+    /// else it is a change to refuse; and a product on record that the catalog no longer has is a
+    /// change to refuse if an order names it (its buyers' grant would become a course's: retire it
+    /// with `"active": false` instead). Answers the changes (then nothing may be written) and the
+    /// terms to write.
     package static func decide(
-        _ terms: [ProductTerms], recorded: (String) throws(StorageError) -> String?,
-        sold: (String) throws(StorageError) -> Bool
+        _ terms: [ProductTerms], recorded: [String: String], sold: (String) throws(StorageError) -> Bool
     ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
         var changes: [ProductTermsChange] = []
         var writes: [ProductTerms] = []
         for product in terms {
-            guard let onRecord = try recorded(product.productID) else {
+            guard let onRecord = recorded[product.productID] else {
                 writes.append(product)
                 continue
             }
@@ -90,6 +93,10 @@ extension ProductTerms {
             } else {
                 writes.append(product)
             }
+        }
+        let given = Set(terms.map(\.productID))
+        for (productID, onRecord) in recorded.sorted(by: { $0.key < $1.key }) where !given.contains(productID) {
+            if try sold(productID) { changes.append(ProductTermsChange(productID: productID, recorded: onRecord, given: nil)) }
         }
         return changes.isEmpty ? ([], writes) : (changes, [])
     }

@@ -35,8 +35,22 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([month, course, newcomer], at: TestTime.at(4)).isEmpty)
             // Unsold: the course may change what it grants, and the change is what is on record then.
             #expect(try await store.bindProductTerms([month, basics], at: TestTime.at(5)).isEmpty)
-            #expect(try await store.bindProductTerms([course], at: TestTime.at(6)).isEmpty)
-            #expect(try await store.bindProductTerms([year], at: TestTime.at(7)).count == 1)
+            #expect(try await store.bindProductTerms([month, course], at: TestTime.at(6)).isEmpty)
+            #expect(try await store.bindProductTerms([year, course], at: TestTime.at(7)).count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aSoldProductMayNotLeaveTheCatalogAndAnUnsoldOneMay(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([month, course], at: TestTime.at(1)).isEmpty)
+            var order = Fixture.order("B2")
+            order.productID = "vip-month"
+            try await Fixture.create(order, in: store)
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(2))
+                    == [ProductTermsChange(productID: "vip-month", recorded: "membership P1M vip", given: nil)])
+            #expect(try await store.bindProductTerms([month], at: TestTime.at(3)).isEmpty)
         }
     }
 }

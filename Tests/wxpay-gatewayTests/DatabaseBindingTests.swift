@@ -63,15 +63,20 @@ struct DatabaseBindingTests {
             let longer = Self.catalog.replacingOccurrences(of: "P1M", with: "P1Y")
             try Self.replace(catalog, with: longer)
             kill(gateway.processIdentifier, SIGHUP)
-            #expect(try await eventually(timeout: .seconds(60)) { gateway.stderr.contains("catalog reload refused") })
+            #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("catalog reload refused") })
             #expect(gateway.stderr.contains("vip-month was sold as a membership of P1M granting vip; this catalog makes it "
                                             + "a membership of P1Y granting vip"), "\(gateway.stderr)")
+            #expect(try await vip() == paidFor)
+            // Nor may it leave the catalog (its buyers would be left a course's grant of its id).
+            try Self.replace(catalog, with: #"{"products":[{"id":"swift-101","amount":990,"description":"Swift"}]}"#)
+            kill(gateway.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("this catalog deletes it") })
             #expect(try await vip() == paidFor)
             // A product nobody bought may still change what it grants (a mistake fixed in time).
             try Self.replace(catalog, with: Self.catalog.replacingOccurrences(
                 of: #""description":"Swift"}"#, with: #""description":"Swift","entitlement":"swift-basics"}"#))
             kill(gateway.processIdentifier, SIGHUP)
-            #expect(try await eventually(timeout: .seconds(60)) { gateway.stderr.contains("catalog reloaded") })
+            #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("catalog reloaded") })
             #expect(await gateway.stop() == 0)
 
             // Nor does a start take the changed catalog.

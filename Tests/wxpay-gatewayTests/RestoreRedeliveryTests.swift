@@ -75,4 +75,49 @@ struct RestoreRedeliveryTests {
         await client.shutdown()
         await stack.stop()
     }
+
+    /// A refund asked for after the backup is not in the restored database: the client asks again
+    /// (the same out_refund_no, as docs/api.md says a client whose answer was lost does), WeChat
+    /// answers with the refund it has, and its end is announced under the id it had.
+    @Test(.timeLimit(.minutes(5)))
+    func aRefundAskedForAgainAfterARestoreIsAnnouncedUnderTheSameEventID() async throws {
+        let stack = try await ProductionStack.start(extra: [
+            "GATEWAY_RECONCILE_INTERVAL": "0.5", "GATEWAY_RECONCILE_AFTER": "1", "GATEWAY_POLL_INTERVAL": "1",
+            "GATEWAY_REFUND_QUERY_AFTER": "1",
+        ])
+        let database = stack.upstreams.directory + "/gateway.sqlite"
+        let backup = stack.upstreams.directory + "/before-refund.sqlite"
+        let client = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
+        do {
+            let token = ProductionStack.clientToken
+            #expect(try await client.createAndPay("rs-0003", base: stack.base, wechat: stack.wechatBase, token: token) == "SUCCESS")
+            let backedUp = try await BackupCommandTests.command(["backup", "--to", backup], database: database)
+            #expect(backedUp.status == 0, "\(backedUp.stderr)")
+            let body = #"{"amount":990,"reason":"asked twice","out_refund_no":"rs-r3"}"#
+            func refundedAgain() async throws -> Bool {
+                try await eventually(timeout: .seconds(90)) {
+                    try await client.send(.get, stack.base + "/v1/refunds/rs-r3", token: token).json["state"] as? String == "SUCCESS"
+                }
+            }
+            #expect(try await client.send(.post, stack.base + "/v1/orders/rs-0003/refunds", token: token, body: body).status == 201)
+            #expect(try await client.send(.post, stack.wechatBase + "/simulator/refunds/rs-r3/complete",
+                                          body: #"{"status":"SUCCESS"}"#).status == 200)
+            #expect(try await refundedAgain())
+            let announced = "SELECT id FROM outbox WHERE out_trade_no = 'rs-0003' AND type = 'refund.succeeded'"
+            let first = try await BackupCommandTests.sqlite(database, announced)
+            #expect(first.hasPrefix("evt_"), "\(first)")
+            try await stack.restartGateway {
+                let restored = try await BackupCommandTests.command(["restore", "--from", backup], database: database)
+                #expect(restored.status == 0, "\(restored.stderr)")
+            }
+            let again = try await client.send(.post, stack.base + "/v1/orders/rs-0003/refunds", token: token, body: body)
+            #expect(again.status == 201, "\(again.body)")
+            #expect(try await refundedAgain())
+            #expect(try await BackupCommandTests.sqlite(database, announced) == first)
+        } catch {
+            Issue.record("\(error)")
+        }
+        await client.shutdown()
+        await stack.stop()
+    }
 }

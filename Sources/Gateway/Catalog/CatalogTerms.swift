@@ -27,11 +27,13 @@ extension Catalog {
         let changes = try await store.bindProductTerms(products.map(\.terms), at: at)
         guard !changes.isEmpty else { return nil }
         let lines = changes.map { change in
-            "\(change.productID) was sold as \(Self.termsInWords(change.recorded)); this catalog makes it \(Self.termsInWords(change.given))"
+            let now = change.given.map { "this catalog makes it " + Self.termsInWords($0) }
+                ?? "this catalog deletes it (its buyers would be left a course's grant of its id)"
+            return "\(change.productID) was sold as \(Self.termsInWords(change.recorded)); \(now)"
         }
         return CatalogError(message: lines.joined(separator: "; ")
             + ". What a sold product grants cannot change (its buyers' entitlements are computed from it): sell the new "
-            + "terms under a new product id, and retire the old one with \"active\": false")
+            + "terms under a new product id, and retire the old one with \"active\": false rather than deleting it")
     }
 
     /// `membership P1M vip` as "a membership of P1M granting vip".

@@ -27,6 +27,18 @@ enum PaidEventEncoding {
         id(at: date, tail: SHA256.hash(fact).prefix(10))
     }
 
+    /// `derivedID` with no time of its own to lead it (a refund's end: its row may be made again
+    /// at another time): `evt_` and 32 hex digits of SHA-256 over `fact`. Refund events are few;
+    /// where they land in the index does not matter.
+    static func derivedID(fact: String) -> String {
+        var hex = Array("evt_".utf8)
+        for byte in SHA256.hash(fact).prefix(16) {
+            hex.append(digit(byte >> 4))
+            hex.append(digit(byte & 0xF))
+        }
+        return String(decoding: hex, as: UTF8.self)
+    }
+
     private static func id(at date: Date, tail: some Collection<UInt8>) -> String {
         let millis = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded()))
         var hex = [UInt8]()

@@ -64,10 +64,10 @@ enum RefundEventEncoding {
         case .change, .refundClose: type = failed
         case .processing: return nil
         }
-        // A refund ends once in each of these states: named by the refund and its end, so one
-        // written again after a restore keeps its id (`PaidEventEncoding.derivedID`).
-        let id = PaidEventEncoding.derivedID(
-            at: refund.createdAt, fact: "\(type)\n\(refund.outRefundNo)\n\(refund.state.rawValue)")
+        // A refund ends once in each of these states: named by the refund and its end alone, so
+        // one written again after a restore keeps its id — even when the client had to ask for it
+        // again and the row is new (`PaidEventEncoding.derivedID`).
+        let id = PaidEventEncoding.derivedID(fact: "\(type)\n\(refund.outRefundNo)\n\(refund.state.rawValue)")
         var event = JSONObjectWriter(capacity: 512)
         event.string("created_at", Timestamp.rfc3339(at))
         event.raw("data", RefundView(refund).json)
