@@ -175,6 +175,9 @@ public struct GatewayConfiguration: Sendable {
             // Until the server reports the address it bound (port 0 picks one).
             notifyURL = listen.httpOrigin + "/wechat/notify"
         }
+        // Before anything reads a file: a FIFO at a file variable's path would block the read
+        // (GatewayConfiguration+Files.swift).
+        let fileProblems = Self.fileChecks(environment)
         // The merchant's apps and the H5 site, read and checked (GatewayConfiguration+Apps.swift).
         problems += Self.appsChecks(&self, environment)
         // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
@@ -190,6 +193,9 @@ public struct GatewayConfiguration: Sendable {
         // and `doctor`, which checks a server's configuration; the other commands take no requests
         // (`app-token` may mint a demo gateway's tokens).
         if command == .serve || command == .doctor { problems += Self.publishedSecretsChecks(self, environment) }
+        // A file that is not a regular one is said once, in those words, not again as unreadable.
+        let notRegular = Set(fileProblems.map(\.variable))
+        problems = problems.filter { !notRegular.contains($0.variable) } + fileProblems
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }
 
