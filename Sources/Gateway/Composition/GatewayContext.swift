@@ -118,8 +118,15 @@ public struct GatewayContext: Sendable {
     /// The answer for a storage failure, logged and counted.
     func apiError(for error: StorageError) -> APIError {
         logger.error("storage failure", ["error": error.shortDescription])
-        instruments.storageErrors.labelled(error.shortDescription).increment()
+        countStorageError(error)
         return error == .unavailable ? .databaseUnavailable : .internalError
+    }
+
+    /// Counts a storage failure a request was answered with (a 5xx, or a notify's FAIL) by its
+    /// error: WxpayDatabaseWritesFailing reads this counter, and a disk that fails only notifies
+    /// must show there too.
+    func countStorageError(_ error: StorageError) {
+        instruments.storageErrors.labelled(error.shortDescription).increment()
     }
 }
 
