@@ -100,6 +100,9 @@ public struct GatewayContext: Sendable {
                                 maximumWaits: configuration.app.maxWaits)
         signals = OrderSignals()
         instruments = OrderInstruments(metrics, channels: Set(configuration.apps.all.map(\.kind)))
+        let versions: [WeChatPayAPIVersion] = (configuration.apiKey != nil ? [.v2] : [])
+            + (v3 != nil || configuration.v3.credentials != nil ? [.v3] : [])
+        instruments.publishUpstreamCalls(apis: versions.flatMap { version in UpstreamCall.allCases.map { $0.metricLabel(version) } })
         settlement = Settlement(store: store, catalog: catalog, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = configuration.apiKey.map { Signer(key: $0) }
