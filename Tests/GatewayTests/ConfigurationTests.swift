@@ -305,6 +305,26 @@ struct ConfigurationTests {
         for name in battery { #expect(readme.contains("`\(name)`")) }
     }
 
+    @Test("A token given both as the app backend's and as support's is refused at start, naming both variables and never the token")
+    func aTokenSharedByTheClientAndSupportVariablesIsRefused() throws {
+        var env = Self.production
+        env["GATEWAY_CLIENT_TOKENS"] = "client-token-1, shared-token-77"
+        env["GATEWAY_SUPPORT_TOKENS"] = "support-token-1,shared-token-77"
+        env["GATEWAY_LISTEN"] = "nowhere"
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("a token shared by the client and support variables was accepted")
+        } catch {
+            // One message with every problem: the shared token beside the malformed listen address.
+            #expect(Set(error.variables) == ["GATEWAY_SUPPORT_TOKENS", "GATEWAY_LISTEN"], "\(error)")
+            #expect(error.description.contains("GATEWAY_SUPPORT_TOKENS: shares a token with GATEWAY_CLIENT_TOKENS"), "\(error)")
+            #expect(!error.description.contains("shared-token-77"))
+        }
+        env["GATEWAY_LISTEN"] = nil
+        env["GATEWAY_SUPPORT_TOKENS"] = "support-token-1"
+        #expect(try GatewayConfiguration(environment: Environment(env), demo: false).supportTokens == ["support-token-1"])
+    }
+
     @Test func editDistanceCountsATranspositionAsOneEdit() {
         #expect(GatewayConfiguration.editDistance(Array("URL".utf8), Array("ULR".utf8)) == 1)
         #expect(GatewayConfiguration.editDistance(Array("".utf8), Array("abc".utf8)) == 3)

@@ -140,8 +140,19 @@ public struct GatewayConfiguration: Sendable {
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks,
+        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks, tokenRoleChecks,
     ]
+
+    /// A token is one role's: one listed as both the app backend's and support's would give the
+    /// backend support's look-ups and support the backend's creates and closes, whichever was
+    /// meant. Named by the variables that share it, never by value.
+    static func tokenRoleChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        guard environment.get("GATEWAY_CLIENT_TOKENS") != nil, environment.get("GATEWAY_SUPPORT_TOKENS") != nil,
+              !Set(configuration.clientTokens).isDisjoint(with: configuration.supportTokens)
+        else { return [] }
+        return [ConfigurationProblem("GATEWAY_SUPPORT_TOKENS", .conflict,
+                                     expected: "shares a token with GATEWAY_CLIENT_TOKENS: give each role tokens of its own")]
+    }
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws
     /// every problem found at once. `command` says which of the variables production requires
