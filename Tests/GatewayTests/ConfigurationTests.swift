@@ -325,6 +325,27 @@ struct ConfigurationTests {
         #expect(try GatewayConfiguration(environment: Environment(env), demo: false).supportTokens == ["support-token-1"])
     }
 
+    @Test("A URL variable's scheme is taken in any case and written in lower case, and what is not http(s) is still refused")
+    func urlSchemesAreCaseInsensitive() throws {
+        var env = Self.production
+        env["WXPAY_NOTIFY_URL"] = "HTTPS://pay.example.com/wechat/notify"
+        env["WXPAY_REFUND_NOTIFY_URL"] = "Https://pay.example.com/wechat/refund-notify"
+        env["WXPAY_API_BASE"] = "HTTPS://api.mch.weixin.qq.com"
+        env["GATEWAY_FULFILMENT_URL"] = "HTTP://127.0.0.1:9000/fulfil"
+        env["GATEWAY_FULFILMENT_SECRET"] = "0123456789abcdef"
+        let config = try GatewayConfiguration(environment: Environment(env), demo: false)
+        #expect(config.notifyURL == "https://pay.example.com/wechat/notify")
+        #expect(config.refunds.notifyURL == "https://pay.example.com/wechat/refund-notify")
+        #expect(config.apiBase == "https://api.mch.weixin.qq.com")
+        #expect(config.fulfilment.url == "http://127.0.0.1:9000/fulfil")
+        for refused in ["FTP://pay.example.com/notify", "HTTPS:/pay.example.com/notify", "HTTPS://", "pay.example.com/notify",
+                        "HTTPSX://pay.example.com/notify", "HTTPS://pay.example.com/notify?x=1", "javascript:alert(1)"] {
+            var bad = Self.production
+            bad["WXPAY_NOTIFY_URL"] = refused
+            #expect(throws: ConfigurationError.self, "\(refused)") { try GatewayConfiguration(environment: Environment(bad), demo: false) }
+        }
+    }
+
     @Test func editDistanceCountsATranspositionAsOneEdit() {
         #expect(GatewayConfiguration.editDistance(Array("URL".utf8), Array("ULR".utf8)) == 1)
         #expect(GatewayConfiguration.editDistance(Array("".utf8), Array("abc".utf8)) == 3)

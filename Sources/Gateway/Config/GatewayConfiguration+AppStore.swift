@@ -211,8 +211,7 @@ extension GatewayConfiguration {
 
     /// A base URL that may carry a path prefix (`http://127.0.0.1:9000/sandbox`); a trailing slash is dropped.
     static func parseBaseWithPath(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-              url.query == nil, url.fragment == nil else { return nil }
+        guard let (url, text) = ConfigurationVariable.httpURL(text), url.query == nil, url.fragment == nil else { return nil }
         var base = text
         while base.hasSuffix("/") { base.removeLast() }
         return base

@@ -339,8 +339,8 @@ public struct GatewayConfiguration: Sendable {
     }
 
     static func parseBase(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-              url.path.isEmpty || url.path == "/", url.query == nil else { return nil }
+        guard let (url, text) = ConfigurationVariable.httpURL(text), url.path.isEmpty || url.path == "/", url.query == nil
+        else { return nil }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
