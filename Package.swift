@@ -39,6 +39,9 @@ let package = Package(
         // The one first-in, first-out queue (O(1) takes) of the stores' threads and the gateway's
         // bounded work: a building block beneath both, so neither depends on the other for it.
         .target(name: "FIFO"),
+        // The one way a file an operator names is read (catalog, console users, certificates, keys,
+        // a backup): opened without blocking, refused unless a regular file, bounded in size.
+        .target(name: "OperatorFiles"),
         // Logging and metrics for every module that logs or counts: swift-log's Logger shape, and
         // counter, gauge and histogram handles made once, exposed in Prometheus' text format.
         .target(name: "Observability", dependencies: ["JSON"]),
@@ -69,8 +72,9 @@ let package = Package(
         .target(name: "WeChatPayV3", dependencies: ["Crypto", "JSON", "WeChatPay"]),
         // HTTP server (libmicrohttpd) and client (libcurl); knows nothing of WeChat.
         // (Crypto: reading the client certificate for its start-up check; Lifecycle: the
-        // cancellation latch a request's handler and a held order wait share.)
-        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto", "Lifecycle"]),
+        // cancellation latch a request's handler and a held order wait share; OperatorFiles: the
+        // client certificate's files read without blocking on a FIFO.)
+        .target(name: "HTTP", dependencies: ["CMicroHTTPD", "CCurl", "Crypto", "Lifecycle", "OperatorFiles"]),
         // The durable order store, knowing nothing of the protocol: what every store keeps and
         // promises (the store protocols, records, errors, and every rule above the SQL: checks of
         // the arguments, the door's decisions, the App Store matching), which is all the product
@@ -78,7 +82,7 @@ let package = Package(
         // tests and the benchmarks choose a store.
         .target(name: "StorageCore"),
         // One SQLite file, for one process: one writer thread with group commit, a reader pool.
-        .target(name: "SQLiteStore", dependencies: ["StorageCore", "CSQLite", "FIFO"]),
+        .target(name: "SQLiteStore", dependencies: ["StorageCore", "CSQLite", "FIFO", "OperatorFiles"]),
         // PostgreSQL, for several instances: libpq's pipeline, a pool with group commit, LISTEN.
         .target(name: "PostgresStore", dependencies: ["StorageCore", "CLibPQ", "FIFO"]),
         // The libcurl client as a WeChatPayTransport, with the backup-domain failover.
@@ -101,7 +105,7 @@ let package = Package(
         // docs/openapi.json is compiled in (a symlink in API/) and served at GET /openapi.json.
         .target(name: "Gateway", dependencies: [
             "WeChatPay", "WeChatPayV3", "HTTP", "StorageCore", "Crypto", "AppStore", "JSON", "FIFO", "Observability", "Lifecycle",
-            "QRCode",
+            "QRCode", "OperatorFiles",
         ], resources: [.embedInCode("API/openapi.json")]),
 
         // The support console, on top of the product's service API: its pages (pure functions of

@@ -85,7 +85,7 @@ extension SQLiteBackup {
             try requireNoLeftoverJournal(database)
             guard newDatabase else { throw .noDatabase(database) }
             let directory = (database as NSString).deletingLastPathComponent
-            if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            if !directory.isEmpty { _ = SQLiteDatabaseFile.makeDirectories(directory) }
             guard let real = SQLiteDatabaseFile.resolved(directory.isEmpty ? "." : directory) else {
                 throw .failed("cannot make the directory of \(database)")
             }

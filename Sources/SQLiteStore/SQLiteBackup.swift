@@ -2,6 +2,7 @@
 import CSQLite
 import Foundation
 import Glibc
+import OperatorFiles
 import StorageCore
 
 /// Backups of a SQLite order store while gateways serve from it, and restores while none does.
@@ -191,10 +192,15 @@ public enum SQLiteBackup {
 
     /// Refuses what is not a readable regular file (a FIFO would block the open for good).
     static func requireRegularFile(_ path: String) throws(StorageError) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw StorageError(code: .openFailed, detail: "no such file") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw StorageError(code: .openFailed, detail: "not a regular file") }
-        guard access(path, R_OK) == 0 else { throw StorageError(code: .openFailed, detail: "cannot read the file") }
+        do {
+            try OperatorFile.requireRegular(path)
+        } catch {
+            switch error {
+            case .missing: throw StorageError(code: .openFailed, detail: "no such file")
+            case .notRegular: throw StorageError(code: .openFailed, detail: "not a regular file")
+            case .unreadable, .tooLarge: throw StorageError(code: .openFailed, detail: "cannot read the file")
+            }
+        }
     }
 
     /// Opens `path` read-only, runs `PRAGMA integrity_check` and counts every table.

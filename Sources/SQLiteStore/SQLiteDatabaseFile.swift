@@ -34,6 +34,32 @@ public enum SQLiteDatabaseFile {
         return String(cString: real)
     }
 
+    /// Makes `directory` and every missing parent, each mode 0700 whatever the umask, as the
+    /// database files are 0600: the directories `serve` makes for a database hold nothing but it,
+    /// its WAL and its backups' neighbours, which no other user should list or add to. Directories
+    /// that exist already are left as they are (the operator's). Returns false when one could not
+    /// be made.
+    public static func makeDirectories(_ directory: String) -> Bool {
+        var made = ""
+        for (index, component) in directory.split(separator: "/", omittingEmptySubsequences: false).enumerated() {
+            if index == 0 {
+                made = String(component)
+                if made.isEmpty { continue }
+            } else {
+                if component.isEmpty { continue }
+                made += "/" + component
+            }
+            var info = stat()
+            if stat(made, &info) == 0 { continue }
+            guard errno == ENOENT else { return false }
+            // The umask can only take bits away from 0700; a default ACL could add some back.
+            guard mkdir(made, 0o700) == 0 || errno == EEXIST else { return false }
+            _ = chmod(made, 0o700)
+        }
+        var info = stat()
+        return stat(directory, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// How many names (hard links) the file at `path` has, or nil when there is none.
     public static func links(_ path: String) -> Int? {
         var info = stat()

@@ -214,12 +214,8 @@ public final class SQLiteOrderStore: OrderStore {
             throw .invalidArgument("readerCount and maxBatchSize must be at least 1")
         }
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw StorageError(code: .openFailed, context: "create directory")
-            }
+        if !directory.isEmpty, !SQLiteDatabaseFile.makeDirectories(directory) {
+            throw StorageError(code: .openFailed, context: "create directory")
         }
         let creating = !FileManager.default.fileExists(atPath: path)
         // Held until close (a gateway's whole life): a restore refuses the file meanwhile.

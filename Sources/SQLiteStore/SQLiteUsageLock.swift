@@ -106,7 +106,9 @@ final class SQLiteUsageLock: Sendable {
                 holdings[FileIdentity(info)]?.users += 1
                 return .locked(SQLiteUsageLock(identity: FileIdentity(info)))
             }
-            let descriptor = open(database, O_RDONLY | O_CLOEXEC | (create ? O_CREAT : 0), 0o600)
+            // Non-blocking: a FIFO at the database's path would otherwise hold the open for good
+            // (the fstat below refuses it).
+            let descriptor = open(database, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0), 0o600)
             guard descriptor >= 0 else {
                 throw StorageError(code: .openFailed, detail: errno == ENOENT ? "no database file at the configured path"
                                    : "cannot open the database file to lock it")

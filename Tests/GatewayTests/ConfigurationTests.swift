@@ -305,6 +305,47 @@ struct ConfigurationTests {
         for name in battery { #expect(readme.contains("`\(name)`")) }
     }
 
+    @Test("A token given both as the app backend's and as support's is refused at start, naming both variables and never the token")
+    func aTokenSharedByTheClientAndSupportVariablesIsRefused() throws {
+        var env = Self.production
+        env["GATEWAY_CLIENT_TOKENS"] = "client-token-1, shared-token-77"
+        env["GATEWAY_SUPPORT_TOKENS"] = "support-token-1,shared-token-77"
+        env["GATEWAY_LISTEN"] = "nowhere"
+        do {
+            _ = try GatewayConfiguration(environment: Environment(env), demo: false)
+            Issue.record("a token shared by the client and support variables was accepted")
+        } catch {
+            // One message with every problem: the shared token beside the malformed listen address.
+            #expect(Set(error.variables) == ["GATEWAY_SUPPORT_TOKENS", "GATEWAY_LISTEN"], "\(error)")
+            #expect(error.description.contains("GATEWAY_SUPPORT_TOKENS: shares a token with GATEWAY_CLIENT_TOKENS"), "\(error)")
+            #expect(!error.description.contains("shared-token-77"))
+        }
+        env["GATEWAY_LISTEN"] = nil
+        env["GATEWAY_SUPPORT_TOKENS"] = "support-token-1"
+        #expect(try GatewayConfiguration(environment: Environment(env), demo: false).supportTokens == ["support-token-1"])
+    }
+
+    @Test("A URL variable's scheme is taken in any case and written in lower case, and what is not http(s) is still refused")
+    func urlSchemesAreCaseInsensitive() throws {
+        var env = Self.production
+        env["WXPAY_NOTIFY_URL"] = "HTTPS://pay.example.com/wechat/notify"
+        env["WXPAY_REFUND_NOTIFY_URL"] = "Https://pay.example.com/wechat/refund-notify"
+        env["WXPAY_API_BASE"] = "HTTPS://api.mch.weixin.qq.com"
+        env["GATEWAY_FULFILMENT_URL"] = "HTTP://127.0.0.1:9000/fulfil"
+        env["GATEWAY_FULFILMENT_SECRET"] = "0123456789abcdef"
+        let config = try GatewayConfiguration(environment: Environment(env), demo: false)
+        #expect(config.notifyURL == "https://pay.example.com/wechat/notify")
+        #expect(config.refunds.notifyURL == "https://pay.example.com/wechat/refund-notify")
+        #expect(config.apiBase == "https://api.mch.weixin.qq.com")
+        #expect(config.fulfilment.url == "http://127.0.0.1:9000/fulfil")
+        for refused in ["FTP://pay.example.com/notify", "HTTPS:/pay.example.com/notify", "HTTPS://", "pay.example.com/notify",
+                        "HTTPSX://pay.example.com/notify", "HTTPS://pay.example.com/notify?x=1", "javascript:alert(1)"] {
+            var bad = Self.production
+            bad["WXPAY_NOTIFY_URL"] = refused
+            #expect(throws: ConfigurationError.self, "\(refused)") { try GatewayConfiguration(environment: Environment(bad), demo: false) }
+        }
+    }
+
     @Test func editDistanceCountsATranspositionAsOneEdit() {
         #expect(GatewayConfiguration.editDistance(Array("URL".utf8), Array("ULR".utf8)) == 1)
         #expect(GatewayConfiguration.editDistance(Array("".utf8), Array("abc".utf8)) == 3)

@@ -89,8 +89,13 @@ struct MetricsExpositionTests {
             #expect(try await rig.send(.post, "/v1/orders/metrics-v3-2/close").json.string("state") == "CLOSED")
 
             let scraped = try await rig.send(.get, "/metrics", token: nil)
-            let lines = String(decoding: scraped.body, as: UTF8.self).split(separator: "\n").filter {
-                $0.hasPrefix("wxpay_upstream_calls_total") || $0.hasPrefix("wxpay_upstream_duration_seconds_count")
+            let exposition = String(decoding: scraped.body, as: UTF8.self).split(separator: "\n")
+            // Each API of both versions is exported from the start (WxpayWeChatErrors), at 0 until called.
+            for api in ["unifiedorder", "v3_pay_app", "v3_tradebill"] {
+                #expect(exposition.contains { $0.hasPrefix(#"wxpay_upstream_calls_total{api="\#(api)",outcome="success"} "#) }, "\(api)")
+            }
+            let lines = exposition.filter {
+                ($0.hasPrefix("wxpay_upstream_calls_total") || $0.hasPrefix("wxpay_upstream_duration_seconds_count")) && !$0.hasSuffix(" 0")
             }
             #expect(lines == [
                 #"wxpay_upstream_calls_total{api="v3_close_order",outcome="success"} 1"#,
@@ -201,10 +206,14 @@ struct MetricsExpositionTests {
         wxpay_appstore_backfill_recovered_total 1
         # HELP wxpay_appstore_backfill_runs_total Runs of the notification history backfill (Get Notification History) by this instance, by outcome.
         # TYPE wxpay_appstore_backfill_runs_total counter
+        wxpay_appstore_backfill_runs_total{outcome="failed"} 0
         wxpay_appstore_backfill_runs_total{outcome="ok"} 1
         # HELP wxpay_appstore_credits_total App Store transactions credited to an order, by how the order was found and environment.
         # TYPE wxpay_appstore_credits_total counter
         wxpay_appstore_credits_total{environment="Production",matched_by="app_account_token"} 1
+        # HELP wxpay_appstore_notifications_total App Store Server Notifications by outcome (handled, duplicate, ignored, rejected, error).
+        # TYPE wxpay_appstore_notifications_total counter
+        wxpay_appstore_notifications_total{outcome="rejected",reason="invalid_signature"} 0
         # HELP wxpay_appstore_reports_total iOS transaction reports by outcome (credited, repeated, or the error code).
         # TYPE wxpay_appstore_reports_total counter
         wxpay_appstore_reports_total{outcome="credited"} 1
@@ -237,7 +246,12 @@ struct MetricsExpositionTests {
         wxpay_orders_created_total{channel="apple",outcome="created"} 1
         # HELP wxpay_outbox_deliveries_total Fulfilment webhook attempts by outcome (delivered, failed, dead).
         # TYPE wxpay_outbox_deliveries_total counter
+        wxpay_outbox_deliveries_total{outcome="dead"} 0
+        wxpay_outbox_deliveries_total{outcome="delivered"} 0
         wxpay_outbox_deliveries_total{outcome="failed"} 4
+        # HELP wxpay_reconcile_errors_total Reconciler failures by stage.
+        # TYPE wxpay_reconcile_errors_total counter
+        wxpay_reconcile_errors_total{stage="store"} 0
         # HELP wxpay_reconcile_orders_checked_total Open orders the reconciler asked WeChat about (orderquery or closeorder).
         # TYPE wxpay_reconcile_orders_checked_total counter
         wxpay_reconcile_orders_checked_total 1
@@ -261,6 +275,7 @@ struct MetricsExpositionTests {
         wxpay_reconcile_sweeps_total 1
         # HELP wxpay_refund_notifies_total Refund notifies by outcome.
         # TYPE wxpay_refund_notifies_total counter
+        wxpay_refund_notifies_total{outcome="rejected",reason="bad_sign"} 0
         wxpay_refund_notifies_total{outcome="settled"} 1
         # HELP wxpay_refund_settlements_total Refund state changes by source and new state.
         # TYPE wxpay_refund_settlements_total counter
@@ -281,10 +296,42 @@ struct MetricsExpositionTests {
         wxpay_storage_errors_total{error="io"} 0
         # HELP wxpay_upstream_calls_total Calls to WeChat Pay by API and outcome.
         # TYPE wxpay_upstream_calls_total counter
+        wxpay_upstream_calls_total{api="closeorder",outcome="http_status"} 0
+        wxpay_upstream_calls_total{api="closeorder",outcome="success"} 0
+        wxpay_upstream_calls_total{api="closeorder",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="closeorder",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="closeorder",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="closeorder",outcome="transport_tls"} 0
+        wxpay_upstream_calls_total{api="downloadbill",outcome="http_status"} 0
         wxpay_upstream_calls_total{api="downloadbill",outcome="success"} 1
+        wxpay_upstream_calls_total{api="downloadbill",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="downloadbill",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="downloadbill",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="downloadbill",outcome="transport_tls"} 0
+        wxpay_upstream_calls_total{api="orderquery",outcome="http_status"} 0
         wxpay_upstream_calls_total{api="orderquery",outcome="success"} 1
+        wxpay_upstream_calls_total{api="orderquery",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="orderquery",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="orderquery",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="orderquery",outcome="transport_tls"} 0
+        wxpay_upstream_calls_total{api="refund",outcome="http_status"} 0
         wxpay_upstream_calls_total{api="refund",outcome="success"} 1
+        wxpay_upstream_calls_total{api="refund",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="refund",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="refund",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="refund",outcome="transport_tls"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="http_status"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="success"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="refundquery",outcome="transport_tls"} 0
+        wxpay_upstream_calls_total{api="unifiedorder",outcome="http_status"} 0
         wxpay_upstream_calls_total{api="unifiedorder",outcome="success"} 2
+        wxpay_upstream_calls_total{api="unifiedorder",outcome="transport_connect"} 0
+        wxpay_upstream_calls_total{api="unifiedorder",outcome="transport_dns"} 0
+        wxpay_upstream_calls_total{api="unifiedorder",outcome="transport_timeout"} 0
+        wxpay_upstream_calls_total{api="unifiedorder",outcome="transport_tls"} 0
         # HELP wxpay_wait_polls_total Polls of waiting queries: queried WeChat, or left to the instance holding the claim.
         # TYPE wxpay_wait_polls_total counter
         wxpay_wait_polls_total{outcome="queried"} 1
@@ -460,8 +507,6 @@ struct MetricsExpositionTests {
         # TYPE wxpay_appstore_consumption_requests_total counter
         # HELP wxpay_appstore_consumption_sent_total Attempts to send consumption information to Apple, by outcome (accepted, refused, retry).
         # TYPE wxpay_appstore_consumption_sent_total counter
-        # HELP wxpay_appstore_notifications_total App Store Server Notifications by outcome (handled, duplicate, ignored, rejected, error).
-        # TYPE wxpay_appstore_notifications_total counter
         # HELP wxpay_appstore_receipts_read_total App receipts read locally (StoreKit 1 reports with the Server API), by outcome.
         # TYPE wxpay_appstore_receipts_read_total counter
         # HELP wxpay_appstore_refunds_reversed_total Orders moved back to SUCCESS because Apple reversed its refund (REFUND_REVERSED).
@@ -486,8 +531,6 @@ struct MetricsExpositionTests {
         # TYPE wxpay_console_refusals_total counter
         # HELP wxpay_outbox_errors_total Outbox store failures.
         # TYPE wxpay_outbox_errors_total counter
-        # HELP wxpay_reconcile_errors_total Reconciler failures by stage.
-        # TYPE wxpay_reconcile_errors_total counter
         # HELP wxpay_refunds_outside_gateway_total Paid orders WeChat reports REFUND without a refund of the gateway's (flagged for support).
         # TYPE wxpay_refunds_outside_gateway_total counter
         # HELP wxpay_refunds_refused_total Refunds WeChat refused before accepting them (they end REFUNDCLOSE), by reason.

@@ -251,6 +251,46 @@ struct BackupCommandTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    @Test("The folders serve and restore --new make for a database are 0700, and the database 0600, under umask 000; a folder that existed keeps its mode")
+    func theFoldersMadeForADatabaseAreTheOwnersAloneWhateverTheUmask() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-folders")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(chmod(directory, 0o755) == 0)
+        func mode(_ path: String) -> Int? {
+            (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
+        }
+        // The process's umask is the shell's: set in a child, never in this test process, whose
+        // other tests make files meanwhile.
+        let database = directory + "/a/b/gateway.sqlite"
+        var gateway: CommandProcess?
+        for _ in 0..<5 where gateway == nil {
+            let port = closedLoopbackPort()
+            let attempt = try CommandProcess(
+                ["serve", "--demo"],
+                environment: ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:" + database,
+                              "GATEWAY_RECONCILE_INTERVAL": "0"],
+                shellFirst: "umask 000")
+            if await attempt.line(startingWith: "listening on ") != nil { gateway = attempt } else { await attempt.stop() }
+        }
+        let started = try #require(gateway)
+        await started.stop()
+        #expect(mode(directory + "/a") == 0o700)
+        #expect(mode(directory + "/a/b") == 0o700)
+        #expect(mode(database) == 0o600)
+        #expect(mode(directory) == 0o755)
+
+        let backup = directory + "/gateway.backup"
+        #expect(try await Self.command(["backup", "--to", backup], database: database).status == 0)
+        let restored = directory + "/c/d/gateway.sqlite"
+        let restore = try CommandProcess(["restore", "--from", backup, "--new"], environment: ["GATEWAY_DATABASE": "sqlite:" + restored],
+                                         shellFirst: "umask 000")
+        #expect(await restore.exitStatus(within: 180) == 0, "\(restore.stderr)")
+        await restore.stop()
+        #expect(mode(directory + "/c") == 0o700)
+        #expect(mode(directory + "/c/d") == 0o700)
+        #expect(mode(restored) == 0o600)
+    }
+
     @Test func aBackupThatIsNotADatabaseIsRefusedAndPostgreSQLIsPointedToItsOwnTools() async throws {
         let directory = try Operations.temporaryDirectory("wxpay-restore")
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -47,6 +47,70 @@ struct DeployFilesTests {
         #expect(rules.components(separatedBy: "labels: {severity: ").count - 1 == names.count)
     }
 
+    /// Each counter an alert rule compares over time (`rate(` or `increase(` of a `_total`), with
+    /// the label matchers of its selector (`name`, `op`, `value`).
+    static func alertCounters(_ rules: String) -> [(counter: String, matchers: [(label: String, op: String, value: String)])] {
+        rules.matches(of: #/(?:rate|increase)\((wxpay_[a-z0-9_]+_total)(?:\{([^}]*)\})?\[/#).map { match in
+            let matchers = (match.output.2.map(String.init) ?? "").matches(of: #/([a-z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"/#).map {
+                (label: String($0.output.1), op: String($0.output.2), value: String($0.output.3))
+            }
+            return (String(match.output.1), matchers)
+        }
+    }
+
+    /// The labels of one exposition line (`name{a="x",b="y"} 0`).
+    static func labels(_ line: Substring) -> [String: String] {
+        var labels: [String: String] = [:]
+        for match in line.matches(of: #/([a-z_]+)="([^"]*)"/#) { labels[String(match.output.1)] = String(match.output.2) }
+        return labels
+    }
+
+    static func matches(_ value: String?, _ op: String, _ pattern: String) -> Bool {
+        let value = value ?? ""
+        let full = (try? Regex("^(?:\(pattern))$")).map { value.wholeMatch(of: $0) != nil } ?? false
+        switch op {
+        case "=": return value == pattern
+        case "!=": return value != pattern
+        case "=~": return full
+        default: return !full
+        }
+    }
+
+    @Test("A fresh gateway exports, at 0, a series for every counter selector the alert rules take a rate or an increase of")
+    func everyCounterAnAlertComparesOverTimeExistsFromTheStart() async throws {
+        let rules = try String(contentsOfFile: Operations.path("deploy/prometheus/alerts.yml.in"), encoding: .utf8)
+        let selectors = Self.alertCounters(rules)
+        #expect(selectors.count >= 10, "the rules' counters were not found: \(selectors.map(\.counter))")
+        let directory = try Operations.temporaryDirectory("wxpay-fresh-metrics")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let started = StartedGateway()
+        // Everything an alert watches switched on: the reconciler, the webhook dispatcher (its
+        // receiver never answers), the embedded App Store.
+        let gateway = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:\(directory)/gateway.sqlite",
+             "GATEWAY_FULFILMENT_URL": "http://127.0.0.1:9/fulfil", "GATEWAY_FULFILMENT_SECRET": "0123456789abcdef"]
+        }, demo: true))
+        let client = try HTTPClient()
+        do {
+            let metrics = try await client.send(.get, started.base + "/metrics")
+            #expect(metrics.status == 200)
+            let samples = metrics.body.split(separator: "\n").filter { !$0.hasPrefix("#") }
+            for (counter, matchers) in selectors {
+                let found = samples.contains { line in
+                    guard line.hasPrefix(counter + "{") || line.hasPrefix(counter + " ") else { return false }
+                    let labels = Self.labels(line)
+                    return matchers.allSatisfy { Self.matches(labels[$0.label], $0.op, $0.value) }
+                }
+                let selector = matchers.map { "\($0.label)\($0.op)\"\($0.value)\"" }.joined(separator: ",")
+                #expect(found, "no sample of \(counter){\(selector)} in a fresh gateway's /metrics")
+            }
+        } catch {
+            Issue.record("\(error)")
+        }
+        await client.shutdown()
+        await gateway.stop()
+    }
+
     /// `systemd-analyze verify` exits 0 even for unknown keys and bad values, printing a warning:
     /// any output at all is a failure.
     static func verifyUnit(_ unit: String, binary: String) async throws -> (status: Int32, messages: String) {

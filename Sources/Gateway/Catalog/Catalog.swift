@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import JSON
+import OperatorFiles
 
 /// One thing the app can buy, with the price the gateway charges for it.
 public struct CatalogProduct: Sendable, Hashable {
@@ -175,16 +176,17 @@ public struct Catalog: Sendable, Hashable {
 
     /// Reads and validates the file at `path`.
     public static func load(path: String) throws(CatalogError) -> Catalog {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CatalogError(message: "cannot read the catalog file \(path)")
+        let bytes: [UInt8]
+        do {
+            bytes = try OperatorFile.read(path, maximumBytes: maximumFileBytes)
+        } catch {
+            switch error {
+            case .tooLarge: throw CatalogError(message: "the catalog file is larger than \(maximumFileBytes) bytes")
+            case .notRegular: throw CatalogError(message: "GATEWAY_CATALOG is not a regular file (a FIFO, a device, a socket or a directory): \(path)")
+            case .missing, .unreadable: throw CatalogError(message: "cannot read the catalog file \(path)")
+            }
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: maximumFileBytes + 1)) ?? nil
-        guard let data else { throw CatalogError(message: "cannot read the catalog file \(path)") }
-        guard data.count <= maximumFileBytes else {
-            throw CatalogError(message: "the catalog file is larger than \(maximumFileBytes) bytes")
-        }
-        return try parse(Array(data))
+        return try parse(bytes)
     }
 
     /// Validates a catalog document: every rule broken is named with its product.

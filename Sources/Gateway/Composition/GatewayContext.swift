@@ -101,6 +101,9 @@ public struct GatewayContext: Sendable {
                                 maximumWaits: configuration.app.maxWaits)
         signals = OrderSignals()
         instruments = OrderInstruments(metrics, channels: Set(configuration.apps.all.map(\.kind)))
+        let versions: [WeChatPayAPIVersion] = (configuration.apiKey != nil ? [.v2] : [])
+            + (v3 != nil || configuration.v3.credentials != nil ? [.v3] : [])
+        instruments.publishUpstreamCalls(apis: versions.flatMap { version in UpstreamCall.allCases.map { $0.metricLabel(version) } })
         settlement = Settlement(store: store, catalog: catalog, signals: signals, instruments: instruments, logger: logger, now: now)
         self.upstream = Upstream(upstream, instruments: instruments, logger: logger)
         signer = configuration.apiKey.map { Signer(key: $0) }
@@ -119,8 +122,15 @@ public struct GatewayContext: Sendable {
     /// The answer for a storage failure, logged and counted.
     func apiError(for error: StorageError) -> APIError {
         logger.error("storage failure", ["error": error.shortDescription])
-        instruments.storageErrors.labelled(error.shortDescription).increment()
+        countStorageError(error)
         return error == .unavailable ? .databaseUnavailable : .internalError
+    }
+
+    /// Counts a storage failure a request was answered with (a 5xx, or a notify's FAIL) by its
+    /// error: WxpayDatabaseWritesFailing reads this counter, and a disk that fails only notifies
+    /// must show there too.
+    func countStorageError(_ error: StorageError) {
+        instruments.storageErrors.labelled(error.shortDescription).increment()
     }
 }
 

@@ -10,6 +10,8 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         case malformed
         /// The value is well-formed but not allowed here (with demo mode, or with another variable).
         case conflict
+        /// A file variable's path holds a FIFO, a device, a socket or a directory.
+        case notRegularFile
     }
 
     public var variable: String
@@ -28,6 +30,7 @@ public struct ConfigurationProblem: Sendable, Hashable, CustomStringConvertible 
         case .missing: "\(variable) is not set: \(expected)"
         case .malformed: "\(variable): expected \(expected)"
         case .conflict: "\(variable): \(expected)"
+        case .notRegularFile: "\(variable) is not a regular file: \(expected)"
         }
     }
 }

@@ -89,10 +89,22 @@ extension ConfigurationVariable {
     /// An absolute http(s) URL with a host; `query` says whether a query string is allowed.
     public static func url(query: Bool = true) -> @Sendable (String) -> String? {
         { text in
-            guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-                  query || url.query == nil else { return nil }
+            guard let (url, text) = httpURL(text), query || url.query == nil else { return nil }
             return text
         }
+    }
+
+    /// `text` read as an absolute http(s) URL with a host, and the text with its scheme in lower
+    /// case; nil when it is none. A scheme is case-insensitive (RFC 3986, 3.1: `HTTPS://` is
+    /// `https://`), but what is sent on, to WeChat as a `notify_url` say, is written as every
+    /// client expects it.
+    static func httpURL(_ text: String) -> (URL, String)? {
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let scheme = text[..<colon].lowercased()
+        guard scheme == "https" || scheme == "http" else { return nil }
+        let normalized = scheme + text[colon...]
+        guard let url = URL(string: normalized), url.scheme == scheme, url.host != nil else { return nil }
+        return (url, normalized)
     }
 
     /// One of `choices` (case-insensitive), as its value.

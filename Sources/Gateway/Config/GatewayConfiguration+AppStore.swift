@@ -2,6 +2,7 @@
 public import AppStore
 import Crypto
 import Foundation
+import OperatorFiles
 
 /// Apple In-App Purchase: the iOS app's purchases verified with the App Store (README, "iOS").
 ///
@@ -150,12 +151,12 @@ extension GatewayConfiguration {
     /// `apple`'s unless `allowUntrustedRoot`; nil, and a problem, when the file cannot be read or used.
     private static func loadRoots(_ file: String, variable: String, allowUntrustedRoot: Bool, apple: TrustedRoots.AppleRoot,
                                   _ problems: inout [ConfigurationProblem]) -> TrustedRoots? {
-        guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 64 * 1024 else {
+        guard let bytes = try? OperatorFile.read(file, maximumBytes: 64 * 1024) else {
             problems.append(ConfigurationProblem(variable, .conflict, expected: "a readable root certificate file (64 KiB at most)"))
             return nil
         }
         do {
-            return try TrustedRoots.load(Array(bytes), allowUntrustedRoot: allowUntrustedRoot, apple: apple)
+            return try TrustedRoots.load(bytes, allowUntrustedRoot: allowUntrustedRoot, apple: apple)
         } catch {
             // Only a certificate that is not Apple's is a matter of trust; a file that holds none is
             // the wrong file, whatever is allowed.
@@ -210,8 +211,7 @@ extension GatewayConfiguration {
 
     /// A base URL that may carry a path prefix (`http://127.0.0.1:9000/sandbox`); a trailing slash is dropped.
     static func parseBaseWithPath(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-              url.query == nil, url.fragment == nil else { return nil }
+        guard let (url, text) = ConfigurationVariable.httpURL(text), url.query == nil, url.fragment == nil else { return nil }
         var base = text
         while base.hasSuffix("/") { base.removeLast() }
         return base
@@ -276,7 +276,7 @@ extension GatewayConfiguration {
             }
         } else if let file = appStore.privateKeyFile {
             do {
-                guard let bytes = FileManager.default.contents(atPath: file), bytes.count <= 16 * 1024 else {
+                guard let bytes = try? OperatorFile.read(file, maximumBytes: 16 * 1024) else {
                     throw AppStoreConfigurationError("cannot read the key file")
                 }
                 configuration.appStore.privateKey = try ES256PrivateKey(pem: String(decoding: bytes, as: UTF8.self))

@@ -45,14 +45,14 @@ extension GatewayConfiguration {
         case (.some, nil):
             problems.append(ConfigurationProblem("GATEWAY_TLS_KEY", .conflict, expected: "set together with GATEWAY_TLS_CERT"))
         case (.some(let certificateFile), .some(let keyFile)):
-            guard let certificate = try? String(contentsOfFile: certificateFile, encoding: .utf8),
+            guard let certificate = readSmallTextFile(certificateFile),
                   certificate.contains("-----BEGIN CERTIFICATE-----")
             else {
                 problems.append(ConfigurationProblem("GATEWAY_TLS_CERT", .malformed,
                                                      expected: "a readable PEM file with the server certificate"))
                 break
             }
-            guard let key = try? String(contentsOfFile: keyFile, encoding: .utf8), key.contains("PRIVATE KEY-----") else {
+            guard let key = readSmallTextFile(keyFile), key.contains("PRIVATE KEY-----") else {
                 problems.append(ConfigurationProblem("GATEWAY_TLS_KEY", .malformed,
                                                      expected: "a readable PEM file with the certificate's private key, unencrypted"))
                 break

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 public import HTTP
+import OperatorFiles
 
 extension GatewayConfiguration {
     /// Refunds: `/secapi/pay/refund` needs the merchant's API certificate over mutual TLS, and
@@ -50,7 +51,7 @@ extension GatewayConfiguration {
 
     /// How refunds reach WeChat with these variables: demo mode through the simulator; otherwise the
     /// PKCS#12, or the PEM pair, or the default PEM files when both exist, or not at all.
-    public var refundMode: RefundMode { refundMode(fileExists: { FileManager.default.isReadableFile(atPath: $0) }) }
+    public var refundMode: RefundMode { refundMode(fileExists: { Self.readableFile($0) != nil }) }
 
     func refundMode(fileExists: (String) -> Bool) -> RefundMode {
         if demo { return .embedded }
@@ -126,5 +127,7 @@ extension GatewayConfiguration {
         return problems
     }
 
-    static let readableFile: @Sendable (String) -> String? = { FileManager.default.isReadableFile(atPath: $0) ? $0 : nil }
+    /// A path that opens as a regular file (never a FIFO, whose open would block); the problem of
+    /// one that is not names the variable (`fileChecks`).
+    static let readableFile: @Sendable (String) -> String? = { (try? OperatorFile.requireRegular($0)) != nil ? $0 : nil }
 }

@@ -137,9 +137,8 @@ extension GatewayConfiguration {
         // What loads is checked even when something else is missing: every problem at once.
         var merchantKey: RSAPrivateKey?
         if let file = v3.merchantPrivateKeyFile {
-            do {
-                merchantKey = try RSAPrivateKey(pem: try String(contentsOfFile: file, encoding: .utf8))
-            } catch {
+            merchantKey = readSmallTextFile(file).flatMap { try? RSAPrivateKey(pem: $0) }
+            if merchantKey == nil {
                 problems.append(ConfigurationProblem("WXPAY_MERCHANT_PRIVATE_KEY", .conflict,
                                                      expected: "not an RSA private key of 2048 bits or more in PEM"))
             }
@@ -162,7 +161,7 @@ extension GatewayConfiguration {
         }
         var publicKey: WeChatPayPublicKey?
         if let file = v3.publicKeyFile {
-            let key = try? PublicKey(pem: try String(contentsOfFile: file, encoding: .utf8))
+            let key = readSmallTextFile(file).flatMap { try? PublicKey(pem: $0) }
             if let key, key.algorithm == .rsa(bits: 2048) {
                 if let rsa = try? RSAPublicKey(key) {
                     if let id = v3.publicKeyID { publicKey = try? WeChatPayPublicKey(id: id, key: rsa) }
@@ -199,8 +198,8 @@ extension GatewayConfiguration {
     }
 
     static func loadCertificate(_ file: String) -> Certificate? {
-        guard let bytes = FileManager.default.contents(atPath: file) else { return nil }
-        return Certificate(pemOrDER: Array(bytes))
+        guard let bytes = readSmallFile(file) else { return nil }
+        return Certificate(pemOrDER: bytes)
     }
 
     /// Demo mode's v3 merchant, made at each start (WeChat publishes no v3 test keys): a merchant key

@@ -140,8 +140,19 @@ public struct GatewayConfiguration: Sendable {
 
     /// The rules between variables (and between a variable and the mode), each returning its problems.
     static let checks: [@Sendable (GatewayConfiguration, Environment) -> [ConfigurationProblem]] = [
-        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks,
+        demoChecks, fulfilmentChecks, refundChecks, databaseChecks, consoleChecks, tokenRoleChecks,
     ]
+
+    /// A token is one role's: one listed as both the app backend's and support's would give the
+    /// backend support's look-ups and support the backend's creates and closes, whichever was
+    /// meant. Named by the variables that share it, never by value.
+    static func tokenRoleChecks(_ configuration: GatewayConfiguration, _ environment: Environment) -> [ConfigurationProblem] {
+        guard environment.get("GATEWAY_CLIENT_TOKENS") != nil, environment.get("GATEWAY_SUPPORT_TOKENS") != nil,
+              !Set(configuration.clientTokens).isDisjoint(with: configuration.supportTokens)
+        else { return [] }
+        return [ConfigurationProblem("GATEWAY_SUPPORT_TOKENS", .conflict,
+                                     expected: "shares a token with GATEWAY_CLIENT_TOKENS: give each role tokens of its own")]
+    }
 
     /// Reads the configuration for a production start (`demo` false) or a demo start, or throws
     /// every problem found at once. `command` says which of the variables production requires
@@ -175,6 +186,9 @@ public struct GatewayConfiguration: Sendable {
             // Until the server reports the address it bound (port 0 picks one).
             notifyURL = listen.httpOrigin + "/wechat/notify"
         }
+        // Before anything reads a file: a FIFO at a file variable's path would block the read
+        // (GatewayConfiguration+Files.swift).
+        let fileProblems = Self.fileChecks(environment)
         // The merchant's apps and the H5 site, read and checked (GatewayConfiguration+Apps.swift).
         problems += Self.appsChecks(&self, environment)
         // Demo defaults and the catalog file, read and validated (GatewayConfiguration+App.swift).
@@ -190,6 +204,9 @@ public struct GatewayConfiguration: Sendable {
         // and `doctor`, which checks a server's configuration; the other commands take no requests
         // (`app-token` may mint a demo gateway's tokens).
         if command == .serve || command == .doctor { problems += Self.publishedSecretsChecks(self, environment) }
+        // A file that is not a regular one is said once, in those words, not again as unreadable.
+        let notRegular = Set(fileProblems.map(\.variable))
+        problems = problems.filter { !notRegular.contains($0.variable) } + fileProblems
         guard problems.isEmpty else { throw ConfigurationError(problems) }
     }
 
@@ -322,8 +339,8 @@ public struct GatewayConfiguration: Sendable {
     }
 
     static func parseBase(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme == "https" || url.scheme == "http", url.host != nil,
-              url.path.isEmpty || url.path == "/", url.query == nil else { return nil }
+        guard let (url, text) = ConfigurationVariable.httpURL(text), url.path.isEmpty || url.path == "/", url.query == nil
+        else { return nil }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 

@@ -2,6 +2,7 @@
 import Crypto
 import Foundation
 import Observability
+import OperatorFiles
 import Glibc
 
 /// The console's user file (`GATEWAY_CONSOLE_USERS`): one `name:role:hash` line per user, `#`
@@ -46,10 +47,22 @@ public enum ConsoleUserFile {
 
     /// The users in the file at `path`.
     public static func read(path: String) throws(ConsoleUserFileError) -> [ConsoleUser] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path) }
-        guard let text = String(data: data, encoding: .utf8) else { throw .malformedLine(0, "the file is not UTF-8") }
+        let bytes: [UInt8]
+        do {
+            bytes = try OperatorFile.read(path, maximumBytes: maximumFileBytes)
+        } catch {
+            switch error {
+            case .notRegular: throw .notRegularFile(path)
+            case .tooLarge: throw .malformedLine(0, "the file is larger than \(maximumFileBytes) bytes")
+            case .missing, .unreadable: throw .unreadable(path)
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .malformedLine(0, "the file is not UTF-8") }
         return try parse(text)
     }
+
+    /// Tens of thousands of users' lines; more is not a user file.
+    public static let maximumFileBytes = 4 * 1024 * 1024
 
     /// Reads the file (none yet: no users), lets `change` edit the list, and writes the result
     /// atomically with mode 0600, holding the lock file `path.lock` throughout. Nothing is written
@@ -95,6 +108,7 @@ public enum ConsoleUserFile {
 /// Why the user file could not be read or written. Never carries a password or a hash.
 public enum ConsoleUserFileError: Error, Sendable, Hashable, CustomStringConvertible {
     case unreadable(String)
+    case notRegularFile(String)
     case unwritable(String, Int32)
     case malformedLine(Int, String)
     case userExists(String)
@@ -103,6 +117,7 @@ public enum ConsoleUserFileError: Error, Sendable, Hashable, CustomStringConvert
     public var description: String {
         switch self {
         case .unreadable(let path): "cannot read \(path)"
+        case .notRegularFile(let path): "\(path) is not a regular file (a FIFO, a device, a socket or a directory)"
         case .unwritable(let path, let code): "cannot write \(path): \(String(cString: strerror(code)))"
         case .malformedLine(let line, let reason): "line \(line): \(reason)"
         case .userExists(let name): "the user \(name) exists already (passwd changes a password)"

@@ -307,5 +307,7 @@ private struct FulfilmentInstruments: Sendable {
         pending = registry.makeGauge(Self.pending)
         dead = registry.makeGauge(Self.dead)
         lag = registry.makeGauge(Self.lag)
+        // Exported from the start: a rate of failed deliveries must see the first one.
+        for counter in [delivered, failed, deadLettered] { counter.publish() }
     }
 }

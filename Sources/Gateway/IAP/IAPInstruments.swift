@@ -133,5 +133,9 @@ final class IAPInstruments: Sendable {
         refundHistoryWithErrors = registry.makeCounter(Self.refundHistoryRuns, ["result": "errors"])
         subscriptionStates = registry.makeCounters(Self.subscriptionChanges, labelNames: "status")
         subscriptionChecks = registry.makeCounters(Self.subscriptionChecks, labelNames: "outcome")
+        // Exported from the start for the alerts that compare them over time: a forged
+        // notification (WxpayNotifyForgeryBurst) and the backfill's runs (WxpayAppStoreBackfillFailing).
+        notificationRejected.labelled("invalid_signature").publish()
+        for counter in [backfillSucceeded, backfillFailed] { counter.publish() }
     }
 }

@@ -101,8 +101,11 @@ public final class OrderCreation: OrderFlow {
     }
 
     /// Makes sure the order has a live prepay_id (one unifiedorder per order at a time, however
-    /// many identical creates arrive) and answers what its client needs, by trade type.
+    /// many identical creates arrive) and answers what its client needs, by trade type. An order
+    /// past its expires_at is answered here: WeChat closed it, and a prepay for it would only be
+    /// refused (time_expire in the past) and add a failed line to its timeline each time.
     private func prepare(_ order: OrderRecord, redirectURL: String?) async throws(APIError) -> OrderView {
+        if order.hasExpiredUnpaid(at: now()) { throw .orderExpired(at: order.expiresAt) }
         var order = order
         if !hasLivePrepay(order) {
             let outTradeNo = order.outTradeNo

@@ -118,6 +118,19 @@ final class OrderInstruments: Sendable {
         for error in ["full", "io"] { storageErrors.labelled(error).publish() }
     }
 
+    /// What WxpayWeChatErrors divides, exported from the start for each API `apis` names: the
+    /// calls that succeeded, and the failures an outage of WeChat or of the way to it brings
+    /// (a series first seen with its first failure would hide that failure from the rate).
+    func publishUpstreamCalls(apis: [String]) {
+        for api in apis {
+            for outcome in Self.upstreamOutcomesFromStart { upstreamCalls.labelled(api, outcome).publish() }
+        }
+    }
+
+    static let upstreamOutcomesFromStart = [
+        "success", "http_status", "transport_connect", "transport_dns", "transport_timeout", "transport_tls",
+    ]
+
     /// The create outcomes of orders for apps of `kind`.
     func creates(_ kind: WeChatAppKind) -> CreateOutcomes { createsByChannel[kind.ordinal] }
 

@@ -24,8 +24,7 @@ extension OrderQueries {
             throw .noQRCode(order)
         }
         if order.state.isFinal { throw .orderNotPayable(state: order.state.rawValue) }
-        // Past its time_expire WeChat has closed it, whether or not the reconciler has learnt so.
-        guard order.expiresAt > now() else { throw .orderNotPayable(expiredAt: order.expiresAt) }
+        guard !order.hasExpiredUnpaid(at: now()) else { throw .orderNotPayable(expiredAt: order.expiresAt) }
         guard order.hasLivePrepay(at: now()) else { throw .qrCodeExpired }
         return codeURL
     }
@@ -57,5 +56,12 @@ extension APIError {
     static func orderNotPayable(expiredAt: Date) -> APIError {
         APIError(status: 410, code: "order_not_payable",
                  message: "the order expired unpaid at \(Timestamp.rfc3339(expiredAt)): its QR code can no longer be paid")
+    }
+    /// A repeated create of an unpaid order past its `expires_at`: WeChat has closed it, and would
+    /// refuse a new prepay for a time_expire in the past.
+    static func orderExpired(at expiredAt: Date) -> APIError {
+        APIError(status: 410, code: "order_not_payable",
+                 message: "the order expired unpaid at \(Timestamp.rfc3339(expiredAt)) and can no longer be paid; "
+                     + "create a new order with another out_trade_no")
     }
 }

@@ -13,4 +13,12 @@ extension OrderRecord {
         guard prepayID != nil, let issuedAt = prepayIssuedAt else { return false }
         return now.timeIntervalSince(issuedAt) < Self.prepayLifetime
     }
+
+    /// Whether the order is still open here but past its `expires_at` (the `time_expire` WeChat
+    /// was sent) at `now`: WeChat has closed it, whether or not the reconciler has learnt so, and
+    /// nothing can pay it any more. The QR code route and a repeated create both answer it 410
+    /// `order_not_payable` from this, without asking WeChat.
+    func hasExpiredUnpaid(at now: Date) -> Bool {
+        !state.isFinal && expiresAt <= now
+    }
 }

@@ -41,6 +41,7 @@ extension PaymentNotifies {
             }
             order = found
         } catch {
+            context.countStorageError(error)
             countRejected("storage_error")
             return .failed(status: 500, message: "try again")
         }

@@ -51,6 +51,7 @@ public final class PaymentNotifies: OrderFlow {
             guard found.channel == .wechat else { return rejected(reason: "not_a_wechat_order") }
             order = found
         } catch {
+            context.countStorageError(error)
             return rejected(reason: "storage_error")
         }
         let outcome: PaymentNotifyOutcome
@@ -114,6 +115,7 @@ public final class PaymentNotifies: OrderFlow {
                 _ = try await settlement.recordOtherTransaction(order, transactionID: payment.transactionID, source: "notify")
             } catch {
                 instruments.notifyStorageError.increment()
+                context.countStorageError(error)
                 return .retry("try again")
             }
             instruments.notifies(configuration.apps.kind(of: order)).otherTransaction.increment()
@@ -140,8 +142,9 @@ public final class PaymentNotifies: OrderFlow {
             (result.didChange ? outcomes.settled : outcomes.duplicate).increment()
             return .acknowledged
         } catch {
-            logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo])
+            logger.error("storage failure while settling a notify", ["out_trade_no": outTradeNo, "error": error.shortDescription])
             instruments.notifyStorageError.increment()
+            context.countStorageError(error)
             return .retry("try again")
         }
     }

@@ -61,6 +61,8 @@ final class ReconcilerInstruments: Sendable {
         lastSweepClaimed = registry.makeGauge(Self.lastSweepClaimed)
         lastSweepTimestamp = registry.makeGauge(Self.lastSweepTimestamp)
         sweepDuration = registry.makeHistogram(Self.sweepDuration)
+        // WxpayReconcilerFailing sums this counter's rate: it exists from the start with 0.
+        storeErrors.publish()
     }
 
     /// The refund half's figures of a sweep. Its two metrics are declared with their first figures

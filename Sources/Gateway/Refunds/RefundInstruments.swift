@@ -45,5 +45,7 @@ final class RefundInstruments: Sendable {
         // A refund ending CHANGE needs a person; its alert compares the counter over time, so
         // the series exist before the first one (docs/operations.md).
         for source in ["refund_notify", "refundquery", "reconcile"] { settlements.labelled(source, "CHANGE").publish() }
+        // WxpayNotifyForgeryBurst sums the rejected ones: a forged refund notify is a bad_sign.
+        notifyRejected.labelled("bad_sign").publish()
     }
 }

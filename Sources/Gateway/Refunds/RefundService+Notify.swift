@@ -75,6 +75,7 @@ extension RefundService {
             guard let refunded = try await context.store.order(refund.outTradeNo) else { return .rejected("refund_mismatch") }
             order = refunded
         } catch {
+            context.countStorageError(error)
             return .rejected("storage_error")
         }
         guard refund.outTradeNo == notice.outTradeNo, refund.amount == notice.amount, refund.totalFee == notice.totalFee,
@@ -96,8 +97,10 @@ extension RefundService {
                 succeededAt: notice.succeededAt.map { Self.succeededAt(reported: $0, refund: refund, at: now()) },
                 expectedOutTradeNo: notice.outTradeNo, expectedAmount: notice.amount, touchesNotify: true)
         } catch {
-            logger.error("storage failure while settling a refund notify", ["out_refund_no": refund.outRefundNo])
+            logger.error("storage failure while settling a refund notify",
+                         ["out_refund_no": refund.outRefundNo, "error": error.shortDescription])
             instruments.notifyStorageError.increment()
+            context.countStorageError(error)
             return .retry("try again")
         }
         switch result {

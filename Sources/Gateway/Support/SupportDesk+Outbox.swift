@@ -17,8 +17,13 @@ extension SupportDesk {
         }
         let at = now()
         guard try await storage({ () throws(StorageError) in try await self.store.redrive(id, at: at) }) else {
+            // Dead when read, yet refused: another redrive (or a delivery) came between. The event
+            // as it is now says why; the one read before the refusal would say "dead".
+            let read = OutboxEventView(event).status
+            let current = (try? await outboxEvent(id)).map { OutboxEventView($0).status } ?? read
+            let state = read == "dead" && current != "dead" ? "\(current) (redriven meanwhile)" : current
             throw APIError(status: 409, code: "outbox_event_not_dead",
-                           message: "only a dead-lettered event can be redriven; this one is \(OutboxEventView(event).status)")
+                           message: "only a dead-lettered event can be redriven; this one is \(state)")
         }
         _ = try? await store.appendEvent(event.outTradeNo, kind: "fulfilment_redriven",
                                          detail: "\(event.type) \(event.id) redriven by \(requestedBy)", at: at)

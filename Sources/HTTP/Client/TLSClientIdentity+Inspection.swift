@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Crypto
 import Foundation
+import OperatorFiles
 
 /// What a client identity's certificate says, read once at start-up.
 public struct TLSClientCertificate: Sendable, Hashable {
@@ -73,8 +74,8 @@ extension TLSClientIdentity {
             }
             key = readKey
         case .pkcs12(let file, let password):
-            guard let bytes = FileManager.default.contents(atPath: file),
-                  let pair = PKCS12.read(Array(bytes), password: password)
+            guard let bytes = try? OperatorFile.read(file, maximumBytes: Self.maximumFileBytes),
+                  let pair = PKCS12.read(bytes, password: password)
             else { throw .unreadablePKCS12 }
             (certificate, key) = pair
         }
@@ -83,7 +84,11 @@ extension TLSClientIdentity {
         return TLSClientCertificate(commonName: certificate.commonName, notAfter: validity.notAfter)
     }
 
+    /// Never blocks on a FIFO at the configured path (OperatorFile), and no certificate or key
+    /// comes near a mebibyte.
     private static func read(_ path: String) -> String? {
-        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+        (try? OperatorFile.read(path, maximumBytes: maximumFileBytes)).map { String(decoding: $0, as: UTF8.self) }
     }
+
+    private static let maximumFileBytes = 1024 * 1024
 }
