@@ -29,10 +29,17 @@ extension PostgresOrderStore {
                 let openV2Orders = columns.isEmpty ? 0
                     : try connection.run(PGQuery(StoreInspection.openV2OrdersCount(columns: columns)))
                         .first { row throws(StorageError) in try row.int(0) } ?? 0
+                let hasBindings = try connection.run(PGQuery("SELECT to_regclass('bindings') IS NOT NULL"))
+                    .first { row throws(StorageError) in try row.bool(0) } ?? false
+                let owner = hasBindings
+                    ? try connection.run(PGQuery("SELECT value FROM bindings WHERE key = 'owner'"))
+                        .first { row throws(StorageError) in try row.text(0) }.flatMap(DatabaseOwner.init(recorded:))
+                    : nil
                 // Before the first start the role must be able to create the tables.
                 return .success(StoreInspection(
                     schemaVersion: version, latestVersion: PostgresMigrations.latestVersion,
-                    writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated, openV2Orders: openV2Orders))
+                    writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated, openV2Orders: openV2Orders,
+                    owner: owner))
             } catch {
                 return .failure(error)
             }

@@ -51,7 +51,16 @@ extension SQLiteOrderStore {
         })
         let openV2Orders = columns.isEmpty ? 0
             : try connection.row(StoreInspection.openV2OrdersCount(columns: columns)) { row throws(StorageError) in try row.int(0) } ?? 0
+        let hasBindings = try connection.row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'bindings'") { row throws(StorageError) in
+                try row.int(0)
+            } == 1
+        let owner = hasBindings
+            ? try connection.row("SELECT value FROM bindings WHERE key = 'owner'") { row throws(StorageError) in
+                try row.text(0)
+            }.flatMap(DatabaseOwner.init(recorded:))
+            : nil
         return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true,
-                               openV2Orders: openV2Orders)
+                               openV2Orders: openV2Orders, owner: owner)
     }
 }

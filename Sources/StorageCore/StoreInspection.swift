@@ -17,13 +17,17 @@ public struct StoreInspection: Sendable, Hashable {
     /// WeChat orders created with API v2 and still open (NOTPAY, USERPAYING): those a gateway without
     /// the v2 key finishes through v3. 0 for a database not created yet.
     public var openV2Orders: Int
+    /// Whose the database is (`BindingStore.bindOwner`), once a `serve` recorded it; nil before.
+    public var owner: DatabaseOwner?
 
-    package init(schemaVersion: Int, latestVersion: Int, writable: Bool, exists: Bool, openV2Orders: Int = 0) {
+    package init(schemaVersion: Int, latestVersion: Int, writable: Bool, exists: Bool, openV2Orders: Int = 0,
+                 owner: DatabaseOwner? = nil) {
         self.schemaVersion = schemaVersion
         self.latestVersion = latestVersion
         self.writable = writable
         self.exists = exists
         self.openV2Orders = openV2Orders
+        self.owner = owner
     }
 
     /// The statement counting `openV2Orders`, the same for both stores, for an orders table with

@@ -328,6 +328,12 @@ final class DoctorContext: Sendable {
             return .fail("\(name) is at schema version \(inspection.schemaVersion), newer than this program's \(inspection.latestVersion): run the version that migrated it")
         }
         guard inspection.writable else { return .fail("\(name) is not writable (permissions, a read-only standby, or a restore running)") }
+        // What serve would refuse: a database another mode or merchant served first.
+        if let owner = inspection.owner,
+           let refusal = ServeCommand.ownerRefusal(bound: owner, wanted: DatabaseOwner(demo: configuration.demo, mchID: configuration.mchID))
+        {
+            return .fail(refusal)
+        }
         guard inspection.exists else {
             return .ok("\(name) does not exist yet; the first serve creates it at schema version \(inspection.latestVersion)")
         }

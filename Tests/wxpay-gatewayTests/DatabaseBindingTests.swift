@@ -118,6 +118,18 @@ struct DatabaseBindingTests {
         #expect(await onDemo.exitStatus() == 2)
         #expect(onDemo.stderr.contains("GATEWAY_DATABASE is demo mode's database"), "\(onDemo.stderr)")
         await onDemo.stop()
+        // doctor says so before a start would: its database line fails with serve's reason. (Its
+        // WeChat checks fail too here: nothing answers for WeChat Pay.)
+        let port = closedLoopbackPort()
+        let doctor = try CommandProcess(["doctor"], environment: [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
+            "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify", "GATEWAY_CLIENT_TOKENS": "binding-client-token",
+            "WXPAY_API_BASE": "http://127.0.0.1:\(port)", "WXPAY_API_BACKUP_BASE": "http://127.0.0.1:\(port)",
+            "GATEWAY_DATABASE": "sqlite:" + database,
+        ])
+        _ = await doctor.exitStatus(within: 120)
+        #expect(doctor.stdout.contains("FAIL  database: GATEWAY_DATABASE is demo mode's database"), "\(doctor.stdout)")
+        await doctor.stop()
 
         // A merchant's database: neither demo mode nor another merchant serves it.
         let merchantDatabase = directory + "/merchant.sqlite"

@@ -11,16 +11,30 @@ import Testing
 /// again must carry the id it was sent under the first time, or the order is fulfilled twice.
 @Suite(.serialized)
 struct RestoreRedeliveryTests {
-    @Test(.timeLimit(.minutes(5)))
-    func aPaymentAndARefundLearntAgainAfterARestoreAreAnnouncedUnderTheSameEventIDs() async throws {
+    /// A production gateway against the simulators, its reconciler and refund checks quick, the
+    /// path of its SQLite database and of a backup file beside it, and an HTTP client; all stopped
+    /// after `body`, whatever it did.
+    static func withStack(
+        _ body: (ProductionStack, HTTPClient, _ database: String, _ backup: String) async throws -> Void
+    ) async throws {
         let stack = try await ProductionStack.start(extra: [
             "GATEWAY_RECONCILE_INTERVAL": "0.5", "GATEWAY_RECONCILE_AFTER": "1", "GATEWAY_POLL_INTERVAL": "1",
             "GATEWAY_REFUND_QUERY_AFTER": "1",
         ])
-        let database = stack.upstreams.directory + "/gateway.sqlite"
-        let backup = stack.upstreams.directory + "/before-payment.sqlite"
         let client = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
         do {
+            try await body(stack, client, stack.upstreams.directory + "/gateway.sqlite",
+                           stack.upstreams.directory + "/backup.sqlite")
+        } catch {
+            Issue.record("\(error)")
+        }
+        await client.shutdown()
+        await stack.stop()
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func aPaymentAndARefundLearntAgainAfterARestoreAreAnnouncedUnderTheSameEventIDs() async throws {
+        try await Self.withStack { stack, client, database, backup in
             let token = ProductionStack.clientToken
             let created = try await client.send(.post, stack.base + "/v1/orders", token: token, body:
                 #"{"amount":990,"description":"restored","client_ip":"203.0.113.7","out_trade_no":"rs-0001"}"#)
@@ -69,11 +83,7 @@ struct RestoreRedeliveryTests {
             #expect(try await BackupCommandTests.sqlite(database, announced) == first)
             #expect(try await refunded(at: stack.base))
             #expect(try await BackupCommandTests.sqlite(database, refundAnnounced) == firstRefund)
-        } catch {
-            Issue.record("\(error)")
         }
-        await client.shutdown()
-        await stack.stop()
     }
 
     /// A refund asked for after the backup is not in the restored database: the client asks again
@@ -81,14 +91,7 @@ struct RestoreRedeliveryTests {
     /// answers with the refund it has, and its end is announced under the id it had.
     @Test(.timeLimit(.minutes(5)))
     func aRefundAskedForAgainAfterARestoreIsAnnouncedUnderTheSameEventID() async throws {
-        let stack = try await ProductionStack.start(extra: [
-            "GATEWAY_RECONCILE_INTERVAL": "0.5", "GATEWAY_RECONCILE_AFTER": "1", "GATEWAY_POLL_INTERVAL": "1",
-            "GATEWAY_REFUND_QUERY_AFTER": "1",
-        ])
-        let database = stack.upstreams.directory + "/gateway.sqlite"
-        let backup = stack.upstreams.directory + "/before-refund.sqlite"
-        let client = try HTTPClient(configuration: .init(tls: .init(caFile: TestCertificates.ca)))
-        do {
+        try await Self.withStack { stack, client, database, backup in
             let token = ProductionStack.clientToken
             #expect(try await client.createAndPay("rs-0003", base: stack.base, wechat: stack.wechatBase, token: token) == "SUCCESS")
             let backedUp = try await BackupCommandTests.command(["backup", "--to", backup], database: database)
@@ -114,10 +117,6 @@ struct RestoreRedeliveryTests {
             #expect(again.status == 201, "\(again.body)")
             #expect(try await refundedAgain())
             #expect(try await BackupCommandTests.sqlite(database, announced) == first)
-        } catch {
-            Issue.record("\(error)")
         }
-        await client.shutdown()
-        await stack.stop()
     }
 }
