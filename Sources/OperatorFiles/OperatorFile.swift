@@ -33,7 +33,14 @@ public enum OperatorFile {
     /// Opens `path` for reading; the caller closes the descriptor. Only a regular file opens.
     public static func open(_ path: String) throws(OperatorFileError) -> Int32 {
         let descriptor = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard descriptor >= 0 else { throw errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable }
+        guard descriptor >= 0 else {
+            // A Unix socket does not open at all (ENXIO): it is there, and not a regular file.
+            switch errno {
+            case ENOENT, ENOTDIR: throw .missing
+            case ENXIO: throw .notRegular
+            default: throw .unreadable
+            }
+        }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             close(descriptor)

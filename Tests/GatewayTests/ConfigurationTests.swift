@@ -346,6 +346,43 @@ struct ConfigurationTests {
         }
     }
 
+    /// Foundation's URL parser takes what would fail at every use instead of at start: WeChat
+    /// answered RETURN_FAIL to every unifiedorder naming a notify_url with a space, and a webhook
+    /// URL with one failed every delivery.
+    @Test("A URL variable holding a space, a byte outside printable ASCII, a fragment, a port beyond 65535 or (but the webhook's) a user is refused")
+    func urlsThatWouldFailAtEveryUseAreRefusedAtStart() throws {
+        // (A value's leading and trailing blanks are the environment reader's to trim.)
+        let refusedURLs = [
+            "https://pay.example.com/wechat/no tify", "https://pay.example.com/\u{7F}notify", "https://pay.example.com/通知",
+            "https://pay.example.com/notify#x", "https://pay.example.com:99999/notify", "https://pay.example.com:0/notify",
+            "https://pay.example.com:/notify", "https://user:pw@pay.example.com/notify", "https://pay.example.com/a|b",
+            "https://pay.example.com/{x}",
+        ]
+        let refusedBases = [
+            "https://api.exa mple.com", "https://api.example.com:99999", "https://user:pw@api.example.com",
+            "https://api.example.com#x", "https://api.例子.com",
+        ]
+        var cases = refusedURLs.map { ("WXPAY_NOTIFY_URL", $0) } + refusedBases.map { ("WXPAY_API_BASE", $0) }
+        cases += refusedURLs.filter { !$0.contains("user:pw@") }.map { ("GATEWAY_FULFILMENT_URL", $0) }
+        for (variable, refused) in cases {
+            var bad = Self.production
+            bad[variable] = refused
+            bad["GATEWAY_FULFILMENT_SECRET"] = "0123456789abcdef"
+            #expect(throws: ConfigurationError.self, "\(variable)=\(refused)") {
+                try GatewayConfiguration(environment: Environment(bad), demo: false)
+            }
+        }
+        var good = Self.production
+        good["WXPAY_NOTIFY_URL"] = "https://pay.example.com:8443/wechat/notify%20x"
+        good["WXPAY_API_BASE"] = "https://[::1]:9000"
+        good["GATEWAY_FULFILMENT_URL"] = "https://hook:s3cret@shop.example.com/fulfil"
+        good["GATEWAY_FULFILMENT_SECRET"] = "0123456789abcdef"
+        let config = try GatewayConfiguration(environment: Environment(good), demo: false)
+        #expect(config.notifyURL == "https://pay.example.com:8443/wechat/notify%20x")
+        #expect(config.apiBase == "https://[::1]:9000")
+        #expect(config.fulfilment.url == "https://hook:s3cret@shop.example.com/fulfil")
+    }
+
     @Test func editDistanceCountsATranspositionAsOneEdit() {
         #expect(GatewayConfiguration.editDistance(Array("URL".utf8), Array("ULR".utf8)) == 1)
         #expect(GatewayConfiguration.editDistance(Array("".utf8), Array("abc".utf8)) == 3)

@@ -75,6 +75,35 @@ struct OperatorFileConfigurationTests {
         }
     }
 
+    @Test("A Unix socket at any file variable's path is refused as not a regular file, as a FIFO is")
+    func aSocketAtAFileVariableIsRefusedAsNotARegularFile() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/socket"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var environment = ConfigurationTests.production
+        for name in Self.fileVariables { environment[name] = path }
+        do {
+            _ = try GatewayConfiguration(environment: Environment(environment), demo: false)
+            Issue.record("a socket was taken as a file")
+        } catch {
+            for name in Self.fileVariables {
+                #expect(error.description.contains("\(name) is not a regular file"), "\(name): \(error)")
+            }
+        }
+    }
+
     @Test("A directory as the catalog is refused as not a regular file, and a missing catalog is still unreadable")
     func aDirectoryIsNotARegularFileAndAMissingFileIsUnreadable() throws {
         let directory = try Self.temporaryDirectory()

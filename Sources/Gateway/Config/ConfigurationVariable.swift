@@ -86,10 +86,11 @@ extension ConfigurationVariable {
         }
     }
 
-    /// An absolute http(s) URL with a host; `query` says whether a query string is allowed.
-    public static func url(query: Bool = true) -> @Sendable (String) -> String? {
+    /// An absolute http(s) URL with a host; `query` says whether a query string is allowed,
+    /// `userinfo` whether a `user:password@` is (the business's webhook may take basic auth so).
+    public static func url(query: Bool = true, userinfo: Bool = false) -> @Sendable (String) -> String? {
         { text in
-            guard let (url, text) = httpURL(text), query || url.query == nil else { return nil }
+            guard let (url, text) = httpURL(text, userinfo: userinfo), query || url.query == nil else { return nil }
             return text
         }
     }
@@ -97,14 +98,34 @@ extension ConfigurationVariable {
     /// `text` read as an absolute http(s) URL with a host, and the text with its scheme in lower
     /// case; nil when it is none. A scheme is case-insensitive (RFC 3986, 3.1: `HTTPS://` is
     /// `https://`), but what is sent on, to WeChat as a `notify_url` say, is written as every
-    /// client expects it.
-    static func httpURL(_ text: String) -> (URL, String)? {
+    /// client expects it. Foundation's parser takes more than a URL may hold, and what it takes
+    /// would fail at every use instead of at start: a space or any byte outside printable ASCII
+    /// (WeChat answers RETURN_FAIL to every unifiedorder naming such a notify_url), a fragment
+    /// (never sent), a port beyond 65535, and — but where `userinfo` allows it — a user and
+    /// password (which WeChat would be handed in every order).
+    static func httpURL(_ text: String, userinfo: Bool = false) -> (URL, String)? {
+        guard text.utf8.allSatisfy(isURLByte), !text.contains("#") else { return nil }
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let scheme = text[..<colon].lowercased()
         guard scheme == "https" || scheme == "http" else { return nil }
         let normalized = scheme + text[colon...]
         guard let url = URL(string: normalized), url.scheme == scheme, url.host != nil else { return nil }
+        let rest = normalized.dropFirst(scheme.count + 3)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        if authority.contains("@") && !userinfo { return nil }
+        let hostAndPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? ""
+        // The port follows the host's last colon, outside an IPv6 literal's brackets.
+        if let portColon = hostAndPort.lastIndex(of: ":"), !hostAndPort[portColon...].contains("]") {
+            let digits = hostAndPort[hostAndPort.index(after: portColon)...]
+            guard !digits.isEmpty, digits.count <= 5, let port = Int(digits), (1...65535).contains(port) else { return nil }
+        }
         return (url, normalized)
+    }
+
+    /// Printable ASCII a URL may hold as it is (RFC 3986's characters and `%` escapes): not the
+    /// space, a control, `"`, `<`, `>`, `\`, `^`, the backtick, `{`, `|` or `}`.
+    private static func isURLByte(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F && !Array("\"<>\\^`{|}".utf8).contains(byte)
     }
 
     /// One of `choices` (case-insensitive), as its value.

@@ -19,7 +19,7 @@ extension GatewayConfiguration {
 
     static let fulfilmentVariables: [ConfigurationVariable] = [
         .optional("GATEWAY_FULFILMENT_URL", \.fulfilment.url, expecting: "an http(s) URL",
-                  parse: ConfigurationVariable.url()),
+                  parse: ConfigurationVariable.url(userinfo: true)),
         .optional("GATEWAY_FULFILMENT_SECRET", \.fulfilment.secret, expecting: "at least 16 characters") {
             $0.utf8.count >= 16 ? $0 : nil
         },
