@@ -51,7 +51,7 @@ extension PostgresOrderStore {
         try StoreText.validate(id, lastError)
         return try await outboxUpdate(id, PGQuery(
             """
-            UPDATE outbox SET dead_at = $1, last_error = $2, claimed_by = NULL, claimed_until = NULL
+            UPDATE outbox SET dead_at = $1, last_error = $2, attempts = attempts + 1, claimed_by = NULL, claimed_until = NULL
             WHERE id = $3 AND delivered_at IS NULL AND dead_at IS NULL
             """, at, lastError, id))
     }

@@ -54,7 +54,7 @@ extension SQLiteOrderStore {
         return try await write { db throws(StorageError) in
             try db.run(
                 """
-                UPDATE outbox SET dead_at = ?1, last_error = ?2, claimed_by = NULL, claimed_until = NULL
+                UPDATE outbox SET dead_at = ?1, last_error = ?2, attempts = attempts + 1, claimed_by = NULL, claimed_until = NULL
                 WHERE id = ?3 AND delivered_at IS NULL AND dead_at IS NULL
                 """, at, lastError, id) == 1
         }

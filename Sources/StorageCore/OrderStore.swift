@@ -104,7 +104,8 @@ public protocol OrderStore: Sendable {
     func reschedule(_ id: String, nextAttemptAt: Date, attempts: Int, lastError: String) async throws(StorageError)
         -> Bool
 
-    /// Gives up on an event until a person redrives it. Returns `false` unless it is pending.
+    /// Records the last failed attempt (the count goes up by one, as `reschedule`'s would) and gives
+    /// up on the event until a person redrives it. Returns `false` unless it is pending.
     func deadLetter(_ id: String, at: Date, lastError: String) async throws(StorageError) -> Bool
 
     /// Makes a dead event pending again, due at `at`, with its attempt count reset. Returns `false`

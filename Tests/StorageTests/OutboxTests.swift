@@ -63,6 +63,8 @@ struct OutboxTests {
             #expect(try await store.reschedule("e4", nextAttemptAt: TestTime.at(70), attempts: 8, lastError: "timeout"))
             #expect(try await store.redrive("e4", at: TestTime.at(71)) == false)
             #expect(try await store.deadLetter("e4", at: TestTime.at(80), lastError: "gave up"))
+            // The attempt that failed last counts: eight rescheduled, the ninth given up on.
+            #expect(try await store.outboxEvent(id: "e4")?.attempts == 9)
             #expect(try await due(store, at: 10_000).isEmpty)
             #expect(try await store.counts().outboxDead == 1)
             #expect(try await store.counts().outboxPending == 0)
