@@ -76,6 +76,10 @@ public struct Histogram: MetricHandle {
 
     public func record(_ value: Double) { cell.record(value) }
 
+    /// Exports the series before its first observation, every bucket at 0: a rate over it then
+    /// counts the first observations too.
+    public func publish() { cell.exported.set() }
+
     /// Records a duration in seconds.
     public func record(_ duration: Duration) {
         record(Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18)

@@ -43,11 +43,14 @@ extension ServeCommand {
             return nil
         }
         let console = Console(services: services, users: users)
-        reloads.add("console users") {
+        reloads.add("console_users") {
             switch console.users.reload() {
-            case .success(let count): logger.notice("console users reloaded", ["path": path, "users": String(count)])
+            case .success(let count):
+                logger.notice("console users reloaded", ["path": path, "users": String(count)])
+                return true
             case .failure(let error):
                 logger.error("console user file refused; the previous users stay in force", ["path": path, "reason": "\(error)"])
+                return false
             }
         }
         logger.notice("support console on", ["path": path, "users": String(users.count)])

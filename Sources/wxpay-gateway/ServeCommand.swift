@@ -153,7 +153,7 @@ enum ServeCommand {
         let certificateWatch = announceRefunds(services.refunds.mode, v3: context.v3 != nil, metrics: metrics, logger: logger)
         // The support console on top of them (ServeCommand+Console.swift); SIGHUP re-reads what
         // can change without a restart (the catalog file, the console's users).
-        let reloads = ReloadHooks()
+        let reloads = ReloadHooks(metrics: metrics)
         guard let (console, consoleBanner) = await startConsole(configuration, services: services, reloads: reloads,
                                                                 logger: logger)
         else {

@@ -58,6 +58,14 @@ struct DatabaseBindingTests {
             }
             #expect(try await eventually(timeout: .seconds(60)) { try await vip() != nil })
             let paidFor = try await vip()
+            // What WxpayReloadRefused reads: 1 before any reload, 0 once one is refused, 1 again
+            // with the first applied.
+            func reloadSuccessful() async throws -> String? {
+                let metrics = try await client.send(.get, base + "/metrics")
+                return metrics.body.split(separator: "\n").first { $0.hasPrefix(#"wxpay_reload_successful{what="catalog"} "#) }
+                    .map { String($0.split(separator: " ").last ?? "") }
+            }
+            #expect(try await eventually(timeout: .seconds(30)) { try await reloadSuccessful() == "1" })
 
             // The month's pass made a year's: refused, and the pass still ends where it did.
             let longer = Self.catalog.replacingOccurrences(of: "P1M", with: "P1Y")
@@ -67,6 +75,8 @@ struct DatabaseBindingTests {
             #expect(gateway.stderr.contains("vip-month was sold as a membership of P1M granting vip; this catalog makes it "
                                             + "a membership of P1Y granting vip"), "\(gateway.stderr)")
             #expect(try await vip() == paidFor)
+            // (set once the hook has returned, just after its log line)
+            #expect(try await eventually(timeout: .seconds(30)) { try await reloadSuccessful() == "0" })
             // Nor may it leave the catalog (its buyers would be left a course's grant of its id).
             try Self.replace(catalog, with: #"{"products":[{"id":"swift-101","amount":990,"description":"Swift"}]}"#)
             kill(gateway.processIdentifier, SIGHUP)
@@ -77,6 +87,7 @@ struct DatabaseBindingTests {
                 of: #""description":"Swift"}"#, with: #""description":"Swift","entitlement":"swift-basics"}"#))
             kill(gateway.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("catalog reloaded") })
+            #expect(try await eventually(timeout: .seconds(30)) { try await reloadSuccessful() == "1" })
             #expect(await gateway.stop() == 0)
 
             // Nor does a start take the changed catalog.

@@ -47,10 +47,10 @@ struct DeployFilesTests {
         #expect(rules.components(separatedBy: "labels: {severity: ").count - 1 == names.count)
     }
 
-    /// Each counter an alert rule compares over time (`rate(` or `increase(` of a `_total`), with
-    /// the label matchers of its selector (`name`, `op`, `value`).
+    /// Each counter an alert rule compares over time (`rate(` or `increase(` of a `_total`, or of a
+    /// histogram's `_bucket`), with the label matchers of its selector (`name`, `op`, `value`).
     static func alertCounters(_ rules: String) -> [(counter: String, matchers: [(label: String, op: String, value: String)])] {
-        rules.matches(of: #/(?:rate|increase)\((wxpay_[a-z0-9_]+_total)(?:\{([^}]*)\})?\[/#).map { match in
+        rules.matches(of: #/(?:rate|increase)\((wxpay_[a-z0-9_]+_(?:total|bucket))(?:\{([^}]*)\})?\[/#).map { match in
             let matchers = (match.output.2.map(String.init) ?? "").matches(of: #/([a-z_]+)\s*(=~|!~|!=|=)\s*"([^"]*)"/#).map {
                 (label: String($0.output.1), op: String($0.output.2), value: String($0.output.3))
             }
@@ -76,11 +76,12 @@ struct DeployFilesTests {
         }
     }
 
-    @Test("A fresh gateway exports, at 0, a series for every counter selector the alert rules take a rate or an increase of")
+    @Test("A fresh gateway exports, at 0, a series for every counter and histogram selector the alert rules take a rate or an increase of")
     func everyCounterAnAlertComparesOverTimeExistsFromTheStart() async throws {
         let rules = try String(contentsOfFile: Operations.path("deploy/prometheus/alerts.yml.in"), encoding: .utf8)
         let selectors = Self.alertCounters(rules)
         #expect(selectors.count >= 10, "the rules' counters were not found: \(selectors.map(\.counter))")
+        #expect(selectors.filter { $0.counter.hasSuffix("_bucket") }.count >= 2, "the rules' histograms were not found")
         let directory = try Operations.temporaryDirectory("wxpay-fresh-metrics")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let started = StartedGateway()

@@ -51,12 +51,14 @@ extension CatalogSource {
                                now: @escaping @Sendable () -> Date = { Date() }) {
         let catalog = self
         hooks.add("catalog") {
-            guard let path = catalog.path else { return }
+            guard let path = catalog.path else { return true }
             switch await catalog.reload(binding: store, at: now()) {
             case .success(let fresh):
                 logger.notice("catalog reloaded", ["path": path, "products": String(fresh.products.count)])
+                return true
             case .failure(let error):
                 logger.error("catalog reload refused; the previous catalog stays in force", ["path": path, "reason": "\(error)"])
+                return false
             }
         }
     }

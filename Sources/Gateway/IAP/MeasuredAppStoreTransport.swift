@@ -25,10 +25,11 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
         requests = metrics.makeCounters(Self.requests, labelNames: "api", "outcome")
         durations = metrics.makeHistograms(Self.duration, labelNames: "api")
         // Exported from the start, for the alerts that compare them over time: WxpayAppStoreErrors
-        // divides Apple's failures (5xx) by every call.
+        // divides Apple's failures (5xx) by every call, WxpayAppStoreSlow takes a rate of the buckets.
         for api in ["transaction_info", "transaction_history", "refund_history", "look_up_order", "verify_receipt"] {
             requests.labelled(api, "2xx").publish()
             requests.labelled(api, "5xx").publish()
+            durations.labelled(api).publish()
         }
     }
 
