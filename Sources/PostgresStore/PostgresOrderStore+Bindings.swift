@@ -45,8 +45,11 @@ extension PostgresOrderStore: BindingStore {
             let recorded = try db.run(PGQuery(
                 "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
                 .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
+            let firstBinding = try db.run(PGQuery(
+                "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
+                .first { row throws(StorageError) in try row.bool(0) } ?? true
             let (changes, writes) = try ProductTerms.decide(
-                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
+                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
                 sold: { id throws(StorageError) in
                     try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
                         .first { row throws(StorageError) in try row.bool(0) } ?? false
@@ -58,6 +61,11 @@ extension PostgresOrderStore: BindingStore {
                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, recorded_at = excluded.recorded_at
                     """,
                     product.productID, product.terms, at))
+            }
+            if changes.isEmpty {
+                _ = try db.run(PGQuery(
+                    "INSERT INTO bindings (key, value, recorded_at) VALUES ($1, 'bound', $2) ON CONFLICT (key) DO NOTHING",
+                    ProductTerms.boundMarker, at))
             }
             return (changes, nil)
         }

@@ -37,8 +37,11 @@ extension SQLiteOrderStore: BindingStore {
             let recorded = try db.rows(
                 "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
                 decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
+            let firstBinding = try db.row(
+                "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
+                decode: { row throws(StorageError) in try row.int64(0) }) == 1
             let (changes, writes) = try ProductTerms.decide(
-                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
+                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
                 sold: { id throws(StorageError) in
                     try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
                                decode: { row throws(StorageError) in try row.int64(0) }) == 1
@@ -50,6 +53,10 @@ extension SQLiteOrderStore: BindingStore {
                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, recorded_at = excluded.recorded_at
                     """,
                     product.productID, product.terms, at)
+            }
+            if changes.isEmpty {
+                try db.run("INSERT INTO bindings (key, value, recorded_at) VALUES (?, 'bound', ?) ON CONFLICT (key) DO NOTHING",
+                           ProductTerms.boundMarker, at)
             }
             return changes
         }

@@ -70,21 +70,36 @@ extension ProductTerms {
         try StoreText.validate(productID, terms)
     }
 
+    /// The key of the row saying a catalog was bound before (`decide`'s `firstBinding` is its absence).
+    package static let boundMarker = "catalog"
+
+    /// What a product no catalog had granted to whoever bought it (a client's order may name any
+    /// product id): a course of its id.
+    package static func outsideTheCatalog(_ productID: String) -> String { "course \(productID)" }
+
     /// The rule both stores apply inside their transaction, given every product's terms on
-    /// record: a product with none on record takes `terms`; one whose terms on record differ
-    /// takes them only if no order names it (`sold`: a mistake fixed before anyone bought it),
-    /// else it is a change to refuse; and a product on record that the catalog no longer has is a
-    /// change to refuse if an order names it (its buyers' grant would become a course's: retire it
-    /// with `"active": false` instead). Answers the changes (then nothing may be written) and the
-    /// terms to write.
+    /// record: a product with none on record takes `terms`, unless it was sold before a catalog
+    /// had it (then its buyers hold `outsideTheCatalog`'s course, and other terms are a change to
+    /// refuse; not on the `firstBinding`, a database's from before bindings, where every product
+    /// was sold under the catalog of its day); one whose terms on record differ takes them only if
+    /// no order names it (`sold`: a mistake fixed before anyone bought it), else it is a change
+    /// to refuse; and a product on record that the catalog no longer has is a change to refuse if
+    /// an order names it (its buyers' grant would become a course's: retire it with
+    /// `"active": false` instead). Answers the changes (then nothing may be written) and the terms
+    /// to write.
     package static func decide(
-        _ terms: [ProductTerms], recorded: [String: String], sold: (String) throws(StorageError) -> Bool
+        _ terms: [ProductTerms], recorded: [String: String], firstBinding: Bool, sold: (String) throws(StorageError) -> Bool
     ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
         var changes: [ProductTermsChange] = []
         var writes: [ProductTerms] = []
         for product in terms {
             guard let onRecord = recorded[product.productID] else {
-                writes.append(product)
+                let held = outsideTheCatalog(product.productID)
+                if !firstBinding, product.terms != held, try sold(product.productID) {
+                    changes.append(ProductTermsChange(productID: product.productID, recorded: held, given: product.terms))
+                } else {
+                    writes.append(product)
+                }
                 continue
             }
             guard onRecord != product.terms else { continue }

@@ -53,4 +53,37 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([month], at: TestTime.at(3)).isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.all) func aProductSoldBeforeAnyCatalogHadItMayJoinOneOnlyAsTheCourseItsBuyersHold(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(1)).isEmpty)
+            // A client's order names a product no catalog has: its buyer holds a course of its id.
+            var order = Fixture.order("B3")
+            order.productID = "vip-month"
+            try await Fixture.create(order, in: store)
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            #expect(try await store.bindProductTerms([course, month], at: TestTime.at(2))
+                    == [ProductTermsChange(productID: "vip-month", recorded: "course vip-month", given: "membership P1M vip")])
+            // As the course its buyers hold it may join; an unsold newcomer takes any terms.
+            let held = ProductTerms(productID: "vip-month", terms: "course vip-month")
+            let year = ProductTerms(productID: "vip-year", terms: "membership P1Y vip")
+            #expect(try await store.bindProductTerms([course, held, year], at: TestTime.at(3)).isEmpty)
+            #expect(try await store.bindProductTerms([course, month], at: TestTime.at(4)).count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func theFirstBindingOfADatabaseFromBeforeBindingsTakesTheCatalogAsItIs(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            // Sold under the catalog of its day, before the database recorded any terms.
+            var order = Fixture.order("B4")
+            order.productID = "vip-month"
+            try await Fixture.create(order, in: store)
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            #expect(try await store.bindProductTerms([month], at: TestTime.at(1)).isEmpty)
+            // From then on the terms are on record.
+            let year = ProductTerms(productID: "vip-month", terms: "membership P1Y vip")
+            #expect(try await store.bindProductTerms([year], at: TestTime.at(2)).count == 1)
+        }
+    }
 }
