@@ -237,7 +237,11 @@ enum ServeCommand {
             running.append(FulfilmentDispatcher(
                 store: services.context.store, configuration: webhook, transport: HTTPFulfilmentTransport(client: client),
                 metrics: services.metrics, logger: logger,
-                entitlements: EntitlementEvents(store: services.context.store, catalog: services.context.catalog)))
+                entitlements: EntitlementEvents(store: services.context.store, catalog: services.context.catalog),
+                // The clock the events were written by: demo mode's moves with `clock/advance`,
+                // and an event dated by it would wait for the wall clock to catch up. The
+                // signature's timestamp is the receiver's to check against its own clock.
+                now: services.context.now, signingClock: { Date() }))
         } else {
             logger.notice("fulfilment dispatcher off: GATEWAY_FULFILMENT_URL is not set; order.paid events stay in the outbox")
         }

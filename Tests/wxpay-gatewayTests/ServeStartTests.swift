@@ -6,6 +6,7 @@ import Foundation
 import HTTP
 import HTTPClientTestSupport
 import StoreTestSupport
+import Synchronization
 import TestSupport
 import Testing
 
@@ -251,9 +252,25 @@ struct ServeStartTests {
     @Test("demo mode keeps one clock: moving the App Store simulator's dates the gateway's orders on the same calendar, and the banner's app token keeps working")
     func theDemoHasOneClock() async throws {
         let client = try HTTPClient()
+        // The business's webhook: which orders it was told are paid, in deliveries signed at a
+        // time its own clock accepts (the wall clock's, within the usual five minutes).
+        let announced = Mutex<[String]>([])
+        var hooks = HTTPRouter()
+        hooks.add(.post, "/fulfil") { request in
+            let signedAt = request.headers["Gateway-Signature"]?.firstMatch(of: /t=(\d+)/).flatMap { Double($0.output.1) } ?? 0
+            guard abs(signedAt - Date().timeIntervalSince1970) < 300 else { return HTTPServerResponse(status: 400) }
+            let event = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any]
+            if event?["type"] as? String == "order.paid", let order = (event?["data"] as? [String: Any])?["out_trade_no"] as? String {
+                announced.withLock { $0.append(order) }
+            }
+            return HTTPServerResponse(status: 204)
+        }
+        let receiver = HTTPServer(router: hooks, configuration: .patient)
+        let hookPort = try await receiver.start().port
         let gateway = try CommandProcess(["serve", "--demo"], environment: [
-            "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0"])
-        defer { Task { await gateway.stop(); await client.shutdown() } }
+            "GATEWAY_LISTEN": "127.0.0.1:0", "GATEWAY_DATABASE": "sqlite:" + Self.databasePath(), "GATEWAY_RECONCILE_INTERVAL": "0",
+            "GATEWAY_FULFILMENT_URL": "http://127.0.0.1:\(hookPort)/fulfil", "GATEWAY_FULFILMENT_SECRET": "demo-clock-webhook-secret"])
+        defer { Task { await gateway.stop(); await client.shutdown(); await receiver.shutdown(gracePeriod: .seconds(1)) } }
         let listening = try #require(await gateway.line(startingWith: "listening on "), "stderr: \(gateway.stderr)")
         let base = String(listening.dropFirst("listening on ".count).prefix { $0 != " " })
         let token = try #require(gateway.stdout.firstMatch(of: /app token: (\S+)/)?.output.1)
@@ -270,6 +287,9 @@ struct ServeStartTests {
         #expect(try await client.send(.post, base + "/simulator/orders/start-demo-clock/pay").status == 200)
         let order = try await client.send(.get, base + "/v1/orders/start-demo-clock?wait=20", token: "demo-client-token")
         #expect(order.json["state"] as? String == "SUCCESS")
+        // The webhook's dispatcher keeps it too: the event, dated 200 days ahead, is due now.
+        #expect(await eventually(timeout: .seconds(60)) { announced.withLock { $0.contains("start-demo-clock") } },
+                "\(gateway.stderr)")
         // Minted by the wall clock, the banner's app token is not expired by the moved one.
         #expect(try await client.send(.get, base + "/v1/catalog", token: String(token)).status == 200)
         #expect(await gateway.stop() == 0)

@@ -83,18 +83,21 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
     private let instruments: FulfilmentInstruments
     private let logger: Logger
     private let now: @Sendable () -> Date
+    private let signingClock: @Sendable () -> Date
     private let jitter: @Sendable () -> Double
     private let lastGauges = Mutex<ContinuousClock.Instant?>(nil)
 
     /// - Parameters:
-    ///   - now: the clock (tests move it past the 24-hour limit).
+    ///   - now: the clock the events were written by (tests move it past the 24-hour limit).
+    ///   - signingClock: the signature's timestamp, which the receiver checks against its own clock
+    ///     (`now` unless given: demo mode's moved clock dates the events, the wall clock signs).
     ///   - jitter: a number in 0...1 per retry; the delay is `(1 + jitter / 2)` × the backoff, at most `maxBackoff`.
     ///   - entitlements: what fills an `entitlement.changed` event at each attempt; without it the
     ///     row's own payload (the user and the order) is sent.
     public init(store: any OrderStore, configuration: Configuration, transport: any FulfilmentTransport,
                 metrics: MetricsRegistry = MetricsRegistry(), logger: Logger = .disabled, claimant: String? = nil,
                 entitlements: EntitlementEvents? = nil,
-                now: @escaping @Sendable () -> Date = { Date() },
+                now: @escaping @Sendable () -> Date = { Date() }, signingClock: (@Sendable () -> Date)? = nil,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.store = store
         self.entitlements = entitlements
@@ -104,6 +107,7 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
         self.logger = logger
         self.claimant = claimant ?? "dispatcher-" + UUID().uuidString.prefix(8).lowercased()
         self.now = now
+        self.signingClock = signingClock ?? now
         self.jitter = jitter
     }
 
@@ -194,7 +198,7 @@ public final class FulfilmentDispatcher: Service, CustomStringConvertible {
         let headers = [
             "Content-Type": "application/json",
             WebhookSignature.headerName: WebhookSignature.header(
-                payload: body, secret: configuration.secret, timestamp: Int(sentAt.timeIntervalSince1970)),
+                payload: body, secret: configuration.secret, timestamp: Int(signingClock().timeIntervalSince1970)),
             "Gateway-Event-Id": event.id,
             "Gateway-Event-Type": event.type,
         ]
