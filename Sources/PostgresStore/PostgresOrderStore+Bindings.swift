@@ -40,20 +40,7 @@ extension PostgresOrderStore: BindingStore {
             // Instances reloading one catalog at once decide one after the other (the lock is the
             // transaction's).
             _ = try db.run(PGQuery("LOCK TABLE bindings IN SHARE ROW EXCLUSIVE MODE"))
-            // Every product on record (a catalog's few hundred rows); a scan of the orders for
-            // `sold`, for a changed or deleted product only.
-            let recorded = try db.run(PGQuery(
-                "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
-                .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
-            let firstBinding = try db.run(PGQuery(
-                "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
-                .first { row throws(StorageError) in try row.bool(0) } ?? true
-            let (changes, writes) = try ProductTerms.decide(
-                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
-                sold: { id throws(StorageError) in
-                    try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
-                        .first { row throws(StorageError) in try row.bool(0) } ?? false
-                })
+            let (changes, writes) = try Self.decideTerms(terms, on: db)
             for product in writes {
                 _ = try db.run(PGQuery(
                     """
@@ -69,5 +56,26 @@ extension PostgresOrderStore: BindingStore {
             }
             return (changes, nil)
         }
+    }
+
+    /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
+    /// binding's write, or doctor's look that writes nothing).
+    static func decideTerms(_ terms: [ProductTerms], on db: PGConnection) throws(StorageError)
+        -> (changes: [ProductTermsChange], writes: [ProductTerms])
+    {
+        // Every product on record (a catalog's few hundred rows); a scan of the orders for
+        // `sold`, for a changed or deleted product only.
+        let recorded = try db.run(PGQuery(
+            "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
+            .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
+        let firstBinding = try db.run(PGQuery(
+            "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
+            .first { row throws(StorageError) in try row.bool(0) } ?? true
+        return try ProductTerms.decide(
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
+            sold: { id throws(StorageError) in
+                try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
+                    .first { row throws(StorageError) in try row.bool(0) } ?? false
+            })
     }
 }

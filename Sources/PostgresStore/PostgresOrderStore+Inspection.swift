@@ -3,8 +3,11 @@ import Foundation
 import StorageCore
 
 extension PostgresOrderStore {
-    /// Inspects the PostgreSQL database of `settings` with one connection of its own.
-    public static func inspect(_ settings: PostgresSettings) async throws(StorageError) -> StoreInspection {
+    /// Inspects the PostgreSQL database of `settings` with one connection of its own, and what it
+    /// would refuse of a catalog's `terms`.
+    public static func inspect(_ settings: PostgresSettings, terms: [ProductTerms] = []) async throws(StorageError)
+        -> StoreInspection
+    {
         let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
             do throws(StorageError) {
                 let connection = try PGConnection.connect(settings)
@@ -35,11 +38,13 @@ extension PostgresOrderStore {
                     ? try connection.run(PGQuery("SELECT value FROM bindings WHERE key = 'owner'"))
                         .first { row throws(StorageError) in try row.text(0) }.flatMap(DatabaseOwner.init(recorded:))
                     : nil
+                // The binding's rule, read only (a database from before bindings binds at its next start).
+                let termChanges = hasBindings ? try decideTerms(terms, on: connection).changes : []
                 // Before the first start the role must be able to create the tables.
                 return .success(StoreInspection(
                     schemaVersion: version, latestVersion: PostgresMigrations.latestVersion,
                     writable: !standby && mayWrite && (migrated || mayCreate), exists: migrated, openV2Orders: openV2Orders,
-                    owner: owner))
+                    owner: owner, termChanges: termChanges))
             } catch {
                 return .failure(error)
             }

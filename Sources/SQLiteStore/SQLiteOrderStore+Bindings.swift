@@ -32,20 +32,7 @@ extension SQLiteOrderStore: BindingStore {
     public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
         for product in terms { try product.validate() }
         return try await write { db throws(StorageError) in
-            // Every product on record (a catalog's few hundred rows); a scan of the orders for
-            // `sold`, for a changed or deleted product only.
-            let recorded = try db.rows(
-                "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
-                decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
-            let firstBinding = try db.row(
-                "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
-                decode: { row throws(StorageError) in try row.int64(0) }) == 1
-            let (changes, writes) = try ProductTerms.decide(
-                terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
-                sold: { id throws(StorageError) in
-                    try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
-                               decode: { row throws(StorageError) in try row.int64(0) }) == 1
-                })
+            let (changes, writes) = try Self.decideTerms(terms, on: db)
             for product in writes {
                 try db.run(
                     """
@@ -60,5 +47,26 @@ extension SQLiteOrderStore: BindingStore {
             }
             return changes
         }
+    }
+
+    /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
+    /// binding's write, or doctor's look that writes nothing).
+    static func decideTerms(_ terms: [ProductTerms], on db: SQLiteConnection) throws(StorageError)
+        -> (changes: [ProductTermsChange], writes: [ProductTerms])
+    {
+        // Every product on record (a catalog's few hundred rows); a scan of the orders for
+        // `sold`, for a changed or deleted product only.
+        let recorded = try db.rows(
+            "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
+            decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
+        let firstBinding = try db.row(
+            "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
+            decode: { row throws(StorageError) in try row.int64(0) }) == 1
+        return try ProductTerms.decide(
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
+            sold: { id throws(StorageError) in
+                try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
+                           decode: { row throws(StorageError) in try row.int64(0) }) == 1
+            })
     }
 }

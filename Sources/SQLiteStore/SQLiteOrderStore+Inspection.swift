@@ -4,15 +4,16 @@ import Foundation
 import StorageCore
 
 extension SQLiteOrderStore {
-    /// Inspects the database at `path` (absent: whether its directory can take it).
-    public static func inspect(path: String) async throws(StorageError) -> StoreInspection {
+    /// Inspects the database at `path` (absent: whether its directory can take it), and what it
+    /// would refuse of a catalog's `terms`.
+    public static func inspect(path: String, terms: [ProductTerms] = []) async throws(StorageError) -> StoreInspection {
         let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
-            do throws(StorageError) { return .success(try inspectNow(path: path)) } catch { return .failure(error) }
+            do throws(StorageError) { return .success(try inspectNow(path: path, terms: terms)) } catch { return .failure(error) }
         }
         return try result.get()
     }
 
-    private static func inspectNow(path: String) throws(StorageError) -> StoreInspection {
+    private static func inspectNow(path: String, terms: [ProductTerms]) throws(StorageError) -> StoreInspection {
         let latest = SQLiteMigrations.latestVersion
         guard FileManager.default.fileExists(atPath: path) else {
             var directory = (path as NSString).deletingLastPathComponent
@@ -60,7 +61,9 @@ extension SQLiteOrderStore {
                 try row.text(0)
             }.flatMap(DatabaseOwner.init(recorded:))
             : nil
+        // The binding's rule, read only (a database from before bindings binds at its next start).
+        let termChanges = hasBindings ? try decideTerms(terms, on: connection).changes : []
         return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true,
-                               openV2Orders: openV2Orders, owner: owner)
+                               openV2Orders: openV2Orders, owner: owner, termChanges: termChanges)
     }
 }

@@ -19,15 +19,19 @@ public struct StoreInspection: Sendable, Hashable {
     public var openV2Orders: Int
     /// Whose the database is (`BindingStore.bindOwner`), once a `serve` recorded it; nil before.
     public var owner: DatabaseOwner?
+    /// What `BindingStore.bindProductTerms` would refuse of the catalog terms the inspection was
+    /// given (the sold products they change or leave out); empty when it would take them.
+    public var termChanges: [ProductTermsChange]
 
     package init(schemaVersion: Int, latestVersion: Int, writable: Bool, exists: Bool, openV2Orders: Int = 0,
-                 owner: DatabaseOwner? = nil) {
+                 owner: DatabaseOwner? = nil, termChanges: [ProductTermsChange] = []) {
         self.schemaVersion = schemaVersion
         self.latestVersion = latestVersion
         self.writable = writable
         self.exists = exists
         self.openV2Orders = openV2Orders
         self.owner = owner
+        self.termChanges = termChanges
     }
 
     /// The statement counting `openV2Orders`, the same for both stores, for an orders table with

@@ -31,7 +31,7 @@ enum DoctorCommand {
         DoctorCheck("app store root") { $0.appStoreRoot() },
         DoctorCheck("app store receipt root") { $0.appStoreReceiptRoot() },
         DoctorCheck("database") { await $0.database() },
-        DoctorCheck("catalog") { $0.catalog() },
+        DoctorCheck("catalog") { await $0.catalog() },
     ]
 
     static func run(_ arguments: [String]) async -> Int32 {
@@ -301,11 +301,13 @@ final class DoctorContext: Sendable {
                    + "\(other.sha256Fingerprint.prefix(8))… (a simulator's or a test root)")
     }
 
-    /// What the database holds, learnt without migrating or writing it.
+    /// What the database holds, learnt without migrating or writing it, and what it would refuse
+    /// of the catalog's terms.
     func inspect() async throws(StorageError) -> StoreInspection {
-        switch configuration.database {
-        case .sqlite(let path): try await SQLiteOrderStore.inspect(path: path)
-        case .postgres(let settings): try await PostgresOrderStore.inspect(settings)
+        let terms = configuration.app.catalog.products.map(\.terms)
+        return switch configuration.database {
+        case .sqlite(let path): try await SQLiteOrderStore.inspect(path: path, terms: terms)
+        case .postgres(let settings): try await PostgresOrderStore.inspect(settings, terms: terms)
         }
     }
 
@@ -343,9 +345,14 @@ final class DoctorContext: Sendable {
         return .ok("\(name) at schema version \(inspection.schemaVersion) of \(inspection.latestVersion), writable")
     }
 
-    func catalog() -> DoctorOutcome {
+    func catalog() async -> DoctorOutcome {
         // The configuration read and validated the file already: a bad one refuses the configuration.
+        // What is left is what serve would refuse of it in this database: a sold product's terms
+        // changed or the product left out (none set counts too).
         let products = configuration.app.catalog.products
+        if let inspection = try? await inspect(), let refusal = Catalog.refusal(inspection.termChanges) {
+            return .fail("GATEWAY_CATALOG: " + refusal.message)
+        }
         guard !products.isEmpty else { return .skip("GATEWAY_CATALOG is not set (orders name their own amounts)") }
         return .ok("\(products.count) products, \(products.filter(\.active).count) active")
     }

@@ -9,10 +9,10 @@ import Testing
 /// What `doctor` learns of a database without changing it: the open orders created with WeChat Pay
 /// API v2, which a gateway without the v2 key finishes through v3.
 struct StoreInspectionTests {
-    static func inspect(_ database: TestDatabase) async throws -> StoreInspection {
+    static func inspect(_ database: TestDatabase, terms: [ProductTerms] = []) async throws -> StoreInspection {
         switch database.kind {
-        case .sqlite: try await SQLiteOrderStore.inspect(path: database.location)
-        case .postgres: try await PostgresOrderStore.inspect(database.postgresSettings!)
+        case .sqlite: try await SQLiteOrderStore.inspect(path: database.location, terms: terms)
+        case .postgres: try await PostgresOrderStore.inspect(database.postgresSettings!, terms: terms)
         }
     }
 
@@ -37,6 +37,28 @@ struct StoreInspectionTests {
             let inspection = try await Self.inspect(database)
             #expect(inspection.openV2Orders == 2)
             #expect(inspection.exists && inspection.writable)
+        }
+    }
+
+    @Test("the inspection tells what binding a catalog's terms would refuse, and writes nothing", arguments: StoreKind.all)
+    func termChanges(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, database async throws in
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            let year = ProductTerms(productID: "vip-month", terms: "membership P1Y vip")
+            #expect(try await store.bindProductTerms([month], at: TestTime.at(1)).isEmpty)
+            // Unsold, any terms would be taken.
+            #expect(try await Self.inspect(database, terms: [year]).termChanges.isEmpty)
+            var order = Fixture.order("INS-TERMS")
+            order.productID = "vip-month"
+            try await Fixture.create(order, in: store)
+            #expect(try await Self.inspect(database, terms: [year]).termChanges
+                    == [ProductTermsChange(productID: "vip-month", recorded: "membership P1M vip", given: "membership P1Y vip")])
+            #expect(try await Self.inspect(database, terms: []).termChanges
+                    == [ProductTermsChange(productID: "vip-month", recorded: "membership P1M vip", given: nil)])
+            #expect(try await Self.inspect(database, terms: [month]).termChanges.isEmpty)
+            // Nothing was recorded by looking: the year is still refused, the month still taken.
+            #expect(try await store.bindProductTerms([year], at: TestTime.at(2)).count == 1)
+            #expect(try await store.bindProductTerms([month], at: TestTime.at(3)).isEmpty)
         }
     }
 }

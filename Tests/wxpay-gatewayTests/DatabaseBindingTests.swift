@@ -97,11 +97,36 @@ struct DatabaseBindingTests {
             #expect(refused.stderr.contains("GATEWAY_CATALOG: vip-month was sold as a membership of P1M granting vip"),
                     "\(refused.stderr)")
             await refused.stop()
+            // doctor says so before a start would, in serve's words, and passes the catalog as sold.
+            let changed = try Self.doctor(database, catalog: catalog)
+            _ = await changed.exitStatus(within: 120)
+            #expect(changed.stdout.contains("FAIL  catalog: GATEWAY_CATALOG: vip-month was sold as a membership of P1M granting vip"),
+                    "\(changed.stdout)")
+            await changed.stop()
+            try Self.replace(catalog, with: Self.catalog)
+            let same = try Self.doctor(database, catalog: catalog)
+            _ = await same.exitStatus(within: 120)
+            #expect(same.stdout.contains("ok    catalog: "), "\(same.stdout)")
+            await same.stop()
         } catch {
             Issue.record("\(error)")
         }
         await client.shutdown()
         await gateway.stop()
+    }
+
+    /// doctor with a production merchant on `database` (its WeChat checks fail: nothing answers
+    /// for WeChat Pay; the database line fails too on demo mode's database).
+    static func doctor(_ database: String, catalog: String? = nil) throws -> CommandProcess {
+        let port = closedLoopbackPort()
+        var environment = [
+            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
+            "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify", "GATEWAY_CLIENT_TOKENS": "binding-client-token",
+            "WXPAY_API_BASE": "http://127.0.0.1:\(port)", "WXPAY_API_BACKUP_BASE": "http://127.0.0.1:\(port)",
+            "GATEWAY_DATABASE": "sqlite:" + database,
+        ]
+        environment["GATEWAY_CATALOG"] = catalog
+        return try CommandProcess(["doctor"], environment: environment)
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -129,15 +154,8 @@ struct DatabaseBindingTests {
         #expect(await onDemo.exitStatus() == 2)
         #expect(onDemo.stderr.contains("GATEWAY_DATABASE is demo mode's database"), "\(onDemo.stderr)")
         await onDemo.stop()
-        // doctor says so before a start would: its database line fails with serve's reason. (Its
-        // WeChat checks fail too here: nothing answers for WeChat Pay.)
-        let port = closedLoopbackPort()
-        let doctor = try CommandProcess(["doctor"], environment: [
-            "WXPAY_APP_ID": "wxd930ea5d5a258f4f", "WXPAY_MCH_ID": "10000100", "WXPAY_API_KEY": TestMerchant.apiKey,
-            "WXPAY_NOTIFY_URL": "http://127.0.0.1:\(port)/wechat/notify", "GATEWAY_CLIENT_TOKENS": "binding-client-token",
-            "WXPAY_API_BASE": "http://127.0.0.1:\(port)", "WXPAY_API_BACKUP_BASE": "http://127.0.0.1:\(port)",
-            "GATEWAY_DATABASE": "sqlite:" + database,
-        ])
+        // doctor says so before a start would: its database line fails with serve's reason.
+        let doctor = try Self.doctor(database)
         _ = await doctor.exitStatus(within: 120)
         #expect(doctor.stdout.contains("FAIL  database: GATEWAY_DATABASE is demo mode's database"), "\(doctor.stdout)")
         await doctor.stop()

@@ -24,7 +24,12 @@ extension Catalog {
     /// pass made a year would give a year to everyone who paid for a month, and a course made a
     /// consumable would take it from everyone who bought it.
     public func bind(in store: any BindingStore, at: Date) async throws(StorageError) -> CatalogError? {
-        let changes = try await store.bindProductTerms(products.map(\.terms), at: at)
+        Self.refusal(try await store.bindProductTerms(products.map(\.terms), at: at))
+    }
+
+    /// The refusal naming each sold product whose grant `changes` would change, or nil for none
+    /// (serve's words, and doctor's for what serve would refuse).
+    public static func refusal(_ changes: [ProductTermsChange]) -> CatalogError? {
         guard !changes.isEmpty else { return nil }
         let lines = changes.map { change in
             let now = change.given.map { "this catalog makes it " + Self.termsInWords($0) }
