@@ -34,13 +34,15 @@ extension PostgresOrderStore: BindingStore {
         }
     }
 
-    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
+        -> [ProductTermsChange]
+    {
         for product in terms { try product.validate() }
         return try await write(key: "bindings") { db throws(StorageError) in
             // Instances reloading one catalog at once decide one after the other (the lock is the
             // transaction's).
             _ = try db.run(PGQuery("LOCK TABLE bindings IN SHARE ROW EXCLUSIVE MODE"))
-            let (changes, writes) = try Self.decideTerms(terms, on: db)
+            let (changes, writes) = try Self.decideTerms(terms, reading: reading, on: db)
             for product in writes {
                 _ = try db.run(PGQuery(
                     """
@@ -60,7 +62,7 @@ extension PostgresOrderStore: BindingStore {
 
     /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
     /// binding's write, or doctor's look that writes nothing).
-    static func decideTerms(_ terms: [ProductTerms], on db: PGConnection) throws(StorageError)
+    static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: PGConnection) throws(StorageError)
         -> (changes: [ProductTermsChange], writes: [ProductTerms])
     {
         // Every product on record (a catalog's few hundred rows); a scan of the orders for
@@ -76,6 +78,11 @@ extension PostgresOrderStore: BindingStore {
             sold: { id throws(StorageError) in
                 try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
                     .first { row throws(StorageError) in try row.bool(0) } ?? false
+            },
+            reading: reading,
+            soldIDs: { () throws(StorageError) in
+                try db.run(PGQuery("SELECT DISTINCT product_id FROM orders WHERE product_id IS NOT NULL"))
+                    .rows { row throws(StorageError) in try row.text(0) }
             })
     }
 }

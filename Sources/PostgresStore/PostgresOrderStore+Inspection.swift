@@ -5,7 +5,8 @@ import StorageCore
 extension PostgresOrderStore {
     /// Inspects the PostgreSQL database of `settings` with one connection of its own, and what it
     /// would refuse of a catalog's `terms`.
-    public static func inspect(_ settings: PostgresSettings, terms: [ProductTerms] = []) async throws(StorageError)
+    public static func inspect(_ settings: PostgresSettings, terms: [ProductTerms] = [], reading: NameReading? = nil)
+        async throws(StorageError)
         -> StoreInspection
     {
         let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
@@ -39,7 +40,7 @@ extension PostgresOrderStore {
                         .first { row throws(StorageError) in try row.text(0) }.flatMap(DatabaseOwner.init(recorded:))
                     : nil
                 // The binding's rule, read only (a database from before bindings binds at its next start).
-                let termChanges = hasBindings ? try decideTerms(terms, on: connection).changes : []
+                let termChanges = hasBindings ? try decideTerms(terms, reading: reading, on: connection).changes : []
                 // Before the first start the role must be able to create the tables.
                 return .success(StoreInspection(
                     schemaVersion: version, latestVersion: PostgresMigrations.latestVersion,

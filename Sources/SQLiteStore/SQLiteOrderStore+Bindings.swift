@@ -29,10 +29,12 @@ extension SQLiteOrderStore: BindingStore {
         }
     }
 
-    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
+        -> [ProductTermsChange]
+    {
         for product in terms { try product.validate() }
         return try await write { db throws(StorageError) in
-            let (changes, writes) = try Self.decideTerms(terms, on: db)
+            let (changes, writes) = try Self.decideTerms(terms, reading: reading, on: db)
             for product in writes {
                 try db.run(
                     """
@@ -51,7 +53,7 @@ extension SQLiteOrderStore: BindingStore {
 
     /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
     /// binding's write, or doctor's look that writes nothing).
-    static func decideTerms(_ terms: [ProductTerms], on db: SQLiteConnection) throws(StorageError)
+    static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: SQLiteConnection) throws(StorageError)
         -> (changes: [ProductTermsChange], writes: [ProductTerms])
     {
         // Every product on record (a catalog's few hundred rows); a scan of the orders for
@@ -67,6 +69,11 @@ extension SQLiteOrderStore: BindingStore {
             sold: { id throws(StorageError) in
                 try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
                            decode: { row throws(StorageError) in try row.int64(0) }) == 1
+            },
+            reading: reading,
+            soldIDs: { () throws(StorageError) in
+                try db.rows("SELECT DISTINCT product_id FROM orders WHERE product_id IS NOT NULL",
+                            decode: { row throws(StorageError) in try row.text(0) })
             })
     }
 }

@@ -6,14 +6,22 @@ import StorageCore
 extension SQLiteOrderStore {
     /// Inspects the database at `path` (absent: whether its directory can take it), and what it
     /// would refuse of a catalog's `terms`.
-    public static func inspect(path: String, terms: [ProductTerms] = []) async throws(StorageError) -> StoreInspection {
+    public static func inspect(path: String, terms: [ProductTerms] = [], reading: NameReading? = nil) async throws(StorageError)
+        -> StoreInspection
+    {
         let result = await Blocking.run { () -> Result<StoreInspection, StorageError> in
-            do throws(StorageError) { return .success(try inspectNow(path: path, terms: terms)) } catch { return .failure(error) }
+            do throws(StorageError) {
+                return .success(try inspectNow(path: path, terms: terms, reading: reading))
+            } catch {
+                return .failure(error)
+            }
         }
         return try result.get()
     }
 
-    private static func inspectNow(path: String, terms: [ProductTerms]) throws(StorageError) -> StoreInspection {
+    private static func inspectNow(path: String, terms: [ProductTerms], reading: NameReading?) throws(StorageError)
+        -> StoreInspection
+    {
         let latest = SQLiteMigrations.latestVersion
         guard FileManager.default.fileExists(atPath: path) else {
             var directory = (path as NSString).deletingLastPathComponent
@@ -62,7 +70,7 @@ extension SQLiteOrderStore {
             }.flatMap(DatabaseOwner.init(recorded:))
             : nil
         // The binding's rule, read only (a database from before bindings binds at its next start).
-        let termChanges = hasBindings ? try decideTerms(terms, on: connection).changes : []
+        let termChanges = hasBindings ? try decideTerms(terms, reading: reading, on: connection).changes : []
         return StoreInspection(schemaVersion: version, latestVersion: latest, writable: writable, exists: true,
                                openV2Orders: openV2Orders, owner: owner, termChanges: termChanges)
     }

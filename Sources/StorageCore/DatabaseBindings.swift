@@ -13,9 +13,23 @@ public protocol BindingStore: Sendable {
 
     /// In one transaction: each product's terms are recorded where none are on record, and replace
     /// those on record for a product no order names; terms that differ from those on record for a
-    /// product an order names are answered, and then nothing is recorded.
-    func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange]
+    /// product an order names are answered, and then nothing is recorded. With `reading`, a
+    /// product sold outside the catalog that reads as a name the catalog gives for the first time
+    /// (it would grant nothing from then on) is answered too (`ProductTerms.decide`).
+    func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
+        -> [ProductTermsChange]
 }
+
+extension BindingStore {
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
+        try await bindProductTerms(terms, at: at, reading: nil)
+    }
+}
+
+/// How the catalog reads a product id it does not have against names its products give (their
+/// ids and entitlements): the name `id` reads as, or nil. A product the catalog does not know
+/// that reads as one of its names grants nothing (the Gateway's `Catalog.grantsLike`).
+public typealias NameReading = @Sendable (_ id: String, _ names: [String]) -> String?
 
 /// Whose a database is: demo mode's (whose payments the simulator made) or a merchant's.
 public struct DatabaseOwner: Sendable, Hashable, CustomStringConvertible {
@@ -52,16 +66,19 @@ public struct ProductTerms: Sendable, Hashable {
 }
 
 /// A product whose terms on record (an order names it) differ from those the catalog gives now,
-/// or (`given` nil) that the catalog no longer has.
+/// or (`given` nil) that the catalog no longer has, or (`readsAs`) that was sold outside the
+/// catalog and reads as a name the catalog now gives, so that it would grant nothing.
 public struct ProductTermsChange: Sendable, Hashable {
     public var productID: String
     public var recorded: String
     public var given: String?
+    public var readsAs: String?
 
-    public init(productID: String, recorded: String, given: String?) {
+    public init(productID: String, recorded: String, given: String?, readsAs: String? = nil) {
         self.productID = productID
         self.recorded = recorded
         self.given = given
+        self.readsAs = readsAs
     }
 }
 
@@ -87,8 +104,14 @@ extension ProductTerms {
     /// an order names it (its buyers' grant would become a course's: retire it with
     /// `"active": false` instead). Answers the changes (then nothing may be written) and the terms
     /// to write.
+    ///
+    /// With `reading`, one more change to refuse: a product sold outside the catalog (an order
+    /// names it; neither on record nor in `terms`) that reads as a name `terms` give and no terms
+    /// on record gave (its buyers' course of its id would become nothing). `soldIDs` (every
+    /// product id an order names: a scan of the orders) is read only when `terms` give a new name.
     package static func decide(
-        _ terms: [ProductTerms], recorded: [String: String], firstBinding: Bool, sold: (String) throws(StorageError) -> Bool
+        _ terms: [ProductTerms], recorded: [String: String], firstBinding: Bool, sold: (String) throws(StorageError) -> Bool,
+        reading: NameReading? = nil, soldIDs: () throws(StorageError) -> [String] = { [] }
     ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
         var changes: [ProductTermsChange] = []
         var writes: [ProductTerms] = []
@@ -113,7 +136,33 @@ extension ProductTerms {
         for (productID, onRecord) in recorded.sorted(by: { $0.key < $1.key }) where !given.contains(productID) {
             if try sold(productID) { changes.append(ProductTermsChange(productID: productID, recorded: onRecord, given: nil)) }
         }
+        if !firstBinding, let reading {
+            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) })
+            let newNames = names(terms).subtracting(namesOnRecord).sorted()
+            if !newNames.isEmpty {
+                let known = given.union(recorded.keys)
+                for productID in try soldIDs().sorted() where !known.contains(productID) {
+                    guard let name = reading(productID, newNames), reading(productID, namesOnRecord.sorted()) == nil else { continue }
+                    changes.append(ProductTermsChange(productID: productID, recorded: outsideTheCatalog(productID), given: nil,
+                                                      readsAs: name))
+                }
+            }
+        }
         return changes.isEmpty ? ([], writes) : (changes, [])
+    }
+
+    /// The names products give: their ids, and what their courses and memberships grant.
+    static func names(_ products: [ProductTerms]) -> Set<String> {
+        var names = Set(products.map(\.productID))
+        for product in products {
+            let parts = product.terms.split(separator: " ")
+            switch parts.first {
+            case "course" where parts.count == 2: names.insert(String(parts[1]))
+            case "membership" where parts.count == 3: names.insert(String(parts[2]))
+            default: break
+            }
+        }
+        return names
     }
 }
 

@@ -306,8 +306,8 @@ final class DoctorContext: Sendable {
     func inspect() async throws(StorageError) -> StoreInspection {
         let terms = configuration.app.catalog.products.map(\.terms)
         return switch configuration.database {
-        case .sqlite(let path): try await SQLiteOrderStore.inspect(path: path, terms: terms)
-        case .postgres(let settings): try await PostgresOrderStore.inspect(settings, terms: terms)
+        case .sqlite(let path): try await SQLiteOrderStore.inspect(path: path, terms: terms, reading: Catalog.nameReading)
+        case .postgres(let settings): try await PostgresOrderStore.inspect(settings, terms: terms, reading: Catalog.nameReading)
         }
     }
 

@@ -86,4 +86,28 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([year], at: TestTime.at(2)).count == 1)
         }
     }
+
+    /// The catalog's reading, simplified: an id reads as a name it equals or starts as (`vip-lifetime` as `vip`).
+    static let reading: NameReading = { id, names in names.first { id == $0 || id.hasPrefix($0 + "-") } }
+
+    @Test(arguments: StoreKind.all) func aNewNameThatAProductSoldOutsideTheCatalogReadsAsIsRefused(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(1), reading: Self.reading).isEmpty)
+            // Sold outside the catalog: its buyer holds a course of `vip-lifetime`.
+            var order = Fixture.order("B5")
+            order.productID = "vip-lifetime"
+            try await Fixture.create(order, in: store)
+            // A membership granting `vip`, a name `vip-lifetime` reads as: it would grant nothing.
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            #expect(try await store.bindProductTerms([course, month], at: TestTime.at(2), reading: Self.reading)
+                    == [ProductTermsChange(productID: "vip-lifetime", recorded: "course vip-lifetime", given: nil, readsAs: "vip")])
+            // Nothing was recorded: the same catalog is refused again; one whose names it does not
+            // read as is taken, and then taken again at the next start (no name is new).
+            #expect(try await store.bindProductTerms([course, month], at: TestTime.at(3), reading: Self.reading).count == 1)
+            let gold = ProductTerms(productID: "gold-month", terms: "membership P1M gold")
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(4), reading: Self.reading).isEmpty)
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(5), reading: Self.reading).isEmpty)
+        }
+    }
 }

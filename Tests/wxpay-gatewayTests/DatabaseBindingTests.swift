@@ -82,6 +82,23 @@ struct DatabaseBindingTests {
             kill(gateway.processIdentifier, SIGHUP)
             #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("this catalog deletes it") })
             #expect(try await vip() == paidFor)
+            // Nor may a new membership take the name of a product sold outside the catalog: its
+            // buyer holds a course of `prem2`, and an id reading as a catalog name grants nothing.
+            let outside = try await client.send(.post, base + "/v1/orders", token: token, body:
+                #"{"amount":100,"description":"x","product_id":"prem2","user_id":"kim","client_ip":"203.0.113.7","out_trade_no":"bind-prem-1"}"#)
+            #expect(outside.status == 201, "\(outside.body)")
+            #expect(try await client.send(.post, base + "/simulator/orders/bind-prem-1/pay").status == 200)
+            func grants() async throws -> [String] {
+                let entitlements = try await client.send(.get, base + "/v1/users/kim/entitlements", token: token).json
+                return (entitlements["entitlements"] as? [[String: Any]] ?? []).compactMap { $0["entitlement"] as? String }
+            }
+            #expect(try await eventually(timeout: .seconds(60)) { try await grants().contains("prem2") })
+            let premium = #",{"id":"prem2-month","amount":3000,"description":"P","type":"membership","period":"P1M","entitlement":"prem2"}]}"#
+            try Self.replace(catalog, with: Self.catalog.replacingOccurrences(of: "]}", with: premium))
+            kill(gateway.processIdentifier, SIGHUP)
+            #expect(await eventually(timeout: .seconds(60)) { gateway.stderr.contains("which prem2 reads as") })
+            #expect(gateway.stderr.contains("prem2 was sold outside the catalog as a course granting prem2"), "\(gateway.stderr)")
+            #expect(try await grants().contains("prem2"))
             // A product nobody bought may still change what it grants (a mistake fixed in time).
             try Self.replace(catalog, with: Self.catalog.replacingOccurrences(
                 of: #""description":"Swift"}"#, with: #""description":"Swift","entitlement":"swift-basics"}"#))

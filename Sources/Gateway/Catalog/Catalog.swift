@@ -2,6 +2,7 @@
 import Foundation
 import JSON
 import OperatorFiles
+import StorageCore
 
 /// One thing the app can buy, with the price the gateway charges for it.
 public struct CatalogProduct: Sendable, Hashable {
@@ -134,10 +135,26 @@ public struct Catalog: Sendable, Hashable {
     public func grantsLike(_ name: String) -> Bool {
         let words = Self.words(name)
         if skeletons.contains(words.joined()) { return true }
-        return nameWords.contains { catalogName in
-            !catalogName.isEmpty && words.count >= catalogName.count
-                && (0...(words.count - catalogName.count)).contains { Array(words[$0..<$0 + catalogName.count]) == catalogName }
-        }
+        return nameWords.contains { Self.holds(words, $0) }
+    }
+
+    /// Whether `name` reads as `catalogName` the way `grantsLike` reads it against a catalog that
+    /// gives that one name.
+    static func reads(_ name: String, as catalogName: String) -> Bool {
+        let words = Self.words(name)
+        let catalogWords = Self.words(catalogName)
+        if words.joined() == catalogWords.joined() { return true }
+        return catalogWords.joined().count >= 3 && holds(words, catalogWords)
+    }
+
+    /// The binding's reading of a product sold outside the catalog (`BindingStore.bindProductTerms`):
+    /// the first of `names` it reads as.
+    public static let nameReading: NameReading = { id, names in names.first { reads(id, as: $0) } }
+
+    /// Whether `words` hold `catalogName`'s words, one after the other.
+    private static func holds(_ words: [String], _ catalogName: [String]) -> Bool {
+        !catalogName.isEmpty && words.count >= catalogName.count
+            && (0...(words.count - catalogName.count)).contains { Array(words[$0..<$0 + catalogName.count]) == catalogName }
     }
 
     /// `name` as `grantsLike` reads it, word by word (words between `-`, `_`, `.` and spaces):

@@ -24,7 +24,7 @@ extension Catalog {
     /// pass made a year would give a year to everyone who paid for a month, and a course made a
     /// consumable would take it from everyone who bought it.
     public func bind(in store: any BindingStore, at: Date) async throws(StorageError) -> CatalogError? {
-        Self.refusal(try await store.bindProductTerms(products.map(\.terms), at: at))
+        Self.refusal(try await store.bindProductTerms(products.map(\.terms), at: at, reading: Self.nameReading))
     }
 
     /// The refusal naming each sold product whose grant `changes` would change, or nil for none
@@ -32,13 +32,21 @@ extension Catalog {
     public static func refusal(_ changes: [ProductTermsChange]) -> CatalogError? {
         guard !changes.isEmpty else { return nil }
         let lines = changes.map { change in
+            if let name = change.readsAs {
+                return "\(change.productID) was sold outside the catalog as \(Self.termsInWords(change.recorded)); this "
+                    + "catalog gives the name \(name), which \(change.productID) reads as, and a product the catalog does "
+                    + "not know that reads as one of its names grants nothing"
+            }
             let now = change.given.map { "this catalog makes it " + Self.termsInWords($0) }
                 ?? "this catalog deletes it (its buyers would be left a course's grant of its id)"
             return "\(change.productID) was sold as \(Self.termsInWords(change.recorded)); \(now)"
         }
-        return CatalogError(message: lines.joined(separator: "; ")
-            + ". What a sold product grants cannot change (its buyers' entitlements are computed from it): sell the new "
-            + "terms under a new product id, and retire the old one with \"active\": false rather than deleting it")
+        var remedy = ". What a sold product grants cannot change (its buyers' entitlements are computed from it): sell the new "
+            + "terms under a new product id, and retire the old one with \"active\": false rather than deleting it"
+        if changes.contains(where: { $0.readsAs != nil }) {
+            remedy += "; give new products ids and entitlements that no product sold outside the catalog reads as"
+        }
+        return CatalogError(message: lines.joined(separator: "; ") + remedy)
     }
 
     /// `membership P1M vip` as "a membership of P1M granting vip".
