@@ -20,11 +20,16 @@ public final class ConsoleUserDirectory: Sendable {
         var refused: FileSignature?
     }
     private let state: Mutex<State>
+    /// Told whether each reload (SIGHUP's or a change's) was applied: `wxpay_reload_successful`.
+    private let reported: @Sendable (Bool) -> Void
 
     /// Reads the file; a missing or malformed file is an error (start-up refuses it).
-    public init(path: String, logger: Logger = .disabled) throws(ConsoleUserFileError) {
+    public init(path: String, logger: Logger = .disabled, reported: @escaping @Sendable (Bool) -> Void = { _ in })
+        throws(ConsoleUserFileError)
+    {
         self.path = path
         self.logger = logger
+        self.reported = reported
         let signature = FileSignature(path: path)
         let users = try ConsoleUserFile.read(path: path)
         state = Mutex(State(users: Self.index(users), signature: signature, refused: nil))
@@ -53,9 +58,11 @@ public final class ConsoleUserDirectory: Sendable {
         do {
             let users = try ConsoleUserFile.read(path: path)
             state.withLock { $0 = State(users: Self.index(users), signature: signature, refused: nil) }
+            reported(true)
             return .success(users.count)
         } catch {
             state.withLock { $0.refused = signature }
+            reported(false)
             return .failure(error)
         }
     }

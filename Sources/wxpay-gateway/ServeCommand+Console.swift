@@ -37,7 +37,7 @@ extension ServeCommand {
         }
         let users: ConsoleUserDirectory
         do {
-            users = try ConsoleUserDirectory(path: path, logger: logger)
+            users = try ConsoleUserDirectory(path: path, logger: logger, reported: reloads.reporter(for: "console_users"))
         } catch {
             FileHandle.standardError.write(Data("serve: cannot read the console users in \(path): \(error)\n".utf8))
             return nil

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 @testable import GatewayConsole
 import StorageCore
+import Synchronization
 import Testing
 
 /// The console's pages rendered without a browser or a server: escaping, amounts, times, state
@@ -366,16 +367,24 @@ struct ConsoleUserFileTests {
         defer { try? FileManager.default.removeItem(atPath: path); try? FileManager.default.removeItem(atPath: path + ".lock") }
         let hash = ConsoleRig.hash("correct horse battery")
         try ConsoleUserFile.update(path: path) { $0 = [ConsoleUser(name: "alice", role: .viewer, password: hash)] }
-        let directory = try ConsoleUserDirectory(path: path)
+        // What the reload gauge is told: every re-read's outcome, a change's as well as SIGHUP's.
+        let outcomes = Mutex<[Bool]>([])
+        let directory = try ConsoleUserDirectory(path: path, reported: { applied in outcomes.withLock { $0.append(applied) } })
         #expect(directory.user("alice")?.role == .viewer && directory.user("bob") == nil)
         try ConsoleUserFile.update(path: path) { users in
             users[0].role = .admin
             users.append(ConsoleUser(name: "bob", role: .refunder, password: hash))
         }
         #expect(directory.user("alice")?.role == .admin && directory.user("bob")?.role == .refunder)
+        #expect(outcomes.withLock { $0 } == [true])
         try ConsoleUserFile.write("alice:nonsense\n", to: path)
         #expect(directory.user("bob")?.role == .refunder, "a broken file leaves the previous users in force")
+        #expect(outcomes.withLock { $0 } == [true, false])
         if case .success = directory.reload() { Issue.record("a broken file must not load") }
+        #expect(outcomes.withLock { $0 } == [true, false, false])
+        try ConsoleUserFile.write(ConsoleUserFile.render([ConsoleUser(name: "alice", role: .viewer, password: hash)]), to: path)
+        #expect(directory.user("alice")?.role == .viewer && directory.user("bob") == nil)
+        #expect(outcomes.withLock { $0 } == [true, false, false, true])
         #expect(throws: ConsoleUserFileError.self) { try ConsoleUserDirectory(path: path + ".missing") }
     }
 

@@ -33,6 +33,14 @@ public final class ReloadHooks: Sendable {
         hooks.withLock { $0.append((name, hook, outcome)) }
     }
 
+    /// What a part that also reloads by itself (the console's users, re-read when the file
+    /// changes) calls with each outcome, so that the gauge says how the last reload went, however
+    /// it came.
+    public func reporter(for name: String) -> @Sendable (Bool) -> Void {
+        let outcome = metrics?.makeGauge(Self.successful, ["what": name])
+        return { applied in outcome?.set(applied ? 1 : 0) }
+    }
+
     /// The names of the registered hooks, in order.
     public var names: [String] { hooks.withLock { $0.map(\.name) } }
 
