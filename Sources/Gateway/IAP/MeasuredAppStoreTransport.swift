@@ -26,7 +26,7 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
         durations = metrics.makeHistograms(Self.duration, labelNames: "api")
         // Exported from the start, for the alerts that compare them over time: WxpayAppStoreErrors
         // divides Apple's failures (5xx) by every call, WxpayAppStoreSlow takes a rate of the buckets.
-        for api in ["transaction_info", "transaction_history", "refund_history", "look_up_order", "verify_receipt"] {
+        for api in Self.apis {
             requests.labelled(api, "2xx").publish()
             requests.labelled(api, "5xx").publish()
             durations.labelled(api).publish()
@@ -49,18 +49,25 @@ public struct MeasuredAppStoreTransport: AppStoreTransport {
         }
     }
 
+    /// Every `api` label `api(_:)` gives but `other`.
+    static let apis = [
+        "transaction_info", "transaction_history", "refund_history", "look_up_order", "verify_receipt", "notification_history",
+        "test_notification", "subscription_status", "extend_renewal_date", "send_consumption",
+    ]
+
     /// The endpoint of a Server API or verifyReceipt path, in both environments.
     static func api(_ path: String) -> String {
         let segments = path.split(separator: "/").filter { $0 != "sandbox" }
         if segments.last == "verifyReceipt" { return "verify_receipt" }
         guard segments.count >= 3, segments[0] == "inApps" else { return "other" }
+        let next = segments.count > 3 ? segments[3] : ""
         switch segments[2] {
-        case "transactions": return "transaction_info"
+        case "transactions": return next == "consumption" ? "send_consumption" : "transaction_info"
         case "history": return "transaction_history"
         case "refund": return "refund_history"
         case "lookup": return "look_up_order"
-        case "notifications": return "test_notification"
-        case "subscriptions": return "subscription_status"
+        case "notifications": return next == "history" ? "notification_history" : "test_notification"
+        case "subscriptions": return next == "extend" ? "extend_renewal_date" : "subscription_status"
         default: return "other"
         }
     }
