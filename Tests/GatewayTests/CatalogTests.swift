@@ -125,6 +125,11 @@ struct CatalogTests {
         #expect(error.description.contains(says), "\(error)")
     }
 
+    @Test func aCatalogThatIsNotUTF8IsCalledThat() {
+        let bytes = Array(#"{"products":[{"id":"a","amount":1,"description":"d"#.utf8) + [0xFF] + Array(#""}]}"#.utf8)
+        #expect(throws: CatalogError(message: "the catalog is not UTF-8")) { try Catalog.parse(bytes) }
+    }
+
     @Test func reloadReplacesTheCatalogWholeOrKeepsTheOldOne() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString).json")
         defer { try? FileManager.default.removeItem(at: file) }

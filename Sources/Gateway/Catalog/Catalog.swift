@@ -212,8 +212,13 @@ public struct Catalog: Sendable, Hashable {
         do {
             document = try JSONValue.parseObject(bytes)
         } catch {
-            throw CatalogError(message: error.reason == .duplicateKey
-                ? "the catalog repeats a JSON key in one object" : "the catalog is not a JSON object")
+            let message =
+                switch error.reason {
+                case .duplicateKey: "the catalog repeats a JSON key in one object"
+                case .invalidUTF8: "the catalog is not UTF-8"
+                default: "the catalog is not a JSON object"
+                }
+            throw CatalogError(message: message)
         }
         guard case .array(let entries)? = document["products"] else {
             throw CatalogError(message: "the catalog must have a \"products\" array")
