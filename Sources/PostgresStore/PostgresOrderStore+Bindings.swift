@@ -55,6 +55,11 @@ extension PostgresOrderStore: BindingStore {
                 _ = try db.run(PGQuery(
                     "INSERT INTO bindings (key, value, recorded_at) VALUES ($1, 'bound', $2) ON CONFLICT (key) DO NOTHING",
                     ProductTerms.boundMarker, at))
+                for name in Set(terms.compactMap(\.appleProductID)) {
+                    _ = try db.run(PGQuery(
+                        "INSERT INTO bindings (key, value, recorded_at) VALUES ($1, 'apple', $2) ON CONFLICT (key) DO NOTHING",
+                        ProductTerms.namePrefix + name, at))
+                }
             }
             return (changes, nil)
         }
@@ -70,11 +75,15 @@ extension PostgresOrderStore: BindingStore {
         let recorded = try db.run(PGQuery(
             "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
             .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
+        let otherNames = try db.run(PGQuery(
+            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = $1", ProductTerms.namePrefix))
+            .rows { row throws(StorageError) in try row.text(0) }
         let firstBinding = try db.run(PGQuery(
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
             .first { row throws(StorageError) in try row.bool(0) } ?? true
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), otherNames: Set(otherNames),
+            firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
                     .first { row throws(StorageError) in try row.bool(0) } ?? false

@@ -46,6 +46,10 @@ extension SQLiteOrderStore: BindingStore {
             if changes.isEmpty {
                 try db.run("INSERT INTO bindings (key, value, recorded_at) VALUES (?, 'bound', ?) ON CONFLICT (key) DO NOTHING",
                            ProductTerms.boundMarker, at)
+                for name in Set(terms.compactMap(\.appleProductID)) {
+                    try db.run("INSERT INTO bindings (key, value, recorded_at) VALUES (?, 'apple', ?) ON CONFLICT (key) DO NOTHING",
+                               ProductTerms.namePrefix + name, at)
+                }
             }
             return changes
         }
@@ -61,11 +65,15 @@ extension SQLiteOrderStore: BindingStore {
         let recorded = try db.rows(
             "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
             decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
+        let otherNames = try db.rows(
+            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = ?", ProductTerms.namePrefix,
+            decode: { row throws(StorageError) in try row.text(0) })
         let firstBinding = try db.row(
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
             decode: { row throws(StorageError) in try row.int64(0) }) == 1
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), firstBinding: firstBinding,
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), otherNames: Set(otherNames),
+            firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
                            decode: { row throws(StorageError) in try row.int64(0) }) == 1

@@ -58,10 +58,14 @@ public struct DatabaseOwner: Sendable, Hashable, CustomStringConvertible {
 public struct ProductTerms: Sendable, Hashable {
     public var productID: String
     public var terms: String
+    /// Its App Store product id: not part of its terms (an App Store order keeps the product it was
+    /// credited to), but a name the catalog gives, which a product sold outside it may read as.
+    public var appleProductID: String?
 
-    public init(productID: String, terms: String) {
+    public init(productID: String, terms: String, appleProductID: String? = nil) {
         self.productID = productID
         self.terms = terms
+        self.appleProductID = appleProductID
     }
 }
 
@@ -84,7 +88,7 @@ public struct ProductTermsChange: Sendable, Hashable {
 
 extension ProductTerms {
     package func validate() throws(StorageError) {
-        try StoreText.validate(productID, terms)
+        try StoreText.validate(productID, terms, appleProductID)
     }
 
     /// The key of the row saying a catalog was bound before (`decide`'s `firstBinding` is its absence).
@@ -109,8 +113,11 @@ extension ProductTerms {
     /// names it; neither on record nor in `terms`) that reads as a name `terms` give and no terms
     /// on record gave (its buyers' course of its id would become nothing). `soldIDs` (every
     /// product id an order names: a scan of the orders) is read only when `terms` give a new name.
+    ///
+    /// `otherNames` are the names on record beside the terms (App Store product ids, `name:` rows).
     package static func decide(
-        _ terms: [ProductTerms], recorded: [String: String], firstBinding: Bool, sold: (String) throws(StorageError) -> Bool,
+        _ terms: [ProductTerms], recorded: [String: String], otherNames: Set<String> = [], firstBinding: Bool,
+        sold: (String) throws(StorageError) -> Bool,
         reading: NameReading? = nil, soldIDs: () throws(StorageError) -> [String] = { [] }
     ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
         var changes: [ProductTermsChange] = []
@@ -137,7 +144,7 @@ extension ProductTerms {
             if try sold(productID) { changes.append(ProductTermsChange(productID: productID, recorded: onRecord, given: nil)) }
         }
         if !firstBinding, let reading {
-            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) })
+            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) }).union(otherNames)
             let newNames = names(terms).subtracting(namesOnRecord).sorted()
             if !newNames.isEmpty {
                 let known = given.union(recorded.keys)
@@ -151,9 +158,13 @@ extension ProductTerms {
         return changes.isEmpty ? ([], writes) : (changes, [])
     }
 
-    /// The names products give: their ids, and what their courses and memberships grant.
+    /// The key prefix of a name on record beside the terms: an App Store product id a catalog gave.
+    package static let namePrefix = "name:"
+
+    /// The names products give: their ids, their App Store product ids, and what their courses and
+    /// memberships grant.
     static func names(_ products: [ProductTerms]) -> Set<String> {
-        var names = Set(products.map(\.productID))
+        var names = Set(products.map(\.productID)).union(products.compactMap(\.appleProductID))
         for product in products {
             let parts = product.terms.split(separator: " ")
             switch parts.first {

@@ -110,4 +110,24 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(5), reading: Self.reading).isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.all) func aNewAppStoreProductIDIsANameTheCatalogGivesToo(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101", appleProductID: "com.x.swift")
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(1), reading: Self.reading).isEmpty)
+            var order = Fixture.order("B6")
+            order.productID = "silver"
+            try await Fixture.create(order, in: store)
+            // An App Store product id `silver` reads as the sold `silver`: refused like an id would be.
+            let newcomer = ProductTerms(productID: "newa", terms: "course newa", appleProductID: "silver")
+            #expect(try await store.bindProductTerms([course, newcomer], at: TestTime.at(2), reading: Self.reading)
+                    == [ProductTermsChange(productID: "silver", recorded: "course silver", given: nil, readsAs: "silver")])
+            // App Store ids on record are names on record: the same catalog starts again without a
+            // scan finding anything new, and a sold product named like one is not new either.
+            var other = Fixture.order("B7")
+            other.productID = "com.x.swift"
+            try await Fixture.create(other, in: store)
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(3), reading: Self.reading).isEmpty)
+        }
+    }
 }

@@ -13,7 +13,7 @@ extension CatalogProduct {
             case .membership(let period): "membership \(period.text) \(entitlement)"
             case .consumable: "consumable"
             }
-        return ProductTerms(productID: id, terms: text)
+        return ProductTerms(productID: id, terms: text, appleProductID: appleProductID)
     }
 }
 
