@@ -13,6 +13,7 @@ struct EntitlementsTests {
         CatalogProduct(id: "vip-y", amount: 29800, description: "年卡", kind: .membership(MembershipPeriod("P1Y")!), entitlement: "vip"),
         CatalogProduct(id: "vip-d", amount: 100, description: "日卡", kind: .membership(MembershipPeriod("P7D")!), entitlement: "vip"),
         CatalogProduct(id: "swift-101", amount: 990, description: "课", appleProductID: "com.x.swift101"),
+        CatalogProduct(id: "swift-late", amount: 990, description: "课", appleProductID: "com.x.swift101-late"),
         CatalogProduct(id: "swift-102", amount: 990, description: "课", kind: .course, entitlement: "bundle"),
         CatalogProduct(id: "coins", amount: 600, description: "币", appleProductID: "com.x.coins", kind: .consumable),
     ])
@@ -133,6 +134,9 @@ struct EntitlementsTests {
             Self.paid("i1", "swift-101", at: at, amount: 990, channel: .apple, appleProductID: "com.x.swift101"),
             Self.paid("i2", nil, at: at, amount: 600, channel: .apple, appleProductID: "com.x.coins"),
             Self.paid("i3", nil, at: at, amount: 600, channel: .apple, appleProductID: "com.x.unknown"),
+            // Recorded without a product (`unknown_product`) while the catalog did not have it:
+            // nothing, though this catalog maps its App Store id to a course.
+            Self.paid("i5", nil, at: at, amount: 990, channel: .apple, appleProductID: "com.x.swift101-late"),
             Self.paid("i4", "vip-y", at: at, amount: 29800, state: .refund, channel: .apple),
             Self.paid("w2", "retired-gone", at: at, amount: 100),
         ], catalog: Self.catalog)

@@ -92,8 +92,7 @@ public struct Entitlements: Sendable, Hashable {
         var rules = ProductRules(catalog: catalog)
         var reaches: [Reach] = []
         for index in ordered.indices where Self.grants(ordered[index]) {
-            guard let (slot, kind) = rules.rule(productID: ordered[index].productID, appleProductID: ordered[index].appleProductID,
-                                                reaches: &reaches) else { continue }
+            guard let (slot, kind) = rules.rule(productID: ordered[index].productID, reaches: &reaches) else { continue }
             let paidAt = ordered[index].paidAt
             switch kind {
             case .course:
@@ -167,32 +166,32 @@ public struct Entitlements: Sendable, Hashable {
     /// each entitlement gets one slot of the walk's `reaches`.
     private struct ProductRules {
         let catalog: Catalog
-        private var known: [(productID: String?, appleProductID: String?, rule: (slot: Int, kind: CatalogProduct.Kind)?)] = []
+        private var known: [(productID: String?, rule: (slot: Int, kind: CatalogProduct.Kind)?)] = []
         private var last = -1
 
         init(catalog: Catalog) {
             self.catalog = catalog
         }
 
-        mutating func rule(productID: String?, appleProductID: String?, reaches: inout [Reach])
+        mutating func rule(productID: String?, reaches: inout [Reach])
             -> (slot: Int, kind: CatalogProduct.Kind)?
         {
-            if last >= 0, known[last].productID == productID, known[last].appleProductID == appleProductID {
+            if last >= 0, known[last].productID == productID {
                 return known[last].rule
             }
-            if let hit = known.firstIndex(where: { $0.productID == productID && $0.appleProductID == appleProductID }) {
+            if let hit = known.firstIndex(where: { $0.productID == productID }) {
                 last = hit
                 return known[hit].rule
             }
             var resolved: (slot: Int, kind: CatalogProduct.Kind)?
-            if let (entitlement, kind) = Entitlements.rule(productID: productID, appleProductID: appleProductID, in: catalog) {
+            if let (entitlement, kind) = Entitlements.rule(productID: productID, in: catalog) {
                 let slot = reaches.firstIndex { $0.entitlement == entitlement } ?? {
                     reaches.append(Reach(entitlement: entitlement))
                     return reaches.count - 1
                 }()
                 resolved = (slot, kind)
             }
-            known.append((productID, appleProductID, resolved))
+            known.append((productID, resolved))
             last = known.count - 1
             return resolved
         }
@@ -204,7 +203,7 @@ public struct Entitlements: Sendable, Hashable {
         var ids: Set<String> = []
         for payment in payments where payment.channel == .apple {
             guard let chain = payment.originalTransactionID, !ids.contains(chain),
-                  case .membership? = rule(productID: payment.productID, appleProductID: payment.appleProductID, in: catalog)?.1
+                  case .membership? = rule(productID: payment.productID, in: catalog)?.1
             else { continue }
             ids.insert(chain)
         }
@@ -235,18 +234,19 @@ public struct Entitlements: Sendable, Hashable {
         }
     }
 
-    /// The entitlement and kind the order's product grants.
-    static func rule(productID: String?, appleProductID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
-        if let id = productID {
-            guard let product = catalog.product(id) else {
-                // A product the catalog does not know, named like an entitlement its products grant
-                // (ordered before a reload added it, or in another case): nothing, rather than that
-                // membership for ever at whatever the order cost.
-                return catalog.grantsLike(id) ? nil : (id, .course)
-            }
-            return (product.entitlement, product.kind)
+    /// The entitlement and kind the order's product grants. An App Store order is credited to its
+    /// catalog product (`product_id`); one recorded without (`unknown_product`: the catalog did
+    /// not have its App Store product) grants nothing, whatever a later catalog maps its App
+    /// Store product id to: read by that id, each catalog edit would give or take its buyer a
+    /// grant no binding of terms could hold fixed.
+    static func rule(productID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
+        guard let id = productID else { return nil }
+        guard let product = catalog.product(id) else {
+            // A product the catalog does not know, named like an entitlement its products grant
+            // (ordered before such ids were refused): nothing, rather than that membership for
+            // ever at whatever the order cost.
+            return catalog.grantsLike(id) ? nil : (id, .course)
         }
-        guard let apple = appleProductID, let product = catalog.product(appleProductID: apple) else { return nil }
         return (product.entitlement, product.kind)
     }
 
@@ -255,7 +255,7 @@ public struct Entitlements: Sendable, Hashable {
     /// nothing, nor does an App Store product the catalog does not know).
     public static func canChange(_ order: OrderRecord, catalog: Catalog) -> Bool {
         guard order.userID != nil,
-              let (_, kind) = rule(productID: order.productID, appleProductID: order.appleProductID, in: catalog)
+              let (_, kind) = rule(productID: order.productID, in: catalog)
         else { return false }
         if case .consumable = kind { return false }
         return true
