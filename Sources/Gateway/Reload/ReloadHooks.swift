@@ -15,7 +15,7 @@ public final class ReloadHooks: Sendable {
 
     static let successful = Metric<Gauge>(
         "wxpay_reload_successful",
-        help: "Whether the last reload (SIGHUP) of each file was applied (1; also before any reload) or refused, the previous one staying in force (0).")
+        help: "Whether the last reload of each file (on SIGHUP; the console's users also at the first sign-in or signed-in page after their file changes) was applied (1; also before any reload) or refused, the previous one staying in force (0).")
 
     private let hooks = Mutex<[(name: String, hook: Hook, outcome: Gauge?)]>([])
     private let metrics: MetricsRegistry?
