@@ -543,6 +543,7 @@ struct ConsoleText: Sendable {
         case "appstore_notification": t("App Store 服务器通知", "App Store server notification")
         case "appstore_refund": t("App Store 退款", "App Store refund")
         case "appstore_quantity": t("App Store 购买数量补全", "App Store quantity filled in")
+        case "appstore_product": t("App Store 购买归入目录商品", "App Store purchase credited to a catalog product")
         case "appstore_consumption": t("Apple 询问消费信息", "Apple's consumption request")
         case "attention_handled": t("客服标记为已处理", "marked handled by support")
         default: kind

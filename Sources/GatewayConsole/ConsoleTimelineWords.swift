@@ -183,6 +183,8 @@ enum ConsoleTimelineWords {
         ("but the token names this order of", "但 token 指向本订单，其用户为"),
         ("the account was switched", "切换过账户"),
         ("credited to", "已记入"),
+        ("credited to catalog product", "已记入目录商品"),
+        ("which now sells its App Store product", "目录现在以它销售此 App Store 产品"),
         ("matched by out_trade_no", "按 out_trade_no 匹配"),
         ("the transaction carries no usable token", "交易没有可用的 token"),
         ("the app named this open order of", "应用指明了这笔未支付订单，用户"),

@@ -34,15 +34,15 @@ extension PostgresOrderStore: BindingStore {
         }
     }
 
-    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
-        -> [ProductTermsChange]
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?, adopting: Adoption?)
+        async throws(StorageError) -> [ProductTermsChange]
     {
         for product in terms { try product.validate() }
         return try await write(key: "bindings") { db throws(StorageError) in
             // Instances reloading one catalog at once decide one after the other (the lock is the
             // transaction's).
             _ = try db.run(PGQuery("LOCK TABLE bindings IN SHARE ROW EXCLUSIVE MODE"))
-            let (changes, writes) = try Self.decideTerms(terms, reading: reading, on: db)
+            let (changes, writes, forget) = try Self.decideTerms(terms, reading: reading, on: db)
             for product in writes {
                 _ = try db.run(PGQuery(
                     """
@@ -55,10 +55,18 @@ extension PostgresOrderStore: BindingStore {
                 _ = try db.run(PGQuery(
                     "INSERT INTO bindings (key, value, recorded_at) VALUES ($1, 'bound', $2) ON CONFLICT (key) DO NOTHING",
                     ProductTerms.boundMarker, at))
-                for name in Set(terms.compactMap(\.appleProductID)) {
+                if let adopting { try Self.adoptUnknownPurchases(terms, adopting, on: db) }
+                for productID in forget {
                     _ = try db.run(PGQuery(
-                        "INSERT INTO bindings (key, value, recorded_at) VALUES ($1, 'apple', $2) ON CONFLICT (key) DO NOTHING",
-                        ProductTerms.namePrefix + name, at))
+                        "DELETE FROM bindings WHERE key = $1 OR (substr(key, 1, 5) = $2 AND value = $3)",
+                        "product:" + productID, ProductTerms.namePrefix, productID))
+                }
+                for (name, productID) in ProductTerms.recordedNames(terms) {
+                    _ = try db.run(PGQuery(
+                        """
+                        INSERT INTO bindings (key, value, recorded_at) VALUES ($1, $2, $3)
+                        ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                        """, ProductTerms.namePrefix + name, productID, at))
                 }
             }
             return (changes, nil)
@@ -68,7 +76,7 @@ extension PostgresOrderStore: BindingStore {
     /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
     /// binding's write, or doctor's look that writes nothing).
     static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: PGConnection) throws(StorageError)
-        -> (changes: [ProductTermsChange], writes: [ProductTerms])
+        -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String])
     {
         // Every product on record (a catalog's few hundred rows); a scan of the orders for
         // `sold`, for a changed or deleted product only.
@@ -82,7 +90,7 @@ extension PostgresOrderStore: BindingStore {
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
             .first { row throws(StorageError) in try row.bool(0) } ?? true
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), otherNames: Set(otherNames),
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), recordedNames: Set(otherNames),
             firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
@@ -93,5 +101,34 @@ extension PostgresOrderStore: BindingStore {
                 try db.run(PGQuery("SELECT DISTINCT product_id FROM orders WHERE product_id IS NOT NULL"))
                     .rows { row throws(StorageError) in try row.text(0) }
             })
+    }
+
+    /// Credits the App Store purchases recorded without a product to the product that now gives
+    /// their App Store product id for the first time (not yet a `name:` row): from then on they
+    /// are that product's sales, their grant fixed like any (`bindProductTerms`' `adopting`).
+    private static func adoptUnknownPurchases(_ terms: [ProductTerms], _ adopting: Adoption, on db: PGConnection)
+        throws(StorageError)
+    {
+        let onRecord = Set(try db.run(PGQuery(
+            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = $1", ProductTerms.namePrefix))
+            .rows { row throws(StorageError) in try row.text(0) })
+        for product in terms {
+            guard let apple = product.appleProductID, !onRecord.contains(apple) else { continue }
+            let orders = try db.run(PGQuery(
+                "SELECT " + OrderRecord.columns
+                    + " FROM orders WHERE product_id IS NULL AND channel = 'apple' AND apple_product_id = $1 FOR UPDATE",
+                apple)).rows(OrderRecord.init(row:))
+            for var order in orders {
+                order.productID = product.productID
+                let (event, outbox) = adopting(order)
+                var queries = [
+                    PGQuery("UPDATE orders SET product_id = $1, updated_at = $2 WHERE out_trade_no = $3",
+                            product.productID, event.at, order.outTradeNo),
+                    insertEvent(event, of: order.outTradeNo),
+                ]
+                if let outbox { queries.append(insertOutbox(outbox)) }
+                _ = try db.run(queries)
+            }
+        }
     }
 }

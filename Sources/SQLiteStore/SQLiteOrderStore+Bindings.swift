@@ -29,12 +29,12 @@ extension SQLiteOrderStore: BindingStore {
         }
     }
 
-    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
-        -> [ProductTermsChange]
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?, adopting: Adoption?)
+        async throws(StorageError) -> [ProductTermsChange]
     {
         for product in terms { try product.validate() }
         return try await write { db throws(StorageError) in
-            let (changes, writes) = try Self.decideTerms(terms, reading: reading, on: db)
+            let (changes, writes, forget) = try Self.decideTerms(terms, reading: reading, on: db)
             for product in writes {
                 try db.run(
                     """
@@ -46,9 +46,17 @@ extension SQLiteOrderStore: BindingStore {
             if changes.isEmpty {
                 try db.run("INSERT INTO bindings (key, value, recorded_at) VALUES (?, 'bound', ?) ON CONFLICT (key) DO NOTHING",
                            ProductTerms.boundMarker, at)
-                for name in Set(terms.compactMap(\.appleProductID)) {
-                    try db.run("INSERT INTO bindings (key, value, recorded_at) VALUES (?, 'apple', ?) ON CONFLICT (key) DO NOTHING",
-                               ProductTerms.namePrefix + name, at)
+                if let adopting { try Self.adoptUnknownPurchases(terms, adopting, on: db) }
+                for productID in forget {
+                    try db.run("DELETE FROM bindings WHERE key = ?1 OR (substr(key, 1, 5) = ?2 AND value = ?3)",
+                               "product:" + productID, ProductTerms.namePrefix, productID)
+                }
+                for (name, productID) in ProductTerms.recordedNames(terms) {
+                    try db.run(
+                        """
+                        INSERT INTO bindings (key, value, recorded_at) VALUES (?1, ?2, ?3)
+                        ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                        """, ProductTerms.namePrefix + name, productID, at)
                 }
             }
             return changes
@@ -58,7 +66,7 @@ extension SQLiteOrderStore: BindingStore {
     /// `ProductTerms.decide` on what `db` has on record, read in the caller's transaction (the
     /// binding's write, or doctor's look that writes nothing).
     static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: SQLiteConnection) throws(StorageError)
-        -> (changes: [ProductTermsChange], writes: [ProductTerms])
+        -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String])
     {
         // Every product on record (a catalog's few hundred rows); a scan of the orders for
         // `sold`, for a changed or deleted product only.
@@ -72,7 +80,7 @@ extension SQLiteOrderStore: BindingStore {
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
             decode: { row throws(StorageError) in try row.int64(0) }) == 1
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), otherNames: Set(otherNames),
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), recordedNames: Set(otherNames),
             firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
@@ -83,5 +91,30 @@ extension SQLiteOrderStore: BindingStore {
                 try db.rows("SELECT DISTINCT product_id FROM orders WHERE product_id IS NOT NULL",
                             decode: { row throws(StorageError) in try row.text(0) })
             })
+    }
+
+    /// Credits the App Store purchases recorded without a product to the product that now gives
+    /// their App Store product id for the first time (not yet a `name:` row): from then on they
+    /// are that product's sales, their grant fixed like any (`bindProductTerms`' `adopting`).
+    private static func adoptUnknownPurchases(_ terms: [ProductTerms], _ adopting: Adoption, on db: SQLiteConnection)
+        throws(StorageError)
+    {
+        let onRecord = Set(try db.rows(
+            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = ?", ProductTerms.namePrefix,
+            decode: { row throws(StorageError) in try row.text(0) }))
+        for product in terms {
+            guard let apple = product.appleProductID, !onRecord.contains(apple) else { continue }
+            let orders = try db.rows(
+                "SELECT " + OrderRecord.columns + " FROM orders WHERE product_id IS NULL AND channel = 'apple' AND apple_product_id = ?",
+                apple, decode: OrderRecord.init(row:))
+            for var order in orders {
+                order.productID = product.productID
+                let (event, outbox) = adopting(order)
+                try db.run("UPDATE orders SET product_id = ?1, updated_at = ?2 WHERE out_trade_no = ?3",
+                           product.productID, event.at, order.outTradeNo)
+                try appendEvent(event, to: order.outTradeNo, on: db)
+                if let outbox { try insertOutbox(outbox, on: db) }
+            }
+        }
     }
 }

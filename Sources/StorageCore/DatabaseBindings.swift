@@ -15,16 +15,26 @@ public protocol BindingStore: Sendable {
     /// those on record for a product no order names; terms that differ from those on record for a
     /// product an order names are answered, and then nothing is recorded. With `reading`, a
     /// product sold outside the catalog that reads as a name the catalog gives for the first time
-    /// (it would grant nothing from then on) is answered too (`ProductTerms.decide`).
-    func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?) async throws(StorageError)
-        -> [ProductTermsChange]
+    /// (it would grant nothing from then on) is answered too (`ProductTerms.decide`). With
+    /// `adopting`, when nothing is refused, the App Store purchases recorded without a product
+    /// (`unknown_product`) whose App Store product id a product gives for the first time are
+    /// credited to that product, each with what `adopting` makes for it, in the same transaction.
+    func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading?, adopting: Adoption?)
+        async throws(StorageError) -> [ProductTermsChange]
 }
 
 extension BindingStore {
-    public func bindProductTerms(_ terms: [ProductTerms], at: Date) async throws(StorageError) -> [ProductTermsChange] {
-        try await bindProductTerms(terms, at: at, reading: nil)
+    public func bindProductTerms(_ terms: [ProductTerms], at: Date, reading: NameReading? = nil) async throws(StorageError)
+        -> [ProductTermsChange]
+    {
+        try await bindProductTerms(terms, at: at, reading: reading, adopting: nil)
     }
 }
+
+/// What crediting an App Store purchase recorded without a product (`unknown_product`) to the
+/// catalog product `order.productID` now names writes beside the change: its timeline line, and
+/// the `entitlement.changed` row when the product grants something.
+public typealias Adoption = @Sendable (_ order: OrderRecord) -> (event: NewOrderEvent, outbox: OutboxEvent?)
 
 /// How the catalog reads a product id it does not have against names its products give (their
 /// ids and entitlements): the name `id` reads as, or nil. A product the catalog does not know
@@ -61,11 +71,15 @@ public struct ProductTerms: Sendable, Hashable {
     /// Its App Store product id: not part of its terms (an App Store order keeps the product it was
     /// credited to), but a name the catalog gives, which a product sold outside it may read as.
     public var appleProductID: String?
+    /// The other names the catalog reads a product id against that the terms do not say (a
+    /// consumable's `entitlement`).
+    public var otherNames: [String]
 
-    public init(productID: String, terms: String, appleProductID: String? = nil) {
+    public init(productID: String, terms: String, appleProductID: String? = nil, otherNames: [String] = []) {
         self.productID = productID
         self.terms = terms
         self.appleProductID = appleProductID
+        self.otherNames = otherNames
     }
 }
 
@@ -89,6 +103,7 @@ public struct ProductTermsChange: Sendable, Hashable {
 extension ProductTerms {
     package func validate() throws(StorageError) {
         try StoreText.validate(productID, terms, appleProductID)
+        for name in otherNames { try StoreText.validate(name) }
     }
 
     /// The key of the row saying a catalog was bound before (`decide`'s `firstBinding` is its absence).
@@ -114,12 +129,12 @@ extension ProductTerms {
     /// on record gave (its buyers' course of its id would become nothing). `soldIDs` (every
     /// product id an order names: a scan of the orders) is read only when `terms` give a new name.
     ///
-    /// `otherNames` are the names on record beside the terms (App Store product ids, `name:` rows).
+    /// `recordedNames` are the names on record beside the terms (`name:` rows).
     package static func decide(
-        _ terms: [ProductTerms], recorded: [String: String], otherNames: Set<String> = [], firstBinding: Bool,
+        _ terms: [ProductTerms], recorded: [String: String], recordedNames: Set<String> = [], firstBinding: Bool,
         sold: (String) throws(StorageError) -> Bool,
         reading: NameReading? = nil, soldIDs: () throws(StorageError) -> [String] = { [] }
-    ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms]) {
+    ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String]) {
         var changes: [ProductTermsChange] = []
         var writes: [ProductTerms] = []
         for product in terms {
@@ -140,11 +155,18 @@ extension ProductTerms {
             }
         }
         let given = Set(terms.map(\.productID))
+        // A product that leaves unsold is forgotten: sold outside the catalog later, its buyers
+        // hold a course of its id, which its old terms must not come back to replace.
+        var forget: [String] = []
         for (productID, onRecord) in recorded.sorted(by: { $0.key < $1.key }) where !given.contains(productID) {
-            if try sold(productID) { changes.append(ProductTermsChange(productID: productID, recorded: onRecord, given: nil)) }
+            if try sold(productID) {
+                changes.append(ProductTermsChange(productID: productID, recorded: onRecord, given: nil))
+            } else {
+                forget.append(productID)
+            }
         }
         if !firstBinding, let reading {
-            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) }).union(otherNames)
+            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) }).union(recordedNames)
             let newNames = names(terms).subtracting(namesOnRecord).sorted()
             if !newNames.isEmpty {
                 let known = given.union(recorded.keys)
@@ -155,16 +177,26 @@ extension ProductTerms {
                 }
             }
         }
-        return changes.isEmpty ? ([], writes) : (changes, [])
+        return changes.isEmpty ? ([], writes, forget) : (changes, [], [])
     }
 
-    /// The key prefix of a name on record beside the terms: an App Store product id a catalog gave.
+    /// The key prefix of a name on record beside the terms (`name:<name>`, its value the product
+    /// that gave it): an App Store product id or another name (`otherNames`) a catalog gave.
     package static let namePrefix = "name:"
+
+    /// The `name:` rows `terms` make: each name the terms do not say, with the product giving it.
+    package static func recordedNames(_ terms: [ProductTerms]) -> [(name: String, productID: String)] {
+        var seen: Set<String> = []
+        return terms.flatMap { product in
+            ((product.appleProductID.map { [$0] } ?? []) + product.otherNames).map { ($0, product.productID) }
+        }.filter { seen.insert($0.name).inserted }
+    }
 
     /// The names products give: their ids, their App Store product ids, and what their courses and
     /// memberships grant.
     static func names(_ products: [ProductTerms]) -> Set<String> {
         var names = Set(products.map(\.productID)).union(products.compactMap(\.appleProductID))
+            .union(products.flatMap(\.otherNames))
         for product in products {
             let parts = product.terms.split(separator: " ")
             switch parts.first {

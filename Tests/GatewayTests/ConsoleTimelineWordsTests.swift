@@ -119,6 +119,7 @@ struct ConsoleTimelineWordsTests {
         "assigned by support (console user agent7): 收据邮件 MV777; the purchase was unclaimed (first seen via App Store report (transaction_id)); credited to this order of u1; the order had been closed locally (unpaid at its expiry)",
         "transaction 2000000001 (com.example.course1, Production, purchased 2026-11-30T02:00:00Z): as recorded when first seen (notification ONE_TIME_CHARGE)",
         "matched_without_order, unknown_product marked handled by support token 1a2b3c4d: 工单 881",
+        "credited to catalog product gold-pass, which now sells its App Store product com.example.course1",
     ]
 
     /// Words that may stay: the names support staff look things up by, and values.

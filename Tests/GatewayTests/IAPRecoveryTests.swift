@@ -88,6 +88,33 @@ struct IAPRecoveryTests {
         }
     }
 
+    @Test(arguments: StoreKind.all)
+    func aPurchaseOfAProductMissingFromTheCatalogBecomesItsSaleOnceACatalogGivesItsAppStoreID(store: StoreKind) async throws {
+        try await Self.withRig(store: store) { rig in
+            E2E.dropNotifications(rig)
+            let bought = try rig.buy("apple-a", token: nil, product: "com.example.courses.added-in-connect", price: 13990,
+                                     currency: "CNY")
+            let number = E2E.number(E2E.order(try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo])))
+            let before = rig.gateway.services.context.catalog.catalog
+            #expect(try await Entitlements.read(userID: "user-a", from: rig.store, catalog: before).grants.isEmpty)
+            // The catalog mistake mended: the purchase becomes the new product's sale, announced.
+            let mended = Catalog(products: before.products + [CatalogProduct(
+                id: "added-course", amount: 1399, description: "新课", appleProductID: "com.example.courses.added-in-connect")])
+            #expect(try await mended.bind(in: rig.store, at: rig.gateway.clock.now()) == nil)
+            let stored = try #require(try await rig.order(number))
+            #expect(stored.productID == "added-course")
+            #expect(try await rig.store.events(number).contains { $0.kind == "appstore_product" })
+            #expect(try await rig.store.outboxEvents(number).map(\.type).contains(EntitlementEvents.type))
+            #expect(try await Entitlements.read(userID: "user-a", from: rig.store, catalog: mended).grants.map(\.entitlement)
+                    == ["added-course"])
+            // And it stays that product's: its terms are fixed now.
+            let changed = Catalog(products: before.products + [CatalogProduct(
+                id: "added-course", amount: 1399, description: "新课", appleProductID: "com.example.courses.added-in-connect",
+                kind: .membership(try #require(MembershipPeriod("P1M"))))])
+            #expect(try await changed.bind(in: rig.store, at: rig.gateway.clock.now()) != nil)
+        }
+    }
+
     // MARK: - Get Notification History
 
     @Test(arguments: StoreKind.all)

@@ -130,4 +130,63 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([course], at: TestTime.at(3), reading: Self.reading).isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.all) func anAppStorePurchaseOfAnUnknownProductBecomesTheSaleOfTheFirstProductToGiveItsID(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(1)).isEmpty)
+            var purchase = Fixture.order("B8")
+            purchase.channel = .apple
+            purchase.productID = nil
+            purchase.appleProductID = "com.x.gold"
+            purchase.appAccountToken = UUID().uuidString.lowercased()
+            try await Fixture.create(purchase, in: store)
+            let adopting: Adoption = { order in
+                (NewOrderEvent(kind: "appstore_product", detail: "credited to catalog product \(order.productID ?? "-")", at: TestTime.at(2)),
+                 OutboxEvent(id: "evt_adopt_" + order.outTradeNo, outTradeNo: order.outTradeNo, type: "entitlement.changed",
+                             payload: #"{"out_trade_no":"B8","user_id":"u1"}"#, createdAt: TestTime.at(2), nextAttemptAt: TestTime.at(2)))
+            }
+            let gold = ProductTerms(productID: "gold-pass", terms: "membership P1M gold", appleProductID: "com.x.gold")
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(2), reading: nil, adopting: adopting).isEmpty)
+            #expect(try await store.order("B8")?.productID == "gold-pass")
+            #expect(try await store.events("B8").filter { $0.kind == "appstore_product" }.map(\.detail) == ["credited to catalog product gold-pass"])
+            #expect(try await store.outboxEvents("B8").map(\.id) == ["evt_adopt_B8"])
+            // Its sale now: the terms are fixed, and the App Store id on record adopts nothing again.
+            let year = ProductTerms(productID: "gold-pass", terms: "membership P1Y gold", appleProductID: "com.x.gold")
+            #expect(try await store.bindProductTerms([course, year], at: TestTime.at(3), reading: nil, adopting: adopting).count == 1)
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(4), reading: nil, adopting: adopting).isEmpty)
+            #expect(try await store.events("B8").filter { $0.kind == "appstore_product" }.count == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aProductThatLeftUnsoldIsForgottenAndSoldOutsideLaterKeepsItsCourse(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            let gold = ProductTerms(productID: "gold", terms: "membership P1M vip")
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(1), reading: Self.reading).isEmpty)
+            // It leaves, never sold; then a client's order sells `gold` outside the catalog.
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(2), reading: Self.reading).isEmpty)
+            var order = Fixture.order("B9")
+            order.productID = "gold"
+            try await Fixture.create(order, in: store)
+            // Its old terms do not come back over the course its buyer holds; that course may join.
+            #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(3), reading: Self.reading)
+                    == [ProductTermsChange(productID: "gold", recorded: "course gold", given: "membership P1M vip")])
+            let held = ProductTerms(productID: "gold", terms: "course gold")
+            #expect(try await store.bindProductTerms([course, held], at: TestTime.at(4), reading: Self.reading).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func aConsumablesEntitlementIsANameTheCatalogGives(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([course], at: TestTime.at(1), reading: Self.reading).isEmpty)
+            var order = Fixture.order("B10")
+            order.productID = "coins9"
+            try await Fixture.create(order, in: store)
+            let gems = ProductTerms(productID: "gems", terms: "consumable", otherNames: ["coins9"])
+            #expect(try await store.bindProductTerms([course, gems], at: TestTime.at(2), reading: Self.reading)
+                    == [ProductTermsChange(productID: "coins9", recorded: "course coins9", given: nil, readsAs: "coins9")])
+        }
+    }
 }

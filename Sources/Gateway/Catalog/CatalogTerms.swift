@@ -13,7 +13,10 @@ extension CatalogProduct {
             case .membership(let period): "membership \(period.text) \(entitlement)"
             case .consumable: "consumable"
             }
-        return ProductTerms(productID: id, terms: text, appleProductID: appleProductID)
+        // A consumable grants nothing, yet the catalog reads ids against its entitlement too
+        // (`Catalog.grantsLike`): a name it gives.
+        let consumable = if case .consumable = kind { [entitlement] } else { [String]() }
+        return ProductTerms(productID: id, terms: text, appleProductID: appleProductID, otherNames: consumable)
     }
 }
 
@@ -24,7 +27,18 @@ extension Catalog {
     /// pass made a year would give a year to everyone who paid for a month, and a course made a
     /// consumable would take it from everyone who bought it.
     public func bind(in store: any BindingStore, at: Date) async throws(StorageError) -> CatalogError? {
-        Self.refusal(try await store.bindProductTerms(products.map(\.terms), at: at, reading: Self.nameReading))
+        let catalog = self
+        return Self.refusal(try await store.bindProductTerms(
+            products.map(\.terms), at: at, reading: Self.nameReading,
+            // An App Store purchase recorded while no product sold its App Store id becomes that
+            // product's sale once one does, its grant fixed from then on and announced.
+            adopting: { order in
+                let event = NewOrderEvent(
+                    kind: "appstore_product",
+                    detail: "credited to catalog product \(order.productID ?? "-"), which now sells its App Store product "
+                        + (order.appleProductID ?? "-"), at: at)
+                return (event, EntitlementEvents.marker(for: order, catalog: catalog, at: at))
+            }))
     }
 
     /// The refusal naming each sold product whose grant `changes` would change, or nil for none

@@ -236,9 +236,10 @@ public struct Entitlements: Sendable, Hashable {
 
     /// The entitlement and kind the order's product grants. An App Store order is credited to its
     /// catalog product (`product_id`); one recorded without (`unknown_product`: the catalog did
-    /// not have its App Store product) grants nothing, whatever a later catalog maps its App
-    /// Store product id to: read by that id, each catalog edit would give or take its buyer a
-    /// grant no binding of terms could hold fixed.
+    /// not have its App Store product) grants nothing until the catalog binding makes it the sale
+    /// of the product a catalog first gives its App Store id (`Catalog.bind`). Never read through
+    /// the App Store id: each catalog edit would give or take its buyer a grant no binding of
+    /// terms could hold fixed.
     static func rule(productID: String?, in catalog: Catalog) -> (String, CatalogProduct.Kind)? {
         guard let id = productID else { return nil }
         guard let product = catalog.product(id) else {
