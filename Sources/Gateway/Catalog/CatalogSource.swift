@@ -10,6 +10,9 @@ public final class CatalogSource: Sendable {
     /// The file reloads read (`GATEWAY_CATALOG`); nil for a fixed catalog (demo mode, tests).
     public let path: String?
     private let current: Mutex<Catalog>
+    /// The catalog a reload is binding, until it is in force or refused: a create checks its
+    /// product id against it too (`readsAsACatalogName`).
+    private let pending = Mutex<Catalog?>(nil)
 
     public init(_ catalog: Catalog, path: String?) {
         self.path = path
@@ -17,6 +20,19 @@ public final class CatalogSource: Sendable {
     }
 
     public var catalog: Catalog { current.withLock { $0 } }
+
+    /// Whether `productID`, no product of the catalog in force, reads as a name it or the catalog
+    /// a reload is binding gives (`Catalog.grantsLike`). A create checks this once its order is
+    /// stored and before it can be paid: its first check read the catalog of its request, and a
+    /// reload's scan of the orders' product ids may have run between that check and the insert.
+    /// Whatever the interleaving, the order is either seen by the scan (the reload is refused) or
+    /// sees the new catalog here (the create is refused before any prepay).
+    public func readsAsACatalogName(_ productID: String) -> Bool {
+        func reads(_ catalog: Catalog) -> Bool { catalog.product(productID) == nil && catalog.grantsLike(productID) }
+        if reads(catalog) { return true }
+        guard let binding = pending.withLock({ $0 }) else { return false }
+        return reads(binding)
+    }
 
     /// Reads the file again and, with `store`, binds what its products grant there
     /// (`Catalog.bind`: a sold product's grant cannot change); on success the new catalog is in
@@ -32,8 +48,12 @@ public final class CatalogSource: Sendable {
             return .failure(error)
         }
         if let store {
+            pending.withLock { $0 = fresh }
+            defer { pending.withLock { $0 = nil } }
             do throws(StorageError) {
                 if let refusal = try await fresh.bind(in: store, at: at) { return .failure(refusal) }
+                current.withLock { $0 = fresh }
+                return .success(fresh)
             } catch {
                 return .failure(CatalogError(
                     message: "what its products grant could not be checked against the database (\(error.shortDescription))"))

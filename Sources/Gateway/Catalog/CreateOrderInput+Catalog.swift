@@ -17,13 +17,15 @@ extension CreateOrderInput {
         if product == nil, let productID, !productID.isEmpty {
             // Neither the backend nor the catalog said what this costs.
             if object["amount"] == nil || object["description"] == nil { throw .unknownProduct }
-            if catalog.grantsLike(productID) {
-                throw .invalid("product_id", "product_id is not a catalog product but reads as one, or as an entitlement "
-                               + "catalog products grant: order the catalog's product")
-            }
+            if catalog.grantsLike(productID) { throw Self.readsAsACatalogName }
         }
         try self.init(members: object, product: product)
     }
+
+    /// A `product_id` the catalog does not have that reads as one of its names.
+    static let readsAsACatalogName = APIError.invalid(
+        "product_id", "product_id is not a catalog product but reads as one, or as an entitlement catalog products grant: "
+            + "order the catalog's product")
 
     /// The fields an app-token body may carry; everything else about the order is decided by the
     /// catalog (amount, description) or the token (user_id), or left at its default (expires_in).

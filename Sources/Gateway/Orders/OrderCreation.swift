@@ -30,6 +30,11 @@ public final class OrderCreation: OrderFlow {
     /// anything is written.
     public func create(_ input: CreateOrderInput, allowedApps: Set<String>? = nil) async throws(APIError) -> Created {
         let app = try Self.admittedApp(for: input, in: configuration.apps, allowedApps: allowedApps)
+        // The request was read against the catalog in force; a reload binding another may have
+        // begun since (`CatalogSource.readsAsACatalogName`): checked before the insert, and again after.
+        if let productID = input.productID, context.catalog.readsAsACatalogName(productID) {
+            throw CreateOrderInput.readsAsACatalogName
+        }
         let createdAt = now()
         let outTradeNo = input.outTradeNo ?? Self.generateOutTradeNo(at: createdAt)
         let expiresAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 + Double(input.expiresIn)).rounded(.down))
@@ -50,6 +55,11 @@ public final class OrderCreation: OrderFlow {
             result = .existing(stored)
         }
         let (order, created) = try instruments.creates(app.kind).resolve(result)
+        // Again now that the order is stored, before it can be paid: a reload's scan of the
+        // orders may have run between the check above and the insert.
+        if let productID = order.productID, !hasLivePrepay(order), context.catalog.readsAsACatalogName(productID) {
+            throw CreateOrderInput.readsAsACatalogName
+        }
         return Created(created: created, view: try await prepare(order, redirectURL: input.redirectURL))
     }
 
