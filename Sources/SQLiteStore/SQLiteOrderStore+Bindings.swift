@@ -102,19 +102,23 @@ extension SQLiteOrderStore: BindingStore {
         let onRecord = Set(try db.rows(
             "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = ?", ProductTerms.namePrefix,
             decode: { row throws(StorageError) in try row.text(0) }))
+        var newlyGiven: [String: String] = [:]
         for product in terms {
-            guard let apple = product.appleProductID, !onRecord.contains(apple) else { continue }
-            let orders = try db.rows(
-                "SELECT " + OrderRecord.columns + " FROM orders WHERE product_id IS NULL AND channel = 'apple' AND apple_product_id = ?",
-                apple, decode: OrderRecord.init(row:))
-            for var order in orders {
-                order.productID = product.productID
-                let (event, outbox) = adopting(order)
-                try db.run("UPDATE orders SET product_id = ?1, updated_at = ?2 WHERE out_trade_no = ?3",
-                           product.productID, event.at, order.outTradeNo)
-                try appendEvent(event, to: order.outTradeNo, on: db)
-                if let outbox { try insertOutbox(outbox, on: db) }
-            }
+            if let apple = product.appleProductID, !onRecord.contains(apple) { newlyGiven[apple] = product.productID }
+        }
+        guard !newlyGiven.isEmpty else { return }
+        // One scan for all of them (a database's first binding gives every App Store id at once).
+        let unknown = try db.rows(
+            "SELECT " + OrderRecord.columns + " FROM orders WHERE product_id IS NULL AND channel = 'apple'",
+            decode: OrderRecord.init(row:))
+        for var order in unknown {
+            guard let apple = order.appleProductID, let productID = newlyGiven[apple] else { continue }
+            order.productID = productID
+            let (event, outbox) = adopting(order)
+            try db.run("UPDATE orders SET product_id = ?1, updated_at = ?2 WHERE out_trade_no = ?3",
+                       productID, event.at, order.outTradeNo)
+            try appendEvent(event, to: order.outTradeNo, on: db)
+            if let outbox { try insertOutbox(outbox, on: db) }
         }
     }
 }
