@@ -112,10 +112,7 @@ extension PostgresOrderStore: BindingStore {
         let onRecord = Set(try db.run(PGQuery(
             "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = $1", ProductTerms.namePrefix))
             .rows { row throws(StorageError) in try row.text(0) })
-        var newlyGiven: [String: String] = [:]
-        for product in terms {
-            if let apple = product.appleProductID, !onRecord.contains(apple) { newlyGiven[apple] = product.productID }
-        }
+        let newlyGiven = ProductTerms.newlyGivenAppleIDs(terms, onRecord: onRecord)
         guard !newlyGiven.isEmpty else { return }
         // One scan for all of them (a database's first binding gives every App Store id at once).
         let unknown = try db.run(PGQuery(

@@ -184,6 +184,16 @@ extension ProductTerms {
     /// that gave it): an App Store product id or another name (`otherNames`) a catalog gave.
     package static let namePrefix = "name:"
 
+    /// The App Store product ids `terms` give that no `name:` row holds yet (`onRecord`), each with
+    /// the product giving it: whose `unknown_product` purchases a binding makes that product's sales.
+    package static func newlyGivenAppleIDs(_ terms: [ProductTerms], onRecord: Set<String>) -> [String: String] {
+        var given: [String: String] = [:]
+        for product in terms {
+            if let apple = product.appleProductID, !onRecord.contains(apple) { given[apple] = product.productID }
+        }
+        return given
+    }
+
     /// The `name:` rows `terms` make: each name the terms do not say, with the product giving it.
     package static func recordedNames(_ terms: [ProductTerms]) -> [(name: String, productID: String)] {
         var seen: Set<String> = []
