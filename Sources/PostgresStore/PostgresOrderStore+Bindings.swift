@@ -78,22 +78,29 @@ extension PostgresOrderStore: BindingStore {
     static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: PGConnection) throws(StorageError)
         -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String])
     {
-        // Every product on record (a catalog's few hundred rows); a scan of the orders for
-        // `sold`, for a changed or deleted product only.
+        // Every product and name on record (a catalog's few hundred rows); a scan of the orders
+        // for `sold`, for a changed or deleted product only, and for `soldThrough`, for an App
+        // Store product id its product no longer gives only.
         let recorded = try db.run(PGQuery(
             "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'"))
             .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
-        let otherNames = try db.run(PGQuery(
-            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = $1", ProductTerms.namePrefix))
-            .rows { row throws(StorageError) in try row.text(0) }
+        let names = try db.run(PGQuery(
+            "SELECT substr(key, 6), value FROM bindings WHERE substr(key, 1, 5) = $1", ProductTerms.namePrefix))
+            .rows { row throws(StorageError) in (try row.text(0), try row.text(1)) }
         let firstBinding = try db.run(PGQuery(
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = $1)", ProductTerms.boundMarker))
             .first { row throws(StorageError) in try row.bool(0) } ?? true
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), recordedNames: Set(otherNames),
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
+            recordedNames: Dictionary(names, uniquingKeysWith: { first, _ in first }),
             firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.run(PGQuery("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1)", id))
+                    .first { row throws(StorageError) in try row.bool(0) } ?? false
+            },
+            soldThrough: { id, apple throws(StorageError) in
+                try db.run(PGQuery(
+                    "SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = $1 AND apple_product_id = $2)", id, apple))
                     .first { row throws(StorageError) in try row.bool(0) } ?? false
             },
             reading: reading,

@@ -68,22 +68,28 @@ extension SQLiteOrderStore: BindingStore {
     static func decideTerms(_ terms: [ProductTerms], reading: NameReading?, on db: SQLiteConnection) throws(StorageError)
         -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String])
     {
-        // Every product on record (a catalog's few hundred rows); a scan of the orders for
-        // `sold`, for a changed or deleted product only.
+        // Every product and name on record (a catalog's few hundred rows); a scan of the orders
+        // for `sold`, for a changed or deleted product only, and for `soldThrough`, for an App
+        // Store product id its product no longer gives only.
         let recorded = try db.rows(
             "SELECT substr(key, 9), value FROM bindings WHERE substr(key, 1, 8) = 'product:'",
             decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
-        let otherNames = try db.rows(
-            "SELECT substr(key, 6) FROM bindings WHERE substr(key, 1, 5) = ?", ProductTerms.namePrefix,
-            decode: { row throws(StorageError) in try row.text(0) })
+        let names = try db.rows(
+            "SELECT substr(key, 6), value FROM bindings WHERE substr(key, 1, 5) = ?", ProductTerms.namePrefix,
+            decode: { row throws(StorageError) in (try row.text(0), try row.text(1)) })
         let firstBinding = try db.row(
             "SELECT NOT EXISTS (SELECT 1 FROM bindings WHERE key = ?)", ProductTerms.boundMarker,
             decode: { row throws(StorageError) in try row.int64(0) }) == 1
         return try ProductTerms.decide(
-            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }), recordedNames: Set(otherNames),
+            terms, recorded: Dictionary(recorded, uniquingKeysWith: { first, _ in first }),
+            recordedNames: Dictionary(names, uniquingKeysWith: { first, _ in first }),
             firstBinding: firstBinding,
             sold: { id throws(StorageError) in
                 try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ?)", id,
+                           decode: { row throws(StorageError) in try row.int64(0) }) == 1
+            },
+            soldThrough: { id, apple throws(StorageError) in
+                try db.row("SELECT EXISTS (SELECT 1 FROM orders WHERE product_id = ? AND apple_product_id = ?)", id, apple,
                            decode: { row throws(StorageError) in try row.int64(0) }) == 1
             },
             reading: reading,

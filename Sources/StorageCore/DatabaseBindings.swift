@@ -85,18 +85,40 @@ public struct ProductTerms: Sendable, Hashable {
 
 /// A product whose terms on record (an order names it) differ from those the catalog gives now,
 /// or (`given` nil) that the catalog no longer has, or (`readsAs`) that was sold outside the
-/// catalog and reads as a name the catalog now gives, so that it would grant nothing.
+/// catalog and reads as a name the catalog now gives, so that it would grant nothing, or
+/// (`appStore`) that was sold through the App Store and would lose the App Store product id its
+/// purchases were credited through (`recorded` and `given` then both its terms, unchanged).
 public struct ProductTermsChange: Sendable, Hashable {
     public var productID: String
     public var recorded: String
     public var given: String?
     public var readsAs: String?
+    public var appStore: AppStoreIDChange?
 
-    public init(productID: String, recorded: String, given: String?, readsAs: String? = nil) {
+    public init(productID: String, recorded: String, given: String?, readsAs: String? = nil, appStore: AppStoreIDChange? = nil) {
         self.productID = productID
         self.recorded = recorded
         self.given = given
         self.readsAs = readsAs
+        self.appStore = appStore
+    }
+
+    /// The App Store product id a sold product's App Store purchases were credited through
+    /// (`soldAs`), and what the catalog makes of it: the product's App Store product id now
+    /// (`given`, nil for none) and the product it gives `soldAs` to instead (`takenBy`, if any).
+    /// Apple keeps renewing a subscription under the App Store product id it was bought as, and
+    /// each renewal is credited to the product giving that id: to another product, its
+    /// subscribers would be granted that product instead; to none, nothing.
+    public struct AppStoreIDChange: Sendable, Hashable {
+        public var soldAs: String
+        public var given: String?
+        public var takenBy: String?
+
+        public init(soldAs: String, given: String?, takenBy: String?) {
+            self.soldAs = soldAs
+            self.given = given
+            self.takenBy = takenBy
+        }
     }
 }
 
@@ -129,10 +151,18 @@ extension ProductTerms {
     /// on record gave (its buyers' course of its id would become nothing). `soldIDs` (every
     /// product id an order names: a scan of the orders) is read only when `terms` give a new name.
     ///
-    /// `recordedNames` are the names on record beside the terms (`name:` rows).
+    /// And a product sold through the App Store keeps the App Store product id its App Store
+    /// purchases were credited through (`soldThrough(product, appleID)`: an order of that product
+    /// bought as that App Store product): a catalog taking it away, or giving it to another
+    /// product, is a change to refuse (`ProductTermsChange.AppStoreIDChange`). Asked only for a
+    /// name on record that its product no longer gives.
+    ///
+    /// `recordedNames` are the names on record beside the terms (`name:` rows), each with the
+    /// product that last gave it.
     package static func decide(
-        _ terms: [ProductTerms], recorded: [String: String], recordedNames: Set<String> = [], firstBinding: Bool,
+        _ terms: [ProductTerms], recorded: [String: String], recordedNames: [String: String] = [:], firstBinding: Bool,
         sold: (String) throws(StorageError) -> Bool,
+        soldThrough: (_ productID: String, _ appleProductID: String) throws(StorageError) -> Bool = { _, _ in false },
         reading: NameReading? = nil, soldIDs: () throws(StorageError) -> [String] = { [] }
     ) throws(StorageError) -> (changes: [ProductTermsChange], writes: [ProductTerms], forget: [String]) {
         var changes: [ProductTermsChange] = []
@@ -154,6 +184,7 @@ extension ProductTerms {
                 writes.append(product)
             }
         }
+        changes += try appStoreIDChanges(terms, recorded: recorded, recordedNames: recordedNames, soldThrough: soldThrough)
         let given = Set(terms.map(\.productID))
         // A product that leaves unsold is forgotten: sold outside the catalog later, its buyers
         // hold a course of its id, which its old terms must not come back to replace.
@@ -166,7 +197,8 @@ extension ProductTerms {
             }
         }
         if !firstBinding, let reading {
-            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) }).union(recordedNames)
+            let namesOnRecord = names(recorded.map { ProductTerms(productID: $0.key, terms: $0.value) })
+                .union(recordedNames.keys)
             let newNames = names(terms).subtracting(namesOnRecord).sorted()
             if !newNames.isEmpty {
                 let known = given.union(recorded.keys)
@@ -178,6 +210,27 @@ extension ProductTerms {
             }
         }
         return changes.isEmpty ? ([], writes, forget) : (changes, [], [])
+    }
+
+    /// `decide`'s App Store rule: each name on record that the product which gave it no longer
+    /// gives, and that the product's App Store purchases were bought as. (A product the catalog
+    /// no longer has is refused as deleted when sold, and its names are forgotten when not.)
+    private static func appStoreIDChanges(
+        _ terms: [ProductTerms], recorded: [String: String], recordedNames: [String: String],
+        soldThrough: (String, String) throws(StorageError) -> Bool
+    ) throws(StorageError) -> [ProductTermsChange] {
+        let byID = Dictionary(terms.map { ($0.productID, $0) }, uniquingKeysWith: { first, _ in first })
+        var changes: [ProductTermsChange] = []
+        for (name, productID) in recordedNames.sorted(by: { $0.key < $1.key }) {
+            guard let product = byID[productID], product.appleProductID != name, !product.otherNames.contains(name),
+                  try soldThrough(productID, name)
+            else { continue }
+            let takenBy = terms.first { $0.appleProductID == name }?.productID
+            changes.append(ProductTermsChange(
+                productID: productID, recorded: recorded[productID] ?? product.terms, given: product.terms,
+                appStore: ProductTermsChange.AppStoreIDChange(soldAs: name, given: product.appleProductID, takenBy: takenBy)))
+        }
+        return changes
     }
 
     /// The key prefix of a name on record beside the terms (`name:<name>`, its value the product

@@ -2,6 +2,7 @@
 import Foundation
 @testable import Gateway
 import JSON
+import StorageCore
 import Testing
 
 /// The catalog file: its rules, unknown keys kept, and a bad file refused at start.
@@ -123,6 +124,23 @@ struct CatalogTests {
             return
         }
         #expect(error.description.contains(says), "\(error)")
+    }
+
+    @Test func theRefusalOfAnAppStoreIDTakenFromASoldProductSaysWhereItsRenewalsWouldGo() throws {
+        let terms = "membership P1M vip"
+        let message = try #require(Catalog.refusal([
+            ProductTermsChange(productID: "vip-month", recorded: terms, given: terms,
+                               appStore: .init(soldAs: "com.x.month", given: nil, takenBy: "gold")),
+            ProductTermsChange(productID: "vip-year", recorded: terms, given: terms,
+                               appStore: .init(soldAs: "com.x.year", given: "com.x.year2", takenBy: nil)),
+        ])).message
+        #expect(message.contains("vip-month was sold through the App Store as com.x.month; this catalog gives it no App Store "
+            + "product id and com.x.month to gold, so the renewals Apple keeps charging under com.x.month would be credited to "
+            + "gold, granting what gold grants"))
+        #expect(message.contains("vip-year was sold through the App Store as com.x.year; this catalog gives it the App Store "
+            + "product id com.x.year2 instead, so the renewals Apple keeps charging under com.x.year would be credited to no "
+            + "product, granting nothing"))
+        #expect(message.hasSuffix("a product sold through the App Store keeps its apple_product_id (retired, it still credits renewals)"))
     }
 
     @Test func aCatalogThatIsNotUTF8IsCalledThat() {

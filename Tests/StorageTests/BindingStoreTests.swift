@@ -189,4 +189,42 @@ struct BindingStoreTests {
                     == [ProductTermsChange(productID: "coins9", recorded: "course coins9", given: nil, readsAs: "coins9")])
         }
     }
+
+    @Test(arguments: StoreKind.all) func aProductSoldThroughTheAppStoreKeepsTheAppStoreProductIDItWasBoughtAs(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip", appleProductID: "com.x.month")
+            let gold = ProductTerms(productID: "gold", terms: "membership P1M gold")
+            #expect(try await store.bindProductTerms([month, gold], at: TestTime.at(1)).isEmpty)
+            // Sold through WeChat only: its App Store product id may still change.
+            var paid = Fixture.order("B11")
+            paid.productID = "vip-month"
+            try await Fixture.create(paid, in: store)
+            var renamed = month
+            renamed.appleProductID = "com.x.vip.month"
+            #expect(try await store.bindProductTerms([renamed, gold], at: TestTime.at(2)).isEmpty)
+            // Bought through the App Store as com.x.vip.month: Apple renews it under that id.
+            var purchase = Fixture.order("B12")
+            purchase.channel = .apple
+            purchase.productID = "vip-month"
+            purchase.appleProductID = "com.x.vip.month"
+            purchase.appAccountToken = UUID().uuidString.lowercased()
+            try await Fixture.create(purchase, in: store)
+            let change = { (given: String?, takenBy: String?) in
+                [ProductTermsChange(productID: "vip-month", recorded: "membership P1M vip", given: "membership P1M vip",
+                                    appStore: .init(soldAs: "com.x.vip.month", given: given, takenBy: takenBy))]
+            }
+            var none = month
+            none.appleProductID = nil
+            #expect(try await store.bindProductTerms([none, gold], at: TestTime.at(3)) == change(nil, nil))
+            #expect(try await store.bindProductTerms([month, gold], at: TestTime.at(4)) == change("com.x.month", nil))
+            var goldTakesIt = gold
+            goldTakesIt.appleProductID = "com.x.vip.month"
+            #expect(try await store.bindProductTerms([none, goldTakesIt], at: TestTime.at(5)) == change(nil, "gold"))
+            // Refused, nothing was recorded: the id stays with vip-month, and keeping it is accepted.
+            #expect(try await store.bindProductTerms([renamed, gold], at: TestTime.at(6)).isEmpty)
+            var goldToo = gold
+            goldToo.appleProductID = "com.x.gold"
+            #expect(try await store.bindProductTerms([renamed, goldToo], at: TestTime.at(7)).isEmpty)
+        }
+    }
 }

@@ -46,6 +46,15 @@ extension Catalog {
     public static func refusal(_ changes: [ProductTermsChange]) -> CatalogError? {
         guard !changes.isEmpty else { return nil }
         let lines = changes.map { change in
+            if let apple = change.appStore {
+                let now = apple.given.map { "this catalog gives it the App Store product id \($0) instead" }
+                    ?? "this catalog gives it no App Store product id"
+                let renewals = apple.takenBy.map { "credited to \($0), granting what \($0) grants" }
+                    ?? "credited to no product, granting nothing"
+                return "\(change.productID) was sold through the App Store as \(apple.soldAs); \(now)"
+                    + (apple.takenBy.map { " and \(apple.soldAs) to \($0)" } ?? "")
+                    + ", so the renewals Apple keeps charging under \(apple.soldAs) would be \(renewals)"
+            }
             if let name = change.readsAs {
                 return "\(change.productID) was sold outside the catalog as \(Self.termsInWords(change.recorded)); this "
                     + "catalog gives the name \(name), which \(change.productID) reads as, and a product the catalog does "
@@ -59,6 +68,9 @@ extension Catalog {
             + "terms under a new product id, and retire the old one with \"active\": false rather than deleting it"
         if changes.contains(where: { $0.readsAs != nil }) {
             remedy += "; give new products ids and entitlements that no product sold outside the catalog reads as"
+        }
+        if changes.contains(where: { $0.appStore != nil }) {
+            remedy += "; a product sold through the App Store keeps its apple_product_id (retired, it still credits renewals)"
         }
         return CatalogError(message: lines.joined(separator: "; ") + remedy)
     }
