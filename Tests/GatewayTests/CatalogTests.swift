@@ -133,6 +133,8 @@ struct CatalogTests {
                                appStore: .init(soldAs: "com.x.month", given: nil, takenBy: "gold")),
             ProductTermsChange(productID: "vip-year", recorded: terms, given: terms,
                                appStore: .init(soldAs: "com.x.year", given: "com.x.year2", takenBy: nil)),
+            ProductTermsChange(productID: "swift-101", recorded: "course swift-101", given: "course swift-101",
+                               appStore: .init(soldAs: "com.x.swift", given: nil, takenBy: nil)),
         ])).message
         #expect(message.contains("vip-month was sold through the App Store as com.x.month; this catalog gives it no App Store "
             + "product id and com.x.month to gold, so the renewals Apple keeps charging under com.x.month would be credited to "
@@ -140,6 +142,8 @@ struct CatalogTests {
         #expect(message.contains("vip-year was sold through the App Store as com.x.year; this catalog gives it the App Store "
             + "product id com.x.year2 instead, so the renewals Apple keeps charging under com.x.year would be credited to no "
             + "product, granting nothing"))
+        #expect(message.contains("swift-101 was sold through the App Store as com.x.swift; this catalog gives it no App Store "
+            + "product id, so the purchases the App Store goes on making under com.x.swift would be credited to no product"))
         #expect(message.hasSuffix("a product sold through the App Store keeps its apple_product_id (retired, it still credits renewals)"))
     }
 

@@ -17,6 +17,21 @@ struct SubscriptionEntitlementsTests {
 
     static func beijing(_ text: String) -> Date { BeijingTime.parse(text)! }
 
+    /// The subscription group of `catalog` with a cheaper tier granting another entitlement and a
+    /// higher yearly one, for changes of product within one subscription.
+    static let tiers = Catalog(products: catalog.products + [
+        CatalogProduct(id: "lite-ios", amount: 1000, description: "轻享月卡（iOS）", appleProductID: "lite.monthly",
+                       kind: .membership(MembershipPeriod("P1M")!), entitlement: "lite"),
+        CatalogProduct(id: "ultra-ios", amount: 30000, description: "旗舰年卡（iOS）", appleProductID: "ultra.yearly",
+                       kind: .membership(MembershipPeriod("P1Y")!), entitlement: "ultra"),
+    ])
+
+    /// An App Store payment of subscription 1000 in product `productID` (nil: one the catalog does not have).
+    static func payment(_ outTradeNo: String, _ productID: String?, apple: String, at paidAt: Date) -> PaidOrder {
+        PaidOrder(outTradeNo: outTradeNo, amount: 1000, state: .success, channel: .apple, paidAt: paidAt, productID: productID,
+                  appleProductID: apple, originalTransactionID: "1000", refundedAmount: 0, appleTransactionID: "t-" + outTradeNo)
+    }
+
     /// An App Store payment of the monthly subscription `chain`, by transaction `t-<outTradeNo>`.
     static func apple(_ outTradeNo: String, at paidAt: Date, chain: String = "1000", state: OrderState = .success) -> PaidOrder {
         PaidOrder(outTradeNo: outTradeNo, amount: 3000, state: state, channel: .apple, paidAt: paidAt, productID: "vip-ios",
@@ -100,5 +115,52 @@ struct SubscriptionEntitlementsTests {
         #expect(vip.expiresAt == Self.beijing("20270301100000") && !vip.willRenew && vip.source.outTradeNo == "a2")
         let bob = [Self.apple("b1", at: Self.beijing("20270601100000"))]
         #expect(Entitlements(payments: bob, subscriptions: [bobs], catalog: Self.catalog).grant("vip")?.willRenew == true)
+    }
+
+    @Test("After a downgrade the earlier product's entitlement ends with its last period; the state, now the new product's, extends only the new one")
+    func aDowngradedSubscriptionStopsGrantingTheHigherTier() throws {
+        let payments = [
+            Self.payment("m1", "vip-ios", apple: "vip.monthly", at: Self.beijing("20270301100000")),
+            Self.payment("l1", "lite-ios", apple: "lite.monthly", at: Self.beijing("20270401100000")),
+            Self.payment("l2", "lite-ios", apple: "lite.monthly", at: Self.beijing("20270501100000")),
+        ]
+        var state = Self.state(latest: "l2", started: Self.beijing("20270501100000"), ends: Self.beijing("20270601100000"))
+        state.productID = "lite.monthly"
+        for subscriptions in [[], [state]] {
+            let entitlements = Entitlements(payments: payments, subscriptions: subscriptions, catalog: Self.tiers)
+            let vip = try #require(entitlements.grant("vip"))
+            #expect(vip.expiresAt == Self.beijing("20270401100000") && !vip.willRenew && vip.source.outTradeNo == "m1")
+            let lite = try #require(entitlements.grant("lite"))
+            #expect(lite.expiresAt == Self.beijing("20270601100000") && lite.source.outTradeNo == "l2")
+            #expect(lite.willRenew == !subscriptions.isEmpty)
+        }
+    }
+
+    @Test("After an upgrade the earlier product's entitlement ends at the upgrade, not at the end of the period Apple refunded the rest of")
+    func anUpgradeEndsTheLowerTierAtOnce() throws {
+        let payments = [
+            Self.payment("m1", "vip-ios", apple: "vip.monthly", at: Self.beijing("20270301100000")),
+            Self.payment("u1", "ultra-ios", apple: "ultra.yearly", at: Self.beijing("20270310100000")),
+        ]
+        var state = Self.state(latest: "u1", started: Self.beijing("20270310100000"), ends: Self.beijing("20280310100000"))
+        state.productID = "ultra.yearly"
+        let entitlements = Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers)
+        #expect(entitlements.grant("vip")?.expiresAt == Self.beijing("20270310100000"))
+        #expect(entitlements.grant("ultra")?.expiresAt == Self.beijing("20280310100000"))
+    }
+
+    @Test("Renewals into a product the catalog does not have grant nothing, and do not extend the product the subscription left")
+    func renewalsOfAnUnknownProductExtendNothing() throws {
+        let payments = [
+            Self.payment("m1", "vip-ios", apple: "vip.monthly", at: Self.beijing("20270301100000")),
+            Self.payment("x1", nil, apple: "mystery.monthly", at: Self.beijing("20270401100000")),
+            Self.payment("x2", nil, apple: "mystery.monthly", at: Self.beijing("20270501100000")),
+        ]
+        var state = Self.state(latest: "x2", started: Self.beijing("20270501100000"), ends: Self.beijing("20270601100000"))
+        state.productID = "mystery.monthly"
+        let entitlements = Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers)
+        #expect(entitlements.grants.map(\.entitlement) == ["vip"])
+        let vip = try #require(entitlements.grant("vip"))
+        #expect(vip.expiresAt == Self.beijing("20270401100000") && !vip.willRenew && vip.source.outTradeNo == "m1")
     }
 }

@@ -23,7 +23,9 @@ struct SubscriptionLifecycleTests {
           {"id":"vip-ios","amount":3000,"description":"VIP 月卡（iOS）","type":"membership","period":"P1M","entitlement":"vip",
            "apple_product_id":"vip.monthly"},
           {"id":"vip-ios-year","amount":29800,"description":"VIP 年卡（iOS）","type":"membership","period":"P1Y","entitlement":"vip",
-           "apple_product_id":"vip.yearly"}]}
+           "apple_product_id":"vip.yearly"},
+          {"id":"lite-ios","amount":1000,"description":"轻享月卡（iOS）","type":"membership","period":"P1M","entitlement":"lite",
+           "apple_product_id":"lite.monthly"}]}
         """#
     static let day: TimeInterval = 86400
 
@@ -386,5 +388,51 @@ struct SubscriptionLifecycleTests {
         let truth = try scene.truth()
         let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
         #expect(renewal.outTradeNo != made.outTradeNo && !renewal.flags.contains(.matchedWithoutOrder))
+    }
+
+    @Test("A downgrade to a product granting another entitlement ends the old one with its last period and grants the new one from the renewal",
+          arguments: StoreKind.all)
+    func aDowngradeEndsTheHigherTierAtTheRenewal(store: StoreKind) async throws {
+        try await Self.downgrade(store, to: "lite.monthly") { scene, entitlements, renewal in
+            #expect(entitlements.keys.sorted() == ["lite", "vip"])
+            #expect(entitlements["vip"]?["active"] as? Bool == false)
+            let truth = try scene.truth()
+            #expect(entitlements["lite"]?["active"] as? Bool == true)
+            #expect(entitlements["lite"]?["expires_at"] as? String
+                    == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)))
+            #expect(renewal.productID == "lite-ios" && renewal.flags.isEmpty, "\(renewal.flags)")
+        }
+    }
+
+    @Test("Renewals into a product the catalog does not have grant nothing, extend nothing, and are flagged unknown_product only",
+          arguments: StoreKind.all)
+    func aDowngradeToAnUnknownProductGrantsNothing(store: StoreKind) async throws {
+        try await Self.downgrade(store, to: "mystery.monthly") { _, entitlements, renewal in
+            #expect(entitlements.keys.sorted() == ["vip"])
+            #expect(entitlements["vip"]?["active"] as? Bool == false)
+            #expect(renewal.productID == nil && renewal.flags == [.unknownProduct], "\(renewal.flags)")
+        }
+    }
+
+    /// The learner's monthly subscription moved down to `product` (a lower level of its group),
+    /// then renewed into it; `check` sees the learner's entitlements by name and the renewal's order.
+    static func downgrade(
+        _ store: StoreKind, to product: String,
+        check: (Scene, [String: [String: Any]], OrderRecord) async throws -> Void
+    ) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        scene.rig.appStore.configureSubscriptionProducts([
+            AppStoreSubscriptionProduct(productID: product, groupIdentifier: "21000001", period: "P1M", level: 3),
+        ])
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: product)
+        await scene.advance(days: 32)
+        let truth = try scene.truth()
+        #expect(truth.productId == product)
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        let answer = try await scene.rig.gateway.send(.get, "/v1/users/learner/entitlements", token: scene.rig.token("learner"))
+        let list = try #require(answer.json["entitlements"] as? [[String: Any]])
+        try await check(scene, Dictionary(list.map { ($0["entitlement"] as? String ?? "", $0) }, uniquingKeysWith: { first, _ in first }),
+                        renewal)
     }
 }

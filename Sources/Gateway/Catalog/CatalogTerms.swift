@@ -51,9 +51,13 @@ extension Catalog {
                     ?? "this catalog gives it no App Store product id"
                 let renewals = apple.takenBy.map { "credited to \($0), granting what \($0) grants" }
                     ?? "credited to no product, granting nothing"
+                // A subscription renews under the id it was bought as; a course or a consumable is
+                // bought again under it by whoever buys it next, while the app still sells it.
+                let charged = change.recorded.hasPrefix("membership ")
+                    ? "the renewals Apple keeps charging" : "the purchases the App Store goes on making"
                 return "\(change.productID) was sold through the App Store as \(apple.soldAs); \(now)"
                     + (apple.takenBy.map { " and \(apple.soldAs) to \($0)" } ?? "")
-                    + ", so the renewals Apple keeps charging under \(apple.soldAs) would be \(renewals)"
+                    + ", so \(charged) under \(apple.soldAs) would be \(renewals)"
             }
             if let name = change.readsAs {
                 return "\(change.productID) was sold outside the catalog as \(Self.termsInWords(change.recorded)); this "

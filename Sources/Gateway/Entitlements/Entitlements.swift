@@ -18,8 +18,11 @@ import StorageCore
 ///   (`SubscriptionRecord.accessEndsAt`: the period's end, the grace period's in a grace period,
 ///   the revocation when its latest transaction was refunded) and renews when the state says so;
 ///   a payment newer than the state (credited before Apple's word on it) reaches its payment plus
-///   a period; with no state of the user's, each payment does. The membership lasts as long as
-///   the furthest of its pass stack and its subscriptions.
+///   a period; with no state of the user's, each payment does. The state is its latest
+///   product's: after a change of product (an upgrade, a downgrade, one the catalog does not
+///   have) the earlier product's payments reach their own periods only, each cut where the
+///   subscription's next payment begins. The membership lasts as long as the furthest of its pass
+///   stack and its subscriptions.
 /// - A **consumable** grants nothing (coins, credits: the business counts them itself).
 /// - A WeChat order refunded in full grants nothing, and the passes are recomputed without it, so
 ///   a refunded pass shortens the time the others give. A partial refund (a goodwill gesture)
@@ -91,6 +94,16 @@ public struct Entitlements: Sendable, Hashable {
         // names its payments by their index in `ordered` until the grants are made.
         var rules = ProductRules(catalog: catalog)
         var reaches: [Reach] = []
+        // A subscription's state is its latest product's: it counts for the entitlement that
+        // product grants only. After a change of product (an upgrade, a downgrade, a product the
+        // catalog does not have), the earlier product's payments reach as far as their own periods
+        // do, each ending where the subscription's next payment begins if that comes sooner (Apple
+        // switches at once on an upgrade, at the renewal on a downgrade).
+        var stateSlots: [String: Int] = [:]
+        for (chain, index) in latest {
+            stateSlots[chain] = rules.rule(productID: ordered[index].productID, reaches: &reaches)?.slot
+        }
+        let nextInChain = Self.nextPaymentInChain(ordered)
         for index in ordered.indices where Self.grants(ordered[index]) {
             guard let (slot, kind) = rules.rule(productID: ordered[index].productID, reaches: &reaches) else { continue }
             let paidAt = ordered[index].paidAt
@@ -102,12 +115,13 @@ public struct Entitlements: Sendable, Hashable {
                     // App Store subscriptions do not stack: Apple sets their periods. A payment the
                     // subscription's state already counts adds nothing to it; one newer than the
                     // state (credited before Apple's word on it) gives its period.
-                    let state = states[chain]
+                    let state = stateSlots[chain] == slot ? states[chain] : nil
                     var candidate = reaches[slot].subscriptions[chain]
                         ?? Candidate(end: state?.accessEndsAt ?? .distantPast, payment: index, willRenew: state?.willRenew ?? false)
                     candidate.payment = index
                     if state.map({ paidAt > $0.periodStartedAt }) ?? true {
-                        candidate.end = max(candidate.end, period.end(from: paidAt))
+                        let end = period.end(from: paidAt)
+                        candidate.end = max(candidate.end, nextInChain[index].map { min(end, $0) } ?? end)
                     }
                     reaches[slot].subscriptions[chain] = candidate
                 } else {
@@ -123,7 +137,7 @@ public struct Entitlements: Sendable, Hashable {
                    originalTransactionID: ordered[index].originalTransactionID)
         }
         var grants: [Grant] = []
-        for reach in reaches {
+        for (slot, reach) in reaches.enumerated() {
             if let index = reach.forever {
                 grants.append(Grant(entitlement: reach.entitlement, expiresAt: nil, source: source(index), willRenew: false))
                 continue
@@ -132,7 +146,8 @@ public struct Entitlements: Sendable, Hashable {
             // not. The pass stack or subscription that reaches furthest gives the end and the
             // source; it will renew when any of its subscriptions will.
             var candidates = reach.subscriptions.map { chain, candidate in
-                Candidate(end: candidate.end, payment: latest[chain] ?? candidate.payment, willRenew: candidate.willRenew)
+                Candidate(end: candidate.end, payment: stateSlots[chain] == slot ? latest[chain] ?? candidate.payment : candidate.payment,
+                          willRenew: candidate.willRenew)
             }
             if let pass = reach.pass { candidates.insert(pass, at: 0) }
             guard let best = candidates.max(by: {
@@ -142,6 +157,19 @@ public struct Entitlements: Sendable, Hashable {
                                 willRenew: candidates.contains { $0.willRenew }))
         }
         self.grants = grants.sorted { $0.entitlement < $1.entitlement }
+    }
+
+    /// For each App Store payment of a subscription (by index in `ordered`, in payment order), when
+    /// the same subscription's next payment among them was made.
+    private static func nextPaymentInChain(_ ordered: [PaidOrder]) -> [Int: Date] {
+        var next: [Int: Date] = [:]
+        var later: [String: Date] = [:]
+        for index in ordered.indices.reversed() where ordered[index].channel == .apple {
+            guard let chain = ordered[index].originalTransactionID else { continue }
+            if let date = later[chain] { next[index] = date }
+            later[chain] = ordered[index].paidAt
+        }
+        return next
     }
 
     /// How far one entitlement reaches, gathered in the walk over the payments (by their index).

@@ -216,7 +216,7 @@ public final class IAPService: Sendable {
                     event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: its product "
                         + "\(purchase.productID) is not in the catalog; recorded at what Apple charged "
                         + "(\(charged.amount) in the minor unit of \(charged.currency)), flagged unknown_product", at: at),
-                    flags: [.unknownProduct])
+                    flags: [.unknownProduct], expected: renewal)
             } else {
                 // A free transaction of an unknown product (or one at no price anything is sold at):
                 // no amount to record, so no order is made for it (an order its token names is
