@@ -310,12 +310,13 @@ struct PostgresAppleCreditSession: AppleCreditSession {
     }
 
     func revoke(_ transactionID: String, at revoked: Date, now: Date) throws(StorageError) -> AppleTransactionRecord {
-        // The row is locked by `claimLedgerRow`; a refund Apple reversed after this revocation's
-        // date leaves it as it is (a late copy of a refund taken back).
+        // The row is locked by `claimLedgerRow`; the later revocation date is kept, and a refund
+        // Apple reversed after this revocation's date leaves it as it is (a late copy of a refund
+        // taken back).
         let results = try db.run([
             PGQuery(
                 """
-                UPDATE apple_transactions SET revocation_date = COALESCE(revocation_date, $1),
+                UPDATE apple_transactions SET revocation_date = GREATEST(COALESCE(revocation_date, $1), $1),
                     updated_at = GREATEST(updated_at, $2)
                 WHERE transaction_id = $3 AND (refund_reversed_at IS NULL OR $1 > refund_reversed_at)
                 """, revoked, now, transactionID),

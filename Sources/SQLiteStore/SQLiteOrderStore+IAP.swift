@@ -233,14 +233,14 @@ extension SQLiteOrderStore: IAPStore {
             facts.quantity)
     }
 
-    /// Sets the revocation date unless one is known or Apple reversed a refund after it (a late
-    /// copy of a refund taken back); returns the row.
+    /// Sets the revocation date, the later of the one known and this one, unless Apple reversed a
+    /// refund after it (a late copy of a refund taken back); returns the row.
     static func revoke(_ transactionID: String, at revoked: Date, now: Date, on db: SQLiteConnection)
         throws(StorageError) -> AppleTransactionRecord
     {
         try db.run(
             """
-            UPDATE apple_transactions SET revocation_date = COALESCE(revocation_date, ?1), updated_at = MAX(updated_at, ?2)
+            UPDATE apple_transactions SET revocation_date = MAX(COALESCE(revocation_date, ?1), ?1), updated_at = MAX(updated_at, ?2)
             WHERE transaction_id = ?3 AND (refund_reversed_at IS NULL OR ?1 > refund_reversed_at)
             """, revoked, now, transactionID)
         guard let row = try appleTransaction(transactionID, on: db) else { throw .unexpectedRow }

@@ -120,6 +120,24 @@ struct AppStoreRecoveryStoreTests {
         }
     }
 
+    @Test(arguments: StoreKind.all) func aSecondRefundAfterAReversalNotYetSeenStandsWhenThatReversalArrivesLate(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let id = "2000000000000104"
+            // Apple refunds (100), reverses (200: its notification lost) and refunds again (300).
+            _ = try await store.recordAppleRevocation(Self.facts(id, revoked: TestTime.at(100)), source: "REFUND", at: TestTime.at(101))
+            let second = try await store.recordAppleRevocation(Self.facts(id, revoked: TestTime.at(300)), source: "REFUND",
+                                                               at: TestTime.at(301))
+            #expect(second.facts.revocationDate == TestTime.at(300))
+            // The lost reversal, read late from the notification history, is older than the refund that stands.
+            let late = try await store.recordAppleRefundReversal(Self.facts(id), reversedAt: TestTime.at(200),
+                                                                 source: "REFUND_REVERSED", at: TestTime.at(400))
+            #expect(late.isRevoked && late.facts.revocationDate == TestTime.at(300))
+            // A copy of the first refund changes nothing either.
+            let copy = try await store.recordAppleRevocation(Self.facts(id, revoked: TestTime.at(100)), source: "REFUND", at: TestTime.at(401))
+            #expect(copy.facts.revocationDate == TestTime.at(300))
+        }
+    }
+
     @Test(arguments: StoreKind.all) func theAttentionListHoldsFlaggedOrdersNewestFirstAndTheSearchTakesAppleIds(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             for index in 0..<5 {
