@@ -126,6 +126,7 @@ struct SubscriptionEntitlementsTests {
         ]
         var state = Self.state(latest: "l2", started: Self.beijing("20270501100000"), ends: Self.beijing("20270601100000"))
         state.productID = "lite.monthly"
+        state.autoRenewProductID = "lite.monthly"
         for subscriptions in [[], [state]] {
             let entitlements = Entitlements(payments: payments, subscriptions: subscriptions, catalog: Self.tiers)
             let vip = try #require(entitlements.grant("vip"))
@@ -144,6 +145,7 @@ struct SubscriptionEntitlementsTests {
         ]
         var state = Self.state(latest: "u1", started: Self.beijing("20270310100000"), ends: Self.beijing("20280310100000"))
         state.productID = "ultra.yearly"
+        state.autoRenewProductID = "ultra.yearly"
         let entitlements = Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers)
         #expect(entitlements.grant("vip")?.expiresAt == Self.beijing("20270310100000"))
         #expect(entitlements.grant("ultra")?.expiresAt == Self.beijing("20280310100000"))
@@ -158,9 +160,43 @@ struct SubscriptionEntitlementsTests {
         ]
         var state = Self.state(latest: "x2", started: Self.beijing("20270501100000"), ends: Self.beijing("20270601100000"))
         state.productID = "mystery.monthly"
+        state.autoRenewProductID = "mystery.monthly"
         let entitlements = Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers)
         #expect(entitlements.grants.map(\.entitlement) == ["vip"])
         let vip = try #require(entitlements.grant("vip"))
         #expect(vip.expiresAt == Self.beijing("20270401100000") && !vip.willRenew && vip.source.outTradeNo == "m1")
+    }
+
+    @Test("A downgrade waiting for the renewal says the current entitlement will not renew: Apple renews the subscription into another one")
+    func aPendingDowngradeRenewsTheOtherEntitlement() throws {
+        let payments = [Self.payment("m1", "vip-ios", apple: "vip.monthly", at: Self.beijing("20270301100000"))]
+        var state = Self.state(latest: "m1", started: Self.beijing("20270301100000"), ends: Self.beijing("20270401100000"))
+        #expect(Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers).grant("vip")?.willRenew == true)
+        for next in ["lite.monthly", "mystery.monthly"] {
+            state.autoRenewProductID = next
+            let vip = try #require(Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers).grant("vip"))
+            #expect(vip.expiresAt == Self.beijing("20270401100000") && !vip.willRenew, "\(next)")
+        }
+        // A move between two products granting the same entitlement still renews it.
+        state.autoRenewProductID = "vip.monthly"
+        state.productID = "vip.monthly"
+        #expect(Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers).grant("vip")?.willRenew == true)
+    }
+
+    @Test("Memberships bought through the App Store without a subscription (Non-Renewing Subscriptions) stack like passes, WeChat's included")
+    func nonRenewingPurchasesStack() throws {
+        // Each its own original transaction, and Apple keeps no subscription state of any.
+        let payments = [
+            PaidOrder(outTradeNo: "n1", amount: 3000, state: .success, channel: .apple, paidAt: Self.beijing("20270301100000"),
+                      productID: "vip-ios", appleProductID: "vip.monthly", originalTransactionID: "3001", refundedAmount: 0,
+                      appleTransactionID: "3001"),
+            PaidOrder(outTradeNo: "n2", amount: 3000, state: .success, channel: .apple, paidAt: Self.beijing("20270302100000"),
+                      productID: "vip-ios", appleProductID: "vip.monthly", originalTransactionID: "3002", refundedAmount: 0,
+                      appleTransactionID: "3002"),
+            PaidOrder(outTradeNo: "w1", amount: 3000, state: .success, channel: .wechat, paidAt: Self.beijing("20270303100000"),
+                      productID: "vip-m", appleProductID: nil, originalTransactionID: nil, refundedAmount: 0),
+        ]
+        let vip = try #require(Entitlements(payments: payments, catalog: Self.tiers).grant("vip"))
+        #expect(vip.expiresAt == Self.beijing("20270601100000") && !vip.willRenew && vip.source.outTradeNo == "w1")
     }
 }

@@ -21,8 +21,10 @@ import StorageCore
 ///   a period; with no state of the user's, each payment does. The state is its latest
 ///   product's: after a change of product (an upgrade, a downgrade, one the catalog does not
 ///   have) the earlier product's payments reach their own periods only, each cut where the
-///   subscription's next payment begins. The membership lasts as long as the furthest of its pass
-///   stack and its subscriptions.
+///   subscription's next payment begins; it renews the entitlement of the product Apple will
+///   renew it into. A membership bought through the App Store that Apple keeps no subscription
+///   state of (a Non-Renewing Subscription) is a pass, stacked with WeChat's. The membership lasts
+///   as long as the furthest of its pass stack and its subscriptions.
 /// - A **consumable** grants nothing (coins, credits: the business counts them itself).
 /// - A WeChat order refunded in full grants nothing, and the passes are recomputed without it, so
 ///   a refunded pass shortens the time the others give. A partial refund (a goodwill gesture)
@@ -55,7 +57,8 @@ public struct Entitlements: Sendable, Hashable {
         public var expiresAt: Date?
         public var source: Source
         /// Whether something will extend it without the user buying again: an App Store
-        /// subscription of it that Apple will renew; never a WeChat pass or a course.
+        /// subscription of it that Apple will renew, into a product granting it; never a WeChat
+        /// pass or a course.
         public var willRenew: Bool
 
         /// Open at `now`: for ever, or until `expiresAt` (exclusive).
@@ -100,9 +103,21 @@ public struct Entitlements: Sendable, Hashable {
         // do, each ending where the subscription's next payment begins if that comes sooner (Apple
         // switches at once on an upgrade, at the renewal on a downgrade).
         var stateSlots: [String: Int] = [:]
+        // And it renews the entitlement of the product Apple will renew it into: after a
+        // downgrade or crossgrade waiting for the renewal, that product's, not the current one's.
+        var renewalSlots: [String: Int] = [:]
         for (chain, index) in latest {
             stateSlots[chain] = rules.rule(productID: ordered[index].productID, reaches: &reaches)?.slot
+            guard let state = states[chain], let next = state.autoRenewProductID, next != state.productID else {
+                renewalSlots[chain] = stateSlots[chain]
+                continue
+            }
+            renewalSlots[chain] = catalog.product(appleProductID: next).flatMap { rules.rule(productID: $0.id, reaches: &reaches)?.slot }
         }
+        // A membership bought through the App Store that is no auto-renewable subscription (Apple
+        // keeps no state of it: a Non-Renewing Subscription) is a pass bought for its period, and
+        // stacks like WeChat's.
+        let subscribed = Set(subscriptions.map(\.originalTransactionID))
         let nextInChain = Self.nextPaymentInChain(ordered)
         for index in ordered.indices where Self.grants(ordered[index]) {
             guard let (slot, kind) = rules.rule(productID: ordered[index].productID, reaches: &reaches) else { continue }
@@ -111,13 +126,14 @@ public struct Entitlements: Sendable, Hashable {
             case .course:
                 if reaches[slot].forever == nil { reaches[slot].forever = index }
             case .membership(let period):
-                if ordered[index].channel == .apple, let chain = ordered[index].originalTransactionID {
+                if ordered[index].channel == .apple, let chain = ordered[index].originalTransactionID, subscribed.contains(chain) {
                     // App Store subscriptions do not stack: Apple sets their periods. A payment the
                     // subscription's state already counts adds nothing to it; one newer than the
                     // state (credited before Apple's word on it) gives its period.
                     let state = stateSlots[chain] == slot ? states[chain] : nil
                     var candidate = reaches[slot].subscriptions[chain]
-                        ?? Candidate(end: state?.accessEndsAt ?? .distantPast, payment: index, willRenew: state?.willRenew ?? false)
+                        ?? Candidate(end: state?.accessEndsAt ?? .distantPast, payment: index,
+                                     willRenew: (state?.willRenew ?? false) && renewalSlots[chain] == slot)
                     candidate.payment = index
                     if state.map({ paidAt > $0.periodStartedAt }) ?? true {
                         let end = period.end(from: paidAt)
