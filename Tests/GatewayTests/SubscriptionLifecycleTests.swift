@@ -306,6 +306,34 @@ struct SubscriptionLifecycleTests {
         #expect(renewal.userID == "sibling" && !renewal.flags.contains(.matchedWithoutOrder), "\(renewal)")
     }
 
+    @Test("A subscription two users of one App Store account held: a resubscription without a token goes to the one with an order open, and its renewals stay theirs",
+          arguments: StoreKind.all)
+    func aTokenlessResubscriptionOnASharedSubscriptionGoesToTheUserWithAnOpenOrder(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // The sibling resubscribes on the same account with an order of their own, then lets it lapse too.
+        let first = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
+        let held = try scene.rig.buy("apple-learner", token: first, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
+        await scene.settle()
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // Then buys again from the App Store's settings (no token) while an order of theirs is open.
+        let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        let paid = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
+        #expect(paid.outTradeNo == open && paid.userID == "sibling", "\(paid)")
+        // Its renewal, tokenless too, is the sibling's: the user who holds the subscription now.
+        await scene.advance(days: 32)
+        let truth = try scene.truth()
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(renewal.outTradeNo != paid.outTradeNo && renewal.userID == "sibling", "\(renewal)")
+        #expect(!renewal.flags.contains(.matchedWithoutOrder))
+    }
+
     @Test("Support's recheck of a subscription's order reads where the subscription stands from Apple: a lost auto-renew change is found",
           arguments: StoreKind.all)
     func supportsRecheckReadsTheSubscriptionsStatus(store: StoreKind) async throws {

@@ -174,9 +174,12 @@ extension IAPService {
         return order.userID
     }
 
-    /// Whose purchase a transaction without a usable token is: the user of an order credited by the
-    /// same original transaction (a subscription's renewals), else the user the same App Store
-    /// account's other purchases were credited to (`accountUsers`).
+    /// Whose purchase a transaction without a usable token is: the user of the latest order
+    /// credited by the same original transaction (a subscription's renewals: the user who holds it
+    /// now, after a resubscription by another user of a shared account), else the user the same App
+    /// Store account's other purchases were credited to (`accountUsers`). A purchase a person made
+    /// (a resubscription, not a renewal) on a subscription several users held is a shared account's
+    /// purchase among them.
     ///
     /// An account whose purchases were credited to several users is shared (a family iPad, a phone
     /// passed on): the purchase is then the one of those users who had an order open for its
@@ -193,22 +196,34 @@ extension IAPService {
     /// the account's history serves both.
     private func infer(_ purchase: VerifiedPurchase) async -> (inferred: (user: String, how: String)?, accountUsers: [String]?) {
         if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
-           let order = orders.first(where: { $0.userID != nil }), let user = order.userID {
-            return ((user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)"), nil)
+           let order = orders.last(where: { $0.userID != nil }), let user = order.userID {
+            var holders: [String] = []
+            for holder in orders.compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
+            if holders.count == 1 || purchase.subscriptionTransaction?.transactionReason == .renewal {
+                return ((user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)"),
+                        nil)
+            }
+            return (await sharedPurchase(purchase, users: holders), holders)
         }
         guard let users = await accountUsers(purchase) else { return (nil, nil) }
         let names = users.map(\.user)
         guard users.count > 1 else { return (users.first, names) }
+        return (await sharedPurchase(purchase, users: names), names)
+    }
+
+    /// A shared account's purchase (`users` bought from it): the one of them who had an order open
+    /// for its product when it was made, if exactly one had; nobody's otherwise.
+    private func sharedPurchase(_ purchase: VerifiedPurchase, users names: [String]) async -> (user: String, how: String)? {
         var waiting: [String] = []
         for user in names {
-            guard let orders = try? await context.store.orders(userID: user) else { return (nil, names) }
+            guard let orders = try? await context.store.orders(userID: user) else { return nil }
             if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.wasOpen($0, at: purchase) }) {
                 waiting.append(user)
             }
         }
-        guard waiting.count == 1, let user = waiting.first else { return (nil, names) }
-        return ((user, "the App Store account is shared by \(names.joined(separator: ", ")); only \(user) had an order "
-                     + "open for \(purchase.productID) when it was bought"), names)
+        guard waiting.count == 1, let user = waiting.first else { return nil }
+        return (user, "the App Store account is shared by \(names.joined(separator: ", ")); only \(user) had an order "
+                    + "open for \(purchase.productID) when it was bought")
     }
 
     /// Whose purchase it is as far as the gateway can tell (`tiedUser`), and the users of its App
