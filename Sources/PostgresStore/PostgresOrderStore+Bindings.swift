@@ -125,13 +125,13 @@ extension PostgresOrderStore: BindingStore {
         let unknown = try db.run(PGQuery(
             "SELECT " + OrderRecord.columns + " FROM orders WHERE product_id IS NULL AND channel = 'apple' FOR UPDATE"))
             .rows(OrderRecord.init(row:))
-        for var order in unknown {
-            guard let apple = order.appleProductID, let productID = newlyGiven[apple] else { continue }
-            order.productID = productID
+        for unknownOrder in unknown {
+            guard let apple = unknownOrder.appleProductID, let productID = newlyGiven[apple] else { continue }
+            let order = unknownOrder.adopted(by: productID)
             let (event, outbox) = adopting(order)
             var queries = [
-                PGQuery("UPDATE orders SET product_id = $1, updated_at = $2 WHERE out_trade_no = $3",
-                        productID, event.at, order.outTradeNo),
+                PGQuery("UPDATE orders SET product_id = $1, flags = $4, updated_at = $2 WHERE out_trade_no = $3",
+                        productID, event.at, order.outTradeNo, OrderRecord.encodeFlags(order.flags)),
                 insertEvent(event, of: order.outTradeNo),
             ]
             if let outbox { queries.append(insertOutbox(outbox)) }

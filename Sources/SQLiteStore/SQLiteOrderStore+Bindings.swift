@@ -114,12 +114,12 @@ extension SQLiteOrderStore: BindingStore {
         let unknown = try db.rows(
             "SELECT " + OrderRecord.columns + " FROM orders WHERE product_id IS NULL AND channel = 'apple'",
             decode: OrderRecord.init(row:))
-        for var order in unknown {
-            guard let apple = order.appleProductID, let productID = newlyGiven[apple] else { continue }
-            order.productID = productID
+        for unknownOrder in unknown {
+            guard let apple = unknownOrder.appleProductID, let productID = newlyGiven[apple] else { continue }
+            let order = unknownOrder.adopted(by: productID)
             let (event, outbox) = adopting(order)
-            try db.run("UPDATE orders SET product_id = ?1, updated_at = ?2 WHERE out_trade_no = ?3",
-                       productID, event.at, order.outTradeNo)
+            try db.run("UPDATE orders SET product_id = ?1, flags = ?4, updated_at = ?2 WHERE out_trade_no = ?3",
+                       productID, event.at, order.outTradeNo, OrderRecord.encodeFlags(order.flags))
             try appendEvent(event, to: order.outTradeNo, on: db)
             if let outbox { try insertOutbox(outbox, on: db) }
         }

@@ -272,6 +272,19 @@ extension ProductTerms {
     }
 }
 
+extension OrderRecord {
+    /// This App Store purchase, recorded without a product (`unknown_product`), made the sale of
+    /// `productID` by a binding (`BindingStore`'s `adopting`): the product named, and its
+    /// `unknown_product` flag marked handled, since the catalog has its product now and nothing is
+    /// left for a person to decide (the order leaves the attention list and still says what it was).
+    package func adopted(by productID: String) -> OrderRecord {
+        var order = self
+        order.productID = productID
+        order.flags = Self.flags(flags, handling: [.unknownProduct]) ?? flags
+        return order
+    }
+}
+
 extension DatabaseOwner {
     package func validate() throws(StorageError) {
         try StoreText.validate(mchID)

@@ -138,6 +138,7 @@ struct BindingStoreTests {
             var purchase = Fixture.order("B8")
             purchase.channel = .apple
             purchase.productID = nil
+            purchase.flags = [.unknownProduct, .matchedWithoutOrder]
             purchase.appleProductID = "com.x.gold"
             purchase.appAccountToken = UUID().uuidString.lowercased()
             try await Fixture.create(purchase, in: store)
@@ -149,6 +150,8 @@ struct BindingStoreTests {
             let gold = ProductTerms(productID: "gold-pass", terms: "membership P1M gold", appleProductID: "com.x.gold")
             #expect(try await store.bindProductTerms([course, gold], at: TestTime.at(2), reading: nil, adopting: adopting).isEmpty)
             #expect(try await store.order("B8")?.productID == "gold-pass")
+            // What support was asked to decide is decided: off the attention list, still saying what it was.
+            #expect(try await store.order("B8")?.flags == [OrderFlag.unknownProduct.handled, .matchedWithoutOrder])
             #expect(try await store.events("B8").filter { $0.kind == "appstore_product" }.map(\.detail) == ["credited to catalog product gold-pass"])
             #expect(try await store.outboxEvents("B8").map(\.id) == ["evt_adopt_B8"])
             // Its sale now: the terms are fixed, and the App Store id on record adopts nothing again.
