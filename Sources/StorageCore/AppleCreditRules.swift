@@ -138,7 +138,9 @@ extension AppleCredit {
                 notes.append(.outTradeNoNotUsable(outTradeNo: outTradeNo))
             }
         }
-        if let user {
+        // A renewal Apple charged by itself pays an order of its own: an order its user opened
+        // meanwhile is for a purchase of theirs still to come.
+        if let user, !renewal {
             let open = try session.openAppleOrders(userID: user, appleProductID: facts.productID, limit: Self.openOrdersTried)
             for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo }) {
                 candidates.append((order, .userProduct))

@@ -120,6 +120,9 @@ public struct AppleCredit: Sendable {
     /// NOTPAY, USERPAYING or CLOSED (an order that expired unpaid is what a lost purchase usually
     /// had), and its user must be `userID`. Nil: the usual matching.
     public var assignedBy: String?
+    /// A subscription's renewal Apple charged by itself: it pays an order of its own (the token's,
+    /// or `newOrder`), never one its user opened by 凑单 for a purchase still to come.
+    public var renewal = false
 
     public init(transaction: AppleTransactionFacts, userID: String?, outTradeNo: String? = nil, newOrder: AppleNewOrder?,
                 source: String, outbox: @escaping @Sendable (OrderRecord) -> OutboxEvent?,

@@ -334,6 +334,52 @@ struct SubscriptionLifecycleTests {
         #expect(!renewal.flags.contains(.matchedWithoutOrder))
     }
 
+    @Test("The renewals of a tokenless resubscription nobody could be tied to wait with it, and follow it to the user its report proves",
+          arguments: StoreKind.all)
+    func renewalsOfAnUnclaimedResubscriptionWaitWithIt(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        let token = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
+        let held = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
+        await scene.settle()
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // Bought again without a token while neither has an order open: nobody's yet, and its renewal neither.
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        await scene.advance(days: 32)
+        let renewal = try scene.truth().latestTransactionId
+        #expect(renewal != again.transactionID)
+        let waiting = try await scene.orders().filter { [again.transactionID, renewal].contains($0.appleTransactionID) }
+        #expect(waiting.isEmpty, "\(waiting.map { ($0.outTradeNo, $0.userID) })")
+        // The learner's app reports the resubscription: it and the renewal that waited with it are theirs.
+        #expect(try await scene.rig.report("learner", ["signed_transaction": again.signedTransactionInfo]).status == 200)
+        let credited = try await scene.orders().filter { [again.transactionID, renewal].contains($0.appleTransactionID) }
+        #expect(credited.count == 2 && credited.allSatisfy { $0.userID == "learner" }, "\(credited.map { ($0.outTradeNo, $0.userID) })")
+        // And so is the next renewal.
+        await scene.advance(days: 32)
+        let next = try scene.truth().latestTransactionId
+        let nextOrder = try #require(try await scene.orders().first { $0.appleTransactionID == next })
+        #expect(next != renewal && nextOrder.userID == "learner", "\(nextOrder)")
+    }
+
+    @Test("A renewal pays an order of its own, never an order its subscriber opened for a purchase still to come",
+          arguments: StoreKind.all)
+    func aRenewalDoesNotPayTheSubscribersOpenOrder(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 28)
+        let open = try #require(try await scene.rig.createOrder("learner", product: "vip-ios")["out_trade_no"] as? String)
+        await scene.advance(days: 4)
+        let truth = try scene.truth()
+        let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(renewal.outTradeNo != open && renewal.userID == "learner" && renewal.flags.isEmpty, "\(renewal)")
+        #expect(try await scene.rig.store.order(open)?.state != .success)
+    }
+
     @Test("Support's recheck of a subscription's order reads where the subscription stands from Apple: a lost auto-renew change is found",
           arguments: StoreKind.all)
     func supportsRecheckReadsTheSubscriptionsStatus(store: StoreKind) async throws {

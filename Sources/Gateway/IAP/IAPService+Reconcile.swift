@@ -161,7 +161,15 @@ extension IAPService {
             let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
                                            verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
                                                + "of the same original transaction was")
-            guard let (user, how) = await inferUser(waiting) else { continue }
+            // Read back from the ledger, which does not keep Apple's reason: a later transaction of
+            // the subscription follows the one before it (a renewal), as Apple's notification would.
+            let holder: (user: String, how: String)?
+            switch await renewalHolder(waiting) {
+            case .user(let user, let how): holder = (user, how)
+            case .waits: holder = nil
+            case .unknown: holder = await inferUser(waiting)
+            }
+            guard let (user, how) = holder else { continue }
             _ = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false)
         }
     }
@@ -195,10 +203,17 @@ extension IAPService {
     /// it needed not read them, or could not): what `tie` reports beside it, so that one reading of
     /// the account's history serves both.
     private func infer(_ purchase: VerifiedPurchase) async -> (inferred: (user: String, how: String)?, accountUsers: [String]?) {
-        if let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID),
-           let order = orders.last(where: { $0.userID != nil }), let user = order.userID {
-            var holders: [String] = []
-            for holder in orders.compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
+        let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID)
+        var holders: [String] = []
+        for holder in (orders ?? []).compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
+        if purchase.subscriptionTransaction?.transactionReason == .renewal {
+            switch await renewalHolder(purchase) {
+            case .user(let user, let how): return ((user, how), nil)
+            case .waits: return (nil, holders.isEmpty ? nil : holders)
+            case .unknown: break
+            }
+        }
+        if let order = orders?.last(where: { $0.userID != nil }), let user = order.userID {
             if holders.count == 1 || purchase.subscriptionTransaction?.transactionReason == .renewal {
                 return ((user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)"),
                         nil)
@@ -209,6 +224,35 @@ extension IAPService {
         let names = users.map(\.user)
         guard users.count > 1 else { return (users.first, names) }
         return (await sharedPurchase(purchase, users: names), names)
+    }
+
+    enum RenewalHolder { case user(String, how: String), waits, unknown }
+
+    /// Whose a renewal is: the user credited with the subscription's transaction just before it,
+    /// since Apple renews what was bought last (after a resubscription by another user of a shared
+    /// account, theirs). When that transaction waits unclaimed itself, the renewal waits with it and
+    /// is credited with it (`creditWaitingSiblings`), rather than follow whoever held the
+    /// subscription before. A transaction that can never be credited (revoked before anyone claimed
+    /// it; nothing charged for a product the catalog lacks) says nothing and is passed over.
+    func renewalHolder(_ purchase: VerifiedPurchase) async -> RenewalHolder {
+        guard let rows = try? await store.appleTransactions(originalTransactionID: purchase.facts.originalTransactionID) else {
+            return .unknown
+        }
+        let earlier = rows.filter { $0.transactionID != purchase.transactionID && $0.facts.purchaseDate <= purchase.facts.purchaseDate }
+            .sorted { ($0.facts.purchaseDate, $0.transactionID) < ($1.facts.purchaseDate, $1.transactionID) }
+        let catalog = context.catalog.catalog
+        for row in earlier.reversed() {
+            if let credited = row.outTradeNo {
+                guard let order = try? await context.store.order(credited), let user = order.userID else { return .unknown }
+                return .user(user, how: "the subscription's payment before it, transaction \(row.transactionID), credited "
+                    + "\(user)'s order \(credited)")
+            }
+            let creditable = catalog.product(appleProductID: row.facts.productID) != nil
+                || VerifiedPurchase(facts: row.facts, via: row.source, verification: "").chargedMinorUnits != nil
+            if row.isRevoked || !creditable { continue }
+            return .waits
+        }
+        return .unknown
     }
 
     /// A shared account's purchase (`users` bought from it): the one of them who had an order open

@@ -229,13 +229,14 @@ public final class IAPService: Sendable {
         }
         let reporter = user
         let summary = purchase.summary
-        let credit = AppleCredit(
+        var credit = AppleCredit(
             transaction: purchase.facts, userID: user, outTradeNo: outTradeNo, newOrder: newOrder, source: source,
             outbox: { _ in nil },
             events: { decision in
                 [NewOrderEvent(kind: "appstore_verified", detail: summary, at: at),
                  NewOrderEvent(kind: "appstore_match", detail: Self.words(decision, reporter: reporter, source: source), at: at)]
             }, at: at)
+        credit.renewal = renewal
         let result = try await context.storage { () throws(StorageError) in
             try await self.context.settlement.creditApple(credit, in: self.store)
         }
