@@ -131,6 +131,12 @@ extension IAPService {
             _ = try? await store.markAppleTransactionChecked(row.transactionID, at: self.now())
             let purchase = VerifiedPurchase(facts: row.facts, via: row.source,
                                             verification: "verified when first seen (\(row.source)); tried again by the reconciler")
+            // A later payment of a subscription whose payment before it waits unclaimed waits with
+            // it (`renewalHolder`), and is credited with it; the ledger does not say whether it was a
+            // renewal, so it is not given to whoever the account's rule would find on its own.
+            if purchase.transactionID != purchase.facts.originalTransactionID, case .waits = await renewalHolder(purchase) {
+                continue
+            }
             guard let (user, how) = await inferUser(purchase) else { continue }
             if let answer = try? await credit(purchase, user: user, outTradeNo: nil, source: "reconcile (unmatched purchase; \(how))"),
                answer.outcome == "credited" {
