@@ -45,8 +45,8 @@ public protocol IAPStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     /// Records Apple's refund or revocation of a transaction (inserting its ledger row if the
     /// gateway had not seen it: it will never credit an order then). Idempotent, and the latest
     /// revocation date is kept: a refund Apple made again after a reversal the gateway has not
-    /// heard of yet is the one that stands when that reversal, older, arrives. Returns the row afterwards. The order it credited, if any, is moved
-    /// to REFUND by the caller, through the door.
+    /// heard of yet is the one that stands when that reversal, older, arrives. Returns the row
+    /// afterwards. The order it credited, if any, is moved to REFUND by the caller, through the door.
     func recordAppleRevocation(_ facts: AppleTransactionFacts, source: String, at: Date) async throws(StorageError)
         -> AppleTransactionRecord
 

@@ -188,12 +188,12 @@ extension IAPService {
         return order.userID
     }
 
-    /// Whose purchase a transaction without a usable token is: the user of the latest order
-    /// credited by the same original transaction (a subscription's renewals: the user who holds it
-    /// now, after a resubscription by another user of a shared account), else the user the same App
-    /// Store account's other purchases were credited to (`accountUsers`). A purchase a person made
-    /// (a resubscription, not a renewal) on a subscription several users held is a shared account's
-    /// purchase among them.
+    /// Whose purchase a transaction without a usable token is: for a renewal, the user credited
+    /// with the subscription's payment before it (`renewalHolder`: nobody's yet while that payment
+    /// waits unclaimed); else the user of the latest order credited by the same original
+    /// transaction, else the user the same App Store account's other purchases were credited to
+    /// (`accountUsers`). A purchase a person made (a resubscription, not a renewal) on a
+    /// subscription several users held is a shared account's purchase among them.
     ///
     /// An account whose purchases were credited to several users is shared (a family iPad, a phone
     /// passed on): the purchase is then the one of those users who had an order open for its
