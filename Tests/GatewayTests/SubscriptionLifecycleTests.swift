@@ -306,21 +306,27 @@ struct SubscriptionLifecycleTests {
         #expect(renewal.userID == "sibling" && !renewal.flags.contains(.matchedWithoutOrder), "\(renewal)")
     }
 
-    @Test("A subscription two users of one App Store account held: a resubscription without a token goes to the one with an order open, and its renewals stay theirs",
-          arguments: StoreKind.all)
-    func aTokenlessResubscriptionOnASharedSubscriptionGoesToTheUserWithAnOpenOrder(store: StoreKind) async throws {
+    /// The learner's subscription, lapsed; resubscribed on the same App Store account by the
+    /// sibling with an order of their own; lapsed again: a subscription two users have held.
+    static func heldByTwo(_ store: StoreKind) async throws -> Scene {
         let scene = try await Scene.subscribe(store)
-        defer { Task { await scene.stop() } }
         _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
         await scene.advance(days: 32)
-        // The sibling resubscribes on the same account with an order of their own, then lets it lapse too.
-        let first = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
-        let held = try scene.rig.buy("apple-learner", token: first, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let token = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
+        let held = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
         #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
         await scene.settle()
         _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
         await scene.advance(days: 32)
-        // Then buys again from the App Store's settings (no token) while an order of theirs is open.
+        return scene
+    }
+
+    @Test("A subscription two users of one App Store account held: a resubscription without a token goes to the one with an order open, and its renewals stay theirs",
+          arguments: StoreKind.all)
+    func aTokenlessResubscriptionOnASharedSubscriptionGoesToTheUserWithAnOpenOrder(store: StoreKind) async throws {
+        let scene = try await Self.heldByTwo(store)
+        defer { Task { await scene.stop() } }
+        // The sibling buys again from the App Store's settings (no token) while an order of theirs is open.
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
         await scene.settle()
@@ -337,16 +343,8 @@ struct SubscriptionLifecycleTests {
     @Test("The renewals of a tokenless resubscription nobody could be tied to wait with it, and follow it to the user its report proves",
           arguments: StoreKind.all)
     func renewalsOfAnUnclaimedResubscriptionWaitWithIt(store: StoreKind) async throws {
-        let scene = try await Scene.subscribe(store)
+        let scene = try await Self.heldByTwo(store)
         defer { Task { await scene.stop() } }
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
-        let token = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
-        let held = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
-        #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
-        await scene.settle()
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
         // Bought again without a token while neither has an order open: nobody's yet, and its renewal neither.
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
         await scene.settle()
