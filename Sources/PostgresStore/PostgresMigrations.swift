@@ -220,6 +220,10 @@ enum PostgresMigrations {
         ]),
         Migration(version: 17, name: "what the database is bound to: its owner, what each sold product grants",
                   statements: PostgresOrderStore.bindingsSchema),
+        // The events out for delivery now (as SQLite's 17).
+        Migration(version: 18, name: "outbox events leased", statements: [
+            "CREATE INDEX IF NOT EXISTS outbox_leased ON outbox (claimed_until) WHERE claimed_until IS NOT NULL",
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -7,22 +7,31 @@ extension PostgresOrderStore {
         -> [OutboxEvent]
     {
         guard limit > 0 else { return [] }
-        let claimed = try await exclusive { db throws(StorageError) in
-            // SKIP LOCKED: dispatchers of several instances claiming at once take disjoint events,
-            // and a row another one is claiming right now is left to it, not waited for.
-            try db.run(PGQuery(
+        let claimed = try await transaction { db throws(StorageError) in
+            // Claims of all instances one at a time: the rule that one user's entitlement events
+            // are never leased to two dispatchers at once reads the other claims' leases, which a
+            // claim running beside it would not see yet.
+            _ = try db.run(PGQuery("SELECT pg_advisory_xact_lock(hashtext('wxpay-gateway outbox claims'), hashtext(current_schema()))"))
+            // SKIP LOCKED: a row a delivery's bookkeeping is writing right now is left for later,
+            // not waited for.
+            let rows = try db.run(PGQuery(
                 """
                 WITH due AS MATERIALIZED (
                     SELECT id AS due_id FROM outbox
                     WHERE delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= $3
                         AND (claimed_until IS NULL OR claimed_until <= $3)
+                        AND NOT (type = $5 AND COALESCE(payload::jsonb ->> 'user_id', '') IN (
+                            SELECT payload::jsonb ->> 'user_id' FROM outbox
+                            WHERE type = $5 AND delivered_at IS NULL AND dead_at IS NULL AND claimed_until > $3
+                                AND payload::jsonb ->> 'user_id' IS NOT NULL))
                     ORDER BY next_attempt_at, created_at, id COLLATE "C"
                     LIMIT $4
                     FOR UPDATE SKIP LOCKED)
                 UPDATE outbox SET claimed_by = $1, claimed_until = $2 FROM due WHERE id = due.due_id
                 RETURNING
                 """ + " " + OutboxEvent.columns,
-                claimant, leaseUntil, now, limit)).rows(OutboxEvent.init(row:))
+                claimant, leaseUntil, now, limit, OutboxEvent.oneAtATimePerUser)).rows(OutboxEvent.init(row:))
+            return (rows, nil)
         }
         return claimed.inClaimOrder()
     }

@@ -140,6 +140,12 @@ enum SQLiteMigrations {
         ]),
         Migration(version: 16, name: "what the database is bound to: its owner, what each sold product grants",
                   sql: SQLiteOrderStore.bindingsSchema),
+        // The events out for delivery now (a delivery's bookkeeping clears its lease): what a claim
+        // reads to leave one user's entitlement events to the dispatcher holding one, without
+        // reading every pending event of a backlog.
+        Migration(version: 17, name: "outbox events leased", sql: """
+            CREATE INDEX IF NOT EXISTS outbox_leased ON outbox (claimed_until) WHERE claimed_until IS NOT NULL;
+            """),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

@@ -15,11 +15,15 @@ extension SQLiteOrderStore {
                     SELECT id FROM outbox
                     WHERE delivered_at IS NULL AND dead_at IS NULL AND next_attempt_at <= ?3
                         AND (claimed_until IS NULL OR claimed_until <= ?3)
+                        AND NOT (type = ?5 AND IFNULL(json_extract(payload, '$.user_id'), '') IN (
+                            SELECT json_extract(payload, '$.user_id') FROM outbox
+                            WHERE type = ?5 AND delivered_at IS NULL AND dead_at IS NULL AND claimed_until > ?3
+                                AND json_extract(payload, '$.user_id') IS NOT NULL))
                     ORDER BY next_attempt_at, created_at, id
                     LIMIT ?4)
                 RETURNING
                 """ + " " + OutboxEvent.columns,
-                claimant, leaseUntil, now, limit, decode: OutboxEvent.init(row:))
+                claimant, leaseUntil, now, limit, OutboxEvent.oneAtATimePerUser, decode: OutboxEvent.init(row:))
         }
         return claimed.inClaimOrder()
     }

@@ -93,7 +93,9 @@ public protocol OrderStore: Sendable {
     // MARK: Outbox
 
     /// Leases up to `limit` pending events due at `now` whose lease is free, earliest due first,
-    /// to `claimant` until `leaseUntil`.
+    /// to `claimant` until `leaseUntil`. An event of type `OutboxEvent.oneAtATimePerUser` is not
+    /// leased while another of its user's is (to any claimant, its lease not run out); several of
+    /// one user's free at once may be leased together, and the dispatcher sends them in turn.
     func dueOutboxEvents(now: Date, limit: Int, claimant: String, leaseUntil: Date) async throws(StorageError)
         -> [OutboxEvent]
 

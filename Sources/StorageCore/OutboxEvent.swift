@@ -53,4 +53,10 @@ public struct OutboxEvent: Sendable, Hashable {
 
     /// Neither delivered nor dead.
     public var isPending: Bool { deliveredAt == nil && deadAt == nil }
+
+    /// The type whose events are sent one at a time per user, whichever dispatcher sends them:
+    /// each carries the user's state computed as it is sent, so two of one user's in flight at
+    /// once (two instances) could land in the wrong order and leave the receiver an older state.
+    /// The user is the payload's top-level `user_id`.
+    public static let oneAtATimePerUser = "entitlement.changed"
 }

@@ -30,6 +30,49 @@ struct OutboxTests {
         }
     }
 
+    /// An order paid at t=60 s whose outbox event is `user`'s `entitlement.changed`.
+    private func entitlementChanged(_ outTradeNo: String, id: String, user: String, in store: some OrderStore) async throws {
+        try await Fixture.create(Fixture.order(outTradeNo), in: store)
+        _ = try await store.transition(
+            outTradeNo, to: .success, from: OrderState.open, outbox: Fixture.entitlement(outTradeNo, id: id, user: user),
+            at: TestTime.at(60))
+    }
+
+    @Test(arguments: StoreKind.all) func oneUsersEntitlementEventIsNotLeasedWhileAnotherOfTheirsIsOut(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await entitlementChanged("U1", id: "u1-first", user: "u1", in: store)
+            let first = try await store.dueOutboxEvents(now: TestTime.at(60), limit: 1, claimant: "d1", leaseUntil: TestTime.at(90))
+            #expect(first.map(\.id) == ["u1-first"])
+            try await entitlementChanged("U2", id: "u1-second", user: "u1", in: store)
+            try await entitlementChanged("U3", id: "u2-first", user: "u2", in: store)
+            try await paidOrder("U4", id: "paid", in: store)
+            // Sent now by another dispatcher, u1's second could land before the first and leave
+            // the receiver the older state: it waits; other users' and other kinds' events do not.
+            #expect(try await due(store, at: 61, claimant: "d2") == ["paid", "u2-first"])
+            #expect(try await store.markDelivered("u1-first", at: TestTime.at(62)))
+            #expect(try await due(store, at: 63, claimant: "d2") == ["u1-second"])
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func oneUsersEntitlementEventsFreeAtOnceAreLeasedTogetherAndALapsedLeaseHoldsNothing(
+        _ kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await entitlementChanged("L1", id: "l-1", user: "u1", in: store)
+            try await entitlementChanged("L2", id: "l-2", user: "u1", in: store)
+            // One dispatcher sends them in turn.
+            #expect(try await due(store, at: 60, claimant: "d1") == ["l-1", "l-2"])
+            #expect(try await due(store, at: 70, claimant: "d2").isEmpty)
+            // d1 vanished: its leases ran out at 90, and hold nothing back.
+            #expect(try await due(store, at: 90, claimant: "d2") == ["l-1", "l-2"])
+            // A failed attempt gives its lease back: the other, still out, holds the first back.
+            #expect(try await store.reschedule("l-1", nextAttemptAt: TestTime.at(95), attempts: 1, lastError: "http_503"))
+            #expect(try await due(store, at: 96, claimant: "d3").isEmpty)
+            #expect(try await store.markDelivered("l-2", at: TestTime.at(97)))
+            #expect(try await due(store, at: 98, claimant: "d3") == ["l-1"])
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aRescheduledEventIsNotDueBeforeItsNextAttempt(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await paidOrder("O2", id: "e2", in: store)

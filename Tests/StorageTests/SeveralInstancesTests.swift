@@ -107,6 +107,48 @@ struct SeveralInstancesTests {
         }
     }
 
+    @Test(arguments: StoreKind.all) func dispatchersOnTwoInstancesNeverHoldOneUsersEntitlementEventsAtOnce(
+        _ kind: StoreKind
+    ) async throws {
+        try await withTwoStores(kind) { first, second, _ async throws in
+            // Ten users, three events each, claimed in batches of two by six dispatchers racing,
+            // none delivered: each user's events claimed go to one dispatcher, whichever wins (and
+            // one left out of its batch waits while the others are out).
+            for index in 0..<30 {
+                try await Fixture.create(Fixture.order("S6-\(index)"), in: first)
+                _ = try await second.transition(
+                    "S6-\(index)", to: .success, from: OrderState.open,
+                    outbox: Fixture.entitlement("S6-\(index)", id: "e\(index)", user: "user-\(index % 10)"),
+                    at: TestTime.at(60))
+            }
+            let claims = try await withThrowingTaskGroup(of: (String, [OutboxEvent]).self) { group in
+                for dispatcher in 0..<6 {
+                    let store = dispatcher.isMultiple(of: 2) ? first : second
+                    group.addTask {
+                        var mine: [OutboxEvent] = []
+                        for _ in 0..<10 {
+                            mine += try await store.dueOutboxEvents(
+                                now: TestTime.at(100), limit: 2, claimant: "d\(dispatcher)", leaseUntil: TestTime.at(130))
+                        }
+                        return ("d\(dispatcher)", mine)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            var holder: [String: String] = [:]
+            for (dispatcher, events) in claims {
+                for event in events {
+                    let user = try #require(event.payload.split(separator: "\"").dropLast().last.map(String.init))
+                    #expect(holder[user, default: dispatcher] == dispatcher, "\(user)'s events held by two dispatchers")
+                    holder[user] = dispatcher
+                }
+            }
+            let ids = claims.flatMap(\.1).map(\.id)
+            #expect(Set(ids).count == ids.count)
+            #expect(holder.count == 10)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func whatOneInstanceCommittedTheOtherReadsAtOnce(_ kind: StoreKind) async throws {
         try await withTwoStores(kind) { first, second, _ async throws in
             try await Fixture.create(Fixture.order("S5"), in: first)

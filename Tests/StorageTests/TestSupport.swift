@@ -35,6 +35,13 @@ enum Fixture {
             createdAt: at)
     }
 
+    /// An event of the type sent one at a time per user (`entitlement.changed`), naming `user`.
+    static func entitlement(_ outTradeNo: String, id: String, user: String, at: Date = TestTime.at(60)) -> OutboxEvent {
+        OutboxEvent(
+            id: id, outTradeNo: outTradeNo, type: OutboxEvent.oneAtATimePerUser,
+            payload: #"{"out_trade_no":"\#(outTradeNo)","user_id":"\#(user)"}"#, createdAt: at)
+    }
+
     /// An `order.paid` the database itself refuses (its table's rule `attempts >= 0`): a write that
     /// fails inside the store's transaction, after the door's UPDATE and event. (An id on record
     /// does not fail: it is the same event written again, `OutboxEvent.id`.)

@@ -10,9 +10,10 @@ import StorageCore
 /// delivered is computed at each attempt from the user's payments, like the entitlements route:
 /// `{"created_at","data":{"entitlements":[…],"out_trade_no","user_id"},"id","type":"entitlement.changed"}`.
 /// An attempt therefore never carries a state older than the change it announces, and a retry
-/// carries the newest; the dispatcher sends one user's events one after another, oldest first.
+/// carries the newest; the dispatcher sends one user's events one after another, and the store
+/// leases none of them while another is out (`OutboxEvent.oneAtATimePerUser`), across instances.
 public struct EntitlementEvents: Sendable {
-    public static let type = "entitlement.changed"
+    public static let type = OutboxEvent.oneAtATimePerUser
 
     let store: any EntitlementStore
     let catalog: CatalogSource
