@@ -307,8 +307,9 @@ struct SubscriptionLifecycleTests {
     }
 
     /// The learner's subscription, lapsed; resubscribed on the same App Store account by the
-    /// sibling with an order of their own; lapsed again: a subscription two users have held.
-    static func heldByTwo(_ store: StoreKind) async throws -> Scene {
+    /// sibling with an order of their own; lapsed again unless `lapsed` is false: a subscription
+    /// two users have held.
+    static func heldByTwo(_ store: StoreKind, lapsed: Bool = true) async throws -> Scene {
         let scene = try await Scene.subscribe(store)
         _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
         await scene.advance(days: 32)
@@ -316,9 +317,29 @@ struct SubscriptionLifecycleTests {
         let held = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
         #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
         await scene.settle()
+        guard lapsed else { return scene }
         _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
         await scene.advance(days: 32)
         return scene
+    }
+
+    @Test("On a subscription two users held, an upgrade carrying the token of its holder's order is theirs, credited from Apple's notification alone",
+          arguments: StoreKind.all)
+    func anUpgradeOnASharedSubscriptionGoesToTheUserItsTokenNames(store: StoreKind) async throws {
+        let scene = try await Self.heldByTwo(store, lapsed: false)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 10)
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        let truth = try scene.truth()
+        #expect(truth.productId == "vip.yearly")
+        let upgrade = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
+        #expect(upgrade.userID == "sibling" && upgrade.productID == "vip-ios-year" && upgrade.state == .success, "\(upgrade)")
+        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
+        let vip = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)), "\(vip)")
+        #expect(vip["active"] as? Bool == true && vip["will_renew"] as? Bool == true, "\(vip)")
+        #expect(try await scene.vip()["active"] as? Bool == false)
     }
 
     @Test("A subscription two users of one App Store account held: a resubscription without a token goes to the one with an order open, and its renewals stay theirs",

@@ -180,15 +180,9 @@ extension IAPService {
         }
     }
 
-    /// The user of the order the purchase's `appAccountToken` names, if any.
-    func tokenOwner(_ purchase: VerifiedPurchase) async -> String? {
-        guard let token = purchase.facts.appAccountToken, let order = try? await store.order(appAccountToken: token) else {
-            return nil
-        }
-        return order.userID
-    }
-
-    /// Whose purchase a transaction without a usable token is: for a renewal, the user credited
+    /// Whose purchase a transaction is: the user of the order its `appAccountToken` names (the
+    /// app's word, whatever else the account's history says: an upgrade or resubscription a user
+    /// of a shared account made with their token is theirs); else, for a renewal, the user credited
     /// with the subscription's payment before it (`renewalHolder`: nobody's yet while that payment
     /// waits unclaimed); else the user of the latest order credited by the same original
     /// transaction, else the user the same App Store account's other purchases were credited to
@@ -209,6 +203,10 @@ extension IAPService {
     /// it needed not read them, or could not): what `tie` reports beside it, so that one reading of
     /// the account's history serves both.
     private func infer(_ purchase: VerifiedPurchase) async -> (inferred: (user: String, how: String)?, accountUsers: [String]?) {
+        if let token = purchase.facts.appAccountToken, let named = try? await store.order(appAccountToken: token),
+           let user = named.userID {
+            return ((user, "its appAccountToken is \(user)'s order \(named.outTradeNo)'s"), nil)
+        }
         let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID)
         var holders: [String] = []
         for holder in (orders ?? []).compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
@@ -280,7 +278,6 @@ extension IAPService {
     /// Store account when it was read: nobody tied on an account several users bought from is a
     /// shared account's purchase, still one of theirs.
     func tie(_ purchase: VerifiedPurchase) async -> (user: String?, accountUsers: [String]?) {
-        if let owner = await tokenOwner(purchase) { return (owner, nil) }
         let inferred = await infer(purchase)
         return (inferred.inferred?.user, inferred.accountUsers)
     }

@@ -132,8 +132,7 @@ public final class IAPService: Sendable {
     /// order credited by the same original transaction or another purchase of the same App Store
     /// account (`inferUser`). Nil: nothing ties it to anyone yet.
     func tiedUser(_ purchase: VerifiedPurchase) async -> String? {
-        if let owner = await tokenOwner(purchase) { return owner }
-        return await inferUser(purchase)?.user
+        await inferUser(purchase)?.user
     }
 
     /// What a credit answered: the order, how it was matched, whether this call credited it.
