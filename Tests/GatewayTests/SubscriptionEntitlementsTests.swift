@@ -177,6 +177,17 @@ struct SubscriptionEntitlementsTests {
             let vip = try #require(Entitlements(payments: payments, subscriptions: [state], catalog: Self.tiers).grant("vip"))
             #expect(vip.expiresAt == Self.beijing("20270401100000") && !vip.willRenew, "\(next)")
         }
+        // The subscription gave lite before an upgrade to vip: Apple renews it into lite, whose
+        // entitlement (lapsed at the upgrade) will renew.
+        let both = [Self.payment("l1", "lite-ios", apple: "lite.monthly", at: Self.beijing("20270201100000"))] + payments
+        state.autoRenewProductID = "lite.monthly"
+        let downgrading = Entitlements(payments: both, subscriptions: [state], catalog: Self.tiers)
+        let lite = try #require(downgrading.grant("lite"))
+        #expect(lite.expiresAt == Self.beijing("20270301100000") && lite.willRenew)
+        #expect(downgrading.grant("vip")?.willRenew == false)
+        state.autoRenew = false
+        #expect(Entitlements(payments: both, subscriptions: [state], catalog: Self.tiers).grant("lite")?.willRenew == false)
+        state.autoRenew = true
         // A move between two products granting the same entitlement still renews it.
         state.autoRenewProductID = "vip.monthly"
         state.productID = "vip.monthly"

@@ -129,11 +129,13 @@ public struct Entitlements: Sendable, Hashable {
                 if ordered[index].channel == .apple, let chain = ordered[index].originalTransactionID, subscribed.contains(chain) {
                     // App Store subscriptions do not stack: Apple sets their periods. A payment the
                     // subscription's state already counts adds nothing to it; one newer than the
-                    // state (credited before Apple's word on it) gives its period.
+                    // state (credited before Apple's word on it) gives its period. Whether it
+                    // renews is the product it renews into: after a downgrade waiting for the
+                    // renewal, the entitlement an earlier product of it gave renews, lapsed or not.
                     let state = stateSlots[chain] == slot ? states[chain] : nil
                     var candidate = reaches[slot].subscriptions[chain]
                         ?? Candidate(end: state?.accessEndsAt ?? .distantPast, payment: index,
-                                     willRenew: (state?.willRenew ?? false) && renewalSlots[chain] == slot)
+                                     willRenew: (states[chain]?.willRenew ?? false) && renewalSlots[chain] == slot)
                     candidate.payment = index
                     if state.map({ paidAt > $0.periodStartedAt }) ?? true {
                         let end = period.end(from: paidAt)
