@@ -224,6 +224,10 @@ enum PostgresMigrations {
         Migration(version: 18, name: "outbox events leased", statements: [
             "CREATE INDEX IF NOT EXISTS outbox_leased ON outbox (claimed_until) WHERE claimed_until IS NOT NULL",
         ]),
+        // Apple's reason for a subscription's transaction (as SQLite's 18).
+        Migration(version: 19, name: "App Store transaction reasons", statements: [
+            "ALTER TABLE apple_transactions ADD COLUMN IF NOT EXISTS transaction_reason text CHECK (transaction_reason IN ('PURCHASE', 'RENEWAL'))",
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

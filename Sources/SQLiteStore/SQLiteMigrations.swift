@@ -146,6 +146,12 @@ enum SQLiteMigrations {
         Migration(version: 17, name: "outbox events leased", sql: """
             CREATE INDEX IF NOT EXISTS outbox_leased ON outbox (claimed_until) WHERE claimed_until IS NOT NULL;
             """),
+        // Apple's reason for a subscription's transaction: a renewal credited after it waited (its
+        // user unknown) is still one Apple charged by itself. Rows from before stay NULL: unknown.
+        Migration(version: 18, name: "App Store transaction reasons", sql: "", columns: [
+            NewColumn(table: "apple_transactions", name: "transaction_reason",
+                      definition: "TEXT CHECK (transaction_reason IN ('PURCHASE', 'RENEWAL'))"),
+        ]),
     ]
 
     static var latestVersion: Int { all.last?.version ?? 0 }

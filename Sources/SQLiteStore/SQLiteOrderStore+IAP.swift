@@ -226,11 +226,11 @@ extension SQLiteOrderStore: IAPStore {
             """
             INSERT INTO apple_transactions (transaction_id, original_transaction_id, product_id, environment,
                 app_account_token, purchase_date, revocation_date, source, first_seen_at, updated_at, price, currency,
-                storefront, quantity)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (transaction_id) DO UPDATE SET
+                storefront, quantity, transaction_reason)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13, ?14) ON CONFLICT (transaction_id) DO UPDATE SET
             """ + AppleTransactionRecord.ledgerFill, facts.transactionID, facts.originalTransactionID, facts.productID, facts.environment, facts.appAccountToken,
             facts.purchaseDate, facts.revocationDate, source, at, facts.price, facts.currency, facts.storefront,
-            facts.quantity)
+            facts.quantity, facts.transactionReason)
     }
 
     /// Sets the revocation date, the later of the one known and this one, unless Apple reversed a

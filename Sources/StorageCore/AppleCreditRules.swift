@@ -39,6 +39,7 @@ extension AppleTransactionFacts {
     package func fillsIn(_ known: AppleTransactionFacts) -> Bool {
         guard let quantity, known.quantity == nil || known.quantity == quantity, agrees(with: known) else { return false }
         return known.quantity == nil || (known.price == nil && price != nil) || (known.storefront == nil && storefront != nil)
+            || (known.renewal == nil && renewal != nil)
     }
 
     /// Names the same product and environment as `known`, and no other token.

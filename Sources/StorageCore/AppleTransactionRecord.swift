@@ -25,10 +25,14 @@ public struct AppleTransactionFacts: Sendable, Hashable {
     /// How many of the product the transaction sold (a consumable may be bought several at once).
     /// Nil when the evidence did not say (rows older than this column).
     public var quantity: Int?
+    /// Apple's `transactionReason` of a subscription's transaction: a renewal Apple charged by
+    /// itself (true) or a purchase a person made (false). Nil when the evidence did not say (not a
+    /// subscription, a receipt's entry, rows older than this column).
+    public var renewal: Bool?
 
     public init(transactionID: String, originalTransactionID: String, productID: String, environment: String,
                 appAccountToken: String? = nil, purchaseDate: Date, revocationDate: Date? = nil, price: Int64? = nil,
-                currency: String? = nil, storefront: String? = nil, quantity: Int? = nil) {
+                currency: String? = nil, storefront: String? = nil, quantity: Int? = nil, renewal: Bool? = nil) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -40,6 +44,19 @@ public struct AppleTransactionFacts: Sendable, Hashable {
         self.currency = currency
         self.storefront = storefront
         self.quantity = quantity
+        self.renewal = renewal
+    }
+
+    /// `renewal` as the ledger's `transaction_reason` keeps it: Apple's own words.
+    package var transactionReason: String? { renewal.map { $0 ? "RENEWAL" : "PURCHASE" } }
+
+    package static func renewal(transactionReason: String?) throws(StorageError) -> Bool? {
+        switch transactionReason {
+        case nil: return nil
+        case "RENEWAL": return true
+        case "PURCHASE": return false
+        default: throw .unexpectedRow
+        }
     }
 }
 

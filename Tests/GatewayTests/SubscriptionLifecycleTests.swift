@@ -378,6 +378,10 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.rig.report("learner", ["signed_transaction": again.signedTransactionInfo]).status == 200)
         let credited = try await scene.orders().filter { [again.transactionID, renewal].contains($0.appleTransactionID) }
         #expect(credited.count == 2 && credited.allSatisfy { $0.userID == "learner" }, "\(credited.map { ($0.outTradeNo, $0.userID) })")
+        // The renewal, credited from the ledger once its resubscription was, is one Apple charged by
+        // itself: nothing for support to look at.
+        let renewed = try #require(credited.first { $0.appleTransactionID == renewal })
+        #expect(!renewed.flags.contains(.matchedWithoutOrder), "\(renewed.flags)")
         // And so is the next renewal.
         await scene.advance(days: 32)
         let next = try scene.truth().latestTransactionId
@@ -445,6 +449,9 @@ struct SubscriptionLifecycleTests {
         let credited = try await rig.iap.store.appleTransactions(originalTransactionID: bought.transactionID)
         #expect(credited.allSatisfy { $0.outTradeNo != nil }, "\(credited.map(\.outTradeNo))")
         #expect(try await scene.orders().allSatisfy { $0.userID == "learner" && $0.state == .success })
+        // The two renewals are payments Apple took by itself, credited from the ledger: not flagged.
+        let renewals = try await scene.orders().filter { $0.appleTransactionID != bought.transactionID }
+        #expect(renewals.count == 2 && renewals.allSatisfy { $0.flags.isEmpty }, "\(renewals.map(\.flags))")
         let answerVIP = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
         let vip = try #require((answerVIP.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
         #expect(vip["active"] as? Bool == true, "\(vip)")

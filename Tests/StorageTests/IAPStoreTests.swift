@@ -230,6 +230,33 @@ struct IAPStoreTests {
         }
     }
 
+    @Test(arguments: StoreKind.all) func theLedgerKeepsApplesReasonAndFillsItInFromEvidenceThatGivesIt(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            var renewal = Self.facts("2000000000000091", original: "2000000000000090")
+            renewal.quantity = 1
+            renewal.renewal = true
+            _ = try await store.creditAppleTransaction(Self.credit(renewal, user: nil))
+            #expect(try await store.appleTransaction("2000000000000091")?.facts.renewal == true)
+            // Evidence without it (a receipt's entry) changes nothing; the first word stands.
+            var silent = renewal
+            silent.renewal = nil
+            _ = try await store.creditAppleTransaction(Self.credit(silent, user: nil))
+            var contrary = renewal
+            contrary.renewal = false
+            _ = try await store.creditAppleTransaction(Self.credit(contrary, user: nil))
+            #expect(try await store.appleTransaction("2000000000000091")?.facts.renewal == true)
+
+            // First seen without it, filled in by Apple's signed word.
+            var purchase = Self.facts("2000000000000092")
+            purchase.quantity = 1
+            _ = try await store.creditAppleTransaction(Self.credit(purchase, user: nil))
+            #expect(try await store.appleTransaction("2000000000000092")?.facts.renewal == nil)
+            purchase.renewal = false
+            _ = try await store.creditAppleTransaction(Self.credit(purchase, user: nil))
+            #expect(try await store.appleTransaction("2000000000000092")?.facts.renewal == false)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aTokenNamesOneOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             let token = UUID().uuidString.lowercased()

@@ -131,10 +131,12 @@ extension IAPService {
             _ = try? await store.markAppleTransactionChecked(row.transactionID, at: self.now())
             let purchase = VerifiedPurchase(facts: row.facts, via: row.source,
                                             verification: "verified when first seen (\(row.source)); tried again by the reconciler")
-            // A later payment of a subscription whose payment before it waits unclaimed waits with
-            // it (`renewalHolder`), and is credited with it; the ledger does not say whether it was a
-            // renewal, so it is not given to whoever the account's rule would find on its own.
-            if purchase.transactionID != purchase.facts.originalTransactionID, case .waits = await renewalHolder(purchase) {
+            // A renewal of a subscription whose payment before it waits unclaimed waits with it
+            // (`renewalHolder`), and is credited with it. A row older than the ledger's reasons
+            // that is a later payment of its subscription is taken for one: it is not given to
+            // whoever the account's rule would find on its own.
+            if purchase.facts.renewal ?? (purchase.transactionID != purchase.facts.originalTransactionID),
+               case .waits = await renewalHolder(purchase) {
                 continue
             }
             guard let (user, how) = await inferUser(purchase) else { continue }
@@ -167,10 +169,11 @@ extension IAPService {
             let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
                                            verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
                                                + "of the same original transaction was")
-            // Read back from the ledger, which does not keep Apple's reason: a later transaction of
-            // the subscription follows the one before it (a renewal), as Apple's notification would.
+            // A renewal follows the subscription's payment before it, as Apple's notification of it
+            // would (so does a row older than the ledger's reasons); a purchase a person made is
+            // whoever its own evidence names (`inferUser`: its token, the shared-account rule).
             let holder: (user: String, how: String)?
-            switch await renewalHolder(waiting) {
+            switch waiting.facts.renewal == false ? .unknown : await renewalHolder(waiting) {
             case .user(let user, let how): holder = (user, how)
             case .waits: holder = nil
             case .unknown: holder = await inferUser(waiting)
@@ -210,7 +213,7 @@ extension IAPService {
         let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID)
         var holders: [String] = []
         for holder in (orders ?? []).compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
-        if purchase.subscriptionTransaction?.transactionReason == .renewal {
+        if purchase.isRenewal {
             switch await renewalHolder(purchase) {
             case .user(let user, let how): return ((user, how), nil)
             case .waits: return (nil, holders.isEmpty ? nil : holders)
@@ -218,7 +221,7 @@ extension IAPService {
             }
         }
         if let order = orders?.last(where: { $0.userID != nil }), let user = order.userID {
-            if holders.count == 1 || purchase.subscriptionTransaction?.transactionReason == .renewal {
+            if holders.count == 1 || purchase.isRenewal {
                 return ((user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)"),
                         nil)
             }

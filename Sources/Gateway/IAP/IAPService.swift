@@ -194,7 +194,7 @@ public final class IAPService: Sendable {
         // it, so the order made for it is the expected one, not one to look at. A purchase a person
         // made (a resubscription, an upgrade: `transactionReason` PURCHASE) without an order is
         // still flagged: on a shared App Store account it may be another user's.
-        let renewal = purchase.subscriptionTransaction?.transactionReason == .renewal
+        let renewal = purchase.isRenewal
         if let user {
             if let product = context.catalog.catalog.product(appleProductID: purchase.productID) {
                 newOrder = AppleNewOrder(

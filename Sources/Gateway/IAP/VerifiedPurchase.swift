@@ -23,6 +23,9 @@ struct VerifiedPurchase: Sendable, Hashable {
     var subscriptionTransaction: AppStoreTransaction?
 
     var environment: String { facts.environment }
+    /// A subscription's payment Apple took by itself (Apple's `transactionReason`, kept in the
+    /// ledger for a transaction verified earlier).
+    var isRenewal: Bool { facts.renewal == true }
     var transactionID: String { facts.transactionID }
     var productID: String { facts.productID }
 
@@ -32,7 +35,8 @@ struct VerifiedPurchase: Sendable, Hashable {
             productID: transaction.productID, environment: transaction.environment.rawValue,
             appAccountToken: transaction.appAccountToken?.uuidString.lowercased(), purchaseDate: transaction.purchaseDate,
             revocationDate: transaction.revocationDate, price: transaction.price, currency: transaction.currency,
-            storefront: transaction.storefront, quantity: Self.quantity(transaction.quantity))
+            storefront: transaction.storefront, quantity: Self.quantity(transaction.quantity),
+            renewal: transaction.type == .autoRenewableSubscription ? Self.renewal(transaction.transactionReason) : nil)
         self.via = via
         self.verification = verification
         ownership = transaction.inAppOwnershipType?.rawValue
@@ -59,6 +63,16 @@ struct VerifiedPurchase: Sendable, Hashable {
             + "the transaction is in its in_app list"
         ownership = transaction.inAppOwnershipType
         provesPossession = true
+    }
+
+    /// Apple's reason as the ledger keeps it: nil for one it did not give, or one this gateway does
+    /// not know (neither a renewal nor a person's purchase, as far as it can tell).
+    private static func renewal(_ reason: AppStoreTransaction.TransactionReason?) -> Bool? {
+        switch reason {
+        case .some(.renewal): return true
+        case .some(.purchase): return false
+        default: return nil
+        }
     }
 
     /// Apple's `quantity` as the store keeps it, nil for unknown: both decoders give 0 for a count
