@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// Over 400 lines as one file: the App Store ledger's reads and the credit's session share the
+// ledger's statements and its row lock, and SQLite's counterpart is one file too.
 import Foundation
 import StorageCore
 
@@ -214,6 +216,21 @@ extension PostgresOrderStore: IAPStore {
                     AND apple_transaction_id IS NOT NULL
                 GROUP BY user_id, environment ORDER BY user_id COLLATE "C", environment LIMIT $2
                 """, paidSince, limit)).rows(AppleAnchor.init(row:))
+        }
+    }
+
+    public func usersWithAppleOrdersOpen(appleProductID: String, at: Date, madeAfter: Date, limit: Int) async throws(StorageError)
+        -> [String]
+    {
+        guard limit > 0 else { return [] }
+        return try await read { db throws(StorageError) in
+            try db.run(PGQuery(
+                """
+                SELECT DISTINCT user_id FROM orders
+                WHERE state IN ('NOTPAY', 'USERPAYING', 'CLOSED') AND created_at > $3 AND created_at <= $2
+                    AND expires_at > $2 AND channel = 'apple' AND apple_product_id = $1 AND user_id IS NOT NULL
+                LIMIT $4
+                """, appleProductID, at, madeAfter, limit)).rows { row throws(StorageError) in try row.text(0) }
         }
     }
 

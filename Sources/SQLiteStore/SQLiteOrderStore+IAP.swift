@@ -166,6 +166,21 @@ extension SQLiteOrderStore: IAPStore {
         }
     }
 
+    public func usersWithAppleOrdersOpen(appleProductID: String, at: Date, madeAfter: Date, limit: Int) async throws(StorageError)
+        -> [String]
+    {
+        guard limit > 0 else { return [] }
+        return try await read { db throws(StorageError) in
+            try db.rows(
+                """
+                SELECT DISTINCT user_id FROM orders
+                WHERE state IN ('NOTPAY', 'USERPAYING', 'CLOSED') AND created_at > ?3 AND created_at <= ?2
+                    AND expires_at > ?2 AND channel = 'apple' AND apple_product_id = ?1 AND user_id IS NOT NULL
+                LIMIT ?4
+                """, appleProductID, at, madeAfter, limit, decode: { row throws(StorageError) in try row.text(0) })
+        }
+    }
+
     public func unmatchedAppleTransactions(before: Date, limit: Int) async throws(StorageError) -> [AppleTransactionRecord] {
         guard limit > 0 else { return [] }
         return try await read { db throws(StorageError) in

@@ -75,6 +75,12 @@ public protocol IAPStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     /// `paidSince`, at most `limit`: the accounts the daily Get Refund History check asks about.
     func appleRefundAnchors(paidSince: Date, limit: Int) async throws(StorageError) -> [AppleAnchor]
 
+    /// The users with an App Store order for `appleProductID` that was open at `at` (made by then,
+    /// after `madeAfter`, and expiring after `at`) and was never paid (open or closed now), at most
+    /// `limit`: who might have made a purchase of it on an App Store account at that moment.
+    func usersWithAppleOrdersOpen(appleProductID: String, at: Date, madeAfter: Date, limit: Int) async throws(StorageError)
+        -> [String]
+
     /// Verified transactions that credit no order and are not revoked, last checked (or, never
     /// checked, first seen) before `before`, least recently checked first, at most `limit`.
     func unmatchedAppleTransactions(before: Date, limit: Int) async throws(StorageError) -> [AppleTransactionRecord]

@@ -142,6 +142,44 @@ struct IAPEndToEndTests {
     }
 
     @Test(arguments: GatewayRig.Mode.allCases)
+    func onAPhonePassedOnTheNewUsersInterruptedPurchaseWaitsForTheirReportInsteadOfGoingToTheOneBefore(mode: GatewayRig.Mode)
+        async throws
+    {
+        try await Self.withRig(mode) { rig in
+            // The App Store account has only ever bought for user-a.
+            try await Self.shareAccount("apple-passed-on", between: ["user-a"], rig)
+            // user-b, new on the phone, orders; the purchase is interrupted (its completed
+            // transaction has no token) and Apple's notification of it comes before the app's report.
+            let created = try await rig.createOrder("user-b")
+            let (_, completed) = try rig.appStore.interruptedPurchase(SimulatedPurchase(
+                user: "apple-passed-on", productID: IAPRig.appleProduct, appAccountToken: UUID(uuidString: Self.token(created))))
+            let recorded = try await eventually(timeout: .seconds(60)) {
+                try await rig.iap.store.appleTransaction(completed.transactionID) != nil
+            }
+            #expect(recorded)
+            #expect(try await rig.iap.store.appleTransaction(completed.transactionID)?.outTradeNo == nil,
+                    "user-b had an order open for it and user-a none: not user-a's")
+            _ = await rig.sweep()
+            #expect(try await rig.iap.store.appleTransaction(completed.transactionID)?.outTradeNo == nil)
+            let answer = try await rig.report("user-b", ["signed_transaction": completed.signedTransactionInfo])
+            #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "user-b", "\(answer.json)")
+            #expect(answer.json["matched_by"] as? String == "user_product")
+            #expect(Self.order(answer)["out_trade_no"] as? String == Self.number(created))
+
+            // An account's only user still gets a purchase of theirs made without an order when
+            // nobody had one open for it (an offer code, a purchase on the App Store's page).
+            try await Self.shareAccount("apple-one-user", between: ["user-c"], rig)
+            let own = try rig.buy("apple-one-user", token: nil, product: "com.example.courses.swift201")
+            let credited = try await eventually(timeout: .seconds(60)) {
+                try await rig.iap.store.appleTransaction(own.transactionID)?.outTradeNo != nil
+            }
+            #expect(credited)
+            let ownOrder = try await rig.iap.store.appleTransaction(own.transactionID)?.outTradeNo
+            #expect(try await rig.order(ownOrder ?? "")?.userID == "user-c")
+        }
+    }
+
+    @Test(arguments: GatewayRig.Mode.allCases)
     func onASharedAccountTheReconcilersReadingAndSupportKeepToTheSameRule(mode: GatewayRig.Mode) async throws {
         try await Self.withRig(mode) { rig in
             try await Self.shareAccount("apple-shared", between: ["user-a", "user-b"], rig)

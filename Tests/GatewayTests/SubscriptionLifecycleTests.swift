@@ -342,6 +342,39 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.vip()["active"] as? Bool == false)
     }
 
+    @Test("A change of a shared subscription's state that no payment of its holder announced (a tokenless upgrade nobody could be tied to) is announced to the user holding it, not to its first purchase's",
+          arguments: StoreKind.all)
+    func aStateChangeOfASharedSubscriptionIsAnnouncedToItsHolder(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // The sibling resubscribes without a token and their app reports it: theirs.
+        _ = try await scene.rig.createOrder("sibling", product: "vip-ios")
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo]).status == 200)
+        func announced(_ user: String) async throws -> Int {
+            var count = 0
+            for order in try await scene.orders() {
+                count += try await scene.rig.store.outboxEvents(order.outTradeNo).filter {
+                    $0.type == "entitlement.changed" && $0.payload.contains(#""user_id":"\#(user)""#)
+                }.count
+            }
+            return count
+        }
+        let before = (learner: try await announced("learner"), sibling: try await announced("sibling"))
+        // An upgrade without a token: a shared subscription's purchase nobody had an order open
+        // for waits unclaimed, and the subscription's state no longer counts for the sibling.
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        let upgrade = try scene.truth().latestTransactionId
+        #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == nil)
+        #expect(try await scene.state().latestTransactionID == upgrade)
+        #expect(try await announced("sibling") > before.sibling)
+        #expect(try await announced("learner") == before.learner)
+    }
+
     @Test("A subscription two users of one App Store account held: a resubscription without a token goes to the one with an order open, and its renewals stay theirs",
           arguments: StoreKind.all)
     func aTokenlessResubscriptionOnASharedSubscriptionGoesToTheUserWithAnOpenOrder(store: StoreKind) async throws {
@@ -488,6 +521,25 @@ struct SubscriptionLifecycleTests {
         let truth = try scene.truth()
         let renewal = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
         #expect(renewal.outTradeNo != made.outTradeNo && !renewal.flags.contains(.matchedWithoutOrder))
+    }
+
+    @Test("A resubscription without a token, made while another user of the app had an order open for it and its only subscriber none, waits for its report instead of going to the subscriber",
+          arguments: StoreKind.all)
+    func aTokenlessResubscriptionByANewUserOfTheAccountWaitsForTheirReport(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        // The sibling, new on the device, orders; the purchase reaches Apple without the order's token.
+        let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == nil)
+        #expect(try await scene.vip()["active"] as? Bool == false, "not the learner's")
+        let answer = try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo])
+        #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "sibling", "\(answer.json)")
+        let paid = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
+        #expect(paid.outTradeNo == open && paid.userID == "sibling", "\(paid)")
     }
 
     @Test("A downgrade to a product granting another entitlement ends the old one with its last period and grants the new one from the renewal",

@@ -154,14 +154,17 @@ struct UnclaimedPurchaseTests {
             #expect(try await rig.report("user-b", ["signed_transaction": paying.signedTransactionInfo]).status == 200)
             #expect(Self.code(try await Self.assign(rig, id, E2E.number(paidOrder))) == "order_not_assignable")
 
-            // A purchase tied to another user: its App Store account paid user-c's order since.
+            // A purchase tied to other users: its App Store account paid user-c's order since, and
+            // user-a had an order open for it when it was made; user-e, who had none, is neither.
             let tied = try await Self.unclaimed(rig, "user-a", appleAccount: "apple-c")
             let cOrder = try await rig.createOrder("user-c")
             let cPaid = try rig.buy("apple-c", token: E2E.token(cOrder))
             #expect(try await rig.report("user-c", ["signed_transaction": cPaid.signedTransactionInfo]).status == 200)
-            let wrongUser = try await Self.assign(rig, tied, open)
-            #expect(wrongUser.status == 409 && Self.code(wrongUser) == "order_not_assignable")
+            let eOrder = E2E.number(try await rig.createOrder("user-e"))
+            let wrongUser = try await Self.assign(rig, tied, eOrder)
+            #expect(wrongUser.status == 409 && Self.code(wrongUser) == "order_not_assignable", "\(wrongUser.json)")
             #expect((wrongUser.json["error"] as? [String: Any])?["message"] as? String ?? "" != "")
+            #expect(try await rig.order(eOrder)?.state == .notPay)
 
             // A purchase Apple refunded since (no notification came): Apple is asked first.
             let refunded = try await Self.unclaimed(rig, "user-a", appleAccount: "apple-d")

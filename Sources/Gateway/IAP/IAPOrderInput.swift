@@ -13,6 +13,8 @@ struct IAPOrderInput: Sendable, Hashable {
     var attach: String?
     var userID: String
     var expiresIn: Int
+    /// The `expires_in` an App Store order may be given, in seconds.
+    static let lifetimes = 300...86400
     /// The app's address (app tokens), kept for support; "" when the backend created it.
     var clientIP: String
 
@@ -43,7 +45,7 @@ struct IAPOrderInput: Sendable, Hashable {
             }
             userID = given
         }
-        expiresIn = try CreateOrderInput.integer(object, "expires_in", required: false, range: 300...86400)
+        expiresIn = try CreateOrderInput.integer(object, "expires_in", required: false, range: Self.lifetimes)
             ?? CreateOrderInput.defaultExpiresIn
         clientIP = user == nil ? "" : (peerIP ?? "")
     }

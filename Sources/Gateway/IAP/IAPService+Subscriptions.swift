@@ -49,15 +49,19 @@ extension IAPService {
         }
     }
 
-    /// The order the observation's transaction, else its original transaction, credited.
+    /// The order the observation's transaction credited, else the subscription's latest credited
+    /// order: its holder's, whose entitlements its state counts for (after another user of a
+    /// shared account resubscribed, theirs, not the first purchase's user; and when its latest
+    /// transaction waits unclaimed, the holder is who loses what the state gave).
     private func creditedOrder(of observation: SubscriptionObservation) async throws(APIError) -> OrderRecord? {
-        for id in [observation.transaction.transactionID, observation.originalTransactionID] {
-            let known = try await context.storage { () throws(StorageError) in try await self.store.appleTransaction(id) }
-            if let credited = known?.outTradeNo {
-                return try await context.storage { () throws(StorageError) in try await self.context.store.order(credited) }
-            }
+        let id = observation.transaction.transactionID
+        let known = try await context.storage { () throws(StorageError) in try await self.store.appleTransaction(id) }
+        if let credited = known?.outTradeNo {
+            return try await context.storage { () throws(StorageError) in try await self.context.store.order(credited) }
         }
-        return nil
+        let original = observation.originalTransactionID
+        return try await context.storage { () throws(StorageError) in try await self.store.orders(originalTransactionID: original) }
+            .last { $0.userID != nil }
     }
 
     /// A notification's observation: its transaction, its renewal info, and the status its type
