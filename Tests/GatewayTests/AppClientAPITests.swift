@@ -353,8 +353,8 @@ struct AppClientAPITests {
         for index in 0..<3 {
             #expect(try await Self.create(rig, alice, #"{"product_id":"swift-101","out_trade_no":"wait-000\#(index)"}"#).status == 201)
         }
-        async let first = rig.send(.get, "/v1/orders/wait-0000?wait=20", token: alice)
-        async let second = rig.send(.get, "/v1/orders/wait-0001?wait=20", token: alice)
+        async let first = rig.send(.get, "/v1/orders/wait-0000?wait=30", token: alice)
+        async let second = rig.send(.get, "/v1/orders/wait-0001?wait=30", token: alice)
         let held = await eventually { rig.services.context.userLimits.openWaits("alice") == 2 }
         #expect(held)
         let third = try await rig.send(.get, "/v1/orders/wait-0002?wait=20", token: alice)
