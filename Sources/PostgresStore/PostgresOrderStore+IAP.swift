@@ -227,7 +227,7 @@ extension PostgresOrderStore: IAPStore {
             try db.run(PGQuery(
                 """
                 SELECT DISTINCT user_id FROM orders
-                WHERE state IN ('NOTPAY', 'USERPAYING', 'CLOSED') AND created_at > $3 AND created_at <= $2
+                WHERE state IN ('NOTPAY', 'USERPAYING') AND created_at > $3 AND created_at <= $2
                     AND expires_at > $2 AND channel = 'apple' AND apple_product_id = $1 AND user_id IS NOT NULL
                 LIMIT $4
                 """, appleProductID, at, madeAfter, limit)).rows { row throws(StorageError) in try row.text(0) }

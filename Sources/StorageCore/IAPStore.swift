@@ -75,9 +75,9 @@ public protocol IAPStore: AppStoreBackfillStore, AppStoreConsumptionStore {
     /// `paidSince`, at most `limit`: the accounts the daily Get Refund History check asks about.
     func appleRefundAnchors(paidSince: Date, limit: Int) async throws(StorageError) -> [AppleAnchor]
 
-    /// The users with an App Store order for `appleProductID` that was open at `at` (made by then,
-    /// after `madeAfter`, and expiring after `at`) and was never paid (open or closed now), at most
-    /// `limit`: who might have made a purchase of it on an App Store account at that moment.
+    /// The users with an App Store order for `appleProductID` open since before `at` (made by then,
+    /// after `madeAfter`, expiring after `at`, and still open), at most `limit`: who might have made
+    /// a purchase of it on an App Store account at that moment and not been credited.
     func usersWithAppleOrdersOpen(appleProductID: String, at: Date, madeAfter: Date, limit: Int) async throws(StorageError)
         -> [String]
 

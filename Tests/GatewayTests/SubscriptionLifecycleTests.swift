@@ -278,10 +278,8 @@ struct SubscriptionLifecycleTests {
     @Test("When another user of the app resubscribes on the same App Store account, the subscription and its renewals are theirs, and the first user's access stays ended",
           arguments: StoreKind.all)
     func aResubscriptionForAnotherUserMovesTheSubscriptionToThem(store: StoreKind) async throws {
-        let scene = try await Scene.subscribe(store)
+        let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
         #expect(try await scene.vip()["active"] as? Bool == false)
 
         // Another user of the app, on the same device and App Store account, buys the membership.
@@ -306,13 +304,19 @@ struct SubscriptionLifecycleTests {
         #expect(renewal.userID == "sibling" && !renewal.flags.contains(.matchedWithoutOrder), "\(renewal)")
     }
 
+    /// The learner's subscription, auto-renew turned off, ended a month on.
+    static func lapsed(_ store: StoreKind) async throws -> Scene {
+        let scene = try await Scene.subscribe(store)
+        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
+        await scene.advance(days: 32)
+        return scene
+    }
+
     /// The learner's subscription, lapsed; resubscribed on the same App Store account by the
     /// sibling with an order of their own; lapsed again unless `lapsed` is false: a subscription
     /// two users have held.
     static func heldByTwo(_ store: StoreKind, lapsed: Bool = true) async throws -> Scene {
-        let scene = try await Scene.subscribe(store)
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
+        let scene = try await Self.lapsed(store)
         let token = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["app_account_token"] as? String)
         let held = try scene.rig.buy("apple-learner", token: token, product: "vip.monthly", type: "Auto-Renewable Subscription")
         #expect(try await scene.rig.report("sibling", ["signed_transaction": held.signedTransactionInfo]).status == 200)
@@ -342,13 +346,38 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.vip()["active"] as? Bool == false)
     }
 
+    @Test("While a new user's tokenless resubscription waits, the subscription's later payments wait with it: an upgrade is not the earlier subscriber's, nor taken by an order they open",
+          arguments: StoreKind.all)
+    func laterPaymentsWaitWithAWaitingResubscription(store: StoreKind) async throws {
+        let scene = try await Self.lapsed(store)
+        defer { Task { await scene.stop() } }
+        _ = try await scene.rig.createOrder("sibling", product: "vip-ios")
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        let upgrade = try scene.truth().latestTransactionId
+        #expect(upgrade != again.transactionID)
+        func waiting() async throws -> Bool {
+            let first = try await scene.rig.iap.store.appleTransaction(again.transactionID)
+            let second = try await scene.rig.iap.store.appleTransaction(upgrade)
+            return first?.outTradeNo == nil && second?.outTradeNo == nil
+        }
+        #expect(try await waiting(), "the upgrade is not the learner's")
+        // The learner opens orders for the subscription's products and the reconciler reads their
+        // App Store account: it takes neither payment for them.
+        _ = try await scene.rig.createOrder("learner", product: "vip-ios-year")
+        _ = try await scene.rig.createOrder("learner", product: "vip-ios")
+        for _ in 0..<3 { _ = await scene.rig.sweep() }
+        #expect(try await waiting())
+        #expect(try await scene.vip()["active"] as? Bool == false)
+    }
+
     @Test("A change of a shared subscription's state that no payment of its holder announced (a tokenless upgrade nobody could be tied to) is announced to the user holding it, not to its first purchase's",
           arguments: StoreKind.all)
     func aStateChangeOfASharedSubscriptionIsAnnouncedToItsHolder(store: StoreKind) async throws {
-        let scene = try await Scene.subscribe(store)
+        let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
         // The sibling resubscribes without a token and their app reports it: theirs.
         _ = try await scene.rig.createOrder("sibling", product: "vip-ios")
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
@@ -505,10 +534,8 @@ struct SubscriptionLifecycleTests {
     @Test("A resubscription made without an order's token is a person's purchase, not a renewal: the order made for it is flagged for support",
           arguments: StoreKind.all)
     func aResubscriptionWithoutATokenIsFlaggedForSupport(store: StoreKind) async throws {
-        let scene = try await Scene.subscribe(store)
+        let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
         // Someone buys again on the same App Store account, from outside the app: no token.
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
         await scene.settle()
@@ -526,10 +553,8 @@ struct SubscriptionLifecycleTests {
     @Test("A resubscription without a token, made while another user of the app had an order open for it and its only subscriber none, waits for its report instead of going to the subscriber",
           arguments: StoreKind.all)
     func aTokenlessResubscriptionByANewUserOfTheAccountWaitsForTheirReport(store: StoreKind) async throws {
-        let scene = try await Scene.subscribe(store)
+        let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
-        _ = try scene.rig.appStore.setAutoRenew(originalTransactionID: scene.original, enabled: false)
-        await scene.advance(days: 32)
         // The sibling, new on the device, orders; the purchase reaches Apple without the order's token.
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")

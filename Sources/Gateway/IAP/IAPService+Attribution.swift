@@ -39,11 +39,14 @@ extension IAPService {
         let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID)
         var holders: [String] = []
         for holder in (orders ?? []).compactMap(\.userID) where !holders.contains(holder) { holders.append(holder) }
-        if purchase.isRenewal {
+        // A later payment of a subscription whose payment before it waits unclaimed waits with it,
+        // a person's purchase (an upgrade) as much as a renewal: who holds the subscription is
+        // what that one's report or assignment will say.
+        if purchase.transactionID != purchase.facts.originalTransactionID {
             switch await renewalHolder(purchase) {
-            case .user(let user, let how): return ((user, how), nil)
+            case .user(let user, let how) where purchase.isRenewal: return ((user, how), nil)
             case .waits: return (nil, holders.isEmpty ? nil : holders)
-            case .unknown: break
+            default: break
             }
         }
         if let order = orders?.last(where: { $0.userID != nil }), let user = order.userID {
@@ -66,12 +69,12 @@ extension IAPService {
     }
 
     /// A person's purchase on an App Store account (or a subscription) only `known` is known to
-    /// have bought from: theirs if they had an order open for its product when it was made, or if
-    /// no other user of the app had one; else nobody's here, with the users it may be (a phone
-    /// passed on: the new user's purchase, made with their order open but without its token, would
-    /// go to the one before, and the payer's own report be refused as already used). It waits for
-    /// its app's report, which proves who holds it, or support's assignment. An order counts that
-    /// was open at the purchase and never paid, closed since or not.
+    /// have bought from: theirs if no other user of the app has an order for its product open since
+    /// before it was made; else nobody's yet, with the users it may be (a phone passed on: the new
+    /// user's purchase, made with their order open but without its token, would go to the one
+    /// before, and the payer's own report be refused as already used). It waits for its app's
+    /// report, which proves who holds it, or support's assignment, at most until those orders
+    /// close: the reconciler then tries it again.
     private func onlyKnownUser(_ purchase: VerifiedPurchase, _ known: (user: String, how: String)) async
         -> (inferred: (user: String, how: String)?, users: [String])
     {
@@ -81,8 +84,7 @@ extension IAPService {
             madeAfter: at.addingTimeInterval(-TimeInterval(IAPOrderInput.lifetimes.upperBound)), limit: 8)
         else { return (nil, [known.user]) }
         let others = open.filter { !sameUser($0, known.user) }
-        if others.isEmpty || open.contains(where: { sameUser($0, known.user) }) { return (known, [known.user]) }
-        return (nil, [known.user] + others)
+        return others.isEmpty ? (known, [known.user]) : (nil, [known.user] + others)
     }
 
     enum RenewalHolder { case user(String, how: String), waits, unknown }

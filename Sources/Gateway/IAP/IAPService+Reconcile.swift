@@ -113,6 +113,11 @@ extension IAPService {
     /// to `user` (its token's order, its original transaction, the account's purchases), or tied to
     /// nobody on an account no other user's purchase was credited from.
     func isForThisUser(_ purchase: VerifiedPurchase, _ user: String) async -> Bool {
+        // A later payment of a subscription whose payment before it waits unclaimed is credited
+        // with that one, to whoever it proves: not to whoever opens an order meanwhile.
+        if purchase.transactionID != purchase.facts.originalTransactionID, case .waits = await renewalHolder(purchase) {
+            return false
+        }
         let tie = await tie(purchase)
         if let tied = tie.user { return sameUser(tied, user) }
         guard let users = tie.accountUsers else { return false }
