@@ -371,6 +371,13 @@ struct SubscriptionLifecycleTests {
         for _ in 0..<3 { _ = await scene.rig.sweep() }
         #expect(try await waiting())
         #expect(try await scene.vip()["active"] as? Bool == false)
+        // The sibling's app reports the resubscription: the upgrade that waited with it is theirs too.
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo]).status == 200)
+        let paid = try await scene.orders().filter { [again.transactionID, upgrade].contains($0.appleTransactionID) }
+        #expect(paid.count == 2 && paid.allSatisfy { $0.userID == "sibling" }, "\(paid.map { ($0.outTradeNo, $0.userID) })")
+        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
+        let vip = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: try scene.truth().expiresDate)), "\(vip)")
     }
 
     @Test("A change of a shared subscription's state that no payment of its holder announced (a tokenless upgrade nobody could be tied to) is announced to the user holding it, not to its first purchase's",

@@ -13,10 +13,12 @@ extension IAPService {
     /// app's word, whatever else the account's history says: an upgrade or resubscription a user
     /// of a shared account made with their token is theirs); else, for a renewal, the user credited
     /// with the subscription's payment before it (`renewalHolder`: nobody's yet while that payment
-    /// waits unclaimed); else the user of the latest order credited by the same original
-    /// transaction, else the user the same App Store account's other purchases were credited to
-    /// (`accountUsers`). A purchase a person made (a resubscription, not a renewal) on a
-    /// subscription several users held is a shared account's purchase among them.
+    /// waits unclaimed, and so does any later payment of it); else the user of the latest order
+    /// credited by the same original transaction, else the user the same App Store account's
+    /// other purchases were credited to (`accountUsers`) — for a person's purchase, only while no
+    /// other user of the app has an order for it open since before it (`onlyKnownUser`). A
+    /// purchase a person made (a resubscription, not a renewal) on a subscription several users
+    /// held is a shared account's purchase among them.
     ///
     /// An account whose purchases were credited to several users is shared (a family iPad, a phone
     /// passed on): the purchase is then the one of those users who had an order open for its
@@ -44,7 +46,7 @@ extension IAPService {
         // what that one's report or assignment will say.
         if purchase.transactionID != purchase.facts.originalTransactionID {
             switch await renewalHolder(purchase) {
-            case .user(let user, let how) where purchase.isRenewal: return ((user, how), nil)
+            case .user(let user, let how, _) where purchase.isRenewal: return ((user, how), nil)
             case .waits: return (nil, holders.isEmpty ? nil : holders)
             default: break
             }
@@ -87,7 +89,8 @@ extension IAPService {
         return others.isEmpty ? (known, [known.user]) : (nil, [known.user] + others)
     }
 
-    enum RenewalHolder { case user(String, how: String), waits, unknown }
+    /// `user`: credited with the payment `after` (a transaction id) just before it.
+    enum RenewalHolder { case user(String, how: String, after: String), waits, unknown }
 
     /// Whose a renewal is: the user credited with the subscription's transaction just before it,
     /// since Apple renews what was bought last (after a resubscription by another user of a shared
@@ -106,7 +109,7 @@ extension IAPService {
             if let credited = row.outTradeNo {
                 guard let order = try? await context.store.order(credited), let user = order.userID else { return .unknown }
                 return .user(user, how: "the subscription's payment before it, transaction \(row.transactionID), credited "
-                    + "\(user)'s order \(credited)")
+                    + "\(user)'s order \(credited)", after: row.transactionID)
             }
             let creditable = catalog.product(appleProductID: row.facts.productID) != nil
                 || VerifiedPurchase(facts: row.facts, via: row.source, verification: "").chargedMinorUnits != nil

@@ -170,21 +170,31 @@ extension IAPService {
     func creditWaitingSiblings(of purchase: VerifiedPurchase) async {
         let original = purchase.facts.originalTransactionID
         guard let rows = try? await store.appleTransactions(originalTransactionID: original) else { return }
-        for row in rows where row.outTradeNo == nil && row.transactionID != purchase.transactionID {
+        // In payment order, so that each follows the one before it once that one is credited.
+        var credited: Set<String> = [purchase.transactionID]
+        let waitingRows = rows.filter { $0.outTradeNo == nil && $0.transactionID != purchase.transactionID }
+            .sorted { ($0.facts.purchaseDate, $0.transactionID) < ($1.facts.purchaseDate, $1.transactionID) }
+        for row in waitingRows {
             let waiting = VerifiedPurchase(facts: row.facts, via: row.source,
                                            verification: "verified when first seen (\(row.source)); credited once \(purchase.transactionID) "
                                                + "of the same original transaction was")
             // A renewal follows the subscription's payment before it, as Apple's notification of it
-            // would (so does a row older than the ledger's reasons); a purchase a person made is
-            // whoever its own evidence names (`inferUser`: its token, the shared-account rule).
+            // would (so does a row older than the ledger's reasons), and so does a purchase a person
+            // made (an upgrade) that waited with the payment credited here; another purchase a
+            // person made is whoever its own evidence names (`inferUser`: its token, the
+            // shared-account rule).
             let holder: (user: String, how: String)?
-            switch waiting.facts.renewal == false ? .unknown : await renewalHolder(waiting) {
-            case .user(let user, let how): holder = (user, how)
+            switch await renewalHolder(waiting) {
+            case .user(let user, let how, let after) where waiting.facts.renewal != false || credited.contains(after):
+                holder = (user, how)
             case .waits: holder = nil
-            case .unknown: holder = await inferUser(waiting)
+            default: holder = await inferUser(waiting)
             }
             guard let (user, how) = holder else { continue }
-            _ = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false)
+            if let answer = try? await credit(waiting, user: user, outTradeNo: nil, source: "\(row.source); \(how)", siblings: false),
+               answer.outcome == "credited" {
+                credited.insert(row.transactionID)
+            }
         }
     }
 
