@@ -140,10 +140,12 @@ extension AppleCredit {
             }
         }
         // A renewal Apple charged by itself pays an order of its own: an order its user opened
-        // meanwhile is for a purchase of theirs still to come.
+        // meanwhile is for a purchase of theirs still to come. So is an order made after a
+        // person's purchase (it waited, unclaimed), and one expired before it is none it paid.
         if let user, !renewal {
             let open = try session.openAppleOrders(userID: user, appleProductID: facts.productID, limit: Self.openOrdersTried)
-            for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo }) {
+            for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo })
+                && order.createdAt <= facts.purchaseDate && facts.purchaseDate < order.expiresAt {
                 candidates.append((order, .userProduct))
             }
         }
