@@ -63,6 +63,11 @@ extension AppleCredit {
     /// be orders a double tap left open).
     package static let openOrdersTried = 8
 
+    /// How far Apple's purchase date may be from the gateway's clock and still fall inside an
+    /// order's life for 凑单: the same user's order, so a few minutes either way cost nothing,
+    /// while an order opened an hour after a purchase that waited is not the one it paid.
+    package static let clockMargin: TimeInterval = 300
+
     package func validate() throws(StorageError) {
         if let made = newOrder {
             try made.order.validateNew()
@@ -141,11 +146,13 @@ extension AppleCredit {
         }
         // A renewal Apple charged by itself pays an order of its own: an order its user opened
         // meanwhile is for a purchase of theirs still to come. So is an order made after a
-        // person's purchase (it waited, unclaimed), and one expired before it is none it paid.
+        // person's purchase (it waited, unclaimed), and one expired before it is none it paid
+        // (give or take `clockMargin`: Apple's clock is not the gateway's).
         if let user, !renewal {
             let open = try session.openAppleOrders(userID: user, appleProductID: facts.productID, limit: Self.openOrdersTried)
             for order in open where !candidates.contains(where: { $0.order.outTradeNo == order.outTradeNo })
-                && order.createdAt <= facts.purchaseDate && facts.purchaseDate < order.expiresAt {
+                && order.createdAt.addingTimeInterval(-Self.clockMargin) <= facts.purchaseDate
+                && facts.purchaseDate < order.expiresAt.addingTimeInterval(Self.clockMargin) {
                 candidates.append((order, .userProduct))
             }
         }
