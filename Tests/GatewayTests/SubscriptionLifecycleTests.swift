@@ -85,8 +85,9 @@ struct SubscriptionLifecycleTests {
         }
 
         /// The learner's `vip` entitlement as the API answers it.
-        func vip() async throws -> [String: Any] {
-            let answer = try await rig.gateway.send(.get, "/v1/users/learner/entitlements", token: rig.token("learner"))
+        /// `user`'s `vip` entitlement as the API answers it.
+        func vip(of user: String = "learner") async throws -> [String: Any] {
+            let answer = try await rig.gateway.send(.get, "/v1/users/\(user)/entitlements", token: rig.token(user))
             #expect(answer.status == 200)
             return try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
         }
@@ -295,8 +296,7 @@ struct SubscriptionLifecycleTests {
 
         let learner = try await scene.vip()
         #expect(learner["active"] as? Bool == false && learner["will_renew"] as? Bool == false, "\(learner)")
-        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
-        let sibling = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        let sibling = try await scene.vip(of: "sibling")
         #expect(sibling["active"] as? Bool == true && sibling["will_renew"] as? Bool == true, "\(sibling)")
         #expect(sibling["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)))
         // The renewal after the resubscription is the sibling's payment, and an expected one.
@@ -339,8 +339,7 @@ struct SubscriptionLifecycleTests {
         #expect(truth.productId == "vip.yearly")
         let upgrade = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
         #expect(upgrade.userID == "sibling" && upgrade.productID == "vip-ios-year" && upgrade.state == .success, "\(upgrade)")
-        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
-        let vip = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        let vip = try await scene.vip(of: "sibling")
         #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)), "\(vip)")
         #expect(vip["active"] as? Bool == true && vip["will_renew"] as? Bool == true, "\(vip)")
         #expect(try await scene.vip()["active"] as? Bool == false)
@@ -375,8 +374,7 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo]).status == 200)
         let paid = try await scene.orders().filter { [again.transactionID, upgrade].contains($0.appleTransactionID) }
         #expect(paid.count == 2 && paid.allSatisfy { $0.userID == "sibling" }, "\(paid.map { ($0.outTradeNo, $0.userID) })")
-        let answer = try await scene.rig.gateway.send(.get, "/v1/users/sibling/entitlements", token: scene.rig.token("sibling"))
-        let vip = try #require((answer.json["entitlements"] as? [[String: Any]])?.first { $0["entitlement"] as? String == "vip" })
+        let vip = try await scene.vip(of: "sibling")
         #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: try scene.truth().expiresDate)), "\(vip)")
     }
 
