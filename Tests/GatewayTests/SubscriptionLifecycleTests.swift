@@ -25,7 +25,8 @@ struct SubscriptionLifecycleTests {
           {"id":"vip-ios-year","amount":29800,"description":"VIP 年卡（iOS）","type":"membership","period":"P1Y","entitlement":"vip",
            "apple_product_id":"vip.yearly"},
           {"id":"lite-ios","amount":1000,"description":"轻享月卡（iOS）","type":"membership","period":"P1M","entitlement":"lite",
-           "apple_product_id":"lite.monthly"}]}
+           "apple_product_id":"lite.monthly"},
+          {"id":"swift-101","amount":990,"description":"Swift 入门课","apple_product_id":"com.example.courses.swift101"}]}
         """#
     static let day: TimeInterval = 86400
 
@@ -570,6 +571,45 @@ struct SubscriptionLifecycleTests {
         #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "sibling", "\(answer.json)")
         let paid = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
         #expect(paid.outTradeNo == open && paid.userID == "sibling", "\(paid)")
+    }
+
+    @Test("A tokenless resubscription on an App Store account another user of the app also bought from is a shared account's purchase: it waits for its payer's report instead of going to the subscription's former holder",
+          arguments: StoreKind.all)
+    func aTokenlessResubscriptionOnAnAccountTwoUsersBoughtFromWaits(store: StoreKind) async throws {
+        let scene = try await Self.lapsed(store)
+        defer { Task { await scene.stop() } }
+        try await Self.siblingBuysACourse(scene)
+        // The sibling resubscribes from the App Store, without a token and with no order open.
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == nil)
+        #expect(try await scene.vip()["active"] as? Bool == false, "not the learner's")
+        let answer = try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo])
+        #expect(answer.status == 200 && answer.json["credited_user_id"] as? String == "sibling", "\(answer.json)")
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+    }
+
+    @Test("A tokenless resubscription on an App Store account two users bought from goes to the one of them who had an order open for it when it was made",
+          arguments: StoreKind.all)
+    func aTokenlessResubscriptionOnASharedAccountGoesToTheUserWithTheOpenOrder(store: StoreKind) async throws {
+        let scene = try await Self.lapsed(store)
+        defer { Task { await scene.stop() } }
+        try await Self.siblingBuysACourse(scene)
+        let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == open)
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+        #expect(try await scene.vip()["active"] as? Bool == false)
+    }
+
+    /// The sibling buys the course on the learner's App Store account with their own order's token:
+    /// the account has bought for two users of the app.
+    static func siblingBuysACourse(_ scene: Scene) async throws {
+        let course = try await scene.rig.createOrder("sibling")
+        let bought = try scene.rig.buy("apple-learner", token: IAPEndToEndTests.token(course))
+        #expect(try await scene.rig.report("sibling", ["signed_transaction": bought.signedTransactionInfo]).status == 200)
+        #expect(try await scene.rig.iap.store.appleTransaction(bought.transactionID)?.outTradeNo == course["out_trade_no"] as? String)
     }
 
     @Test("A downgrade to a product granting another entitlement ends the old one with its last period and grants the new one from the renewal",

@@ -17,8 +17,9 @@ extension IAPService {
     /// credited by the same original transaction, else the user the same App Store account's
     /// other purchases were credited to (`accountUsers`) — for a person's purchase, only while no
     /// other user of the app has an order for it open since before it (`onlyKnownUser`). A
-    /// purchase a person made (a resubscription, not a renewal) on a subscription several users
-    /// held is a shared account's purchase among them.
+    /// purchase a person made (a resubscription, an upgrade, not a renewal) on a subscription
+    /// several users held, or on an account that bought for a user other than its holder, is a
+    /// shared account's purchase among all of them.
     ///
     /// An account whose purchases were credited to several users is shared (a family iPad, a phone
     /// passed on): the purchase is then the one of those users who had an order open for its
@@ -54,11 +55,19 @@ extension IAPService {
         if let order = orders?.last(where: { $0.userID != nil }), let user = order.userID {
             let known = (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
             if purchase.isRenewal { return (known, nil) }
-            if holders.count == 1 {
+            // A person's purchase: the account's other buyers weigh as much as the subscription's
+            // holders (a family iPad whose other user resubscribes). Without Apple's Server API
+            // the holders are all the gateway knows; when Apple could not be asked, it waits.
+            var users = holders
+            if clients.serverAPI != nil {
+                guard let account = await accountUsers(purchase) else { return (nil, holders) }
+                for other in account.map(\.user) where !users.contains(other) { users.append(other) }
+            }
+            if users.count == 1 {
                 let weighed = await onlyKnownUser(purchase, known)
                 return (weighed.inferred, weighed.inferred == nil ? weighed.users : nil)
             }
-            return (await sharedPurchase(purchase, users: holders), holders)
+            return (await sharedPurchase(purchase, users: users), users)
         }
         guard let users = await accountUsers(purchase) else { return (nil, nil) }
         let names = users.map(\.user)
