@@ -69,6 +69,10 @@ struct BatteryHostileInputTests {
         // Bytes that are not UTF-8 are called that, not "not a JSON object".
         "invalid UTF-8": "the body must be UTF-8: the string at byte 28 holds a byte that is not",
         "lone surrogate": "the escape at byte 29 is half a surrogate pair, which is no character",
+        // An object that is too deep, or not JSON at all, is called that, with where it broke.
+        "deep object nesting": "the body nests arrays and objects more than 32 deep (at byte 160)",
+        "raw NUL": "the body must be a JSON object: it is not valid JSON at byte 30",
+        "unterminated": "the body must be a JSON object: it is not valid JSON at byte 86",
     ]
 
     /// The answer to a body, or nil when the body is over the route's limit and its upload failed:

@@ -135,7 +135,11 @@ public struct CreateOrderInput: Sendable, Hashable {
                 throw .invalid(nil, "the body must be UTF-8: the string at byte \(error.offset) holds a byte that is not")
             case .loneSurrogate:
                 throw .invalid(nil, "the escape at byte \(error.offset) is half a surrogate pair, which is no character")
-            default:
+            case .tooDeep:
+                throw .invalid(nil, "the body nests arrays and objects more than \(JSONValue.defaultMaximumDepth) deep (at byte \(error.offset))")
+            case .syntax:
+                throw .invalid(nil, "the body must be a JSON object: it is not valid JSON at byte \(error.offset)")
+            case .notAnObject:
                 throw .invalid(nil, "the body must be a JSON object")
             }
         }
