@@ -122,7 +122,11 @@ extension AppleCredit {
         var user = userID
         var candidates: [(order: OrderRecord, how: AppleMatch)] = []
         if let token = facts.appAccountToken {
-            if let order = try session.order(appAccountToken: token) {
+            if let order = try session.order(appAccountToken: token), Self.tokenIsInherited(order, by: facts) {
+                // The subscription's token, carried on from a payment before: whose this purchase
+                // is, the caller weighed (`userID`); it pays an order of its own.
+                notes.append(.tokenOrderAlreadyPaid(outTradeNo: order.outTradeNo))
+            } else if let order = try session.order(appAccountToken: token) {
                 // The token says whose purchase it is, whoever reports it (an account switch).
                 if let owner = order.userID { user = owner }
                 if order.channel != .apple || order.appleProductID != facts.productID {
@@ -191,7 +195,10 @@ extension AppleCredit {
         let from = how == .appAccountToken || assignedBy != nil ? OrderState.open.union([.closed]) : OrderState.open
         guard from.contains(candidate.state) else { return nil }
         var flags: Set<OrderFlag> = []
-        if candidate.state == .closed && assignedBy == nil { flags.insert(.paidAfterClose) }
+        // An order past its expiry is closed, whether or not the reconciler has closed it yet (one
+        // made for the purchase here expires as it is made: it was never open to anyone).
+        let expired = candidate.state == .closed || (how != .newOrder && at >= candidate.expiresAt)
+        if expired && assignedBy == nil { flags.insert(.paidAfterClose) }
         if how == .newOrder {
             if newOrder?.expected != true { flags.insert(.matchedWithoutOrder) }
             flags.formUnion(newOrder?.flags ?? [])
@@ -221,5 +228,14 @@ extension AppleCredit {
 
     package static func isOpenAppleOrder(_ order: OrderRecord, product: String) -> Bool {
         order.channel == .apple && order.appleProductID == product && OrderState.open.contains(order.state)
+    }
+
+    /// Whether `order`, the one a transaction's token names, was paid by another transaction of
+    /// the same subscription. Apple carries a subscription's token on to its later transactions —
+    /// its renewals, and an upgrade made in the App Store's settings by whoever uses the device —
+    /// so there the token says whose the subscription was, not who made this purchase.
+    public static func tokenIsInherited(_ order: OrderRecord, by facts: AppleTransactionFacts) -> Bool {
+        guard let paidBy = order.appleTransactionID, paidBy != facts.transactionID else { return false }
+        return order.originalTransactionID == facts.originalTransactionID
     }
 }

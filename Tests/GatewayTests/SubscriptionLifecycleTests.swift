@@ -328,9 +328,9 @@ struct SubscriptionLifecycleTests {
         return scene
     }
 
-    @Test("On a subscription two users held, an upgrade carrying the token of its holder's order is theirs, credited from Apple's notification alone",
+    @Test("On a subscription two users held, an upgrade made in the App Store's settings carries its holder's token, carried on from their purchase: it waits for its payer's report or support instead of going to the holder",
           arguments: StoreKind.all)
-    func anUpgradeOnASharedSubscriptionGoesToTheUserItsTokenNames(store: StoreKind) async throws {
+    func anUpgradeOnASharedSubscriptionWaitsForItsPayer(store: StoreKind) async throws {
         let scene = try await Self.heldByTwo(store, lapsed: false)
         defer { Task { await scene.stop() } }
         await scene.advance(days: 10)
@@ -338,12 +338,110 @@ struct SubscriptionLifecycleTests {
         await scene.settle()
         let truth = try scene.truth()
         #expect(truth.productId == "vip.yearly")
-        let upgrade = try #require(try await scene.orders().first { $0.appleTransactionID == truth.latestTransactionId })
-        #expect(upgrade.userID == "sibling" && upgrade.productID == "vip-ios-year" && upgrade.state == .success, "\(upgrade)")
+        #expect(try await scene.rig.iap.store.appleTransaction(truth.latestTransactionId)?.outTradeNo == nil)
+        // Support learns it was the sibling's and assigns it to an order of theirs.
+        let order = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios-year")["out_trade_no"] as? String)
+        let assigned = try await scene.rig.gateway.send(
+            .post, "/v1/support/apple-transactions/\(truth.latestTransactionId)/assign", token: GatewayRig.support,
+            body: #"{"out_trade_no":"\#(order)","reason":"the family wrote in"}"#)
+        #expect(assigned.status == 200, "\(assigned.json)")
         let vip = try await scene.vip(of: "sibling")
         #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)), "\(vip)")
         #expect(vip["active"] as? Bool == true && vip["will_renew"] as? Bool == true, "\(vip)")
         #expect(try await scene.vip()["active"] as? Bool == false)
+    }
+
+    @Test("On an App Store account that also bought for another user of the app, an upgrade made in the App Store's settings goes to the one of them with an order open for it, not to the subscriber whose token it carries",
+          arguments: StoreKind.all)
+    func anUpgradeOnASharedAccountGoesToTheUserWithTheOpenOrder(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        try await Self.siblingBuysACourse(scene)
+        await scene.advance(days: 5)
+        let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios-year")["out_trade_no"] as? String)
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        let upgrade = try scene.truth().latestTransactionId
+        #expect(upgrade != scene.original)
+        #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == open)
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+    }
+
+    @Test("An upgrade made in the App Store's settings, on an account only its subscriber bought from, waits for its report while another user of the app has an order open for it",
+          arguments: StoreKind.all)
+    func anUpgradeWaitsWhileAnotherUserHasAnOrderOpenForIt(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 5)
+        _ = try await scene.rig.createOrder("sibling", product: "vip-ios-year")
+        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
+        await scene.settle()
+        let upgrade = try scene.truth().latestTransactionId
+        #expect(upgrade != scene.original)
+        #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == nil)
+    }
+
+    @Test("A refund of a waiting tokenless resubscription leaves the renewals that waited with it waiting: they are not handed to the subscription's holder before it, and support may assign them",
+          arguments: StoreKind.all)
+    func aRefundOfAWaitingResubscriptionLeavesItsRenewalsWaiting(store: StoreKind) async throws {
+        let (scene, again, renewal) = try await Self.waitingResubscriptionRenewed(store)
+        defer { Task { await scene.stop() } }
+        _ = try scene.rig.appStore.refund(transactionID: again)
+        await scene.settle()
+        await scene.advance(days: 1)
+        for _ in 0..<3 { _ = await scene.rig.sweep() }
+        #expect(try await scene.rig.iap.store.appleTransaction(renewal)?.outTradeNo == nil)
+        #expect(try await scene.vip()["active"] as? Bool == false, "not the earlier subscriber's")
+        // The payer cannot claim the refunded purchase; support assigns the renewal to them.
+        let order = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        let assigned = try await scene.rig.gateway.send(
+            .post, "/v1/support/apple-transactions/\(renewal)/assign", token: GatewayRig.support,
+            body: #"{"out_trade_no":"\#(order)","reason":"the family wrote in"}"#)
+        #expect(assigned.status == 200, "\(assigned.json)")
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+    }
+
+    @Test("A renewal waiting with the unclaimed resubscription before it is not assigned on its own: support is told to assign that one, which it then follows",
+          arguments: StoreKind.all)
+    func aWaitingRenewalIsNotAssignedApartFromThePaymentBeforeIt(store: StoreKind) async throws {
+        let (scene, again, renewal) = try await Self.waitingResubscriptionRenewed(store)
+        defer { Task { await scene.stop() } }
+        let order = try #require(try await scene.rig.createOrder("learner", product: "vip-ios")["out_trade_no"] as? String)
+        let refused = try await scene.rig.gateway.send(
+            .post, "/v1/support/apple-transactions/\(renewal)/assign", token: GatewayRig.support,
+            body: #"{"out_trade_no":"\#(order)","reason":"asked"}"#)
+        #expect(refused.status == 409, "\(refused.json)")
+        let error = refused.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "transaction_not_assignable")
+        #expect((error?["message"] as? String)?.contains(again) == true, "\(refused.json)")
+        #expect(try await scene.rig.iap.store.appleTransaction(renewal)?.outTradeNo == nil)
+        // Assigned, the resubscription takes its renewal with it.
+        let sibling = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        let assigned = try await scene.rig.gateway.send(
+            .post, "/v1/support/apple-transactions/\(again)/assign", token: GatewayRig.support,
+            body: #"{"out_trade_no":"\#(sibling)","reason":"the family wrote in"}"#)
+        #expect(assigned.status == 200, "\(assigned.json)")
+        #expect(try await scene.rig.iap.store.appleTransaction(renewal)?.outTradeNo != nil)
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+        #expect(try await scene.vip()["active"] as? Bool == false)
+    }
+
+    /// On an App Store account that bought for the learner and the sibling, the learner's lapsed
+    /// subscription resubscribed without a token and with no order open (it waits unclaimed), then
+    /// renewed by Apple a month on (the renewal waits with it): the resubscription's and the
+    /// renewal's transaction ids.
+    static func waitingResubscriptionRenewed(_ store: StoreKind) async throws -> (Scene, String, String) {
+        let scene = try await Self.lapsed(store)
+        try await Self.siblingBuysACourse(scene)
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        await scene.settle()
+        await scene.advance(days: 31)
+        let renewal = try scene.truth().latestTransactionId
+        #expect(renewal != again.transactionID)
+        for id in [again.transactionID, renewal] {
+            #expect(try await scene.rig.iap.store.appleTransaction(id)?.outTradeNo == nil, "\(id) waits")
+        }
+        return (scene, again.transactionID, renewal)
     }
 
     @Test("While a new user's tokenless resubscription waits, the subscription's later payments wait with it: an upgrade is not the earlier subscriber's, nor taken by an order they open",
@@ -599,6 +697,26 @@ struct SubscriptionLifecycleTests {
         let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
         await scene.settle()
         #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == open)
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+        #expect(try await scene.vip()["active"] as? Bool == false)
+    }
+
+    @Test("A tokenless resubscription found late, on an App Store account two users bought from, goes to the one whose order was open when it was made, though their app closed that order since",
+          arguments: StoreKind.all)
+    func aLateResubscriptionGoesToTheUserWhoseOrderWasOpenWhenItWasMade(store: StoreKind) async throws {
+        let scene = try await Self.lapsed(store)
+        defer { Task { await scene.stop() } }
+        try await Self.siblingBuysACourse(scene)
+        let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
+        IAPEndToEndTests.dropNotifications(scene.rig)
+        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        // The purchase looked interrupted: the app gives up on its order.
+        let closed = try await scene.rig.gateway.send(.post, "/v1/orders/\(open)/close", token: scene.rig.token("sibling"))
+        #expect(closed.status == 200, "\(closed.json)")
+        scene.rig.appStore.apply(AppStoreFaultPlan())
+        _ = await scene.rig.iap.backfill(since: nil, claimant: "test", force: true)
+        let credited = try #require(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo)
+        #expect(try await scene.rig.store.order(credited)?.userID == "sibling")
         #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
         #expect(try await scene.vip()["active"] as? Bool == false)
     }

@@ -149,6 +149,48 @@ struct IAPStoreTests {
         }
     }
 
+    @Test(arguments: StoreKind.all)
+    func aSubscriptionsTokenCarriedOnToALaterPurchaseDoesNotNameItsUser(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            let monthly = "com.example.vip.monthly", yearly = "com.example.vip.yearly"
+            let token = UUID().uuidString.lowercased()
+            try await Fixture.create(Self.appleOrder("M1", user: "u-a", product: monthly, token: token), in: store)
+            let first = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000500", token: token, product: monthly),
+                                                                           user: "u-a"))
+            guard case .credited(_, .appAccountToken) = first else { Issue.record("\(first)"); return }
+            // An upgrade in the App Store's settings carries the subscription's token: whoever the
+            // caller found pays for it (u-b's yearly order), not the token's user.
+            try await Fixture.create(Self.appleOrder("Y1", user: "u-b", product: yearly), in: store)
+            let upgrade = Self.facts("2000000000000501", token: token, product: yearly, original: "2000000000000500")
+            let nobody = try await store.creditAppleTransaction(Self.credit(upgrade, user: nil))
+            guard case .unmatched = nobody else { Issue.record("credited to the token's user: \(nobody)"); return }
+            let result = try await store.creditAppleTransaction(Self.credit(upgrade, user: "u-b"))
+            guard case .credited(let order, .userProduct) = result else { Issue.record("\(result)"); return }
+            #expect(order.outTradeNo == "Y1" && order.userID == "u-b")
+            // The same token on another subscription's purchase is still the app's word (a reused token).
+            let other = Self.facts("2000000000000502", token: token)
+            let made = try await store.creditAppleTransaction(Self.credit(other, user: "u-b", newOrder: "N1"))
+            guard case .credited(let named, .newOrder) = made else { Issue.record("\(made)"); return }
+            #expect(named.userID == "u-a")
+        }
+    }
+
+    @Test(arguments: StoreKind.all) func anOrderPaidAfterItsExpiryIsFlaggedPaidAfterCloseThoughNotClosedYet(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            try await Fixture.create(Self.appleOrder("X1"), in: store)
+            // Bought at t=30 s, in the order's life; credited three hours on, the sweep behind.
+            let result = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000510"), user: "u-a",
+                                                                            at: TestTime.at(3 * 3600)))
+            guard case .credited(let order, .userProduct) = result else { Issue.record("\(result)"); return }
+            #expect(order.outTradeNo == "X1" && order.flags == [.paidAfterClose])
+            // In its life: no flag.
+            try await Fixture.create(Self.appleOrder("X2"), in: store)
+            let timely = try await store.creditAppleTransaction(Self.credit(Self.facts("2000000000000511"), user: "u-a"))
+            guard case .credited(let paid, .userProduct) = timely else { Issue.record("\(timely)"); return }
+            #expect(paid.outTradeNo == "X2" && paid.flags.isEmpty)
+        }
+    }
+
     @Test(arguments: StoreKind.all) func aRevokedTransactionNeverCreditsAnOrder(_ kind: StoreKind) async throws {
         try await withStore(kind) { store, _ async throws in
             try await Fixture.create(Self.appleOrder("G1"), in: store)

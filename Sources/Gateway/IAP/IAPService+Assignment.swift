@@ -28,7 +28,8 @@ extension IAPService {
     /// member's (409 `transaction_not_assignable`), and an order that is not an iOS order of the
     /// purchase's product and of a user, is paid already, or belongs to another user than the one
     /// the purchase is tied to (its token's order, another purchase of its App Store account): 409
-    /// `order_not_assignable`. With the Server API key Apple is asked first (Get Transaction Info),
+    /// `order_not_assignable`. A subscription's later payment while the payment before it waits
+    /// unclaimed is not assigned on its own (409 `transaction_not_assignable`): it follows that one. With the Server API key Apple is asked first (Get Transaction Info),
     /// so a refund Apple made since is seen. Assigning it to the same order again answers that order.
     public func assign(transactionID: String, to outTradeNo: String, reason text: String?, by actor: String)
         async throws(APIError) -> Assignment
@@ -64,6 +65,13 @@ extension IAPService {
             if purchase.ownership == "FAMILY_SHARED" {
                 throw .transactionNotAssignable("a family member's purchase (FAMILY_SHARED): it paid no order here")
             }
+        }
+        // A subscription's later payment follows the one before it: assigned alone, it would split
+        // the subscription between two users (unless that one can never be claimed: refunded).
+        if purchase.transactionID != purchase.facts.originalTransactionID,
+           case .waits(let before, revoked: false) = await renewalHolder(purchase) {
+            throw .transactionNotAssignable("the subscription's payment before it, transaction \(before), waits unclaimed: "
+                                            + "assign that one, and this one follows it")
         }
         let order = try await order(outTradeNo)
         guard order.channel == .apple else { throw .orderNotAssignable("it is not an iOS (App Store) order") }

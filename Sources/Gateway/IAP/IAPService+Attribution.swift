@@ -36,7 +36,7 @@ extension IAPService {
     /// the account's history serves both.
     private func infer(_ purchase: VerifiedPurchase) async -> (inferred: (user: String, how: String)?, accountUsers: [String]?) {
         if let token = purchase.facts.appAccountToken, let named = try? await store.order(appAccountToken: token),
-           let user = named.userID {
+           let user = named.userID, !AppleCredit.tokenIsInherited(named, by: purchase.facts) {
             return ((user, "its appAccountToken is \(user)'s order \(named.outTradeNo)'s"), nil)
         }
         let orders = try? await store.orders(originalTransactionID: purchase.facts.originalTransactionID)
@@ -48,7 +48,7 @@ extension IAPService {
         if purchase.transactionID != purchase.facts.originalTransactionID {
             switch await renewalHolder(purchase) {
             case .user(let user, let how, _) where purchase.isRenewal: return ((user, how), nil)
-            case .waits: return (nil, holders.isEmpty ? nil : holders)
+            case .waits: return (nil, await everyone(purchase, holders: holders))
             default: break
             }
         }
@@ -56,13 +56,9 @@ extension IAPService {
             let known = (user, "original transaction \(purchase.facts.originalTransactionID) credited \(user)'s order \(order.outTradeNo)")
             if purchase.isRenewal { return (known, nil) }
             // A person's purchase: the account's other buyers weigh as much as the subscription's
-            // holders (a family iPad whose other user resubscribes). Without Apple's Server API
-            // the holders are all the gateway knows; when Apple could not be asked, it waits.
-            var users = holders
-            if clients.serverAPI != nil {
-                guard let account = await accountUsers(purchase) else { return (nil, holders) }
-                for other in account.map(\.user) where !users.contains(other) { users.append(other) }
-            }
+            // holders (a family iPad whose other user resubscribes, or upgrades in the App Store's
+            // settings). When Apple could not be asked who they are, it waits.
+            guard let users = await everyone(purchase, holders: holders) else { return (nil, holders) }
             if users.count == 1 {
                 let weighed = await onlyKnownUser(purchase, known)
                 return (weighed.inferred, weighed.inferred == nil ? weighed.users : nil)
@@ -98,15 +94,31 @@ extension IAPService {
         return others.isEmpty ? (known, [known.user]) : (nil, [known.user] + others)
     }
 
-    /// `user`: credited with the payment `after` (a transaction id) just before it.
-    enum RenewalHolder { case user(String, how: String, after: String), waits, unknown }
+    /// The subscription's `holders` and the users its App Store account bought for (`accountUsers`),
+    /// the holders first; the holders alone without Apple's Server API, and nil when Apple could
+    /// not be asked.
+    private func everyone(_ purchase: VerifiedPurchase, holders: [String]) async -> [String]? {
+        guard clients.serverAPI != nil else { return holders }
+        guard let account = await accountUsers(purchase) else { return nil }
+        var users = holders
+        for other in account.map(\.user) where !users.contains(other) { users.append(other) }
+        return users
+    }
+
+    /// `user`: credited with the payment `after` (a transaction id) just before it. `waits`: the
+    /// payment before it, `on`, waits unclaimed (`revoked`: and Apple refunded or revoked it, so
+    /// nobody can claim it any more).
+    enum RenewalHolder { case user(String, how: String, after: String), waits(on: String, revoked: Bool), unknown }
 
     /// Whose a renewal is: the user credited with the subscription's transaction just before it,
     /// since Apple renews what was bought last (after a resubscription by another user of a shared
     /// account, theirs). When that transaction waits unclaimed itself, the renewal waits with it and
     /// is credited with it (`creditWaitingSiblings`), rather than follow whoever held the
-    /// subscription before. A transaction that can never be credited (revoked before anyone claimed
-    /// it; nothing charged for a product the catalog lacks) says nothing and is passed over.
+    /// subscription before. So it does when that payment was a person's purchase (a resubscription,
+    /// an upgrade) refunded or revoked before anyone claimed it: Apple renews what that person
+    /// bought, whoever they were, and the refund does not make the holder before them its payer. A
+    /// renewal refunded unclaimed, or nothing charged for a product the catalog lacks, says nothing
+    /// and is passed over.
     func renewalHolder(_ purchase: VerifiedPurchase) async -> RenewalHolder {
         guard let rows = try? await store.appleTransactions(originalTransactionID: purchase.facts.originalTransactionID) else {
             return .unknown
@@ -122,8 +134,8 @@ extension IAPService {
             }
             let creditable = catalog.product(appleProductID: row.facts.productID) != nil
                 || VerifiedPurchase(facts: row.facts, via: row.source, verification: "").chargedMinorUnits != nil
-            if row.isRevoked || !creditable { continue }
-            return .waits
+            if !creditable || (row.isRevoked && row.facts.renewal != false) { continue }
+            return .waits(on: row.transactionID, revoked: row.isRevoked)
         }
         return .unknown
     }
@@ -134,7 +146,7 @@ extension IAPService {
         var waiting: [String] = []
         for user in names {
             guard let orders = try? await context.store.orders(userID: user) else { return nil }
-            if orders.contains(where: { AppleCredit.isOpenAppleOrder($0, product: purchase.productID) && Self.wasOpen($0, at: purchase) }) {
+            if orders.contains(where: { Self.wasOpenAndIsUnpaid($0, product: purchase.productID, at: purchase) }) {
                 waiting.append(user)
             }
         }
@@ -158,6 +170,14 @@ extension IAPService {
     /// shared account open an order just after someone else's purchase and take it.
     static func wasOpen(_ order: OrderRecord, at purchase: VerifiedPurchase) -> Bool {
         order.createdAt <= purchase.facts.purchaseDate && purchase.facts.purchaseDate < order.expiresAt
+    }
+
+    /// An iOS order for `product` that was open when `purchase` was made and is not paid: still
+    /// open, or closed since (its app gave up on a purchase that was interrupted; its expiry came
+    /// before Apple's word did).
+    static func wasOpenAndIsUnpaid(_ order: OrderRecord, product: String, at purchase: VerifiedPurchase) -> Bool {
+        order.channel == .apple && order.appleProductID == product && (OrderState.open.contains(order.state) || order.state == .closed)
+            && wasOpen(order, at: purchase)
     }
 
     /// The users the App Store account's other purchases were credited to, the most recent
