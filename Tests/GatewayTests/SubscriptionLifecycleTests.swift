@@ -112,6 +112,30 @@ struct SubscriptionLifecycleTests {
         func orders() async throws -> [OrderRecord] {
             try await rig.store.orders(originalTransactionID: original)
         }
+
+        /// Someone on the learner's App Store account subscribes to the monthly product again
+        /// from the App Store, without an order's token.
+        func resubscribeWithoutToken() throws -> PurchaseReceipt {
+            try rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        }
+
+        /// The subscription moved up to the yearly product in the App Store's settings (the
+        /// upgrade carries the token of the purchase before it): the upgrade's transaction id.
+        func upgradeInSettings() async throws -> String {
+            _ = try rig.appStore.changeProduct(originalTransactionID: original, to: "vip.yearly")
+            await settle()
+            let upgrade = try truth().latestTransactionId
+            #expect(upgrade != original)
+            return upgrade
+        }
+
+        /// Support assigns the waiting purchase `transactionID` to the order `outTradeNo`.
+        func assign(_ transactionID: String, to outTradeNo: String, reason: String = "the family wrote in") async throws
+            -> GatewayRig.Response
+        {
+            try await rig.gateway.send(.post, "/v1/support/apple-transactions/\(transactionID)/assign", token: GatewayRig.support,
+                                       body: #"{"out_trade_no":"\#(outTradeNo)","reason":"\#(reason)"}"#)
+        }
     }
 
     @Test("A failed renewal keeps access through the grace period, ends it in billing retry, and a recovery renews it",
@@ -341,9 +365,7 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.rig.iap.store.appleTransaction(truth.latestTransactionId)?.outTradeNo == nil)
         // Support learns it was the sibling's and assigns it to an order of theirs.
         let order = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios-year")["out_trade_no"] as? String)
-        let assigned = try await scene.rig.gateway.send(
-            .post, "/v1/support/apple-transactions/\(truth.latestTransactionId)/assign", token: GatewayRig.support,
-            body: #"{"out_trade_no":"\#(order)","reason":"the family wrote in"}"#)
+        let assigned = try await scene.assign(truth.latestTransactionId, to: order)
         #expect(assigned.status == 200, "\(assigned.json)")
         let vip = try await scene.vip(of: "sibling")
         #expect(vip["expires_at"] as? String == Timestamp.rfc3339(Date(millisecondsSince1970: truth.expiresDate)), "\(vip)")
@@ -359,12 +381,18 @@ struct SubscriptionLifecycleTests {
         try await Self.siblingBuysACourse(scene)
         await scene.advance(days: 5)
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios-year")["out_trade_no"] as? String)
-        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
-        await scene.settle()
-        let upgrade = try scene.truth().latestTransactionId
-        #expect(upgrade != scene.original)
+        let first = try #require(try await scene.orders().first { $0.userID == "learner" }?.outTradeNo)
+        let announced = try await scene.rig.store.outboxEvents(first).filter { $0.type == EntitlementEvents.type }.count
+        let upgrade = try await scene.upgradeInSettings()
         #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == open)
         #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+        // The upgrade replaced the learner's month at once (Apple refunds the rest of it): their
+        // access ends where it began, and they are told.
+        let upgradedAt = try #require(try await scene.rig.store.order(open)?.paidAt)
+        let learner = try await scene.vip()
+        #expect(learner["expires_at"] as? String == Timestamp.rfc3339(upgradedAt), "\(learner)")
+        #expect(learner["active"] as? Bool == false && learner["will_renew"] as? Bool == false, "\(learner)")
+        #expect(try await scene.rig.store.outboxEvents(first).filter { $0.type == EntitlementEvents.type }.count == announced + 1)
     }
 
     @Test("An upgrade made in the App Store's settings, on an account only its subscriber bought from, waits for its report while another user of the app has an order open for it",
@@ -374,10 +402,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         await scene.advance(days: 5)
         _ = try await scene.rig.createOrder("sibling", product: "vip-ios-year")
-        _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
-        await scene.settle()
-        let upgrade = try scene.truth().latestTransactionId
-        #expect(upgrade != scene.original)
+        let upgrade = try await scene.upgradeInSettings()
         #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == nil)
     }
 
@@ -394,9 +419,7 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.vip()["active"] as? Bool == false, "not the earlier subscriber's")
         // The payer cannot claim the refunded purchase; support assigns the renewal to them.
         let order = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
-        let assigned = try await scene.rig.gateway.send(
-            .post, "/v1/support/apple-transactions/\(renewal)/assign", token: GatewayRig.support,
-            body: #"{"out_trade_no":"\#(order)","reason":"the family wrote in"}"#)
+        let assigned = try await scene.assign(renewal, to: order)
         #expect(assigned.status == 200, "\(assigned.json)")
         #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
     }
@@ -407,9 +430,7 @@ struct SubscriptionLifecycleTests {
         let (scene, again, renewal) = try await Self.waitingResubscriptionRenewed(store)
         defer { Task { await scene.stop() } }
         let order = try #require(try await scene.rig.createOrder("learner", product: "vip-ios")["out_trade_no"] as? String)
-        let refused = try await scene.rig.gateway.send(
-            .post, "/v1/support/apple-transactions/\(renewal)/assign", token: GatewayRig.support,
-            body: #"{"out_trade_no":"\#(order)","reason":"asked"}"#)
+        let refused = try await scene.assign(renewal, to: order, reason: "asked")
         #expect(refused.status == 409, "\(refused.json)")
         let error = refused.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "transaction_not_assignable")
@@ -417,9 +438,7 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.rig.iap.store.appleTransaction(renewal)?.outTradeNo == nil)
         // Assigned, the resubscription takes its renewal with it.
         let sibling = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
-        let assigned = try await scene.rig.gateway.send(
-            .post, "/v1/support/apple-transactions/\(again)/assign", token: GatewayRig.support,
-            body: #"{"out_trade_no":"\#(sibling)","reason":"the family wrote in"}"#)
+        let assigned = try await scene.assign(again, to: sibling)
         #expect(assigned.status == 200, "\(assigned.json)")
         #expect(try await scene.rig.iap.store.appleTransaction(renewal)?.outTradeNo != nil)
         #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
@@ -433,7 +452,7 @@ struct SubscriptionLifecycleTests {
     static func waitingResubscriptionRenewed(_ store: StoreKind) async throws -> (Scene, String, String) {
         let scene = try await Self.lapsed(store)
         try await Self.siblingBuysACourse(scene)
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         await scene.advance(days: 31)
         let renewal = try scene.truth().latestTransactionId
@@ -450,7 +469,7 @@ struct SubscriptionLifecycleTests {
         let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
         _ = try await scene.rig.createOrder("sibling", product: "vip-ios")
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         _ = try scene.rig.appStore.changeProduct(originalTransactionID: scene.original, to: "vip.yearly")
         await scene.settle()
@@ -484,7 +503,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         // The sibling resubscribes without a token and their app reports it: theirs.
         _ = try await scene.rig.createOrder("sibling", product: "vip-ios")
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         #expect(try await scene.rig.report("sibling", ["signed_transaction": again.signedTransactionInfo]).status == 200)
         func announced(_ user: String) async throws -> Int {
@@ -515,7 +534,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         // The sibling buys again from the App Store's settings (no token) while an order of theirs is open.
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         let paid = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
         #expect(paid.outTradeNo == open && paid.userID == "sibling", "\(paid)")
@@ -533,7 +552,7 @@ struct SubscriptionLifecycleTests {
         let scene = try await Self.heldByTwo(store)
         defer { Task { await scene.stop() } }
         // Bought again without a token while neither has an order open: nobody's yet, and its renewal neither.
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         await scene.advance(days: 32)
         let renewal = try scene.truth().latestTransactionId
@@ -641,7 +660,7 @@ struct SubscriptionLifecycleTests {
         let scene = try await Self.lapsed(store)
         defer { Task { await scene.stop() } }
         // Someone buys again on the same App Store account, from outside the app: no token.
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         let made = try #require(try await scene.orders().first { $0.appleTransactionID == again.transactionID })
         #expect(made.flags.contains(.matchedWithoutOrder), "\(made.flags)")
@@ -661,7 +680,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         // The sibling, new on the device, orders; the purchase reaches Apple without the order's token.
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == nil)
         #expect(try await scene.vip()["active"] as? Bool == false, "not the learner's")
@@ -678,7 +697,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         try await Self.siblingBuysACourse(scene)
         // The sibling resubscribes from the App Store, without a token and with no order open.
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == nil)
         #expect(try await scene.vip()["active"] as? Bool == false, "not the learner's")
@@ -694,7 +713,7 @@ struct SubscriptionLifecycleTests {
         defer { Task { await scene.stop() } }
         try await Self.siblingBuysACourse(scene)
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         await scene.settle()
         #expect(try await scene.rig.iap.store.appleTransaction(again.transactionID)?.outTradeNo == open)
         #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
@@ -709,7 +728,7 @@ struct SubscriptionLifecycleTests {
         try await Self.siblingBuysACourse(scene)
         let open = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios")["out_trade_no"] as? String)
         IAPEndToEndTests.dropNotifications(scene.rig)
-        let again = try scene.rig.buy("apple-learner", token: nil, product: "vip.monthly", type: "Auto-Renewable Subscription")
+        let again = try scene.resubscribeWithoutToken()
         // The purchase looked interrupted: the app gives up on its order.
         let closed = try await scene.rig.gateway.send(.post, "/v1/orders/\(open)/close", token: scene.rig.token("sibling"))
         #expect(closed.status == 200, "\(closed.json)")
