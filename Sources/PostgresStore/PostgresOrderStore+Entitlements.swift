@@ -15,6 +15,13 @@ extension PostgresOrderStore: EntitlementStore {
                 userID)).rows(PaidOrder.init(row:))
         }
     }
+
+    public func announce(_ event: OutboxEvent) async throws(StorageError) {
+        try await write(key: "x:" + event.id) { db throws(StorageError) in
+            _ = try db.run(Self.insertOutbox(event))
+            return ((), nil)
+        }
+    }
 }
 
 extension PostgresOrderStore {

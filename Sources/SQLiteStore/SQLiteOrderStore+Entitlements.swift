@@ -9,6 +9,10 @@ extension SQLiteOrderStore: EntitlementStore {
         }
     }
 
+    public func announce(_ event: OutboxEvent) async throws(StorageError) {
+        try await write { db throws(StorageError) in try Self.insertOutbox(event, on: db) }
+    }
+
     /// One range of the index of paid orders (its condition is the WHERE clause, and it holds
     /// every column read), already in payment order; the refunds' sum read by their own index,
     /// for a refunded WeChat order only.

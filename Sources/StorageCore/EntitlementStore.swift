@@ -56,6 +56,15 @@ public protocol EntitlementStore: SubscriptionStore {
     /// with its refunded amount, oldest payment first (`paidAt`, then `outTradeNo` bytewise).
     /// One statement over the `(user_id, paid_at)` index of paid orders.
     func paidOrders(userID: String) async throws(StorageError) -> [PaidOrder]
+
+    /// Every order credited by a transaction of the App Store subscription `originalTransactionID`,
+    /// whoever's (`IAPStore` has the same read): a subscription that went on under another user
+    /// of a shared App Store account ended the earlier user's period where their payment began.
+    func orders(originalTransactionID: String) async throws(StorageError) -> [OrderRecord]
+
+    /// Writes an `entitlement.changed` row on its own, for a change of a user's entitlements no
+    /// payment or refund of theirs made (the subscription they held went on under another user).
+    func announce(_ event: OutboxEvent) async throws(StorageError)
 }
 
 extension PaidOrder {

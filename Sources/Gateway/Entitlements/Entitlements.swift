@@ -72,7 +72,12 @@ public struct Entitlements: Sendable, Hashable {
 
     /// - Parameter subscriptions: the App Store subscriptions the payments belong to, as Apple
     ///   last told of them (`EntitlementStore.subscriptions`); any others are ignored.
-    public init(payments: [PaidOrder], subscriptions: [SubscriptionRecord] = [], catalog: Catalog) {
+    /// - Parameter othersPayments: by original transaction, when the subscription's payments for
+    ///   other users were made: each of this user's payments of it ends where the next of those
+    ///   begins, if that comes sooner (an upgrade another user of a shared App Store account made
+    ///   replaced this user's period at once; Apple refunds the rest of it).
+    public init(payments: [PaidOrder], subscriptions: [SubscriptionRecord] = [], othersPayments: [String: [Date]] = [:],
+                catalog: Catalog) {
         // The store reads a user's payments in this order already (`paidOrders`); a list in any
         // other order is sorted first, so the result is the same whatever order it came in.
         let ordered = Self.isInPaymentOrder(payments)
@@ -118,7 +123,7 @@ public struct Entitlements: Sendable, Hashable {
         // keeps no state of it: a Non-Renewing Subscription) is a pass bought for its period, and
         // stacks like WeChat's.
         let subscribed = Set(subscriptions.map(\.originalTransactionID))
-        let nextInChain = Self.nextPaymentInChain(ordered)
+        let nextInChain = Self.nextPaymentInChain(ordered, othersPayments: othersPayments)
         for index in ordered.indices where Self.grants(ordered[index]) {
             guard let (slot, kind) = rules.rule(productID: ordered[index].productID, reaches: &reaches) else { continue }
             let paidAt = ordered[index].paidAt
@@ -178,14 +183,16 @@ public struct Entitlements: Sendable, Hashable {
     }
 
     /// For each App Store payment of a subscription (by index in `ordered`, in payment order), when
-    /// the same subscription's next payment among them was made.
-    private static func nextPaymentInChain(_ ordered: [PaidOrder]) -> [Int: Date] {
+    /// the same subscription's next payment was made: among these, or for another user.
+    private static func nextPaymentInChain(_ ordered: [PaidOrder], othersPayments: [String: [Date]]) -> [Int: Date] {
         var next: [Int: Date] = [:]
         var later: [String: Date] = [:]
         for index in ordered.indices.reversed() where ordered[index].channel == .apple {
             guard let chain = ordered[index].originalTransactionID else { continue }
-            if let date = later[chain] { next[index] = date }
-            later[chain] = ordered[index].paidAt
+            let paidAt = ordered[index].paidAt
+            let others = othersPayments[chain]?.filter { $0 > paidAt }.min()
+            if let date = [later[chain], others].compactMap({ $0 }).min() { next[index] = date }
+            later[chain] = paidAt
         }
         return next
     }
@@ -335,7 +342,16 @@ extension Entitlements {
         let payments = try await store.paidOrders(userID: userID)
         let chains = subscriptionIDs(of: payments, catalog: catalog)
         let states = chains.isEmpty ? [] : try await store.subscriptions(originalTransactionIDs: chains)
-        return Entitlements(payments: payments, subscriptions: states, catalog: catalog)
+        // A subscription whose latest transaction paid none of this user's orders went on without
+        // them: when, for whom else, is read only for those (a shared App Store account's).
+        let own = Set(payments.map(\.outTradeNo))
+        let paidHere = Set(payments.compactMap(\.appleTransactionID))
+        var othersPayments: [String: [Date]] = [:]
+        for state in states where !paidHere.contains(state.latestTransactionID) {
+            othersPayments[state.originalTransactionID] = try await store.orders(originalTransactionID: state.originalTransactionID)
+                .filter { !own.contains($0.outTradeNo) }.compactMap(\.paidAt)
+        }
+        return Entitlements(payments: payments, subscriptions: states, othersPayments: othersPayments, catalog: catalog)
     }
 
     /// `{"entitlements":[…],"user_id":…}`: the entitlements route's answer and the

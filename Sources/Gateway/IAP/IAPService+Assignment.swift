@@ -116,6 +116,7 @@ extension IAPService {
             logger.info("unclaimed App Store transaction assigned by support", [
                 "out_trade_no": outTradeNo, "transaction_id": transactionID, "actor": actor,
             ])
+            await announceToFormerHolder(of: purchase, creditedTo: credited)
             await creditWaitingSiblings(of: purchase)
             return Assignment(order: credited, replayed: false)
         case .alreadyCredited(let credited, _):

@@ -49,6 +49,27 @@ extension IAPService {
         }
     }
 
+    /// A subscription's payment credited to `order`, another user's than the payment before it
+    /// (the subscription went on under them: a shared App Store account's resubscription or
+    /// upgrade): the former holder's entitlements changed too — their period ends where this
+    /// payment began and no longer renews — and no payment of theirs announces it. Best effort: the
+    /// entitlements route is right either way.
+    func announceToFormerHolder(of purchase: VerifiedPurchase, creditedTo order: OrderRecord) async {
+        guard purchase.transactionID != purchase.facts.originalTransactionID,
+              case .user(let former, _, let after) = await renewalHolder(purchase), !sameUser(former, order.userID),
+              let row = try? await store.appleTransaction(after), let paid = row.outTradeNo,
+              let formerOrder = try? await context.store.order(paid),
+              let marker = EntitlementEvents.marker(for: formerOrder, catalog: context.catalog.catalog, at: now())
+        else { return }
+        do {
+            try await context.store.announce(marker)
+        } catch {
+            logger.warning("entitlement.changed for a subscription's former holder not written", [
+                "out_trade_no": formerOrder.outTradeNo, "error": error.shortDescription,
+            ])
+        }
+    }
+
     /// The order the observation's transaction credited, else the subscription's latest credited
     /// order: its holder's, whose entitlements its state counts for (after another user of a
     /// shared account resubscribed, theirs, not the first purchase's user; and when its latest

@@ -250,6 +250,7 @@ public final class IAPService: Sendable {
             if let transaction = purchase.subscriptionTransaction, !purchase.via.hasPrefix("notification") {
                 await recordSubscription(of: transaction, source: purchase.via)
             }
+            await announceToFormerHolder(of: purchase, creditedTo: order)
             if siblings { await creditWaitingSiblings(of: purchase) }
             return ReportAnswer(order: order, matchedBy: how, outcome: "credited")
         case .alreadyCredited(let order, let how):
