@@ -211,6 +211,7 @@ enum ServeCommand {
                                               + consoleBanner.line(base: listeners.adminBase)).utf8))
         logger.notice("listening", ["address": base, "admin": listeners.adminBase, "demo": String(configuration.demo),
                                     "database": configuration.databaseDescription])
+        SystemdNotify.send("READY=1", socket: ProcessInfo.processInfo.environment["NOTIFY_SOCKET"])
         var status: Int32 = 0
         do {
             try await group.run()

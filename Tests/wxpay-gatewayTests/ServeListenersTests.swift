@@ -50,6 +50,36 @@ struct ServeListenersTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    @Test("Run by systemd as a Type=notify unit, serve says READY=1 on $NOTIFY_SOCKET once it listens, so a reload queued behind the start finds its signals trapped")
+    func serveTellsSystemdWhenItIsReady() async throws {
+        let directory = try Operations.temporaryDirectory("wxpay-notify")
+        let path = directory + "/notify"
+        let listener = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(bound == 0)
+        let started = StartedGateway()
+        let gateway = try #require(try await started.start({ port in
+            ["GATEWAY_LISTEN": "127.0.0.1:\(port)", "GATEWAY_DATABASE": "sqlite:\(directory)/g.sqlite",
+             "GATEWAY_RECONCILE_INTERVAL": "0", "NOTIFY_SOCKET": path]
+        }, demo: true))
+        var buffer = [UInt8](repeating: 0, count: 256)
+        var received: String?
+        for _ in 0..<500 where received == nil {
+            let count = recv(listener, &buffer, buffer.count, 0)
+            if count > 0 { received = String(decoding: buffer[0..<count], as: UTF8.self) } else { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(received == "READY=1")
+        await gateway.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     @Test func aCertificateWithoutItsKeyOrWithAnotherKeyAndAnAdminAddressLikeThePublicOneAreRefused() async throws {
         func refusal(_ environment: [String: String]) async throws -> (Int32?, String) {
             let process = try CommandProcess(["serve", "--demo"], environment: environment.merging(
