@@ -122,13 +122,11 @@ extension AppleCredit {
         var user = userID
         var candidates: [(order: OrderRecord, how: AppleMatch)] = []
         if let token = facts.appAccountToken {
-            if let order = try session.order(appAccountToken: token), Self.tokenIsInherited(order, by: facts) {
-                // The subscription's token, carried on from a payment before: whose this purchase
-                // is, the caller weighed (`userID`); it pays an order of its own.
-                notes.append(.tokenOrderAlreadyPaid(outTradeNo: order.outTradeNo))
-            } else if let order = try session.order(appAccountToken: token) {
-                // The token says whose purchase it is, whoever reports it (an account switch).
-                if let owner = order.userID { user = owner }
+            if let order = try session.order(appAccountToken: token) {
+                // The token says whose purchase it is, whoever reports it (an account switch); not
+                // one carried on from a payment before of the same subscription (that order is
+                // paid: passed over below), whose purchase the caller weighed (`userID`).
+                if !Self.tokenIsInherited(order, by: facts), let owner = order.userID { user = owner }
                 if order.channel != .apple || order.appleProductID != facts.productID {
                     notes.append(.tokenOrderOtherProduct(outTradeNo: order.outTradeNo, appleProductID: order.appleProductID))
                 } else if order.state == .success || order.state == .refund {

@@ -29,8 +29,9 @@ extension IAPService {
     /// purchase's product and of a user, is paid already, or belongs to another user than the one
     /// the purchase is tied to (its token's order, another purchase of its App Store account): 409
     /// `order_not_assignable`. A subscription's later payment while the payment before it waits
-    /// unclaimed is not assigned on its own (409 `transaction_not_assignable`): it follows that one. With the Server API key Apple is asked first (Get Transaction Info),
-    /// so a refund Apple made since is seen. Assigning it to the same order again answers that order.
+    /// unclaimed is not assigned on its own (409 `transaction_not_assignable`): it follows that
+    /// one. With the Server API key Apple is asked first (Get Transaction Info), so a refund Apple
+    /// made since is seen. Assigning it to the same order again answers that order.
     public func assign(transactionID: String, to outTradeNo: String, reason text: String?, by actor: String)
         async throws(APIError) -> Assignment
     {

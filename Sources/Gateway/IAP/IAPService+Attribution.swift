@@ -176,8 +176,8 @@ extension IAPService {
     /// open, or closed since (its app gave up on a purchase that was interrupted; its expiry came
     /// before Apple's word did).
     static func wasOpenAndIsUnpaid(_ order: OrderRecord, product: String, at purchase: VerifiedPurchase) -> Bool {
-        order.channel == .apple && order.appleProductID == product && (OrderState.open.contains(order.state) || order.state == .closed)
-            && wasOpen(order, at: purchase)
+        let unpaid = OrderState.open.contains(order.state) || order.state == .closed
+        return order.channel == .apple && order.appleProductID == product && unpaid && wasOpen(order, at: purchase)
     }
 
     /// The users the App Store account's other purchases were credited to, the most recent
