@@ -5,14 +5,29 @@ import Foundation
 import StorageCore
 
 extension PostgresOrderStore {
-    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+    public func create(_ order: OrderRecord, event: NewOrderEvent, terms: SaleTerms) async throws(StorageError)
+        -> CreateResult
+    {
         try order.validateNew()
         try event.validate()
         return try await write(key: Self.orderKey(order.outTradeNo)) { db throws(StorageError) in
+            // The product's terms on record, read under a lock that conflicts with the one a
+            // binding takes (SHARE ROW EXCLUSIVE) and not with other creates': a binding and this
+            // create run one after the other, and the later sees the earlier (the binding this
+            // order as sold, or the create the terms the binding wrote). Sent ahead of the insert
+            // in one round trip; a new order priced under other terms is rolled back by the throw.
+            var checks: [PGQuery] = []
+            if terms != .unchecked, let productID = order.productID {
+                checks = [
+                    PGQuery("LOCK TABLE bindings IN ROW EXCLUSIVE MODE"),
+                    PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)",
+                            ProductTerms.boundMarker, ProductTerms.recordKey(productID)),
+                ]
+            }
             // The primary key decides between racing creates, whichever instance they reach: one
             // INSERT wins, the others wait for it and do nothing. The second statement has a
             // snapshot of its own, so it sees the winner even when that committed a moment ago.
-            let results = try db.run([
+            let results = try db.run(checks + [
                 PGQuery(
                     "WITH created AS (INSERT INTO orders (" + OrderRecord.insertColumns + """
                         ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
@@ -26,8 +41,14 @@ extension PostgresOrderStore {
                     parameters: Self.orderParameters(order) + [event.at.pgValue, event.kind.pgValue, event.detail.pgValue]),
                 Self.selectOrder(order.outTradeNo),
             ])
-            guard let stored = try results[1].first(OrderRecord.init(row:)) else { throw .unexpectedRow }
-            if results[0].rowCount == 1 { return (.created(stored), nil) }
+            guard let stored = try results[checks.count + 1].first(OrderRecord.init(row:)) else { throw .unexpectedRow }
+            if results[checks.count].rowCount == 1 {
+                if let productID = order.productID, !checks.isEmpty {
+                    let rows = try results[1].rows { row throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
+                    if !ProductTerms.saleAgrees(terms, productID, rows: rows) { throw .termsChanged }
+                }
+                return (.created(stored), nil)
+            }
             return (stored.parametersDigest == order.parametersDigest ? .existing(stored) : .conflict(stored), nil)
         }
     }

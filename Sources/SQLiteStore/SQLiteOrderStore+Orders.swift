@@ -3,19 +3,35 @@ import Foundation
 import StorageCore
 
 extension SQLiteOrderStore {
-    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+    public func create(_ order: OrderRecord, event: NewOrderEvent, terms: SaleTerms) async throws(StorageError)
+        -> CreateResult
+    {
         try order.validateNew()
         try event.validate()
         return try await write { db throws(StorageError) in
-            if try Self.insert(order, on: db) {
+            // The writer's transaction: no binding can come between this check and the insert.
+            let agrees = try Self.saleAgrees(terms, order.productID, on: db)
+            if agrees, try Self.insert(order, on: db) {
                 // The order was just inserted: a plain INSERT (insertEvent's existence check and
                 // RETURNING would cost an ephemeral table for a row nobody reads).
                 try Self.appendEvent(event, to: order.outTradeNo, on: db)
                 return .created(try Self.existingOrder(order.outTradeNo, on: db))
             }
-            let existing = try Self.existingOrder(order.outTradeNo, on: db)
+            // A stored order is answered whatever the catalog says now: it was priced before.
+            guard let existing = try Self.order(order.outTradeNo, on: db) else { throw agrees ? .unexpectedRow : .termsChanged }
             return existing.parametersDigest == order.parametersDigest ? .existing(existing) : .conflict(existing)
         }
+    }
+
+    /// `ProductTerms.saleAgrees` on the rows on record (one indexed read, for an order naming a product).
+    private static func saleAgrees(_ terms: SaleTerms, _ productID: String?, on db: SQLiteConnection) throws(StorageError)
+        -> Bool
+    {
+        guard terms != .unchecked, let productID else { return true }
+        let rows = try db.rows(
+            "SELECT key, value FROM bindings WHERE key IN (?, ?)", ProductTerms.boundMarker, ProductTerms.recordKey(productID),
+            decode: { row throws(StorageError) in (key: try row.text(0), value: try row.text(1)) })
+        return ProductTerms.saleAgrees(terms, productID, rows: rows)
     }
 
     public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {

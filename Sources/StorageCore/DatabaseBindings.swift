@@ -31,6 +31,30 @@ extension BindingStore {
     }
 }
 
+/// What the catalog that priced a new order said its product grants, for `OrderStore.create` to
+/// hold against the terms the database has bound for it, in the order's own transaction. With
+/// several instances, or a reload racing a create, the catalog a request was read against may no
+/// longer be the one bound: a product another instance's reload changed or forgot (it was unsold)
+/// would otherwise be sold under terms the database does not hold, and its buyers granted what
+/// the bound catalog says (a course of its id, for ever, for a forgotten membership).
+public enum SaleTerms: Sendable, Hashable {
+    /// Not checked: an order naming no product, or a store used without a catalog.
+    case unchecked
+    /// A product of the catalog, granting these terms (`ProductTerms.terms`).
+    case catalog(String)
+    /// A product id the catalog does not have: none may be on record for it.
+    case outsideCatalog
+
+    /// Whether `recorded` (the terms on record for the order's product, nil for none) agrees.
+    package func agrees(with recorded: String?) -> Bool {
+        switch self {
+        case .unchecked: true
+        case .catalog(let terms): recorded == terms
+        case .outsideCatalog: recorded == nil
+        }
+    }
+}
+
 /// What crediting an App Store purchase recorded without a product (`unknown_product`) to the
 /// catalog product `order.productID` now names writes beside the change: its timeline line, and
 /// the `entitlement.changed` row when the product grants something.
@@ -236,6 +260,18 @@ extension ProductTerms {
     /// The key prefix of a name on record beside the terms (`name:<name>`, its value the product
     /// that gave it): an App Store product id or another name (`otherNames`) a catalog gave.
     package static let namePrefix = "name:"
+
+    /// The key of the row holding a product's terms.
+    package static func recordKey(_ productID: String) -> String { "product:" + productID }
+
+    /// Whether a new order naming `productID`, priced under `terms`, may be stored, given the rows
+    /// of `recordKey(productID)` and `boundMarker` read in its transaction (`rows`: key and value):
+    /// always until a catalog is bound (a database used without one), else when the terms on
+    /// record are those the order was priced under (`SaleTerms.agrees`).
+    package static func saleAgrees(_ terms: SaleTerms, _ productID: String, rows: [(key: String, value: String)]) -> Bool {
+        guard rows.contains(where: { $0.key == boundMarker }) else { return true }
+        return terms.agrees(with: rows.first(where: { $0.key == recordKey(productID) })?.value)
+    }
 
     /// The App Store product ids `terms` give that no `name:` row holds yet (`onRecord`), each with
     /// the product giving it: whose `unknown_product` purchases a binding makes that product's sales.

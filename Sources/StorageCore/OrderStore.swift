@@ -19,7 +19,12 @@ public protocol OrderStore: Sendable {
     /// transaction id (WeChat's or Apple's), an environment or a payment time: payment can only be
     /// recorded by `transition`. Its `channel`, `appleProductID` and `appAccountToken` are stored as
     /// given; another order with the same `appAccountToken` makes it fail with `.constraint`.
-    func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult
+    ///
+    /// `terms` says what the catalog that priced the order gave its product: once a catalog is
+    /// bound in the database (`BindingStore`), a new order whose product has other terms on record
+    /// is refused with `.termsChanged` and nothing is written (a replay of a stored order is
+    /// answered as usual). Checked in the order's transaction, which a binding cannot interleave.
+    func create(_ order: OrderRecord, event: NewOrderEvent, terms: SaleTerms) async throws(StorageError) -> CreateResult
 
     /// The order, or `nil`.
     func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord?
@@ -136,6 +141,12 @@ public protocol OrderStore: Sendable {
 }
 
 extension OrderStore {
+    /// `create(_:event:terms:)` unchecked against the catalog bound in the database: for orders
+    /// that name no product, tools and tests.
+    public func create(_ order: OrderRecord, event: NewOrderEvent) async throws(StorageError) -> CreateResult {
+        try await create(order, event: event, terms: .unchecked)
+    }
+
     /// `transition(_:)` with its fields as arguments; see `OrderTransition`.
     public func transition(
         _ outTradeNo: String,

@@ -19,6 +19,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case invalidArgument
         case unexpectedRow
         case unavailable
+        case termsChanged
         case other
     }
 
@@ -81,6 +82,9 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
     /// not have committed only when the connection broke during COMMIT, and every write is safe to
     /// repeat (idempotent create, conditional transitions).
     public static let unavailable = StorageError(code: .unavailable)
+    /// A new order's product has other terms on record than the catalog that priced it gave
+    /// (`SaleTerms`): another instance's catalog, or a reload's, was bound since. Nothing was written.
+    public static let termsChanged = StorageError(code: .termsChanged)
     /// Any other database failure.
     public static let other = StorageError(code: .other)
 
@@ -107,6 +111,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .invalidArgument: "invalid_argument"
         case .unexpectedRow: "unexpected_row"
         case .unavailable: "unavailable"
+        case .termsChanged: "terms_changed"
         case .other: "other"
         }
     }
@@ -126,6 +131,7 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         case .invalidArgument: text = "invalid storage request"
         case .unexpectedRow: text = "storage row does not match the schema"
         case .unavailable: text = "database unavailable"
+        case .termsChanged: text = "the product's terms on record are not the catalog's that priced the order"
         case .other: text = "storage error"
         }
         if let detail { text += ": \(detail)" }

@@ -76,4 +76,56 @@ struct CatalogReloadRaceTests {
         }
         await rig.stop()
     }
+
+    /// Several gateways on one database reload one after the other: a gateway whose catalog is
+    /// behind sells a product only under the terms the database holds for it. Another's reload may
+    /// have left out an unsold product (its terms forgotten) or changed what it grants; a sale
+    /// priced by the old catalog would have granted whatever the database says then (for a
+    /// forgotten membership, a course of its id for ever).
+    @Test(arguments: StoreKind.all) func aGatewayWhoseCatalogIsBehindTheDatabasesDoesNotSellAProductAnotherChanged(_ kind: StoreKind)
+        async throws
+    {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-behind-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let course = #"{"id":"swift-101","amount":990,"description":"Swift"}"#
+        func zinc(_ period: String) -> String {
+            #"{"id":"zinc-month","amount":3000,"description":"Zinc","type":"membership","period":"\#(period)","entitlement":"zinc"}"#
+        }
+        func catalog(_ products: String...) throws -> Catalog {
+            try Data(#"{"products":[\#(products.joined(separator: ","))]}"#.utf8).write(to: file)
+            return try Catalog.load(path: file.path)
+        }
+        _ = try catalog(course, zinc("P1M"))
+        let rig = try await GatewayRig.start(.inProcess, store: kind, environment: ["GATEWAY_CATALOG": file.path])
+        do {
+            #expect(try await rig.services.context.catalog.catalog.bind(in: rig.store, at: Date()) == nil)
+            func create(_ number: String, _ productID: String) async throws -> GatewayRig.Response {
+                try await rig.send(.post, "/v1/orders", body: #"{"product_id":"\#(productID)","user_id":"ur1","client_ip":"203.0.113.7","out_trade_no":"\#(number)"}"#)
+            }
+            // Another gateway reloads a catalog without the unsold membership.
+            #expect(try await catalog(course).bind(in: rig.store, at: Date()) == nil)
+            let refused = try await create("behind-1", "zinc-month")
+            #expect(refused.status == 503 && refused.error?["code"] as? String == "catalog_changed", "\(refused.json)")
+            #expect(refused.headers["Retry-After"] == "1")
+            #expect(try await rig.store.order("behind-1") == nil)
+            #expect(try await create("behind-2", "swift-101").status == 201)
+            // Another makes it a year: still not sold here under the month.
+            #expect(try await catalog(course, zinc("P1Y")).bind(in: rig.store, at: Date()) == nil)
+            #expect(try await create("behind-1", "zinc-month").status == 503)
+            #expect(try await rig.store.order("behind-1") == nil)
+            // Reloaded to the file the others have, this gateway sells it under the year.
+            guard case .success = await rig.services.context.catalog.reload(binding: rig.store, at: Date()) else {
+                Issue.record("the reload was refused")
+                await rig.stop()
+                return
+            }
+            #expect(try await create("behind-1", "zinc-month").status == 201)
+            // Sold now: the month is refused to every gateway's reload.
+            #expect(try await catalog(course, zinc("P1M")).bind(in: rig.store, at: Date()) != nil)
+        } catch {
+            await rig.stop()
+            throw error
+        }
+        await rig.stop()
+    }
 }

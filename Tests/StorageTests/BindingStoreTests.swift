@@ -230,4 +230,52 @@ struct BindingStoreTests {
             #expect(try await store.bindProductTerms([renamed, goldToo], at: TestTime.at(7)).isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.all) func aNewOrderIsStoredOnlyUnderTheTermsTheDatabaseHoldsForItsProduct(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ async throws in
+            func order(_ number: String, _ productID: String) -> OrderRecord {
+                var order = Fixture.order(number)
+                order.productID = productID
+                return order
+            }
+            // Before any catalog is bound there is nothing to hold an order against.
+            try await Fixture.create(order("B20", "vip-month"), in: store)
+            let month = ProductTerms(productID: "vip-month", terms: "membership P1M vip")
+            let course = ProductTerms(productID: "swift-101", terms: "course swift-101")
+            #expect(try await store.bindProductTerms([month, course], at: TestTime.at(1)).isEmpty)
+
+            // Priced by a catalog that makes the month a year, or does not have it: refused, nothing written.
+            await #expect(throws: StorageError.termsChanged) {
+                try await store.create(order("B21", "vip-month"), event: Fixture.created, terms: .catalog("membership P1Y vip"))
+            }
+            await #expect(throws: StorageError.termsChanged) {
+                try await store.create(order("B21", "vip-month"), event: Fixture.created, terms: .outsideCatalog)
+            }
+            #expect(try await store.order("B21") == nil)
+            // A product the database has no terms for is sold only outside the catalog.
+            await #expect(throws: StorageError.termsChanged) {
+                try await store.create(order("B22", "go-101"), event: Fixture.created, terms: .catalog("course go-101"))
+            }
+            guard case .created = try await store.create(order("B22", "go-101"), event: Fixture.created, terms: .outsideCatalog)
+            else { throw FixtureError.notCreated }
+
+            // Another gateway's reload leaves out the unsold course, and its terms are forgotten: a
+            // gateway whose catalog still has it may not sell it (its buyers would hold whatever the
+            // database says then, a course of its id for ever however it was priced).
+            #expect(try await store.bindProductTerms([month], at: TestTime.at(2)).isEmpty)
+            await #expect(throws: StorageError.termsChanged) {
+                try await store.create(order("B23", "swift-101"), event: Fixture.created, terms: .catalog("course swift-101"))
+            }
+            #expect(try await store.order("B23") == nil)
+
+            // Under the terms on record it is stored; a repeat of a stored order is answered as ever,
+            // whatever catalog priced the repeat.
+            guard case .created = try await store.create(order("B21", "vip-month"), event: Fixture.created,
+                                                         terms: .catalog("membership P1M vip"))
+            else { throw FixtureError.notCreated }
+            guard case .existing = try await store.create(order("B21", "vip-month"), event: Fixture.created,
+                                                          terms: .catalog("membership P1Y vip"))
+            else { throw FixtureError.notCreated }
+        }
+    }
 }

@@ -196,4 +196,42 @@ struct SeveralInstancesTests {
             #expect(await store.isHealthy())
         }
     }
+
+    /// One instance sells a product while another binds a catalog that leaves it out (unsold, its
+    /// terms would be forgotten): whichever the database decides first, no sale is left without
+    /// the terms it was priced under. The binding is refused because of a sale, or no sale is stored.
+    @Test(arguments: StoreKind.all) func aCatalogBoundOnOneInstanceWhileAnotherSellsLeavesNoSaleWithoutItsTerms(_ kind: StoreKind)
+        async throws
+    {
+        try await withTwoStores(kind) { seller, binder, _ async throws in
+            // Earlier rounds' sold products stay in every catalog.
+            var kept = [ProductTerms(productID: "swift-101", terms: "course swift-101")]
+            for round in 0..<12 {
+                let zinc = ProductTerms(productID: "zinc-\(round)", terms: "membership P1M zinc")
+                #expect(try await (binder as! any BindingStore).bindProductTerms(kept + [zinc], at: TestTime.at(Double(10 * round))).isEmpty)
+                let numbers = (0..<6).map { "S9-\(round)-\($0)" }
+                let without = kept
+                let forgotten = try await withThrowingTaskGroup(of: Bool?.self) { group in
+                    for number in numbers {
+                        group.addTask {
+                            var order = Fixture.order(number)
+                            order.productID = zinc.productID
+                            do {
+                                _ = try await seller.create(order, event: Fixture.created, terms: .catalog(zinc.terms))
+                            } catch let error as StorageError where error == .termsChanged {}
+                            return nil
+                        }
+                    }
+                    group.addTask {
+                        try await (binder as! any BindingStore).bindProductTerms(without, at: TestTime.at(Double(10 * round + 1))).isEmpty
+                    }
+                    return try await group.reduce(into: [Bool]()) { if let accepted = $1 { $0.append(accepted) } }
+                }
+                var sold = false
+                for number in numbers where try await seller.order(number) != nil { sold = true }
+                if sold { kept.append(zinc) }
+                #expect(forgotten == [!sold], "round \(round): the binding \(forgotten == [true] ? "forgot" : "kept") the terms, sold: \(sold)")
+            }
+        }
+    }
 }

@@ -23,6 +23,15 @@ extension APIError {
                  message: "amount differs from the catalog's price for this product_id (\(amount) fen)", field: "amount")
     }
 
+    /// 503: the product's terms on record in the database are not those of the catalog this
+    /// gateway priced the order from: another instance's catalog, or a reload's, was bound since
+    /// and changed or removed the product (it was unsold). Nothing was written; this instance sells
+    /// it again once its catalog is reloaded to the same file.
+    static let catalogChanged = APIError(
+        status: 503, code: "catalog_changed",
+        message: "the catalog was changed for this product_id since this request was read (another gateway's or a reload's); "
+            + "nothing was written: retry the same request", field: "product_id", retryAfter: 1)
+
     /// 404: an app token asked about another user (the same answer whether that user exists or
     /// not, as another user's order is `order_not_found`).
     static let userNotFound = APIError(status: 404, code: "user_not_found", message: "no user with that user_id for this token")

@@ -21,6 +21,13 @@ extension CatalogProduct {
 }
 
 extension Catalog {
+    /// What a new order naming `productID` is sold under, for the store to check against the
+    /// terms bound in the database (`SaleTerms`).
+    public func saleTerms(_ productID: String?) -> SaleTerms {
+        guard let productID, !productID.isEmpty else { return .unchecked }
+        return product(productID).map { .catalog($0.terms.terms) } ?? .outsideCatalog
+    }
+
     /// Binds every product's terms in `store` (`BindingStore.bindProductTerms`): nil when the
     /// catalog may be used, else the refusal naming each sold product whose grant it changes.
     /// Entitlements are computed from the catalog whenever they are read, so a sold month's

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import JSON
+import StorageCore
 
 /// Creates that name a catalog product: the catalog decides the price.
 extension CreateOrderInput {
@@ -20,6 +21,7 @@ extension CreateOrderInput {
             if catalog.grantsLike(productID) { throw Self.readsAsACatalogName }
         }
         try self.init(members: object, product: product)
+        terms = catalog.saleTerms(productID)
     }
 
     /// A `product_id` the catalog does not have that reads as one of its names.
@@ -61,5 +63,6 @@ extension CreateOrderInput {
                   outTradeNo: outTradeNo, attach: attach, userID: user, productID: product.id,
                   app: app, openID: openID, redirectURL: redirectURL)
         clientIPFromPeer = !object.keys.contains("client_ip") || object["client_ip"] == .null
+        terms = .catalog(product.terms.terms)
     }
 }

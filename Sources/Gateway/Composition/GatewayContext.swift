@@ -121,6 +121,12 @@ public struct GatewayContext: Sendable {
 
     /// The answer for a storage failure, logged and counted.
     func apiError(for error: StorageError) -> APIError {
+        if error == .termsChanged {
+            // Not the database failing: this instance's catalog is behind the one bound there.
+            logger.warning("create refused: the product's terms in the database are not this gateway's catalog's; "
+                + "reload its catalog (SIGHUP) from the file the other instances have")
+            return .catalogChanged
+        }
         logger.error("storage failure", ["error": error.shortDescription])
         countStorageError(error)
         return error == .unavailable ? .databaseUnavailable : .internalError

@@ -68,7 +68,7 @@ public final class IAPService: Sendable {
         let result = try await context.storage { () throws(StorageError) in
             try await self.context.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
-                    + "app_account_token \(record.appAccountToken ?? "")", at: createdAt))
+                    + "app_account_token \(record.appAccountToken ?? "")", at: createdAt), terms: .catalog(product.terms.terms))
         }
         let (order, created) = try instruments.creates.resolve(result)
         return OrderCreation.Created(created: created, view: try await context.apiView(order))

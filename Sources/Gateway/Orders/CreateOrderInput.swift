@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import JSON
 #endif
+import StorageCore
 import WeChatPayV3
 
 /// A validated `POST /v1/orders` body. Everything WeChat would refuse is refused here first, so
@@ -25,6 +26,9 @@ public struct CreateOrderInput: Sendable, Hashable {
     public var app: String?
     /// The payer's openid under the app's id: required for JSAPI apps, refused for the others.
     public var openID: String?
+    /// What the catalog the request was read against says the product grants: the store refuses
+    /// the new order when the database has since bound other terms for it (`SaleTerms`).
+    public var terms: SaleTerms = .unchecked
     /// H5 only: where WeChat's payment page sends the browser back to, appended to `mweb_url`.
     public var redirectURL: String?
 

@@ -48,7 +48,7 @@ public final class OrderCreation: OrderFlow {
             try await self.store.create(record, event: NewOrderEvent(
                 kind: "created",
                 detail: "amount=\(input.amount) expires_in=\(input.expiresIn) app=\(app.name) api=\(record.apiVersion)",
-                at: createdAt))
+                at: createdAt), terms: input.terms)
         }
         if case .conflict(let stored) = result, input.clientIPFromPeer, stored.parametersDigest == input.legacyParametersDigest {
             // Created before the peer's address left the digest, and retried from the same one.
