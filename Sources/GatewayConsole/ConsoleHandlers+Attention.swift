@@ -19,8 +19,8 @@ extension Console {
     /// An App Store purchase from the ledger, with the assign form while nobody holds it (404 for
     /// an id the ledger does not have, recorded too).
     func renderPurchase(_ exchange: Exchange, _ transactionID: String, notice: ConsoleNotice?, status: Int = 200,
-                        audited: String?, outTradeNo: String = "", reason: String = "") async throws(APIError)
-        -> HTTPServerResponse
+                        audited: String?, outTradeNo: String = "", reason: String = "", takesOver: Bool = false)
+        async throws(APIError) -> HTTPServerResponse
     {
         let id = String(transactionID.prefix(32))
         let iap = services.iap
@@ -35,7 +35,7 @@ extension Console {
         }
         if let audited { try await record(exchange, action: audited, outTradeNo: row.outTradeNo, target: id, outcome: "ok") }
         return ConsoleHTTP.html(ConsolePages.purchase(exchange.chrome, ConsolePages.Purchase(
-            row: row, notice: notice, outTradeNo: outTradeNo, reason: reason)), status: status)
+            row: row, notice: notice, outTradeNo: outTradeNo, reason: reason, takesOver: takesOver)), status: status)
     }
 
     /// Assigns an unclaimed purchase to the order a person names, with their reason: the same
@@ -46,18 +46,19 @@ extension Console {
             let form = ConsoleHTTP.form(request) ?? HTTPServerQuery()
             let outTradeNo = String((form["out_trade_no"] ?? "").trimmingCharacters(in: .whitespaces).prefix(64))
             let reason = String((form["reason"] ?? "").prefix(400))
+            let takesOver = form["takes_over"] == "1"
             guard let iap = self.services.iap else {
                 return try await self.renderPurchase(exchange, id, notice: nil, audited: "assign_transaction")
             }
             do throws(APIError) {
                 let assignment = try await iap.assign(transactionID: id, to: outTradeNo, reason: reason,
-                                                      by: "console user \(exchange.actor)")
+                                                      by: "console user \(exchange.actor)", takingOver: takesOver)
                 let order = assignment.order
                 await self.recordAfterAction(
                     exchange, action: "assign_transaction", outTradeNo: order.outTradeNo, target: id,
                     outcome: assignment.replayed ? "replayed" : "ok",
                     detail: "reason: \(reason.trimmingCharacters(in: .whitespacesAndNewlines)); credited to \(order.userID ?? "?") "
-                        + "for \(order.appleProductID ?? "?")")
+                        + "for \(order.appleProductID ?? "?")" + (takesOver ? ", taking the subscription over" : ""))
                 return ConsoleHTTP.redirect("/console/orders/" + HTML.segment(order.outTradeNo) + HTML.query([("assigned", id)]))
             } catch {
                 await self.recordAfterAction(exchange, action: "assign_transaction", outTradeNo: outTradeNo.isEmpty ? nil : outTradeNo,
@@ -66,7 +67,8 @@ extension Console {
                 // Why it cannot be assigned is the API's own sentence, shown under the page's words.
                 let detail = error.code == "order_not_assignable" ? error.message : nil
                 return try await self.renderPurchase(exchange, id, notice: ConsoleNotice(kind: .error, text: message, detail: detail),
-                                                     status: error.status, audited: nil, outTradeNo: outTradeNo, reason: reason)
+                                                     status: error.status, audited: nil, outTradeNo: outTradeNo, reason: reason,
+                                                     takesOver: takesOver)
             }
         }
     }

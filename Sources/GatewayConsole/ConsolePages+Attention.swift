@@ -31,6 +31,7 @@ extension ConsolePages {
         /// The assign form's values, kept when it is shown again with an error.
         var outTradeNo = ""
         var reason = ""
+        var takesOver = false
     }
 
     static func purchase(_ chrome: ConsoleChrome, _ model: Purchase) -> HTML {
@@ -75,6 +76,8 @@ extension ConsolePages {
                     <input id="assign-order" name="out_trade_no" value="\(model.outTradeNo)" required maxlength="64">
                     <label for="assign-reason">\(text.assignReasonLabel)</label>
                     <input id="assign-reason" name="reason" value="\(model.reason)" required maxlength="200">
+                    <p><input type="checkbox" id="assign-takes-over" name="takes_over" value="1"\(model.takesOver ? " checked" : "")>
+                    <label for="assign-takes-over">\(text.assignTakesOverLabel)</label></p>
                     <button type="submit">\(text.assignButton)</button></form>
                     """)
             } else {

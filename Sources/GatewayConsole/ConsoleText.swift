@@ -165,6 +165,10 @@ struct ConsoleText: Sendable {
     var assignOrderLabel: String { t("订单号（out_trade_no）", "Order number (out_trade_no)") }
     var assignReasonLabel: String { t("原因（必填，记入时间线和审计日志）", "Reason (required; kept on the timeline and in the audit log)") }
     var assignButton: String { t("分配并入账", "Assign and credit") }
+    var assignTakesOverLabel: String {
+        t("该用户接管这份订阅：仅当确知是该用户付的款（同一 Apple 账户的另一位用户，或转手的手机）。订阅原持有人的会员在这笔付款开始时结束。",
+          "This user takes the subscription over: only if you know they paid (another user of the same Apple account, or a phone passed on). The subscription's holder's access ends where this payment begins.")
+    }
     var assignNeedsRole: String {
         t("分配购买需要 refunder 或 admin 角色。", "Assigning a purchase needs the refunder or admin role.")
     }

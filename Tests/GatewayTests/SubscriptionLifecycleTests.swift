@@ -406,6 +406,46 @@ struct SubscriptionLifecycleTests {
         #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == nil)
     }
 
+    @Test("Support does not hand a waiting upgrade to a user with an open order while the subscriber's period runs, unless told the user takes the subscription over",
+          arguments: StoreKind.all)
+    func aWaitingUpgradeGoesToAnotherUserOnlyWhenSupportSaysTheyTakeItOver(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 5)
+        let stranger = try #require(try await scene.rig.createOrder("sibling", product: "vip-ios-year")["out_trade_no"] as? String)
+        let upgrade = try await scene.upgradeInSettings()
+        // An open order is all the stranger has: assigned on it, the learner's month would end now.
+        let refused = try await scene.assign(upgrade, to: stranger, reason: "asked")
+        #expect(refused.status == 409 && refused.error?["code"] as? String == "order_not_assignable", "\(refused.json)")
+        #expect((refused.error?["message"] as? String)?.contains("learner's subscription") == true, "\(refused.json)")
+        #expect(try await scene.rig.iap.store.appleTransaction(upgrade)?.outTradeNo == nil)
+        #expect(try await scene.vip()["active"] as? Bool == true)
+        // Support knows the sibling paid (a phone passed on): they take it over.
+        let body = #"{"out_trade_no":"\#(stranger)","reason":"the sibling sent the receipt","takes_over":true}"#
+        let assigned = try await scene.rig.gateway.send(.post, "/v1/support/apple-transactions/\(upgrade)/assign",
+                                                        token: GatewayRig.support, body: body)
+        #expect(assigned.status == 200, "\(assigned.json)")
+        #expect(try await scene.vip(of: "sibling")["active"] as? Bool == true)
+        #expect(try await scene.vip()["active"] as? Bool == false)
+        let bad = try await scene.rig.gateway.send(.post, "/v1/support/apple-transactions/\(upgrade)/assign", token: GatewayRig.support,
+                                                   body: #"{"out_trade_no":"\#(stranger)","reason":"x","takes_over":"yes"}"#)
+        #expect(bad.status == 400 && bad.error?["field"] as? String == "takes_over", "\(bad.json)")
+    }
+
+    @Test("Support assigns a waiting upgrade to the subscriber's own order without being told anything more",
+          arguments: StoreKind.all)
+    func aWaitingUpgradeIsAssignedToTheSubscribersOwnOrder(store: StoreKind) async throws {
+        let scene = try await Scene.subscribe(store)
+        defer { Task { await scene.stop() } }
+        await scene.advance(days: 5)
+        _ = try await scene.rig.createOrder("sibling", product: "vip-ios-year")
+        let upgrade = try await scene.upgradeInSettings()
+        let own = try #require(try await scene.rig.createOrder("learner", product: "vip-ios-year")["out_trade_no"] as? String)
+        let assigned = try await scene.assign(upgrade, to: own, reason: "the learner wrote in")
+        #expect(assigned.status == 200, "\(assigned.json)")
+        #expect(try await scene.vip()["active"] as? Bool == true)
+    }
+
     @Test("A refund of a waiting tokenless resubscription leaves the renewals that waited with it waiting: they are not handed to the subscription's holder before it, and support may assign them",
           arguments: StoreKind.all)
     func aRefundOfAWaitingResubscriptionLeavesItsRenewalsWaiting(store: StoreKind) async throws {

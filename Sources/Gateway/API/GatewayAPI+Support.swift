@@ -9,7 +9,7 @@ import StorageCore
 ///
 /// | route | who |
 /// |---|---|
-/// | POST /v1/support/apple-transactions/{transaction_id}/assign `{"out_trade_no","reason"}` | support |
+/// | POST /v1/support/apple-transactions/{transaction_id}/assign `{"out_trade_no","reason","takes_over"?}` | support |
 /// | POST /v1/support/orders/{out_trade_no}/attention/handled `{"reason","flags"?}` | support |
 /// | POST /v1/support/subscriptions/{original_transaction_id}/extend `{"days","reason","request_id"?}` | support |
 extension GatewayAPI {
@@ -20,12 +20,18 @@ extension GatewayAPI {
                    options: Self.jsonRoute(maxBodyBytes: Self.supportActionBodyLimit)) { request in
             try await self.handle(request, scopes: [.support]) { caller in
                 guard let iap = self.services.iap else { throw APIError.notFound }
-                let body = try Self.supportAction(request.body, allowed: ["out_trade_no", "reason"])
+                let body = try Self.supportAction(request.body, allowed: ["out_trade_no", "reason", "takes_over"])
                 let outTradeNo = try CreateOrderInput.string(body, "out_trade_no", required: true, bytes: 1...64) ?? ""
+                let takesOver: Bool
+                switch body["takes_over"] {
+                case nil, .null?, .bool(false)?: takesOver = false
+                case .bool(true)?: takesOver = true
+                default: throw APIError.invalid("takes_over", "takes_over must be true or false")
+                }
                 let assignment = try await iap.assign(
                     transactionID: request.pathParameters["transaction_id"] ?? "", to: outTradeNo,
                     reason: try SupportReason.parse(member: body),
-                    by: caller.tokenName ?? "support token")
+                    by: caller.tokenName ?? "support token", takingOver: takesOver)
                 var answer = JSONObjectWriter(capacity: 1024)
                 answer.raw("order", try await self.services.support.supportView(assignment.order, timeline: false))
                 answer.bool("replayed", assignment.replayed)

@@ -30,10 +30,14 @@ extension IAPService {
     /// the purchase is tied to (its token's order, another purchase of its App Store account): 409
     /// `order_not_assignable`. A subscription's later payment while the payment before it waits
     /// unclaimed is not assigned on its own (409 `transaction_not_assignable`): it follows that
-    /// one. With the Server API key Apple is asked first (Get Transaction Info), so a refund Apple
-    /// made since is seen. Assigning it to the same order again answers that order.
-    public func assign(transactionID: String, to outTradeNo: String, reason text: String?, by actor: String)
-        async throws(APIError) -> Assignment
+    /// one. A person's purchase (an upgrade, a resubscription) made while another user's period of
+    /// the same subscription still ran is assigned to this order's user only `takingOver`: it takes
+    /// the subscription over, and the holder's access ends where it begins (409
+    /// `order_not_assignable` otherwise, naming the holder). With the Server API key Apple is asked
+    /// first (Get Transaction Info), so a refund Apple made since is seen. Assigning it to the same
+    /// order again answers that order.
+    public func assign(transactionID: String, to outTradeNo: String, reason text: String?, by actor: String,
+                       takingOver: Bool = false) async throws(APIError) -> Assignment
     {
         guard (1...32).contains(transactionID.utf8.count), transactionID.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             throw .invalid("transaction_id", "an App Store transaction id is 1 to 32 digits")
@@ -94,6 +98,17 @@ extension IAPService {
             throw .orderNotAssignable("the purchase's App Store account is shared by \(users.joined(separator: ", ")), and "
                                       + "\(user) is not one of them: credit an order of one of them")
         }
+        // An open order is no proof of payment: a stranger's would take a subscriber's running
+        // period from them (an upgrade in the App Store's settings waits while anyone has one
+        // open). The person assigning says they know it was this user's (a phone passed on,
+        // another user of the App Store account).
+        if !takingOver, let holder = await holderStillServed(by: purchase), !sameUser(holder.user, user) {
+            throw .orderNotAssignable(
+                "the purchase continues \(holder.user)'s subscription, whose period paid by transaction \(holder.after) runs "
+                    + "until \(Timestamp.rfc3339(holder.until)): credited to \(user), it takes the subscription over and "
+                    + "\(holder.user)'s access ends where it began. Only if \(user) made it (another user of the App Store "
+                    + "account, or of a phone passed on), assign it again with takes_over")
+        }
         let at = now()
         let summary = purchase.summary
         let firstSeen = row.source
@@ -102,7 +117,7 @@ extension IAPService {
             outbox: { _ in nil },
             events: { decision in
                 var words = "assigned by support (\(actor)): \(reason); the purchase was unclaimed (first seen via \(firstSeen)); "
-                    + "credited to this order of \(user)"
+                    + "credited to this order of \(user)" + (takingOver ? ", taking the subscription over" : "")
                 if decision.previousState == .closed { words += "; the order had been closed locally (unpaid at its expiry)" }
                 return [NewOrderEvent(kind: "appstore_verified", detail: summary, at: at),
                         NewOrderEvent(kind: "appstore_match", detail: words, at: at)]
@@ -129,6 +144,21 @@ extension IAPService {
             // The order changed meanwhile (paid, or its product or user): decided on what it is now.
             throw .orderNotAssignable("it is no longer an open order of \(user) for \(purchase.productID)")
         }
+    }
+
+    /// The user whose subscription `purchase` (a later payment of it) continues, when the period
+    /// their payment before it bought (its product's, counted as entitlements count it) still ran
+    /// when it was made: the transaction of that payment and its end.
+    private func holderStillServed(by purchase: VerifiedPurchase) async -> (user: String, after: String, until: Date)? {
+        guard purchase.transactionID != purchase.facts.originalTransactionID,
+              case .user(let user, _, let after) = await renewalHolder(purchase),
+              let row = try? await store.appleTransaction(after), let credited = row.outTradeNo,
+              let order = try? await context.store.order(credited),
+              let product = order.productID.flatMap({ context.catalog.catalog.product($0) }),
+              case .membership(let period) = product.kind
+        else { return nil }
+        let until = period.end(from: order.paidAt ?? row.facts.purchaseDate)
+        return until > purchase.facts.purchaseDate ? (user, after, until) : nil
     }
 
     private func order(_ outTradeNo: String) async throws(APIError) -> OrderRecord {
