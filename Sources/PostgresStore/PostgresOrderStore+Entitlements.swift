@@ -16,6 +16,17 @@ extension PostgresOrderStore: EntitlementStore {
         }
     }
 
+    public func productTerms(_ productIDs: [String]) async throws(StorageError) -> [String: String] {
+        try await read { db throws(StorageError) in
+            var terms: [String: String] = [:]
+            for id in productIDs {
+                terms[id] = try db.run(PGQuery("SELECT value FROM bindings WHERE key = $1", ProductTerms.recordKey(id)))
+                    .first { row throws(StorageError) in try row.text(0) }
+            }
+            return terms
+        }
+    }
+
     public func announce(_ event: OutboxEvent) async throws(StorageError) {
         try await write(key: "x:" + event.id) { db throws(StorageError) in
             _ = try db.run(Self.insertOutbox(event))

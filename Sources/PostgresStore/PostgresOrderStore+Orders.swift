@@ -17,11 +17,16 @@ extension PostgresOrderStore {
             // order as sold, or the create the terms the binding wrote). Sent ahead of the insert
             // in one round trip; a new order priced under other terms is rolled back by the throw.
             var checks: [PGQuery] = []
-            if terms != .unchecked, let productID = order.productID {
+            if terms.isChecked, let productID = order.productID {
                 checks = [
                     PGQuery("LOCK TABLE bindings IN ROW EXCLUSIVE MODE"),
-                    PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)",
-                            ProductTerms.boundMarker, ProductTerms.recordKey(productID)),
+                    terms.readsNames
+                        ? PGQuery("""
+                            SELECT key, value FROM bindings
+                             WHERE key IN ($1, $2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = $3
+                            """, ProductTerms.boundMarker, ProductTerms.recordKey(productID), ProductTerms.namePrefix)
+                        : PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)",
+                                  ProductTerms.boundMarker, ProductTerms.recordKey(productID)),
                 ]
             }
             // The primary key decides between racing creates, whichever instance they reach: one

@@ -13,6 +13,17 @@ extension SQLiteOrderStore: EntitlementStore {
         try await write { db throws(StorageError) in try Self.insertOutbox(event, on: db) }
     }
 
+    public func productTerms(_ productIDs: [String]) async throws(StorageError) -> [String: String] {
+        try await read { db throws(StorageError) in
+            var terms: [String: String] = [:]
+            for id in productIDs {
+                terms[id] = try db.row("SELECT value FROM bindings WHERE key = ?", ProductTerms.recordKey(id),
+                                       decode: { row throws(StorageError) in try row.text(0) })
+            }
+            return terms
+        }
+    }
+
     /// One range of the index of paid orders (its condition is the WHERE clause, and it holds
     /// every column read), already in payment order; the refunds' sum read by their own index,
     /// for a refunded WeChat order only.

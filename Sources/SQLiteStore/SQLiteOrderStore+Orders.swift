@@ -23,14 +23,19 @@ extension SQLiteOrderStore {
         }
     }
 
-    /// `ProductTerms.saleAgrees` on the rows on record (one indexed read, for an order naming a product).
+    /// `ProductTerms.saleAgrees` on the rows on record (one indexed read for an order naming a
+    /// catalog product; the table's few hundred rows for one sold outside the catalog).
     private static func saleAgrees(_ terms: SaleTerms, _ productID: String?, on db: SQLiteConnection) throws(StorageError)
         -> Bool
     {
-        guard terms != .unchecked, let productID else { return true }
-        let rows = try db.rows(
-            "SELECT key, value FROM bindings WHERE key IN (?, ?)", ProductTerms.boundMarker, ProductTerms.recordKey(productID),
-            decode: { row throws(StorageError) in (key: try row.text(0), value: try row.text(1)) })
+        guard terms.isChecked, let productID else { return true }
+        let row = { (row: SQLiteRow) throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
+        let rows = terms.readsNames
+            ? try db.rows(
+                "SELECT key, value FROM bindings WHERE key IN (?1, ?2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = ?3",
+                ProductTerms.boundMarker, ProductTerms.recordKey(productID), ProductTerms.namePrefix, decode: row)
+            : try db.rows("SELECT key, value FROM bindings WHERE key IN (?, ?)", ProductTerms.boundMarker,
+                          ProductTerms.recordKey(productID), decode: row)
         return ProductTerms.saleAgrees(terms, productID, rows: rows)
     }
 

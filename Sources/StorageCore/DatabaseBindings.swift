@@ -42,15 +42,36 @@ public enum SaleTerms: Sendable, Hashable {
     case unchecked
     /// A product of the catalog, granting these terms (`ProductTerms.terms`).
     case catalog(String)
-    /// A product id the catalog does not have: none may be on record for it.
-    case outsideCatalog
+    /// A product id the catalog does not have: none may be on record for it, nor may it read
+    /// (`reading`, the catalog's rule) as a name the database holds: another instance's catalog
+    /// gave that name since, and a paid order of it would grant its id for ever there and nothing
+    /// once every catalog gives the name.
+    case outsideCatalog(reading: NameReading?)
 
-    /// Whether `recorded` (the terms on record for the order's product, nil for none) agrees.
-    package func agrees(with recorded: String?) -> Bool {
+    package var isChecked: Bool {
+        if case .unchecked = self { false } else { true }
+    }
+
+    /// Whether the check reads every name on record, not only the product's own terms.
+    package var readsNames: Bool {
+        if case .outsideCatalog(reading: _?) = self { true } else { false }
+    }
+
+    /// By what is checked: a reading rule is the catalog's one rule, compared by its presence.
+    public static func == (lhs: SaleTerms, rhs: SaleTerms) -> Bool {
+        switch (lhs, rhs) {
+        case (.unchecked, .unchecked): true
+        case (.catalog(let left), .catalog(let right)): left == right
+        case (.outsideCatalog, .outsideCatalog): lhs.readsNames == rhs.readsNames
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
         switch self {
-        case .unchecked: true
-        case .catalog(let terms): recorded == terms
-        case .outsideCatalog: recorded == nil
+        case .unchecked: hasher.combine(0)
+        case .catalog(let terms): hasher.combine(1); hasher.combine(terms)
+        case .outsideCatalog: hasher.combine(2); hasher.combine(readsNames)
         }
     }
 }
@@ -265,12 +286,26 @@ extension ProductTerms {
     package static func recordKey(_ productID: String) -> String { "product:" + productID }
 
     /// Whether a new order naming `productID`, priced under `terms`, may be stored, given the rows
-    /// of `recordKey(productID)` and `boundMarker` read in its transaction (`rows`: key and value):
-    /// always until a catalog is bound (a database used without one), else when the terms on
-    /// record are those the order was priced under (`SaleTerms.agrees`).
+    /// read in its transaction (`rows`: key and value): those of `recordKey(productID)` and
+    /// `boundMarker`, and every product's and name's when `terms.readsNames`. Always until a
+    /// catalog is bound (a database used without one); else a catalog product's terms must be
+    /// those on record, and a product sold outside the catalog must have none and read as no name
+    /// on record.
     package static func saleAgrees(_ terms: SaleTerms, _ productID: String, rows: [(key: String, value: String)]) -> Bool {
         guard rows.contains(where: { $0.key == boundMarker }) else { return true }
-        return terms.agrees(with: rows.first(where: { $0.key == recordKey(productID) })?.value)
+        let recorded = rows.first(where: { $0.key == recordKey(productID) })?.value
+        switch terms {
+        case .unchecked: return true
+        case .catalog(let given): return recorded == given
+        case .outsideCatalog(let reading):
+            guard recorded == nil else { return false }
+            guard let reading else { return true }
+            let prefix = recordKey("")
+            let products = rows.filter { $0.key.hasPrefix(prefix) }
+                .map { ProductTerms(productID: String($0.key.dropFirst(prefix.count)), terms: $0.value) }
+            let given = rows.filter { $0.key.hasPrefix(namePrefix) }.map { String($0.key.dropFirst(namePrefix.count)) }
+            return reading(productID, names(products).union(given).sorted()) == nil
+        }
     }
 
     /// The App Store product ids `terms` give that no `name:` row holds yet (`onRecord`), each with

@@ -62,6 +62,11 @@ public protocol EntitlementStore: SubscriptionStore {
     /// of a shared App Store account ended the earlier user's period where their payment began.
     func orders(originalTransactionID: String) async throws(StorageError) -> [OrderRecord]
 
+    /// The terms on record (`BindingStore`) of those of `productIDs` that have some: product id →
+    /// terms. Entitlements are computed from them where they differ from the catalog in force (an
+    /// instance whose catalog is behind another's reload).
+    func productTerms(_ productIDs: [String]) async throws(StorageError) -> [String: String]
+
     /// Writes an `entitlement.changed` row on its own, for a change of a user's entitlements no
     /// payment or refund of theirs made (the subscription they held went on under another user).
     func announce(_ event: OutboxEvent) async throws(StorageError)

@@ -249,14 +249,14 @@ struct BindingStoreTests {
                 try await store.create(order("B21", "vip-month"), event: Fixture.created, terms: .catalog("membership P1Y vip"))
             }
             await #expect(throws: StorageError.termsChanged) {
-                try await store.create(order("B21", "vip-month"), event: Fixture.created, terms: .outsideCatalog)
+                try await store.create(order("B21", "vip-month"), event: Fixture.created, terms: .outsideCatalog(reading: nil))
             }
             #expect(try await store.order("B21") == nil)
             // A product the database has no terms for is sold only outside the catalog.
             await #expect(throws: StorageError.termsChanged) {
                 try await store.create(order("B22", "go-101"), event: Fixture.created, terms: .catalog("course go-101"))
             }
-            guard case .created = try await store.create(order("B22", "go-101"), event: Fixture.created, terms: .outsideCatalog)
+            guard case .created = try await store.create(order("B22", "go-101"), event: Fixture.created, terms: .outsideCatalog(reading: nil))
             else { throw FixtureError.notCreated }
 
             // Another gateway's reload leaves out the unsold course, and its terms are forgotten: a

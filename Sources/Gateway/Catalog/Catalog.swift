@@ -127,7 +127,7 @@ public struct Catalog: Sendable, Hashable {
     /// its App Store product id, the way a person or an app comparing loosely would read it: the
     /// same once case, width, marks, punctuation, characters that show as nothing, doubled letters
     /// and the digits and pairs that pass for letters are set aside (`vip.`, `v-i-p`, `VIP_MONTH`,
-    /// `swift-1O1`, `5vvift-z01`), or holding one of them as whole words between `-`, `_` and `.`
+    /// `swift-1O1`, `5vvift-l01`), or holding one of them as whole words between `-`, `_` and `.`
     /// (`vip-lifetime`, `swift-101-ios`; not `vipassana`, `tv-ipad`). No rule of this kind is
     /// complete: an app must compare entitlements exactly. A product the catalog does not know
     /// must not be named so (its paid order would grant its id for ever: `CreateOrderInput`), nor

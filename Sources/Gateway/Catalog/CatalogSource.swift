@@ -13,6 +13,9 @@ public final class CatalogSource: Sendable {
     /// The catalog a reload is binding, until it is in force or refused: a create checks its
     /// product id against it too (`readsAsACatalogName`).
     private let pending = Mutex<Catalog?>(nil)
+    /// The terms the database holds for sold products, which entitlements are computed from where
+    /// this catalog differs (`Catalog.holding`).
+    public let recorded = RecordedTerms()
 
     public init(_ catalog: Catalog, path: String?) {
         self.path = path

@@ -21,11 +21,46 @@ extension CatalogProduct {
 }
 
 extension Catalog {
+    /// This catalog with each sold product granting what the database holds for it (`recorded`:
+    /// product id → terms on record, `RecordedTerms`): itself when they agree, as they do wherever
+    /// this catalog is the one bound. A product the database holds other terms for (another
+    /// instance's reload changed it, unsold, and sold it), or that this catalog lacks, takes the
+    /// recorded terms; terms this version cannot read leave the product as it is.
+    public func holding(_ recorded: [String: String]) -> Catalog {
+        var changed: [CatalogProduct] = []
+        for (id, terms) in recorded {
+            let product = self.product(id)
+            guard product?.terms.terms != terms, let (kind, entitlement) = Self.grant(ofTerms: terms, productID: id) else {
+                continue
+            }
+            var held = product ?? CatalogProduct(id: id, amount: 1, description: id, active: false)
+            held.kind = kind
+            held.entitlement = entitlement
+            changed.append(held)
+        }
+        guard !changed.isEmpty else { return self }
+        let ids = Set(changed.map(\.id))
+        return Catalog(products: products.filter { !ids.contains($0.id) } + changed)
+    }
+
+    /// What terms on record grant (`CatalogProduct.terms`' text read back): `course swift-101`,
+    /// `membership P1M vip`, `consumable` (granting nothing; its entitlement is its id).
+    static func grant(ofTerms terms: String, productID: String) -> (CatalogProduct.Kind, String)? {
+        let parts = terms.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        switch parts.first {
+        case "course" where parts.count == 2 && isValidID(parts[1]): return (.course, parts[1])
+        case "membership" where parts.count == 3 && isValidID(parts[2]):
+            return MembershipPeriod(parts[1]).map { (.membership($0), parts[2]) }
+        case "consumable" where parts.count == 1: return (.consumable, productID)
+        default: return nil
+        }
+    }
+
     /// What a new order naming `productID` is sold under, for the store to check against the
     /// terms bound in the database (`SaleTerms`).
     public func saleTerms(_ productID: String?) -> SaleTerms {
         guard let productID, !productID.isEmpty else { return .unchecked }
-        return product(productID).map { .catalog($0.terms.terms) } ?? .outsideCatalog
+        return product(productID).map { .catalog($0.terms.terms) } ?? .outsideCatalog(reading: Self.nameReading)
     }
 
     /// Binds every product's terms in `store` (`BindingStore.bindProductTerms`): nil when the

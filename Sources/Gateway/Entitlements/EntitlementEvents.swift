@@ -47,7 +47,8 @@ public struct EntitlementEvents: Sendable {
     /// The body to deliver for `event`, its entitlements computed now.
     public func body(of event: OutboxEvent, at now: Date) async throws(StorageError) -> [UInt8]? {
         guard let user = Self.user(of: event) else { return nil }
-        let entitlements = try await Entitlements.read(userID: user, from: store, catalog: catalog.catalog)
+        let entitlements = try await Entitlements.read(userID: user, from: store, catalog: catalog.catalog,
+                                                       recorded: catalog.recorded)
         var data = JSONObjectWriter(capacity: 256)
         data.array("entitlements", entitlements.grants.map { $0.json(at: now) })
         data.string("out_trade_no", event.outTradeNo)

@@ -17,7 +17,7 @@ public struct EntitlementQueries: OrderFlow {
         guard UserID.isValid(userID) else { throw .invalid("user_id", "user_id must be \(UserID.rule)") }
         let catalog = context.catalog.catalog
         return try await storage { () throws(StorageError) in
-            try await Entitlements.read(userID: userID, from: self.store, catalog: catalog)
+            try await Entitlements.read(userID: userID, from: self.store, catalog: catalog, recorded: self.context.catalog.recorded)
         }
     }
 

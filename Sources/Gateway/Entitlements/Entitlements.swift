@@ -335,11 +335,15 @@ public struct Entitlements: Sendable, Hashable {
 
 extension Entitlements {
     /// The user's entitlements now: their payments, then the states of the App Store
-    /// subscriptions among them (a second read only for a user who has some).
-    public static func read(userID: String, from store: any EntitlementStore, catalog: Catalog)
-        async throws(StorageError) -> Entitlements
+    /// subscriptions among them (a second read only for a user who has some). With `recorded`,
+    /// each product they paid for grants what the database holds for it where `catalog` says
+    /// otherwise (`Catalog.holding`: an instance not yet reloaded to another's catalog).
+    public static func read(userID: String, from store: any EntitlementStore, catalog given: Catalog,
+                            recorded: RecordedTerms? = nil) async throws(StorageError) -> Entitlements
     {
         let payments = try await store.paidOrders(userID: userID)
+        var catalog = given
+        if let recorded { catalog = given.holding(try await recorded.terms(of: payments.compactMap(\.productID), in: store)) }
         let chains = subscriptionIDs(of: payments, catalog: catalog)
         let states = chains.isEmpty ? [] : try await store.subscriptions(originalTransactionIDs: chains)
         // A subscription whose latest transaction paid none of this user's orders went on without
