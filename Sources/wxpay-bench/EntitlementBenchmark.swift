@@ -45,6 +45,8 @@ enum EntitlementBenchmark {
             let services = GatewayServices(GatewayContext(configuration: configuration, store: store,
                                                           transport: SimulatorTransport(simulator: simulator),
                                                           now: { clock.now() }))
+            // Bound as serve binds it: entitlements then read the products' terms on record once.
+            if let refusal = try await configuration.app.catalog.bind(in: store, at: clock.now()) { throw refusal }
             // The user's history: mostly monthly passes, some yearly, some courses, an hour apart,
             // each settled through the door (the notify dropped, support's recheck asks WeChat).
             let products = ["vip-month", "vip-month", "vip-month", "vip-year", "swift-101", "vip-month", "swift-201", "vip-month"]

@@ -113,6 +113,8 @@ struct CatalogTests {
         (#"{"products":{}}"#, #""products" array"#),
         (#"{"products":[1]}"#, "product #1: must be a JSON object"),
         (#"[]"#, "not a JSON object"),
+        (#"{"products":[{"id":"a","amount":1,"desc"#, "not valid JSON at byte 39 of 39"),
+        ("", "the catalog file is empty"),
         (#"{"products":[{"id":"a","amount":1,"description":"d","type":"membership","period":"1 month"}]}"#, #"product "a": period must be"#),
         (#"{"products":[{"id":"a","amount":1,"description":"d","type":"membership"}]}"#, #"product "a": a membership needs a period"#),
         (#"{"products":[{"id":"a","amount":1,"description":"d","type":7}]}"#, #"product "a": type must be"#),
@@ -149,7 +151,7 @@ struct CatalogTests {
 
     @Test func aCatalogThatIsNotUTF8IsCalledThat() {
         let bytes = Array(#"{"products":[{"id":"a","amount":1,"description":"d"#.utf8) + [0xFF] + Array(#""}]}"#.utf8)
-        #expect(throws: CatalogError(message: "the catalog is not UTF-8")) { try Catalog.parse(bytes) }
+        #expect(throws: CatalogError(message: "the catalog is not UTF-8 (at byte 48)")) { try Catalog.parse(bytes) }
     }
 
     @Test func reloadReplacesTheCatalogWholeOrKeepsTheOldOne() async throws {

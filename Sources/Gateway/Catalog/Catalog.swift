@@ -215,8 +215,11 @@ public struct Catalog: Sendable, Hashable {
             let message =
                 switch error.reason {
                 case .duplicateKey: "the catalog repeats a JSON key in one object"
-                case .invalidUTF8: "the catalog is not UTF-8"
-                default: "the catalog is not a JSON object"
+                case .invalidUTF8: "the catalog is not UTF-8 (at byte \(error.offset))"
+                case .notAnObject where bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }): "the catalog file is empty"
+                case .notAnObject: "the catalog is not a JSON object"
+                // A file cut short (written in place rather than moved in) ends mid-document.
+                default: "the catalog is not valid JSON at byte \(error.offset) of \(bytes.count)"
                 }
             throw CatalogError(message: message)
         }
