@@ -372,6 +372,12 @@ struct PostgresAppleCreditSession: AppleCreditSession {
         return candidates.map { byNumber[$0.outTradeNo] }
     }
 
+    func saleAgrees(_ terms: SaleTerms, productID: String?) throws(StorageError) -> Bool {
+        let checks = PostgresOrderStore.saleCheck(terms, productID: productID)
+        guard !checks.isEmpty else { return true }
+        return try PostgresOrderStore.saleAgrees(terms, productID: productID, db.run(checks)[1])
+    }
+
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
         let inserted = try db.run(PGQuery(
             "INSERT INTO orders (" + OrderRecord.insertColumns + """

@@ -16,19 +16,7 @@ extension PostgresOrderStore {
             // create run one after the other, and the later sees the earlier (the binding this
             // order as sold, or the create the terms the binding wrote). Sent ahead of the insert
             // in one round trip; a new order priced under other terms is rolled back by the throw.
-            var checks: [PGQuery] = []
-            if terms.isChecked, let productID = order.productID {
-                checks = [
-                    PGQuery("LOCK TABLE bindings IN ROW EXCLUSIVE MODE"),
-                    terms.readsNames
-                        ? PGQuery("""
-                            SELECT key, value FROM bindings
-                             WHERE key IN ($1, $2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = $3
-                            """, ProductTerms.boundMarker, ProductTerms.recordKey(productID), ProductTerms.namePrefix)
-                        : PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)",
-                                  ProductTerms.boundMarker, ProductTerms.recordKey(productID)),
-                ]
-            }
+            let checks = Self.saleCheck(terms, productID: order.productID)
             // The primary key decides between racing creates, whichever instance they reach: one
             // INSERT wins, the others wait for it and do nothing. The second statement has a
             // snapshot of its own, so it sees the winner even when that committed a moment ago.
@@ -48,14 +36,35 @@ extension PostgresOrderStore {
             ])
             guard let stored = try results[checks.count + 1].first(OrderRecord.init(row:)) else { throw .unexpectedRow }
             if results[checks.count].rowCount == 1 {
-                if let productID = order.productID, !checks.isEmpty {
-                    let rows = try results[1].rows { row throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
-                    if !ProductTerms.saleAgrees(terms, productID, rows: rows) { throw .termsChanged }
-                }
+                if !checks.isEmpty, try !Self.saleAgrees(terms, productID: order.productID, results[1]) { throw .termsChanged }
                 return (.created(stored), nil)
             }
             return (stored.parametersDigest == order.parametersDigest ? .existing(stored) : .conflict(stored), nil)
         }
+    }
+
+    /// The statements that read what `ProductTerms.saleAgrees` needs, under the lock described in
+    /// `create` (none when nothing is checked).
+    static func saleCheck(_ terms: SaleTerms, productID: String?) -> [PGQuery] {
+        guard terms.isChecked else { return [] }
+        // An order naming no product is checked only as the App Store product it was made for.
+        if productID == nil, case .unknownAppleProduct = terms {} else if productID == nil { return [] }
+        let keys = ProductTerms.saleKeys(terms, productID ?? "")
+        return [
+            PGQuery("LOCK TABLE bindings IN ROW EXCLUSIVE MODE"),
+            terms.readsNames
+                ? PGQuery("""
+                    SELECT key, value FROM bindings
+                     WHERE key IN ($1, $2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = $3
+                    """, keys[0], keys[1], ProductTerms.namePrefix)
+                : PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)", keys[0], keys[1]),
+        ]
+    }
+
+    /// `ProductTerms.saleAgrees` on what `saleCheck`'s SELECT answered.
+    static func saleAgrees(_ terms: SaleTerms, productID: String?, _ result: PGResult) throws(StorageError) -> Bool {
+        let rows = try result.rows { row throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
+        return ProductTerms.saleAgrees(terms, productID ?? "", rows: rows)
     }
 
     public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {

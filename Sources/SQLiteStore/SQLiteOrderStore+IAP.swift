@@ -315,6 +315,10 @@ struct SQLiteAppleCreditSession: AppleCreditSession {
         candidates
     }
 
+    func saleAgrees(_ terms: SaleTerms, productID: String?) throws(StorageError) -> Bool {
+        try SQLiteOrderStore.saleAgrees(terms, productID, on: db)
+    }
+
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool {
         guard try SQLiteOrderStore.insert(order, on: db) else { return false }
         try SQLiteOrderStore.appendEvent(event, to: order.outTradeNo, on: db)

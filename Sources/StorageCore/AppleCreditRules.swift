@@ -21,6 +21,8 @@ package protocol AppleCreditSession {
     func lock(_ candidates: [OrderRecord]) throws(StorageError) -> [OrderRecord?]
     /// Inserts a new order and its `created` event; false when the out_trade_no exists.
     func insert(_ order: OrderRecord, event: NewOrderEvent) throws(StorageError) -> Bool
+    /// Whether a new order of `productID` may be made under `terms` (`ProductTerms.saleAgrees`).
+    func saleAgrees(_ terms: SaleTerms, productID: String?) throws(StorageError) -> Bool
     /// The one door (`OrderStore.transition`), inside this transaction.
     func transition(_ transition: OrderTransition) throws(StorageError) -> TransitionResult
     /// Names the credited order in the ledger row (set once: the database refuses a change).
@@ -175,6 +177,9 @@ extension AppleCredit {
 
         // 4. Nothing open: an order made for the purchase, or the ledger row waits.
         guard var made = newOrder, let user else { return .unmatched(ledger) }
+        // Made by a catalog the database no longer holds (another instance reloaded first): none
+        // of it is kept, and the purchase is credited where the catalog is the one bound.
+        guard try session.saleAgrees(made.terms, productID: made.order.productID) else { throw .termsChanged }
         made.order.userID = user
         guard try session.insert(made.order, event: made.event) else { throw .constraint }
         guard let inserted = try session.order(made.order.outTradeNo),

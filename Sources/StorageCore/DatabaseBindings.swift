@@ -47,6 +47,10 @@ public enum SaleTerms: Sendable, Hashable {
     /// gave that name since, and a paid order of it would grant its id for ever there and nothing
     /// once every catalog gives the name.
     case outsideCatalog(reading: NameReading?)
+    /// An order made for an App Store purchase of this App Store product id, which the catalog
+    /// does not sell: no product on record may give it (another instance's catalog sells it since,
+    /// and its purchases become that product's sales only through a binding that gives it first).
+    case unknownAppleProduct(String)
 
     package var isChecked: Bool {
         if case .unchecked = self { false } else { true }
@@ -63,6 +67,7 @@ public enum SaleTerms: Sendable, Hashable {
         case (.unchecked, .unchecked): true
         case (.catalog(let left), .catalog(let right)): left == right
         case (.outsideCatalog, .outsideCatalog): lhs.readsNames == rhs.readsNames
+        case (.unknownAppleProduct(let left), .unknownAppleProduct(let right)): left == right
         default: false
         }
     }
@@ -72,6 +77,7 @@ public enum SaleTerms: Sendable, Hashable {
         case .unchecked: hasher.combine(0)
         case .catalog(let terms): hasher.combine(1); hasher.combine(terms)
         case .outsideCatalog: hasher.combine(2); hasher.combine(readsNames)
+        case .unknownAppleProduct(let id): hasher.combine(3); hasher.combine(id)
         }
     }
 }
@@ -285,9 +291,16 @@ extension ProductTerms {
     /// The key of the row holding a product's terms.
     package static func recordKey(_ productID: String) -> String { "product:" + productID }
 
-    /// Whether a new order naming `productID`, priced under `terms`, may be stored, given the rows
-    /// read in its transaction (`rows`: key and value): those of `recordKey(productID)` and
-    /// `boundMarker`, and every product's and name's when `terms.readsNames`. Always until a
+    /// The keys of the rows `saleAgrees` needs beside every product's and name's when
+    /// `terms.readsNames`.
+    package static func saleKeys(_ terms: SaleTerms, _ productID: String) -> [String] {
+        if case .unknownAppleProduct(let id) = terms { return [boundMarker, namePrefix + id] }
+        return [boundMarker, recordKey(productID)]
+    }
+
+    /// Whether a new order naming `productID` (empty for none), priced under `terms`, may be
+    /// stored, given the rows read in its transaction (`rows`: key and value): those of `saleKeys`,
+    /// and every product's and name's when `terms.readsNames`. Always until a
     /// catalog is bound (a database used without one); else a catalog product's terms must be
     /// those on record, and a product sold outside the catalog must have none and read as no name
     /// on record.
@@ -296,6 +309,7 @@ extension ProductTerms {
         let recorded = rows.first(where: { $0.key == recordKey(productID) })?.value
         switch terms {
         case .unchecked: return true
+        case .unknownAppleProduct(let id): return !rows.contains { $0.key == namePrefix + id }
         case .catalog(let given): return recorded == given
         case .outsideCatalog(let reading):
             guard recorded == nil else { return false }

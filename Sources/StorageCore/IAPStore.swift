@@ -155,12 +155,18 @@ public struct AppleNewOrder: Sendable, Hashable {
     /// which Apple charges by itself. Such an order is not flagged `matched_without_order`: nobody
     /// needs to look at it.
     public var expected: Bool
+    /// What the catalog that made it says its product grants (`OrderStore.create`'s check): a
+    /// credit that would make it under terms the database does not hold throws `.termsChanged`
+    /// and writes nothing.
+    public var terms: SaleTerms
 
-    public init(order: OrderRecord, event: NewOrderEvent, flags: Set<OrderFlag> = [], expected: Bool = false) {
+    public init(order: OrderRecord, event: NewOrderEvent, flags: Set<OrderFlag> = [], expected: Bool = false,
+                terms: SaleTerms = .unchecked) {
         self.order = order
         self.event = event
         self.flags = flags
         self.expected = expected
+        self.terms = terms
     }
 }
 

@@ -108,7 +108,8 @@ struct CatalogReloadRaceTests {
             #expect(try await catalog(course).bind(in: rig.store, at: Date()) == nil)
             let refused = try await create("behind-1", "zinc-month")
             #expect(refused.status == 503 && refused.error?["code"] as? String == "catalog_changed", "\(refused.json)")
-            #expect(refused.headers["Retry-After"] == "1")
+            // No time on its own mends it: nothing invites a client to hammer this gateway.
+            #expect(refused.headers["Retry-After"] == nil)
             #expect(try await rig.store.order("behind-1") == nil)
             #expect(try await create("behind-2", "swift-101").status == 201)
             // Another makes it a year: still not sold here under the month.

@@ -27,12 +27,12 @@ extension APIError {
     /// gateway priced the order from: another instance's catalog, or a reload's, was bound since
     /// and changed or removed the product (it was unsold), or gave a name the product id (sold
     /// outside the catalog) reads as. Nothing was written; this instance sells it again once its
-    /// catalog is reloaded to the same file.
+    /// catalog is reloaded to the same file: no `Retry-After`, since no time on its own mends it.
     static let catalogChanged = APIError(
         status: 503, code: "catalog_changed",
         message: "another gateway's catalog (or a reload's) changed what this product_id grants, or gave a name it reads as, "
             + "after this gateway's catalog was loaded; nothing was written: the same request succeeds once this gateway's "
-            + "catalog is reloaded, or on a gateway that has been", field: "product_id", retryAfter: 1)
+            + "catalog is reloaded, or on a gateway that has been", field: "product_id")
 
     /// 404: an app token asked about another user (the same answer whether that user exists or
     /// not, as another user's order is `order_not_found`).

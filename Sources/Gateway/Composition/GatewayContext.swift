@@ -123,8 +123,9 @@ public struct GatewayContext: Sendable {
     func apiError(for error: StorageError) -> APIError {
         if error == .termsChanged {
             // Not the database failing: this instance's catalog is behind the one bound there.
-            logger.warning("create refused: the product's terms in the database are not this gateway's catalog's; "
-                + "reload its catalog (SIGHUP) from the file the other instances have")
+            logger.warning("create refused: the product's terms in the database are not this gateway's catalog's "
+                + "(an order, or an App Store purchase's, would be made under them); reload its catalog (SIGHUP) from the "
+                + "file the other instances have")
             return .catalogChanged
         }
         logger.error("storage failure", ["error": error.shortDescription])

@@ -205,7 +205,7 @@ public final class IAPService: Sendable {
                             + "\(user)'s subscription \(purchase.facts.originalTransactionID)"
                         : "made for App Store \(purchase.summary.prefix(60))…: no open order of \(user) for \(purchase.productID)",
                         at: at),
-                    expected: renewal)
+                    expected: renewal, terms: .catalog(product.terms.terms))
             } else if let charged = purchase.chargedMinorUnits {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: charged.amount,
@@ -215,7 +215,7 @@ public final class IAPService: Sendable {
                     event: NewOrderEvent(kind: "created", detail: "made for App Store \(purchase.summary.prefix(60))…: its product "
                         + "\(purchase.productID) is not in the catalog; recorded at what Apple charged "
                         + "(\(charged.amount) in the minor unit of \(charged.currency)), flagged unknown_product", at: at),
-                    flags: [.unknownProduct], expected: renewal)
+                    flags: [.unknownProduct], expected: renewal, terms: .unknownAppleProduct(purchase.productID))
             } else {
                 // A free transaction of an unknown product (or one at no price anything is sold at):
                 // no amount to record, so no order is made for it (an order its token names is
