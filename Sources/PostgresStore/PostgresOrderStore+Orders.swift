@@ -46,10 +46,7 @@ extension PostgresOrderStore {
     /// The statements that read what `ProductTerms.saleAgrees` needs, under the lock described in
     /// `create` (none when nothing is checked).
     static func saleCheck(_ terms: SaleTerms, productID: String?) -> [PGQuery] {
-        guard terms.isChecked else { return [] }
-        // An order naming no product is checked only as the App Store product it was made for.
-        if productID == nil, case .unknownAppleProduct = terms {} else if productID == nil { return [] }
-        let keys = ProductTerms.saleKeys(terms, productID ?? "")
+        guard let keys = ProductTerms.saleKeys(terms, productID) else { return [] }
         return [
             PGQuery("LOCK TABLE bindings IN ROW EXCLUSIVE MODE"),
             terms.readsNames

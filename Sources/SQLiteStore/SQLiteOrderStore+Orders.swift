@@ -26,18 +26,14 @@ extension SQLiteOrderStore {
     /// `ProductTerms.saleAgrees` on the rows on record (one indexed read for an order naming a
     /// catalog product; the table's few hundred rows for one sold outside the catalog).
     static func saleAgrees(_ terms: SaleTerms, _ productID: String?, on db: SQLiteConnection) throws(StorageError) -> Bool {
-        guard terms.isChecked else { return true }
-        // An order naming no product is checked only as the App Store product it was made for.
-        if productID == nil, case .unknownAppleProduct = terms {} else if productID == nil { return true }
-        let id = productID ?? ""
-        let keys = ProductTerms.saleKeys(terms, id)
+        guard let keys = ProductTerms.saleKeys(terms, productID) else { return true }
         let row = { (row: SQLiteRow) throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
         let rows = terms.readsNames
             ? try db.rows(
                 "SELECT key, value FROM bindings WHERE key IN (?1, ?2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = ?3",
                 keys[0], keys[1], ProductTerms.namePrefix, decode: row)
             : try db.rows("SELECT key, value FROM bindings WHERE key IN (?, ?)", keys[0], keys[1], decode: row)
-        return ProductTerms.saleAgrees(terms, id, rows: rows)
+        return ProductTerms.saleAgrees(terms, productID ?? "", rows: rows)
     }
 
     public func order(_ outTradeNo: String) async throws(StorageError) -> OrderRecord? {

@@ -52,10 +52,6 @@ public enum SaleTerms: Sendable, Hashable {
     /// and its purchases become that product's sales only through a binding that gives it first).
     case unknownAppleProduct(String)
 
-    package var isChecked: Bool {
-        if case .unchecked = self { false } else { true }
-    }
-
     /// Whether the check reads every name on record, not only the product's own terms.
     package var readsNames: Bool {
         if case .outsideCatalog(reading: _?) = self { true } else { false }
@@ -291,11 +287,15 @@ extension ProductTerms {
     /// The key of the row holding a product's terms.
     package static func recordKey(_ productID: String) -> String { "product:" + productID }
 
-    /// The keys of the rows `saleAgrees` needs beside every product's and name's when
-    /// `terms.readsNames`.
-    package static func saleKeys(_ terms: SaleTerms, _ productID: String) -> [String] {
-        if case .unknownAppleProduct(let id) = terms { return [boundMarker, namePrefix + id] }
-        return [boundMarker, recordKey(productID)]
+    /// The keys of the two rows `saleAgrees` needs (beside every product's and name's when
+    /// `terms.readsNames`), or nil when nothing is checked: unchecked terms, or an order naming
+    /// no product that was not made for an App Store product.
+    package static func saleKeys(_ terms: SaleTerms, _ productID: String?) -> [String]? {
+        switch terms {
+        case .unchecked: nil
+        case .unknownAppleProduct(let id): [boundMarker, namePrefix + id]
+        case .catalog, .outsideCatalog: productID.map { [boundMarker, recordKey($0)] }
+        }
     }
 
     /// Whether a new order naming `productID` (empty for none), priced under `terms`, may be
