@@ -52,9 +52,9 @@ extension PostgresOrderStore {
             terms.readsNames
                 ? PGQuery("""
                     SELECT key, value FROM bindings
-                     WHERE key IN ($1, $2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = $3
-                    """, keys[0], keys[1], ProductTerms.namePrefix)
-                : PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2)", keys[0], keys[1]),
+                     WHERE key IN ($1, $2, $3) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = $4
+                    """, keys[0], keys[1], keys[2], ProductTerms.namePrefix)
+                : PGQuery("SELECT key, value FROM bindings WHERE key IN ($1, $2, $3)", keys[0], keys[1], keys[2]),
         ]
     }
 

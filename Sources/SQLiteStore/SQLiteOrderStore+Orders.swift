@@ -30,9 +30,9 @@ extension SQLiteOrderStore {
         let row = { (row: SQLiteRow) throws(StorageError) in (key: try row.text(0), value: try row.text(1)) }
         let rows = terms.readsNames
             ? try db.rows(
-                "SELECT key, value FROM bindings WHERE key IN (?1, ?2) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = ?3",
-                keys[0], keys[1], ProductTerms.namePrefix, decode: row)
-            : try db.rows("SELECT key, value FROM bindings WHERE key IN (?, ?)", keys[0], keys[1], decode: row)
+                "SELECT key, value FROM bindings WHERE key IN (?1, ?2, ?3) OR substr(key, 1, 8) = 'product:' OR substr(key, 1, 5) = ?4",
+                keys[0], keys[1], keys[2], ProductTerms.namePrefix, decode: row)
+            : try db.rows("SELECT key, value FROM bindings WHERE key IN (?, ?, ?)", keys[0], keys[1], keys[2], decode: row)
         return ProductTerms.saleAgrees(terms, productID ?? "", rows: rows)
     }
 

@@ -42,6 +42,11 @@ public enum SaleTerms: Sendable, Hashable {
     case unchecked
     /// A product of the catalog, granting these terms (`ProductTerms.terms`).
     case catalog(String)
+    /// A product of the catalog granting `terms`, sold through the App Store as `appleProductID`:
+    /// the name on record for that id, when there is one, must be this product too (another
+    /// instance's catalog may have given the id to another product since, and its purchases are
+    /// that product's sales everywhere once every catalog says so).
+    case appStoreProduct(terms: String, appleProductID: String)
     /// A product id the catalog does not have: none may be on record for it, nor may it read
     /// (`reading`, the catalog's rule) as a name the database holds: another instance's catalog
     /// gave that name since, and a paid order of it would grant its id for ever there and nothing
@@ -62,6 +67,7 @@ public enum SaleTerms: Sendable, Hashable {
         switch (lhs, rhs) {
         case (.unchecked, .unchecked): true
         case (.catalog(let left), .catalog(let right)): left == right
+        case (.appStoreProduct(let left, let leftID), .appStoreProduct(let right, let rightID)): left == right && leftID == rightID
         case (.outsideCatalog, .outsideCatalog): lhs.readsNames == rhs.readsNames
         case (.unknownAppleProduct(let left), .unknownAppleProduct(let right)): left == right
         default: false
@@ -72,6 +78,7 @@ public enum SaleTerms: Sendable, Hashable {
         switch self {
         case .unchecked: hasher.combine(0)
         case .catalog(let terms): hasher.combine(1); hasher.combine(terms)
+        case .appStoreProduct(let terms, let id): hasher.combine(4); hasher.combine(terms); hasher.combine(id)
         case .outsideCatalog: hasher.combine(2); hasher.combine(readsNames)
         case .unknownAppleProduct(let id): hasher.combine(3); hasher.combine(id)
         }
@@ -287,14 +294,15 @@ extension ProductTerms {
     /// The key of the row holding a product's terms.
     package static func recordKey(_ productID: String) -> String { "product:" + productID }
 
-    /// The keys of the two rows `saleAgrees` needs (beside every product's and name's when
-    /// `terms.readsNames`), or nil when nothing is checked: unchecked terms, or an order naming
-    /// no product that was not made for an App Store product.
+    /// The keys of the three rows `saleAgrees` needs (beside every product's and name's when
+    /// `terms.readsNames`; a key may repeat), or nil when nothing is checked: unchecked terms, or
+    /// an order naming no product that was not made for an App Store product.
     package static func saleKeys(_ terms: SaleTerms, _ productID: String?) -> [String]? {
         switch terms {
         case .unchecked: nil
-        case .unknownAppleProduct(let id): [boundMarker, namePrefix + id]
-        case .catalog, .outsideCatalog: productID.map { [boundMarker, recordKey($0)] }
+        case .unknownAppleProduct(let id): [boundMarker, namePrefix + id, namePrefix + id]
+        case .appStoreProduct(_, let id): productID.map { [boundMarker, recordKey($0), namePrefix + id] }
+        case .catalog, .outsideCatalog: productID.map { [boundMarker, recordKey($0), recordKey($0)] }
         }
     }
 
@@ -311,6 +319,8 @@ extension ProductTerms {
         case .unchecked: return true
         case .unknownAppleProduct(let id): return !rows.contains { $0.key == namePrefix + id }
         case .catalog(let given): return recorded == given
+        case .appStoreProduct(let given, let id):
+            return recorded == given && rows.first(where: { $0.key == namePrefix + id }).map { $0.value == productID } ?? true
         case .outsideCatalog(let reading):
             guard recorded == nil else { return false }
             guard let reading else { return true }

@@ -3,6 +3,7 @@ import AppStore
 import AppStoreSimulator
 import Foundation
 @testable import Gateway
+import HTTP
 import StorageCore
 import StoreTestSupport
 import Testing
@@ -53,5 +54,26 @@ struct IAPStaleCatalogTests {
         let bought = try rig.buy("apple-a", token: nil, product: "com.example.gold", price: 68_000, currency: "CNY")
         let answer = try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo])
         try await Self.expectRefusedAndNothingWritten(rig, answer, bought)
+    }
+
+    @Test("A purchase of an App Store product id another gateway's reload moved to another product is not credited to the product this gateway's catalog still gives it",
+          arguments: StoreKind.all)
+    func aPurchaseOfAnIDAnotherReloadMovedIsRefused(store: StoreKind) async throws {
+        let rig = try await Self.rig(store) { products in
+            products.map { product in
+                var moved = product
+                if product.id == IAPRig.product { moved.appleProductID = "com.example.courses.swift101.v2" }
+                return moved
+            } + [CatalogProduct(id: "gold-ios", amount: 6800, description: "Gold", appleProductID: IAPRig.appleProduct,
+                                kind: .membership(MembershipPeriod("P1M")!), entitlement: "gold")]
+        }
+        defer { Task { await rig.stop() } }
+        let bought = try rig.buy("apple-a", token: nil)
+        let answer = try await rig.report("user-a", ["signed_transaction": bought.signedTransactionInfo])
+        try await Self.expectRefusedAndNothingWritten(rig, answer, bought)
+        // Nor is an iOS order made for it under the id this gateway's catalog still gives it.
+        let create = try await rig.gateway.send(.post, "/v1/iap/orders", token: rig.token("user-a"),
+                                                body: #"{"product_id":"\#(IAPRig.product)"}"#)
+        #expect(create.status == 503 && create.error?["code"] as? String == "catalog_changed", "\(create.json)")
     }
 }

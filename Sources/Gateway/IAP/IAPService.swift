@@ -68,7 +68,8 @@ public final class IAPService: Sendable {
         let result = try await context.storage { () throws(StorageError) in
             try await self.context.store.create(record, event: NewOrderEvent(
                 kind: "created", detail: "iOS order for \(appleProductID) (\(product.amount) fen), expires_in=\(input.expiresIn); "
-                    + "app_account_token \(record.appAccountToken ?? "")", at: createdAt), terms: .catalog(product.terms.terms))
+                    + "app_account_token \(record.appAccountToken ?? "")", at: createdAt),
+                terms: .appStoreProduct(terms: product.terms.terms, appleProductID: appleProductID))
         }
         let (order, created) = try instruments.creates.resolve(result)
         return OrderCreation.Created(created: created, view: try await context.apiView(order))
@@ -205,7 +206,7 @@ public final class IAPService: Sendable {
                             + "\(user)'s subscription \(purchase.facts.originalTransactionID)"
                         : "made for App Store \(purchase.summary.prefix(60))…: no open order of \(user) for \(purchase.productID)",
                         at: at),
-                    expected: renewal, terms: .catalog(product.terms.terms))
+                    expected: renewal, terms: .appStoreProduct(terms: product.terms.terms, appleProductID: purchase.productID))
             } else if let charged = purchase.chargedMinorUnits {
                 newOrder = AppleNewOrder(
                     order: Self.madeOrder(for: purchase, user: user, amount: charged.amount,
